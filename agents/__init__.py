@@ -1,0 +1,15 @@
+"""Bandit agents and the matrix sketches they are built on (torch, any device).
+
+``from agents import OFUL, SOFUL, CBSCFD, DBSLinUCB, GAllocation`` gives the paper's agents;
+:class:`Agent` and :func:`check_agent` document and check the contract that any
+third-party agent satisfies by duck typing. ``AGENTS`` maps the names the command line
+accepts to the classes. This package imports neither ``linbandit_gym`` nor ``envs_data``.
+"""
+
+from .base import Agent, AgentProtocol, TorchAgent, check_agent
+from .linucb import LinUCB
+from .oful import OFUL
+
+AGENTS: dict[str, type] = {"OFUL": OFUL}
+
+__all__ = ["AGENTS", "Agent", "AgentProtocol", "TorchAgent", "LinUCB", "OFUL", "check_agent"]

@@ -1,0 +1,116 @@
+"""Device, dtype and input handling shared by every torch agent and sketch.
+
+Kept in one place so that every agent rejects a bad device or a malformed arm set with
+the same clear message, and so that no module ever writes a ``.cuda()`` literal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["resolve_device", "resolve_dtype", "as_arm_matrix", "as_vector", "tensor_bytes"]
+
+_DTYPES = {
+    "float64": torch.float64,
+    "double": torch.float64,
+    "float32": torch.float32,
+    "float": torch.float32,
+}
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """Return a ``torch.device``, failing clearly when the backend is not available.
+
+    ``None`` means CPU. ``"cuda"`` (or ``"cuda:N"``) without a CUDA build or GPU raises a
+    ``ValueError`` naming the fix, instead of torch's lazy failure at the first tensor.
+    """
+    if device is None:
+        return torch.device("cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"device={device!r} is not a valid torch device; use 'cpu', 'cuda' or 'cuda:N'"
+        ) from exc
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device={device!r} was requested but CUDA is not available "
+                "(torch.cuda.is_available() is False: no GPU, or a CPU-only torch build); "
+                "use device='cpu'"
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"device={device!r} but only {torch.cuda.device_count()} CUDA device(s) exist"
+            )
+    elif dev.type == "mps":
+        if not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+            raise ValueError(f"device={device!r} was requested but MPS is not available; use 'cpu'")
+    elif dev.type != "cpu":
+        raise ValueError(f"device={device!r} is not supported; use 'cpu', 'cuda' or 'mps'")
+    return dev
+
+
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+    """float64 by default on CPU (exactness for tests), float32 by default on accelerators."""
+    if dtype is None:
+        return torch.float64 if device.type == "cpu" else torch.float32
+    if isinstance(dtype, str):
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype={dtype!r} is not supported; use 'float64' or 'float32'")
+        dtype = _DTYPES[dtype]
+    if dtype not in (torch.float64, torch.float32):
+        raise ValueError(f"dtype={dtype!r} is not supported; use torch.float64 or torch.float32")
+    if dtype == torch.float64 and device.type == "mps":
+        raise ValueError("MPS has no float64; use dtype=torch.float32 on device='mps'")
+    return dtype
+
+
+def as_arm_matrix(obs: Any, device: torch.device, dtype: torch.dtype, d: int | None) -> torch.Tensor:
+    """Convert an arm set (numpy array, tensor or nested list) of shape (K, d) to a tensor.
+
+    Raises ``ValueError`` with the received shape when the input is not a finite 2-D array
+    whose second dimension matches ``d`` (when ``d`` is already known).
+    """
+    if isinstance(obs, torch.Tensor):
+        arms = obs.to(device=device, dtype=dtype)
+    else:
+        try:
+            arr = np.asarray(obs, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"the observation must be a numeric (K, d) arm matrix, got {type(obs).__name__}"
+            ) from exc
+        arms = torch.as_tensor(arr, device=device).to(dtype)
+    if arms.ndim != 2 or arms.shape[0] < 1 or arms.shape[1] < 1:
+        raise ValueError(
+            f"the observation must be a (K, d) arm matrix with K >= 1 arms, got shape {tuple(arms.shape)}"
+        )
+    if d is not None and arms.shape[1] != d:
+        raise ValueError(
+            f"arm dimension changed: the agent was built for d={d} but got arms of shape "
+            f"{tuple(arms.shape)}; call agent.reset() before playing an env of another dimension"
+        )
+    if not bool(torch.isfinite(arms).all()):
+        raise ValueError("the arm matrix contains NaN or infinite entries")
+    return arms
+
+
+def as_vector(v: Any, device: torch.device, dtype: torch.dtype, d: int, name: str = "x") -> torch.Tensor:
+    """A length-``d`` finite vector on the device, or a ``ValueError`` naming ``name``."""
+    t = v.to(device=device, dtype=dtype) if isinstance(v, torch.Tensor) else torch.as_tensor(
+        np.asarray(v, dtype=np.float64), device=device
+    ).to(dtype)
+    if t.shape != (d,):
+        raise ValueError(f"{name} must have shape ({d},), got {tuple(t.shape)}")
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    return t
+
+
+def tensor_bytes(*tensors: torch.Tensor | None) -> int:
+    """Bytes held by the given tensors (``None`` entries count zero)."""
+    return int(sum(t.element_size() * t.nelement() for t in tensors if t is not None))

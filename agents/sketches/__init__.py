@@ -1,0 +1,9 @@
+"""Matrix sketches and the exact baseline, behind one :class:`CovarianceEstimator` interface.
+
+Pure linear algebra: nothing here knows about arms, rewards or regret.
+"""
+
+from .base import CovarianceEstimator
+from .exact import ExactCovariance
+
+__all__ = ["CovarianceEstimator", "ExactCovariance"]

@@ -1,0 +1,14 @@
+"""linbandit-gym: Gymnasium linear-bandit environments, evaluation loop and tools.
+
+``import linbandit_gym`` registers every env id (``gym.make("LinBandit-Synthetic-v0")``);
+``gym.make("linbandit_gym:LinBandit-Synthetic-v0")`` works without the explicit import.
+"""
+
+from .envs import LinBanditEnv
+from .evaluate import run
+from .registration import ENV_IDS, register_envs
+
+register_envs()
+
+__version__ = "0.1.0"
+__all__ = ["ENV_IDS", "LinBanditEnv", "register_envs", "run", "__version__"]

@@ -1,0 +1,77 @@
+"""Synthetic linear bandit with Gaussian arms (seed 000, Sec. 5, "online regression")."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import LinBanditEnv
+
+__all__ = ["SyntheticLinBanditEnv"]
+
+
+class SyntheticLinBanditEnv(LinBanditEnv):
+    """Gaussian arms, unit-norm theta*, Gaussian reward noise.
+
+    The synthetic setting of seed 000 Sec. 5 (after Chen et al. 2020): every round ``n_arms``
+    arms are drawn i.i.d. from N(0, I_d) and scaled to unit norm; theta* ~ N(0, I_d) is
+    normalised. The isotropic arms make the played design matrix's spectrum flat (a heavy
+    tail), the regime where fixed-size sketches turn regret linear.
+
+    ## Action Space
+    ``Discrete(n_arms)``: the index of the arm to play.
+
+    ## Observation Space
+    ``Box(-inf, inf, (n_arms, d), float32)``: this round's arm set, one arm per row, each of
+    unit l2 norm when ``normalize_arms``.
+
+    ## Rewards
+    ``<x_a, theta*> + N(0, noise_std^2)``. ``info`` holds ``expected_reward``,
+    ``best_expected_reward``, ``regret`` and ``best_arm``.
+
+    ## Starting State
+    ``reset(seed=s)`` draws theta* and fixes the arm and noise streams.
+
+    ## Episode End
+    Truncated after ``horizon`` rounds; never terminated.
+
+    ## Arguments
+    | argument | default | meaning |
+    |---|---|---|
+    | ``d`` | 500 | dimension (paper: 500) |
+    | ``n_arms`` | 100 | arms per round K (paper: 100) |
+    | ``horizon`` | 2000 | rounds per episode |
+    | ``noise_std`` | 0.1 | std of the Gaussian reward noise (the paper does not state it) |
+    | ``normalize_arms`` | True | scale every arm to unit l2 norm (L = 1) |
+    | ``fixed_arms`` | False | draw one arm set at reset and keep it for the whole episode |
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    def __init__(
+        self,
+        d: int = 500,
+        n_arms: int = 100,
+        horizon: int = 2000,
+        noise_std: float = 0.1,
+        normalize_arms: bool = True,
+        fixed_arms: bool = False,
+    ):
+        super().__init__(d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std)
+        self.normalize_arms = bool(normalize_arms)
+        self.fixed_arms = bool(fixed_arms)
+        self._fixed: np.ndarray | None = None
+
+    def _draw_arms(self, rng: np.random.Generator) -> np.ndarray:
+        arms = rng.standard_normal((self.n_arms, self.d))
+        if self.normalize_arms:
+            arms /= np.linalg.norm(arms, axis=1, keepdims=True)
+        return arms
+
+    def _sample_problem(self, rng: np.random.Generator) -> None:
+        theta = rng.standard_normal(self.d)
+        self.theta_star = theta / np.linalg.norm(theta)
+        self._fixed = self._draw_arms(rng) if self.fixed_arms else None
+
+    def _sample_arms(self, rng: np.random.Generator) -> np.ndarray:
+        return self._fixed if self._fixed is not None else self._draw_arms(rng)

@@ -1,0 +1,195 @@
+"""The evaluation loop: the only place in the project where env and agent meet.
+
+``run(env, agent, seeds)`` plays one episode per seed and returns a tidy pandas DataFrame
+with one record per (agent, env, seed, round). Sweeps, the command line and plots all
+go through it, so the record format is the same everywhere.
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+__all__ = ["RECORD_COLUMNS", "run", "make_env", "summarize"]
+
+#: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
+#: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
+RECORD_COLUMNS = [
+    "agent",
+    "env",
+    "seed",
+    "t",
+    "action",
+    "reward",
+    "expected_reward",
+    "best_expected_reward",
+    "regret",
+    "cumulative_regret",
+    "agent_time",
+    "wall_time",
+    "memory_bytes",
+]
+
+_STANDARD_INFO = {"expected_reward", "best_expected_reward", "regret", "best_arm"}
+
+
+def make_env(env: str | gym.Env | Callable[[], gym.Env], **env_kwargs: Any) -> gym.Env:
+    """An env from an id (``gym.make(id, **env_kwargs)``), an instance, or a factory."""
+    if isinstance(env, str):
+        import linbandit_gym  # noqa: F401  (registers the ids)
+
+        return gym.make(env, **env_kwargs)
+    if isinstance(env, gym.Env):
+        if env_kwargs:
+            raise ValueError("env_kwargs can only be given with an env id, not with an env instance")
+        return env
+    if callable(env):
+        return env(**env_kwargs)
+    raise TypeError(f"env must be an env id, a gymnasium.Env or a factory, got {type(env).__name__}")
+
+
+def _env_name(env: gym.Env, given: str | None) -> str:
+    if given is not None:
+        return given
+    spec = getattr(env, "spec", None)
+    if spec is not None and spec.id:
+        return spec.id
+    return type(env.unwrapped).__name__
+
+
+def _agent_name(agent: Any, given: str | None) -> str:
+    if given is not None:
+        return given
+    name = getattr(agent, "name", None)
+    return name if isinstance(name, str) and name else type(agent).__name__
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (numbers.Number, np.bool_, bool, np.number, str))
+
+
+def run(
+    env: str | gym.Env | Callable[[], gym.Env],
+    agent: Any,
+    seeds: int | Iterable[int] = (0,),
+    *,
+    env_kwargs: dict | None = None,
+    agent_name: str | None = None,
+    env_name: str | None = None,
+    max_rounds: int | None = None,
+    progress: bool | None = None,
+) -> pd.DataFrame:
+    """Play one episode per seed and return the per-round records.
+
+    Args:
+        env: an env id (e.g. ``"LinBandit-Synthetic-v0"``), a ``gymnasium.Env`` or a factory.
+        agent: any object with ``reset(seed)``, ``act(obs)`` and ``update(obs, action, reward)``;
+            or a zero-argument factory (e.g. a class) that builds one.
+        seeds: an int (that many seeds, 0..n-1) or an iterable of seeds. Seed ``s`` is passed
+            to both ``env.reset(seed=s)`` and ``agent.reset(seed=s)``.
+        env_kwargs: keyword arguments for ``gym.make`` when ``env`` is an id.
+        agent_name, env_name: labels for the records (default: class name / env id).
+        max_rounds: stop an episode after this many rounds even if the env goes on.
+        progress: show a tqdm bar; default: only when stderr is a terminal.
+
+    Returns:
+        A DataFrame with the columns :data:`RECORD_COLUMNS` (``t`` counts from 1;
+        ``agent_time`` is the cumulative seconds spent in ``act`` + ``update``; ``wall_time``
+        the cumulative seconds of the whole round including the env; ``memory_bytes`` the
+        agent's ``memory_bytes()`` after the round, 0 if it has none), plus any scalar keys
+        the env adds to ``info`` beyond the standard four.
+    """
+    if isinstance(seeds, numbers.Integral):
+        if seeds < 1:
+            raise ValueError(f"seeds as an int is a count and must be >= 1, got {seeds}")
+        seeds = range(int(seeds))
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds is empty: give at least one seed")
+    if max_rounds is not None and max_rounds < 1:
+        raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+    for method in ("act", "update"):
+        if not callable(getattr(agent, method, None)):
+            if callable(agent) and isinstance(agent, type) or (callable(agent) and not hasattr(agent, "act")):
+                agent = agent()
+                break
+            raise TypeError(f"agent has no {method}() method; see agents.Agent for the contract")
+    env = make_env(env, **(env_kwargs or {}))
+    e_name, a_name = _env_name(env, env_name), _agent_name(agent, agent_name)
+    has_memory = callable(getattr(agent, "memory_bytes", None))
+
+    horizon = getattr(env.unwrapped, "horizon", None)
+    per_seed = min(x for x in (horizon, max_rounds) if x is not None) if (horizon or max_rounds) else None
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    bar = tqdm(total=per_seed * len(seeds) if per_seed else None, disable=not show, desc=f"{a_name} on {e_name}")
+
+    columns: dict[str, list] = {c: [] for c in RECORD_COLUMNS}
+    extras: dict[str, dict[int, Any]] = {}
+    n = 0
+    try:
+        for seed in seeds:
+            reset = getattr(agent, "reset", None)
+            if callable(reset):
+                reset(seed=seed)
+            obs, _ = env.reset(seed=seed)
+            cum_regret = agent_time = wall_time = 0.0
+            t = 0
+            while True:
+                start = time.perf_counter()
+                action = agent.act(obs)
+                after_act = time.perf_counter()
+                next_obs, reward, terminated, truncated, info = env.step(action)
+                after_env = time.perf_counter()
+                agent.update(obs, action, reward)
+                end = time.perf_counter()
+                agent_time += (after_act - start) + (end - after_env)
+                wall_time += end - start
+                t += 1
+                regret = float(info.get("regret", np.nan))
+                cum_regret += regret
+                row = (
+                    a_name, e_name, seed, t, int(action), float(reward), float(info.get("expected_reward", np.nan)),
+                    float(info.get("best_expected_reward", np.nan)), regret, cum_regret, agent_time, wall_time,
+                    int(agent.memory_bytes()) if has_memory else 0,
+                )
+                for col, value in zip(RECORD_COLUMNS, row):
+                    columns[col].append(value)
+                for key, value in info.items():
+                    if key not in _STANDARD_INFO and _is_scalar(value):
+                        extras.setdefault(key, {})[n] = value
+                n += 1
+                bar.update(1)
+                obs = next_obs
+                if terminated or truncated or (max_rounds is not None and t >= max_rounds):
+                    break
+    finally:
+        bar.close()
+    frame = pd.DataFrame(columns)
+    for key, values in extras.items():
+        frame[key] = pd.Series(values, index=list(values.keys())).reindex(range(n))
+    return frame
+
+
+def summarize(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per (agent, env): final cumulative regret mean/std over seeds, ms/round, peak memory."""
+    last = records.sort_values("t").groupby(["agent", "env", "seed"], sort=False).tail(1)
+    last = last.assign(ms_per_round=1000.0 * last["agent_time"] / last["t"])
+    grouped = last.groupby(["agent", "env"], sort=False)
+    out = grouped.agg(
+        seeds=("seed", "nunique"),
+        rounds=("t", "max"),
+        final_regret_mean=("cumulative_regret", "mean"),
+        final_regret_std=("cumulative_regret", "std"),
+        ms_per_round=("ms_per_round", "mean"),
+    )
+    out["peak_memory_bytes"] = records.groupby(["agent", "env"], sort=False)["memory_bytes"].max()
+    out["final_regret_std"] = out["final_regret_std"].fillna(0.0)
+    return out.reset_index()

@@ -1,0 +1,19 @@
+"""Registration of every linbandit env id with Gymnasium (runs on ``import linbandit_gym``)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+__all__ = ["ENV_IDS", "register_envs"]
+
+# id -> entry point. Kept as strings so that importing the package stays cheap.
+ENV_IDS: dict[str, str] = {
+    "LinBandit-Synthetic-v0": "linbandit_gym.envs.synthetic:SyntheticLinBanditEnv",
+}
+
+
+def register_envs() -> None:
+    """Register every id in :data:`ENV_IDS` (idempotent)."""
+    for env_id, entry_point in ENV_IDS.items():
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=entry_point, disable_env_checker=False)
