@@ -1,6 +1,7 @@
 """Environment families, one per module."""
 
+from .bai import BAILinBanditEnv
 from .base import LinBanditEnv
 from .synthetic import SyntheticLinBanditEnv
 
-__all__ = ["LinBanditEnv", "SyntheticLinBanditEnv"]
+__all__ = ["BAILinBanditEnv", "LinBanditEnv", "SyntheticLinBanditEnv"]
