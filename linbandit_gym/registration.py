@@ -9,6 +9,7 @@ __all__ = ["ENV_IDS", "register_envs"]
 # id -> entry point. Kept as strings so that importing the package stays cheap.
 ENV_IDS: dict[str, str] = {
     "LinBandit-Synthetic-v0": "linbandit_gym.envs.synthetic:SyntheticLinBanditEnv",
+    "LinBandit-HeavyTail-v0": "linbandit_gym.envs.heavy_tail:HeavyTailLinBanditEnv",
     "LinBandit-BAI-v0": "linbandit_gym.envs.bai:BAILinBanditEnv",
 }
 
