@@ -32,7 +32,8 @@ class ExactCovariance(CovarianceEstimator):
     def _update(self, x: torch.Tensor) -> None:
         # Sherman-Morrison: (A + x x^T)^-1 = A^-1 - (A^-1 x)(A^-1 x)^T / (1 + x^T A^-1 x)
         Ax = self.A_inv @ x
-        self.A_inv -= torch.outer(Ax, Ax) / (1.0 + x @ Ax)
+        # one fused rank-1 pass over the d x d matrix (addr_), no d x d temporaries
+        self.A_inv.addr_(Ax, Ax, alpha=-1.0 / (1.0 + float(x @ Ax)))
         if self.gram is not None:
             self.gram += torch.outer(x, x)
 
