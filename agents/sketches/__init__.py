@@ -5,5 +5,7 @@ Pure linear algebra: nothing here knows about arms, rewards or regret.
 
 from .base import CovarianceEstimator
 from .exact import ExactCovariance
+from .fd import FrequentDirections
+from .rfd import RobustFrequentDirections
 
-__all__ = ["CovarianceEstimator", "ExactCovariance"]
+__all__ = ["CovarianceEstimator", "ExactCovariance", "FrequentDirections", "RobustFrequentDirections"]
