@@ -10,6 +10,7 @@ __all__ = ["ENV_IDS", "register_envs"]
 ENV_IDS: dict[str, str] = {
     "LinBandit-Synthetic-v0": "linbandit_gym.envs.synthetic:SyntheticLinBanditEnv",
     "LinBandit-HeavyTail-v0": "linbandit_gym.envs.heavy_tail:HeavyTailLinBanditEnv",
+    "LinBandit-LocallyConvex-v0": "linbandit_gym.envs.locally_convex:LocallyConvexLinBanditEnv",
     "LinBandit-BAI-v0": "linbandit_gym.envs.bai:BAILinBanditEnv",
 }
 
