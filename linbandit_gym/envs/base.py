@@ -54,13 +54,18 @@ class LinBanditEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, *, d: int, n_arms: int, horizon: int = 2000, noise_std: float = 0.1):
+    def __init__(
+        self, *, d: int, n_arms: int, horizon: int = 2000, noise_std: float = 0.1, arm_bound: float = np.inf
+    ):
         super().__init__()
         self.d = check_positive_int("d", d)
         self.n_arms = check_positive_int("n_arms", n_arms, minimum=2)
         self.horizon = check_positive_int("horizon", horizon)
         self.noise_std = check_nonnegative_float("noise_std", noise_std)
-        self.observation_space = spaces.Box(low=-np.inf, high=np.inf, shape=(self.n_arms, self.d), dtype=np.float32)
+        # arm_bound: a known bound on every coordinate (1.0 for unit-norm arms), else unbounded
+        self.observation_space = spaces.Box(
+            low=-arm_bound, high=arm_bound, shape=(self.n_arms, self.d), dtype=np.float32
+        )
         self.action_space = spaces.Discrete(self.n_arms)
         self.theta_star: np.ndarray | None = None
         self._arms: np.ndarray | None = None

@@ -21,8 +21,8 @@ class SyntheticLinBanditEnv(LinBanditEnv):
     ``Discrete(n_arms)``: the index of the arm to play.
 
     ## Observation Space
-    ``Box(-inf, inf, (n_arms, d), float32)``: this round's arm set, one arm per row, each of
-    unit l2 norm when ``normalize_arms``.
+    ``Box(-1, 1, (n_arms, d), float32)`` (unbounded without ``normalize_arms``): this round's
+    arm set, one arm per row, each of unit l2 norm when ``normalize_arms``.
 
     ## Rewards
     ``<x_a, theta*> + N(0, noise_std^2)``. ``info`` holds ``expected_reward``,
@@ -57,7 +57,9 @@ class SyntheticLinBanditEnv(LinBanditEnv):
         normalize_arms: bool = True,
         fixed_arms: bool = False,
     ):
-        super().__init__(d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std)
+        super().__init__(
+            d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=1.0 if normalize_arms else np.inf
+        )
         self.normalize_arms = bool(normalize_arms)
         self.fixed_arms = bool(fixed_arms)
         self._fixed: np.ndarray | None = None
