@@ -1,0 +1,240 @@
+"""Frequent Directions (seed 000 Alg. 2, Remark 1; seed 003 fast FD): guarantees and queries."""
+
+from __future__ import annotations
+
+import doctest
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sketch_streams import DTYPES, KINDS, make_stream, stream_args, tol
+
+import agents.sketches.diagnostics as diagnostics
+import agents.sketches.fd as fd_module
+from agents.sketches import FrequentDirections
+from agents.sketches.diagnostics import fd_error_bound, psd_gap, spectral_error
+
+
+def _feed(est, X, dtype):
+    for x in X:
+        est.update(torch.as_tensor(x, dtype=dtype))
+
+
+def _state(est):
+    return (
+        est.S.clone(), est.gram.clone(), est.chol.clone(), est.rows_in_use, est.total_shrinkage,
+        est.n_reductions, list(est.shrinkages), est.n_rows, getattr(est, "alpha", None),
+    )
+
+
+def _same_state(a, b):
+    assert all(torch.equal(x, y) for x, y in zip(a[:3], b[:3]))
+    assert a[3:] == b[3:]
+
+
+@settings(max_examples=60, deadline=None)
+@given(**stream_args)
+def test_fd_guarantees_hold_after_every_row(kind, n, d, l, seed, fast, dtype):
+    """0 <= X^T X - S^T S <= total_shrinkage I, and total_shrinkage <= min_k ||X - X_k||_F^2/(l-k)."""
+    X = make_stream(kind, n, d, seed)
+    est = FrequentDirections(d, l, reg=0.7, fast=fast, dtype=dtype)
+    for t in range(n):
+        est.update(torch.as_tensor(X[t], dtype=dtype))
+        Xt = X[: t + 1]
+        eps = tol(Xt, dtype, d)
+        lo, hi = psd_gap(Xt, est)
+        assert lo >= -eps, (lo, eps)  # FD never over-estimates (S^T S <= X^T X)
+        assert hi <= est.total_shrinkage + eps, (hi, est.total_shrinkage)
+        bound = fd_error_bound(Xt, l)
+        assert est.total_shrinkage <= bound + eps, (est.total_shrinkage, bound)
+        assert spectral_error(Xt, est) <= bound + eps
+        assert est.total_shrinkage == pytest.approx(sum(est.shrinkages))
+        # sketch shape invariants: at most 2l - 1 (fast) / l - 1 (textbook) rows between updates
+        assert est.rows_in_use <= (2 * l - 1 if fast else l - 1)
+        if est.is_orthogonal and est.rows_in_use:
+            G = est.gram
+            assert torch.equal(G, torch.diag(torch.diagonal(G)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(kind=st.sampled_from(KINDS), n=st.integers(1, 40), d=st.integers(1, 10), l=st.integers(1, 12),
+       seed=st.integers(0, 2**31 - 1), fast=st.booleans())
+def test_textbook_fd_equals_literal_algorithm_2(kind, n, d, l, seed, fast):
+    """fast=False is Alg. 2 line by line (numpy SVD each row); fast=True meets the same bound."""
+    X = make_stream(kind, n, d, seed)
+    S = np.zeros((l, d))
+    total = 0.0
+    for x in X:
+        S[-1] = x  # line 3: the last row is zero; put x there
+        _, sig, Vt = np.linalg.svd(S, full_matrices=False)
+        sig2 = np.concatenate([sig**2, np.zeros(l - len(sig))])
+        delta = sig2[l - 1]  # line 5
+        total += delta
+        new = np.zeros((l, d))
+        k = min(l, len(sig))
+        new[:k] = np.sqrt(np.maximum(sig2[:k] - delta, 0.0))[:, None] * Vt[:k]  # line 6
+        S = new
+    est = FrequentDirections(d, l, fast=False, dtype=torch.float64)
+    _feed(est, X, torch.float64)
+    eps = tol(X, torch.float64, d)
+    np.testing.assert_allclose(est.covariance().numpy(), S.T @ S, atol=eps)
+    assert est.total_shrinkage == pytest.approx(total, abs=eps)
+    fast_est = FrequentDirections(d, l, fast=True, dtype=torch.float64)
+    _feed(fast_est, X, torch.float64)
+    assert fast_est.total_shrinkage <= fd_error_bound(X, l) + eps
+
+
+@settings(max_examples=50, deadline=None)
+@given(**stream_args, reg=st.floats(1e-2, 1e2), k=st.integers(1, 8))
+def test_quad_inv_and_solve_match_dense_inverse(kind, n, d, l, seed, fast, dtype, reg, k):
+    """Woodbury with the Cholesky factor == dense (reg I + S^T S)^-1, also mid-buffer."""
+    X = make_stream(kind, n, d, seed)
+    X = X / max(1.0, np.abs(X).max())  # keep the dense reference well conditioned
+    est = FrequentDirections(d, l, reg=reg, fast=fast, dtype=dtype)
+    _feed(est, X, dtype)
+    rng = np.random.default_rng(seed + 1)
+    arms = rng.standard_normal((k, d))
+    v = rng.standard_normal(d)
+    S = est.S.to(torch.float64).numpy()
+    A = reg * np.eye(d) + S.T @ S
+    dense_q = np.einsum("kd,de,ke->k", arms, np.linalg.inv(A), arms)
+    dense_s = np.linalg.solve(A, v)
+    q = est.quad_inv(torch.as_tensor(arms, dtype=dtype)).double().numpy()
+    s = est.solve(torch.as_tensor(v, dtype=dtype)).double().numpy()
+    rtol = 1e-9 if dtype == torch.float64 else 2e-3
+    np.testing.assert_allclose(q, dense_q, rtol=rtol, atol=rtol * np.abs(dense_q).max())
+    np.testing.assert_allclose(s, dense_s, rtol=rtol, atol=rtol * np.abs(dense_s).max())
+    # M is (S S^T + reg I)^-1 (diagonal right after a reduction)
+    if est.rows_in_use:
+        M = est.M.double().numpy()
+        np.testing.assert_allclose(M, np.linalg.inv(S @ S.T + reg * np.eye(len(S))), rtol=rtol, atol=rtol / reg)
+    # logdet_increment is log(1 + ||x||^2_{A_hat^-1})
+    x = torch.as_tensor(arms[0], dtype=dtype)
+    assert float(est.logdet_increment(x)) == pytest.approx(np.log1p(dense_q[0]), rel=rtol, abs=rtol)
+
+
+@settings(max_examples=50, deadline=None)
+@given(**stream_args)
+def test_shrinkage_if_added_predicts_and_leaves_state_unchanged(kind, n, d, l, seed, fast, dtype):
+    X = make_stream(kind, n, d, seed)
+    est = FrequentDirections(d, l, fast=fast, dtype=dtype)
+    for x in X:
+        x = torch.as_tensor(x, dtype=dtype)
+        before = _state(est)
+        predicted = est.shrinkage_if_added(x)
+        pending = est.pending_shrinkage(x)
+        _same_state(before, _state(est))
+        if not fast:
+            assert pending == predicted
+        n_red = est.n_reductions
+        est.update(x)
+        applied = est.last_shrinkage if est.n_reductions > n_red else 0.0
+        assert predicted == pytest.approx(applied, rel=1e-12, abs=0.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 60), d=st.integers(2, 12), seed=st.integers(0, 2**31 - 1), fast=st.booleans(),
+       dtype=st.sampled_from(DTYPES), data=st.data())
+def test_rank_below_l_is_exact_and_reports_no_shrinkage(n, d, seed, fast, dtype, data):
+    """FD of size l represents rank <= l - 1 exactly: no shrink value, ever (DBS relies on it)."""
+    rng = np.random.default_rng(seed)
+    r = data.draw(st.integers(1, d))
+    l = data.draw(st.integers(r + 1, d + 3))
+    X = rng.standard_normal((n, r)) @ rng.standard_normal((r, d)) * 10.0 ** rng.uniform(-3, 3)
+    est = FrequentDirections(d, l, fast=fast, dtype=dtype)
+    for x in X:
+        x = torch.as_tensor(x, dtype=dtype)
+        assert est.pending_shrinkage(x) == 0.0
+        assert est.shrinkage_if_added(x) == 0.0
+        est.update(x)
+    assert est.total_shrinkage == 0.0
+    assert spectral_error(X, est) <= tol(X, dtype, d)
+
+
+def test_full_rank_stream_does_shrink_and_l_equal_d_is_not_exact():
+    """FD keeps l - 1 directions: l = d is not exact on full-rank data, l = d + 1 is."""
+    X = make_stream("gauss", 40, 6, 3)
+    for l, exact in ((6, False), (7, True)):
+        for fast in (True, False):
+            est = FrequentDirections(6, l, fast=fast)
+            _feed(est, X, torch.float64)
+            assert (est.total_shrinkage == 0.0) is exact
+            assert (spectral_error(X, est) < 1e-9) is exact
+
+
+@settings(max_examples=30, deadline=None)
+@given(**stream_args)
+def test_log_det_ratio_bound_is_an_upper_bound(kind, n, d, l, seed, fast, dtype):
+    X = make_stream(kind, n, d, seed)
+    X = X / max(1.0, np.abs(X).max())
+    est = FrequentDirections(d, l, reg=0.5, fast=fast, dtype=dtype)
+    _feed(est, X, dtype)
+    true = np.linalg.slogdet(np.eye(d) + X.T @ X / 0.5)[1]
+    slack = 1e-8 if dtype == torch.float64 else 1e-3 * (1 + abs(true))
+    assert est.log_det_ratio_bound() >= true - slack
+    if est.total_shrinkage == 0.0:
+        assert est.log_det_ratio_bound() == pytest.approx(true, rel=1e-6 if dtype == torch.float64 else 1e-3, abs=slack)
+
+
+def test_fast_fd_reduces_once_every_l_plus_one_rows_and_sizes_memory():
+    d, l = 50, 5
+    X = make_stream("gauss", 200, d, 0)
+    est = FrequentDirections(d, l, fast=True)
+    _feed(est, X, torch.float64)
+    # after the first fill (2l rows) each reduction keeps l - 1 rows, so the next comes l + 1 rows later
+    assert est.n_reductions == 1 + (200 - 2 * l) // (l + 1)
+    assert est.memory_bytes() == 8 * (2 * l * d + 2 * (2 * l) ** 2)
+    textbook = FrequentDirections(d, l, fast=False)
+    _feed(textbook, X, torch.float64)
+    assert textbook.n_reductions == 200
+    assert textbook.memory_bytes() == 8 * (l * d + 2 * l * l)
+    big = FrequentDirections(784, 20, dtype=torch.float32)
+    assert big.memory_bytes() < 0.1 * 784 * 784 * 4
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "4", None, np.float64(3.0)])
+def test_bad_sketch_size_is_a_clear_error(bad):
+    with pytest.raises(ValueError, match="sketch_size"):
+        FrequentDirections(5, bad)
+
+
+def test_bad_arguments_and_rows_leave_state_unchanged():
+    with pytest.raises(ValueError, match="fast"):
+        FrequentDirections(5, 3, fast="yes")
+    with pytest.raises(ValueError, match="reg"):
+        FrequentDirections(5, 3, reg=0.0)
+    with pytest.raises(ValueError, match="reg"):
+        FrequentDirections(5, 3, reg=float("inf"))
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA"):
+            FrequentDirections(5, 3, device="cuda")
+    est = FrequentDirections(5, 2)
+    _feed(est, make_stream("gauss", 7, 5, 1), torch.float64)
+    before = _state(est)
+    for bad in (np.ones(4), np.ones((1, 5)), np.ones((2, 5)), [np.nan] * 5, [np.inf] * 5):
+        with pytest.raises(ValueError):
+            est.update(bad)
+        with pytest.raises(ValueError):
+            est.shrinkage_if_added(bad)
+    with pytest.raises(ValueError, match=r"\(K, 5\)"):
+        est.quad_inv(torch.ones(3, 4, dtype=torch.float64))
+    with pytest.raises(ValueError):
+        est.solve(torch.ones(4, dtype=torch.float64))
+    _same_state(before, _state(est))
+    with pytest.raises(ValueError, match="shape"):
+        spectral_error(np.ones((3, 4)), est)
+
+
+def test_numpy_and_float32_inputs_are_accepted():
+    est = FrequentDirections(3, 2, dtype=torch.float32)
+    est.update(np.array([1.0, 2.0, 3.0]))
+    est.update([0.0, 1.0, 0.0])
+    assert est.S.dtype == torch.float32
+    assert est.quad_inv(np.eye(3)).shape == (3,)
+
+
+def test_doctests():
+    for mod in (fd_module, diagnostics):
+        assert doctest.testmod(mod).failed == 0
