@@ -12,6 +12,12 @@ ENV_IDS: dict[str, str] = {
     "LinBandit-HeavyTail-v0": "linbandit_gym.envs.heavy_tail:HeavyTailLinBanditEnv",
     "LinBandit-LocallyConvex-v0": "linbandit_gym.envs.locally_convex:LocallyConvexLinBanditEnv",
     "LinBandit-BAI-v0": "linbandit_gym.envs.bai:BAILinBanditEnv",
+    "LinBandit-MNIST-v0": "linbandit_gym.envs.classification:ClassificationBanditEnv",
+    "LinBandit-Classification-v0": "linbandit_gym.envs.classification:ClassificationBanditEnv",
+    "LinBandit-Digits-v0": "linbandit_gym.envs.classification:DigitsBanditEnv",
+    "LinBandit-CNAE9-v0": "linbandit_gym.envs.classification:CNAE9BanditEnv",
+    "LinBandit-MFeat-v0": "linbandit_gym.envs.classification:MFeatBanditEnv",
+    "LinBandit-Spam-v0": "linbandit_gym.envs.classification:SpamBanditEnv",
 }
 
 

