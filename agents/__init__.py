@@ -8,8 +8,10 @@ accepts to the classes. This package imports neither ``linbandit_gym`` nor ``env
 
 from .base import Agent, AgentProtocol, TorchAgent, check_agent
 from .linucb import LinUCB
+from .cbscfd import CBSCFD
 from .oful import OFUL
+from .soful import SOFUL
 
-AGENTS: dict[str, type] = {"OFUL": OFUL}
+AGENTS: dict[str, type] = {"OFUL": OFUL, "SOFUL": SOFUL, "CBSCFD": CBSCFD}
 
-__all__ = ["AGENTS", "Agent", "AgentProtocol", "TorchAgent", "LinUCB", "OFUL", "check_agent"]
+__all__ = ["AGENTS", "Agent", "AgentProtocol", "TorchAgent", "LinUCB", "OFUL", "SOFUL", "CBSCFD", "check_agent"]
