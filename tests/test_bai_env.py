@@ -277,3 +277,12 @@ def test_pull_accounting_invariants(d, omega, actions, seed):
         if trunc:
             assert info["recommendation"] == -1 and info["correct"] is False
             break
+
+
+@pytest.mark.parametrize("kwargs", [{"d": 4}, {"instance": "random", "d": 3, "n_arms": 40}])
+def test_observation_box_is_the_unit_cube_and_holds_the_arms(kwargs):
+    env = gym.make(ENV_ID, **kwargs)
+    assert env.observation_space.high.max() == 1.0 and env.observation_space.low.min() == -1.0
+    for seed in range(5):
+        obs, _ = env.reset(seed=seed)
+        assert env.observation_space.contains(obs)

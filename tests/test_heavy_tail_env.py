@@ -42,7 +42,11 @@ def _fit_exponent(values):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"d": 8, "n_arms": 5}, {"d": 8, "n_arms": 3, "rank": 2, "normalize": True}, {"d": 5, "alpha": 0.0, "rotate": False}],
+    [
+        {"d": 8, "n_arms": 5},
+        {"d": 8, "n_arms": 3, "rank": 2, "normalize": True},
+        {"d": 5, "alpha": 0.0, "rotate": False},
+    ],
 )
 def test_check_env_raw_and_through_make(kwargs):
     _quiet_check(HeavyTailLinBanditEnv(**kwargs))
@@ -234,3 +238,13 @@ def test_power_law_spectrum_invariants(d, alpha, rank_frac):
     assert np.count_nonzero(mu) == rank and np.all(np.diff(mu) <= 1e-12)
     # normalising moves mass from the head to the tail (mu majorised by lambda)
     assert np.all(np.cumsum(mu) <= np.cumsum(lam) + 1e-9)
+
+
+@pytest.mark.parametrize("normalize, bound", [(True, 1.0), (False, np.inf)])
+def test_observation_box_bounds_every_arm(normalize, bound):
+    env = gym.make(ENV_ID, d=7, n_arms=50, alpha=1.0, normalize=normalize, horizon=30)
+    assert env.observation_space.high.max() == bound and env.observation_space.low.min() == -bound
+    obs, _ = env.reset(seed=0)
+    for _ in range(29):
+        assert env.observation_space.contains(obs)
+        obs, *_ = env.step(0)

@@ -217,3 +217,17 @@ def test_invalid_action_raises_and_leaves_state_unchanged():
             env.step(bad)
     assert env.t == 0
     assert _same(env.step(4)[:4], twin.step(4)[:4])
+
+
+@pytest.mark.parametrize(
+    "kwargs, bound",
+    [({}, 1.0), ({"axes": [0.3, 2.5, 1.0]}, 2.5), ({"shape": "ellipsoid", "local_frac": 1.0}, 1.0)],
+)
+def test_observation_box_bounds_every_arm(kwargs, bound):
+    env = gym.make(ENV_ID, d=3, n_arms=400, horizon=20, **kwargs)
+    box = env.observation_space
+    assert box.high.max() == np.float32(bound) and box.low.min() == -np.float32(bound)
+    obs, _ = env.reset(seed=1)
+    for _ in range(19):
+        assert env.observation_space.contains(obs)
+        obs, *_ = env.step(0)

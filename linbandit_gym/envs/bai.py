@@ -49,7 +49,8 @@ class BAILinBanditEnv(LinBanditEnv):
     stops the episode and recommends arm ``a - K``.
 
     ## Observation Space
-    ``Box(-inf, inf, (K, d), float32)``: the fixed arm set, one arm per row, every step.
+    ``Box(-1, 1, (K, d), float32)``: the fixed arm set (unit-norm arms), one arm per row, every
+    step.
 
     ## Rewards
     A pull of arm ``a``: ``x_a^T theta* + N(0, noise_std^2)``. A stop: ``0.0`` (the game is
@@ -135,7 +136,7 @@ class BAILinBanditEnv(LinBanditEnv):
             n_arms = 10
         # The base class sets the spaces for Discrete(K); the horizon is the pull budget,
         # since every step before a stop is a pull.
-        super().__init__(d=d, n_arms=n_arms, horizon=max_pulls, noise_std=noise_std)
+        super().__init__(d=d, n_arms=n_arms, horizon=max_pulls, noise_std=noise_std, arm_bound=1.0)
         self.instance = instance
         self.omega = float(omega)
         self.max_pulls = max_pulls

@@ -100,7 +100,8 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
     ``Discrete(n_arms)``: the index of the arm to play.
 
     ## Observation Space
-    ``Box(-inf, inf, (n_arms, d), float32)``: this round's arm set, one arm per row.
+    ``Box(-inf, inf, (n_arms, d), float32)`` (``Box(-1, 1, ...)`` with ``normalize``): this
+    round's arm set, one arm per row.
 
     ## Rewards
     ``<x_a, theta*> + N(0, noise_std^2)``. ``info`` holds ``expected_reward``,
@@ -146,7 +147,13 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
         rotate: bool = True,
         normalize: bool = False,
     ):
-        super().__init__(d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std)
+        for name, flag in (("rotate", rotate), ("normalize", normalize)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False, got {flag!r}")
+        # unit-norm arms have every coordinate in [-1, 1]; Gaussian arms are unbounded
+        super().__init__(
+            d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=1.0 if normalize else np.inf
+        )
         if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real) or not (
             math.isfinite(alpha) and alpha >= 0
         ):
@@ -155,9 +162,6 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
             rank = check_positive_int("rank", rank)
             if rank > self.d:
                 raise ValueError(f"rank must be in [1, d={self.d}] (or None for full rank), got {rank}")
-        for name, flag in (("rotate", rotate), ("normalize", normalize)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {flag!r}")
         self.alpha = float(alpha)
         self.rank = rank
         self.rotate = bool(rotate)

@@ -15,6 +15,7 @@ import numbers
 from typing import Sequence
 
 import numpy as np
+from gymnasium import spaces
 
 from .base import LinBanditEnv, check_nonnegative_float, check_positive_int
 
@@ -70,8 +71,8 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
     ``Discrete(n_arms)``: the index of the arm to play.
 
     ## Observation Space
-    ``Box(-inf, inf, (n_arms, d), float32)``: this round's arm set, one arm per row (unit
-    norm for the sphere).
+    ``Box(-max(a), max(a), (n_arms, d), float32)`` (``Box(-1, 1, ...)`` for the sphere): this
+    round's arm set, one arm per row (unit norm for the sphere).
 
     ## Rewards
     ``<x_a, theta*> + N(0, noise_std^2)``. ``info`` holds ``expected_reward``,
@@ -140,6 +141,9 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
                 raise ValueError(f"axes must be a sequence of d={d} finite positive numbers, got {axes!r}")
         self.shape = shape
         self.axes = semi_axes
+        # every coordinate satisfies |x_i| <= a_i <= max(a)
+        bound = float(np.max(semi_axes))
+        self.observation_space = spaces.Box(low=-bound, high=bound, shape=(self.n_arms, self.d), dtype=np.float32)
         self.local_frac = check_nonnegative_float("local_frac", local_frac)
         if self.local_frac > 1.0:
             raise ValueError(f"local_frac must be in [0, 1], got {local_frac!r}")
