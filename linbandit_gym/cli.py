@@ -243,6 +243,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo.add_argument("--out", default="runs/demo", metavar="DIR", help="output directory (default runs/demo)")
     p_demo.add_argument("--no-progress", action="store_true", help="no progress bar")
     p_demo.set_defaults(func=_cmd_demo)
+
+    from .experiments.cli import add_commands  # sweep, plot, tune, reproduce, report
+
+    add_commands(sub)
     return parser
 
 

@@ -1,0 +1,25 @@
+"""Experiments: sweeps over agents x envs x seeds, tuning, the paper's reproductions, reports.
+
+    from linbandit_gym.experiments import sweep
+    result = sweep("my_sweep.yaml", "runs/my_sweep", workers=2)          # or backend="ray"
+
+See :mod:`.config` for the config format, :mod:`.sweep` for the output directory layout.
+"""
+
+from .config import ConfigError, RunSpec, SweepConfig, load_config, parse_config, run_id
+from .sweep import SweepResult, load_records, load_runs, plan, summary_table, sweep
+
+__all__ = [
+    "ConfigError",
+    "RunSpec",
+    "SweepConfig",
+    "SweepResult",
+    "load_config",
+    "load_records",
+    "load_runs",
+    "parse_config",
+    "plan",
+    "run_id",
+    "summary_table",
+    "sweep",
+]

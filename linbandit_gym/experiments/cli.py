@@ -1,0 +1,176 @@
+"""The experiment subcommands of ``linbandit``: sweep, plot, tune, reproduce, report.
+
+    linbandit sweep CONFIG [--out DIR] [--workers N] [--backend ray [--address A]]
+    linbandit plot DIR
+    linbandit tune CONFIG [--out DIR] [--beta ...] [--lam ...]
+    linbandit reproduce NAME [--quick] [--tune] [--out DIR] [--workers N]
+    linbandit report DIR [--format html|md]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["add_commands"]
+
+
+def _add_exec_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="parallel runs: local worker processes (default 1: in this process) or local Ray CPUs")
+    p.add_argument("--backend", choices=("local", "ray"), default="local",
+                   help="local processes (default) or Ray (pip install 'linbandit-gym[ray]')")
+    p.add_argument("--address", default=None, metavar="ADDR",
+                   help="Ray cluster address, e.g. ray://head:10001 or auto (default: start a local Ray)")
+    p.add_argument("--threads", type=int, default=None, metavar="T",
+                   help="torch threads per run (default: 1 in worker processes, unchanged in-process)")
+    p.add_argument("--quiet", action="store_true", help="no line per finished run")
+
+
+def _log(args):
+    return None if getattr(args, "quiet", False) else print
+
+
+def _print_summary(out_dir: Path) -> int:
+    from .figures import format_table, markdown_table, write_tables
+
+    table, _ = write_tables(out_dir)
+    if not table.empty:
+        print()
+        print(markdown_table(format_table(table)))
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .config import parse_config
+    from .sweep import default_out_dir, plan, sweep
+
+    cfg = parse_config(args.config)
+    out = Path(args.out) if args.out else default_out_dir(cfg)
+    if args.dry_run:
+        finished, pending = plan(cfg, out)
+        print(f"{cfg.name}: {len(cfg.runs)} runs ({len(finished)} finished, {len(pending)} to run) in {out}")
+        for spec in cfg.runs:
+            state = "done" if spec in finished else "todo"
+            print(f"  {spec.run_id}  {state}  {spec.agent_label} | {spec.env_label} | seed {spec.seed}")
+        return 0
+    result = sweep(cfg, out, workers=args.workers, backend=args.backend, address=args.address,
+                   threads=args.threads, log=_log(args))
+    _print_summary(out)
+    if not args.no_plots:
+        from .figures import make_plots
+
+        files = make_plots(out)
+        print(f"\n{len(files)} plot/table files written under {out}")
+    return 0 if result.ok else 1
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from .figures import make_plots
+
+    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
+    files = make_plots(args.dir, formats=formats)
+    for path in files:
+        print(path)
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    path = write_report(args.dir, fmt=args.format, out=args.out, replot=not args.no_replot)
+    print(f"report written to {path}")
+    return 0
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .tune import tune
+
+    result = tune(
+        load_config(args.config), args.out, beta=args.beta, lam=args.lam, seeds=args.seeds, horizon=args.horizon,
+        agents=args.agents, workers=args.workers, backend=args.backend, address=args.address, threads=args.threads,
+        log=_log(args),
+    )
+    print()
+    print(result.table_markdown())
+    print(f"\nchosen values written to {result.tuned_path}; tuned config: {result.config_path}")
+    return 0 if result.ok else 1
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from .reproduce import EXPERIMENTS, reproduce
+
+    if args.list or not args.name:
+        for name, text in EXPERIMENTS.items():
+            print(f"  {name:14s} {text}")
+        return 0 if args.list else 2
+    return reproduce(
+        args.name, quick=args.quick, out=args.out, tune_first=args.tune, workers=args.workers, backend=args.backend,
+        address=args.address, threads=args.threads, log=_log(args),
+    )
+
+
+def add_commands(sub) -> None:
+    """Add the experiment subcommands to the ``linbandit`` subparsers ``sub``."""
+    p = sub.add_parser(
+        "sweep", help="run a sweep config: agents x envs x seeds, resumable",
+        description="Expand CONFIG (YAML or TOML: agents with grids, envs with args, seeds) into runs and execute "
+        "those not finished yet in DIR; each finished run is written atomically with its config, versions and "
+        "summary. Rerunning the same command resumes. Prints the summary table and writes the plots.",
+    )
+    p.add_argument("config", metavar="CONFIG", help="sweep config (.yaml/.yml or .toml)")
+    p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/<config name>)")
+    p.add_argument("--dry-run", action="store_true", help="list the runs and which are finished; run nothing")
+    p.add_argument("--no-plots", action="store_true", help="skip writing plots after the sweep")
+    _add_exec_options(p)
+    p.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser(
+        "plot", help="plots and summary tables of a sweep directory",
+        description="Write DIR/plots/*.png|pdf (regret curves, Pareto fronts regret-vs-time and regret-vs-memory, "
+        "spectral-error exponent, sketch size, parameter effects) and DIR/summary.csv|md.",
+    )
+    p.add_argument("dir", metavar="DIR", help="a sweep output directory")
+    p.add_argument("--formats", default="png,pdf", metavar="F,F", help="figure formats (default png,pdf)")
+    p.set_defaults(func=_cmd_plot)
+
+    p = sub.add_parser(
+        "tune", help="grid-search beta and lambda for each agent of a sweep config",
+        description="For every agent config of CONFIG (or those matching --agents), run the grid beta x lam "
+        "(default: the config's tune: section, else the paper's grids) and keep the pair with the lowest mean "
+        "final regret. Writes DIR/tuned.yaml and DIR/tuned-config.yaml (CONFIG with a tuned: section).",
+    )
+    p.add_argument("config", metavar="CONFIG", help="sweep config (.yaml/.yml or .toml)")
+    p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/<name>-tune)")
+    p.add_argument("--beta", type=float, nargs="+", default=None, metavar="B", help="beta grid")
+    p.add_argument("--lam", type=float, nargs="+", default=None, metavar="L", help="lambda grid")
+    p.add_argument("--seeds", type=int, default=None, metavar="S", help="tuning seeds (default: config's tune.seeds or 2)")
+    p.add_argument("--horizon", type=int, default=None, metavar="N", help="tuning horizon (default: the sweep's)")
+    p.add_argument("--agents", nargs="+", default=None, metavar="GLOB", help="tune only these agent labels")
+    _add_exec_options(p)
+    p.set_defaults(func=_cmd_tune)
+
+    p = sub.add_parser(
+        "reproduce", help="reproduce an experiment of seed 000 (synthetic, mnist, matrix-approx, openml)",
+        description="Run the shipped sweep config of a paper experiment, then write plots, tables and a report. "
+        "--quick runs a scaled-down version in minutes on 2 cores.",
+    )
+    p.add_argument("name", nargs="?", metavar="NAME", help="experiment name (see --list)")
+    p.add_argument("--list", action="store_true", help="list the experiments")
+    p.add_argument("--quick", action="store_true", help="the scaled-down version (minutes on 2 cores)")
+    p.add_argument("--tune", action="store_true", help="tune beta and lambda first (the config's tune: grid)")
+    p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/reproduce-NAME[-quick])")
+    _add_exec_options(p)
+    p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser(
+        "report", help="one self-contained HTML (or Markdown) report of a sweep directory",
+        description="Write DIR/report.html (plots embedded) or DIR/report.md with the summary tables, the "
+        "figures, the config, library versions and any failed runs.",
+    )
+    p.add_argument("dir", metavar="DIR", help="a sweep output directory")
+    p.add_argument("--format", choices=("html", "md"), default="html", help="html (default, self-contained) or md")
+    p.add_argument("--out", default=None, metavar="FILE", help="report path (default DIR/report.html|md)")
+    p.add_argument("--no-replot", action="store_true", help="use the existing DIR/plots instead of redrawing")
+    p.set_defaults(func=_cmd_report)

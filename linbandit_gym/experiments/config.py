@@ -1,0 +1,561 @@
+"""Sweep configurations: load (YAML/TOML/dict), validate, expand into runs.
+
+A sweep config names agents (with parameter grids), envs (with arguments) and seeds; it
+expands into one *run* per (agent config, env config, seed). Example (YAML)::
+
+    name: small-synthetic
+    seeds: 3                      # an int n (seeds 0..n-1) or a list of seeds
+    horizon: 500                  # passed to every env as its ``horizon`` keyword
+    envs:
+      - id: LinBandit-Synthetic-v0
+        args: {d: 100, n_arms: 50}
+        label: synthetic          # optional (default: the id)
+    agents:
+      - name: OFUL                # a registered agent name or "package.module:Class"
+        args: {lam: 1.0, beta: 0.1}
+      - name: SOFUL
+        args: {lam: 1.0, beta: 0.1}
+        grid: {sketch_size: [10, 50]}       # cartesian product of the lists ...
+        label: "SOFUL l={sketch_size}"      # optional format string over the args
+      - name: DBSLinUCB
+        family: DBSLinUCB-FD                # groups points on Pareto plots (default: name)
+        args: {lam: 1.0, beta: 0.1, sketch: fd}
+        grid: [{l0: 10, eps: 2}, {l0: 20, eps: 8}]   # ... or an explicit list of points
+    record:
+      spectral_error: 50          # every 50 rounds record Delta_t and ||X^T X - cov||_2 (O(d^3));
+                                  # an agents entry may carry its own record: (overrides this)
+    plots:                        # optional: which figures ``linbandit plot`` draws
+      - {kind: regret, agents: ["OFUL", "SOFUL*"], name: fig1a}
+    tune:                         # optional: defaults of ``linbandit tune``
+      beta: [0.01, 0.1, 1.0]
+      lam: [0.2, 2.0]
+    tuned:                        # optional: per env label, per agent label (glob): arg overrides
+      synthetic: {"SOFUL*": {beta: 0.1, lam: 2.0}}
+
+``task: matrix-approx`` configs instead stream Gaussian rows through covariance sketches
+(no bandit; seed 000 App. F.2): ``data: {n, d}`` replaces ``envs`` and each ``agents`` entry
+names an agent whose covariance estimator is sketched (or a ``module:Class`` estimator).
+
+Every run has a stable id: the first 16 hex digits of the SHA-256 of its canonical JSON
+(agent name and full args, env id and args, seed, recording options). Labels are not part of
+it, so relabelling a finished sweep does not redo it.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import fnmatch
+import hashlib
+import itertools
+import json
+import numbers
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "ConfigError",
+    "RunSpec",
+    "SweepConfig",
+    "load_config",
+    "parse_config",
+    "expand_runs",
+    "run_id",
+    "canonical_json",
+]
+
+TOP_LEVEL_KEYS = {
+    "name": "a name for the sweep (default output directory runs/NAME)",
+    "description": "free text, shown in the report",
+    "task": "'bandit' (default) or 'matrix-approx'",
+    "seeds": "an int n (seeds 0..n-1) or a list of ints",
+    "horizon": "rounds per episode, passed to every env as horizon=",
+    "envs": "list of {id, args, grid, label}",
+    "agents": "list of {name, args, grid, label, family, record}",
+    "data": "matrix-approx only: {n, d, every}",
+    "record": "recording options: {spectral_error: EVERY, spectral_sketch_sizes: [l...], curve_points: N}",
+    "plots": "list of figures for `linbandit plot`",
+    "tune": "defaults for `linbandit tune`: {beta, lam, seeds, horizon, agents}",
+    "tuned": "per env label, per agent label (glob): argument overrides, e.g. tuned beta/lam",
+}
+AGENT_KEYS = {"name", "args", "grid", "label", "family", "record"}
+ENV_KEYS = {"id", "args", "grid", "label"}
+RECORD_KEYS = {"spectral_error", "spectral_sketch_sizes", "curve_points"}
+DATA_KEYS = {"n", "d", "every"}
+PLOT_KEYS = {"kind", "agents", "name", "title", "family", "x", "group", "env"}
+PLOT_KINDS = {"regret", "pareto", "spectral", "sketch_size", "param", "matrix_error"}
+TUNE_KEYS = {"beta", "lam", "seeds", "horizon", "agents"}
+TASKS = {"bandit", "matrix-approx"}
+
+#: The paper's tuning grids (seed 000 App. F.1).
+PAPER_BETA_GRID = [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
+PAPER_LAM_GRID = [2e-4, 2e-3, 2e-2, 2e-1, 2.0, 2e1, 2e2, 2e3, 2e4]
+
+
+class ConfigError(ValueError):
+    """A sweep config is malformed; the message names the offending key."""
+
+
+# -- loading ------------------------------------------------------------------------
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that reads ``1e-4`` as a float (YAML 1.1 needs ``1.0e-4``)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |\.[0-9_]+(?:[eE][-+][0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
+
+
+def load_config(source: str | Path | dict) -> dict:
+    """Read a config from a YAML/TOML file (by suffix; YAML otherwise) or copy a dict."""
+    if isinstance(source, dict):
+        return copy.deepcopy(source)
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"sweep config {str(path)!r} not found")
+    text = path.read_text()
+    if path.suffix.lower() == ".toml":
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    else:
+        try:
+            data = yaml.load(text, Loader=_Loader)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a sweep config is a mapping (agents:, envs:, seeds:, ...), got {type(data).__name__}")
+    return data
+
+
+# -- the expanded form --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: an agent config on an env config with one seed."""
+
+    run_id: str
+    config: dict  # canonical: what the id hashes (task, agent, env, seed, record)
+    agent_label: str
+    env_label: str
+    family: str
+
+    @property
+    def seed(self) -> int:
+        return int(self.config["seed"])
+
+    def to_dict(self) -> dict:
+        return {"run_id": self.run_id, "config": self.config, "agent_label": self.agent_label,
+                "env_label": self.env_label, "family": self.family}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunSpec":
+        return cls(data["run_id"], data["config"], data["agent_label"], data["env_label"], data["family"])
+
+
+@dataclass
+class SweepConfig:
+    """A validated config (the raw dict is kept for the records and the report)."""
+
+    raw: dict
+    name: str
+    task: str
+    seeds: list[int]
+    runs: list[RunSpec] = field(default_factory=list)
+
+    @property
+    def plots(self) -> list[dict]:
+        return list(self.raw.get("plots") or [])
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, (tuple, set)):
+        return list(value)
+    raise TypeError(f"value {value!r} of type {type(value).__name__} is not JSON-serialisable")
+
+
+def canonical_json(value: Any) -> str:
+    """Key-sorted compact JSON: the form run ids hash."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default)
+
+
+def run_id(config: dict) -> str:
+    """Stable id of a canonical run config: 16 hex digits of its SHA-256."""
+    return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
+
+
+# -- validation helpers -------------------------------------------------------------
+
+def _suggest(key: str, allowed) -> str:
+    close = difflib.get_close_matches(str(key), list(allowed), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _check_keys(obj: dict, allowed, where: str) -> None:
+    for key in obj:
+        if key not in allowed:
+            raise ConfigError(
+                f"{where}: unknown key {key!r}{_suggest(key, allowed)}; allowed: {', '.join(sorted(allowed))}"
+            )
+
+
+def _mapping(value: Any, where: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: expected a mapping of NAME: VALUE, got {type(value).__name__} {value!r}")
+    for key in value:
+        if not isinstance(key, str) or not key.isidentifier():
+            raise ConfigError(f"{where}: argument name {key!r} is not a Python identifier")
+    return value
+
+
+def _grid_points(grid: Any, where: str) -> list[dict]:
+    """A grid is a mapping NAME: [values] (cartesian product) or a list of mappings (points)."""
+    if grid is None:
+        return [{}]
+    if isinstance(grid, dict):
+        names = list(_mapping(grid, where))
+        for name in names:
+            values = grid[name]
+            if not isinstance(values, list):
+                raise ConfigError(
+                    f"{where}.{name}: a grid maps each argument to a list of values, got "
+                    f"{type(values).__name__} {values!r} (write [{values!r}] for a single value, or move it to args)"
+                )
+            if not values:
+                raise ConfigError(f"{where}.{name}: empty list of values")
+        return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
+    if isinstance(grid, list):
+        if not grid:
+            raise ConfigError(f"{where}: empty list of grid points")
+        points = []
+        for i, point in enumerate(grid):
+            if not isinstance(point, dict):
+                raise ConfigError(
+                    f"{where}[{i}]: a list grid holds mappings (one per point), got {type(point).__name__} {point!r}"
+                )
+            points.append(dict(_mapping(point, f"{where}[{i}]")))
+        return points
+    raise ConfigError(
+        f"{where}: a grid is a mapping NAME: [values] or a list of mappings, got {type(grid).__name__} {grid!r}"
+    )
+
+
+def _format_label(template: str | None, default: str, values: dict, where: str) -> str:
+    if template is None:
+        return default
+    if not isinstance(template, str):
+        raise ConfigError(f"{where}: label must be a string, got {type(template).__name__}")
+    try:
+        return template.format(**values)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ConfigError(f"{where}: label {template!r} names {exc} which is not among the arguments") from exc
+
+
+def _default_label(base: str, varying: dict) -> str:
+    if not varying:
+        return base
+    return base + " " + " ".join(f"{k}={v}" for k, v in varying.items())
+
+
+def _seeds(value: Any) -> list[int]:
+    if value is None:
+        return [0]
+    if isinstance(value, bool):
+        raise ConfigError(f"seeds: expected an int or a list of ints, got {value!r}")
+    if isinstance(value, numbers.Integral):
+        if value < 1:
+            raise ConfigError(f"seeds: an int is a count and must be >= 1, got {value}")
+        return list(range(int(value)))
+    if isinstance(value, list) and value and all(isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in value):
+        if len(set(value)) != len(value):
+            raise ConfigError(f"seeds: the list has repeated seeds: {value}")
+        return [int(s) for s in value]
+    raise ConfigError(f"seeds: expected an int count or a non-empty list of ints, got {value!r}")
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ConfigError(f"{where}: expected a positive int, got {value!r}")
+    return int(value)
+
+
+def _record_options(raw: Any, where: str = "record") -> dict:
+    rec = _mapping(raw, where)
+    _check_keys(rec, RECORD_KEYS, where)
+    out: dict[str, Any] = {}
+    every = rec.get("spectral_error")
+    if every not in (None, False, 0):
+        out["spectral_error"] = _positive_int(every, f"{where}.spectral_error")
+        sizes = rec.get("spectral_sketch_sizes")
+        if sizes is not None:
+            if not isinstance(sizes, list) or not all(
+                isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 1 for s in sizes
+            ):
+                raise ConfigError(f"{where}.spectral_sketch_sizes: expected a list of positive ints, got {sizes!r}")
+            out["spectral_sketch_sizes"] = sorted(int(s) for s in sizes)
+    elif rec.get("spectral_sketch_sizes") is not None:
+        raise ConfigError(f"{where}.spectral_sketch_sizes: only meaningful with record.spectral_error: EVERY")
+    return out
+
+
+def _curve_points(raw: dict) -> int:
+    rec = raw.get("record") or {}
+    return _positive_int(rec.get("curve_points", 200), "record.curve_points") if isinstance(rec, dict) else 200
+
+
+def _resolve_agent_factory(name: Any, where: str):
+    from agents import AGENTS
+
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{where}: expected an agent name (see `linbandit list`) or module:Class, got {name!r}")
+    if ":" in name:
+        import importlib
+
+        module_name, _, attr = name.partition(":")
+        try:
+            return getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"{where}: cannot import agent {name!r}: {exc}") from exc
+    by_lower = {k.lower(): k for k in AGENTS}
+    if name.lower() not in by_lower:
+        raise ConfigError(
+            f"{where}: unknown agent {name!r}{_suggest(name, AGENTS)}; known: {', '.join(sorted(AGENTS))} "
+            "(or give package.module:Class)"
+        )
+    return AGENTS[by_lower[name.lower()]]
+
+
+def _check_env_id(env_id: Any, where: str) -> str:
+    from ..registration import ENV_IDS
+
+    if not isinstance(env_id, str) or not env_id:
+        raise ConfigError(f"{where}: expected an env id (see `linbandit list`), got {env_id!r}")
+    if env_id not in ENV_IDS:
+        import gymnasium as gym
+
+        if env_id not in gym.registry:
+            raise ConfigError(
+                f"{where}: unknown env id {env_id!r}{_suggest(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}"
+            )
+    return env_id
+
+
+def _apply_tuned(tuned: dict, env_label: str, agent_label: str) -> dict:
+    """Overrides from ``tuned`` for this (env label, agent label); exact labels beat globs."""
+    per_env = tuned.get(env_label) or tuned.get("*") or {}
+    if agent_label in per_env:
+        return dict(per_env[agent_label])
+    for pattern, values in per_env.items():
+        if fnmatch.fnmatchcase(agent_label, pattern):
+            return dict(values)
+    return {}
+
+
+# -- expansion ----------------------------------------------------------------------
+
+def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> SweepConfig:
+    """Validate a config and expand it into runs.
+
+    Raises :class:`ConfigError` naming the offending key (unknown top-level key, unknown
+    agent or env, a grid that is not a list, bad arguments for an agent, ...).
+    """
+    raw = load_config(source)
+    _check_keys(raw, TOP_LEVEL_KEYS, "config")
+    task = raw.get("task", "bandit")
+    if task not in TASKS:
+        raise ConfigError(f"task: expected one of {sorted(TASKS)}, got {task!r}")
+    name = raw.get("name") or (Path(source).stem if isinstance(source, (str, Path)) else "sweep")
+    if not isinstance(name, str):
+        raise ConfigError(f"name: expected a string, got {name!r}")
+    seeds = _seeds(raw.get("seeds"))
+    record = _record_options(raw.get("record"))
+    _curve_points(raw)
+    horizon = raw.get("horizon")
+    if horizon is not None:
+        horizon = _positive_int(horizon, "horizon")
+    agents = raw.get("agents")
+    if not isinstance(agents, list) or not agents:
+        raise ConfigError("agents: expected a non-empty list of {name: ..., args: {...}, grid: {...}}")
+    _validate_plots(raw.get("plots"))
+    _validate_tune(raw.get("tune"))
+    tuned = _mapping(raw.get("tuned"), "tuned")
+    for env_label, per_agent in tuned.items():
+        if not isinstance(per_agent, dict) or not all(isinstance(v, dict) for v in per_agent.values()):
+            raise ConfigError(f"tuned.{env_label}: expected a mapping AGENT_LABEL: {{arg: value}}")
+
+    if task == "matrix-approx":
+        if raw.get("envs") is not None:
+            raise ConfigError("envs: a matrix-approx sweep has no envs; describe the rows under data: {n, d}")
+        envs = [_matrix_data(raw.get("data"))]
+    else:
+        if raw.get("data") is not None:
+            raise ConfigError("data: only for task: matrix-approx; bandit sweeps list envs:")
+        envs = _expand_envs(raw.get("envs"), horizon)
+
+    runs: list[RunSpec] = []
+    seen_labels: dict[tuple[str, str], dict] = {}
+    for i, entry in enumerate(agents):
+        where = f"agents[{i}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: expected a mapping {{name: ..., args: ...}}, got {entry!r}")
+        _check_keys(entry, AGENT_KEYS, where)
+        if "name" not in entry:
+            raise ConfigError(f"{where}: missing key 'name' (an agent name or module:Class)")
+        factory = _resolve_agent_factory(entry["name"], f"{where}.name")
+        base_args = dict(_mapping(entry.get("args"), f"{where}.args"))
+        points = _grid_points(entry.get("grid"), f"{where}.grid")
+        run_record = record
+        if entry.get("record") is not None:  # per-agent recording options override the sweep's
+            merged = {**(raw.get("record") or {}), **_mapping(entry["record"], f"{where}.record")}
+            run_record = _record_options(merged, f"{where}.record")
+        family = entry.get("family", entry["name"])
+        if not isinstance(family, str):
+            raise ConfigError(f"{where}.family: expected a string, got {family!r}")
+        for point in points:
+            args = {**base_args, **point}
+            varying = {k: v for k, v in point.items()}
+            label = _format_label(entry.get("label"), _default_label(entry["name"], varying), args, f"{where}.label")
+            for env in envs:
+                key = (env["label"], label)
+                final_args = {**args, **_apply_tuned(tuned, env["label"], label)}
+                if key in seen_labels and seen_labels[key] != final_args:
+                    raise ConfigError(
+                        f"{where}.label: label {label!r} is used by two different agent configs on env "
+                        f"{env['label']!r}; give them distinct labels"
+                    )
+                seen_labels[key] = final_args
+                if validate_args and not (task == "matrix-approx" and ":" in entry["name"]):
+                    _check_agent_args(factory, final_args, entry["name"], where)
+                for seed in seeds:
+                    config = {
+                        "task": task,
+                        "agent": {"name": entry["name"], "args": final_args},
+                        "env": {"id": env["id"], "args": env["args"]},
+                        "seed": seed,
+                    }
+                    if run_record:
+                        config["record"] = run_record
+                    runs.append(RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"], family))
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) != len(ids):
+        dup = next(r for r in runs if ids.count(r.run_id) > 1)
+        raise ConfigError(
+            f"agents: the run {dup.agent_label!r} on {dup.env_label!r} seed {dup.seed} appears twice "
+            "(two entries expand to the same agent config); remove the duplicate"
+        )
+    return SweepConfig(raw=raw, name=name, task=task, seeds=seeds, runs=runs)
+
+
+def _check_agent_args(factory, args: dict, name: str, where: str) -> None:
+    try:
+        factory(**args)
+    except TypeError as exc:
+        raise ConfigError(f"{where}.args: bad arguments for agent {name!r}: {exc}") from exc
+    except ValueError as exc:
+        raise ConfigError(f"{where}.args: agent {name!r} rejects {args}: {exc}") from exc
+
+
+def _expand_envs(envs: Any, horizon: int | None) -> list[dict]:
+    if not isinstance(envs, list) or not envs:
+        raise ConfigError("envs: expected a non-empty list of {id: ..., args: {...}}")
+    out, labels = [], set()
+    for i, entry in enumerate(envs):
+        where = f"envs[{i}]"
+        if isinstance(entry, str):
+            entry = {"id": entry}
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: expected an env id or a mapping {{id: ..., args: ...}}, got {entry!r}")
+        _check_keys(entry, ENV_KEYS, where)
+        if "id" not in entry:
+            raise ConfigError(f"{where}: missing key 'id' (an env id, see `linbandit list`)")
+        env_id = _check_env_id(entry["id"], f"{where}.id")
+        base = dict(_mapping(entry.get("args"), f"{where}.args"))
+        if horizon is not None:
+            base.setdefault("horizon", horizon)
+        for point in _grid_points(entry.get("grid"), f"{where}.grid"):
+            args = {**base, **point}
+            label = _format_label(entry.get("label"), _default_label(env_id, point), args, f"{where}.label")
+            if label in labels:
+                raise ConfigError(f"{where}.label: two env configs share the label {label!r}; give distinct labels")
+            labels.add(label)
+            out.append({"id": env_id, "args": args, "label": label})
+    return out
+
+
+def _matrix_data(data: Any) -> dict:
+    data = _mapping(data, "data")
+    _check_keys(data, DATA_KEYS, "data")
+    n = _positive_int(data.get("n", 1250), "data.n")
+    d = _positive_int(data.get("d", 500), "data.d")
+    every = _positive_int(data.get("every", 10), "data.every")
+    return {"id": "gaussian-rows", "args": {"n": n, "d": d, "every": every}, "label": f"gaussian n={n} d={d}"}
+
+
+def _validate_plots(plots: Any) -> None:
+    if plots is None:
+        return
+    if not isinstance(plots, list):
+        raise ConfigError("plots: expected a list of {kind: ..., agents: [...]} entries")
+    for i, entry in enumerate(plots):
+        where = f"plots[{i}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {entry!r}")
+        _check_keys(entry, PLOT_KEYS, where)
+        if entry.get("kind") not in PLOT_KINDS:
+            raise ConfigError(f"{where}.kind: expected one of {sorted(PLOT_KINDS)}, got {entry.get('kind')!r}")
+        agents = entry.get("agents")
+        if agents is not None and not (isinstance(agents, list) and all(isinstance(a, str) for a in agents)):
+            raise ConfigError(f"{where}.agents: expected a list of agent labels or glob patterns, got {agents!r}")
+        if entry["kind"] == "param" and not (entry.get("family") and entry.get("x")):
+            raise ConfigError(f"{where}: a param plot needs family: and x: (and optionally group:)")
+
+
+def _validate_tune(tune: Any) -> None:
+    if tune is None:
+        return
+    tune = _mapping(tune, "tune")
+    _check_keys(tune, TUNE_KEYS, "tune")
+    for key in ("beta", "lam"):
+        values = tune.get(key)
+        if values is not None and not (
+            isinstance(values, list) and values and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
+        ):
+            raise ConfigError(f"tune.{key}: expected a non-empty list of numbers, got {values!r}")
+    if tune.get("seeds") is not None:
+        _seeds(tune["seeds"])
+    if tune.get("horizon") is not None:
+        _positive_int(tune["horizon"], "tune.horizon")
+    agents = tune.get("agents")
+    if agents is not None and not (isinstance(agents, list) and all(isinstance(a, str) for a in agents)):
+        raise ConfigError(f"tune.agents: expected a list of agent labels or glob patterns, got {agents!r}")
+
+
+def select_labels(labels, patterns: list[str] | None) -> list[str]:
+    """Labels matching any glob pattern (all when ``patterns`` is None), in the given order."""
+    labels = list(dict.fromkeys(labels))
+    if not patterns:
+        return labels
+    return [lab for lab in labels if any(fnmatch.fnmatchcase(lab, p) for p in patterns)]

@@ -1,0 +1,110 @@
+"""``linbandit report DIR``: one results page for a sweep directory.
+
+HTML (default) is self-contained: the PNG figures are embedded as base64, the tables are
+inline, so the single file can be mailed or attached to an issue. Markdown links the figures
+under ``DIR/plots`` by relative path.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from .figures import format_table, make_plots, markdown_table
+from .sweep import load_runs, read_sweep_config, summary_table
+
+__all__ = ["write_report"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:0.9em;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#f0f0f0}td:nth-child(-n+2){text-align:left}img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
+pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}h2{border-bottom:1px solid #ddd;padding-bottom:0.2em}
+figure{margin:1em 0}figcaption{font-size:0.85em;color:#555}
+"""
+
+
+def _versions(out: Path, runs: pd.DataFrame) -> dict:
+    if runs.empty:
+        return {}
+    meta = json.loads((out / "runs" / f"{runs['run_id'].iloc[0]}.json").read_text())
+    info = dict(meta.get("versions", {}))
+    info["device"] = meta.get("device")
+    info["backends"] = ", ".join(sorted({str(b) for b in runs["backend"].dropna()}))
+    return info
+
+
+def _failed(out: Path) -> list[dict]:
+    failed_dir = out / "failed"
+    if not failed_dir.is_dir():
+        return []
+    items = []
+    for path in sorted(failed_dir.glob("*.json")):
+        data = json.loads(path.read_text())
+        spec = data.get("spec", {})
+        last = (data.get("error") or "").strip().splitlines()
+        items.append({"run": data.get("run_id"), "agent": spec.get("agent_label"), "env": spec.get("env_label"),
+                      "seed": spec.get("config", {}).get("seed"), "error": last[-1] if last else ""})
+    return items
+
+
+def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | None = None, replot: bool = True) -> Path:
+    """Write the report of a sweep directory; returns its path (default ``DIR/report.html|md``)."""
+    if fmt not in ("html", "md"):
+        raise ValueError(f"format must be 'html' or 'md', got {fmt!r}")
+    directory = Path(out_dir)
+    runs = load_runs(directory)
+    if runs.empty:
+        raise FileNotFoundError(f"{directory} has no finished runs yet: run the sweep first")
+    if replot or not (directory / "plots").is_dir():
+        make_plots(directory, formats=("png", "pdf"))
+    raw = read_sweep_config(directory) or {}
+    table = format_table(summary_table(runs))
+    pngs = sorted((directory / "plots").glob("*.png"))
+    versions = _versions(directory, runs)
+    failed = _failed(directory)
+    title = f"linbandit sweep report: {raw.get('name', directory.name)}"
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    target = Path(out) if out else directory / f"report.{fmt}"
+    config_text = yaml.safe_dump(raw, sort_keys=False)
+    n_runs, n_seeds = len(runs), runs["seed"].nunique()
+    if fmt == "md":
+        parts = [f"# {title}", "", f"Generated {stamp} from `{directory}`: {n_runs} finished runs, {n_seeds} seed(s).", ""]
+        if raw.get("description"):
+            parts += [str(raw["description"]).strip(), ""]
+        parts += ["## Summary", "", markdown_table(table), ""]
+        parts += ["## Figures", ""]
+        for png in pngs:
+            rel = png.relative_to(target.parent) if png.is_relative_to(target.parent) else png
+            parts += [f"![{png.stem}]({rel.as_posix()})", ""]
+        if failed:
+            parts += ["## Failed runs", "", markdown_table(pd.DataFrame(failed)), ""]
+        parts += ["## Environment", "", markdown_table(pd.DataFrame([versions])), ""]
+        parts += ["## Config", "", "```yaml", config_text.rstrip(), "```", ""]
+        target.write_text("\n".join(parts))
+        return target
+    body = [f"<h1>{html.escape(title)}</h1>",
+            f"<p>Generated {stamp} from <code>{html.escape(str(directory))}</code>: {n_runs} finished runs, "
+            f"{n_seeds} seed(s).</p>"]
+    if raw.get("description"):
+        body.append(f"<p>{html.escape(str(raw['description']).strip())}</p>")
+    body += ["<h2>Summary</h2>", table.to_html(index=False, escape=True, border=0)]
+    body.append("<h2>Figures</h2>")
+    for png in pngs:
+        data = base64.b64encode(png.read_bytes()).decode("ascii")
+        body.append(f'<figure><img alt="{html.escape(png.stem)}" src="data:image/png;base64,{data}">'
+                    f"<figcaption>{html.escape(png.stem)}</figcaption></figure>")
+    if failed:
+        body += ["<h2>Failed runs</h2>", pd.DataFrame(failed).to_html(index=False, escape=True, border=0)]
+    body += ["<h2>Environment</h2>", pd.DataFrame([versions]).to_html(index=False, escape=True, border=0)]
+    body += ["<h2>Config</h2>", f"<pre>{html.escape(config_text)}</pre>"]
+    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style></head><body>{''.join(body)}</body></html>")
+    target.write_text(page)
+    return target

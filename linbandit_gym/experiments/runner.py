@@ -1,0 +1,273 @@
+"""Execute one run of a sweep (in this process, a worker process or a Ray task).
+
+:func:`execute_run` is a top-level function of plain-data arguments so that it pickles for
+``spawn`` process pools and Ray. It returns the records and the run's metadata; the driver
+(:mod:`.sweep`) is the only writer, so a run is on disk completely or not at all.
+
+Bandit runs go through :func:`linbandit_gym.evaluate.run` (the one evaluation loop).
+Matrix-approximation runs (seed 000 App. F.2) stream l2-normalised Gaussian rows through an
+agent's covariance estimator and record ``||A_t^T A_t - cov_t||_2`` with its bound.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import socket
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["execute_run", "library_versions", "subsample_index"]
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of what produced a record: python, torch, numpy, pandas, linbandit."""
+    import torch
+
+    import linbandit_gym
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "linbandit": linbandit_gym.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def subsample_index(n: int, points: int) -> np.ndarray:
+    """At most ``points`` indices into ``range(n)``, evenly spread, always the first and last."""
+    if n <= 0:
+        return np.zeros(0, dtype=int)
+    return np.unique(np.round(np.linspace(0, n - 1, min(points, n))).astype(int))
+
+
+def _gram_factor(gram: np.ndarray) -> np.ndarray:
+    """A d x d matrix ``R`` with ``R^T R = gram`` (so diagnostics stay O(d^3), not O(t d^2))."""
+    w, v = np.linalg.eigh(gram)
+    return np.sqrt(np.clip(w, 0.0, None))[:, None] * v.T
+
+
+def _spectral_point(gram: np.ndarray, estimator: Any, sizes: list[int]) -> tuple[float, dict[str, float]]:
+    """``||X^T X - cov||_2`` and the FD bound ``Delta_t(l)`` (seed 000 eq. 1) for each ``l``."""
+    from agents.sketches.diagnostics import fd_error_bound, spectral_error
+
+    R = _gram_factor(gram)
+    err = float("nan")
+    if estimator is not None:
+        err = spectral_error(R, estimator)
+    return err, {str(l): fd_error_bound(R, l) for l in sizes}
+
+
+class _DiagnosedAgent:
+    """Forwards to ``agent`` and, every ``every`` rounds, records the spectral diagnostics.
+
+    It keeps the exact Gram of the played arms (O(d^2) a round) and eigendecomposes it at each
+    checkpoint (O(d^3)). Its own time is measured and subtracted from the records' timings.
+    """
+
+    def __init__(self, agent: Any, every: int, sizes: list[int] | None):
+        self.agent = agent
+        self.every = every
+        self.sizes = sizes
+        self.name = getattr(agent, "name", None)
+        self.reset_diagnostics()
+
+    def reset_diagnostics(self) -> None:
+        self.gram = None
+        self.t = 0
+        self.overhead = 0.0
+        self.overhead_cum: list[float] = []
+        self.series: dict[str, Any] = {"t": [], "cov_error": [], "delta": {}}
+
+    @property
+    def sketch_size(self):
+        return getattr(self.agent, "sketch_size", None)
+
+    def memory_bytes(self) -> int:
+        fn = getattr(self.agent, "memory_bytes", None)
+        return int(fn()) if callable(fn) else 0
+
+    def reset(self, seed=None):
+        self.reset_diagnostics()
+        reset = getattr(self.agent, "reset", None)
+        if callable(reset):
+            reset(seed=seed)
+
+    def act(self, obs):
+        return self.agent.act(obs)
+
+    def update(self, obs, action, reward):
+        self.agent.update(obs, action, reward)
+        start = time.perf_counter()
+        x = np.asarray(obs, dtype=np.float64)[int(action)]
+        if self.gram is None:
+            self.gram = np.zeros((x.size, x.size))
+        self.gram += np.outer(x, x)
+        self.t += 1
+        if self.t % self.every == 0:
+            estimator = getattr(self.agent, "estimator", None)
+            if estimator is not None and not callable(getattr(estimator, "covariance", None)):
+                estimator = None
+            sizes = self.sizes
+            if sizes is None:
+                own = getattr(self.agent, "sketch_size", None)
+                sizes = [int(own)] if own is not None and own < x.size else []
+            err, deltas = _spectral_point(self.gram, estimator, sizes)
+            self.series["t"].append(self.t)
+            self.series["cov_error"].append(err)
+            for key, value in deltas.items():
+                self.series["delta"].setdefault(key, []).append(value)
+        self.overhead += time.perf_counter() - start
+        self.overhead_cum.append(self.overhead)
+
+
+def _summary(frame: pd.DataFrame, curve_points: int) -> dict[str, Any]:
+    rounds = len(frame)
+    idx = subsample_index(rounds, curve_points)
+    last = frame.iloc[-1]
+    sketch = frame["sketch_size"].to_numpy(dtype=float) if "sketch_size" in frame else np.full(rounds, np.nan)
+    return {
+        "rounds": rounds,
+        "final_regret": float(last["cumulative_regret"]),
+        "agent_time_s": float(last["agent_time"]),
+        "wall_time_s": float(last["wall_time"]),
+        "ms_per_round": 1000.0 * float(last["agent_time"]) / rounds,
+        "peak_memory_bytes": int(frame["memory_bytes"].max()),
+        "final_sketch_size": None if math.isnan(sketch[-1]) else float(sketch[-1]),
+        "curve": {
+            "t": frame["t"].to_numpy()[idx].tolist(),
+            "cumulative_regret": frame["cumulative_regret"].to_numpy()[idx].tolist(),
+            "sketch_size": [None if math.isnan(v) else float(v) for v in sketch[idx]],
+        },
+    }
+
+
+def _set_threads(threads: int | None) -> None:
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+
+
+def execute_run(spec: dict, threads: int | None = None, curve_points: int = 200) -> dict:
+    """Run one :class:`~.config.RunSpec` (as a dict); returns ``{"records", "meta"}``.
+
+    Args:
+        spec: ``RunSpec.to_dict()``.
+        threads: torch intra-op threads for this run (worker processes use 1 so that
+            ``workers`` runs share the cores without oversubscription).
+        curve_points: length of the subsampled regret curve kept in the metadata.
+    """
+    _set_threads(threads)
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    config = spec["config"]
+    if config["task"] == "matrix-approx":
+        records, extra = _matrix_approx(spec)
+    else:
+        records, extra = _bandit(spec, curve_points)
+    import torch
+
+    meta = {
+        "run_id": spec["run_id"],
+        "agent_label": spec["agent_label"],
+        "env_label": spec["env_label"],
+        "family": spec["family"],
+        "config": config,
+        "seed": config["seed"],
+        **extra,
+        "versions": library_versions(),
+        "torch_threads": torch.get_num_threads(),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": started.isoformat(),
+        "duration_s": time.perf_counter() - t0,
+    }
+    return {"run_id": spec["run_id"], "records": records, "meta": meta}
+
+
+def _bandit(spec: dict, curve_points: int) -> tuple[pd.DataFrame, dict]:
+    from ..cli import resolve_agent
+    from ..evaluate import run
+
+    config = spec["config"]
+    agent = resolve_agent(config["agent"]["name"], dict(config["agent"]["args"]))
+    device = str(getattr(agent, "device", "cpu"))
+    record = config.get("record") or {}
+    player = agent
+    if record.get("spectral_error"):
+        player = _DiagnosedAgent(agent, record["spectral_error"], record.get("spectral_sketch_sizes"))
+    frame = run(
+        config["env"]["id"], player, seeds=[config["seed"]], env_kwargs=dict(config["env"]["args"]),
+        agent_name=spec["agent_label"], env_name=spec["env_label"], progress=False,
+    )
+    extra: dict[str, Any] = {"device": device}
+    if player is not agent:
+        # The diagnostics' own time is not the agent's: take it out of both clocks.
+        overhead = np.asarray(player.overhead_cum[: len(frame)])
+        frame["agent_time"] = frame["agent_time"].to_numpy() - overhead
+        frame["wall_time"] = frame["wall_time"].to_numpy() - overhead
+        extra["spectral"] = player.series
+    extra["summary"] = _summary(frame, curve_points)
+    return frame, extra
+
+
+def _matrix_approx(spec: dict) -> tuple[pd.DataFrame, dict]:
+    """Seed 000 App. F.2: stream normalised N(0, I_d) rows through a covariance sketch."""
+    import importlib
+
+    import torch
+
+    from ..cli import resolve_agent
+
+    config = spec["config"]
+    n, d, every = (int(config["env"]["args"][k]) for k in ("n", "d", "every"))
+    name, args = config["agent"]["name"], dict(config["agent"]["args"])
+    if ":" in name:
+        module_name, _, attr = name.partition(":")
+        estimator = getattr(importlib.import_module(module_name), attr)(d, **args)
+    else:
+        agent = resolve_agent(name, {**args, "d": d})
+        estimator = getattr(agent, "estimator", None)
+        if estimator is None:
+            raise ValueError(f"agent {name!r} has no covariance estimator to sketch with")
+    rng = np.random.default_rng(int(config["seed"]))
+    rows = rng.standard_normal((n, d))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    # The bound drawn next to the error (Fig. 4b): 2 eps for Dyadic Block Sketching
+    # (Theorem 1), Delta_t = min_k ||A_t - [A_t]_k||_F^2 / (l - k) for a fixed-size sketch (Lemma 1).
+    eps = args.get("eps")
+    fixed_l = args.get("sketch_size")
+    gram = np.zeros((d, d))
+    cols: dict[str, list] = {k: [] for k in ("t", "spectral_error", "error_bound", "sketch_size", "memory_bytes", "update_time")}
+    spent = 0.0
+    for t in range(1, n + 1):
+        x = torch.as_tensor(rows[t - 1], dtype=estimator.dtype, device=estimator.device)
+        start = time.perf_counter()
+        estimator.update(x)
+        spent += time.perf_counter() - start
+        gram += np.outer(rows[t - 1], rows[t - 1])
+        if t % every == 0 or t == n:
+            err, deltas = _spectral_point(gram, estimator, [int(fixed_l)] if fixed_l else [])
+            bound = 2.0 * float(eps) if eps is not None else (deltas[str(int(fixed_l))] if fixed_l else float("nan"))
+            for key, value in zip(cols, (t, err, bound, float(estimator.sketch_size), int(estimator.memory_bytes()), spent)):
+                cols[key].append(value)
+    frame = pd.DataFrame({"agent": spec["agent_label"], "env": spec["env_label"], "seed": int(config["seed"]), **cols})
+    summary = {
+        "rounds": n,
+        "final_error": float(frame["spectral_error"].iloc[-1]),
+        "max_error": float(frame["spectral_error"].max()),
+        "final_bound": float(frame["error_bound"].iloc[-1]),
+        "agent_time_s": spent,
+        "ms_per_round": 1000.0 * spent / n,
+        "peak_memory_bytes": int(frame["memory_bytes"].max()),
+        "final_sketch_size": float(frame["sketch_size"].iloc[-1]),
+    }
+    return frame, {"device": str(estimator.device), "summary": summary}
