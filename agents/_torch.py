@@ -69,6 +69,14 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
     return dtype
 
 
+def _all_finite(t: torch.Tensor) -> bool:
+    """``bool(torch.isfinite(t).all())``, faster: a sum is finite only if every entry is (an inf
+    or NaN entry makes it inf/NaN), and the elementwise check runs only when the sum is not
+    finite (NaN/inf present, or a legitimate overflow of huge entries). torch.isfinite on a
+    (K, d) CPU tensor costs ~10x a sum, and this runs on every act/update."""
+    return bool(torch.isfinite(t.sum())) or bool(torch.isfinite(t).all())
+
+
 def as_arm_matrix(obs: Any, device: torch.device, dtype: torch.dtype, d: int | None) -> torch.Tensor:
     """Convert an arm set (numpy array, tensor or nested list) of shape (K, d) to a tensor.
 
@@ -94,7 +102,7 @@ def as_arm_matrix(obs: Any, device: torch.device, dtype: torch.dtype, d: int | N
             f"arm dimension changed: the agent was built for d={d} but got arms of shape "
             f"{tuple(arms.shape)}; call agent.reset() before playing an env of another dimension"
         )
-    if not bool(torch.isfinite(arms).all()):
+    if not _all_finite(arms):
         raise ValueError("the arm matrix contains NaN or infinite entries")
     return arms
 
@@ -106,7 +114,7 @@ def as_vector(v: Any, device: torch.device, dtype: torch.dtype, d: int, name: st
     ).to(dtype)
     if t.shape != (d,):
         raise ValueError(f"{name} must have shape ({d},), got {tuple(t.shape)}")
-    if not bool(torch.isfinite(t).all()):
+    if not _all_finite(t):
         raise ValueError(f"{name} contains NaN or infinite entries")
     return t
 

@@ -45,7 +45,7 @@ Implementation choices (documented here because the seeds leave them open):
   ``l - 1`` directions), an off-by-one some texts gloss over. An l-th eigenvalue below the
   Gram's rounding level (``2 eps (m + sqrt d) lambda_max``) counts as 0, so low-rank streams
   report no shrinkage (what Dyadic Block Sketching's ``willExcessSketch`` test needs).
-* Exactly-zero rows carry no information and are skipped (textbook FD would compute
+* Zero rows (``||x||^2 == 0`` in the working dtype) carry no information and are skipped (textbook FD would compute
   sigma_l = 0 and leave S unchanged; the fast buffer would only fill earlier).
 
 Example:
@@ -181,15 +181,15 @@ class FrequentDirections(CovarianceEstimator):
 
     # -- streaming -------------------------------------------------------------------
     def _update(self, x: torch.Tensor) -> None:
-        if not bool(torch.any(x != 0)):
+        xx = x @ x
+        if not bool(xx > 0):
             return  # a zero row adds nothing to X^T X (and would shrink by 0)
-        self._append(x)
+        self._append(x, xx)
         if not self.fast or self._m == self._cap:
             self._reduce()
 
-    def _append(self, x: torch.Tensor) -> None:
+    def _append(self, x: torch.Tensor, xx: torch.Tensor) -> None:
         m, rho = self._m, self.rho
-        xx = x @ x
         if m:
             g = self._buf[:m] @ x  # S x: the O(m d) part
             c = torch.linalg.solve_triangular(self._L[:m, :m], g.unsqueeze(1), upper=False).squeeze(1)
@@ -272,7 +272,7 @@ class FrequentDirections(CovarianceEstimator):
         anything". (Dyadic Block Sketching's ``willExcessSketch`` test, seed 000 Sec. 3.1.)
         """
         x = as_vector(x, self.device, self.dtype, self.d)
-        if not bool(torch.any(x != 0)):
+        if not bool(x @ x > 0):  # the same test update() uses to skip zero rows
             return 0.0
         if self.fast and self._m + 1 < self._cap:
             return 0.0
@@ -284,7 +284,7 @@ class FrequentDirections(CovarianceEstimator):
         State unchanged. Equals :meth:`shrinkage_if_added` for ``fast=False``."""
         if x is not None:
             x = as_vector(x, self.device, self.dtype, self.d)
-            if not bool(torch.any(x != 0)):
+            if not bool(x @ x > 0):
                 x = None
         return self._shrink_value(self._bordered_evals(x))
 
