@@ -79,6 +79,7 @@ def run_experiment(
     agent_name: str | None = None,
     out: str | Path | None = None,
     progress: bool | None = None,
+    batched: bool | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run ``agent`` (an object or a list of ``(name, object)``) on ``env_id`` over ``seeds``.
 
@@ -92,7 +93,8 @@ def run_experiment(
         env_kwargs["horizon"] = horizon
     players = agent if isinstance(agent, list) else [(agent_name, agent)]
     frames = [
-        run(env_id, player, seeds=seeds, env_kwargs=env_kwargs, agent_name=name, env_name=env_id, progress=progress)
+        run(env_id, player, seeds=seeds, env_kwargs=env_kwargs, agent_name=name, env_name=env_id, progress=progress,
+            batched=batched)
         for name, player in players
     ]
     records = pd.concat(frames, ignore_index=True)
@@ -163,6 +165,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _, summary = run_experiment(
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
         agent_name=args.agent, out=args.out, progress=False if args.no_progress else None,
+        batched=args.batched,
     )
     print(format_summary(summary))
     if args.out:
@@ -231,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--env-arg", action="append", metavar="K=V",
                        help="env constructor argument, repeatable (e.g. --env-arg d=100 --env-arg n_arms=20)")
     p_run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p_run.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
+                       help="advance all seeds together as one tensor program (default: when env and agent "
+                       "support it); --no-batched plays the seeds one by one")
     p_run.set_defaults(func=_cmd_run)
 
     p_demo = sub.add_parser(

@@ -92,6 +92,7 @@ def run(
     env_name: str | None = None,
     max_rounds: int | None = None,
     progress: bool | None = None,
+    batched: bool | None = None,
 ) -> pd.DataFrame:
     """Play one episode per seed and return the per-round records.
 
@@ -105,6 +106,10 @@ def run(
         agent_name, env_name: labels for the records (default: class name / env id).
         max_rounds: stop an episode after this many rounds even if the env goes on.
         progress: show a tqdm bar; default: only when stderr is a terminal.
+        batched: ``None`` (default) advances all seeds together as one tensor program
+            (:func:`linbandit_gym.batched.run_batched`: same records, same choices) when ``env`` is
+            an id with a native vector env, ``agent`` one of ours and there are >= 2 seeds;
+            ``True`` insists (error if impossible); ``False`` plays the seeds one by one.
 
     Returns:
         A DataFrame with the columns :data:`RECORD_COLUMNS` (``t`` counts from 1;
@@ -127,6 +132,12 @@ def run(
     for method in ("act", "update"):
         if not callable(getattr(agent, method, None)):
             raise TypeError(f"agent has no {method}() method; see agents.Agent for the contract")
+    if batched is not False:  # all seeds as one tensor program (linbandit_gym.batched)
+        from .batched import can_batch, run_batched
+
+        if batched or (len(seeds) > 1 and can_batch(env, agent)):
+            return run_batched(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name,
+                               env_name=env_name, max_rounds=max_rounds, progress=progress)
     env = make_env(env, **(env_kwargs or {}))
     e_name, a_name = _env_name(env, env_name), _agent_name(agent, agent_name)
     has_memory = callable(getattr(agent, "memory_bytes", None))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-__all__ = ["ENV_IDS", "register_envs"]
+__all__ = ["ENV_IDS", "VECTOR_ENTRY_POINTS", "register_envs"]
 
 # id -> entry point. Kept as strings so that importing the package stays cheap.
 ENV_IDS: dict[str, str] = {
@@ -21,8 +21,25 @@ ENV_IDS: dict[str, str] = {
 }
 
 
+# id -> native batched VectorEnv (linbandit_gym.vector): gym.make_vec(id, num_envs=B).
+VECTOR_ENTRY_POINTS: dict[str, str] = {
+    "LinBandit-Synthetic-v0": "linbandit_gym.vector:SyntheticVectorEnv",
+    "LinBandit-HeavyTail-v0": "linbandit_gym.vector:HeavyTailVectorEnv",
+    "LinBandit-LocallyConvex-v0": "linbandit_gym.vector:LocallyConvexVectorEnv",
+    "LinBandit-MNIST-v0": "linbandit_gym.vector:ClassificationVectorEnv",
+    "LinBandit-Classification-v0": "linbandit_gym.vector:ClassificationVectorEnv",
+    "LinBandit-Digits-v0": "linbandit_gym.vector:DigitsVectorEnv",
+    "LinBandit-CNAE9-v0": "linbandit_gym.vector:CNAE9VectorEnv",
+    "LinBandit-MFeat-v0": "linbandit_gym.vector:MFeatVectorEnv",
+    "LinBandit-Spam-v0": "linbandit_gym.vector:SpamVectorEnv",
+}
+
+
 def register_envs() -> None:
     """Register every id in :data:`ENV_IDS` (idempotent)."""
     for env_id, entry_point in ENV_IDS.items():
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=entry_point, disable_env_checker=False)
+            gym.register(
+                id=env_id, entry_point=entry_point, disable_env_checker=False,
+                vector_entry_point=VECTOR_ENTRY_POINTS.get(env_id),
+            )

@@ -1,0 +1,193 @@
+"""The batched evaluation path: all seeds of a run advanced together as one tensor program.
+
+:func:`run_batched` plays the same episodes as :func:`linbandit_gym.evaluate.run` -- seed ``s``
+seeds both the env member and the agent member -- through a native vector env
+(:mod:`linbandit_gym.vector`) and a batched agent (:mod:`agents.batched`), and returns the
+same per-round records (one per (agent, env, seed, round), same columns, same order: seed by
+seed, round by round). ``run(..., batched=None)`` takes this path by itself when
+:func:`can_batch` says the env id and the agent allow it and there are >= 2 seeds.
+
+What differs from the loop over seeds: ``agent_time`` and ``wall_time`` are each member's share
+of the batch's time (batch seconds / B, cumulated), so ``ms/round`` reads as the cost of one
+member-round; ``memory_bytes`` is what the unbatched agent reports (the batch holds B times
+that, plus padding for DBSLinUCB).
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .evaluate import RECORD_COLUMNS
+
+__all__ = ["can_batch", "run_batched", "DEFAULT_MAX_BATCH"]
+
+#: seeds advanced together at most (more seeds run in consecutive chunks)
+DEFAULT_MAX_BATCH = 64
+
+
+def _env_id(env: Any) -> str | None:
+    return env if isinstance(env, str) else None
+
+
+def can_batch(env: Any, agent: Any) -> bool:
+    """Whether ``run(env, agent, ...)`` can take the batched path: ``env`` is a registered id
+    with a native vector env and ``agent`` one of ours with a batched twin."""
+    from agents.batched import supports_batched
+
+    from .vector import supports_vector
+
+    env_id = _env_id(env)
+    return env_id is not None and supports_vector(env_id) and supports_batched(agent)
+
+
+def run_batched(
+    env: str,
+    agent: Any,
+    seeds: int | Iterable[int] = (0,),
+    *,
+    env_kwargs: dict | None = None,
+    agent_name: str | None = None,
+    env_name: str | None = None,
+    max_rounds: int | None = None,
+    progress: bool | None = None,
+    max_batch: int = DEFAULT_MAX_BATCH,
+) -> pd.DataFrame:
+    """Play one episode per seed, all seeds at once, and return the per-round records.
+
+    Arguments as :func:`linbandit_gym.evaluate.run` (``env`` must be an env id with a native
+    vector env; ``agent`` an agent of ours, or its class), plus ``max_batch``: at most that many
+    seeds advance together (more run in consecutive chunks, bounding memory).
+
+    Raises ``ValueError`` when the env or the agent has no batched version, naming the fix
+    (``run(..., batched=False)``).
+
+    Example:
+
+    >>> from agents import OFUL
+    >>> records = run_batched("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=3,
+    ...                       env_kwargs=dict(d=5, n_arms=4, horizon=10))
+    >>> records.groupby("seed")["t"].max().tolist()
+    [10, 10, 10]
+    """
+    import linbandit_gym  # noqa: F401  (registers the ids)
+    from agents.batched import batched, supports_batched
+
+    from .vector import supports_vector
+
+    if isinstance(seeds, numbers.Integral):
+        if seeds < 1:
+            raise ValueError(f"seeds as an int is a count and must be >= 1, got {seeds}")
+        seeds = range(int(seeds))
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds is empty: give at least one seed")
+    if max_rounds is not None and max_rounds < 1:
+        raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+    if isinstance(max_batch, bool) or not isinstance(max_batch, numbers.Integral) or max_batch < 1:
+        raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
+    if isinstance(agent, type):
+        agent = agent()
+    env_id = _env_id(env)
+    if env_id is None or not supports_vector(env_id):
+        raise ValueError(
+            f"the batched path needs an env id with a native vector env, got {env!r}; "
+            "run(..., batched=False) plays the seeds one by one"
+        )
+    if not supports_batched(agent):
+        raise ValueError(
+            f"agent {type(agent).__name__} has no batched version; run(..., batched=False) plays the seeds one by one"
+        )
+    e_name = env_name if env_name is not None else env_id
+    name = getattr(agent, "name", None)
+    a_name = agent_name if agent_name is not None else (name if isinstance(name, str) and name else type(agent).__name__)
+    env_kwargs = dict(env_kwargs or {})
+
+    chunks = [seeds[i : i + max_batch] for i in range(0, len(seeds), max_batch)]
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    bar = None
+    frames = []
+    try:
+        for chunk in chunks:
+            venv = gym.make_vec(env_id, num_envs=len(chunk), vectorization_mode="vector_entry_point", **env_kwargs)
+            try:
+                if bar is None:
+                    rounds = min(x for x in (venv.unwrapped.horizon, max_rounds) if x is not None)
+                    bar = tqdm(total=rounds * len(seeds), disable=not show, desc=f"{a_name} on {e_name} (batched)")
+                frames.append(_play_chunk(venv, batched(agent, len(chunk)), chunk, a_name, e_name, max_rounds, bar))
+            finally:
+                venv.close()
+    finally:
+        if bar is not None:
+            bar.close()
+    return pd.concat(frames, ignore_index=True)
+
+
+def _play_chunk(venv, bag, chunk: list[int], a_name: str, e_name: str, max_rounds: int | None, bar) -> pd.DataFrame:
+    B = len(chunk)
+    bag.reset(seed=chunk)
+    obs, _ = venv.reset(seed=chunk)
+    horizon = venv.unwrapped.horizon
+    T = horizon if max_rounds is None else min(horizon, max_rounds)
+    actions = np.zeros((T, B), dtype=np.int64)
+    rewards, expected, best, regret = (np.zeros((T, B)) for _ in range(4))
+    agent_dt, wall_dt = np.zeros(T), np.zeros(T)
+    memory = np.zeros((T, B), dtype=np.int64)
+    sketch = np.full((T, B), np.nan)
+    t = 0
+    while t < T:
+        start = time.perf_counter()
+        a = bag.act(obs)
+        after_act = time.perf_counter()
+        next_obs, r, terminated, truncated, info = venv.step(a)
+        after_env = time.perf_counter()
+        bag.update(obs, a, r)
+        end = time.perf_counter()
+        agent_dt[t] = (after_act - start) + (end - after_env)
+        wall_dt[t] = end - start
+        actions[t], rewards[t] = np.asarray(a), r
+        expected[t], best[t], regret[t] = info["expected_reward"], info["best_expected_reward"], info["regret"]
+        memory[t] = bag.member_memory_bytes()
+        sizes = bag.sketch_size
+        if sizes is not None:
+            sketch[t] = sizes
+        t += 1
+        bar.update(B)
+        obs = next_obs
+        done = terminated | truncated
+        if done.any():
+            if not done.all():  # every member has the same horizon; nothing else ends an episode here
+                raise RuntimeError("members of the vector env ended at different rounds; use run(..., batched=False)")
+            break
+    T = t
+    seed_col = np.repeat(np.asarray(chunk, dtype=np.int64), T)
+
+    def per_member(a: np.ndarray) -> np.ndarray:  # (T, B) -> seed-major flat, as the loop over seeds
+        return a[:T].T.reshape(-1)
+
+    columns = {
+        "agent": np.full(B * T, a_name, dtype=object),
+        "env": np.full(B * T, e_name, dtype=object),
+        "seed": seed_col,
+        "t": np.tile(np.arange(1, T + 1, dtype=np.int64), B),
+        "action": per_member(actions),
+        "reward": per_member(rewards),
+        "expected_reward": per_member(expected),
+        "best_expected_reward": per_member(best),
+        "regret": per_member(regret),
+        "cumulative_regret": per_member(np.cumsum(regret[:T], axis=0)),
+        "agent_time": np.tile(np.cumsum(agent_dt[:T]) / B, B),
+        "wall_time": np.tile(np.cumsum(wall_dt[:T]) / B, B),
+        "memory_bytes": per_member(memory),
+        "sketch_size": per_member(sketch),
+    }
+    assert list(columns) == RECORD_COLUMNS
+    return pd.DataFrame(columns)

@@ -1,0 +1,410 @@
+"""Native vector environments: B independent linear bandits advanced as one array program.
+
+``gym.make_vec("LinBandit-Synthetic-v0", num_envs=B)`` (the registered ``vector_entry_point``)
+returns a :class:`LinBanditVectorEnv`: one ``reset``/``step`` yields the ``(B, K, d)`` arm sets
+of all B sub-envs, each with its own theta*, arm stream and noise. The results are IDENTICAL
+(bit for bit) to B separate ``gym.make(id)`` envs reset with the same seeds, and to
+Gymnasium's ``SyncVectorEnv`` over them, in every autoreset mode -- the tests check it.
+
+How, and where the Python loop over members remains:
+
+* Each member is a real single env of the family (``env_class``), used as a *sampler*: reset
+  goes through its own ``reset`` (so ``np_random.spawn`` hands it the same problem/arm/noise
+  generators as a standalone env), and every round its own ``_sample_arms(arm_rng)`` and, for
+  the default Gaussian reward, one ``noise_rng.standard_normal()`` draw. B separate bit
+  generators cannot be advanced by one numpy call, so these draws are the one unavoidable
+  loop over B (it is also where the time goes: K*d normals per member and round).
+* Everything else is batched: the expected rewards ``(B, K, d) @ (B, d, 1)`` (numpy's stacked
+  matmul, bitwise equal to the members' ``arms @ theta*``), best arm, regret, the realised
+  reward ``mean + noise_std * z``, truncation and the info arrays. Families that override
+  ``_expected_rewards`` or ``_sample_reward`` fall back to the member's own method (looped).
+
+Torch tensors on a device: ``gym.make_vec(id, num_envs=B, device="cuda")`` returns observations,
+rewards, terminations and truncations as torch tensors on that device (the info arrays stay
+numpy) and accepts torch actions; the batched agents of :mod:`agents.batched` take either.
+(Gymnasium's ``NumpyToTorch`` wrapper does the same but needs the ``array-api-compat`` package.)
+
+Example:
+
+>>> import gymnasium as gym, numpy as np
+>>> import linbandit_gym
+>>> envs = gym.make_vec("LinBandit-Synthetic-v0", num_envs=4, d=8, n_arms=5, horizon=3)
+>>> obs, info = envs.reset(seed=0)           # member i is seeded 0 + i
+>>> obs.shape
+(4, 5, 8)
+>>> obs, reward, terminated, truncated, info = envs.step(np.zeros(4, dtype=np.int64))
+>>> reward.shape, info["regret"].shape
+((4,), (4,))
+>>> envs.close()
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import numbers
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from .envs.base import LinBanditEnv
+
+__all__ = [
+    "CNAE9VectorEnv", "ClassificationVectorEnv", "DigitsVectorEnv", "HeavyTailVectorEnv", "LinBanditVectorEnv",
+    "LocallyConvexVectorEnv", "MFeatVectorEnv", "SpamVectorEnv", "SyntheticVectorEnv", "supports_vector",
+    "vector_env_class",
+]
+
+_STEP_KEYS = ("expected_reward", "best_expected_reward", "regret", "best_arm")
+
+
+def _load(entry_point: str | type) -> type:
+    if isinstance(entry_point, type):
+        return entry_point
+    module_name, _, attr = entry_point.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+class LinBanditVectorEnv(VectorEnv):
+    """B independent sub-envs of one :class:`~linbandit_gym.envs.base.LinBanditEnv` family, batched.
+
+    ## Observation Space
+    ``Box(-inf, inf, (num_envs, n_arms, d), float32)``: the arm sets of all members.
+
+    ## Action Space
+    ``MultiDiscrete([n_arms] * num_envs)``: one arm index per member (numpy or torch ints).
+
+    ## Rewards and info
+    ``reward``: float64 ``(num_envs,)``. ``info`` is Gymnasium's dict of arrays with ``_key``
+    masks: ``expected_reward``, ``best_expected_reward``, ``regret`` (float64) and
+    ``best_arm`` (int64) on a step, ``best_arm`` and ``best_expected_reward`` on a reset.
+
+    ## Seeding
+    ``reset(seed=s)`` seeds member i with ``s + i`` (Gymnasium's convention); a list gives one
+    seed per member. Member i then replays exactly the episode of ``gym.make(id).reset(seed=s+i)``.
+
+    ## Episode End and autoreset
+    Every member is truncated after ``horizon`` rounds. ``autoreset_mode`` is Gymnasium's
+    (``NEXT_STEP`` default, ``SAME_STEP`` or ``DISABLED``), with the same semantics as
+    ``SyncVectorEnv``; an autoreset member is reset with ``seed=None`` (its generator goes on).
+
+    ## Arguments
+    | argument | default | meaning |
+    |---|---|---|
+    | ``num_envs`` | 1 | B, the number of members |
+    | ``autoreset_mode`` | ``NEXT_STEP`` | Gymnasium autoreset mode (enum or its string value) |
+    | ``env_class`` | class attribute | the single-env class (or ``"module:Class"``) of the members |
+    | ``device`` | None | None: numpy outputs; a torch device (``"cpu"``, ``"cuda"``): torch tensors there |
+    | ``**env_kwargs`` | | the family's constructor arguments (``d``, ``n_arms``, ``horizon``, ...) |
+    """
+
+    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    env_class: type | str | None = None
+    #: members share the first member's read-only data (shallow copies; for dataset envs)
+    share_data: bool = False
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        *,
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        env_class: type | str | None = None,
+        device: Any = None,
+        **env_kwargs: Any,
+    ):
+        if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
+            raise ValueError(f"num_envs must be an int >= 1 (the number of sub-envs B), got {num_envs!r}")
+        try:
+            mode = autoreset_mode if isinstance(autoreset_mode, AutoresetMode) else AutoresetMode(autoreset_mode)
+        except ValueError as exc:
+            raise ValueError(
+                f"autoreset_mode must be one of {[m.value for m in AutoresetMode]} (or a gymnasium.vector.AutoresetMode), "
+                f"got {autoreset_mode!r}"
+            ) from exc
+        cls = _load(env_class if env_class is not None else self.env_class)
+        if not (isinstance(cls, type) and issubclass(cls, LinBanditEnv)):
+            raise TypeError(f"env_class must be a LinBanditEnv subclass, got {cls!r}")
+        custom = [m for m in ("reset", "step", "_next_round") if getattr(cls, m) is not getattr(LinBanditEnv, m)]
+        if custom:
+            raise TypeError(
+                f"{cls.__name__} overrides {custom} of LinBanditEnv, which the native vector env replays in batch; "
+                "use gym.make_vec(..., vectorization_mode='sync') for it"
+            )
+        self.device = None
+        if device is not None:
+            from agents._torch import resolve_device  # clear error for cuda without CUDA
+
+            self.device = resolve_device(device)
+        self.env_class = cls
+        self.env_kwargs = dict(env_kwargs)
+        self.num_envs = int(num_envs)
+        first = cls(**env_kwargs)
+        if self.share_data:
+            # Read-only data (e.g. a loaded dataset) is shared: the other members are shallow
+            # copies made before any reset, so each gets its own generators at reset.
+            self.envs: list[LinBanditEnv] = [first] + [copy.copy(first) for _ in range(self.num_envs - 1)]
+        else:
+            self.envs = [first] + [cls(**env_kwargs) for _ in range(self.num_envs - 1)]
+        self.n_arms, self.d, self.horizon = first.n_arms, first.d, first.horizon
+        self.autoreset_mode = mode
+        self.metadata = {**type(self).metadata, "autoreset_mode": mode}
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        # Which hooks can be batched: the base-class linear mean and Gaussian noise.
+        self._linear_means = cls._expected_rewards is LinBanditEnv._expected_rewards
+        self._gaussian_noise = cls._sample_reward is LinBanditEnv._sample_reward
+        B, K, d = self.num_envs, self.n_arms, self.d
+        self._obs = np.zeros((B, K, d), dtype=np.float32)
+        self._means = np.zeros((B, K), dtype=np.float64)
+        self._theta = np.zeros((B, d, 1), dtype=np.float64)
+        self._t = np.zeros(B, dtype=np.int64)
+        self._autoreset = np.zeros(B, dtype=np.bool_)
+        self._reset_done = False
+
+    # -- members -------------------------------------------------------------------
+    def _reset_member(self, i: int, seed: int | None, options: dict | None) -> dict:
+        env = self.envs[i]
+        obs, info = env.reset(seed=seed, options=options)
+        self._obs[i] = obs
+        self._means[i] = env._means
+        self._theta[i, :, 0] = np.asarray(env.theta_star, dtype=np.float64) if env.theta_star is not None else 0.0
+        self._t[i] = 0
+        self._autoreset[i] = False
+        return info
+
+    def _next_round(self, idx: np.ndarray) -> None:
+        """Draw the next arm sets of members ``idx`` (one RNG call each) and their means (batched)."""
+        for i in idx:
+            env = self.envs[i]
+            self._obs[i] = env._sample_arms(env._arm_rng)  # float64 -> float32, as np.asarray(..., float32)
+        if self._linear_means:
+            self._means[idx] = np.matmul(self._obs[idx].astype(np.float64), self._theta[idx])[..., 0]
+        else:
+            for i in idx:
+                self._means[i] = self.envs[i]._expected_rewards(self._obs[i].astype(np.float64))
+
+    @staticmethod
+    def _info_arrays(infos: dict, key: str, values: np.ndarray, mask: np.ndarray) -> None:
+        infos[key] = values
+        infos[f"_{key}"] = mask
+
+    # -- gymnasium API -------------------------------------------------------------
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
+        """Reset every member (or those in ``options["reset_mask"]``); seeds as ``SyncVectorEnv``."""
+        super().reset(seed=seed if isinstance(seed, int) else None)
+        B = self.num_envs
+        if seed is None:
+            seeds: list = [None] * B
+        elif isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(B)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != B:
+                raise ValueError(f"seed as a list must have one seed per sub-env (num_envs={B}), got {len(seeds)}")
+        options = dict(options) if options else None
+        mask = np.ones(B, dtype=np.bool_)
+        if options is not None and "reset_mask" in options:
+            mask = options.pop("reset_mask")
+            if not isinstance(mask, np.ndarray) or mask.shape != (B,) or mask.dtype != np.bool_:
+                raise ValueError(f"options['reset_mask'] must be a numpy bool array of shape ({B},)")
+            if not mask.any():
+                raise ValueError("options['reset_mask'] must select at least one sub-env")
+            options = options or None
+        infos: dict[str, Any] = {}
+        best_arm = np.zeros(B, dtype=np.int64)
+        best = np.zeros(B, dtype=np.float64)
+        for i in np.flatnonzero(mask):
+            info = self._reset_member(int(i), seeds[i], options)
+            best_arm[i], best[i] = info["best_arm"], info["best_expected_reward"]
+        self._info_arrays(infos, "best_arm", best_arm, mask.copy())
+        self._info_arrays(infos, "best_expected_reward", best, mask.copy())
+        self._reset_done = True
+        return self._out(self._obs.copy()), infos
+
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        if hasattr(actions, "detach"):  # a torch tensor, possibly on an accelerator
+            actions = actions.detach().cpu().numpy()
+        arr = np.asarray(actions)
+        if arr.shape != (self.num_envs,):
+            raise ValueError(
+                f"actions must have shape ({self.num_envs},) (one arm index per sub-env), got shape {arr.shape}"
+            )
+        if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"actions must be integer arm indices, got dtype {arr.dtype}; pass e.g. scores.argmax(-1)")
+        if arr.size and (arr.min() < 0 or arr.max() >= self.n_arms):
+            bad = int(arr[(arr < 0) | (arr >= self.n_arms)][0])
+            raise ValueError(f"action {bad} is out of range: these envs have arms 0..{self.n_arms - 1}")
+        return arr.astype(np.int64)
+
+    def step(self, actions: Any):
+        """Advance every member one round; returns ``(obs, reward, terminated, truncated, info)``."""
+        if not self._reset_done:
+            raise RuntimeError("call reset() before step()")
+        actions = self._check_actions(actions)  # raises before any state changes
+        B = self.num_envs
+        if self.autoreset_mode == AutoresetMode.DISABLED and self._autoreset.any():
+            done = np.flatnonzero(self._autoreset).tolist()
+            raise RuntimeError(
+                f"sub-envs {done} ended and autoreset_mode is DISABLED: reset them first with "
+                "reset(options={'reset_mask': mask})"
+            )
+        resetting = self._autoreset.copy() if self.autoreset_mode == AutoresetMode.NEXT_STEP else np.zeros(B, bool)
+        stepping = ~resetting
+        idx = np.flatnonzero(stepping)
+        rows = np.arange(B)
+        # -- the round's outcome for the stepping members (batched) --
+        best_arm = np.argmax(self._means, axis=1)
+        expected = self._means[rows, actions]
+        best = self._means[rows, best_arm]
+        regret = np.maximum(best - expected, 0.0)
+        reward = np.zeros(B, dtype=np.float64)
+        if self._gaussian_noise:
+            z = np.zeros(B, dtype=np.float64)
+            for i in idx:
+                z[i] = self.envs[i]._noise_rng.standard_normal()
+            noise_std = np.array([env.noise_std for env in self.envs])
+            reward[idx] = (expected + noise_std * z)[idx]
+        else:
+            for i in idx:
+                env = self.envs[i]
+                reward[i] = env._sample_reward(float(expected[i]), env._noise_rng)
+        self._t[idx] += 1
+        truncated = np.zeros(B, dtype=np.bool_)
+        truncated[idx] = self._t[idx] >= self.horizon
+        terminated = np.zeros(B, dtype=np.bool_)
+        infos: dict[str, Any] = {}
+        m = stepping.copy()
+        self._info_arrays(infos, "expected_reward", np.where(m, expected, 0.0), m.copy())
+        self._info_arrays(infos, "best_expected_reward", np.where(m, best, 0.0), m.copy())
+        self._info_arrays(infos, "regret", np.where(m, regret, 0.0), m.copy())
+        self._info_arrays(infos, "best_arm", np.where(m, best_arm, 0).astype(np.int64), m.copy())
+        # -- next arm sets: members that go on draw a new round --
+        goes_on = stepping & ~truncated
+        self._next_round(np.flatnonzero(goes_on))
+        # -- resets --
+        if self.autoreset_mode == AutoresetMode.SAME_STEP and truncated.any():
+            ended = np.flatnonzero(truncated)
+            final_obs = np.full(B, None, dtype=object)
+            final_info: dict[str, Any] = {}
+            for key in _STEP_KEYS:
+                vals = infos[key].copy()
+                final_info[key] = np.where(truncated, vals, 0).astype(vals.dtype)
+                final_info[f"_{key}"] = truncated.copy()
+            for i in ended:
+                final_obs[i] = self._obs[i].copy()
+            infos["final_obs"], infos["_final_obs"] = final_obs, truncated.copy()
+            infos["final_info"], infos["_final_info"] = final_info, truncated.copy()
+            self._merge_reset_infos(infos, ended)
+        elif resetting.any():
+            self._merge_reset_infos(infos, np.flatnonzero(resetting))
+        self._autoreset = terminated | truncated
+        for key in _STEP_KEYS:  # as SyncVectorEnv: a key no member reported is absent
+            if not infos[f"_{key}"].any():
+                del infos[key], infos[f"_{key}"]
+        return self._out(self._obs.copy()), self._out(reward), self._out(terminated), self._out(truncated), infos
+
+    def _out(self, array: np.ndarray):
+        """numpy, or a torch tensor on ``device`` when one was chosen."""
+        if self.device is None:
+            return array
+        import torch
+
+        return torch.from_numpy(array).to(self.device)
+
+    def _merge_reset_infos(self, infos: dict, ended: np.ndarray) -> None:
+        """Reset members ``ended`` (seed None); their info is the reset info, as in ``SyncVectorEnv``."""
+        for i in ended:
+            info = self._reset_member(int(i), None, None)
+            for key in _STEP_KEYS:
+                infos[key][i] = info.get(key, 0)
+                infos[f"_{key}"][i] = key in info
+
+    def close_extras(self, **kwargs: Any) -> None:
+        for env in self.envs:
+            env.close()
+
+    @property
+    def theta_star(self) -> np.ndarray:
+        """The members' theta*, shape ``(num_envs, d)`` (float64)."""
+        return self._theta[..., 0].copy()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.env_class.__name__}, num_envs={self.num_envs})"
+
+
+class SyntheticVectorEnv(LinBanditVectorEnv):
+    """``LinBandit-Synthetic-v0`` batched: see :class:`LinBanditVectorEnv` and
+    :class:`~linbandit_gym.envs.synthetic.SyntheticLinBanditEnv` for the arguments."""
+
+    env_class = "linbandit_gym.envs.synthetic:SyntheticLinBanditEnv"
+
+
+def vector_env_class(env_id: str) -> type | None:
+    """The native vector env class registered for ``env_id`` (``None`` if it has none)."""
+    import gymnasium as gym
+
+    spec = gym.registry.get(env_id)
+    entry = None if spec is None else spec.vector_entry_point
+    if entry is None:
+        return None
+    return _load(entry) if isinstance(entry, str) else entry
+
+
+def supports_vector(env_id: Any) -> bool:
+    """Whether ``env_id`` is a registered id whose vector entry point is one of ours
+    (a :class:`LinBanditVectorEnv`), i.e. what the batched run path can drive."""
+    if not isinstance(env_id, str):
+        return False
+    cls = vector_env_class(env_id)
+    return isinstance(cls, type) and issubclass(cls, LinBanditVectorEnv)
+
+
+class HeavyTailVectorEnv(LinBanditVectorEnv):
+    """``LinBandit-HeavyTail-v0`` batched: see :class:`LinBanditVectorEnv` and
+    :class:`~linbandit_gym.envs.heavy_tail.HeavyTailLinBanditEnv` for the arguments."""
+
+    env_class = "linbandit_gym.envs.heavy_tail:HeavyTailLinBanditEnv"
+
+
+class LocallyConvexVectorEnv(LinBanditVectorEnv):
+    """``LinBandit-LocallyConvex-v0`` batched: see :class:`LinBanditVectorEnv` and
+    :class:`~linbandit_gym.envs.locally_convex.LocallyConvexLinBanditEnv` for the arguments."""
+
+    env_class = "linbandit_gym.envs.locally_convex:LocallyConvexLinBanditEnv"
+
+
+class ClassificationVectorEnv(LinBanditVectorEnv):
+    """``LinBandit-MNIST-v0`` / ``LinBandit-Classification-v0`` batched: see :class:`LinBanditVectorEnv`
+    and :class:`~linbandit_gym.envs.classification.ClassificationBanditEnv`. The dataset is loaded
+    once and shared by the members; the class-indicator reward is taken per member."""
+
+    env_class = "linbandit_gym.envs.classification:ClassificationBanditEnv"
+    share_data = True
+
+
+class DigitsVectorEnv(ClassificationVectorEnv):
+    """``LinBandit-Digits-v0`` batched (see :class:`ClassificationVectorEnv`)."""
+
+    env_class = "linbandit_gym.envs.classification:DigitsBanditEnv"
+
+
+class CNAE9VectorEnv(ClassificationVectorEnv):
+    """``LinBandit-CNAE9-v0`` batched (see :class:`ClassificationVectorEnv`)."""
+
+    env_class = "linbandit_gym.envs.classification:CNAE9BanditEnv"
+
+
+class MFeatVectorEnv(ClassificationVectorEnv):
+    """``LinBandit-MFeat-v0`` batched (see :class:`ClassificationVectorEnv`)."""
+
+    env_class = "linbandit_gym.envs.classification:MFeatBanditEnv"
+
+
+class SpamVectorEnv(ClassificationVectorEnv):
+    """``LinBandit-Spam-v0`` batched (see :class:`ClassificationVectorEnv`)."""
+
+    env_class = "linbandit_gym.envs.classification:SpamBanditEnv"

@@ -1,0 +1,341 @@
+"""Batched execution (issue 7): native vector envs, batched agents, the batched run path.
+
+Every equivalence here is against the unbatched code on the same seeds: the vector envs
+must reproduce B separate envs (and Gymnasium's SyncVectorEnv) bit for bit, and each member
+of a batched agent must make the choices of its unbatched twin (float64, CPU).
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from gymnasium.vector import AutoresetMode, VectorEnv
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import linbandit_gym
+from agents import OFUL
+from agents.batched import BatchedOFUL, batched, supports_batched
+from linbandit_gym import batched as batched_run
+from linbandit_gym.cli import main
+from linbandit_gym.evaluate import RECORD_COLUMNS
+from linbandit_gym.vector import LinBanditVectorEnv, supports_vector
+
+SMALL = dict(d=8, n_arms=6, horizon=40)
+TIMING = ["agent_time", "wall_time"]
+
+# (id, kwargs) of every family with a native vector env that works offline
+VECTOR_CASES = [
+    ("LinBandit-Synthetic-v0", dict(d=7, n_arms=5, horizon=4)),
+    ("LinBandit-HeavyTail-v0", dict(d=7, n_arms=5, horizon=4, alpha=1.0, rank=4)),
+    ("LinBandit-LocallyConvex-v0", dict(d=7, n_arms=5, horizon=4, local_frac=0.4)),
+    ("LinBandit-Digits-v0", dict(horizon=4, target_class=3)),
+]
+
+
+def assert_same_info(a: dict, b: dict) -> None:
+    """Gymnasium info dicts equal: same keys, dtypes and values (recursively)."""
+    assert set(a) == set(b), set(a) ^ set(b)
+    for key in a:
+        if isinstance(a[key], dict):
+            assert_same_info(a[key], b[key])
+        elif a[key].dtype == object:
+            for x, y in zip(a[key], b[key]):
+                assert (x is None and y is None) or np.array_equal(x, y), key
+        else:
+            assert a[key].dtype == b[key].dtype, (key, a[key].dtype, b[key].dtype)
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+# -- vector environments --------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+@pytest.mark.parametrize("env_id,kwargs", VECTOR_CASES, ids=[c[0] for c in VECTOR_CASES])
+def test_vector_env_equals_sync_vector_env_across_autoresets(env_id, kwargs, mode):
+    native = gym.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point", autoreset_mode=mode, **kwargs)
+    sync = gym.make_vec(env_id, num_envs=3, vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode}, **kwargs)
+    assert isinstance(native, VectorEnv) and native.metadata["autoreset_mode"] == mode
+    assert native.observation_space == sync.observation_space and native.action_space == sync.action_space
+    o1, i1 = native.reset(seed=11)
+    o2, i2 = sync.reset(seed=11)
+    assert o1.dtype == np.float32 and o1.shape == (3, *native.single_observation_space.shape)
+    np.testing.assert_array_equal(o1, o2)
+    assert_same_info(i1, i2)
+    rng = np.random.default_rng(0)
+    for _ in range(13):  # crosses the horizon (4) three times: autoresets included
+        a = rng.integers(0, native.single_action_space.n, 3)
+        out1, out2 = native.step(a), sync.step(a)
+        for x, y in zip(out1[:4], out2[:4]):
+            assert x.dtype == y.dtype
+            np.testing.assert_array_equal(x, y)
+        assert_same_info(out1[4], out2[4])
+    native.close(), sync.close()
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    seeds=st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=5),
+    d=st.integers(1, 9), k=st.integers(2, 6), noise=st.sampled_from([0.0, 0.1, 2.0]),
+)
+def test_vector_env_member_i_replays_the_single_env_with_seed_i(seeds, d, k, noise):
+    kw = dict(d=d, n_arms=k, horizon=6, noise_std=noise)
+    venv = gym.make_vec("LinBandit-Synthetic-v0", num_envs=len(seeds), **kw)
+    obs, _ = venv.reset(seed=seeds)
+    singles = [gym.make("LinBandit-Synthetic-v0", **kw) for _ in seeds]
+    single_obs = [env.reset(seed=s)[0] for env, s in zip(singles, seeds)]
+    np.testing.assert_array_equal(venv.unwrapped.theta_star, np.stack([e.unwrapped.theta_star for e in singles]))
+    rng = np.random.default_rng(len(seeds))
+    for _ in range(6):
+        np.testing.assert_array_equal(obs, np.stack(single_obs))
+        a = rng.integers(0, k, len(seeds))
+        obs, reward, term, trunc, info = venv.step(a)
+        for i, env in enumerate(singles):
+            single_obs[i], r, _, tr, inf = env.step(int(a[i]))
+            assert reward[i] == r and trunc[i] == tr and not term[i]
+            assert info["regret"][i] == inf["regret"] and info["best_arm"][i] == inf["best_arm"]
+            assert info["expected_reward"][i] == inf["expected_reward"]
+
+
+def test_int_seed_gives_member_i_seed_plus_i_and_theta_differs():
+    venv = gym.make_vec("LinBandit-Synthetic-v0", num_envs=3, **SMALL)
+    obs, _ = venv.reset(seed=5)
+    listed = gym.make_vec("LinBandit-Synthetic-v0", num_envs=3, **SMALL)
+    np.testing.assert_array_equal(obs, listed.reset(seed=[5, 6, 7])[0])
+    theta = venv.unwrapped.theta_star
+    assert not np.allclose(theta[0], theta[1]) and not np.allclose(obs[0], obs[1])
+
+
+def test_disabled_autoreset_requires_a_masked_reset_like_sync():
+    kw = dict(d=4, n_arms=3, horizon=2)
+    native = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, autoreset_mode="Disabled", **kw)
+    sync = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, vectorization_mode="sync",
+                        vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED}, **kw)
+    native.reset(seed=3), sync.reset(seed=3)
+    for _ in range(2):
+        out1, out2 = native.step(np.array([0, 1])), sync.step(np.array([0, 1]))
+    assert out1[3].all()
+    with pytest.raises(RuntimeError, match="reset_mask"):
+        native.step(np.array([0, 0]))
+    mask = np.array([True, False])
+    o1, i1 = native.reset(options={"reset_mask": mask.copy()})
+    o2, i2 = sync.reset(options={"reset_mask": mask.copy()})
+    np.testing.assert_array_equal(o1, o2)
+    assert_same_info(i1, i2)
+
+
+def test_vector_env_rejects_bad_input_and_keeps_its_state():
+    venv = gym.make_vec("LinBandit-Synthetic-v0", num_envs=3, **SMALL)
+    ref = gym.make_vec("LinBandit-Synthetic-v0", num_envs=3, **SMALL)
+    with pytest.raises(RuntimeError, match="reset"):
+        venv.step(np.zeros(3, dtype=np.int64))
+    venv.reset(seed=0), ref.reset(seed=0)
+    for bad, match in [
+        (np.zeros(2, dtype=np.int64), "shape"),
+        (np.zeros(3), "integer"),
+        (np.array([0, 6, 1]), "out of range"),
+        (np.array([-1, 0, 1]), "out of range"),
+        (np.array([True, False, True]), "integer"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            venv.step(bad)
+    a = np.array([1, 2, 3])
+    for x, y in zip(venv.step(a)[:4], ref.step(a)[:4]):  # nothing advanced on the bad calls
+        np.testing.assert_array_equal(x, y)
+    with pytest.raises(ValueError, match="num_envs"):
+        gym.make_vec("LinBandit-Synthetic-v0", num_envs=0)
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        LinBanditVectorEnv(2, env_class="linbandit_gym.envs.synthetic:SyntheticLinBanditEnv", autoreset_mode="later")
+    with pytest.raises(ValueError, match="one seed per sub-env"):
+        venv.reset(seed=[1, 2])
+    with pytest.raises(TypeError, match="sync"):  # BAI has its own step: no native batching
+        LinBanditVectorEnv(2, env_class="linbandit_gym.envs.bai:BAILinBanditEnv")
+    with pytest.raises(ValueError, match="d must be"):  # the family's own validation
+        gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, d=0)
+
+
+def test_device_option_gives_tensors_that_batched_agents_play():
+    venv = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, device="cpu", **SMALL)
+    ref = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, **SMALL)
+    obs, _ = venv.reset(seed=0)
+    assert isinstance(obs, torch.Tensor) and obs.shape == (2, 6, 8)
+    np.testing.assert_array_equal(obs.numpy(), ref.reset(seed=0)[0])
+    agent = BatchedOFUL(2, beta=0.1)
+    a = agent.act(obs)
+    assert isinstance(a, torch.Tensor) and a.dtype == torch.int64
+    nxt, r, term, trunc, info = venv.step(a)
+    agent.update(obs, a, r)
+    assert isinstance(r, torch.Tensor) and isinstance(trunc, torch.Tensor) and agent.t == 1
+    np.testing.assert_array_equal(r.numpy(), ref.step(a.numpy())[1])
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, device="cuda", **SMALL)
+
+
+def test_supports_vector_lists_the_families():
+    for env_id, _ in VECTOR_CASES:
+        assert supports_vector(env_id)
+    assert not supports_vector("LinBandit-BAI-v0") and not supports_vector("CartPole-v1")
+    assert not supports_vector(gym.make("LinBandit-Synthetic-v0"))
+
+
+# -- batched agents ---------------------------------------------------------------------
+
+def play_unbatched(make_agent, env_id, env_kwargs, seeds, rounds):
+    """Actions, regrets and final agents of B separate (env, agent) pairs."""
+    actions, regrets, agents = [], [], []
+    for s in seeds:
+        env, agent = gym.make(env_id, **env_kwargs), make_agent()
+        agent.reset(seed=s)
+        obs, _ = env.reset(seed=s)
+        acts, regs = [], []
+        for _ in range(rounds):
+            a = agent.act(obs)
+            nxt, r, _, _, info = env.step(a)
+            agent.update(obs, a, r)
+            acts.append(a), regs.append(info["regret"])
+            obs = nxt
+        actions.append(acts), regrets.append(regs), agents.append(agent)
+    return np.array(actions), np.array(regrets), agents
+
+
+def play_batched(agent, env_id, env_kwargs, seeds, rounds):
+    venv = gym.make_vec(env_id, num_envs=len(seeds), **env_kwargs)
+    agent.reset(seed=list(seeds))
+    obs, _ = venv.reset(seed=list(seeds))
+    actions, regrets = [], []
+    for _ in range(rounds):
+        a = agent.act(obs)
+        nxt, r, _, _, info = venv.step(a)
+        agent.update(obs, a, r)
+        actions.append(a), regrets.append(info["regret"])
+        obs = nxt
+    return np.array(actions).T, np.array(regrets).T
+
+
+@pytest.mark.parametrize("beta", [0.1, "theory"])
+@pytest.mark.parametrize("env_id,kwargs", [
+    ("LinBandit-Synthetic-v0", dict(d=12, n_arms=20, horizon=120)),
+    ("LinBandit-HeavyTail-v0", dict(d=12, n_arms=20, horizon=120, alpha=1.5)),
+])
+def test_batched_oful_makes_the_choices_of_separate_ofuls(env_id, kwargs, beta):
+    seeds = [3, 8, 21]
+    params = dict(lam=0.7, beta=beta, noise_std=0.1)
+    acts, regs, singles = play_unbatched(lambda: OFUL(**params), env_id, kwargs, seeds, 120)
+    agent = BatchedOFUL(len(seeds), **params)
+    bacts, bregs = play_batched(agent, env_id, kwargs, seeds, 120)
+    np.testing.assert_array_equal(bacts, acts)
+    np.testing.assert_array_equal(bregs, regs)
+    for i, single in enumerate(singles):
+        np.testing.assert_allclose(agent.theta_hat[i].numpy(), single.theta_hat.numpy(), rtol=1e-9, atol=1e-12)
+        assert agent.member_memory_bytes()[i] == single.memory_bytes()
+        assert agent.sketch_size[i] == single.sketch_size
+
+
+def test_batched_agent_rejects_bad_feedback_and_keeps_its_state():
+    agent = BatchedOFUL(2, beta=0.1)
+    obs = np.random.default_rng(0).standard_normal((2, 4, 3))
+    with pytest.raises(ValueError, match=r"\(B=2, K, d\)"):
+        agent.act(obs[0])
+    a = agent.act(obs)
+    before = agent.theta_hat.clone(), agent.estimator.A_inv.clone()
+    for bad_a, bad_r, match in [
+        (np.array([0]), [1.0, 1.0], "shape"),
+        (np.array([0, 4]), [1.0, 1.0], "out of range"),
+        (np.array([0.0, 1.0]), [1.0, 1.0], "integer"),
+        (a, [1.0, np.nan], "finite"),
+        (a, [1.0], r"shape \(2,\)"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            agent.update(obs, bad_a, bad_r)
+    with pytest.raises(ValueError, match="dimension changed"):
+        agent.update(np.zeros((2, 4, 5)), a, [1.0, 1.0])
+    assert torch.equal(agent.theta_hat, before[0]) and torch.equal(agent.estimator.A_inv, before[1]) and agent.t == 0
+    with pytest.raises(ValueError, match="batch_size"):
+        BatchedOFUL(0)
+    with pytest.raises(ValueError, match="lam"):  # the unbatched agent's own validation
+        BatchedOFUL(2, lam=-1.0)
+    with pytest.raises(ValueError, match="one seed per member"):
+        agent.reset(seed=[1, 2, 3])
+
+
+def test_batched_twin_of_an_agent_keeps_its_parameters():
+    agent = OFUL(lam=0.3, beta="theory", delta=0.2, noise_std=0.5, theta_bound=2.0, d=5)
+    twin = batched(agent, 4)
+    assert isinstance(twin, BatchedOFUL) and twin.batch_size == 4 and twin.d == 5
+    assert (twin.lam, twin.beta, twin.delta, twin.noise_std, twin.theta_bound) == (0.3, "theory", 0.2, 0.5, 2.0)
+    assert supports_batched(agent) and not supports_batched(object())
+
+    class MyOFUL(OFUL):  # a user's subclass may change the loop: no silent batching
+        pass
+
+    assert not supports_batched(MyOFUL())
+    with pytest.raises(TypeError, match="no batched version"):
+        batched(MyOFUL(), 2)
+
+
+# -- the batched run path ---------------------------------------------------------------
+
+def test_run_takes_the_batched_path_and_gives_the_same_records(monkeypatch):
+    calls = []
+    real = batched_run.run_batched
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(batched_run, "run_batched", spy)
+    auto = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[4, 9, 2], env_kwargs=SMALL)
+    assert len(calls) == 1
+    loop = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[4, 9, 2], env_kwargs=SMALL, batched=False)
+    assert len(calls) == 1
+    assert list(auto.columns) == RECORD_COLUMNS == list(loop.columns)
+    pd.testing.assert_frame_equal(auto.drop(columns=TIMING), loop.drop(columns=TIMING))
+    for _, g in auto.groupby("seed"):
+        assert g["agent_time"].is_monotonic_increasing and (g["wall_time"] >= g["agent_time"]).all()
+    linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[4], env_kwargs=SMALL)
+    assert len(calls) == 1  # one seed: nothing to batch
+
+
+def test_run_batched_chunks_and_max_rounds_keep_the_records():
+    kw = dict(env_kwargs=SMALL, max_rounds=25)
+    loop = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL, seeds=5, batched=False, **kw)
+    chunked = batched_run.run_batched("LinBandit-Synthetic-v0", OFUL, seeds=5, max_batch=2, **kw)
+    pd.testing.assert_frame_equal(chunked.drop(columns=TIMING), loop.drop(columns=TIMING))
+    assert chunked["t"].max() == 25
+
+
+def test_batched_true_explains_what_cannot_be_batched():
+    env = gym.make("LinBandit-Synthetic-v0", **SMALL)
+    with pytest.raises(ValueError, match="batched=False"):
+        linbandit_gym.run(env, OFUL(), seeds=2, batched=True)
+    class Mine:
+        def act(self, obs):
+            return 0
+
+        def update(self, obs, action, reward):
+            pass
+
+    with pytest.raises(ValueError, match="no batched version"):
+        linbandit_gym.run("LinBandit-Synthetic-v0", Mine(), seeds=2, env_kwargs=SMALL, batched=True)
+    with pytest.raises(ValueError, match="max_batch"):
+        batched_run.run_batched("LinBandit-Synthetic-v0", OFUL(), seeds=2, env_kwargs=SMALL, max_batch=0)
+    # an env instance is not batched automatically: the loop over seeds runs
+    records = linbandit_gym.run(env, OFUL(beta=0.1), seeds=2)
+    assert sorted(records["seed"].unique()) == [0, 1]
+
+
+def test_cli_batched_flag(tmp_path, capsys):
+    args = ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--horizon", "15", "--seeds", "2",
+            "--env-arg", "d=5", "--env-arg", "n_arms=4", "--no-progress"]
+    assert main(args + ["--batched", "--out", str(tmp_path / "b")]) == 0
+    assert main(args + ["--no-batched", "--out", str(tmp_path / "u")]) == 0
+    from linbandit_gym.records import read_records
+
+    b, u = (read_records(next((tmp_path / n).glob("records.*"))) for n in "bu")
+    pd.testing.assert_frame_equal(b.drop(columns=TIMING), u.drop(columns=TIMING))
+    capsys.readouterr()
+    assert main(args[:-1] + ["--env", "LinBandit-BAI-v0", "--batched"]) == 2
+    assert "batched=False" in capsys.readouterr().err
