@@ -238,3 +238,20 @@ def test_numpy_and_float32_inputs_are_accepted():
 def test_doctests():
     for mod in (fd_module, diagnostics):
         assert doctest.testmod(mod).failed == 0
+
+
+def test_look_ahead_then_update_decomposes_once_and_matches_plain_updates():
+    """shrinkage_if_added(x); update(x) (the DBS pattern) reuses the look-ahead's eigh: same sketch."""
+    X = make_stream("powerlaw", 200, 30, 4)
+    plain = FrequentDirections(30, 6)
+    _feed(plain, X, torch.float64)
+    looked = FrequentDirections(30, 6)
+    calls = []
+    original = looked._eigh_desc
+    looked._eigh_desc = lambda G: calls.append(G.shape[0]) or original(G)
+    for x in X:
+        x = torch.as_tensor(x)
+        looked.shrinkage_if_added(x)
+        looked.update(x)
+    assert torch.equal(plain.S, looked.S) and plain.shrinkages == looked.shrinkages
+    assert len(calls) == looked.n_reductions  # one eigh per reduction, none repeated

@@ -119,6 +119,7 @@ class FrequentDirections(CovarianceEstimator):
         self._L = torch.zeros(self._cap, self._cap, **kw)  # chol(S S^T + rho I), lower
         self._m = 0
         self._n_orth = 0  # the leading rows known mutually orthogonal (L diagonal there)
+        self._lookahead: tuple | None = None  # (x, eigh of the bordered Gram) from shrinkage_if_added
         self._eps = torch.finfo(self.dtype).eps
         self.total_shrinkage = 0.0
         self.n_reductions = 0
@@ -181,12 +182,15 @@ class FrequentDirections(CovarianceEstimator):
 
     # -- streaming -------------------------------------------------------------------
     def _update(self, x: torch.Tensor) -> None:
+        cached, self._lookahead = self._lookahead, None
         xx = x @ x
         if not bool(xx > 0):
             return  # a zero row adds nothing to X^T X (and would shrink by 0)
         self._append(x, xx)
         if not self.fast or self._m == self._cap:
-            self._reduce()
+            # shrinkage_if_added(x) just decomposed this very Gram (same ops, same bits): reuse it
+            eig = cached[1] if cached is not None and torch.equal(cached[0], x) else None
+            self._reduce(eig)
 
     def _append(self, x: torch.Tensor, xx: torch.Tensor) -> None:
         m, rho = self._m, self.rho
@@ -223,9 +227,9 @@ class FrequentDirections(CovarianceEstimator):
         evals, evecs = torch.linalg.eigh(G)
         return evals.flip(0), evecs.flip(1)
 
-    def _reduce(self) -> None:
+    def _reduce(self, eig: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
         m = self._m
-        evals, evecs = self._eigh_desc(self._G[:m, :m])
+        evals, evecs = eig if eig is not None else self._eigh_desc(self._G[:m, :m])
         delta = self._shrink_value(evals)
         tol = self._zero_tol(m, float(evals[0]))
         # Alg. 2 line 6: Sigma^2 - delta on the l - 1 leading directions; the l-th and beyond vanish.
@@ -261,7 +265,11 @@ class FrequentDirections(CovarianceEstimator):
         G[m, :m] = g
         G[:m, m] = g
         G[m, m] = x @ x
-        return self._eigh_desc(G)[0]
+        evals, evecs = self._eigh_desc(G)
+        # Kept until the next update: if that update is update(x) and reduces, it reuses this
+        # decomposition instead of repeating it (the look-ahead + insert pattern of DBS).
+        self._lookahead = (x.clone(), (evals, evecs))
+        return evals
 
     def shrinkage_if_added(self, x) -> float:
         """The shrink value that ``update(x)`` would apply now (0.0 if no reduction would happen
