@@ -9,9 +9,12 @@ accepts to the classes. This package imports neither ``linbandit_gym`` nor ``env
 from .base import Agent, AgentProtocol, TorchAgent, check_agent
 from .linucb import LinUCB
 from .cbscfd import CBSCFD
+from .dbslinucb import DBSLinUCB, DBSLinUCBFD, DBSLinUCBRFD
 from .oful import OFUL
 from .soful import SOFUL
 
 AGENTS: dict[str, type] = {"OFUL": OFUL, "SOFUL": SOFUL, "CBSCFD": CBSCFD}
+AGENTS.update({"DBSLinUCB": DBSLinUCB, "DBSLinUCB-FD": DBSLinUCBFD, "DBSLinUCB-RFD": DBSLinUCBRFD})
 
 __all__ = ["AGENTS", "Agent", "AgentProtocol", "TorchAgent", "LinUCB", "OFUL", "SOFUL", "CBSCFD", "check_agent"]
+__all__ += ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]

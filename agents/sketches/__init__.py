@@ -7,5 +7,7 @@ from .base import CovarianceEstimator
 from .exact import ExactCovariance
 from .fd import FrequentDirections
 from .rfd import RobustFrequentDirections
+from .dbs import DyadicBlockSketch
 
 __all__ = ["CovarianceEstimator", "ExactCovariance", "FrequentDirections", "RobustFrequentDirections"]
+__all__ += ["DyadicBlockSketch"]

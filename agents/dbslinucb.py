@@ -1,0 +1,153 @@
+"""DBSLinUCB (seed 000 Sec. 4, Alg. 5): optimistic linear bandit over Dyadic Block Sketching."""
+
+from __future__ import annotations
+
+import math
+
+from .linucb import LinUCB
+from .sketches.dbs import DyadicBlockSketch, check_dbs_params
+
+__all__ = ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]
+
+
+class DBSLinUCB(LinUCB):
+    """LinUCB whose Gram matrix is a Dyadic Block Sketch (seed 000 Alg. 5, fast Alg. 4 inside).
+
+    Every round (Alg. 5): score the K arms at once with ``x^T theta_hat + beta ||x||_{A_hat^-1}``
+    (eq. 6), play the argmax, insert it into the sketch (Alg. 1 / Alg. 4) and refit
+    ``theta_hat = A_hat^-1 sum_s r_s x_s`` by Woodbury (eq. 5), never forming a d x d matrix until
+    the block cap is reached (then the sketch switches to exact rank-1 updates, i.e. OFUL).
+    Per round O(K d r + K r^2) with r the rows held (``sketch_size``); the sketch size grows
+    l0, 2 l0, 4 l0, ... with the data, so regret stays sublinear without knowing the spectrum.
+
+    Args:
+        lam: ridge lambda > 0.
+        beta: a constant radius (float; the paper tunes it in {1e-4, ..., 1}) or ``"theory"``:
+            the radius of seed 000 Theorem 2 (FD blocks) / Theorem 6 (RFD blocks), App. E,
+            with the tracked shrinkage ``sigma_bar = sum_i sigma_bar_i`` (< 2 eps, Theorem 1)::
+
+                FD:  R sqrt(1 + s/lam) sqrt(2 ln(1/delta) + LD) + H (lam + s) / sqrt(lam)
+                RFD: R sqrt(2 ln(1/delta) + LD_rfd)               + H sqrt(lam + s)
+
+            where ``LD = (d - m) ln(1 + s/lam) + m ln(1 + s/lam + T/(m lam))`` bounds
+            ``ln(|A_t|/|lam I|)`` (Lemma 6 before its last simplification; ``m`` = rank bound of
+            ``sum_i S_i^T S_i``: the rows held, ``d`` after the cap; ``T = sum_s ||x_s||^2`` in
+            place of ``t L^2``), and ``LD_rfd = (d - m) ln(1 + s/lam) + m ln(1 + (T/m + h)/lam)``
+            with ``h = s - sum_i l_i sigma_bar_i / m`` (App. E.3, eq. 26). ``R = noise_std``,
+            ``H = theta_bound``.
+        l0: initial sketch size (paper: 50), ``1 <= l0 <= d``.
+        eps: error parameter > 0 (paper: 8); the sketch's covariance error stays ``< 2 eps``.
+        sketch: ``"fd"`` (DBSLinUCB-FD) or ``"rfd"`` (DBSLinUCB-RFD, discarded mass added back).
+        fast: ``True`` for the fast Alg. 4 (2l-row FD buffers + eq. 7), ``False`` for Alg. 1.
+        sentinel: App. B.1's willExcessSketch sentinel (see :mod:`agents.sketches.dbs`).
+        delta, noise_std, theta_bound: used by ``beta="theory"`` only.
+        d: optional dimension, allocates eagerly; read from the first observation otherwise.
+        device, dtype, seed: see :class:`~agents.base.TorchAgent` (DBSLinUCB is deterministic).
+
+    Introspection: ``sketch_size`` (rows held now, ``d`` once exact; the run loop records it per
+    round), ``n_blocks``, ``exact_mode``, ``estimator.blocks()`` / ``estimator.stats()``.
+
+    Example:
+
+    >>> import numpy as np
+    >>> agent = DBSLinUCB(lam=1.0, beta=0.1, l0=2, eps=1.0)
+    >>> rng = np.random.default_rng(0)
+    >>> for t in range(30):
+    ...     arms = rng.standard_normal((5, 8))
+    ...     a = agent.act(arms); agent.update(arms, a, reward=float(arms[a, 0]))
+    >>> agent.n_blocks <= agent.estimator.block_cap, agent.sketch_size <= 8
+    (True, True)
+    """
+
+    def __init__(
+        self,
+        *,
+        lam: float = 1.0,
+        beta: float | str = 1.0,
+        l0: int = 50,
+        eps: float = 8.0,
+        sketch: str = "fd",
+        fast: bool = True,
+        sentinel: bool = True,
+        delta: float = 0.05,
+        noise_std: float = 1.0,
+        theta_bound: float = 1.0,
+        d: int | None = None,
+        device=None,
+        dtype=None,
+        seed: int | None = None,
+    ):
+        self.eps = check_dbs_params(l0, eps, sketch, fast, sentinel, d=d if isinstance(d, int) else None)
+        self.l0 = int(l0)
+        self.sketch = sketch
+        self.fast = fast
+        self.sentinel = sentinel
+        self.name = f"DBSLinUCB-{sketch.upper()}"
+        super().__init__(
+            lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound, d=d, device=device, dtype=dtype,
+            seed=seed,
+        )
+        self._repr_params.update(l0=self.l0, eps=self.eps, sketch=self.sketch)
+
+    def _allocate(self, d: int) -> None:
+        # Validate against the dimension before any state is created, so a bad l0 leaves the
+        # agent untouched (d still unknown) and the error names the fix.
+        if self.l0 > d:
+            raise ValueError(
+                f"l0={self.l0} exceeds the arm dimension d={d}; choose 1 <= l0 <= d "
+                f"(the paper uses l0 much smaller than d, e.g. l0=50 for d=500)"
+            )
+        super()._allocate(d)
+
+    def _make_estimator(self, d: int) -> DyadicBlockSketch:
+        return DyadicBlockSketch(
+            d, self.l0, self.eps, sketch=self.sketch, reg=self.lam, fast=self.fast, sentinel=self.sentinel,
+            device=self.device, dtype=self.dtype,
+        )
+
+    def confidence_radius(self) -> float:
+        """beta_t: the constant ``beta``, or seed 000's Theorem 2 / 6 radius for ``"theory"``."""
+        if self.beta != "theory":
+            return self.beta
+        est, lam, d = self.estimator, self.lam, self.d
+        s, T = est.total_shrinkage, est.frobenius_mass
+        m = d if est.exact_mode else min(d, est.sketch_size)
+        base = 2.0 * math.log(1.0 / self.delta)
+        if self.sketch == "fd":
+            ld = (d - m) * math.log1p(s / lam) + (m * math.log1p(s / lam + T / (m * lam)) if m else 0.0)
+            return self.noise_std * math.sqrt(1.0 + s / lam) * math.sqrt(base + ld) + self.theta_bound * (lam + s) / math.sqrt(lam)
+        if m:
+            h = s - sum(b.sketch_size * b.shrinkage for b in est.blocks()) / m
+            ld = (d - m) * math.log1p(s / lam) + m * math.log1p(max(T / m + h, 0.0) / lam)
+        else:
+            ld = d * math.log1p(s / lam)
+        return self.noise_std * math.sqrt(base + ld) + self.theta_bound * math.sqrt(lam + s)
+
+    # -- introspection -------------------------------------------------------------
+    @property
+    def n_blocks(self) -> int | None:
+        """Blocks of the sketch so far (``None`` before the first observation)."""
+        return None if self.estimator is None else self.estimator.n_blocks
+
+    @property
+    def exact_mode(self) -> bool | None:
+        """Whether the sketch has reached its block cap and updates exactly (OFUL-like)."""
+        return None if self.estimator is None else self.estimator.exact_mode
+
+
+class DBSLinUCBFD(DBSLinUCB):
+    """DBSLinUCB over Frequent Directions blocks (``sketch="fd"``); same keywords otherwise."""
+
+    def __init__(self, **kwargs):
+        if kwargs.pop("sketch", "fd") != "fd":
+            raise ValueError("DBSLinUCBFD always uses sketch='fd'; use DBSLinUCB(sketch=...) to choose")
+        super().__init__(sketch="fd", **kwargs)
+
+
+class DBSLinUCBRFD(DBSLinUCB):
+    """DBSLinUCB over Robust FD blocks (``sketch="rfd"``); same keywords otherwise."""
+
+    def __init__(self, **kwargs):
+        if kwargs.pop("sketch", "rfd") != "rfd":
+            raise ValueError("DBSLinUCBRFD always uses sketch='rfd'; use DBSLinUCB(sketch=...) to choose")
+        super().__init__(sketch="rfd", **kwargs)

@@ -1,0 +1,222 @@
+"""DBSLinUCB (seed 000 Alg. 5): agent contract, degeneration to OFUL, theory radius, bad input.
+
+The slow test at the end reproduces seed 000 Fig. 1a/1b (synthetic, d = 500, K = 100).
+"""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from agents import AGENTS, CBSCFD, DBSLinUCB, DBSLinUCBFD, DBSLinUCBRFD, OFUL, SOFUL, check_agent
+from linbandit_gym.evaluate import run
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def synth(d=20, n_arms=10, horizon=200, **kw):
+    return gym.make("LinBandit-Synthetic-v0", d=d, n_arms=n_arms, horizon=horizon, **kw)
+
+
+@pytest.mark.parametrize("sketch", ["fd", "rfd"])
+@pytest.mark.parametrize("fast", [True, False])
+def test_check_agent(sketch, fast):
+    check_agent(DBSLinUCB(l0=2, eps=1.0, sketch=sketch, fast=fast, beta=0.5), synth(), n_steps=40)
+
+
+@pytest.mark.parametrize("sketch", ["fd", "rfd"])
+@pytest.mark.parametrize("sentinel", [True, False])
+def test_tiny_eps_degenerates_to_oful(sketch, sentinel):
+    # eps -> 0: no block may discard anything (a block closes before its FD would shrink), then
+    # the cap makes every update exact: A_hat = lam I + X^T X at every round, OFUL's choices.
+    env = synth(horizon=300)
+    ofu = run(env, OFUL(lam=1.0, beta=0.5), seeds=[3])
+    dbs_agent = DBSLinUCB(lam=1.0, beta=0.5, l0=2, eps=1e-9, sketch=sketch, sentinel=sentinel)
+    dbs = run(env, dbs_agent, seeds=[3])
+    assert np.array_equal(ofu.action.to_numpy(), dbs.action.to_numpy())
+    assert np.allclose(ofu.cumulative_regret, dbs.cumulative_regret)
+    assert dbs_agent.estimator.total_shrinkage == 0.0 and dbs_agent.exact_mode
+    assert torch.allclose(dbs_agent.theta_hat, OFUL_theta(env, 3, 300), atol=1e-8)
+
+
+def OFUL_theta(env, seed, horizon):
+    agent = OFUL(lam=1.0, beta=0.5)
+    run(env, agent, seeds=[seed], max_rounds=horizon)
+    return agent.theta_hat
+
+
+def test_cap_one_is_oful_from_the_first_round():
+    # l0 > d/3: floor(log2(d/l0 + 1)) = 1, exact (rank-1) updates from the start, any eps.
+    env = synth(d=12, horizon=120)
+    ofu = run(env, OFUL(lam=0.5, beta=0.3), seeds=[1])
+    agent = DBSLinUCB(lam=0.5, beta=0.3, l0=5, eps=100.0)
+    dbs = run(env, agent, seeds=[1])
+    assert agent.estimator.block_cap == 1 and agent.exact_mode
+    assert np.array_equal(ofu.action.to_numpy(), dbs.action.to_numpy())
+    assert set(dbs.sketch_size) == {12.0}
+
+
+def test_sketch_size_is_recorded_and_adapts():
+    # The run loop records agent.sketch_size per round: it starts at 1 row, grows block by block
+    # (not beyond d) and is d once the cap is reached (the paper's "adaptive sketch size").
+    env = synth(d=40, horizon=400)
+    agent = DBSLinUCB(lam=1.0, beta=0.2, l0=3, eps=4.0)
+    rec = run(env, agent, seeds=[0])
+    sizes = rec.sketch_size.to_numpy()
+    assert sizes[0] == 1 and sizes.max() == 40
+    first_exact = int(np.argmax(sizes == 40))
+    assert 20 < first_exact < 390 and (sizes[first_exact:] == 40).all()
+    assert sizes[:first_exact].max() < 40 and len(set(sizes[:first_exact])) > 5
+    assert agent.n_blocks == agent.estimator.block_cap == 3
+    mem = rec.memory_bytes.to_numpy()
+    assert mem[first_exact - 1] < 40 * 40 * 8 <= mem[-1]  # no d x d before the cap, one after
+
+
+@pytest.mark.parametrize("sketch", ["fd", "rfd"])
+def test_theory_radius_covers_theta_star(sketch):
+    # seed 000 Thm. 2 (FD) / Thm. 6 (RFD): ||theta_hat - theta*||_{A_hat} <= beta_t w.p. 1 - delta.
+    # With eps large enough that the blocks really discard mass, check it on every seed.
+    noise = 0.1
+    for seed in range(4):
+        env = synth(d=30, n_arms=8, horizon=250, noise_std=noise)
+        agent = DBSLinUCB(lam=1.0, beta="theory", l0=2, eps=3.0, sketch=sketch, noise_std=noise, theta_bound=1.0)
+        run(env, agent, seeds=[seed])
+        est = agent.estimator
+        assert est.total_shrinkage > 0  # the sketch did lose information
+        theta_star = torch.as_tensor(env.unwrapped.theta_star)
+        A_hat = est.covariance() + agent.lam * torch.eye(30, dtype=torch.float64)
+        diff = agent.theta_hat - theta_star
+        radius = agent.confidence_radius()
+        assert math.isfinite(radius) and radius > 0
+        assert float(diff @ A_hat @ diff) ** 0.5 <= radius
+
+
+def test_theory_radius_formula_fd():
+    # The FD radius by hand from the agent's tracked quantities (seed 000 App. E.1).
+    env = synth(d=16, horizon=80)
+    agent = DBSLinUCB(lam=2.0, beta="theory", l0=2, eps=2.0, noise_std=0.3, theta_bound=1.5, delta=0.1)
+    run(env, agent, seeds=[0], max_rounds=25)
+    est = agent.estimator
+    s, T, lam = est.total_shrinkage, est.frobenius_mass, 2.0
+    m = 16 if est.exact_mode else est.sketch_size
+    ld = (16 - m) * math.log1p(s / lam) + m * math.log1p(s / lam + T / (m * lam))
+    expected = 0.3 * math.sqrt(1 + s / lam) * math.sqrt(2 * math.log(10) + ld) + 1.5 * (lam + s) / math.sqrt(lam)
+    assert math.isclose(agent.confidence_radius(), expected, rel_tol=1e-12)
+    # and it is an upper bound on OFUL's own theory radius on the same stream (Lemma 6 >= log det)
+    ofu = OFUL(lam=2.0, beta="theory", noise_std=0.3, theta_bound=1.5, delta=0.1)
+    run(env, ofu, seeds=[0], max_rounds=25)
+    assert agent.confidence_radius() >= ofu.confidence_radius() - 1e-12
+
+
+def test_float32_agent_runs_and_matches_float64_choices_mostly():
+    env = synth(d=24, horizon=150)
+    a64 = run(env, DBSLinUCB(l0=2, eps=2.0, beta=0.3), seeds=[0]).action.to_numpy()
+    agent32 = DBSLinUCB(l0=2, eps=2.0, beta=0.3, dtype="float32")
+    a32 = run(env, agent32, seeds=[0]).action.to_numpy()
+    assert agent32.theta_hat.dtype == torch.float32
+    assert (a32 == a64).mean() > 0.8
+
+
+# ---------------------------------------------------------------------------------------
+# names, factories, bad input
+# ---------------------------------------------------------------------------------------
+
+
+def test_agent_names_and_factories():
+    assert AGENTS["DBSLinUCB"] is DBSLinUCB
+    assert AGENTS["DBSLinUCB-FD"] is DBSLinUCBFD and AGENTS["DBSLinUCB-RFD"] is DBSLinUCBRFD
+    assert DBSLinUCBFD(l0=2).sketch == "fd" and DBSLinUCBRFD(l0=2).sketch == "rfd"
+    assert DBSLinUCB(sketch="rfd").name == "DBSLinUCB-RFD" and DBSLinUCB().name == "DBSLinUCB-FD"
+    assert (DBSLinUCB().l0, DBSLinUCB().eps) == (50, 8.0)  # the paper's defaults
+    with pytest.raises(ValueError, match="always uses sketch='fd'"):
+        DBSLinUCBFD(sketch="rfd")
+    with pytest.raises(ValueError, match="always uses sketch='rfd'"):
+        DBSLinUCBRFD(sketch="fd")
+    r = repr(DBSLinUCB(l0=4, eps=2.0, sketch="rfd"))
+    assert "l0=4" in r and "eps=2.0" in r and "sketch='rfd'" in r
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(l0=0), "l0"),
+        (dict(l0=3.5), "l0"),
+        (dict(eps=0), "eps"),
+        (dict(eps=-2.0), "eps"),
+        (dict(eps=float("nan")), "eps"),
+        (dict(sketch="svd"), "sketch"),
+        (dict(fast="yes"), "fast"),
+        (dict(lam=0.0), "lam"),
+        (dict(beta="optimistic"), "beta"),
+        (dict(l0=60, d=50), "exceeds the dimension"),
+        (dict(device="cuda"), "CUDA") if not torch.cuda.is_available() else (dict(l0=-1), "l0"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        DBSLinUCB(**kwargs)
+
+
+def test_l0_above_lazy_dimension_fails_clearly_and_leaves_agent_untouched():
+    agent = DBSLinUCB(l0=50)
+    arms = np.random.default_rng(0).standard_normal((5, 10))
+    with pytest.raises(ValueError, match="l0=50 exceeds the arm dimension d=10"):
+        agent.act(arms)
+    assert agent.d is None and agent.estimator is None and agent.t == 0
+
+
+def test_bad_feedback_leaves_state_unchanged():
+    agent = DBSLinUCB(l0=2, eps=1.0)
+    arms = np.random.default_rng(0).standard_normal((4, 6))
+    agent.update(arms, agent.act(arms), 1.0)
+    before = (agent.t, agent.b.clone(), agent.estimator.stats())
+    for action, reward in ((7, 1.0), (-1, 1.0), (1, float("nan")), (1.5, 1.0)):
+        with pytest.raises(ValueError):
+            agent.update(arms, action, reward)
+    with pytest.raises(ValueError):
+        agent.act(np.ones((4, 5)))
+    assert agent.t == before[0] and torch.equal(agent.b, before[1]) and agent.estimator.stats() == before[2]
+
+
+# ---------------------------------------------------------------------------------------
+# seed 000 Fig. 1a / 1b (slow)
+# ---------------------------------------------------------------------------------------
+
+FIG1_T = 2000
+FIG1 = dict(lam=1.0, beta=0.1)  # see the regret table in the final report / README
+
+
+@pytest.mark.slow
+def test_fig1_synthetic_regret():
+    # d = 500, K = 100 unit-norm Gaussian arms; SOFUL/CBSCFD with l = 50 turn (near-)linear while
+    # DBSLinUCB (l0 = 50, eps = 8) stays close to OFUL. Late slope: regret over the last half.
+    env = gym.make("LinBandit-Synthetic-v0", d=500, n_arms=100, horizon=FIG1_T)
+    agents = {
+        "OFUL": OFUL(**FIG1),
+        "SOFUL-50": SOFUL(sketch_size=50, **FIG1),
+        "CBSCFD-50": CBSCFD(sketch_size=50, **FIG1),
+        "DBSLinUCB-FD": DBSLinUCB(l0=50, eps=8.0, sketch="fd", **FIG1),
+        "DBSLinUCB-RFD": DBSLinUCB(l0=50, eps=8.0, sketch="rfd", **FIG1),
+    }
+    final, late = {}, {}
+    for name, agent in agents.items():
+        rec = run(env, agent, seeds=[0])
+        cr = rec.cumulative_regret.to_numpy()
+        final[name], late[name] = cr[-1], cr[-1] - cr[FIG1_T // 2 - 1]
+    print({k: round(v, 1) for k, v in final.items()}, {k: round(v, 1) for k, v in late.items()})
+    for dbs in ("DBSLinUCB-FD", "DBSLinUCB-RFD"):
+        # sublinear: the second half costs clearly less than the first
+        assert late[dbs] < 0.6 * (final[dbs] - late[dbs])
+        assert final[dbs] < 1.3 * final["OFUL"]
+    assert final["SOFUL-50"] > 1.5 * final["OFUL"] and late["SOFUL-50"] > 2 * late["DBSLinUCB-FD"]
+    assert final["CBSCFD-50"] > 1.5 * final["OFUL"] and late["CBSCFD-50"] > 2 * late["DBSLinUCB-RFD"]
