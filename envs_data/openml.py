@@ -133,7 +133,7 @@ def _probe(host: str, timeout: float) -> None:
         try:
             with socket.create_connection((host, 443), timeout=timeout):
                 outcome["error"] = None
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - reported to the caller, never lost in the thread
             outcome["error"] = exc
 
     thread = threading.Thread(target=target, daemon=True)
