@@ -17,12 +17,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import linbandit_gym
-from agents import OFUL
-from agents.batched import BatchedOFUL, batched, supports_batched
+from agents import CBSCFD, OFUL, SOFUL
+from agents.batched import (
+    BatchedCBSCFD, BatchedFrequentDirections, BatchedOFUL, BatchedRobustFrequentDirections, BatchedSOFUL, batched,
+    supports_batched,
+)
+from agents.sketches.fd import FrequentDirections
+from agents.sketches.rfd import RobustFrequentDirections
 from linbandit_gym import batched as batched_run
 from linbandit_gym.cli import main
 from linbandit_gym.evaluate import RECORD_COLUMNS
 from linbandit_gym.vector import LinBanditVectorEnv, supports_vector
+from sketch_streams import KINDS, make_stream
 
 SMALL = dict(d=8, n_arms=6, horizon=40)
 TIMING = ["agent_time", "wall_time"]
@@ -274,6 +280,103 @@ def test_batched_twin_of_an_agent_keeps_its_parameters():
     assert not supports_batched(MyOFUL())
     with pytest.raises(TypeError, match="no batched version"):
         batched(MyOFUL(), 2)
+
+
+# -- batched sketches and sketched agents -------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(KINDS), min_size=1, max_size=4), n=st.integers(1, 40), d=st.integers(1, 10),
+    l=st.integers(1, 8), fast=st.booleans(), robust=st.booleans(), reg=st.sampled_from([0.1, 1.0, 10.0]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(kinds, n, d, l, fast, robust, reg, seed):
+    """Members see different stream kinds (zero rows, low rank, huge rows, ...), so their row
+    counts and reduction rounds diverge; every query must still match the unbatched sketch."""
+    B = len(kinds)
+    streams = [make_stream(kind, n, d, seed + i) for i, kind in enumerate(kinds)]
+    single_cls, batch_cls = (
+        (RobustFrequentDirections, BatchedRobustFrequentDirections) if robust else (FrequentDirections, BatchedFrequentDirections)
+    )
+    singles = [single_cls(d, l, reg=reg, fast=fast, dtype=torch.float64) for _ in range(B)]
+    bat = batch_cls(B, d, l, reg=reg, fast=fast, device=torch.device("cpu"), dtype=torch.float64)
+    arms = torch.as_tensor(np.random.default_rng(seed).standard_normal((B, 5, d)))
+    for t in range(n):
+        for single, stream in zip(singles, streams):
+            single.update(torch.as_tensor(stream[t]))
+        bat.update(torch.as_tensor(np.stack([stream[t] for stream in streams])))
+        quad, sol, logdet = bat.quad_inv(arms), bat.solve(arms[:, 0]), bat.log_det_ratio_bound()
+        for i, single in enumerate(singles):
+            assert (single.rows_in_use, single.n_reductions) == (bat.rows_in_use[i], bat.n_reductions[i])
+            scale = max(1.0, float(np.abs(streams[i][: t + 1]).max()) ** 2) * (t + 1)
+            assert abs(single.total_shrinkage - float(bat.total_shrinkage[i])) <= 1e-9 * scale
+            if robust:
+                assert abs(single.alpha - float(bat.alpha[i])) <= 1e-9 * scale
+            np.testing.assert_allclose(quad[i].numpy(), single.quad_inv(arms[i]).numpy(), rtol=1e-7, atol=1e-9 / reg)
+            np.testing.assert_allclose(sol[i].numpy(), single.solve(arms[i, 0]).numpy(), rtol=1e-7, atol=1e-9 / reg)
+            np.testing.assert_allclose(float(logdet[i]), single.log_det_ratio_bound(), rtol=1e-7, atol=1e-9)
+    assert bat.member_memory_bytes().tolist() == [single.memory_bytes() for single in singles]
+
+
+SKETCHED = [(SOFUL, BatchedSOFUL), (CBSCFD, BatchedCBSCFD)]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("beta", [0.1, "theory"])
+@pytest.mark.parametrize("single_cls,batch_cls", SKETCHED, ids=["SOFUL", "CBSCFD"])
+def test_batched_sketched_agents_make_the_choices_of_separate_agents(single_cls, batch_cls, beta, fast):
+    seeds, rounds = [1, 5, 7], 90
+    kwargs = dict(d=12, n_arms=20, horizon=rounds)
+    params = dict(lam=1.0, beta=beta, sketch_size=4, fast=fast, noise_std=0.1)
+    acts, regs, singles = play_unbatched(lambda: single_cls(**params), "LinBandit-Synthetic-v0", kwargs, seeds, rounds)
+    agent = batch_cls(len(seeds), **params)
+    bacts, bregs = play_batched(agent, "LinBandit-Synthetic-v0", kwargs, seeds, rounds)
+    np.testing.assert_array_equal(bacts, acts)
+    np.testing.assert_array_equal(bregs, regs)
+    assert (agent.estimator.total_shrinkage > 0).all()  # the sketches did discard: not OFUL in disguise
+    for i, single in enumerate(singles):
+        np.testing.assert_allclose(agent.theta_hat[i].numpy(), single.theta_hat.numpy(), rtol=1e-8, atol=1e-11)
+        if beta == "theory":
+            assert float(agent.confidence_radius()[i]) == pytest.approx(single.confidence_radius(), rel=1e-10)
+        assert agent.member_memory_bytes()[i] == single.memory_bytes() and agent.sketch_size[i] == single.sketch_size
+
+
+def test_batched_soful_on_a_classification_env_with_sketch_larger_than_d_is_oful():
+    kwargs = dict(horizon=60, target_class=2)  # Digits: d = 64, K = 10, exactly one paying arm
+    seeds = [0, 1]
+    soful = BatchedSOFUL(2, lam=1.0, beta=0.2, sketch_size=65)  # l > d: FD is exact
+    oful = BatchedOFUL(2, lam=1.0, beta=0.2)
+    a1, r1 = play_batched(soful, "LinBandit-Digits-v0", kwargs, seeds, 60)
+    a2, r2 = play_batched(oful, "LinBandit-Digits-v0", kwargs, seeds, 60)
+    np.testing.assert_array_equal(a1, a2)
+    acts, regs, _ = play_unbatched(lambda: SOFUL(lam=1.0, beta=0.2, sketch_size=65), "LinBandit-Digits-v0", kwargs, seeds, 60)
+    np.testing.assert_array_equal(a1, acts)
+    assert r1.sum() < 0.6 * r1.size  # it learns the target class (uniform play: 90% regret rounds)
+
+
+def _tensor_bytes_held(obj, seen=None) -> int:
+    """Bytes of every tensor reachable through the attributes of ``obj`` (and its estimator)."""
+    total = 0
+    for value in vars(obj).values():
+        if isinstance(value, torch.Tensor):
+            total += value.element_size() * value.nelement()
+    return total
+
+
+def test_batched_soful_memory_is_o_b_d_l_at_b128_d784():
+    B, d, l = 128, 784, 50
+    agent = BatchedSOFUL(B, lam=1.0, beta=0.1, sketch_size=l, d=d, dtype=torch.float32)
+    rng = np.random.default_rng(0)
+    obs = rng.standard_normal((B, 10, d)).astype(np.float32)
+    for _ in range(3):
+        a = agent.act(obs)
+        agent.update(obs, a, rng.standard_normal(B))
+    held = _tensor_bytes_held(agent) + _tensor_bytes_held(agent.estimator)
+    assert agent.memory_bytes() >= held - 64 * B  # every sizeable tensor is counted
+    per = 4 * (2 * l * d + 2 * (2 * l) ** 2 + 2 * d)  # buffer, Gram, Cholesky, b and theta_hat (float32)
+    assert agent.memory_bytes() <= B * per + 4096
+    assert agent.memory_bytes() < 0.25 * B * d * d * 4  # far from one d x d matrix per member
+    assert agent.member_memory_bytes()[0] == SOFUL(sketch_size=l, d=d, dtype=torch.float32).memory_bytes()
 
 
 # -- the batched run path ---------------------------------------------------------------

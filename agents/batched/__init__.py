@@ -12,14 +12,19 @@ from __future__ import annotations
 from typing import Any
 
 from .base import BatchedEstimator, BatchedLinUCB, as_arm_batch
+from .cbscfd import BatchedCBSCFD
 from .exact import BatchedExactCovariance
+from .fd import BatchedFrequentDirections
 from .oful import BatchedOFUL
+from .rfd import BatchedRobustFrequentDirections
+from .soful import BatchedSOFUL
 
 #: unbatched class -> batched class (exact classes: a user's subclass may change the loop)
-BATCHED: dict[type, type] = {BatchedOFUL.single_class: BatchedOFUL}
+BATCHED: dict[type, type] = {cls.single_class: cls for cls in (BatchedOFUL, BatchedSOFUL, BatchedCBSCFD)}
 
 __all__ = [
-    "BATCHED", "BatchedEstimator", "BatchedExactCovariance", "BatchedLinUCB", "BatchedOFUL",
+    "BATCHED", "BatchedCBSCFD", "BatchedEstimator", "BatchedExactCovariance", "BatchedFrequentDirections",
+    "BatchedLinUCB", "BatchedOFUL", "BatchedRobustFrequentDirections", "BatchedSOFUL",
     "as_arm_batch", "batched", "supports_batched",
 ]
 
@@ -38,7 +43,7 @@ def batched(agent: Any, batch_size: int) -> BatchedLinUCB:
     if cls is None:
         known = ", ".join(sorted(c.__name__ for c in BATCHED))
         raise TypeError(f"{type(agent).__name__} has no batched version (batched agents exist for: {known})")
-    return cls(batch_size, **_constructor_params(agent))
+    return cls(batch_size, **_constructor_params(agent), **cls.params_of(agent))
 
 
 def _constructor_params(agent: Any) -> dict[str, Any]:

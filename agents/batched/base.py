@@ -119,6 +119,13 @@ class BatchedLinUCB(ABC):
 
     #: the unbatched agent class this one batches (set by each agent file)
     single_class: type
+    #: whether beta="theory" accumulates log(1 + ||x||^2_{A^-1}) (OFUL); sketched agents read their sketch
+    _accumulates_logdet = True
+
+    @staticmethod
+    def params_of(agent: Any) -> dict[str, Any]:
+        """The agent-specific constructor keywords of an unbatched ``agent`` (beyond LinUCB's)."""
+        return {}
 
     def __init__(self, batch_size: int, **params: Any):
         if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
@@ -220,7 +227,7 @@ class BatchedLinUCB(ABC):
         arms = self._arms(obs)
         idx, r = self._feedback(arms.shape[1], actions, rewards)
         X = arms[torch.arange(self.batch_size, device=self.device), idx]  # (B, d): each member's played arm
-        if self.beta == "theory":
+        if self.beta == "theory" and self._accumulates_logdet:
             self.logdet_ratio += self.estimator.logdet_increment(X).to(torch.float64)
         self.estimator.update(X)
         self.b += r.unsqueeze(1) * X
