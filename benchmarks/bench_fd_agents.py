@@ -7,7 +7,7 @@ All numbers come from one run. Rounds are long enough to include several FD redu
 (one every l + 1 rows after the first 2l), so ms/round is the amortised cost.
 
     python benchmarks/bench_fd_agents.py            # d in {784, 2048, 8192}, l in {20, 50, 100}
-    python benchmarks/bench_fd_agents.py --quick    # fewer rounds; OFUL at d=8192 only 5 rounds
+    python benchmarks/bench_fd_agents.py --quick    # 220 rounds, best of 2; OFUL at d=8192 only 5 rounds
 
 OFUL is O(d^2) per round (a 512 MB inverse at d=8192), so at d=8192 it runs only a few rounds
 (--oful-rounds-big). BLAS threads are pinned to --threads for both torch and numpy.
@@ -70,14 +70,18 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=None, help="rounds per setting (default 600, quick 260)")
     p.add_argument("--oful-rounds-big", type=int, default=None, help="OFUL rounds at d > 2048 (default 20, quick 5)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=None,
+                   help="timed repeats per agent, torch and numpy interleaved; the best is kept (default 3, quick 2)")
     args = p.parse_args(argv)
-    rounds = args.rounds or (260 if args.quick else 600)
+    rounds = args.rounds or (220 if args.quick else 600)
+    repeats = args.repeats or (2 if args.quick else 3)
     oful_big = args.oful_rounds_big or (5 if args.quick else 20)
     lam, beta = 1.0, 0.1
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, numpy {np.__version__}, {args.threads} BLAS thread(s); float64 CPU; "
           f"K={args.arms} arms, lam={lam}, beta={beta}, {rounds} rounds "
-          f"(OFUL: {rounds} at d <= 2048, {oful_big} above); OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}")
+          f"(OFUL: {rounds} at d <= 2048, {oful_big} above); best of {repeats} interleaved repeats; "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}")
     header = (f"{'d':>5} {'l':>4} | {'SOFUL':>7} {'np':>7} {'np/ours':>7} {'same':>5} | {'CBSCFD':>7} {'np':>7} "
               f"{'np/ours':>7} {'same':>5} | {'OFUL':>8} {'OFUL/SOFUL':>10}")
     print("ms/round (act + update)")
@@ -94,8 +98,12 @@ def main(argv=None) -> None:
                 row = []
                 for cls, robust in ((SOFUL, False), (CBSCFD, True)):
                     run_torch(cls(lam=lam, beta=beta, sketch_size=l, d=d), arms[:5], tensors[:5], theta, noise)  # warm-up
-                    ours, a_ours = run_torch(cls(lam=lam, beta=beta, sketch_size=l, d=d), arms, tensors, theta, noise)
-                    base, a_np = run_numpy(NumpySketchedUCB(d, l, lam, beta, robust), arms, theta, noise)
+                    ours = base = float("inf")
+                    for _ in range(repeats):  # interleaved, so both see the same machine load
+                        ms, a_ours = run_torch(cls(lam=lam, beta=beta, sketch_size=l, d=d), arms, tensors, theta, noise)
+                        ours = min(ours, ms)
+                        ms, a_np = run_numpy(NumpySketchedUCB(d, l, lam, beta, robust), arms, theta, noise)
+                        base = min(base, ms)
                     row.append((ours, base, a_ours == a_np))
                 results[(d, l)] = row[0][0]
                 (s_ms, s_np, s_same), (c_ms, c_np, c_same) = row
