@@ -19,6 +19,7 @@ expands into one *run* per (agent config, env config, seed). Example (YAML)::
         label: "SOFUL l={sketch_size}"      # optional format string over the args
       - name: DBSLinUCB
         family: DBSLinUCB-FD                # groups points on Pareto plots (default: name)
+        envs: [synthetic]                   # optional: only on these env labels (globs)
         args: {lam: 1.0, beta: 0.1, sketch: fd}
         grid: [{l0: 10, eps: 2}, {l0: 20, eps: 8}]   # ... or an explicit list of points
     record:
@@ -75,18 +76,18 @@ TOP_LEVEL_KEYS = {
     "seeds": "an int n (seeds 0..n-1) or a list of ints",
     "horizon": "rounds per episode, passed to every env as horizon=",
     "envs": "list of {id, args, grid, label}",
-    "agents": "list of {name, args, grid, label, family, record}",
+    "agents": "list of {name, args, grid, label, family, record, envs}",
     "data": "matrix-approx only: {n, d, every}",
     "record": "recording options: {spectral_error: EVERY, spectral_sketch_sizes: [l...], curve_points: N}",
     "plots": "list of figures for `linbandit plot`",
     "tune": "defaults for `linbandit tune`: {beta, lam, seeds, horizon, agents}",
     "tuned": "per env label, per agent label (glob): argument overrides, e.g. tuned beta/lam",
 }
-AGENT_KEYS = {"name", "args", "grid", "label", "family", "record"}
+AGENT_KEYS = {"name", "args", "grid", "label", "family", "record", "envs"}
 ENV_KEYS = {"id", "args", "grid", "label"}
 RECORD_KEYS = {"spectral_error", "spectral_sketch_sizes", "curve_points"}
 DATA_KEYS = {"n", "d", "every"}
-PLOT_KEYS = {"kind", "agents", "name", "title", "family", "x", "group", "env"}
+PLOT_KEYS = {"kind", "agents", "name", "title", "family", "x", "group", "env", "bound"}
 PLOT_KINDS = {"regret", "pareto", "spectral", "sketch_size", "param", "matrix_error"}
 TUNE_KEYS = {"beta", "lam", "seeds", "horizon", "agents"}
 TASKS = {"bandit", "matrix-approx"}
@@ -401,10 +402,14 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
         raise ConfigError("agents: expected a non-empty list of {name: ..., args: {...}, grid: {...}}")
     _validate_plots(raw.get("plots"))
     _validate_tune(raw.get("tune"))
-    tuned = _mapping(raw.get("tuned"), "tuned")
+    tuned = raw.get("tuned") or {}
+    if not isinstance(tuned, dict):
+        raise ConfigError(f"tuned: expected a mapping ENV_LABEL: {{AGENT_LABEL: {{arg: value}}}}, got {tuned!r}")
     for env_label, per_agent in tuned.items():
         if not isinstance(per_agent, dict) or not all(isinstance(v, dict) for v in per_agent.values()):
             raise ConfigError(f"tuned.{env_label}: expected a mapping AGENT_LABEL: {{arg: value}}")
+        for agent_label, values in per_agent.items():
+            _mapping(values, f"tuned.{env_label}.{agent_label}")
 
     if task == "matrix-approx":
         if raw.get("envs") is not None:
@@ -434,11 +439,21 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
         family = entry.get("family", entry["name"])
         if not isinstance(family, str):
             raise ConfigError(f"{where}.family: expected a string, got {family!r}")
+        entry_envs = envs
+        if entry.get("envs") is not None:  # this agent config only on some envs (e.g. l0 <= d)
+            patterns = entry["envs"]
+            if not (isinstance(patterns, list) and patterns and all(isinstance(p, str) for p in patterns)):
+                raise ConfigError(f"{where}.envs: expected a non-empty list of env labels or glob patterns, got {patterns!r}")
+            entry_envs = [e for e in envs if any(fnmatch.fnmatchcase(e["label"], p) for p in patterns)]
+            if not entry_envs:
+                raise ConfigError(
+                    f"{where}.envs: {patterns!r} matches no env label; labels: {', '.join(e['label'] for e in envs)}"
+                )
         for point in points:
             args = {**base_args, **point}
             varying = {k: v for k, v in point.items()}
             label = _format_label(entry.get("label"), _default_label(entry["name"], varying), args, f"{where}.label")
-            for env in envs:
+            for env in entry_envs:
                 key = (env["label"], label)
                 final_args = {**args, **_apply_tuned(tuned, env["label"], label)}
                 if key in seen_labels and seen_labels[key] != final_args:

@@ -125,7 +125,7 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         specs = raw.get("plots") or [{"kind": "matrix_error"}]
         for i, spec in enumerate(specs):
             labels = select_labels(records["agent"], spec.get("agents"))
-            fig = P.plot_matrix_error(records[records["agent"].isin(labels)])
+            fig = P.plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
             fig.axes[0].set_title(spec.get("title") or "spectral norm error of the sketch")
             written += P.save_figure(fig, plot_dir / (spec.get("name") or f"matrix_error_{i}"), formats)
         return written

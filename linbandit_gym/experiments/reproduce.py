@@ -1,0 +1,83 @@
+"""``linbandit reproduce NAME``: the experiments of seed 000 as shipped sweep configs.
+
+Each experiment is a YAML file under ``linbandit_gym/configs/`` (``NAME.yaml`` and the
+scaled-down ``NAME-quick.yaml``); reproducing one is ``sweep`` + ``plot`` + ``report`` on it,
+optionally preceded by ``tune`` (the paper's beta/lambda grid search, App. F.1). Read the
+configs for what is run; their comments say where the paper is silent and what was chosen.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+from .config import ConfigError, load_config
+
+__all__ = ["EXPERIMENTS", "config_path", "reproduce"]
+
+EXPERIMENTS = {
+    "synthetic": "Fig. 1: OFUL, SOFUL/CBSCFD l in {50, 450}, DBSLinUCB-FD/RFD l0=50 eps=8; d=500, K=100; "
+    "spectral-error exponent (Fig. 1c)",
+    "mnist": "Fig. 3 and 5, Table 2: OFUL, SOFUL l in {20,100,150}, DBSLinUCB eps/l0 grids, Pareto fronts; T=2000",
+    "matrix-approx": "App. F.2 / Fig. 4: spectral-norm error of FD l=50 vs DBS l0=16, eps in {5,10,20}; n=1250, d=500",
+    "openml": "App. F.4 / Fig. 6: Pareto fronts on cnae-9, MFeat, Spam (needs the OpenML files locally)",
+}
+
+
+def config_path(name: str, quick: bool = False) -> Path:
+    """The shipped config of experiment ``name`` (``-quick`` variant with ``quick``)."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)} (see `linbandit reproduce --list`)")
+    path = resources.files("linbandit_gym") / "configs" / f"{name}{'-quick' if quick else ''}.yaml"
+    return Path(str(path))
+
+
+def reproduce(
+    name: str,
+    *,
+    quick: bool = False,
+    out: str | Path | None = None,
+    tune_first: bool = False,
+    workers: int = 1,
+    backend: str = "local",
+    address: str | None = None,
+    threads: int | None = None,
+    log: Callable[[str], None] | None = print,
+) -> int:
+    """Run experiment ``name``; write records, plots, ``summary.md`` and ``report.html`` to ``out``.
+
+    Returns the exit code (0, or 1 if some runs failed).
+    """
+    from .figures import format_table, make_plots, markdown_table, write_tables
+    from .report import write_report
+    from .sweep import sweep
+
+    raw = load_config(config_path(name, quick))
+    target = Path(out) if out else Path("runs") / f"reproduce-{name}{'-quick' if quick else ''}"
+    say = log or (lambda _msg: None)
+    if tune_first:
+        if raw.get("task", "bandit") != "bandit":
+            raise ConfigError(f"{name}: a matrix-approximation experiment has no beta/lambda to tune")
+        from .tune import tune
+
+        tuned = tune(raw, target / "tune", workers=workers, backend=backend, address=address, threads=threads, log=log)
+        say("tuned beta and lambda (lowest mean final regret on the tuning seeds):")
+        say(tuned.table_markdown())
+        raw = tuned.tuned_config
+    try:
+        result = sweep(raw, target, workers=workers, backend=backend, address=address, threads=threads, log=log)
+    except ConfigError as exc:
+        if name == "openml":
+            raise ConfigError(
+                f"the OpenML experiment needs the cnae-9, MFeat and Spam datasets on this machine (nothing is "
+                f"downloaded at run time). {exc}"
+            ) from exc
+        raise
+    table, _ = write_tables(target)
+    files = make_plots(target)
+    report = write_report(target, replot=False)
+    print()
+    print(markdown_table(format_table(table)))
+    print(f"\n{len(files)} figure/table files under {target}; report: {report}")
+    return 0 if result.ok else 1

@@ -1,0 +1,310 @@
+"""Sweeps (issue 6): config expansion and errors, backends, resumable atomic records, plots, report, tune."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import linbandit_gym
+from agents import AGENTS, OFUL
+from linbandit_gym.cli import main
+from linbandit_gym.experiments import ConfigError, load_records, load_runs, parse_config, sweep
+from linbandit_gym.experiments.backends import ray_available
+from linbandit_gym.experiments.sweep import is_finished
+
+ENV_A = {"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5, "horizon": 40}, "label": "A"}
+ENV_B = {"id": "LinBandit-Synthetic-v0", "args": {"d": 6, "n_arms": 4, "horizon": 40, "fixed_arms": True}, "label": "B"}
+SECOND = {"name": "SOFUL", "args": {"beta": 0.1, "sketch_size": 3}} if "SOFUL" in AGENTS else {
+    "name": "OFUL", "args": {"beta": 1.0}, "label": "OFUL beta=1"}
+# 2 agents x 2 envs x 3 seeds
+SMALL = {"name": "small", "seeds": 3, "envs": [ENV_A, ENV_B], "agents": [{"name": "OFUL", "args": {"beta": 0.1}}, SECOND]}
+KEYS = ["env", "agent", "seed", "t"]
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.sort_values(KEYS).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def serial_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("serial")
+    result = sweep(SMALL, out, log=None)
+    assert result.ok and len(result.executed) == 12
+    return out
+
+
+# -- config ----------------------------------------------------------------------------
+
+def test_expansion_labels_and_stable_ids():
+    cfg = {"seeds": [4, 7], "envs": [ENV_A], "agents": [
+        {"name": "OFUL", "args": {"lam": 1.0}, "grid": {"beta": [0.1, 1.0]}},
+        {"name": "OFUL", "grid": [{"beta": 0.5, "lam": 2.0}], "label": "mine b={beta}"}]}
+    runs = parse_config(cfg).runs
+    assert len(runs) == 3 * 2
+    assert [r.agent_label for r in runs[::2]] == ["OFUL beta=0.1", "OFUL beta=1.0", "mine b=0.5"]
+    assert {r.seed for r in runs} == {4, 7}
+    assert runs[4].config["agent"]["args"] == {"beta": 0.5, "lam": 2.0}
+    again = parse_config({**cfg, "agents": [dict(cfg["agents"][0], label="renamed {beta}"), cfg["agents"][1]]}).runs
+    assert [r.run_id for r in again] == [r.run_id for r in runs]  # labels are not part of the id
+    changed = parse_config({**cfg, "envs": [{**ENV_A, "args": {**ENV_A["args"], "d": 9}}]}).runs
+    assert not {r.run_id for r in changed} & {r.run_id for r in runs}
+    assert len({r.run_id for r in runs}) == len(runs)
+
+
+def test_yaml_toml_and_dict_give_the_same_runs(tmp_path):
+    yml = tmp_path / "c.yaml"
+    yml.write_text("seeds: 2\nenvs:\n  - {id: LinBandit-Synthetic-v0, args: {d: 8, n_arms: 5, horizon: 40}}\n"
+                   "agents:\n  - {name: OFUL, grid: {beta: [1e-4, 1.0e-1]}}\n")
+    toml = tmp_path / "c.toml"
+    toml.write_text('seeds = 2\n[[envs]]\nid = "LinBandit-Synthetic-v0"\nargs = {d = 8, n_arms = 5, horizon = 40}\n'
+                    '[[agents]]\nname = "OFUL"\ngrid = {beta = [1e-4, 0.1]}\n')
+    ids = [[r.run_id for r in parse_config(p).runs] for p in (yml, toml)]
+    assert ids[0] == ids[1] and len(ids[0]) == 4
+    assert parse_config(yml).runs[0].config["agent"]["args"]["beta"] == 1e-4  # a float, not the string "1e-4"
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"agent": []}, "unknown key 'agent'"),
+        ({"agents": [{"name": "NoSuchAgent"}]}, "agents[0].name: unknown agent 'NoSuchAgent'"),
+        ({"envs": [{"id": "LinBandit-Nope-v0"}]}, "envs[0].id: unknown env id 'LinBandit-Nope-v0'"),
+        ({"agents": [{"name": "OFUL", "grid": {"beta": 0.1}}]}, "agents[0].grid.beta: a grid maps each argument to a list"),
+        ({"agents": [{"name": "OFUL", "grid": "beta"}]}, "agents[0].grid: a grid is a mapping"),
+        ({"agents": [{"name": "OFUL", "grid": [0.1]}]}, "agents[0].grid[0]: a list grid holds mappings"),
+        ({"agents": [{"name": "OFUL", "args": {"bogus": 1}}]}, "agents[0].args: bad arguments for agent 'OFUL'"),
+        ({"agents": [{"name": "OFUL", "args": {"lam": -1.0}}]}, "agents[0].args: agent 'OFUL' rejects"),
+        ({"agents": [{"name": "OFUL", "colour": "red"}]}, "agents[0]: unknown key 'colour'"),
+        ({"seeds": "three"}, "seeds:"),
+        ({"record": {"spectral_eror": 5}}, "record: unknown key 'spectral_eror' (did you mean 'spectral_error'?)"),
+        ({"plots": [{"kind": "pie"}]}, "plots[0].kind"),
+    ],
+)
+def test_malformed_config_names_the_offending_key(change, expected):
+    with pytest.raises(ConfigError) as info:
+        parse_config({**SMALL, **change})
+    assert expected in str(info.value)
+
+
+def test_cli_reports_a_bad_config_with_exit_code_2(tmp_path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({**SMALL, "agents": [{"name": "OFUL", "grid": {"beta": 0.5}}]}))
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o")]) == 2
+    assert "agents[0].grid.beta" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+# -- records -----------------------------------------------------------------------------
+
+def test_records_metadata_and_summary(serial_dir):
+    runs = load_runs(serial_dir)
+    assert len(runs) == 12 and runs["run_id"].is_unique
+    records = load_records(serial_dir)
+    for rid in runs["run_id"]:
+        meta = json.loads((serial_dir / "runs" / f"{rid}.json").read_text())
+        assert set(meta["versions"]) >= {"python", "torch", "numpy", "linbandit"}
+        assert meta["versions"]["linbandit"] == linbandit_gym.__version__
+        assert meta["device"] == "cpu" and meta["seed"] == meta["config"]["seed"]
+        rec = records[(records["agent"] == meta["agent_label"]) & (records["env"] == meta["env_label"])
+                      & (records["seed"] == meta["seed"])]
+        s = meta["summary"]
+        assert len(rec) == s["rounds"] == 40
+        assert s["final_regret"] == pytest.approx(rec["regret"].sum())
+        assert s["ms_per_round"] == pytest.approx(1000 * rec["agent_time"].iloc[-1] / 40)
+        assert s["peak_memory_bytes"] == rec["memory_bytes"].max() > 0
+        assert s["curve"]["t"][-1] == 40 and s["curve"]["cumulative_regret"][-1] == pytest.approx(s["final_regret"])
+
+
+def test_sweep_records_equal_a_direct_run(serial_dir):
+    records = load_records(serial_dir)
+    direct = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[2], env_kwargs=ENV_B["args"])
+    mine = records[(records["agent"] == "OFUL") & (records["env"] == "B") & (records["seed"] == 2)]
+    for col in ("action", "reward", "regret"):
+        np.testing.assert_array_equal(mine[col].to_numpy(), direct[col].to_numpy())
+
+
+def test_rerun_skips_finished_and_redoes_missing(serial_dir, tmp_path):
+    out = tmp_path / "copy"
+    sweep(SMALL, out, log=None)
+    runs_dir = out / "runs"
+    victim = sorted(runs_dir.glob("*.json"))[0]
+    victim.unlink()  # the records file alone does not count as finished
+    (runs_dir / ".x.parquet.123.tmp").write_text("half-written")  # left by a killed writer
+    result = sweep(SMALL, out, log=None)
+    assert result.executed == [victim.stem] and len(result.skipped) == 11
+    assert not list(runs_dir.glob(".*.tmp"))
+    assert len(list(runs_dir.glob("*.json"))) == 12
+    assert _sorted(load_records(out))[["action", "reward"]].equals(_sorted(load_records(serial_dir))[["action", "reward"]])
+
+
+class FlakyAgent(OFUL):
+    """OFUL that crashes on the seeds in FAIL_SEEDS (an injected failure)."""
+
+    FAIL_SEEDS: set = set()
+
+    def reset(self, seed=None):
+        if seed in self.FAIL_SEEDS:
+            raise RuntimeError(f"injected failure for seed {seed}")
+        super().reset(seed=seed)
+
+
+def test_failed_runs_are_reported_and_retried(tmp_path):
+    cfg = {"seeds": 3, "envs": [ENV_A], "agents": [{"name": f"{__name__}:FlakyAgent", "args": {"beta": 0.1}}]}
+    FlakyAgent.FAIL_SEEDS = {1}
+    try:
+        first = sweep(cfg, tmp_path, log=None)
+    finally:
+        FlakyAgent.FAIL_SEEDS = set()
+    assert len(first.executed) == 2 and len(first.failed) == 1
+    (rid,) = first.failed
+    assert "injected failure for seed 1" in json.loads((tmp_path / "failed" / f"{rid}.json").read_text())["error"]
+    second = sweep(cfg, tmp_path, log=None)
+    assert second.executed == [rid] and len(second.skipped) == 2 and second.ok
+    assert not (tmp_path / "failed" / f"{rid}.json").exists()
+    assert sorted(load_runs(tmp_path)["seed"]) == [0, 1, 2]
+
+
+def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
+    cfg = {"name": "killme", "seeds": 6, "horizon": 600,
+           "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 20, "n_arms": 10}}],
+           "agents": [{"name": "OFUL", "grid": {"beta": [0.1, 1.0]}}]}
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "linbandit_gym.cli", "sweep", str(path), "--out", str(out), "--no-plots", "--quiet"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 120
+        while len(list((out / "runs").glob("*.json"))) < 3 and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    done_before = {p.stem: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json")}
+    assert 3 <= len(done_before) < 12, "the sweep should have been killed mid-way"
+    result = sweep(path, out, log=None)
+    expected = {r.run_id: r for r in parse_config(path).runs}
+    assert set(result.skipped) == set(done_before) and set(result.executed) == set(expected) - set(done_before)
+    assert {p.stem: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json") if p.stem in done_before} == done_before
+    metas = sorted((out / "runs").glob("*.json"))
+    assert [p.stem for p in metas] == sorted(expected)  # each run exactly once, nothing else
+    assert len(list((out / "runs").glob("*.parquet"))) == 12 and not list((out / "runs").glob(".*"))
+    for path_ in metas:
+        meta = json.loads(path_.read_text())
+        assert meta["config"] == expected[path_.stem].config and is_finished(out, expected[path_.stem])
+    records = load_records(out)
+    assert len(records) == 12 * 600 and not records.duplicated(KEYS).any()
+
+
+# -- backends ----------------------------------------------------------------------------
+
+def _check_identical(a_dir: Path, b_dir: Path) -> None:
+    a, b = _sorted(load_records(a_dir)), _sorted(load_records(b_dir))
+    assert len(a) == len(b) == 12 * 40
+    for col in KEYS + ["action", "reward", "regret", "cumulative_regret"]:
+        assert a[col].equals(b[col]), col
+
+
+def test_two_worker_processes_give_identical_records(serial_dir, tmp_path):
+    result = sweep(SMALL, tmp_path, workers=2, log=None)
+    assert result.ok and len(result.executed) == 12
+    _check_identical(serial_dir, tmp_path)
+    assert {json.loads(p.read_text())["torch_threads"] for p in (tmp_path / "runs").glob("*.json")} == {1}
+
+
+@pytest.mark.skipif(not ray_available(), reason="ray is not installed (pip install 'linbandit-gym[ray]')")
+def test_ray_backend_gives_identical_records(serial_dir, tmp_path):
+    result = sweep(SMALL, tmp_path, workers=2, backend="ray", log=None)
+    assert result.ok and len(result.executed) == 12
+    _check_identical(serial_dir, tmp_path)
+    assert set(load_runs(tmp_path)["backend"]) == {"ray"}
+
+
+def test_unknown_backend_is_rejected(tmp_path):
+    with pytest.raises(ValueError, match="backend must be one of"):
+        sweep(SMALL, tmp_path, backend="dask", log=None)
+
+
+# -- diagnostics, plots, report, tune ------------------------------------------------------
+
+def _played_rows(env_args: dict, seed: int, actions) -> np.ndarray:
+    import gymnasium as gym
+
+    env = gym.make("LinBandit-Synthetic-v0", **env_args)
+    obs, _ = env.reset(seed=seed)
+    rows = []
+    for a in actions:
+        rows.append(np.asarray(obs, dtype=np.float64)[a])
+        obs, *_ = env.step(int(a))
+    return np.array(rows)
+
+
+@pytest.mark.skipif("SOFUL" not in AGENTS, reason="SOFUL not registered")
+def test_spectral_error_recording_matches_a_replay(tmp_path):
+    from agents.sketches.diagnostics import fd_error_bound
+
+    cfg = {"seeds": [3], "envs": [ENV_A], "agents": [{"name": "SOFUL", "args": {"beta": 0.1, "sketch_size": 3}}],
+           "record": {"spectral_error": 10, "spectral_sketch_sizes": [2, 5]}}
+    sweep(cfg, tmp_path, log=None)
+    (meta_path,) = (tmp_path / "runs").glob("*.json")
+    spectral = json.loads(meta_path.read_text())["spectral"]
+    assert spectral["t"] == [10, 20, 30, 40]
+    records = load_records(tmp_path)
+    X = _played_rows(ENV_A["args"], 3, records["action"])
+    for i, t in enumerate(spectral["t"]):
+        for l in (2, 5):
+            assert spectral["delta"][str(l)][i] == pytest.approx(fd_error_bound(X[:t], l), rel=1e-6, abs=1e-9)
+    # FD never errs by more than its shrinkage: ||X^T X - S^T S||_2 <= Delta_t(3) (seed 000 Lemma 1)
+    for i, t in enumerate(spectral["t"]):
+        assert spectral["cov_error"][i] <= fd_error_bound(X[:t], 3) + 1e-9
+    assert records["agent_time"].is_monotonic_increasing and (records["agent_time"] > 0).all()
+
+
+def test_plot_and_report_commands(serial_dir, capsys):
+    assert main(["plot", str(serial_dir)]) == 0
+    plots = serial_dir / "plots"
+    for stem in ("regret_a", "regret_b", "pareto_time_a", "pareto_memory_b"):
+        for suffix in (".png", ".pdf"):
+            path = plots / (stem + suffix)
+            assert path.exists() and path.stat().st_size > 1000, path
+    table = (serial_dir / "summary.md").read_text()
+    assert "OFUL" in table and table.count("\n") == 2 + 4
+    summary = pd.read_csv(serial_dir / "summary.csv")
+    runs = load_runs(serial_dir)
+    oful_a = runs[(runs["agent"] == "OFUL") & (runs["env"] == "A")]
+    row = summary[(summary["agent"] == "OFUL") & (summary["env"] == "A")].iloc[0]
+    assert row["final_regret_mean"] == pytest.approx(oful_a["final_regret"].mean()) and row["seeds"] == 3
+    assert main(["report", str(serial_dir)]) == 0
+    page = (serial_dir / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == len(list(plots.glob("*.png"))) >= 4
+    assert "OFUL" in page and "linbandit" in page
+    assert main(["report", str(serial_dir), "--format", "md", "--no-replot"]) == 0
+    assert "![regret_a](plots/regret_a.png)" in (serial_dir / "report.md").read_text()
+    capsys.readouterr()
+
+
+def test_tune_picks_the_lowest_mean_regret(tmp_path):
+    from linbandit_gym.experiments.tune import tune
+
+    cfg = {"name": "t", "seeds": 1, "envs": [ENV_A], "agents": [{"name": "OFUL", "args": {"beta": 0.3, "lam": 1.0}}]}
+    result = tune(cfg, tmp_path, beta=[0.0, 3.0], lam=[0.5, 5.0], seeds=2, log=None)
+    runs = load_runs(tmp_path)
+    assert len(runs) == 2 * 2 * 2 and set(runs["seed"]) == {1000, 1001}
+    means = runs.groupby(["arg.beta", "arg.lam"])["final_regret"].mean()
+    best_beta, best_lam = means.idxmin()
+    assert result.tuned == {"A": {"OFUL": {"beta": best_beta, "lam": best_lam, "final_regret": means.min()}}}
+    tuned_runs = parse_config(result.tuned_config).runs
+    assert {r.config["agent"]["args"]["beta"] for r in tuned_runs} == {best_beta}
+    assert yaml.safe_load(result.config_path.read_text())["tuned"] == {"A": {"OFUL": {"beta": best_beta, "lam": best_lam}}}
