@@ -324,18 +324,20 @@ class DyadicBlockSketch(CovarianceEstimator):
             if S_act.shape[0] == held_before:  # FD skipped a zero row: A_hat unchanged
                 return
             if S_act.shape[0] == held_before + 1 and torch.equal(S_act[-1], x):
-                self._border(x, S_act[:-1])  # fast Alg. 4 line 19: eq. 7
+                # fast Alg. 4 line 19: eq. 7; the block's Gram already holds S* x (its new row)
+                self._border(x, blk.gram[held_before, :held_before])
                 return
         # A reduction happened (Alg. 4 lines 14-16, or every row for Alg. 1): eq. 3.
         self._act_reductions = blk.n_reductions
         self._recompute_M()
 
-    def _border(self, x: torch.Tensor, S_act_old: torch.Tensor) -> None:
+    def _border(self, x: torch.Tensor, S_act_x: torch.Tensor) -> None:
         """eq. 7: M <- [[M + phi phi^T/xi, -phi/xi], [-phi^T/xi, 1/xi]] for the appended row x,
-        phi = M S x, xi = ||x||^2 - (S x)^T phi + c (= c (1 + ||x||^2_{A_hat^-1}) >= c)."""
+        phi = M S x, xi = ||x||^2 - (S x)^T phi + c (= c (1 + ||x||^2_{A_hat^-1}) >= c).
+        ``S_act_x`` is ``S* x`` over the active rows already in M."""
         r, c = self._r, self._c
         if r:
-            Sx = torch.cat((self._S_in @ x, S_act_old @ x))
+            Sx = torch.cat((self._S_in @ x, S_act_x)) if self._S_in.shape[0] else S_act_x
             M = self._M()
             phi = M @ Sx
             xi = max(float(x @ x - Sx @ phi) + c, c)  # rounding can only push it below c
