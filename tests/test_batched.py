@@ -17,11 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import linbandit_gym
-from agents import CBSCFD, OFUL, SOFUL
+from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
 from agents.batched import (
-    BatchedCBSCFD, BatchedFrequentDirections, BatchedOFUL, BatchedRobustFrequentDirections, BatchedSOFUL, batched,
-    supports_batched,
+    BatchedCBSCFD, BatchedDBSLinUCB, BatchedDyadicBlockSketch, BatchedFrequentDirections, BatchedOFUL,
+    BatchedRobustFrequentDirections, BatchedSOFUL, batched, supports_batched,
 )
+from agents.dbslinucb import DBSLinUCBRFD
+from agents.sketches.dbs import DyadicBlockSketch
 from agents.sketches.fd import FrequentDirections
 from agents.sketches.rfd import RobustFrequentDirections
 from linbandit_gym import batched as batched_run
@@ -379,6 +381,94 @@ def test_batched_soful_memory_is_o_b_d_l_at_b128_d784():
     assert agent.member_memory_bytes()[0] == SOFUL(sketch_size=l, d=d, dtype=torch.float32).memory_bytes()
 
 
+# -- batched dyadic block sketching (divergent block structures) -----------------------------
+
+@settings(max_examples=20, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(KINDS), min_size=2, max_size=4),
+    scales=st.lists(st.sampled_from([0.3, 1.0, 3.0]), min_size=4, max_size=4),
+    n=st.integers(1, 45), d=st.integers(2, 16), l0=st.integers(1, 4), eps=st.sampled_from([0.5, 2.0, 8.0]),
+    fast=st.booleans(), sentinel=st.booleans(), sketch=st.sampled_from(["fd", "rfd"]), seed=st.integers(0, 2**31 - 1),
+)
+def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
+    kinds, scales, n, d, l0, eps, fast, sentinel, sketch, seed
+):
+    """Members get streams of different kinds and scales, so they close blocks, reach the cap
+    and switch to exact updates on different rounds; each must stay its unbatched sketch."""
+    l0, B = min(l0, d), len(kinds)
+    streams = [make_stream(kind, n, d, seed + i) * scales[i] for i, kind in enumerate(kinds)]
+    kw = dict(sketch=sketch, fast=fast, sentinel=sentinel, dtype=torch.float64)
+    singles = [DyadicBlockSketch(d, l0, eps, reg=0.5, **kw) for _ in range(B)]
+    bat = BatchedDyadicBlockSketch(B, d, l0, eps, reg=0.5, device=torch.device("cpu"), **kw)
+    arms = torch.as_tensor(np.random.default_rng(seed).standard_normal((B, 5, d)))
+    for t in range(n):
+        for single, stream in zip(singles, streams):
+            single.update(torch.as_tensor(stream[t]))
+        bat.update(torch.as_tensor(np.stack([stream[t] for stream in streams])))
+        quad, sol = bat.quad_inv(arms), bat.solve(arms[:, 0])
+        for i, single in enumerate(singles):
+            assert (single.exact_mode, single.n_blocks, single.sketch_size, single.active_sketch_size) == (
+                bat.exact[i], bat.n_blocks[i], bat.sketch_sizes()[i], bat.active_sketch_size[i]
+            ), (t, i)
+            assert single.memory_bytes() == bat.member_memory_bytes()[i]
+            scale = max(1.0, float(np.abs(streams[i][: t + 1]).max()) ** 2) * (t + 1)
+            assert abs(single.total_shrinkage - bat.total_shrinkage[i]) <= 1e-9 * scale
+            assert abs(single.alpha - bat.alpha[i]) <= 1e-9 * scale
+            weighted = sum(b.sketch_size * b.shrinkage for b in single.blocks())
+            assert abs(weighted - bat.blocks_weighted_shrinkage()[i]) <= 1e-7 * scale
+            np.testing.assert_allclose(quad[i].numpy(), single.quad_inv(arms[i]).numpy(), rtol=1e-6, atol=2e-9)
+            np.testing.assert_allclose(sol[i].numpy(), single.solve(arms[i, 0]).numpy(), rtol=1e-6, atol=2e-9)
+
+
+DBS_CASES = [  # (params, env kwargs): HeavyTail arms of varying norms make the members' blocks diverge
+    (dict(l0=2, eps=4.0, sketch="fd", sentinel=False, beta=0.1), dict(d=40, alpha=0.3)),
+    (dict(l0=2, eps=4.0, sketch="rfd", sentinel=False, beta=0.1), dict(d=40, alpha=0.3)),
+    (dict(l0=2, eps=1.5, sketch="fd", beta="theory"), dict(d=24, alpha=0.5)),
+    (dict(l0=2, eps=1.5, sketch="rfd", fast=False, beta="theory"), dict(d=24, alpha=0.5)),
+]
+
+
+@pytest.mark.parametrize("params,env_kwargs", DBS_CASES)
+def test_batched_dbslinucb_makes_the_choices_of_separate_agents(params, env_kwargs):
+    seeds, rounds = [1, 2, 3], 100
+    kwargs = dict(n_arms=10, horizon=rounds, **env_kwargs)
+    params = dict(lam=1.0, noise_std=0.1, **params)
+    acts, regs, singles = play_unbatched(lambda: DBSLinUCB(**params), "LinBandit-HeavyTail-v0", kwargs, seeds, rounds)
+    agent = BatchedDBSLinUCB(len(seeds), **params)
+    venv = gym.make_vec("LinBandit-HeavyTail-v0", num_envs=len(seeds), **kwargs)
+    obs, _ = venv.reset(seed=seeds)
+    diverged = False
+    for t in range(rounds):
+        a = agent.act(obs)
+        np.testing.assert_array_equal(a, acts[:, t])
+        obs_next, r, _, _, info = venv.step(a)
+        np.testing.assert_array_equal(info["regret"], regs[:, t])
+        agent.update(obs, a, r)
+        obs = obs_next
+        diverged |= len({(b, e, r) for b, e, r in zip(agent.n_blocks, agent.exact_mode, agent.sketch_size)}) > 1
+    if params.get("sentinel") is False:
+        assert diverged  # the members' block structures did differ at some round
+    for i, single in enumerate(singles):
+        np.testing.assert_allclose(agent.theta_hat[i].numpy(), single.theta_hat.numpy(), rtol=1e-7, atol=1e-10)
+        assert (agent.n_blocks[i], agent.exact_mode[i], agent.sketch_size[i]) == (
+            single.n_blocks, single.exact_mode, single.sketch_size
+        )
+        assert agent.member_memory_bytes()[i] == single.memory_bytes()
+        if params["beta"] == "theory":
+            assert float(agent.confidence_radius()[i]) == pytest.approx(single.confidence_radius(), rel=1e-9)
+
+
+def test_batched_dbslinucb_checks_l0_against_d_and_batches_the_rfd_subclass():
+    agent = BatchedDBSLinUCB(2, l0=10, eps=1.0)
+    with pytest.raises(ValueError, match="l0=10 exceeds the arm dimension d=4"):
+        agent.act(np.zeros((2, 3, 4)))
+    assert agent.estimator is None  # nothing was allocated
+    twin = batched(DBSLinUCBRFD(l0=3, eps=2.0, beta=0.2), 3)
+    assert isinstance(twin, BatchedDBSLinUCB) and twin.template.sketch == "rfd" and twin.name == "DBSLinUCB-RFD"
+    exact = BatchedDBSLinUCB(2, l0=3, eps=1.0, d=4)  # block cap floor(log2(4/3 + 1)) = 1: exact from the start
+    assert exact.exact_mode.all() and (exact.sketch_size == 4).all()
+
+
 # -- the batched run path ---------------------------------------------------------------
 
 def test_run_takes_the_batched_path_and_gives_the_same_records(monkeypatch):
@@ -442,3 +532,16 @@ def test_cli_batched_flag(tmp_path, capsys):
     capsys.readouterr()
     assert main(args[:-1] + ["--env", "LinBandit-BAI-v0", "--batched"]) == 2
     assert "batched=False" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("make_agent", [
+    lambda: SOFUL(beta=0.1, sketch_size=3),
+    lambda: CBSCFD(beta="theory", sketch_size=3),
+    lambda: DBSLinUCB(beta=0.1, l0=2, eps=2.0, sentinel=False),
+], ids=["SOFUL", "CBSCFD", "DBSLinUCB"])
+def test_run_records_of_sketched_agents_equal_the_loop_over_seeds(make_agent):
+    kw = dict(env_kwargs=dict(d=16, n_arms=8, horizon=60, alpha=0.4), seeds=[0, 3, 5])
+    auto = linbandit_gym.run("LinBandit-HeavyTail-v0", make_agent(), **kw)
+    loop = linbandit_gym.run("LinBandit-HeavyTail-v0", make_agent(), batched=False, **kw)
+    pd.testing.assert_frame_equal(auto.drop(columns=TIMING), loop.drop(columns=TIMING))
+    assert auto["agent"].iloc[0] == loop["agent"].iloc[0]

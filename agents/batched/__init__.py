@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..dbslinucb import DBSLinUCBFD, DBSLinUCBRFD
 from .base import BatchedEstimator, BatchedLinUCB, as_arm_batch
 from .cbscfd import BatchedCBSCFD
+from .dbs import BatchedDyadicBlockSketch
+from .dbslinucb import BatchedDBSLinUCB
 from .exact import BatchedExactCovariance
 from .fd import BatchedFrequentDirections
 from .oful import BatchedOFUL
@@ -20,10 +23,11 @@ from .rfd import BatchedRobustFrequentDirections
 from .soful import BatchedSOFUL
 
 #: unbatched class -> batched class (exact classes: a user's subclass may change the loop)
-BATCHED: dict[type, type] = {cls.single_class: cls for cls in (BatchedOFUL, BatchedSOFUL, BatchedCBSCFD)}
+BATCHED: dict[type, type] = {cls.single_class: cls for cls in (BatchedOFUL, BatchedSOFUL, BatchedCBSCFD, BatchedDBSLinUCB)}
+BATCHED.update({DBSLinUCBFD: BatchedDBSLinUCB, DBSLinUCBRFD: BatchedDBSLinUCB})
 
 __all__ = [
-    "BATCHED", "BatchedCBSCFD", "BatchedEstimator", "BatchedExactCovariance", "BatchedFrequentDirections",
+    "BATCHED", "BatchedCBSCFD", "BatchedDBSLinUCB", "BatchedDyadicBlockSketch", "BatchedEstimator", "BatchedExactCovariance", "BatchedFrequentDirections",
     "BatchedLinUCB", "BatchedOFUL", "BatchedRobustFrequentDirections", "BatchedSOFUL",
     "as_arm_batch", "batched", "supports_batched",
 ]
