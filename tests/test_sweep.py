@@ -88,6 +88,8 @@ def test_yaml_toml_and_dict_give_the_same_runs(tmp_path):
         ({"seeds": "three"}, "seeds:"),
         ({"record": {"spectral_eror": 5}}, "record: unknown key 'spectral_eror' (did you mean 'spectral_error'?)"),
         ({"plots": [{"kind": "pie"}]}, "plots[0].kind"),
+        ({"agents": [{"name": "OFUL"}, {"name": "OFUL", "label": "again"}]}, "agents[1]: the run 'again' on 'A' seed 0 is the same"),
+        ({"agents": [{"name": "OFUL", "envs": ["Z*"]}]}, "agents[0].envs: ['Z*'] matches no env label"),
     ],
 )
 def test_malformed_config_names_the_offending_key(change, expected):

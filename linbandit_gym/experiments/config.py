@@ -180,6 +180,7 @@ class SweepConfig:
     task: str
     seeds: list[int]
     runs: list[RunSpec] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def plots(self) -> list[dict]:
@@ -421,6 +422,8 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
         envs = _expand_envs(raw.get("envs"), horizon)
 
     runs: list[RunSpec] = []
+    by_id: dict[str, tuple[RunSpec, bool]] = {}
+    notes: list[str] = []
     seen_labels: dict[tuple[str, str], dict] = {}
     for i, entry in enumerate(agents):
         where = f"agents[{i}]"
@@ -455,7 +458,8 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             label = _format_label(entry.get("label"), _default_label(entry["name"], varying), args, f"{where}.label")
             for env in entry_envs:
                 key = (env["label"], label)
-                final_args = {**args, **_apply_tuned(tuned, env["label"], label)}
+                overrides = _apply_tuned(tuned, env["label"], label)
+                final_args = {**args, **overrides}
                 if key in seen_labels and seen_labels[key] != final_args:
                     raise ConfigError(
                         f"{where}.label: label {label!r} is used by two different agent configs on env "
@@ -473,15 +477,20 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
                     }
                     if run_record:
                         config["record"] = run_record
-                    runs.append(RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"], family))
-    ids = [r.run_id for r in runs]
-    if len(set(ids)) != len(ids):
-        dup = next(r for r in runs if ids.count(r.run_id) > 1)
-        raise ConfigError(
-            f"agents: the run {dup.agent_label!r} on {dup.env_label!r} seed {dup.seed} appears twice "
-            "(two entries expand to the same agent config); remove the duplicate"
-        )
-    return SweepConfig(raw=raw, name=name, task=task, seeds=seeds, runs=runs)
+                    spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"], family)
+                    if spec.run_id in by_id:
+                        first, first_tuned = by_id[spec.run_id]
+                        if not (overrides or first_tuned):
+                            raise ConfigError(
+                                f"{where}: the run {label!r} on {env['label']!r} seed {seed} is the same agent config "
+                                f"as {first.agent_label!r}; remove the duplicate"
+                            )
+                        # tuned: overrides made two configs equal: run it once, under the first label
+                        notes.append(f"{label!r} on {env['label']!r} equals {first.agent_label!r} after tuning; run once")
+                        continue
+                    by_id[spec.run_id] = (spec, bool(overrides))
+                    runs.append(spec)
+    return SweepConfig(raw=raw, name=name, task=task, seeds=seeds, runs=runs, notes=list(dict.fromkeys(notes)))
 
 
 def _check_agent_args(factory, args: dict, name: str, where: str) -> None:

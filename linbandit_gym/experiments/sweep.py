@@ -208,6 +208,8 @@ def sweep(
         _refresh_labels(out, spec)
     result = SweepResult(out_dir=out, config=cfg, skipped=[s.run_id for s in finished])
     say = log or (lambda _msg: None)
+    for note in cfg.notes:
+        say(f"note: {note}")
     say(
         f"sweep {cfg.name!r}: {len(cfg.runs)} runs, {len(finished)} already finished, {len(pending)} to run "
         f"({backend}, {workers} worker{'s' if workers != 1 else ''}) -> {out}"
