@@ -195,7 +195,8 @@ def plot_param_effect(runs: pd.DataFrame, x: str, group: str | None = None, *, m
         if gcol:
             for value, sub in mean.groupby(gcol):
                 sub = sub.sort_values(xcol)
-                ax.plot(sub[xcol], sub[metric], "o-", label=f"{group} = {value}")
+                shown = int(value) if isinstance(value, float) and value.is_integer() else value
+                ax.plot(sub[xcol], sub[metric], "o-", label=f"{group} = {shown}")
             ax.legend(fontsize=8)
         else:
             sub = mean.sort_values(xcol)
