@@ -48,21 +48,32 @@ def subsample_index(n: int, points: int) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, n - 1, min(points, n))).astype(int))
 
 
-def _gram_factor(gram: np.ndarray) -> np.ndarray:
-    """A d x d matrix ``R`` with ``R^T R = gram`` (so diagnostics stay O(d^3), not O(t d^2))."""
-    w, v = np.linalg.eigh(gram)
-    return np.sqrt(np.clip(w, 0.0, None))[:, None] * v.T
+def fd_bound_from_eigenvalues(eigenvalues: np.ndarray, sketch_size: int) -> float:
+    """``Delta_t(l) = min_{0 <= k < l} sum_{i > k} sigma_i^2 / (l - k)`` (seed 000 eq. 1).
+
+    The same quantity as :func:`agents.sketches.diagnostics.fd_error_bound`, computed from the
+    eigenvalues of ``X^T X`` (= the squared singular values of ``X``) that the caller already has.
+    """
+    s2 = np.sort(np.clip(eigenvalues, 0.0, None))[::-1]
+    tails = np.concatenate([np.cumsum(s2[::-1])[::-1], [0.0]])  # tails[k] = sum_{i >= k} s2_i
+    k = np.arange(sketch_size)
+    return float(np.min(tails[np.minimum(k, s2.size)] / (sketch_size - k)))
 
 
 def _spectral_point(gram: np.ndarray, estimator: Any, sizes: list[int]) -> tuple[float, dict[str, float]]:
-    """``||X^T X - cov||_2`` and the FD bound ``Delta_t(l)`` (seed 000 eq. 1) for each ``l``."""
-    from agents.sketches.diagnostics import fd_error_bound, spectral_error
+    """``||X^T X - cov||_2`` and the FD bound ``Delta_t(l)`` for each ``l``: two O(d^3) eigvalsh."""
+    import torch
 
-    R = _gram_factor(gram)
     err = float("nan")
     if estimator is not None:
-        err = spectral_error(R, estimator)
-    return err, {str(l): fd_error_bound(R, l) for l in sizes}
+        cov = estimator.covariance().detach().to("cpu", dtype=torch.float64).numpy()
+        ev = np.linalg.eigvalsh(gram - cov)
+        err = float(np.abs(ev).max()) if ev.size else 0.0
+    deltas = {}
+    if sizes:
+        w = np.linalg.eigvalsh(gram)
+        deltas = {str(l): fd_bound_from_eigenvalues(w, l) for l in sizes}
+    return err, deltas
 
 
 class _DiagnosedAgent:
