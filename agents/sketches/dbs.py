@@ -32,7 +32,7 @@ its reductions the combined ``M`` is grown by one row/column per inserted row wi
 bordered inverse of eq. 7 (O(d r + r^2), r = total rows held), and after a reduction it is
 re-formed by eq. 3 from the cached Gram of the frozen rows (O(d r l + r^3) once per ~l rows).
 ``quad_inv`` of K arms costs O(K d r + K r^2), ``solve`` O(d r + r^2); no d x d matrix exists
-before the cap (r < d always holds there). After the cap a d x d inverse is kept by design
+before the cap (there ``r <= 2 sum_{i <= C-2} l_i <= d - l0``). After the cap a d x d inverse is kept by design
 (the "degenerate to OFUL" regime of seed 000 Sec. 4.1). ``fast=False`` runs Alg. 1 over
 textbook FD blocks (one reduction per row, so ``M`` is re-formed by eq. 3 every row).
 
@@ -73,9 +73,10 @@ Paper slips and gaps, settled here (tests in ``tests/test_dbs.py``):
   count oscillates between l - 1 and 2l), and never close an EMPTY block on the sentinel
   (it would be an inactive block holding nothing): an empty block is closed only if FD would
   actually discard the first row (possible only when ``l = 1``). ``sentinel=False`` always
-  uses the shrink test; it keeps low-rank streams in fewer blocks (the ``ceil(log2(k/l0))``
-  block count of Theorem 1 holds without the condition ``eps l0 >= l_i ||x||^2`` that the
-  sentinel needs). App. D.2's "at least d rows" is a slip for "l rows". Either way the error
+  uses the shrink test; it keeps low-rank streams in fewer blocks: on rank-k data the last
+  block index is at most ``floor(log2(k/l0)) + 1`` (Theorem 1's ``ceil(log2(k/l0))``, plus one
+  when k/l0 is a power of two because FD of size l holds l - 1 directions exactly), with no
+  condition like ``eps l0 >= l_i ||x||^2`` that the sentinel needs for the same count). App. D.2's "at least d rows" is a slip for "l rows". Either way the error
   bound is unaffected (the sentinel only closes blocks earlier).
 * **Invariant 1 as printed** ("each inactive block has sketch size >= its rank, or block size
   < eps l0") is not what line 7 maintains: "or willExcessSketch is False" lets a block that has
