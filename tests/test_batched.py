@@ -294,7 +294,9 @@ def test_batched_twin_of_an_agent_keeps_its_parameters():
 )
 def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(kinds, n, d, l, fast, robust, reg, seed):
     """Members see different stream kinds (zero rows, low rank, huge rows, ...), so their row
-    counts and reduction rounds diverge; every query must still match the unbatched sketch."""
+    counts and reduction rounds diverge; every query must still match the unbatched sketch.
+    Each row is also planted among random arms and scored first, so that updates alternately
+    reuse the scored projection (``actions=``) and recompute it."""
     B = len(kinds)
     streams = [make_stream(kind, n, d, seed + i) for i, kind in enumerate(kinds)]
     single_cls, batch_cls = (
@@ -302,19 +304,32 @@ def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(kinds
     )
     singles = [single_cls(d, l, reg=reg, fast=fast, dtype=torch.float64) for _ in range(B)]
     bat = batch_cls(B, d, l, reg=reg, fast=fast, device=torch.device("cpu"), dtype=torch.float64)
-    arms = torch.as_tensor(np.random.default_rng(seed).standard_normal((B, 5, d)))
+    rng = np.random.default_rng(seed)
+    b = np.zeros((B, d))
     for t in range(n):
-        for single, stream in zip(singles, streams):
+        arms = rng.standard_normal((B, 5, d))
+        a = rng.integers(0, 5, B)
+        arms[np.arange(B), a] = [stream[t] for stream in streams]
+        arms = torch.as_tensor(arms)
+        mean, quad = bat.score_terms(arms)
+        for i, single in enumerate(singles):
+            theta = single.solve(torch.as_tensor(b[i])).numpy()
+            scale = 1.0 + np.abs(arms[i].numpy()).max() ** 2 * (1.0 + np.abs(b[i]).max())
+            np.testing.assert_allclose(mean[i].numpy(), arms[i].numpy() @ theta, rtol=1e-7, atol=1e-9 * scale / reg)
+            np.testing.assert_allclose(quad[i].numpy(), single.quad_inv(arms[i]).numpy(), rtol=1e-7, atol=1e-9 * scale / reg)
+        r = rng.standard_normal(B)
+        for i, (single, stream) in enumerate(zip(singles, streams)):
             single.update(torch.as_tensor(stream[t]))
-        bat.update(torch.as_tensor(np.stack([stream[t] for stream in streams])))
-        quad, sol, logdet = bat.quad_inv(arms), bat.solve(arms[:, 0]), bat.log_det_ratio_bound()
+            b[i] += r[i] * stream[t]
+        X = torch.as_tensor(np.stack([stream[t] for stream in streams]))
+        bat.update(X, torch.as_tensor(r), torch.as_tensor(a) if t % 2 else None)
+        sol, logdet = bat.solve(arms[:, 0]), bat.log_det_ratio_bound()
         for i, single in enumerate(singles):
             assert (single.rows_in_use, single.n_reductions) == (bat.rows_in_use[i], bat.n_reductions[i])
             scale = max(1.0, float(np.abs(streams[i][: t + 1]).max()) ** 2) * (t + 1)
             assert abs(single.total_shrinkage - float(bat.total_shrinkage[i])) <= 1e-9 * scale
             if robust:
                 assert abs(single.alpha - float(bat.alpha[i])) <= 1e-9 * scale
-            np.testing.assert_allclose(quad[i].numpy(), single.quad_inv(arms[i]).numpy(), rtol=1e-7, atol=1e-9 / reg)
             np.testing.assert_allclose(sol[i].numpy(), single.solve(arms[i, 0]).numpy(), rtol=1e-7, atol=1e-9 / reg)
             np.testing.assert_allclose(float(logdet[i]), single.log_det_ratio_bound(), rtol=1e-7, atol=1e-9)
     assert bat.member_memory_bytes().tolist() == [single.memory_bytes() for single in singles]
@@ -394,17 +409,32 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
     kinds, scales, n, d, l0, eps, fast, sentinel, sketch, seed
 ):
     """Members get streams of different kinds and scales, so they close blocks, reach the cap
-    and switch to exact updates on different rounds; each must stay its unbatched sketch."""
+    and switch to exact updates on different rounds; each must stay its unbatched sketch.
+    Rows are planted among scored arms, so updates alternately reuse the scored projections."""
     l0, B = min(l0, d), len(kinds)
     streams = [make_stream(kind, n, d, seed + i) * scales[i] for i, kind in enumerate(kinds)]
     kw = dict(sketch=sketch, fast=fast, sentinel=sentinel, dtype=torch.float64)
     singles = [DyadicBlockSketch(d, l0, eps, reg=0.5, **kw) for _ in range(B)]
     bat = BatchedDyadicBlockSketch(B, d, l0, eps, reg=0.5, device=torch.device("cpu"), **kw)
-    arms = torch.as_tensor(np.random.default_rng(seed).standard_normal((B, 5, d)))
+    rng = np.random.default_rng(seed)
+    b = np.zeros((B, d))
     for t in range(n):
-        for single, stream in zip(singles, streams):
+        arms = rng.standard_normal((B, 5, d))
+        a = rng.integers(0, 5, B)
+        arms[np.arange(B), a] = [stream[t] for stream in streams]
+        arms = torch.as_tensor(arms)
+        mean, quad = bat.score_terms(arms)
+        for i, single in enumerate(singles):
+            scale = 1.0 + np.abs(arms[i].numpy()).max() ** 2 * (1.0 + np.abs(b[i]).max())
+            theta = single.solve(torch.as_tensor(b[i])).numpy()
+            np.testing.assert_allclose(mean[i].numpy(), arms[i].numpy() @ theta, rtol=1e-6, atol=2e-9 * scale)
+            np.testing.assert_allclose(quad[i].numpy(), single.quad_inv(arms[i]).numpy(), rtol=1e-6, atol=2e-9 * scale)
+        r = rng.standard_normal(B)
+        for i, (single, stream) in enumerate(zip(singles, streams)):
             single.update(torch.as_tensor(stream[t]))
-        bat.update(torch.as_tensor(np.stack([stream[t] for stream in streams])))
+            b[i] += r[i] * stream[t]
+        X = torch.as_tensor(np.stack([stream[t] for stream in streams]))
+        bat.update(X, torch.as_tensor(r), torch.as_tensor(a) if t % 2 else None)
         quad, sol = bat.quad_inv(arms), bat.solve(arms[:, 0])
         for i, single in enumerate(singles):
             assert (single.exact_mode, single.n_blocks, single.sketch_size, single.active_sketch_size) == (
@@ -414,7 +444,7 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
             scale = max(1.0, float(np.abs(streams[i][: t + 1]).max()) ** 2) * (t + 1)
             assert abs(single.total_shrinkage - bat.total_shrinkage[i]) <= 1e-9 * scale
             assert abs(single.alpha - bat.alpha[i]) <= 1e-9 * scale
-            weighted = sum(b.sketch_size * b.shrinkage for b in single.blocks())
+            weighted = sum(blk.sketch_size * blk.shrinkage for blk in single.blocks())
             assert abs(weighted - bat.blocks_weighted_shrinkage()[i]) <= 1e-7 * scale
             np.testing.assert_allclose(quad[i].numpy(), single.quad_inv(arms[i]).numpy(), rtol=1e-6, atol=2e-9)
             np.testing.assert_allclose(sol[i].numpy(), single.solve(arms[i, 0]).numpy(), rtol=1e-6, atol=2e-9)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._torch import tensor_bytes
+from .._torch import _all_finite, tensor_bytes
 
 __all__ = ["BatchedEstimator", "BatchedLinUCB", "as_arm_batch"]
 
@@ -51,17 +51,26 @@ def as_arm_batch(obs: Any, device: torch.device, dtype: torch.dtype, batch_size:
             f"arm dimension changed: the agent was built for d={d} but got arms of shape {tuple(arms.shape)}; "
             "call agent.reset() before playing an env of another dimension"
         )
-    if not bool(torch.isfinite(arms).all()):
+    if not _all_finite(arms):
         raise ValueError("the arm sets contain NaN or infinite entries")
     return arms
 
 
 class BatchedEstimator(ABC):
-    """B independent covariance estimators (``reg I + approx. X_i^T X_i``) with a batch dimension.
+    """B independent ridge regressions ``A_hat_i^-1 b_i`` with a batch dimension.
 
-    The batched twin of :class:`agents.sketches.base.CovarianceEstimator`: ``update`` takes one
-    row per member ``(B, d)``, ``quad_inv`` a ``(B, K, d)`` stack of arm sets, ``solve`` a
-    ``(B, d)`` stack of vectors. Pure linear algebra, no bandit logic.
+    The batched twin of :class:`agents.sketches.base.CovarianceEstimator` plus the right-hand
+    side ``b_i = sum_s r_s x_s`` (still pure linear algebra, no bandit logic): ``update`` takes
+    one row and one response per member, ``quad_inv`` a ``(B, K, d)`` stack of arm sets,
+    ``solve`` a ``(B, d)`` stack of vectors.
+
+    Why ``b`` lives here: the batched loop never forms ``theta_hat`` during play. Scoring
+    needs ``x^T A_hat^-1 b`` and ``x^T A_hat^-1 x``; the estimators compute both from ONE
+    projection of the arms (``arms @ A_inv`` or ``arms @ S^T``) and keep what else they need
+    (e.g. ``S b``) up to date in O(rows) per round. The projection of the played arm is reused
+    by the next ``update`` (``actions=``), so a round reads the big state once for scoring and
+    once for the rank-1 change, instead of four times (scoring, ``S x``, ``theta = A^-1 b``).
+    Rounding differs from the unbatched order of operations at the 1e-16 level only.
     """
 
     def __init__(self, batch_size: int, d: int, *, reg: float, device: torch.device, dtype: torch.dtype):
@@ -71,10 +80,22 @@ class BatchedEstimator(ABC):
         self.device = device
         self.dtype = dtype
         self.n_rows = 0
+        self.b = torch.zeros(self.batch_size, self.d, device=device, dtype=dtype)
 
     @abstractmethod
-    def update(self, X: torch.Tensor) -> None:
-        """Add row ``X[i]`` to member i's estimate (``X``: ``(B, d)``, validated by the caller)."""
+    def update(self, X: torch.Tensor, r: torch.Tensor, actions: torch.Tensor | None = None) -> None:
+        """Add row ``X[i]`` with response ``r[i]`` to member i (``b_i += r_i x_i``). ``actions``:
+        ``X[i]`` is row ``actions[i]`` of the arms of the last :meth:`score_terms` and nothing
+        changed since, so its cached projection may be reused; ``None``: no such promise."""
+
+    def score_terms(self, arms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(x^T A_hat_i^-1 b_i, x^T A_hat_i^-1 x)`` for every arm of every member, each ``(B, K)``."""
+        theta = self.solve(self.b)
+        return torch.bmm(arms, theta.unsqueeze(2)).squeeze(2), self.quad_inv(arms)
+
+    def theta(self) -> torch.Tensor:
+        """``A_hat_i^-1 b_i`` per member, ``(B, d)``."""
+        return self.solve(self.b)
 
     @abstractmethod
     def quad_inv(self, arms: torch.Tensor) -> torch.Tensor:
@@ -84,8 +105,8 @@ class BatchedEstimator(ABC):
     def solve(self, V: torch.Tensor) -> torch.Tensor:
         """``A_hat_i^-1 v_i`` for every member: ``(B, d) -> (B, d)``."""
 
-    def logdet_increment(self, X: torch.Tensor) -> torch.Tensor:
-        """``log(1 + ||x_i||^2_{A_hat_i^-1})`` per member, shape ``(B,)``."""
+    def logdet_increment(self, X: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
+        """``log(1 + ||x_i||^2_{A_hat_i^-1})`` per member, shape ``(B,)`` (``actions``: as in update)."""
         return torch.log1p(self.quad_inv(X.unsqueeze(1))[:, 0])
 
     @abstractmethod
@@ -166,7 +187,8 @@ class BatchedLinUCB(ABC):
         self.t = 0
         self.d = None
         self.estimator: BatchedEstimator | None = None
-        self.b = self.theta_hat = None
+        self._theta = None
+        self._act_arms = None  # the arms last scored: update() may reuse their projections
         self.logdet_ratio = torch.zeros(B, device=self.device, dtype=torch.float64)
         if self._d_init is not None:
             self._allocate(self._d_init)
@@ -174,8 +196,20 @@ class BatchedLinUCB(ABC):
     def _allocate(self, d: int) -> None:
         self.d = d
         self.estimator = self._make_estimator(d)
-        self.b = torch.zeros(self.batch_size, d, device=self.device, dtype=self.dtype)
-        self.theta_hat = torch.zeros(self.batch_size, d, device=self.device, dtype=self.dtype)
+
+    @property
+    def b(self) -> torch.Tensor | None:
+        """``sum_s r_s x_s`` per member, ``(B, d)``."""
+        return None if self.estimator is None else self.estimator.b
+
+    @property
+    def theta_hat(self) -> torch.Tensor | None:
+        """``A_hat_i^-1 b_i`` per member, ``(B, d)``: computed on demand (play never needs it)."""
+        if self.estimator is None:
+            return None
+        if self._theta is None:
+            self._theta = self.estimator.theta()
+        return self._theta
 
     def _arms(self, obs: Any) -> torch.Tensor:
         arms = as_arm_batch(obs, self.device, self.dtype, self.batch_size, self.d)
@@ -194,11 +228,13 @@ class BatchedLinUCB(ABC):
     def scores(self, obs: Any) -> torch.Tensor:
         """Upper confidence bounds of all arms of all members, one batched op: ``(B, K)``."""
         arms = self._arms(obs)
-        width = torch.sqrt(torch.clamp(self.estimator.quad_inv(arms), min=0.0))
+        mean, quad = self.estimator.score_terms(arms)
+        self._act_arms = arms
+        width = torch.sqrt(torch.clamp(quad, min=0.0))
         radius = self.confidence_radius()
         if isinstance(radius, torch.Tensor):
             radius = radius.unsqueeze(1)
-        return torch.matmul(arms, self.theta_hat.unsqueeze(2)).squeeze(2) + radius * width
+        return mean + radius * width
 
     def act(self, obs: Any):
         actions = torch.argmax(self.scores(obs), dim=1)
@@ -227,11 +263,14 @@ class BatchedLinUCB(ABC):
         arms = self._arms(obs)
         idx, r = self._feedback(arms.shape[1], actions, rewards)
         X = arms[torch.arange(self.batch_size, device=self.device), idx]  # (B, d): each member's played arm
+        scored = self._act_arms
+        ar = torch.arange(self.batch_size, device=self.device)
+        # the cached projections are valid for X if X is what was scored (B x d compare, not B x K x d)
+        cached = idx if scored is not None and scored.shape == arms.shape and torch.equal(scored[ar, idx], X) else None
         if self.beta == "theory" and self._accumulates_logdet:
-            self.logdet_ratio += self.estimator.logdet_increment(X).to(torch.float64)
-        self.estimator.update(X)
-        self.b += r.unsqueeze(1) * X
-        self.theta_hat = self.estimator.solve(self.b)
+            self.logdet_ratio += self.estimator.logdet_increment(X, cached).to(torch.float64)
+        self.estimator.update(X, r, cached)
+        self._act_arms = self._theta = None
         self.t += 1
 
     # -- introspection ----------------------------------------------------------------
@@ -244,14 +283,14 @@ class BatchedLinUCB(ABC):
         """Per member, what the unbatched agent's ``memory_bytes()`` would report now."""
         if self.estimator is None:
             return np.zeros(self.batch_size, dtype=np.int64)
-        own = tensor_bytes(self.b, self.theta_hat) // self.batch_size
+        own = 2 * self.d * torch.empty(0, dtype=self.dtype).element_size()  # the unbatched b and theta_hat
         return self.estimator.member_memory_bytes() + own
 
     def memory_bytes(self) -> int:
         """Bytes the batched state actually holds (all members, padding included)."""
         if self.estimator is None:
             return 0
-        return self.estimator.memory_bytes() + tensor_bytes(self.b, self.theta_hat)
+        return self.estimator.memory_bytes() + tensor_bytes(self.b, self._theta)
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self.params.items())

@@ -25,7 +25,7 @@ class BatchedRobustFrequentDirections(BatchedFrequentDirections):
     >>> rfd = BatchedRobustFrequentDirections(2, 4, 3, reg=1.0, fast=False, device=torch.device("cpu"),
     ...                                       dtype=torch.float64)
     >>> for x in torch.eye(4, dtype=torch.float64):
-    ...     rfd.update(torch.stack([x, 3 * x]))
+    ...     rfd.update(torch.stack([x, 3 * x]), torch.zeros(2, dtype=torch.float64))
     >>> rfd.alpha.tolist()
     [1.0, 9.0]
     """
@@ -47,7 +47,7 @@ class BatchedRobustFrequentDirections(BatchedFrequentDirections):
         """Per member, ``ln det(A_hat_i) - d ln(reg)`` exactly from the Cholesky diagonal: ``(B,)``."""
         rho = self.rho
         m = torch.as_tensor(self.rows_in_use, device=self.device, dtype=torch.float64)
-        logdiag = torch.log(torch.diagonal(self._L, dim1=1, dim2=2)).sum(dim=1).to(torch.float64)
+        logdiag = -torch.log(torch.diagonal(self._Linv, dim1=1, dim2=2)).sum(dim=1).to(torch.float64)
         return self.d * torch.log(rho / self.reg) + torch.where(
             m > 0, 2.0 * logdiag - m * torch.log(rho), torch.zeros_like(rho)
         )
