@@ -429,8 +429,14 @@ class DyadicBlockSketch(CovarianceEstimator):
             raise ValueError(f"arms must have shape (K, {self.d}), got {tuple(arms.shape)}")
         return arms
 
-    def _project(self, Z_in: torch.Tensor, Z_act: torch.Tensor | None) -> torch.Tensor:
-        return Z_in if Z_act is None else torch.cat((Z_in, Z_act), dim=-1)
+    def _project(self, v: torch.Tensor, apply) -> torch.Tensor:
+        """``S v`` over the stacked rows [S~; S*] in M's order, skipping an empty part."""
+        parts = []
+        if self._S_in.shape[0]:
+            parts.append(apply(self._S_in))
+        if self._act_held:
+            parts.append(apply(self._active.S[: self._act_held]))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
 
     def quad_inv(self, arms: torch.Tensor) -> torch.Tensor:
         """``x^T A_hat^-1 x = (||x||^2 - (S x)^T M (S x)) / c`` for the K rows of ``arms``:
@@ -441,8 +447,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         sq = (arms * arms).sum(dim=1)
         if self._r == 0:
             return sq / self._c
-        S_act = self._active.S[: self._act_held]
-        U = self._project(arms @ self._S_in.T, arms @ S_act.T if self._act_held else None)  # (K, r)
+        U = self._project(arms, lambda S: arms @ S.T)  # (K, r): the only O(K d r) step
         proj = ((U @ self._M()) * U).sum(dim=1)
         return torch.clamp((sq - proj) / self._c, min=0.0)
 
@@ -454,11 +459,10 @@ class DyadicBlockSketch(CovarianceEstimator):
         if self._r == 0:
             return v / self._c
         r_in = self._S_in.shape[0]
-        S_act = self._active.S[: self._act_held]
-        w = self._M() @ self._project(self._S_in @ v, S_act @ v if self._act_held else None)
-        out = v - self._S_in.T @ w[:r_in]
+        w = self._M() @ self._project(v, lambda S: S @ v)
+        out = v - self._S_in.T @ w[:r_in] if r_in else v
         if self._act_held:
-            out = out - S_act.T @ w[r_in:]
+            out = out - self._active.S[: self._act_held].T @ w[r_in:]
         return out / self._c
 
     def covariance(self) -> torch.Tensor:
