@@ -113,10 +113,12 @@ def atol(X: np.ndarray, dtype: torch.dtype, d: int) -> float:
 
 params = dict(
     kind=st.sampled_from(KINDS),
-    n=st.integers(1, 120),
-    d=st.integers(2, 20),
+    n=st.integers(1, 160),
+    d=st.integers(2, 24),
     l0_frac=st.floats(0.0, 1.0),
-    eps=st.sampled_from([1e-3, 0.05, 0.5, 2.0, 8.0, 50.0]),
+    # eps in units of the stream's mean squared row norm: a block then holds about eps_rel * l0
+    # rows, so the grid covers "closes before any shrink", "shrinks, then closes" and "tiny".
+    eps_rel=st.sampled_from([1e-3, 0.3, 1.5, 3.0, 6.0, 20.0]),
     sketch=st.sampled_from(["fd", "rfd"]),
     fast=st.booleans(),
     sentinel=st.booleans(),
@@ -124,8 +126,11 @@ params = dict(
 )
 
 
-def build(d, l0_frac, eps, sketch, fast, sentinel, dtype=torch.float64, reg=1.0, keep_gram=True):
-    l0 = 1 + int(l0_frac * (d - 1))  # 1 <= l0 <= d
+def build(X, d, l0_frac, eps_rel, sketch, fast, sentinel, dtype=torch.float64, reg=1.0, keep_gram=True):
+    """l0 in [1, max(1, d // 4)] (caps of 1 to 4 blocks; cap 1 is tested on its own), eps scaled."""
+    l0 = 1 + int(l0_frac * max(0, d // 4 - 1))
+    mean_mass = float((X * X).sum(axis=1).mean()) if len(X) else 1.0
+    eps = eps_rel * (mean_mass if mean_mass > 0 else 1.0)
     return DyadicBlockSketch(
         d, l0, eps, sketch=sketch, fast=fast, sentinel=sentinel, reg=reg, dtype=dtype, keep_gram=keep_gram
     )
@@ -139,9 +144,10 @@ def build(d, l0_frac, eps, sketch, fast, sentinel, dtype=torch.float64, reg=1.0,
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @SETTINGS
 @given(**params)
-def test_theorem1_global_error_and_block_structure(dtype, kind, n, d, l0_frac, eps, sketch, fast, sentinel, seed):
+def test_theorem1_global_error_and_block_structure(dtype, kind, n, d, l0_frac, eps_rel, sketch, fast, sentinel, seed):
     X = as_fed(make_stream(kind, n, d, seed), dtype)
-    dbs = build(d, l0_frac, eps, sketch, fast, sentinel, dtype=dtype)
+    dbs = build(X, d, l0_frac, eps_rel, sketch, fast, sentinel, dtype=dtype)
+    eps = dbs.eps
     tol = atol(X, dtype, d)
     for t in feed(dbs, X, every=max(1, n // 4)):
         Xt = X[:t]
@@ -209,11 +215,11 @@ def test_block_cap_integer_formula_matches_log2(d, l0):
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @SETTINGS
 @given(**params, reg=st.sampled_from([0.01, 1.0, 30.0]), K=st.integers(1, 9))
-def test_quad_inv_and_solve_match_dense(dtype, kind, n, d, l0_frac, eps, sketch, fast, sentinel, seed, reg, K):
+def test_quad_inv_and_solve_match_dense(dtype, kind, n, d, l0_frac, eps_rel, sketch, fast, sentinel, seed, reg, K):
     X = make_stream(kind, n, d, seed)
     scale = float(np.abs(X).max()) + 1e-300
     X = as_fed(X / scale, dtype)  # keep the queries' conditioning within float32's reach
-    dbs = build(d, l0_frac, eps, sketch, fast, sentinel, dtype=dtype, reg=reg)
+    dbs = build(X, d, l0_frac, eps_rel, sketch, fast, sentinel, dtype=dtype, reg=reg)
     rng = np.random.default_rng(seed + 1)
     rtol = 1e-9 if dtype == torch.float64 else 2e-3
     for t in feed(dbs, X, every=max(1, n // 5)):
