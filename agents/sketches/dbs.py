@@ -317,7 +317,10 @@ class DyadicBlockSketch(CovarianceEstimator):
     def _insert_active(self, x: torch.Tensor, norm2: float) -> None:
         blk = self._active
         held_before = self._act_held
-        blk.update(x)
+        # x is already validated (CovarianceEstimator.update): feed the block through the base
+        # class's validated-row hook instead of re-checking it (what blk.update(x) would do).
+        blk._update(x)
+        blk.n_rows += 1
         self._act_mass += norm2
         self._act_rows += 1
         S_act = blk.S
