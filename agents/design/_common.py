@@ -28,6 +28,7 @@ __all__ = [
     "design_matrix",
     "inverse_pd",
     "leverages",
+    "pinv_quad",
     "to_output",
     "small_ops",
 ]
@@ -167,6 +168,20 @@ def inverse_pd(v: torch.Tensor) -> torch.Tensor | None:
     if float(diag.min()) <= float(diag.max()) * 1e-12:  # numerically singular
         return None
     return torch.cholesky_inverse(chol)
+
+
+def pinv_quad(v: torch.Tensor, y: torch.Tensor, rtol: float = 1e-10) -> torch.Tensor:
+    """``y^T V^+ y`` for the rows of ``y``; ``inf`` for rows outside range(V) (not estimable)."""
+    evals, evecs = torch.linalg.eigh(0.5 * (v + v.T))
+    keep = evals > max(float(evals.max()), 1e-300) * rtol
+    c = y @ evecs
+    inv = torch.where(keep, 1.0 / torch.where(keep, evals, torch.ones_like(evals)), torch.zeros_like(evals))
+    q = ((c * c) * inv).sum(dim=1)
+    if not bool(keep.all()):
+        scale = torch.sqrt((y * y).sum(dim=1)).clamp(min=1e-300)
+        outside = c[:, ~keep].abs().max(dim=1).values > 1e-8 * scale
+        q = torch.where(outside, torch.full_like(q, math.inf), q)
+    return q
 
 
 def leverages(z: torch.Tensor, vinv: torch.Tensor) -> torch.Tensor:

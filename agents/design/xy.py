@@ -18,15 +18,25 @@ for the current ``p``. Its gradient is ``-h_i`` with weights ``mu_y ~ q_y^(p-1)`
 
     h_i = sum_y mu_y (x_i^T V^-1 y)^2 = x_i^T V^-1 B_mu V^-1 x_i,   B_mu = sum_y mu_y y y^T.
 
-Stopping rule: a *certificate*. For any distribution ``mu`` over Y, weak duality and the
-convexity of ``phi_mu(pi) = tr(V(pi)^-1 B_mu)`` (whose partial derivatives are ``-h_i``
-and which satisfies ``sum_i pi_i h_i = phi_mu(pi)``) give, for every design pi',
+Stopping rule: a *certificate* (Elfving-type duality). Write ``B_mu = C C^T`` with
+columns ``sqrt(mu_y) y``. For every matrix U with ``||U^T x_i||_2 <= 1`` for all arms,
+Cauchy-Schwarz gives, for every design pi' under which the y are estimable,
 
-    f(pi') >= phi_mu(pi') >= 2 phi_mu(pi) - max_i h_i  =: LB,
+    tr(U^T C)^2 = (sum_i pi'_i (U^T x_i)^T (C^T V'^+ x_i))^2 <= tr(C^T V'^+ C) <= f(pi').
 
+Taking ``U = V(pi)^-1 C / sqrt(max_i h_i)`` gives ``f* >= LB := phi_mu(pi)^2 / max_i h_i``
+with ``phi_mu = sum_y mu_y q_y`` (this dominates the subgradient bound ``2 phi - max h``),
 so ``f(pi) <= (1 + eps) LB`` proves ``pi`` is ``(1 + eps)``-optimal. At the optimum of
-``F_p`` with ``mu ~ q^(p-1)`` the bound is ``sum q^p / sum q^(p-1)``, which tends to ``f``
-as ``p`` grows, so the rule is met for a finite ``p`` (about ``log|Y| / eps``).
+``F_p`` (where ``max_i h_i = phi``) with ``mu ~ q^(p-1)`` the bound is
+``sum q^p / sum q^(p-1)``, which tends to ``f`` as ``p`` grows.
+
+One direction (every y parallel, e.g. two active arms): the problem is c-optimal design,
+solved exactly by Elfving's theorem (1952): ``min_pi y^T V(pi)^+ y = (min{||c||_1 :
+sum_i c_i x_i = y})^2`` with ``pi_i = |c_i| / ||c||_1`` -- a linear program (scipy HiGHS).
+Its optimum is typically *singular* (supported on fewer than r arms), which Frank-Wolfe
+over non-singular designs only approaches slowly; hence the special case. Frank-Wolfe
+designs may converge slowly for the same reason whenever the optimum is singular; they
+then stop at ``max_iter`` with a warning, still reporting a valid ``bound``.
 
 Steps use an exact (bisection) line search on ``log sum_y q_y^p`` along the segment, with
 ``q_y(t)`` in closed form by Sherman-Morrison. All pair quantities are batched through the
@@ -55,6 +65,7 @@ from ._common import (
     check_eps,
     design_matrix,
     inverse_pd,
+    pinv_quad,
     small_ops,
     span_arms,
     to_output,
@@ -104,18 +115,16 @@ def _pair_values(z: torch.Tensor, idx: torch.Tensor, vinv: torch.Tensor, mask: t
 
 
 def xy_value(arms: Any, weights: Any, active: Any = None) -> float:
-    """``max_{a,b in active} ||x_a - x_b||^2_{V(w)^-1}`` (``inf`` if ``V(w)`` is singular on span)."""
+    """``max_{a,b in active} ||x_a - x_b||^2_{V(w)^+}`` (``inf`` if some difference is not estimable)."""
     sa = span_arms(arms)
     w = torch.as_tensor(as_weights(weights, sa.z.shape[0]), dtype=sa.dtype, device=sa.device)
     idx = active_indices(active, sa.z.shape[0]).to(sa.device)
     mask = _pairs(sa.z[idx])
     if not bool(mask.any()):
         return 0.0
-    vinv = inverse_pd(design_matrix(sa.z, w))
-    if vinv is None:
-        return math.inf
-    q, _ = _pair_values(sa.z, idx, vinv, mask)
-    return float(q.max())
+    a, b = torch.nonzero(mask, as_tuple=True)
+    zs = sa.z[idx]
+    return float(pinv_quad(design_matrix(sa.z, w), zs[a] - zs[b]).max())
 
 
 def solve_xy_design(arms: Any, eps: float = 0.05, *, active: Any = None, **kwargs: Any) -> DesignResult:
@@ -126,8 +135,8 @@ def solve_xy_design(arms: Any, eps: float = 0.05, *, active: Any = None, **kwarg
         eps: stop once ``value <= (1 + eps) * bound`` (a certified ``(1 + eps)`` optimum).
         active: arms whose pairwise differences form Y (None = all; a boolean mask or indices).
         init: starting weights (default: a G-optimal design, which has a non-singular V).
-        max_iter: iteration budget (default ``2000 + 400 r / eps``; a ``RuntimeWarning`` and
-            the best design so far when exhausted).
+        max_iter: iteration budget (default ``500 + 20 r / eps``; a ``RuntimeWarning`` and
+            the best design so far when exhausted, whose ``bound`` is still valid).
 
     Raises:
         ValueError: fewer than two distinct active arms (Y = {0}: nothing to distinguish),
@@ -163,7 +172,7 @@ def _solve_xy(
             "distinguish (any design is optimal); dedupe the arms or stop"
         )
     if max_iter is None:
-        max_iter = 2000 + int(400 * r / eps)
+        max_iter = 500 + int(20 * r / eps)
     elif isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
         raise ValueError(f"max_iter must be a non-negative int or None, got {max_iter!r}")
 
@@ -177,6 +186,11 @@ def _solve_xy(
         q, _ = _pair_values(z, idx, vinv.reshape(1, 1), mask)
         value = float(q.max())
         return DesignResult(to_output(w, sa.is_tensor, sa.device), value, value, 1, 0, True)
+
+    zs_all = z[idx]
+    dirs = zs_all - zs_all[0]
+    if int(torch.linalg.matrix_rank(dirs)) <= 1:
+        return _elfving(sa, idx, mask)
 
     if init is None:
         w = torch.as_tensor(_solve_g(sa, 0.1).weights, dtype=z.dtype, device=z.device)
@@ -209,8 +223,8 @@ def _solve_xy(
         h = ((p_all @ b_mu) * p_all).sum(dim=1)
         kf = int(torch.argmax(h))
         hk = float(h[kf])
-        lb = 2.0 * phi - hk
-        if lb > 0 and f <= (1.0 + eps) * lb:
+        lb = phi * phi / hk  # Elfving-dual certificate (see module docstring)
+        if f <= (1.0 + eps) * lb:
             converged = True
             break
         if n_iter >= max_iter:
@@ -281,6 +295,33 @@ def _solve_xy(
         converged=converged,
         extra={"p": p, "n_pairs": n_pairs},
     )
+
+
+def _elfving(sa: SpanArms, idx: torch.Tensor, mask: torch.Tensor) -> DesignResult:
+    """Exact c-optimal design for the longest target difference (all targets are parallel)."""
+    from scipy.optimize import linprog
+
+    z = sa.z
+    zs = z[idx]
+    a, b = torch.nonzero(mask, as_tuple=True)
+    diffs = zs[a] - zs[b]
+    y = diffs[int(torch.argmax((diffs * diffs).sum(dim=1)))]
+    zn = z.detach().cpu().numpy().astype(np.float64)
+    yn = y.detach().cpu().numpy().astype(np.float64)
+    k = zn.shape[0]
+    # min sum(c+ + c-)  s.t.  Z^T (c+ - c-) = y,  c+, c- >= 0
+    res = linprog(np.ones(2 * k), A_eq=np.hstack([zn.T, -zn.T]), b_eq=yn, bounds=(0, None), method="highs")
+    if res.status != 0:  # cannot happen: y = z_a - z_b is always representable
+        raise RuntimeError(f"Elfving LP failed ({res.message}); report this arm set")
+    c = res.x[:k] - res.x[k:]
+    w = np.abs(c)
+    w[w < 1e-12 * w.max()] = 0.0
+    w = w / w.sum()
+    wt = torch.as_tensor(w, dtype=z.dtype, device=z.device)
+    value = float(pinv_quad(design_matrix(z, wt), diffs).max())
+    bound = float(res.fun) ** 2 * float((diffs * diffs).sum(dim=1).max() / (y @ y))
+    return DesignResult(to_output(wt, sa.is_tensor, sa.device), value, min(bound, value), sa.rank, 0, True,
+                        extra={"method": "elfving-lp"})
 
 
 def _line_search(q: torch.Tensor, e: torch.Tensor, g: float, p: float, lo: float, hi: float, forward: bool) -> float:
