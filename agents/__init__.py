@@ -12,9 +12,18 @@ from .cbscfd import CBSCFD
 from .dbslinucb import DBSLinUCB, DBSLinUCBFD, DBSLinUCBRFD
 from .oful import OFUL
 from .soful import SOFUL
+from .g_allocation import GAllocation
+from .phased_elimination import PhasedElimination
+from .xy_adaptive import XYAdaptive
+from .xy_static import XYStatic
 
 AGENTS: dict[str, type] = {"OFUL": OFUL, "SOFUL": SOFUL, "CBSCFD": CBSCFD}
 AGENTS.update({"DBSLinUCB": DBSLinUCB, "DBSLinUCB-FD": DBSLinUCBFD, "DBSLinUCB-RFD": DBSLinUCBRFD})
 
 __all__ = ["AGENTS", "Agent", "AgentProtocol", "TorchAgent", "LinUCB", "OFUL", "SOFUL", "CBSCFD", "check_agent"]
 __all__ += ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]
+
+# Optimal design side: best-arm identification (LinBandit-BAI-v0) and phased elimination.
+AGENTS.update({"GAllocation": GAllocation, "XYStatic": XYStatic, "XYAdaptive": XYAdaptive})
+AGENTS["PhasedElimination"] = PhasedElimination
+__all__ += ["GAllocation", "XYStatic", "XYAdaptive", "PhasedElimination"]
