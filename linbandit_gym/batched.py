@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .evaluate import RECORD_COLUMNS
+from .evaluate import RECORD_COLUMNS, agent_label, check_seeds
 
 __all__ = ["can_batch", "run_batched", "DEFAULT_MAX_BATCH"]
 
@@ -83,15 +83,7 @@ def run_batched(
 
     from .vector import supports_vector
 
-    if isinstance(seeds, numbers.Integral):
-        if seeds < 1:
-            raise ValueError(f"seeds as an int is a count and must be >= 1, got {seeds}")
-        seeds = range(int(seeds))
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds is empty: give at least one seed")
-    if max_rounds is not None and max_rounds < 1:
-        raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+    seeds = check_seeds(seeds, max_rounds)
     if isinstance(max_batch, bool) or not isinstance(max_batch, numbers.Integral) or max_batch < 1:
         raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
     if isinstance(agent, type):
@@ -107,8 +99,7 @@ def run_batched(
             f"agent {type(agent).__name__} has no batched version; run(..., batched=False) plays the seeds one by one"
         )
     e_name = env_name if env_name is not None else env_id
-    name = getattr(agent, "name", None)
-    a_name = agent_name if agent_name is not None else (name if isinstance(name, str) and name else type(agent).__name__)
+    a_name = agent_label(agent, agent_name)
     env_kwargs = dict(env_kwargs or {})
 
     chunks = [seeds[i : i + max_batch] for i in range(0, len(seeds), max_batch)]

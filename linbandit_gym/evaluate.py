@@ -57,6 +57,20 @@ def make_env(env: str | gym.Env | Callable[[], gym.Env], **env_kwargs: Any) -> g
     raise TypeError(f"env must be an env id, a gymnasium.Env or a factory, got {type(env).__name__}")
 
 
+def check_seeds(seeds: int | Iterable[int], max_rounds: int | None = None) -> list[int]:
+    """``seeds`` as a list (an int ``n`` means seeds ``0..n-1``); checks ``max_rounds`` too."""
+    if isinstance(seeds, numbers.Integral):
+        if seeds < 1:
+            raise ValueError(f"seeds as an int is a count and must be >= 1, got {seeds}")
+        seeds = range(int(seeds))
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds is empty: give at least one seed")
+    if max_rounds is not None and max_rounds < 1:
+        raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+    return seeds
+
+
 def _env_name(env: gym.Env, given: str | None) -> str:
     if given is not None:
         return given
@@ -66,7 +80,7 @@ def _env_name(env: gym.Env, given: str | None) -> str:
     return type(env.unwrapped).__name__
 
 
-def _agent_name(agent: Any, given: str | None) -> str:
+def agent_label(agent: Any, given: str | None) -> str:
     if given is not None:
         return given
     name = getattr(agent, "name", None)
@@ -118,15 +132,7 @@ def run(
         agent's ``memory_bytes()`` after the round, 0 if it has none), plus any scalar keys
         the env adds to ``info`` beyond the standard four.
     """
-    if isinstance(seeds, numbers.Integral):
-        if seeds < 1:
-            raise ValueError(f"seeds as an int is a count and must be >= 1, got {seeds}")
-        seeds = range(int(seeds))
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds is empty: give at least one seed")
-    if max_rounds is not None and max_rounds < 1:
-        raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+    seeds = check_seeds(seeds, max_rounds)
     if isinstance(agent, type) or (not callable(getattr(agent, "act", None)) and callable(agent)):
         agent = agent()  # a factory, e.g. an agent class
     for method in ("act", "update"):
@@ -139,7 +145,7 @@ def run(
             return run_batched(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name,
                                env_name=env_name, max_rounds=max_rounds, progress=progress)
     env = make_env(env, **(env_kwargs or {}))
-    e_name, a_name = _env_name(env, env_name), _agent_name(agent, agent_name)
+    e_name, a_name = _env_name(env, env_name), agent_label(agent, agent_name)
     has_memory = callable(getattr(agent, "memory_bytes", None))
     has_sketch_size = hasattr(agent, "sketch_size")
 
