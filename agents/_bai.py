@@ -46,7 +46,15 @@ from ._torch import tensor_bytes
 from .base import TorchAgent
 from .design._common import span_arms
 
-__all__ = ["BAIAgent", "anytime_beta", "LeastSquares", "check_grid_next"]
+__all__ = ["BAIAgent", "anytime_beta", "LeastSquares", "check_grid_next", "input_eps"]
+
+
+def input_eps(obs: Any) -> float:
+    """Machine epsilon of the dtype the caller used (float32 env arms are only float32-exact)."""
+    dt = getattr(obs, "dtype", None)
+    if dt in (torch.float32, torch.float16, torch.bfloat16, np.float32, np.float16):
+        return float(np.finfo(np.float32).eps)
+    return float(np.finfo(np.float64).eps)
 
 
 def anytime_beta(sigma: float, n_arms: int, delta: float, k: int) -> float:
@@ -133,6 +141,10 @@ class BAIAgent(TorchAgent):
         self.noise_std = float(noise_std)
         self.c = None if c is None else float(c)
         self._repr_params = {"delta": self.delta, "noise_std": self.noise_std}
+        # Designs depend on the arms only (never on rewards), so they are cached across
+        # reset() calls: replaying seeds on one instance solves each design once.
+        self._design_cache: dict = {}
+        self._cache_arms = b""
         super().__init__(d=d, device=device, dtype=dtype, seed=seed)
 
     # -- state ---------------------------------------------------------------------
@@ -169,7 +181,7 @@ class BAIAgent(TorchAgent):
                 # One distinct arm (K = 1, or all copies): it is the best; recommend it now.
                 self.recommendation = 0
                 return
-            sa = span_arms(arms, dtype=self.dtype)
+            sa = span_arms(arms, dtype=self.dtype, rank_eps=input_eps(obs))
             self.z, self.basis, self.rank = sa.z, sa.basis, sa.rank
             self._start()
         elif arms.shape != self.arms.shape or not torch.equal(arms, self.arms):
@@ -187,6 +199,15 @@ class BAIAgent(TorchAgent):
 
     def _learn(self, arm: int, reward: float) -> None:
         raise NotImplementedError
+
+    def _cached(self, key, compute):
+        """``compute()`` once per (arm set, key); dropped when the arm set changes."""
+        arms_key = self.arms.detach().cpu().numpy().tobytes()
+        if arms_key != self._cache_arms:
+            self._design_cache, self._cache_arms = {}, arms_key
+        if key not in self._design_cache:
+            self._design_cache[key] = compute()
+        return self._design_cache[key]
 
     def _recommend(self, arm: int) -> None:
         self.recommendation = int(arm)

@@ -143,8 +143,9 @@ class GAllocation(BAIAgent):
             self._init_pulls = spanning_subset(self.z)
             self._greedy_targets = self._targets()
             return
-        self.weights = self._design().to(device=self.device, dtype=self.dtype)
+        self.weights = self._cached(("design", self.design_eps), self._design).to(device=self.device, dtype=self.dtype)
         self._w_np = self.weights.detach().cpu().numpy().astype(np.float64)
+        self._support = np.flatnonzero(self._w_np > 0)
         if self.allocation == "rounding":
             support = int((self._w_np > 0).sum())
             self._block_size = self.block or max(rounding_threshold(support, 0.1), support)
@@ -154,8 +155,8 @@ class GAllocation(BAIAgent):
     def _choose(self) -> int:
         # Bookkeeping on K integers per pull: numpy on the host (no device round trip).
         if self.allocation == "tracking":
-            deficit = (self.n_pulls + 1) * self._w_np - self.counts
-            return int(np.argmax(np.where(self._w_np > 0, deficit, -np.inf)))
+            supp = self._support
+            return int(supp[np.argmax((self.n_pulls + 1) * self._w_np[supp] - self.counts[supp])])
         if self.allocation == "rounding":
             done = int(self._block_done.sum())
             deficit = self._block_counts * ((done + 1) / self._block_size) - self._block_done

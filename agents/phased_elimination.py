@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ._bai import input_eps
 from ._torch import tensor_bytes
 from .base import TorchAgent
 from .design import solve_g_design
@@ -108,6 +109,7 @@ class PhasedElimination(TorchAgent):
         self._sums: np.ndarray | None = None
         self._plen = self._pdone = 0
         self._commit: int | None = None  # the arm played once one distinct arm is left
+        self._rank_eps: float | None = None
         super().reset(seed=seed)
 
     def _observe(self, obs: Any) -> None:
@@ -121,6 +123,7 @@ class PhasedElimination(TorchAgent):
             if isinstance(obs, np.ndarray):
                 self._obs_np = obs.copy()
                 self._obs_bytes = self._obs_np.tobytes()
+            self._rank_eps = input_eps(obs)
             self.active = np.arange(self.n_arms)
             self._begin_phase()
         elif arms.shape != self.arms.shape or not torch.equal(arms, self.arms):
@@ -138,7 +141,7 @@ class PhasedElimination(TorchAgent):
             self._commit = int(self.active[0])
             return
         self.phase += 1
-        res = solve_g_design(act_arms, self.design_eps)
+        res = solve_g_design(act_arms, self.design_eps, rank_eps=self._rank_eps)
         pi = res.weights.detach().cpu().numpy().astype(np.float64)
         eps_l = 2.0 ** (-self.phase)
         log_term = math.log(self.n_arms * self.phase * (self.phase + 1) / self.delta)

@@ -135,13 +135,7 @@ class XYAdaptive(BAIAgent):
             self._recommend(int(self.active[0]))
             return
         self.phase += 1
-        with warnings.catch_warnings():
-            # A design short of its certificate only costs samples, never correctness (the
-            # width uses the pulls actually made), so cap the solver and move on.
-            warnings.simplefilter("ignore", RuntimeWarning)
-            res = solve_xy_design(
-                self.z, self.design_eps, active=self.active, init=self._weights, max_iter=self.design_max_iter
-            )
+        res = self._cached(("xy", tuple(self.active.tolist())), self._phase_design)
         self.design_ratios.append(res.value / res.bound if res.bound > 0 else math.inf)
         w = np.asarray(res.weights.detach().cpu().numpy() if isinstance(res.weights, torch.Tensor) else res.weights)
         self._weights = w
@@ -154,6 +148,15 @@ class XYAdaptive(BAIAgent):
         self._psums = np.zeros(self.n_arms, dtype=np.float64)
         self._pdone = 0
         self.phase_lengths.append(n)
+
+    def _phase_design(self):
+        with warnings.catch_warnings():
+            # A design short of its certificate only costs samples, never correctness (the
+            # width uses the pulls actually made), so cap the solver and move on.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return solve_xy_design(
+                self.z, self.design_eps, active=self.active, init=self._weights, max_iter=self.design_max_iter
+            )
 
     def _max_pair_uncertainty(self, counts: np.ndarray) -> float:
         """``max_{y in Y_j} ||y||^2_{A^+}`` for an allocation (``inf`` if some y is not estimable)."""

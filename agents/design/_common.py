@@ -80,12 +80,15 @@ def _input_eps(arms: Any) -> float:
     return float(np.finfo(np.float64).eps)
 
 
-def span_arms(arms: Any, *, name: str = "arms", dtype: torch.dtype | None = None) -> SpanArms:
+def span_arms(
+    arms: Any, *, name: str = "arms", dtype: torch.dtype | None = None, rank_eps: float | None = None
+) -> SpanArms:
     """Validate a ``(K, d)`` arm matrix and express it in an orthonormal basis of its span.
 
     The rank tolerance is numpy's ``matrix_rank`` rule, ``max(K, d) * eps * s_max``, with
-    ``eps`` of the caller's dtype (float32 input: float32 epsilon), so arms lying in a
-    subspace up to rounding are treated as lying in it.
+    ``eps`` of the caller's dtype (float32 input: float32 epsilon) unless ``rank_eps`` is
+    given (e.g. by an agent that received float32 arms and converted them to float64), so
+    arms lying in a subspace up to rounding are treated as lying in it.
 
     Raises:
         ValueError: not a 2-D numeric array with K >= 1 rows and d >= 1 columns, NaN/inf
@@ -118,7 +121,7 @@ def span_arms(arms: Any, *, name: str = "arms", dtype: torch.dtype | None = None
             f"all {k} {name} are the zero vector: they span {{0}}, so no design can estimate anything "
             "(pass at least one non-zero arm)"
         )
-    tol = max(k, d) * _input_eps(arms) * s_max
+    tol = max(k, d) * (_input_eps(arms) if rank_eps is None else float(rank_eps)) * s_max
     r = int((s > tol).sum())
     basis = vh[:r].T.contiguous()  # (d, r)
     z = x @ basis

@@ -96,7 +96,7 @@ def _check_max_iter(max_iter: Any, default: int) -> int:
     return int(max_iter)
 
 
-def solve_g_design(arms: Any, eps: float = 0.01, **kwargs: Any) -> DesignResult:
+def solve_g_design(arms: Any, eps: float = 0.01, *, rank_eps: float | None = None, **kwargs: Any) -> DesignResult:
     """Frank-Wolfe / Fedorov-Wynn G-optimal design, with diagnostics.
 
     Args:
@@ -109,6 +109,7 @@ def solve_g_design(arms: Any, eps: float = 0.01, **kwargs: Any) -> DesignResult:
         max_iter: iteration budget (default ``1000 + 200 r / eps``); when exhausted a
             ``RuntimeWarning`` is issued and the best design so far is returned.
         refresh: recompute ``V^-1`` from scratch every this many steps (numerical hygiene).
+        rank_eps: machine epsilon for the rank test (default: that of the arms' dtype).
 
     Returns:
         :class:`~agents.design.DesignResult` (``value`` = achieved ``max g``,
@@ -118,7 +119,7 @@ def solve_g_design(arms: Any, eps: float = 0.01, **kwargs: Any) -> DesignResult:
     (weight goes to the first copy Frank-Wolfe picks); zero arms get weight 0 (with the
     default ``init``); all-zero or NaN arms raise ``ValueError``.
     """
-    sa = span_arms(arms)
+    sa = span_arms(arms, rank_eps=rank_eps)
     with small_ops(sa.device):
         return _solve_g(sa, eps, **kwargs)
 

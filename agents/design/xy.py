@@ -354,7 +354,7 @@ def _line_search(q: torch.Tensor, e: torch.Tensor, g: float, p: float, lo: float
         return 0.0
     # Illinois (modified regula falsi) on the increasing slope; an exact line search is not
     # needed, only a reduction of |L'| by a good factor, which takes a handful of evaluations.
-    tol = 1e-3 * abs(s0)
+    tol = 1e-2 * abs(s0)
     side = 0
     for _ in range(40):
         c = b - fb * (b - a) / (fb - fa)
