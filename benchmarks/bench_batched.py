@@ -21,13 +21,16 @@ Environments are not timed (the arm sets are drawn beforehand).
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import numpy as np
 import torch
 
-from agents import OFUL, SOFUL, DBSLinUCB
-from agents.batched import batched
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
+from agents import OFUL, SOFUL, DBSLinUCB  # noqa: E402
+from agents.batched import batched  # noqa: E402
 
 
 class Stream:

@@ -9,12 +9,13 @@ sketched regime (the column "rows" is the sketch size at the end) and the compar
 OFUL's O(d^2) round is the one the paper makes. "growth" prints ms/round relative to the
 smallest d next to the ratio of the d's: DBS grows ~linearly in d at fixed l0, OFUL ~d^2.
 
-    python benchmarks/bench_dbs.py             # d in {784, 2048, 8192}, 600 rounds
-    python benchmarks/bench_dbs.py --quick     # 200 rounds; OFUL only 5 rounds at d = 8192
+    python benchmarks/bench_dbs.py             # d in {784, 2048, 8192}, 600 rounds, best of 3
+    python benchmarks/bench_dbs.py --quick     # 200 rounds, best of 2; OFUL only 5 rounds at d = 8192
 
 OFUL keeps a 512 MB inverse at d = 8192 and costs ~d^2 K flops a round, so at d > 2048 it runs
 only --oful-rounds-big rounds (its per-round cost does not depend on the round).
-BLAS threads are pinned to --threads for both torch and numpy.
+BLAS threads are pinned to --threads for both torch and numpy. Torch and numpy DBSLinUCB runs
+are interleaved (--repeats times each, the best kept), so both see the same machine load.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numpy_dbs import NumpyDBSLinUCB  # noqa: E402
 
@@ -79,14 +81,18 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=None, help="rounds per setting (default 600, quick 200)")
     p.add_argument("--oful-rounds-big", type=int, default=None, help="OFUL rounds at d > 2048 (default 20, quick 5)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=None,
+                   help="timed repeats of each DBSLinUCB, torch and numpy interleaved; the best is kept (default 3, quick 2)")
     args = p.parse_args(argv)
     rounds = args.rounds or (200 if args.quick else 600)
+    repeats = args.repeats or (2 if args.quick else 3)
     oful_big = args.oful_rounds_big or (5 if args.quick else 20)
     torch.set_num_threads(args.threads)
     kw = dict(lam=1.0, beta=0.1)
     print(
         f"DBSLinUCB-{args.sketch.upper()} l0={args.l0} eps={args.eps}, K={args.arms} arms, {rounds} rounds, "
-        f"{args.threads} BLAS thread(s), torch {torch.__version__} on CPU, float64; ms/round = act + update"
+        f"{args.threads} BLAS thread(s), torch {torch.__version__} on CPU, float64; ms/round = act + update; "
+        f"best of {repeats} interleaved repeats"
     )
     header = f"{'d':>6} {'rows':>5} {'DBS torch':>10} {'DBS numpy':>10} {'numpy/torch':>12} {'same arms':>10} {'OFUL':>9} {'OFUL/DBS':>9}"
     print(header)
@@ -95,12 +101,17 @@ def main(argv=None) -> None:
     with threadpool_limits(limits=args.threads):
         for d in args.dims:
             stream = Stream(d, args.arms)
-            ms_t, act_t, agent = play(
-                DBSLinUCB(l0=args.l0, eps=args.eps, sketch=args.sketch, d=d, **kw), stream, rounds, "torch"
-            )
-            ms_n, act_n, _ = play(
-                NumpyDBSLinUCB(d, args.l0, args.eps, robust=args.sketch == "rfd", **kw), stream, rounds, "numpy"
-            )
+            play(DBSLinUCB(l0=args.l0, eps=args.eps, sketch=args.sketch, d=d, **kw), stream, 5, "torch")  # warm-up
+            ms_t = ms_n = float("inf")
+            for _ in range(repeats):  # interleaved, so both see the same machine load
+                ms, act_t, agent = play(
+                    DBSLinUCB(l0=args.l0, eps=args.eps, sketch=args.sketch, d=d, **kw), stream, rounds, "torch"
+                )
+                ms_t = min(ms_t, ms)
+                ms, act_n, _ = play(
+                    NumpyDBSLinUCB(d, args.l0, args.eps, robust=args.sketch == "rfd", **kw), stream, rounds, "numpy"
+                )
+                ms_n = min(ms_n, ms)
             n_oful = rounds if d <= 2048 else min(rounds, oful_big)
             ms_o, _, _ = play(OFUL(d=d, **kw), stream, n_oful, "torch")
             same = float(np.mean(np.asarray(act_t) == np.asarray(act_n)))

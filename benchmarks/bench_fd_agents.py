@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numpy_fd import NumpySketchedUCB  # noqa: E402
 

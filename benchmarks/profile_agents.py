@@ -1,0 +1,124 @@
+"""Per-round cost of OFUL, SOFUL, CBSCFD and DBSLinUCB against their numpy twins, with a profile.
+
+The four torch agents and the plain numpy versions of the same algorithms (NumpyOFUL of
+bench_oful.py, numpy_fd.py, numpy_dbs.py) play the same pre-drawn stream (K unit-norm Gaussian
+arms a round, reward x^T theta* + noise of the chosen arm); ms/round is act + update, best of
+--repeats interleaved runs (torch, numpy, torch, ...), BLAS pinned to --threads on both sides,
+and "same" says whether both chose the same arm every round. With --profile, one extra torch run
+of each agent is profiled by cProfile and the functions with the largest own time are printed
+(where the fixed per-call overhead of small torch ops shows up).
+
+    python benchmarks/profile_agents.py --quick                  # d = 784, K in {10, 100}, l = 50
+    python benchmarks/profile_agents.py --profile --agents SOFUL --arms 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import time
+
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_oful import NumpyOFUL  # noqa: E402
+from numpy_dbs import NumpyDBSLinUCB  # noqa: E402
+from numpy_fd import NumpySketchedUCB  # noqa: E402
+
+from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB  # noqa: E402
+
+AGENT_NAMES = ("OFUL", "SOFUL", "CBSCFD", "DBSLinUCB")
+
+
+def make(name: str, d: int, l: int, l0: int, eps: float, lam: float = 1.0, beta: float = 0.1):
+    """(our torch agent, its numpy twin) with the same parameters."""
+    if name == "OFUL":
+        return OFUL(lam=lam, beta=beta, d=d), NumpyOFUL(d, lam, beta)
+    if name in ("SOFUL", "CBSCFD"):
+        cls, robust = (SOFUL, False) if name == "SOFUL" else (CBSCFD, True)
+        return cls(lam=lam, beta=beta, sketch_size=l, d=d), NumpySketchedUCB(d, l, lam, beta, robust)
+    return DBSLinUCB(lam=lam, beta=beta, l0=l0, eps=eps, d=d), NumpyDBSLinUCB(d, l0, eps, lam, beta)
+
+
+def stream(d: int, k: int, rounds: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(d)
+    theta /= np.linalg.norm(theta)
+    arms = rng.standard_normal((rounds, k, d))
+    arms /= np.linalg.norm(arms, axis=2, keepdims=True)
+    return arms, theta, 0.1 * rng.standard_normal(rounds)
+
+
+def play(agent, arms, obs, theta, noise, numpy_side: bool):
+    """ms/round (act + update) and the actions; ``obs[t]`` is what the agent is given."""
+    actions = []
+    start = time.perf_counter()
+    for t in range(arms.shape[0]):
+        a = agent.act(obs[t]) if t else 0  # round 1 is an exact tie (theta_hat = 0, unit arms): fix it
+        reward = float(arms[t, a] @ theta + noise[t])
+        if numpy_side:
+            agent.update(arms[t, a], reward)
+        else:
+            agent.update(obs[t], a, reward)
+        actions.append(a)
+    return (time.perf_counter() - start) / arms.shape[0] * 1e3, actions
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="fewer rounds, best of 2")
+    p.add_argument("--d", type=int, default=784)
+    p.add_argument("--arms", type=int, nargs="+", default=[10, 100])
+    p.add_argument("--agents", nargs="+", choices=AGENT_NAMES, default=list(AGENT_NAMES))
+    p.add_argument("--l", type=int, default=50, help="SOFUL/CBSCFD sketch size")
+    p.add_argument("--l0", type=int, default=50)
+    p.add_argument("--eps", type=float, default=8.0)
+    p.add_argument("--rounds", type=int, default=None, help="default 600, quick 250")
+    p.add_argument("--repeats", type=int, default=None, help="default 3, quick 2")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--profile", action="store_true", help="print the cProfile top functions of each torch agent")
+    p.add_argument("--top", type=int, default=18, help="functions listed per profile")
+    args = p.parse_args(argv)
+    rounds = args.rounds or (250 if args.quick else 600)
+    repeats = args.repeats or (2 if args.quick else 3)
+    torch.set_num_threads(args.threads)
+    print(f"d={args.d}, l={args.l}, l0={args.l0}, eps={args.eps}, {rounds} rounds, best of {repeats} interleaved; "
+          f"{args.threads} BLAS thread(s), torch {torch.__version__}, numpy {np.__version__}, float64 CPU")
+    print(f"{'agent':>10} {'K':>4} {'torch ms':>9} {'numpy ms':>9} {'numpy/torch':>12} {'same':>5}")
+    with threadpool_limits(limits=args.threads):
+        for k in args.arms:
+            arms, theta, noise = stream(args.d, k, rounds)
+            tensors = torch.as_tensor(arms)
+            for name in args.agents:
+                play(make(name, args.d, args.l, args.l0, args.eps)[0], arms[:5], tensors[:5], theta, noise, False)
+                best_t = best_n = float("inf")
+                for _ in range(repeats):
+                    ours, twin = make(name, args.d, args.l, args.l0, args.eps)
+                    ms, a_t = play(ours, arms, tensors, theta, noise, False)
+                    best_t = min(best_t, ms)
+                    ms, a_n = play(twin, arms, arms, theta, noise, True)
+                    best_n = min(best_n, ms)
+                print(f"{name:>10} {k:>4} {best_t:>9.3f} {best_n:>9.3f} {best_n / best_t:>12.2f} {str(a_t == a_n):>5}",
+                      flush=True)
+                if args.profile:
+                    prof = cProfile.Profile()
+                    ours = make(name, args.d, args.l, args.l0, args.eps)[0]
+                    prof.enable()
+                    play(ours, arms, tensors, theta, noise, False)
+                    prof.disable()
+                    out = io.StringIO()
+                    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(args.top)
+                    lines = [ln for ln in out.getvalue().splitlines() if ln.strip()]
+                    start = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("ncalls"))
+                    print("\n".join("      " + ln for ln in lines[start:]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
