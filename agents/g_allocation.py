@@ -102,7 +102,9 @@ class GAllocation(BAIAgent):
         if isinstance(check_growth, bool) or not isinstance(check_growth, numbers.Real) or not (
             0 <= check_growth < math.inf
         ):
-            raise ValueError(f"check_growth must be a finite number >= 0 (0 = test after every pull), got {check_growth!r}")
+            raise ValueError(
+                f"check_growth must be a finite number >= 0 (0 = test after every pull), got {check_growth!r}"
+            )
         if lam != 0:
             raise ValueError(
                 f"lam={lam!r}: G-allocation uses plain OLS (seed 004 eq. 2) so that the fixed-design width is "

@@ -99,7 +99,8 @@ class XYAdaptive(BAIAgent):
             raise ValueError(f"lam={lam!r}: XY-adaptive uses the phase OLS (no ridge) of Soare et al.; pass lam=0")
         self.alpha = float(alpha)
         self.design_eps = float(design_eps)
-        if isinstance(design_max_iter, bool) or not isinstance(design_max_iter, numbers.Integral) or design_max_iter < 0:
+        bad_iter = isinstance(design_max_iter, bool) or not isinstance(design_max_iter, numbers.Integral)
+        if bad_iter or design_max_iter < 0:
             raise ValueError(f"design_max_iter must be an int >= 0, got {design_max_iter!r}")
         self.design_max_iter = int(design_max_iter)
         self.lam = 0.0

@@ -60,7 +60,10 @@ def main() -> None:
         ("XY-adaptive", lambda: XYAdaptive(delta=delta, noise_std=sigma)),
     ]
     print(f"delta={delta}, noise_std={sigma}, {len(seeds)} seeds per cell (max_pulls 100000)")
-    header = f"{'instance':18s} {'agent':20s} {'errors':>7s} {'err rate':>8s} {'trunc':>5s} {'mean pulls':>11s} {'median':>8s} {'std':>8s} {'s':>6s}"
+    header = (
+        f"{'instance':18s} {'agent':20s} {'errors':>7s} {'err rate':>8s} {'trunc':>5s} "
+        f"{'mean pulls':>11s} {'median':>8s} {'std':>8s} {'s':>6s}"
+    )
     print(header)
     print("-" * len(header))
     for label, kw in instances:

@@ -140,7 +140,9 @@ def test_g_design_closed_forms():
 
 
 @settings(max_examples=30, deadline=None)
-@given(d=st.integers(2, 8), m=st.integers(1, 5), seed=st.integers(0, 2**31 - 1), init=st.sampled_from(["basis", "uniform"]))
+@given(
+    d=st.integers(2, 8), m=st.integers(1, 5), seed=st.integers(0, 2**31 - 1), init=st.sampled_from(["basis", "uniform"])
+)
 def test_g_design_puts_zero_weight_on_redundant_interior_points(d, m, seed, init):
     rng = np.random.default_rng(seed)
     # points strictly inside the cross-polytope conv{+-e_i}: ||p||_1 < 1, so g(p) = d ||p||^2 < d

@@ -259,7 +259,8 @@ def test_bad_input_is_rejected_and_leaves_state_unchanged(cls):
     np.testing.assert_array_equal(agent.sums, before[1])
     assert agent.n_pulls == before[2]
     assert isinstance(agent.memory_bytes(), int) and agent.memory_bytes() > 0
-    for kwargs in ({"delta": 0.0}, {"delta": 1.0}, {"noise_std": 0.0}, {"noise_std": math.inf}, {"c": -1.0}, {"lam": 1.0}):
+    bad_kwargs = ({"delta": 0.0}, {"delta": 1.0}, {"noise_std": 0.0}, {"noise_std": math.inf}, {"c": -1.0}, {"lam": 1.0})
+    for kwargs in bad_kwargs:
         with pytest.raises(ValueError):
             cls(**kwargs)
 
@@ -284,7 +285,8 @@ def test_tensor_observations_give_the_same_episode(cls):
         def observation(self, obs):
             return torch.as_tensor(obs)
 
-    info_t, acts_t = play(TensorObs(BAILinBanditEnv(instance="soare", d=3, omega=0.3, noise_std=0.2)), cls(noise_std=0.2), 5)
+    tensor_env = TensorObs(BAILinBanditEnv(instance="soare", d=3, omega=0.3, noise_std=0.2))
+    info_t, acts_t = play(tensor_env, cls(noise_std=0.2), 5)
     assert acts_np == acts_t and info_np["correct"] == info_t["correct"]
 
 

@@ -25,7 +25,8 @@ def test_registered_and_passes_check_agent():
 
 def test_regret_is_sublinear_on_a_fixed_arm_set():
     horizon = 20_000
-    records = run(make_env(horizon=horizon), PhasedElimination(noise_std=0.1, delta=1 / horizon), seeds=3, progress=False)
+    agent = PhasedElimination(noise_std=0.1, delta=1 / horizon)
+    records = run(make_env(horizon=horizon), agent, seeds=3, progress=False)
     for seed, g in records.groupby("seed"):
         regret = g["cumulative_regret"].to_numpy()
         half, full = regret[horizon // 2 - 1], regret[-1]
