@@ -226,7 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
         "  linbandit run --env LinBandit-Synthetic-v0 --agent OFUL --horizon 500 --seeds 3 --out runs/oful\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent SOFUL --agent-arg sketch_size=50 --env-arg d=100\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent mypackage.mymodule:MyAgent\n"
-        "  linbandit demo",
+        "  linbandit demo\n"
+        "  linbandit sweep my_sweep.yaml --out runs/my_sweep --workers 2\n"
+        "  linbandit reproduce mnist --quick\n"
+        "  linbandit plot runs/my_sweep && linbandit report runs/my_sweep\n"
+        "Each COMMAND has its own --help.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
