@@ -59,6 +59,8 @@ class DBSLinUCB(LinUCB):
     (True, True)
     """
 
+    _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
+
     def __init__(
         self,
         *,

@@ -8,6 +8,13 @@ Every regret agent of the papers (OFUL, SOFUL, CBSCFD, DBSLinUCB) is the same lo
 
 and differs only in how ``A_hat`` is kept. :class:`LinUCB` owns that loop once; each
 agent file supplies its :class:`~agents.sketches.CovarianceEstimator`.
+
+Per round, the fixed cost of many small torch calls rivals the O(d l) arithmetic at d ~ 1000,
+so the loop does each thing once: ``update(obs, ...)`` of the very arm set ``act(obs)`` just
+scored reuses act's validated tensor, and the refit ``theta_hat = A_hat^-1 b`` goes through
+:meth:`~agents.sketches.CovarianceEstimator.ridge_step`, which follows the solution by
+Sherman-Morrison while ``A_hat`` only gains ``x x^T`` and reuses the played arm's projection from
+the scoring (same estimate, to rounding; fresh solves after sketch reductions).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import numbers
 from abc import abstractmethod
 from typing import Any
 
+import numpy as np
 import torch
 
 from ._torch import tensor_bytes
@@ -41,7 +49,15 @@ class LinUCB(TorchAgent):
         d, device, dtype, seed: see :class:`~agents.base.TorchAgent`.
 
     Ties in the score are broken towards the lowest index (``torch.argmax``).
+
+    ``update(obs, a, r)`` called with the same numpy array or tensor object that ``act`` just
+    scored learns from the arm set as ``act`` saw it (validated once; an in-place change of
+    ``obs`` in between is not looked at, or for a tensor makes ``update`` convert it afresh).
     """
+
+    #: whether ``beta="theory"`` accumulates ``log(1 + ||x||^2_{A_hat^-1})`` (OFUL's radius);
+    #: the sketched agents' radii read their sketch instead, so they skip that work
+    _accumulates_logdet = True
 
     def __init__(
         self,
@@ -89,6 +105,7 @@ class LinUCB(TorchAgent):
         self.b = None
         self.theta_hat = None
         self.logdet_ratio = 0.0  # log det(A_hat) - d log(lam), for beta="theory"
+        self._scored = None  # what act() scored last, for update() of the same obs (see _round_arms)
         super().reset(seed=seed)
 
     def _allocate(self, d: int) -> None:
@@ -109,21 +126,68 @@ class LinUCB(TorchAgent):
     def scores(self, obs: Any) -> torch.Tensor:
         """Upper confidence bounds of all K arms, one batched op (shape ``(K,)``)."""
         arms = self._arms(obs)
-        width = torch.sqrt(torch.clamp(self.estimator.quad_inv(arms), min=0.0))
-        return arms @ self.theta_hat + self.confidence_radius() * width
+        if isinstance(obs, np.ndarray) and arms.device.type == "cpu" and (
+            arms.data_ptr() == obs.__array_interface__["data"][0]
+        ):
+            arms = arms.clone()  # a snapshot, see _remember_scored
+        quad = self.estimator.quad_inv(arms)
+        self._remember_scored(obs, arms, quad)
+        width = torch.clamp(quad, min=0.0).sqrt_()
+        # x^T theta_hat + beta ||x||_{A_hat^-1} (seed 000 eq. 2) as one fused addmv
+        return torch.addmv(width, arms, self.theta_hat, beta=self.confidence_radius())
 
     def act(self, obs: Any) -> int:
-        return int(torch.argmax(self.scores(obs)))
+        return self.scores(obs).argmax().item()
+
+    def _remember_scored(self, obs: Any, arms: torch.Tensor, quad: torch.Tensor) -> None:
+        """Keep act's validated arms for update() of the same obs object (the usual loop).
+
+        Holding ``obs`` keeps its id from being reused. A tensor obs (or an equal view of the
+        same memory, e.g. ``arms[t]`` indexed twice) is tied to its in-place version counter. A
+        numpy obs whose memory the tensor would share (float64 on CPU) was snapshotted by
+        :meth:`scores`, so an in-place change before update() cannot make the row update() learns
+        from differ from what was scored (the estimators reuse the scored projection of it).
+        Other inputs (lists, float32 arrays) were copied by the conversion already.
+        """
+        if isinstance(obs, torch.Tensor):
+            self._scored = (obs, arms, obs._version, quad, self.estimator.n_rows)
+        elif isinstance(obs, np.ndarray):
+            self._scored = (obs, arms, None, quad, self.estimator.n_rows)
+        else:
+            self._scored = None
+
+    def _round_arms(self, obs: Any) -> tuple[torch.Tensor, tuple | None]:
+        """The round's validated arm tensor, and act's record if it is reused (else None)."""
+        sc = self._scored
+        if sc is not None:
+            seen = sc[0]
+            if sc[2] is None:  # numpy: the very object, same shape
+                same = seen is obs and obs.shape == tuple(sc[1].shape)
+            else:  # torch: the same tensor or an equal view of it (arms[t] twice), unmodified since
+                same = isinstance(obs, torch.Tensor) and (seen is obs or (
+                    obs.data_ptr() == seen.data_ptr() and obs.shape == seen.shape and obs.stride() == seen.stride()
+                    and obs.dtype == seen.dtype and obs.device == seen.device
+                )) and obs._version == sc[2]
+            if same:
+                return sc[1], sc
+        return self._arms(obs), None
 
     def update(self, obs: Any, action: int, reward: float) -> None:
-        arms = self._arms(obs)
+        arms, scored = self._round_arms(obs)
         action, reward = self._check_feedback(arms.shape[0], action, reward)
         x = arms[action]
-        if self.beta == "theory":
-            self.logdet_ratio += float(self.estimator.logdet_increment(x))
-        self.estimator.update(x)
-        self.b += reward * x
-        self.theta_hat = self.estimator.solve(self.b)
+        est = self.estimator
+        if self.beta == "theory" and self._accumulates_logdet:
+            if scored is not None and scored[4] == est.n_rows:  # act's widths are of this A_hat
+                self.logdet_ratio += math.log1p(max(scored[3][action].item(), 0.0))
+            else:
+                self.logdet_ratio += float(est.logdet_increment(x))
+        self.b.add_(x, alpha=reward)
+        # A_hat += x x^T (exactly or through the sketch) and theta_hat = A_hat^-1 b, refitted by
+        # Sherman-Morrison from the previous theta_hat when the estimator allows (ridge_step)
+        played = (arms, action) if scored is not None else None
+        self.theta_hat = est.ridge_step(x, reward, self.b, self.theta_hat, played)
+        self._scored = None
         self.t += 1
 
     # -- introspection -------------------------------------------------------------

@@ -53,6 +53,8 @@ class SOFUL(LinUCB):
     [0.5, 0.0, 0.0]
     """
 
+    _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
+
     def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, sketch_size: int = 50, fast: bool = True,
                  delta: float = 0.05, noise_std: float = 1.0, theta_bound: float = 1.0, d: int | None = None,
                  device=None, dtype=None, seed: int | None = None):

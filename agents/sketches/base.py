@@ -10,6 +10,17 @@ norms ||x||^2_{A_hat^-1} of a batch of arms, one batched op) and ``solve(v)``
 (A_hat^-1 v). So an agent never cares whether it holds the exact matrix (OFUL), a
 Frequent Directions sketch (SOFUL), a Robust FD sketch (CBSCFD) or a Dyadic Block Sketch
 (DBSLinUCB). No bandit logic lives here: this is pure linear algebra.
+
+One more call serves the optimistic loop's refit, ``ridge_step(x, r, b, theta)``: add the row
+and return the new ridge solution ``A_hat^-1 b``. The default is ``update`` then ``solve``; our
+estimators override it because, whenever ``A_hat`` changed by exactly ``x x^T`` (every row of
+OFUL, every row between two FD reductions), Sherman-Morrison gives the new solution from the
+old one in the cost of ``A_hat^-1 x`` alone,
+
+    theta' = theta + A_hat^-1 x (r - x^T theta) / (1 + x^T A_hat^-1 x),
+
+and the ``S x`` (or ``A^-1 x``) that this needs is the played arm's row of the projection
+``quad_inv`` computed for the whole arm set (``played=``). Same estimate, to rounding.
 """
 
 from __future__ import annotations
@@ -75,6 +86,27 @@ class CovarianceEstimator(ABC):
     @abstractmethod
     def memory_bytes(self) -> int:
         """Bytes held by the estimator's tensors right now."""
+
+    def ridge_step(self, x: torch.Tensor, reward: float, b: torch.Tensor, theta: torch.Tensor,
+                   played: tuple | None = None) -> torch.Tensor:
+        """Add the validated row ``x`` and return the new ridge solution ``A_hat'^-1 b``.
+
+        ``b`` already includes ``reward * x``; ``theta`` is the solution before this row,
+        ``A_hat^-1 (b - reward x)``. ``played=(arms, k)`` says that ``x`` is row ``k`` of the very
+        tensor ``arms`` last passed to :meth:`quad_inv`, so an estimator may reuse that call's
+        projection of it (it checks the identity of ``arms`` and that no row came in between).
+        This default ignores both hints: ``update`` then ``solve``.
+        """
+        self._update(x)
+        self.n_rows += 1
+        return self.solve(b)
+
+    @staticmethod
+    def _rank_one_refit(theta: torch.Tensor, x: torch.Tensor, reward: float, v: torch.Tensor, kappa: float) -> torch.Tensor:
+        """Sherman-Morrison on the ridge solution after ``A_hat' = A_hat + x x^T``, ``b' = b + r x``:
+        ``theta' = theta + v (r - x^T theta) / kappa`` where ``v / kappa = A_hat^-1 x / (1 + x^T A_hat^-1 x)``
+        (each estimator passes its own scaling of the pair, e.g. ``rho A_hat^-1 x`` and ``rho (1 + ...)``)."""
+        return torch.add(theta, v, alpha=(reward - float(x @ theta)) / kappa)
 
     def logdet_increment(self, x: torch.Tensor) -> torch.Tensor:
         """``log det(A_hat + x x^T) - log det(A_hat)`` = ``log(1 + ||x||^2_{A_hat^-1})``."""
