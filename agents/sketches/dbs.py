@@ -232,6 +232,9 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.block_cap = block_cap(self.d, self.l0)
         self._kw = {"device": self.device, "dtype": self.dtype}
         # Frozen (inactive) blocks: their stacked rows S~, its Gram S~ S~^T (eq. 3's corrected M~).
+        # S~ and the active block's row buffer are consecutive rows of one tensor, so [S~; S*] (in
+        # M's order) is one slice _rows[:r] and each query is one product with it, not two and a cat.
+        self._rows: torch.Tensor | None = None
         self._S_in = torch.zeros(0, self.d, **self._kw)
         self._G_in = torch.zeros(0, 0, **self._kw)
         self._alpha_in = 0.0
@@ -243,11 +246,16 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._act_rows = 0
         self._act_held = 0  # rows of the active sketch that M currently accounts for
         self._act_reductions = 0
-        # M = (S S^T + c I)^-1 over [S~; S*], kept in a buffer with spare capacity (eq. 7 grows it).
+        # M = (S S^T + c I)^-1 over [S~; S*], kept in a buffer with spare capacity (eq. 7 grows it);
+        # the buffer is zero outside M's r x r block, so eq. 7 is one rank-1 update (see _border)
         self._M_buf = torch.zeros(0, 0, **self._kw)
         self._r = 0
+        self._minus_one = torch.full((1,), -1.0, **self._kw)
         # Exact part (after the cap): A_hat^-1 as a d x d matrix, Sherman-Morrison per row.
         self._A_inv: torch.Tensor | None = None
+        # (arms, projection) of the last quad_inv: [S~; S*] arms^T, or A_hat^-1 arms^T after the cap;
+        # ridge_step reuses the played arm's column, any update drops it
+        self._proj: tuple | None = None
         self._gram: torch.Tensor | None = None  # exact mode with keep_gram: covariance() exactly
         self.n_exact_rows = 0
         self.frobenius_mass = 0.0  # ||X||_F^2 = sum_s ||x_s||^2 (Tr X^T X), for confidence radii
@@ -261,7 +269,13 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     # -- construction helpers ----------------------------------------------------------
     def _new_block(self, size: int) -> FrequentDirections:
-        return _SKETCHES[self.sketch](self.d, size, reg=self.reg, fast=self.fast, **self._kw)
+        """A block of sketch size ``size`` whose row buffer follows S~ in a new ``_rows`` tensor."""
+        r_in = self._S_in.shape[0]
+        cap = 2 * size if self.fast else size
+        rows = torch.zeros(r_in + cap, self.d, **self._kw)
+        rows[:r_in] = self._S_in
+        self._rows, self._S_in = rows, rows[:r_in]
+        return _SKETCHES[self.sketch](self.d, size, reg=self.reg, fast=self.fast, _buffer=rows[r_in:], **self._kw)
 
     @property
     def _c(self) -> float:
@@ -283,17 +297,24 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._M_buf = buf
 
     # -- streaming -----------------------------------------------------------------------
-    def _update(self, x: torch.Tensor) -> None:
+    def _update(self, x: torch.Tensor, Sx: torch.Tensor | None = None) -> tuple[torch.Tensor, float] | None:
+        """Insert the validated row ``x``. ``Sx``: its projection from the last :meth:`quad_inv`
+        (``S x`` over the rows M accounts for, or ``A_hat^-1 x`` after the cap), if known.
+
+        Returns ``(v, kappa)`` with ``v / kappa = A_hat^-1 x / (1 + x^T A_hat^-1 x)`` (the old A_hat)
+        when ``A_hat`` gained exactly ``x x^T``, else ``None`` (a reduction, a zero row, the switch
+        to exact mode): what :meth:`ridge_step` needs to refit by Sherman-Morrison.
+        """
+        self._proj = None
         norm2 = float(x @ x)
         self.frobenius_mass += norm2
         if self._A_inv is not None:  # Alg. 1 line 3-4: exact rank-1 modification
-            self._sherman_morrison(x)
             self.n_exact_rows += 1
-            return
+            # .contiguous(): addr_ with a strided vector takes a path ~4x slower than with a contiguous one
+            return self._sherman_morrison(x, None if Sx is None else Sx.contiguous())
         # Alg. 1 line 7 (short-circuit: the look-ahead SVD only when the mass test fails).
         if self._act_mass + norm2 < self.threshold or not self._will_excess(x):
-            self._insert_active(x, norm2)
-            return
+            return self._insert_active(x, norm2, Sx)
         # Lines 10-12: freeze B*, open a block of twice its sketch size, x goes into it.
         size = 2 * self._act_size
         self._close_active()
@@ -302,11 +323,25 @@ class DyadicBlockSketch(CovarianceEstimator):
             self._frozen.append(BlockInfo(len(self._frozen), size, norm2, 1, 0, 0.0, 0.0, False))
             self._switch_to_exact()
             self._sherman_morrison(x)
-            return
+            return None
         self._active = self._new_block(size)
         self._act_size, self._act_mass, self._act_rows = size, 0.0, 0
         self._act_held, self._act_reductions = 0, 0
-        self._insert_active(x, norm2)
+        # closing changed neither A_hat nor M's row order: Sx is still S x over [S~; S*] (S* now empty)
+        return self._insert_active(x, norm2, Sx)
+
+    def ridge_step(self, x, reward, b, theta, played=None):
+        """Add ``x`` and return ``A_hat'^-1 b`` (see :meth:`CovarianceEstimator.ridge_step`): by
+        Sherman-Morrison when the row was bordered into M (eq. 7) or added exactly after the cap,
+        a fresh solve (eq. 5) after a reduction or the switch to exact mode. The played arm's
+        ``S x`` (or ``A_hat^-1 x``) comes from the last :meth:`quad_inv` when ``played`` names it."""
+        proj = self._proj
+        Sx = proj[1].select(1, played[1]) if played is not None and proj is not None and proj[0] is played[0] else None
+        step = self._update(x, Sx)
+        self.n_rows += 1
+        if step is None:
+            return self._solve(b)
+        return self._rank_one_refit(theta, x, reward, *step)
 
     def _will_excess(self, x: torch.Tensor) -> bool:
         """willExcessSketch (Sec. 3.1), with App. B.1's sentinel while the block is not yet full."""
@@ -314,48 +349,55 @@ class DyadicBlockSketch(CovarianceEstimator):
             return True
         return self._active.shrinkage_if_added(x) > 0.0
 
-    def _insert_active(self, x: torch.Tensor, norm2: float) -> None:
+    def _insert_active(self, x: torch.Tensor, norm2: float, Sx: torch.Tensor | None = None):
         blk = self._active
         held_before = self._act_held
-        # x is already validated (CovarianceEstimator.update): feed the block through the base
-        # class's validated-row hook instead of re-checking it (what blk.update(x) would do).
-        blk._update(x)
+        r_in = self._S_in.shape[0]
+        # x is already validated (CovarianceEstimator.update): feed the block through its
+        # validated-row hook. M accounts for all its rows (held_before == its row count), so
+        # the active part of Sx is the block's own S* x.
+        blk._add(x, norm2, None if Sx is None else Sx[r_in:])
         blk.n_rows += 1
         self._act_mass += norm2
         self._act_rows += 1
-        S_act = blk.S
         if blk.n_reductions == self._act_reductions:
-            if S_act.shape[0] == held_before:  # FD skipped a zero row: A_hat unchanged
-                return
-            if S_act.shape[0] == held_before + 1 and torch.equal(S_act[-1], x):
+            if blk.rows_in_use == held_before:  # FD skipped a zero row: A_hat unchanged
+                return None
+            if blk.rows_in_use == held_before + 1:  # no reduction, one more row: x was appended
                 # fast Alg. 4 line 19: eq. 7; the block's Gram already holds S* x (its new row)
-                self._border(x, blk.gram[held_before, :held_before])
-                return
+                if Sx is None:  # the block's append wrote S* x as its Gram row (lower triangle, no sync needed)
+                    S_act_x = blk._G[held_before, :held_before]
+                    Sx = torch.cat((self._S_in @ x, S_act_x)) if r_in else S_act_x
+                return self._border(x, norm2, Sx)
         # A reduction happened (Alg. 4 lines 14-16, or every row for Alg. 1): eq. 3.
         self._act_reductions = blk.n_reductions
         self._recompute_M()
+        return None
 
-    def _border(self, x: torch.Tensor, S_act_x: torch.Tensor) -> None:
+    def _border(self, x: torch.Tensor, norm2: float, Sx: torch.Tensor) -> tuple[torch.Tensor, float]:
         """eq. 7: M <- [[M + phi phi^T/xi, -phi/xi], [-phi^T/xi, 1/xi]] for the appended row x,
         phi = M S x, xi = ||x||^2 - (S x)^T phi + c (= c (1 + ||x||^2_{A_hat^-1}) >= c).
-        ``S_act_x`` is ``S* x`` over the active rows already in M."""
+        ``Sx`` is ``S x`` over the rows already in M, in M's order ([S~; S*]).
+
+        Returns ``(x - S^T phi, xi)``: ``c A_hat^-1 x = x - S^T M S x`` (eq. 5) and
+        ``c (1 + x^T A_hat^-1 x) = xi``, the Sherman-Morrison pair of :meth:`ridge_step`.
+
+        The bordered matrix is ``[[M, 0], [0, 0]] + u u^T / xi`` with ``u = [phi; -1]``: with the
+        buffer zero outside M (an invariant), one rank-1 update of its leading (r+1) x (r+1) block
+        writes all of it (one op instead of five block and entry writes)."""
         r, c = self._r, self._c
-        if r:
-            Sx = torch.cat((self._S_in @ x, S_act_x)) if self._S_in.shape[0] else S_act_x
-            M = self._M()
-            phi = M @ Sx
-            xi = max(float(x @ x - Sx @ phi) + c, c)  # rounding can only push it below c
-        else:
-            phi, xi = None, float(x @ x) + c
         self._ensure_capacity(r + 1)
-        buf = self._M_buf
         if r:
-            buf[:r, :r].addr_(phi, phi, alpha=1.0 / xi)
-            buf[:r, r] = -phi / xi
-            buf[r, :r] = -phi / xi
-        buf[r, r] = 1.0 / xi
+            phi = self._M_buf[:r, :r] @ Sx
+            xi = max(norm2 - float(Sx @ phi) + c, c)  # rounding can only push it below c
+            v = torch.addmv(x, self._rows[:r].T, phi, alpha=-1.0)  # rows [0, r) are M's rows [S~; S*]
+            u = torch.cat((phi, self._minus_one))
+        else:
+            xi, v, u = norm2 + c, x, self._minus_one
+        self._M_buf[: r + 1, : r + 1].addr_(u, u, alpha=1.0 / xi)
         self._r = r + 1
         self._act_held += 1
+        return v, xi
 
     def _recompute_M(self) -> None:
         """eq. 3 (corrected): M = (G + c I)^-1 with G the Gram of [S~; S*], from the cached S~ S~^T."""
@@ -372,6 +414,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         G[r_in:, r_in:] = blk.gram
         self._act_held = r_a
         self._ensure_capacity(r)
+        if self._r > r:  # keep the buffer zero outside M (eq. 7's single rank-1 update relies on it)
+            self._M_buf[: self._r, : self._r] = 0.0
         self._r = r
         if r:
             self._M_buf[:r, :r] = _spd_inverse(G, self._c)
@@ -390,7 +434,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             G[r_in:, :r_in] = cross.T
         G[r_in:, r_in:] = blk.gram
         self._G_in = G
-        self._S_in = torch.cat((self._S_in, S_act.clone()))
+        self._S_in = self._rows[: r_in + r_a]  # the block's rows follow S~ in _rows already
         alpha = float(getattr(blk, "alpha", 0.0) or 0.0)
         self._alpha_in += alpha
         self._frozen.append(
@@ -413,15 +457,19 @@ class DyadicBlockSketch(CovarianceEstimator):
             BlockInfo(b.index, b.sketch_size, b.block_size, b.n_rows, 0, b.shrinkage, b.alpha, False) for b in self._frozen
         ]
         self._S_in = torch.zeros(0, self.d, **self._kw)
+        self._rows = None
         self._G_in = torch.zeros(0, 0, **self._kw)
         self._M_buf = torch.zeros(0, 0, **self._kw)
         self._r = 0
 
-    def _sherman_morrison(self, x: torch.Tensor) -> None:
-        Ax = self._A_inv @ x
-        self._A_inv.addr_(Ax, Ax, alpha=-1.0 / (1.0 + float(x @ Ax)))
+    def _sherman_morrison(self, x: torch.Tensor, Ax: torch.Tensor | None = None) -> tuple[torch.Tensor, float]:
+        if Ax is None:
+            Ax = self._A_inv @ x
+        kappa = 1.0 + float(x @ Ax)
+        self._A_inv.addr_(Ax, Ax, alpha=-1.0 / kappa)
         if self._gram is not None:
             self._gram.addr_(x, x)
+        return Ax, kappa
 
     # -- queries -------------------------------------------------------------------------
     def _check_arms(self, arms) -> torch.Tensor:
@@ -432,41 +480,39 @@ class DyadicBlockSketch(CovarianceEstimator):
             raise ValueError(f"arms must have shape (K, {self.d}), got {tuple(arms.shape)}")
         return arms
 
-    def _project(self, v: torch.Tensor, apply) -> torch.Tensor:
-        """``S v`` over the stacked rows [S~; S*] in M's order, skipping an empty part."""
-        parts = []
-        if self._S_in.shape[0]:
-            parts.append(apply(self._S_in))
-        if self._act_held:
-            parts.append(apply(self._active.S[: self._act_held]))
-        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
-
     def quad_inv(self, arms: torch.Tensor) -> torch.Tensor:
         """``x^T A_hat^-1 x = (||x||^2 - (S x)^T M (S x)) / c`` for the K rows of ``arms``:
         O(K d r + K r^2) before the cap, O(K d^2) after it."""
+        given = arms
         arms = self._check_arms(arms)
         if self._A_inv is not None:
-            return ((arms @ self._A_inv) * arms).sum(dim=1)
-        sq = (arms * arms).sum(dim=1)
+            # columns A_hat^-1 x (ridge_step reuses the played one); A^-1 arms^T rather than
+            # arms A^-1: MKL's gemm is much slower with the K-row operand on the left
+            P = self._A_inv @ arms.T
+            self._proj = (given, P)
+            return (P * arms.T).sum(dim=0)
+        sq = torch.linalg.vector_norm(arms, dim=1).square()  # one fused pass
         if self._r == 0:
+            self._proj = None
             return sq / self._c
-        U = self._project(arms, lambda S: arms @ S.T)  # (K, r): the only O(K d r) step
-        proj = ((U @ self._M()) * U).sum(dim=1)
-        return torch.clamp((sq - proj) / self._c, min=0.0)
+        # (r, K): the only O(K d r) step (S arms^T: the faster gemm orientation, see FD.quad_inv)
+        Ut = self._rows[: self._r] @ arms.T  # rows [0, r) of _rows are [S~; S*], M's order
+        self._proj = (given, Ut)  # ridge_step reuses the played arm's column as S x
+        proj = ((self._M() @ Ut) * Ut).sum(dim=0)
+        return torch.sub(sq, proj).clamp_(min=0.0).div_(self._c)
 
     def solve(self, v: torch.Tensor) -> torch.Tensor:
         """``A_hat^-1 v = (v - S^T M S v) / c`` in O(d r + r^2) (O(d^2) after the cap)."""
-        v = as_vector(v, self.device, self.dtype, self.d, name="v")
+        return self._solve(as_vector(v, self.device, self.dtype, self.d, name="v"))
+
+    def _solve(self, v: torch.Tensor) -> torch.Tensor:
         if self._A_inv is not None:
             return self._A_inv @ v
         if self._r == 0:
             return v / self._c
-        r_in = self._S_in.shape[0]
-        w = self._M() @ self._project(v, lambda S: S @ v)
-        out = v - self._S_in.T @ w[:r_in] if r_in else v
-        if self._act_held:
-            out = out - self._active.S[: self._act_held].T @ w[r_in:]
-        return out / self._c
+        S = self._rows[: self._r]  # [S~; S*] in M's order
+        w = self._M() @ (S @ v)
+        return torch.addmv(v, S.T, w, alpha=-1.0) / self._c
 
     def covariance(self) -> torch.Tensor:
         """``sum_i S_i^T S_i (+ alpha I for RFD)``, plus the exact rows after the cap (d x d; diagnostics)."""

@@ -37,6 +37,17 @@ Implementation choices (documented here because the seeds leave them open):
   (= rho (1 + ||x||^2_{A_hat^-1}) >= rho, so it is clamped at rho, never at 0). Same
   O(m d + m^2) cost as eq. 7, but no explicit inverse is ever formed, so float32 stays stable.
   After a reduction the rows are orthogonal and ``L`` is diagonal (the paper's diagonal M).
+  The factor is bordered lazily, when a query first needs it: Dyadic Block Sketching keeps its
+  own ``M`` over all blocks and never queries a block, so its blocks never pay for ``L``.
+  Rows of the ``L`` buffer not yet bordered are identity rows, so a triangular solve with the
+  whole (contiguous) buffer gives the leading entries exactly, without torch copying a slice.
+  Likewise an append writes only the new row of the Gram below the diagonal (its diagonal entry
+  is kept as a float); the rest is filled in (:meth:`_sync_gram`) only for the few readers that
+  need all of it (``gram``, ``eigh`` at a reduction, the look-ahead): each tensor write costs
+  more than its arithmetic at these sizes.
+* The agents' refit (:meth:`ridge_step`) follows the solution by Sherman-Morrison while rows are
+  only appended: ``rho A_hat^-1 x = x - S^T L^-T c`` with the ``c`` of the new factor row and
+  ``rho (1 + x^T A_hat^-1 x) = s^2``, one O(d m) pass; after a reduction it solves afresh.
 * The shrink value. Alg. 2 line 5 uses ``sigma_l^2`` of the l x d sketch; the fast variant uses
   the l-th largest of the 2l-row buffer (seed 003 Sec. 3.2; GAP 13 of the reference notes),
   which keeps the bound above with the same ``l``. With fewer than ``l`` rows (or a stream of
@@ -84,6 +95,8 @@ class FrequentDirections(CovarianceEstimator):
         fast: ``True`` for the 2l-row buffer (one reduction every ~l rows, O(d l) amortised),
             ``False`` for the textbook one-reduction-per-row Alg. 2 (O(d l^2) per row).
         device, dtype: where the state lives (float64 default on CPU).
+        _buffer: private; zeroed storage of shape ``(capacity, d)`` for the rows (Dyadic Block
+            Sketching stacks its blocks' rows in one tensor, so that one product serves all).
 
     Attributes:
         total_shrinkage: sum of the shrink values applied so far (seed 000's sigma-bar):
@@ -93,7 +106,8 @@ class FrequentDirections(CovarianceEstimator):
         last_shrinkage: shrink value of the latest reduction (0.0 before any).
     """
 
-    def __init__(self, d: int, sketch_size: int, *, reg: float = 1.0, fast: bool = True, device=None, dtype=None):
+    def __init__(self, d: int, sketch_size: int, *, reg: float = 1.0, fast: bool = True, device=None, dtype=None,
+                 _buffer: torch.Tensor | None = None):
         if isinstance(sketch_size, bool) or not isinstance(sketch_size, numbers.Integral):
             raise ValueError(
                 f"sketch_size must be a positive int (the number l of sketch rows), got {sketch_size!r} "
@@ -114,9 +128,21 @@ class FrequentDirections(CovarianceEstimator):
         self.fast = fast
         self._cap = 2 * self._l if fast else self._l
         kw = {"device": self.device, "dtype": self.dtype}
-        self._buf = torch.zeros(self._cap, d, **kw)  # rows [0, m) are the sketch S
-        self._G = torch.zeros(self._cap, self._cap, **kw)  # S S^T
-        self._L = torch.zeros(self._cap, self._cap, **kw)  # chol(S S^T + rho I), lower
+        if _buffer is not None and (tuple(_buffer.shape) != (self._cap, d) or _buffer.dtype != self.dtype
+                                    or _buffer.device != self.device):
+            raise ValueError(f"_buffer must be a zeroed ({self._cap}, {d}) {self.dtype} tensor on {self.device}")
+        self._buf = torch.zeros(self._cap, d, **kw) if _buffer is None else _buffer  # rows [0, m) are the sketch S
+        self._G = torch.zeros(self._cap, self._cap, **kw)  # S S^T; complete on rows [0, _n_sym), see _sync_gram
+        self._n_sym = 0
+        # chol(S S^T + rho I), lower, bordered lazily: rows [0, _n_chol) are factored, the others
+        # are identity rows (see _factor), so the full buffer is always a valid triangular matrix.
+        self._L = torch.eye(self._cap, **kw)
+        self._L_diag = self._L.diagonal()  # a view, kept: indexing it is one op fewer than L[j, j]
+        self._n_chol = 0
+        self._xx: list[float] = [0.0] * self._cap  # ||row||^2 of the appended rows (the Gram's diagonal)
+        # (arms, S arms^T, L^-1 S arms^T) of the last quad_inv, both (cap, K) and zero past row m;
+        # ridge_step reuses the played arm's columns, any update drops them
+        self._proj: tuple | None = None
         self._m = 0
         self._n_orth = 0  # the leading rows known mutually orthogonal (L diagonal there)
         self._lookahead: tuple | None = None  # (x, eigh of the bordered Gram) from shrinkage_if_added
@@ -159,11 +185,13 @@ class FrequentDirections(CovarianceEstimator):
     @property
     def gram(self) -> torch.Tensor:
         """``S S^T`` (shape ``(m, m)``), maintained incrementally (a view: do not modify)."""
+        self._sync_gram()
         return self._G[: self._m, : self._m]
 
     @property
     def chol(self) -> torch.Tensor:
         """Lower Cholesky factor of ``S S^T + rho I`` (a view: do not modify)."""
+        self._factor()
         return self._L[: self._m, : self._m]
 
     @property
@@ -181,33 +209,115 @@ class FrequentDirections(CovarianceEstimator):
         return torch.cholesky_inverse(self.chol)
 
     # -- streaming -------------------------------------------------------------------
-    def _update(self, x: torch.Tensor) -> None:
+    def _update(self, x: torch.Tensor, g: torch.Tensor | None = None) -> None:
+        self._add(x, float(x @ x), g)  # scalars stay Python floats: each tensor op costs more than its arithmetic here
+
+    def _add(self, x: torch.Tensor, xx: float, g: torch.Tensor | None = None) -> None:
+        """Insert the validated row ``x`` (``xx = ||x||^2``); ``g``, if given, is ``S x`` already."""
+        self._proj = None
         cached, self._lookahead = self._lookahead, None
-        xx = float(x @ x)  # scalars stay Python floats: each tensor op costs more than its arithmetic here
         if not xx > 0.0:
             return  # a zero row adds nothing to X^T X (and would shrink by 0)
-        self._append(x, xx)
+        self._append(x, xx, g)
         if not self.fast or self._m == self._cap:
             # shrinkage_if_added(x) just decomposed this very Gram (same ops, same bits): reuse it
             eig = cached[1] if cached is not None and torch.equal(cached[0], x) else None
             self._reduce(eig)
 
-    def _append(self, x: torch.Tensor, xx: float) -> None:
-        m, rho = self._m, self.rho
+    def _append(self, x: torch.Tensor, xx: float, g: torch.Tensor | None = None) -> None:
+        """``g``: ``S x`` over the m rows held, or a full-capacity column that is zero past m
+        (the scoring's projection), written as the whole Gram row in one copy."""
+        m = self._m
         if m:
-            g = self._buf[:m] @ x  # S x: the O(m d) part
-            c = torch.linalg.solve_triangular(self._L[:m, :m], g[:, None], upper=False)[:, 0]
-            self._G[m, :m] = g
-            self._G[:m, m] = g
-            self._L[m, :m] = c
-            schur = xx + rho - float(c @ c)
-        else:
-            schur = xx + rho
-        # Schur complement of the bordered Gram = rho (1 + x^T A_hat^-1 x) >= rho: clamp, never 0.
-        self._L[m, m] = math.sqrt(max(schur, rho))
-        self._G[m, m] = xx
+            # the lower triangle only; its mirror and the diagonal wait for _sync_gram
+            if g is None:
+                self._G[m, :m] = self._buf[:m] @ x  # S x: the O(m d) part
+            elif g.shape[0] == m:
+                self._G[m, :m] = g
+            else:
+                self._G[m].copy_(g)  # zero past m: nothing above the diagonal is written
+        self._xx[m] = xx
         self._buf[m] = x
         self._m = m + 1
+
+    def _sync_gram(self) -> None:
+        """Complete ``S S^T`` in the buffer for the rows appended since the last call: their
+        diagonal (from ``_xx``) and the upper triangle (the mirror of what appends wrote)."""
+        j0, m = self._n_sym, self._m
+        if j0 >= m:
+            return
+        G = self._G
+        G.diagonal()[j0:m] = torch.tensor(self._xx[j0:m], device=self.device, dtype=self.dtype)
+        if j0:
+            G[:j0, j0:m] = G[j0:m, :j0].T
+        block = G[j0:m, j0:m]
+        block.copy_(torch.tril(block) + torch.tril(block, -1).mT)
+        self._n_sym = m
+
+    def _factor(self, upto: int | None = None) -> None:
+        """Border ``L`` with the rows [_n_chol, upto) appended since it was last needed (lazy;
+        module docstring): row j gets ``[c^T, s]`` with ``L_j c = S_j x_j``, a solve with the whole
+        buffer (rows >= j of ``L`` are identity rows, so its first j entries are exactly
+        ``L_j^-1 G[j, :j]``, whatever the rest of row j of the Gram buffer holds)."""
+        for j in range(self._n_chol, self._m if upto is None else upto):
+            c = torch.linalg.solve_triangular(self._L, self._G[j].unsqueeze(1), upper=False)[:, 0] if j else None
+            self._set_chol_row(j, c)
+
+    def _set_chol_row(self, j: int, c: torch.Tensor | None, zero_tail: bool = False) -> float:
+        """Write row j of ``L``: ``c[:j]`` (= L_j^-1 S_j x_j) and ``s = sqrt(s2)``; returns
+        ``s2 = max(||x_j||^2 + rho - ||c||^2, rho)``. ``zero_tail``: ``c`` is zero past j (the
+        scoring's projection), so it is copied as the whole row in one op."""
+        rho = self.rho
+        if j:
+            if zero_tail:
+                schur = self._xx[j] + rho - float(c @ c)
+                self._L[j].copy_(c)  # the diagonal entry is set below; past it, zeros as required
+            else:
+                cj = c[:j]
+                schur = self._xx[j] + rho - float(cj @ cj)
+                self._L[j, :j] = cj
+        else:
+            schur = self._xx[0] + rho
+        # Schur complement of the bordered Gram = rho (1 + x^T A_hat^-1 x) >= rho: clamp, never 0.
+        s2 = max(schur, rho)
+        self._L_diag[j] = math.sqrt(s2)
+        self._n_chol = j + 1
+        return s2
+
+    def ridge_step(self, x, reward, b, theta, played=None):
+        """Add ``x`` and return ``A_hat'^-1 b`` (see :meth:`CovarianceEstimator.ridge_step`).
+
+        While the row is only appended, ``A_hat' = A_hat + x x^T`` exactly, and the solution follows
+        by Sherman-Morrison with ``rho A_hat^-1 x = x - S^T L^-T c``, ``rho (1 + x^T A_hat^-1 x) = s^2``
+        from the new factor row (module docstring): one O(d m) pass instead of a full solve's two.
+        When ``played`` names the arms of the last :meth:`quad_inv`, ``S x`` and ``c = L^-1 S x``
+        are the played arm's columns of its projections: no product with ``S`` and no solve for
+        them. If the row fills the buffer (a reduction) or is skipped, it solves afresh.
+        """
+        proj = self._proj
+        xx = float(x @ x)
+        m = self._m
+        rank_one = xx > 0.0 and self.fast and m + 1 < self._cap
+        g = c = None
+        hit = bool(m) and played is not None and proj is not None and proj[0] is played[0]
+        if hit:  # the played arm's columns, zero past row m (see quad_inv)
+            k = played[1]
+            g, c = proj[1].select(1, k), proj[2].narrow(1, k, 1)
+        self._add(x, xx, g)
+        self.n_rows += 1
+        if not rank_one:
+            return self._solve(b)
+        q = None
+        if m:
+            if c is None:
+                self._factor(upto=m)
+                c = torch.linalg.solve_triangular(self._L, self._G[m].unsqueeze(1), upper=False)
+            # q = L_m^-T c, before row m is written (rows >= m of L are identity rows: no slicing)
+            q = torch.linalg.solve_triangular(self._L.mT, c, upper=True)[:m, 0]
+            c = c[:, 0]
+        s2 = self._set_chol_row(m, c, zero_tail=hit)
+        v = torch.addmv(x, self._buf[:m].T, q, alpha=-1.0) if m else x
+        return self._rank_one_refit(theta, x, reward, v, s2)
 
     def _zero_tol(self, m: int, top: float) -> float:
         """Eigenvalues of the Gram below this are rounding noise (see module docstring)."""
@@ -229,7 +339,10 @@ class FrequentDirections(CovarianceEstimator):
 
     def _reduce(self, eig: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
         m = self._m
-        evals, evecs = eig if eig is not None else self._eigh_desc(self._G[:m, :m])
+        if eig is None:
+            self._sync_gram()  # eigh reads the lower triangle, but the diagonal is written lazily
+            eig = self._eigh_desc(self._G[:m, :m])
+        evals, evecs = eig
         delta = self._shrink_value(evals)
         tol = self._zero_tol(m, float(evals[0]))
         # Alg. 2 line 6: Sigma^2 - delta on the l - 1 leading directions; the l-th and beyond vanish.
@@ -243,12 +356,15 @@ class FrequentDirections(CovarianceEstimator):
         self._G[:m, :m] = 0.0
         self._L[:m, :m] = 0.0
         self._on_shrink(delta)  # RFD: alpha += delta before rho is read below
-        idx = torch.arange(r, device=self.device)
         # Alg. 2 line 7: M = diag{1/(rho + sigma_j^2 - delta)}: the rows are now orthogonal.
-        self._G[idx, idx] = keep
-        self._L[idx, idx] = torch.sqrt(keep + self.rho)
+        self._G.diagonal()[:r] = keep
+        L_diag = self._L_diag
+        L_diag[:r] = torch.sqrt(keep + self.rho)
+        L_diag[r:m] = 1.0  # identity rows past the factored ones (the lazy factor's invariant)
         self._m = r
         self._n_orth = r
+        self._n_chol = r
+        self._n_sym = r
         self.total_shrinkage += delta
         self.n_reductions += 1
         self.shrinkages.append(delta)
@@ -257,6 +373,7 @@ class FrequentDirections(CovarianceEstimator):
     # -- look-ahead (state unchanged) --------------------------------------------------
     def _bordered_evals(self, x: torch.Tensor | None) -> torch.Tensor:
         m = self._m
+        self._sync_gram()
         if x is None:
             return self._eigh_desc(self._G[:m, :m])[0] if m else torch.zeros(0, device=self.device, dtype=self.dtype)
         G = torch.empty(m + 1, m + 1, device=self.device, dtype=self.dtype)  # temporary copy
@@ -308,23 +425,32 @@ class FrequentDirections(CovarianceEstimator):
     def quad_inv(self, arms: torch.Tensor) -> torch.Tensor:
         """``x^T A_hat^-1 x`` for each row of ``arms`` (K, d) in O(K d m): Woodbury with the
         Cholesky factor, ``(||x||^2 - ||L^-1 S x||^2) / rho``."""
+        given = arms
         arms = self._check_arms(arms)
         sq = torch.linalg.vector_norm(arms, dim=1).square()  # one fused pass (3x faster than (a*a).sum)
         m, rho = self._m, self.rho
         if m == 0:
+            self._proj = None
             return sq / rho
-        Z = arms @ self._buf[:m].T  # (K, m): the only O(K d m) step
-        if self.is_orthogonal:
-            W = Z / torch.diagonal(self._L[:m, :m])
-            proj = (W * W).sum(dim=1)
+        # S arms^T, the only O(K d m) step, into a (cap, K) buffer that is zero past row m, so the
+        # solve below uses the whole L buffer (no slicing copy). S arms^T rather than arms S^T:
+        # with K ~ 10-20 rows on the left MKL's gemm is ~1.5x slower (d = 784 and d = 8192).
+        Zt = torch.zeros(self._cap, arms.shape[0], device=self.device, dtype=self.dtype)
+        torch.mm(self._buf[:m], arms.T, out=Zt[:m])
+        if self.is_orthogonal:  # right after a reduction L is diagonal (identity past row m)
+            W = Zt / self._L_diag.unsqueeze(1)
         else:
-            W = torch.linalg.solve_triangular(self._L[:m, :m], Z.T, upper=False)
-            proj = (W * W).sum(dim=0)
-        return torch.clamp((sq - proj) / rho, min=0.0)
+            self._factor()
+            W = torch.linalg.solve_triangular(self._L, Zt, upper=False)
+        self._proj = (given, Zt, W)  # ridge_step reuses the played arm's columns
+        proj = (W * W).sum(dim=0)
+        return torch.sub(sq, proj).clamp_(min=0.0).div_(rho)
 
     def solve(self, v: torch.Tensor) -> torch.Tensor:
         """``A_hat^-1 v = (v - S^T (S S^T + rho I)^-1 S v) / rho`` in O(d m + m^2)."""
-        v = as_vector(v, self.device, self.dtype, self.d, name="v")
+        return self._solve(as_vector(v, self.device, self.dtype, self.d, name="v"))
+
+    def _solve(self, v: torch.Tensor) -> torch.Tensor:
         m, rho = self._m, self.rho
         if m == 0:
             return v / rho
@@ -333,6 +459,7 @@ class FrequentDirections(CovarianceEstimator):
         if self.is_orthogonal:  # right after a reduction M is diagonal (Alg. 2 line 7)
             y = z / torch.diagonal(self._L[:m, :m]).square()
         else:
+            self._factor()
             y = torch.cholesky_solve(z[:, None], self._L[:m, :m], upper=False)[:, 0]
         return (v - S.T @ y) / rho
 
@@ -353,7 +480,9 @@ class FrequentDirections(CovarianceEstimator):
         lam, sig, m = self.reg, self.total_shrinkage, self._m
         out = self.d * math.log1p(sig / lam)
         if m:
+            self._factor()
             exact = float(2.0 * torch.log(torch.diagonal(self._L[:m, :m])).sum()) - m * math.log(lam)
+            self._sync_gram()
             trace = float(torch.diagonal(self._G[:m, :m]).sum())
             amgm = m * math.log1p(max(trace, 0.0) / (m * (lam + sig)))
             out += min(exact, amgm)

@@ -55,9 +55,10 @@ class RobustFrequentDirections(FrequentDirections):
         alpha: sum of all shrink values (= :attr:`total_shrinkage`), added back as ``alpha * I``.
     """
 
-    def __init__(self, d: int, sketch_size: int, *, reg: float = 1.0, fast: bool = True, device=None, dtype=None):
+    def __init__(self, d: int, sketch_size: int, *, reg: float = 1.0, fast: bool = True, device=None, dtype=None,
+                 _buffer: torch.Tensor | None = None):
         self.alpha = 0.0
-        super().__init__(d, sketch_size, reg=reg, fast=fast, device=device, dtype=dtype)
+        super().__init__(d, sketch_size, reg=reg, fast=fast, device=device, dtype=dtype, _buffer=_buffer)
 
     @property
     def rho(self) -> float:
@@ -84,5 +85,6 @@ class RobustFrequentDirections(FrequentDirections):
         rho, m = self.rho, self._m
         out = self.d * math.log(rho / self.reg)
         if m:
+            self._factor()
             out += float(2.0 * torch.log(torch.diagonal(self._L[:m, :m])).sum()) - m * math.log(rho)
         return out

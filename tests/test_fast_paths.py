@@ -1,0 +1,124 @@
+"""The per-round fast paths give the plain algorithm's numbers (to rounding).
+
+LinUCB reuses act()'s validated arms in update() of the same obs, the estimators reuse the
+played arm's projection from the scoring, and ``ridge_step`` follows ``theta_hat`` by
+Sherman-Morrison between sketch reductions instead of solving afresh. These tests play the
+same rounds through the fast paths and through the plain ones (a copy of the obs in update(),
+so nothing is reused) and check the estimates agree, that ``theta_hat`` is ``A_hat^-1 b`` of
+the estimator's own ``A_hat`` every round, and what update() sees when obs changes in place.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sketch_streams import KINDS, make_stream
+
+from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
+from agents.sketches import FrequentDirections, RobustFrequentDirections
+
+
+def _make(kind: str, d: int, size: int, fast: bool, sentinel: bool):
+    kw = dict(lam=0.7, beta=0.4, d=d)
+    if kind == "OFUL":
+        return OFUL(**kw)
+    if kind in ("SOFUL", "CBSCFD"):
+        return (SOFUL if kind == "SOFUL" else CBSCFD)(sketch_size=size, fast=fast, **kw)
+    sketch = "rfd" if kind == "DBS-RFD" else "fd"
+    return DBSLinUCB(l0=min(size, d), eps=0.5, sketch=sketch, fast=fast, sentinel=sentinel, **kw)
+
+
+AGENT_KINDS = ("OFUL", "SOFUL", "CBSCFD", "DBS-FD", "DBS-RFD")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    agent=st.sampled_from(AGENT_KINDS), kind=st.sampled_from(KINDS), d=st.integers(1, 9), k=st.integers(1, 6),
+    n=st.integers(1, 45), size=st.integers(1, 6), fast=st.booleans(), sentinel=st.booleans(),
+    as_tensor=st.booleans(), seed=st.integers(0, 2**31 - 1),
+)
+def test_fast_paths_track_the_plain_ridge_solution(agent, kind, d, k, n, size, fast, sentinel, as_tensor, seed):
+    X = make_stream(kind, n * k, d, seed).reshape(n, k, d)
+    rewards = np.random.default_rng(seed + 1).standard_normal(n)
+    fast_agent = _make(agent, d, size, fast, sentinel)
+    plain = _make(agent, d, size, fast, sentinel)
+    for t in range(n):
+        obs = torch.as_tensor(X[t]) if as_tensor else X[t]
+        a = fast_agent.act(obs)  # scored: update() of the same obs reuses arms and projection
+        plain.act(obs)
+        fast_agent.update(obs, a, rewards[t])
+        plain.update(X[t].copy(), a, rewards[t])  # another object: converted afresh, nothing reused
+        # theta_hat is the ridge solution of the estimator's own A_hat, every round
+        fresh = fast_agent.estimator.solve(fast_agent.b)
+        scale = 1.0 + float(fresh.abs().max())
+        torch.testing.assert_close(fast_agent.theta_hat, fresh, rtol=1e-7, atol=1e-7 * scale)
+        torch.testing.assert_close(fast_agent.theta_hat, plain.theta_hat, rtol=1e-7, atol=1e-7 * scale)
+        torch.testing.assert_close(fast_agent.b, plain.b, rtol=1e-12, atol=1e-12)
+    assert fast_agent.sketch_size == plain.sketch_size and fast_agent.t == plain.t == n
+    assert fast_agent.memory_bytes() == plain.memory_bytes()
+
+
+def test_update_sees_the_arms_act_scored():
+    """Same obs object: act's conversion is reused. An in-place change of a torch obs in between
+    is seen (its version counter moved: converted afresh); a float64 numpy obs was snapshotted,
+    so update() learns from the row act() scored; float32 numpy and lists were copies anyway."""
+    rng = np.random.default_rng(0)
+    arms = rng.standard_normal((4, 5))
+    for make_obs, sees_change in ((lambda: torch.as_tensor(arms.copy()), True), (lambda: arms.copy(), False),
+                                  (lambda: arms.astype(np.float32), False)):
+        agent, ref = SOFUL(sketch_size=3, beta=0.2), SOFUL(sketch_size=3, beta=0.2)
+        obs = make_obs()
+        a = agent.act(obs)
+        obs[a] += 1.0  # in place, between act and update
+        agent.update(obs, a, 1.0)
+        row = np.asarray(obs[a] if sees_change else make_obs()[a], dtype=np.float64)  # else: as scored
+        ref.update(row[None, :], 0, 1.0)
+        torch.testing.assert_close(agent.b, ref.b.to(agent.b.dtype))
+        torch.testing.assert_close(agent.theta_hat, ref.theta_hat, rtol=1e-10, atol=1e-12)
+    # a list obs is converted afresh in update(): its current content is what is learnt
+    agent = OFUL(beta=0.2)
+    obs = arms.tolist()
+    a = agent.act(obs)
+    obs[a] = [2.0] * 5
+    agent.update(obs, a, 1.0)
+    torch.testing.assert_close(agent.b, torch.full((5,), 2.0, dtype=torch.float64))
+
+
+@settings(max_examples=40, deadline=None)
+@given(kind=st.sampled_from(KINDS), n=st.integers(1, 40), d=st.integers(1, 9), l=st.integers(1, 8),
+       fast=st.booleans(), robust=st.booleans(), query_every=st.integers(1, 7), seed=st.integers(0, 2**31 - 1))
+def test_lazy_gram_and_factor_are_the_sketchs_own(kind, n, d, l, fast, robust, query_every, seed):
+    """The Gram's mirror/diagonal and the Cholesky factor are completed lazily; whenever they are
+    read they are S S^T and chol(S S^T + rho I), whatever mix of appends, queries and reductions."""
+    X = make_stream(kind, n, d, seed)
+    X = X / max(1.0, np.abs(X).max())
+    est = (RobustFrequentDirections if robust else FrequentDirections)(d, l, reg=0.5, fast=fast)
+    for t, x in enumerate(X):
+        est.update(torch.as_tensor(x))
+        if t % query_every == 0:
+            est.quad_inv(torch.as_tensor(X[: min(3, t + 1)]))
+    S = est.S
+    torch.testing.assert_close(est.gram, S @ S.T, rtol=1e-10, atol=1e-12)
+    L = est.chol
+    rho = est.rho
+    torch.testing.assert_close(L @ L.T, S @ S.T + rho * torch.eye(S.shape[0], dtype=S.dtype), rtol=1e-9, atol=1e-10)
+    assert torch.equal(L, torch.tril(L))
+
+
+@pytest.mark.parametrize("sketch", ["fd", "rfd"])
+def test_dyadic_blocks_never_pay_for_a_factor(sketch):
+    """Dyadic Block Sketching keeps its own M (eq. 7 / eq. 3) and never queries a block, so a
+    block's lazy Cholesky factor is never bordered: only the diagonal one a reduction writes
+    exists (the saving is the point of the laziness)."""
+    rng = np.random.default_rng(1)
+    agent = DBSLinUCB(l0=4, eps=3.0, sketch=sketch, beta=0.1)
+    for _ in range(120):
+        obs = rng.standard_normal((5, 30)) / 5.0
+        agent.update(obs, agent.act(obs), float(rng.standard_normal()))
+        if agent.estimator._active is not None:
+            blk = agent.estimator._active
+            assert blk._n_chol == blk._n_orth <= blk.rows_in_use
+    assert agent.n_blocks >= 2
