@@ -80,22 +80,25 @@ def _all_finite(t: torch.Tensor) -> bool:
     return math.isfinite(t.sum().item()) or bool(torch.isfinite(t).all())
 
 
+def as_float_tensor(obs: Any, device: torch.device, dtype: torch.dtype, what: str) -> torch.Tensor:
+    """``obs`` (tensor, numpy array or nested lists) as a tensor on ``device`` of ``dtype``;
+    a ``ValueError`` saying the observation must be a numeric ``what`` when it is not numeric."""
+    if isinstance(obs, torch.Tensor):
+        return obs.to(device=device, dtype=dtype)
+    try:
+        arr = np.asarray(obs, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the observation must be a numeric {what}, got {type(obs).__name__}") from exc
+    return torch.as_tensor(arr, device=device).to(dtype)
+
+
 def as_arm_matrix(obs: Any, device: torch.device, dtype: torch.dtype, d: int | None) -> torch.Tensor:
     """Convert an arm set (numpy array, tensor or nested list) of shape (K, d) to a tensor.
 
     Raises ``ValueError`` with the received shape when the input is not a finite 2-D array
     whose second dimension matches ``d`` (when ``d`` is already known).
     """
-    if isinstance(obs, torch.Tensor):
-        arms = obs.to(device=device, dtype=dtype)
-    else:
-        try:
-            arr = np.asarray(obs, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"the observation must be a numeric (K, d) arm matrix, got {type(obs).__name__}"
-            ) from exc
-        arms = torch.as_tensor(arr, device=device).to(dtype)
+    arms = as_float_tensor(obs, device, dtype, "(K, d) arm matrix")
     if arms.ndim != 2 or arms.shape[0] < 1 or arms.shape[1] < 1:
         raise ValueError(
             f"the observation must be a (K, d) arm matrix with K >= 1 arms, got shape {tuple(arms.shape)}"

@@ -24,23 +24,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._torch import _all_finite, tensor_bytes
+from .._torch import _all_finite, as_float_tensor, tensor_bytes
 
 __all__ = ["BatchedEstimator", "BatchedLinUCB", "as_arm_batch"]
 
 
 def as_arm_batch(obs: Any, device: torch.device, dtype: torch.dtype, batch_size: int, d: int | None) -> torch.Tensor:
     """A ``(B, K, d)`` finite tensor on the device, or a ``ValueError`` saying what was wrong."""
-    if isinstance(obs, torch.Tensor):
-        arms = obs.to(device=device, dtype=dtype)
-    else:
-        try:
-            arr = np.asarray(obs, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"the observation must be a numeric (B, K, d) batch of arm sets, got {type(obs).__name__}"
-            ) from exc
-        arms = torch.as_tensor(arr, device=device).to(dtype)
+    arms = as_float_tensor(obs, device, dtype, "(B, K, d) batch of arm sets")
     if arms.ndim != 3 or arms.shape[0] != batch_size or arms.shape[1] < 1 or arms.shape[2] < 1:
         raise ValueError(
             f"the observation must be a (B={batch_size}, K, d) batch of arm sets (one per member), "
