@@ -54,8 +54,10 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
             "seeds": table["seeds"],
             "rounds": table["rounds"],
             "final regret": [f"{m:.1f} ± {s:.1f}" for m, s in zip(table["final_regret_mean"], table["final_regret_std"])],
-            "time (s)": table["time_s"].map(lambda v: f"{v:.2f}"),
+            "CPU time (s)": table["time_s"].map(lambda v: f"{v:.2f}"),
             "ms/round": table["ms_per_round"].map(lambda v: f"{v:.3f}"),
+            "wall ms/round": (table["wall_ms_per_round"] if "wall_ms_per_round" in table
+                              else pd.Series(np.nan, index=table.index)).map(lambda v: "" if pd.isna(v) else f"{v:.3f}"),
             "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
             "final sketch size": table["final_sketch_size"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
         })

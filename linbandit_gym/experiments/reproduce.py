@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
+from ..threads import DEFAULT_THREADS
 from .config import ConfigError, load_config
 
 __all__ = ["EXPERIMENTS", "config_path", "reproduce"]
@@ -42,7 +43,7 @@ def reproduce(
     workers: int = 1,
     backend: str = "local",
     address: str | None = None,
-    threads: int | None = None,
+    threads: int | None = DEFAULT_THREADS,
     log: Callable[[str], None] | None = print,
 ) -> int:
     """Run experiment ``name``; write records, plots, ``summary.md`` and ``report.html`` to ``out``.

@@ -29,6 +29,7 @@ import pandas as pd
 import yaml
 
 from ..records import read_records, write_records
+from ..threads import DEFAULT_THREADS, check_threads
 from .backends import iter_results
 from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config
 
@@ -168,7 +169,7 @@ def sweep(
     workers: int = 1,
     backend: str = "local",
     address: str | None = None,
-    threads: int | None = None,
+    threads: int | None = DEFAULT_THREADS,
     log: Callable[[str], None] | None = print,
 ) -> SweepResult:
     """Expand ``config``, skip its finished runs in ``out_dir``, run the others, write each.
@@ -179,7 +180,8 @@ def sweep(
         workers: local worker processes (1: in this process), or Ray CPUs for a local Ray.
         backend: ``"local"`` (default) or ``"ray"``.
         address: Ray cluster address (``backend="ray"``); ``None`` starts a local Ray.
-        threads: torch threads per run (default: 1 in worker processes, unchanged in-process).
+        threads: torch and BLAS threads per run (default 1; ``None``: the executing process's own
+            setting); see :mod:`linbandit_gym.threads`. Recorded in each run's metadata.
         log: called with one line per finished run (``None``: silent).
 
     Returns:
@@ -195,6 +197,7 @@ def sweep(
     >>> len(sweep(cfg, out, log=None).executed), len(sweep(cfg, out, log=None).skipped)
     (4, 4)
     """
+    threads = check_threads(threads)
     cfg = config if isinstance(config, SweepConfig) else parse_config(config)
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
     runs_dir, failed_dir = out / "runs", out / "failed"
@@ -212,7 +215,7 @@ def sweep(
         say(f"note: {note}")
     say(
         f"sweep {cfg.name!r}: {len(cfg.runs)} runs, {len(finished)} already finished, {len(pending)} to run "
-        f"({backend}, {workers} worker{'s' if workers != 1 else ''}) -> {out}"
+        f"({backend}, {workers} worker{'s' if workers != 1 else ''}, {threads or 'default'} thread(s) per run) -> {out}"
     )
     if not pending:
         return result
@@ -350,7 +353,8 @@ def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, colum
 
 
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (env, agent): seeds, final regret mean/std, total and per-round time, peak memory, sketch size."""
+    """Per (env, agent): seeds, final regret mean/std, total and per-round agent time (CPU; wall
+    ms/round too when recorded), peak memory, sketch size."""
     if runs.empty:
         return pd.DataFrame()
     keys = ["env", "agent", "family"]
@@ -362,6 +366,7 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             final_regret_std=("final_regret", "std"),
             time_s=("agent_time_s", "mean"),
             ms_per_round=("ms_per_round", "mean"),
+            **({"wall_ms_per_round": ("wall_ms_per_round", "mean")} if "wall_ms_per_round" in runs else {}),
             peak_memory_kib=("peak_memory_bytes", lambda v: float(np.max(v)) / 1024.0),
             final_sketch_size=("final_sketch_size", "mean"),
         )
