@@ -33,12 +33,13 @@ _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
 def line_styles(n: int) -> list[dict]:
     """``n`` distinct (colour, line style, marker) combinations for ``ax.plot``.
 
-    Colours cycle fastest, then the dash pattern and marker change, so two curves never share
-    all three. Curves that coincide (e.g. DBSLinUCB-FD and -RFD while neither sketch has
+    Colour, dash pattern and marker all change from one curve to the next; the marker also
+    shifts once per colour cycle, so no two of the first 100 curves share all three. Curves that coincide (e.g. DBSLinUCB-FD and -RFD while neither sketch has
     shrunk) stay visible: a dashed curve over a solid one shows both.
     """
     return [
-        {"color": _COLORS[i % len(_COLORS)], "linestyle": _DASHES[i % len(_DASHES)], "marker": _MARKERS[i % len(_MARKERS)]}
+        {"color": _COLORS[i % len(_COLORS)], "linestyle": _DASHES[i % len(_DASHES)],
+         "marker": _MARKERS[(i + i // len(_COLORS)) % len(_MARKERS)]}
         for i in range(n)
     ]
 
