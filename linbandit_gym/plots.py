@@ -161,6 +161,23 @@ _COST_NAMES = {"time_s": "total agent CPU time (s)", "ms_per_round": "agent CPU 
                "peak_memory_kib": "peak memory (KiB)"}
 
 
+def _point_styles(table: pd.DataFrame) -> dict[str, dict]:
+    """Marker style per agent of a Pareto table: the family's colour, a marker of its own (a star
+    for a family of one), and sizes that shrink along the table, so a point drawn on top of an
+    identical one (e.g. SOFUL and CBSCFD with an exact sketch) sits inside it and both show."""
+    agents = list(dict.fromkeys(table["agent"]))
+    families = list(dict.fromkeys(table["family"]))
+    styles = {}
+    for i, agent in enumerate(agents):
+        family = table.loc[table["agent"] == agent, "family"].iloc[0]
+        single = (table["family"] == family).sum() == 1 or table.loc[table["family"] == family, "agent"].nunique() == 1
+        styles[agent] = {"color": _COLORS[families.index(family) % len(_COLORS)],
+                         "marker": "*" if single else _MARKERS[i % len(_MARKERS)],
+                         "ms": max(4.5, 11.0 - 0.5 * i) + (2.0 if single else 0.0),
+                         "markeredgecolor": "k", "markeredgewidth": 0.5, "alpha": 0.9, "zorder": 3 + i}
+    return styles
+
+
 def plot_pareto(table: pd.DataFrame, x: str = "time_s", *, y: str = "final_regret_mean", ax=None,
                 annotate: bool = False, legend: bool = True):
     """Final regret against a cost (time or memory), one colour per agent family (Fig. 3c/3d).
@@ -177,16 +194,13 @@ def plot_pareto(table: pd.DataFrame, x: str = "time_s", *, y: str = "final_regre
         fig, ax = plt.subplots(figsize=(8.5, 4.5))
     else:
         fig = ax.figure
-    families = list(dict.fromkeys(table["family"]))
-    for f_index, family in enumerate(families):
+    style = _point_styles(table)
+    for family in dict.fromkeys(table["family"]):
         group = table[table["family"] == family]
-        color = _COLORS[f_index % len(_COLORS)]
         xs, ys = group[x].to_numpy(dtype=float), group[y].to_numpy(dtype=float)
-        for m_index, (label, xi, yi) in enumerate(zip(group["agent"], xs, ys)):
-            single = len(group) == 1
-            ax.plot([xi], [yi], ls="none", marker="*" if single else _MARKERS[m_index % len(_MARKERS)],
-                    ms=12 if single else 7, color=color, alpha=0.9, markeredgecolor="k", markeredgewidth=0.4,
-                    label=str(label))
+        color = style[group["agent"].iloc[0]]["color"]
+        for label, xi, yi in zip(group["agent"], xs, ys):
+            ax.plot([xi], [yi], ls="none", label=str(label), **style[label])
             if annotate:
                 short = str(label).replace(str(family), "").strip() or str(label)
                 ax.annotate(short, (xi, yi), fontsize=7, xytext=(3, 3), textcoords="offset points")
@@ -215,18 +229,9 @@ def plot_fronts(tables: dict[str, pd.DataFrame], *, y: str = "final_regret_mean"
     envs = list(tables)
     fig, axes = plt.subplots(len(costs), len(envs), figsize=(3.3 * len(envs) + 0.5, 3.0 * len(costs) + 1.2),
                              squeeze=False)
-    # one style per agent across every panel
     everyone = pd.concat(list(tables.values()), ignore_index=True)
     agents = list(dict.fromkeys(everyone["agent"]))
-    families = list(dict.fromkeys(everyone["family"]))
-    style = {}
-    for agent in agents:
-        family = everyone.loc[everyone["agent"] == agent, "family"].iloc[0]
-        members = list(dict.fromkeys(everyone.loc[everyone["family"] == family, "agent"]))
-        single = len(members) == 1
-        style[agent] = {"color": _COLORS[families.index(family) % len(_COLORS)],
-                        "marker": "*" if single else _MARKERS[members.index(agent) % len(_MARKERS)],
-                        "ms": 11 if single else 6}
+    style = _point_styles(everyone)  # one style per agent across every panel
     for col, env in enumerate(envs):
         table = tables[env]
         for row, cost in enumerate(costs):
@@ -235,8 +240,7 @@ def plot_fronts(tables: dict[str, pd.DataFrame], *, y: str = "final_regret_mean"
                 group = table[table["family"] == family]
                 xs, ys = group[cost].to_numpy(dtype=float), group[y].to_numpy(dtype=float)
                 for agent, xi, yi in zip(group["agent"], xs, ys):
-                    ax.plot([xi], [yi], ls="none", markeredgecolor="k", markeredgewidth=0.4, alpha=0.9, label=agent,
-                            **style[agent])
+                    ax.plot([xi], [yi], ls="none", label=agent, **style[agent])
                 mask = _pareto_mask(xs, ys)
                 order = np.argsort(xs[mask])
                 if mask.sum() > 1:
@@ -251,7 +255,7 @@ def plot_fronts(tables: dict[str, pd.DataFrame], *, y: str = "final_regret_mean"
             ax.set_xlabel(_COST_NAMES.get(cost, cost), fontsize=8)
             if col == 0:
                 ax.set_ylabel("final cumulative regret" if y == "final_regret_mean" else y, fontsize=8)
-    handles = [plt.Line2D([], [], ls="none", markeredgecolor="k", markeredgewidth=0.4, **style[a]) for a in agents]
+    handles = [plt.Line2D([], [], ls="none", **style[a]) for a in agents]
     fig.legend(handles, agents, loc="lower center", ncol=min(len(agents), 6), fontsize=8, frameon=False)
     fig._legend_rect = (0, 0.05 + 0.035 * ((len(agents) - 1) // 6 + 1), 1, 1)  # room for the legend below
     fig.tight_layout(rect=fig._legend_rect)
