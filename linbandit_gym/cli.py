@@ -236,8 +236,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _set_threads(args.threads)
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
-    # Both argument sets are checked before anything is built, the env's without loading data.
-    check_env_args(args.env, {**env_kwargs, **({"horizon": args.horizon} if args.horizon is not None else {})})
     base, factory = agent_factory(args.agent)
     agent = resolve_agent(args.agent, agent_kwargs)
     _, summary = run_experiment(

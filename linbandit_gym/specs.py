@@ -24,6 +24,7 @@ __all__ = [
     "SHORT_ARG_NAMES",
     "args_label",
     "check_env_args",
+    "did_you_mean",
     "env_arg_types",
     "load_object",
     "non_default_args",
@@ -64,12 +65,13 @@ def load_object(spec: str) -> Any:
             public = sorted(n for n in dir(module) if not n.startswith("_"))
             raise ValueError(
                 f"cannot import {spec!r}: module {module_name!r} has no attribute {attr!r}"
-                f"{_did_you_mean(attr, public)}"
+                f"{did_you_mean(attr, public)}"
             ) from None
     return obj
 
 
-def _did_you_mean(name: str, choices) -> str:
+def did_you_mean(name: str, choices) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` to a mistyped ``name``, else ``""``."""
     close = difflib.get_close_matches(str(name), list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -88,7 +90,7 @@ def _env_creator(env_id: str) -> Callable:
     if env_id not in gym.registry:
         from .registration import ENV_IDS
 
-        raise ValueError(f"unknown env id {env_id!r}{_did_you_mean(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}")
+        raise ValueError(f"unknown env id {env_id!r}{did_you_mean(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}")
     entry = gym.registry[env_id].entry_point
     return entry if callable(entry) else load_object(entry)
 
@@ -198,7 +200,7 @@ def check_env_args(env_id: str, args: dict[str, Any]) -> None:
             if is_open:
                 continue
             raise ValueError(
-                f"{env_id} has no argument {key!r}{_did_you_mean(key, params)}; valid arguments: {valid}"
+                f"{env_id} has no argument {key!r}{did_you_mean(key, params)}; valid arguments: {valid}"
             )
         hint = params[key]
         if not _matches(value, hint):

@@ -45,7 +45,6 @@ it, so relabelling a finished sweep does not redo it.
 from __future__ import annotations
 
 import copy
-import difflib
 import fnmatch
 import hashlib
 import itertools
@@ -58,7 +57,7 @@ from typing import Any
 
 import yaml
 
-from ..specs import args_label, check_env_args, load_object
+from ..specs import args_label, check_env_args, did_you_mean, load_object
 
 __all__ = [
     "ConfigError",
@@ -211,16 +210,11 @@ def run_id(config: dict) -> str:
 
 # -- validation helpers -------------------------------------------------------------
 
-def _suggest(key: str, allowed) -> str:
-    close = difflib.get_close_matches(str(key), list(allowed), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _check_keys(obj: dict, allowed, where: str) -> None:
     for key in obj:
         if key not in allowed:
             raise ConfigError(
-                f"{where}: unknown key {key!r}{_suggest(key, allowed)}; allowed: {', '.join(sorted(allowed))}"
+                f"{where}: unknown key {key!r}{did_you_mean(key, allowed)}; allowed: {', '.join(sorted(allowed))}"
             )
 
 
@@ -337,7 +331,7 @@ def _resolve_agent_factory(name: Any, where: str):
     by_lower = {k.lower(): k for k in AGENTS}
     if name.lower() not in by_lower:
         raise ConfigError(
-            f"{where}: unknown agent {name!r}{_suggest(name, AGENTS)}; known: {', '.join(sorted(AGENTS))} "
+            f"{where}: unknown agent {name!r}{did_you_mean(name, AGENTS)}; known: {', '.join(sorted(AGENTS))} "
             "(or give package.module:Class)"
         )
     return AGENTS[by_lower[name.lower()]]
@@ -353,7 +347,7 @@ def _check_env_id(env_id: Any, where: str) -> str:
 
         if env_id not in gym.registry:
             raise ConfigError(
-                f"{where}: unknown env id {env_id!r}{_suggest(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}"
+                f"{where}: unknown env id {env_id!r}{did_you_mean(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}"
             )
     return env_id
 
