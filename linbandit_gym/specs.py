@@ -78,10 +78,6 @@ def did_you_mean(name: str, choices) -> str:
 
 # -- env arguments --------------------------------------------------------------------
 
-#: Keywords ``gymnasium.make`` consumes itself (not passed to the env constructor).
-_MAKE_KEYWORDS = {"max_episode_steps": int | None, "disable_env_checker": bool | None}
-
-
 def _env_creator(env_id: str) -> Callable:
     import gymnasium as gym
 
@@ -131,13 +127,14 @@ def _signature_params(creator: Callable) -> tuple[dict[str, Any], bool]:
 
 
 def env_arg_types(env_id: str) -> tuple[dict[str, Any], bool]:
-    """The keyword arguments ``gym.make(env_id, **kwargs)`` takes, with their type hints.
+    """The env's constructor arguments, with their type hints.
 
     Read from the signature of the registered entry point (no env is built, no data
     loaded); returns ``({name: hint}, open)``, ``open`` meaning unknown names may be valid.
+    ``gym.make``'s own keywords (``max_episode_steps``, ...) are not among them: the
+    batched path builds the env without ``gym.make``, and ``horizon`` sets the episode length.
     """
-    params, is_open = _signature_params(_env_creator(env_id))
-    return {**params, **{k: v for k, v in _MAKE_KEYWORDS.items() if k not in params}}, is_open
+    return _signature_params(_env_creator(env_id))
 
 
 def _type_name(hint: Any) -> str:
@@ -184,8 +181,7 @@ def _matches(value: Any, hint: Any) -> bool:
 def check_env_args(env_id: str, args: dict[str, Any]) -> None:
     """Check env keyword arguments against the constructor of ``env_id`` before building it.
 
-    Every name must be a parameter of the registered entry point (or a ``gym.make``
-    keyword); every value must fit the parameter's type hint where it has one (an ``int``
+    Every name must be a parameter of the registered entry point; every value must fit the parameter's type hint where it has one (an ``int``
     passes for ``float``; a ``str`` does not pass for ``bool``). The env's own checks (ranges,
     dataset names) still run when it is built; this catches typos and wrong types up front,
     without building the env or loading data.
