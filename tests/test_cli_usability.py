@@ -163,16 +163,30 @@ def test_names_outside_the_signature_are_refused(env_id, key):
         check_env_args(env_id, {key: 1})
 
 
-@settings(max_examples=30, deadline=None)
-@given(value=st.one_of(st.text(max_size=5), st.floats(allow_nan=False), st.booleans(), st.integers(-5, 50)))
-def test_type_check_agrees_with_the_constructor_on_d(value):
-    """An int d passes the up-front check; anything else (bools, floats, strings) is refused there."""
-    ok = isinstance(value, int) and not isinstance(value, bool)
-    if ok:
-        check_env_args(SYNTH, {"d": value})
-    else:
-        with pytest.raises(ValueError, match="argument d="):
-            check_env_args(SYNTH, {"d": value})
+_VALUES = st.one_of(st.text(max_size=4), st.floats(-2, 50), st.booleans(), st.integers(-3, 40), st.none())
+
+
+@settings(max_examples=60, deadline=None)
+@given(kwargs=st.dictionaries(st.sampled_from(["d", "n_arms", "horizon", "noise_std", "fixed_arms",
+                                               "normalize_arms"]), _VALUES, max_size=3))
+def test_what_the_check_accepts_the_constructor_never_rejects_for_its_type(kwargs):
+    """Accepted by the up-front check -> the env builds, or refuses a value's range (ValueError),
+    never a TypeError; refused -> the message names one of the keys."""
+    try:
+        check_env_args(SYNTH, kwargs)
+    except ValueError as exc:
+        assert any(f"argument {key}=" in str(exc) for key in kwargs)
+        return
+    try:
+        gym.make(SYNTH, **kwargs).close()
+    except ValueError:
+        pass
+
+
+def test_an_int_passes_for_a_float_but_a_bool_not_for_an_int():
+    check_env_args(SYNTH, {"noise_std": 1, "d": 3})
+    with pytest.raises(ValueError, match="argument d=True: expected int, got bool"):
+        check_env_args(SYNTH, {"d": True})
 
 
 # -- 3. a closed pipe ends the command quietly --------------------------------------------
