@@ -24,6 +24,14 @@ rewards, terminations and truncations as torch tensors on that device (the info 
 numpy) and accepts torch actions; the batched agents of :mod:`agents.batched` take either.
 (Gymnasium's ``NumpyToTorch`` wrapper does the same but needs the ``array-api-compat`` package.)
 
+Autoreset mode and wrappers: ``gymnasium.make_vec`` refuses ``vector_kwargs=`` and
+``wrappers=`` for any id with a native vector env (ours are the default). Pass the autoreset
+mode as a keyword instead (``gym.make_vec(id, num_envs=B, autoreset_mode="SameStep")``), or
+call :func:`make_vec` here, which takes Gymnasium's signature and accepts both: it hands
+``vector_kwargs={"autoreset_mode": ...}`` to the native vector env, and with ``wrappers`` (or
+other ``vector_kwargs``, which are ``SyncVectorEnv`` options) it builds Gymnasium's
+``SyncVectorEnv`` over wrapped single envs (the same episodes, member by member).
+
 Example:
 
 >>> import gymnasium as gym, numpy as np
@@ -53,7 +61,7 @@ from .envs.base import LinBanditEnv
 
 __all__ = [
     "CNAE9VectorEnv", "ClassificationVectorEnv", "DigitsVectorEnv", "HeavyTailVectorEnv", "LinBanditVectorEnv",
-    "LocallyConvexVectorEnv", "MFeatVectorEnv", "SpamVectorEnv", "SyntheticVectorEnv", "supports_vector",
+    "LocallyConvexVectorEnv", "MFeatVectorEnv", "SpamVectorEnv", "SyntheticVectorEnv", "make_vec", "supports_vector",
     "vector_env_class",
 ]
 
@@ -112,6 +120,7 @@ class LinBanditVectorEnv(VectorEnv):
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         env_class: type | str | None = None,
         device: Any = None,
+        render_mode: str | None = None,
         **env_kwargs: Any,
     ):
         if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
@@ -123,6 +132,11 @@ class LinBanditVectorEnv(VectorEnv):
                 f"autoreset_mode must be one of {[m.value for m in AutoresetMode]} (or a gymnasium.vector.AutoresetMode), "
                 f"got {autoreset_mode!r}"
             ) from exc
+        if render_mode is not None:
+            raise ValueError(
+                f"render_mode={render_mode!r}: the native vector env does not render (its members are samplers that "
+                "it never steps); use gym.make_vec(..., vectorization_mode='sync', render_mode=...) to render each member"
+            )
         cls = _load(env_class if env_class is not None else self.env_class)
         if not (isinstance(cls, type) and issubclass(cls, LinBanditEnv)):
             raise TypeError(f"env_class must be a LinBanditEnv subclass, got {cls!r}")
@@ -341,6 +355,65 @@ class SyntheticVectorEnv(LinBanditVectorEnv):
     :class:`~linbandit_gym.envs.synthetic.SyntheticLinBanditEnv` for the arguments."""
 
     env_class = "linbandit_gym.envs.synthetic:SyntheticLinBanditEnv"
+
+
+def make_vec(
+    id: str,  # noqa: A002 - gymnasium.make_vec's name
+    num_envs: int = 1,
+    vectorization_mode: str | None = None,
+    vector_kwargs: dict[str, Any] | None = None,
+    wrappers: Any = None,
+    **kwargs: Any,
+) -> VectorEnv:
+    """``gymnasium.make_vec`` that also accepts ``vector_kwargs`` and ``wrappers`` for our ids.
+
+    Gymnasium raises ``gymnasium.error.Error`` for either whenever the id has a native vector
+    env, the default of every linbandit id but BAI. Here, with ``vectorization_mode=None``:
+
+    * ``vector_kwargs`` holding only ``autoreset_mode`` -> the native vector env in that mode
+      (all three of Gymnasium's modes, same semantics as ``SyncVectorEnv``);
+    * ``wrappers`` (or any other ``vector_kwargs``, e.g. ``copy``, which are ``SyncVectorEnv``
+      options) -> ``SyncVectorEnv`` over ``wrappers`` applied to each single env: wrappers act
+      on single envs, which the native vector env never steps. Members replay the same
+      episodes either way; only the speed differs.
+
+    An explicit ``vectorization_mode`` is honoured; ``"vector_entry_point"`` with wrappers or
+    with ``vector_kwargs`` other than ``autoreset_mode`` raises a ``ValueError`` saying why.
+    Other ids (no native vector env) go to ``gymnasium.make_vec`` unchanged.
+
+    >>> import linbandit_gym
+    >>> envs = linbandit_gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, d=3, n_arms=4,
+    ...                               vector_kwargs={"autoreset_mode": "SameStep"})
+    >>> type(envs).__name__, envs.autoreset_mode.value
+    ('SyntheticVectorEnv', 'SameStep')
+    """
+    import gymnasium as gym
+    from gymnasium.envs.registration import VectorizeMode
+
+    vector_kwargs = dict(vector_kwargs or {})
+    wrappers = list(wrappers or [])
+    env_id = id.id if hasattr(id, "id") else id
+    native = supports_vector(env_id.rpartition(":")[2])  # "linbandit_gym:LinBandit-..." names the same id
+    if vectorization_mode is None:
+        only_autoreset = set(vector_kwargs) <= {"autoreset_mode"}
+        vectorization_mode = "vector_entry_point" if native and not wrappers and only_autoreset else "sync"
+    mode = VectorizeMode(vectorization_mode)
+    if not (native and mode == VectorizeMode.VECTOR_ENTRY_POINT):
+        return gym.make_vec(id, num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, wrappers=wrappers, **kwargs)
+    if wrappers:
+        raise ValueError(
+            "wrappers wrap single envs, which the native vector env never steps; use vectorization_mode='sync' "
+            "(or leave vectorization_mode=None: with wrappers it defaults to 'sync')"
+        )
+    other = sorted(set(vector_kwargs) - {"autoreset_mode"})
+    if other:
+        raise ValueError(
+            f"vector_kwargs {other} are options of Gymnasium's SyncVectorEnv/AsyncVectorEnv; the native vector env "
+            "takes only autoreset_mode. Use vectorization_mode='sync' for them."
+        )
+    if "autoreset_mode" in vector_kwargs and "autoreset_mode" in kwargs:
+        raise ValueError("autoreset_mode was given twice (in vector_kwargs and as a keyword); pass it once")
+    return gym.make_vec(id, num_envs, vectorization_mode=mode, **vector_kwargs, **kwargs)
 
 
 def vector_env_class(env_id: str) -> type | None:

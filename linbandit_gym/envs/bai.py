@@ -82,6 +82,7 @@ class BAILinBanditEnv(LinBanditEnv):
     | ``max_pulls`` | None (100000) | pulls before truncation |
     | ``horizon`` | None | alias of ``max_pulls`` (the keyword shared by every env) |
     | ``min_gap`` | 0.0 | ``"random"``: redraw until the best arm leads by at least this |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
 
     ## Version History
     * v0: initial version.
@@ -108,6 +109,7 @@ class BAILinBanditEnv(LinBanditEnv):
         max_pulls: int | None = None,
         horizon: int | None = None,
         min_gap: float = 0.0,
+        render_mode: str | None = None,
     ):
         if instance not in _INSTANCES:
             raise ValueError(f"instance must be one of {_INSTANCES}, got {instance!r}")
@@ -136,7 +138,9 @@ class BAILinBanditEnv(LinBanditEnv):
             n_arms = 10
         # The base class sets the spaces for Discrete(K); the horizon is the pull budget,
         # since every step before a stop is a pull.
-        super().__init__(d=d, n_arms=n_arms, horizon=max_pulls, noise_std=noise_std, arm_bound=1.0)
+        super().__init__(
+            d=d, n_arms=n_arms, horizon=max_pulls, noise_std=noise_std, arm_bound=1.0, render_mode=render_mode
+        )
         self.instance = instance
         self.omega = float(omega)
         self.max_pulls = max_pulls
@@ -225,6 +229,7 @@ class BAILinBanditEnv(LinBanditEnv):
             self._done = True
             self.t += 1
             info.update(n_pulls=self.n_pulls, recommendation=arm, correct=arm == self.best_arm)
+            self._after_step(arm, 0.0, "recommended")  # a stop pulls nothing: no regret added
             return self._arms.copy(), 0.0, True, False, info
         reward = self._sample_reward(info["expected_reward"], self._noise_rng)
         self.n_pulls += 1
@@ -234,4 +239,5 @@ class BAILinBanditEnv(LinBanditEnv):
         if truncated:
             self._done = True
             info.update(recommendation=-1, correct=False)
+        self._after_step(arm, info["regret"], "pulled")
         return self._arms.copy(), float(reward), False, truncated, info
