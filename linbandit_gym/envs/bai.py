@@ -111,16 +111,21 @@ class BAILinBanditEnv(LinBanditEnv):
         min_gap: float = 0.0,
         render_mode: str | None = None,
     ):
-        if instance not in _INSTANCES:
+        if not isinstance(instance, str) or instance not in _INSTANCES:
             raise ValueError(f"instance must be one of {_INSTANCES}, got {instance!r}")
         d = check_positive_int("d", d, minimum=2 if instance == "soare" else 1)
+        # every argument is checked, also those the chosen instance ignores (omega for "random")
+        horizon = None if horizon is None else check_positive_int("horizon", horizon)
+        max_pulls = None if max_pulls is None else check_positive_int("max_pulls", max_pulls)
+        n_arms = None if n_arms is None else check_positive_int("n_arms", n_arms, minimum=2)
+        if isinstance(omega, (bool, np.bool_)) or not isinstance(omega, numbers.Real) or not (0.0 < omega < math.pi / 2):
+            raise ValueError(f"omega must be an angle in (0, pi/2) radians, got {omega!r}")
         if horizon is not None and max_pulls is not None and horizon != max_pulls:
             raise ValueError(
                 f"horizon is an alias of max_pulls; got both (horizon={horizon!r}, max_pulls={max_pulls!r}): pass one"
             )
         if max_pulls is None:
             max_pulls = 100_000 if horizon is None else horizon
-        max_pulls = check_positive_int("max_pulls", max_pulls)
         if instance == "soare":
             if n_arms is not None and n_arms != d + 1:
                 raise ValueError(
@@ -128,12 +133,6 @@ class BAILinBanditEnv(LinBanditEnv):
                     "(leave n_arms unset, or use instance='random')"
                 )
             n_arms = d + 1
-            if (
-                isinstance(omega, (bool, np.bool_))
-                or not isinstance(omega, numbers.Real)
-                or not (0.0 < omega < math.pi / 2)
-            ):
-                raise ValueError(f"omega must be an angle in (0, pi/2) radians, got {omega!r}")
         elif n_arms is None:
             n_arms = 10
         # The base class sets the spaces for Discrete(K); the horizon is the pull budget,

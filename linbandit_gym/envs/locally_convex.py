@@ -135,6 +135,8 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
         elif axes is None:
             semi_axes = np.linspace(1.0, 0.5, d)
         else:
+            if np.iscomplexobj(axes):  # a cast would drop the imaginary part silently
+                raise ValueError(f"axes must be real numbers, got complex values {axes!r}")
             try:
                 semi_axes = np.asarray(axes, dtype=np.float64)
             except (TypeError, ValueError):
