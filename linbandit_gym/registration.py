@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
+import importlib
+import inspect
+from typing import Any, Mapping
+
 import gymnasium as gym
 
-__all__ = ["ENV_DESCRIPTIONS", "ENV_IDS", "VECTOR_ENTRY_POINTS", "env_description", "register_envs"]
+__all__ = [
+    "ENV_DESCRIPTIONS", "ENV_IDS", "VECTOR_ENTRY_POINTS", "check_env_kwargs", "env_arguments", "env_description",
+    "register_envs",
+]
 
 # id -> entry point. Kept as strings so that importing the package stays cheap.
 ENV_IDS: dict[str, str] = {
@@ -47,6 +55,57 @@ def env_description(env_id: str) -> str:
     if env_id not in ENV_DESCRIPTIONS:
         raise ValueError(f"unknown linbandit env id {env_id!r}; known: {', '.join(ENV_IDS)}")
     return ENV_DESCRIPTIONS[env_id]
+
+
+def _env_class(env_id: str) -> type:
+    if env_id not in ENV_IDS:
+        raise ValueError(f"unknown linbandit env id {env_id!r}; known: {', '.join(ENV_IDS)}")
+    module_name, _, attr = ENV_IDS[env_id].partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def env_arguments(env_id: str) -> dict[str, Any]:
+    """The constructor arguments of ``env_id`` and their defaults (``**kwargs`` of a subclass
+    resolved through its parent, e.g. ``LinBandit-Digits-v0`` -> ClassificationBanditEnv's).
+
+    >>> sorted(env_arguments("LinBandit-Synthetic-v0"))[:3]
+    ['d', 'fixed_arms', 'horizon']
+    """
+    arguments: dict[str, Any] = {}
+    for klass in _env_class(env_id).__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        params = inspect.signature(klass.__init__).parameters
+        for name, param in params.items():
+            if name != "self" and param.kind not in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
+                arguments.setdefault(name, param.default)
+        if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            break
+    return arguments
+
+
+def check_env_kwargs(env_id: str, kwargs: Mapping[str, Any]) -> None:
+    """Check ``gym.make(env_id, **kwargs)``'s arguments up front, without loading any dataset.
+
+    Raises a ``ValueError`` naming the key: an unknown argument (with the closest known names),
+    or a value of the wrong type or range (the constructor's own checks). For command lines
+    and config files (``--env-arg``, ``sweep --dry-run``) that should fail before any run.
+
+    >>> check_env_kwargs("LinBandit-Synthetic-v0", {"dim": 10})
+    Traceback (most recent call last):
+    ...
+    ValueError: LinBandit-Synthetic-v0 has no argument 'dim' (did you mean 'd'?); its arguments are d, n_arms, horizon, noise_std, normalize_arms, fixed_arms, render_mode
+    """
+    known = env_arguments(env_id)
+    for key in kwargs:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=2, cutoff=0.5)
+            hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+            raise ValueError(f"{env_id} has no argument {key!r}{hint}; its arguments are {', '.join(known)}")
+    try:
+        _env_class(env_id).check_arguments(**kwargs)
+    except TypeError as exc:  # e.g. a constructor that rejects an argument combination by signature
+        raise ValueError(f"{env_id}: {exc}") from exc
 
 
 # id -> native batched VectorEnv (linbandit_gym.vector): gym.make_vec(id, num_envs=B).

@@ -296,3 +296,50 @@ def test_every_id_has_its_own_plain_text_description():
     assert "MNIST" in env_description("LinBandit-MNIST-v0")
     with pytest.raises(ValueError, match="unknown linbandit env id"):
         env_description("CartPole-v1")
+
+
+# -- checking env arguments up front (for --env-arg and sweep --dry-run) ---------------------------
+@pytest.mark.parametrize(
+    "env_id, kwargs, message",
+    [
+        ("LinBandit-Synthetic-v0", {"dim": 10}, r"has no argument 'dim' \(did you mean 'd'\?\)"),
+        ("LinBandit-Synthetic-v0", {"fixed_arms": "no"}, "fixed_arms must be True or False, got 'no'"),
+        ("LinBandit-Synthetic-v0", {"d": "10"}, "d must be an int >= 1, got '10'"),
+        ("LinBandit-HeavyTail-v0", {"alpha": "0.5"}, "alpha"),
+        ("LinBandit-LocallyConvex-v0", {"shape": "cube"}, "shape must be one of"),
+        ("LinBandit-BAI-v0", {"omega": 2.0}, "omega must be an angle"),
+        ("LinBandit-Digits-v0", {"normalise": True}, r"did you mean 'normalize'\?"),
+        ("LinBandit-CNAE9-v0", {"shuffle_arms": "false"}, "shuffle_arms must be True or False"),
+        ("LinBandit-MNIST-v0", {"dataset": "fashion"}, "unknown dataset 'fashion'"),
+        ("LinBandit-Spam-v0", {"render_mode": "video"}, "render_mode must be None or one of"),
+    ],
+)
+def test_check_env_kwargs_names_the_bad_key(env_id, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        linbandit_gym.check_env_kwargs(env_id, kwargs)
+
+
+def test_check_env_kwargs_accepts_good_arguments_without_loading_data(tmp_path, monkeypatch):
+    import linbandit_gym.envs.classification as module
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("check_env_kwargs loaded a dataset")
+
+    monkeypatch.setattr(module, "load_dataset", no_load)
+    for env_id in ENV_IDS:
+        kwargs = {k: v for k, v in SMALL_KWARGS[env_id].items() if k != "dataset" or isinstance(v, str)}
+        linbandit_gym.check_env_kwargs(env_id, kwargs)
+    linbandit_gym.check_env_kwargs("LinBandit-CNAE9-v0", {"data_dir": str(tmp_path), "target_class": 3})
+    with pytest.raises(ValueError, match="unknown linbandit env id"):
+        linbandit_gym.check_env_kwargs("CartPole-v1", {})
+
+
+def test_doctests_of_the_env_and_data_modules():
+    import doctest
+    import importlib
+
+    for name in ("linbandit_gym.envs.base", "linbandit_gym.envs.classification", "linbandit_gym.envs.heavy_tail",
+                 "linbandit_gym.envs.bai", "linbandit_gym.envs.locally_convex", "linbandit_gym.registration",
+                 "linbandit_gym.vector", "envs_data._common", "envs_data.openml", "envs_data.datasets"):
+        result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, name

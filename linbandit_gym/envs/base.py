@@ -134,6 +134,16 @@ class LinBanditEnv(gym.Env):
         self._frame_figure = None  # the reused Agg figure of "rgb_array"
         self._window = None  # the pyplot figure of "human"
 
+    @classmethod
+    def check_arguments(cls, **kwargs: Any) -> None:
+        """Raise the error the constructor raises for ``kwargs`` (a ``ValueError`` naming the
+        argument, or a ``TypeError`` for an unknown name), keeping no env.
+
+        The default builds one env and closes it; families whose construction is costly
+        (datasets) override it to check without the cost.
+        """
+        cls(**kwargs).close()
+
     # -- what subclasses supply ----------------------------------------------------
     def _sample_problem(self, rng: np.random.Generator) -> None:
         """Draw the instance (theta*, fixed data) for a new episode; sets ``self.theta_star``."""

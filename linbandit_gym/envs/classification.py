@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import os
 from typing import Any
@@ -59,6 +60,33 @@ def _check_arrays(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
                 "e.g. classes, y = np.unique(y, return_inverse=True)"
             )
     return X, y.astype(np.int64)
+
+
+def _check_arguments(
+    dataset: Any, target_class: Any, horizon: Any, data_dir: Any, normalize: Any, shuffle_arms: Any,
+    dataset_kwargs: Any, render_mode: Any,
+) -> None:
+    """The checks of every :class:`ClassificationBanditEnv` argument that need no data loaded."""
+    check_positive_int("horizon", horizon)
+    if isinstance(target_class, (bool, np.bool_)) or not isinstance(target_class, numbers.Integral):
+        raise ValueError(f"target_class must be an int class label, got {target_class!r}")
+    if dataset_kwargs is not None and not isinstance(dataset_kwargs, dict):
+        raise ValueError(f"dataset_kwargs must be a dict of load_dataset options or None, got {dataset_kwargs!r}")
+    check_bool("normalize", normalize)
+    check_bool("shuffle_arms", shuffle_arms)
+    check_render_mode(render_mode)
+    if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
+        raise ValueError(f"data_dir must be a path (str or os.PathLike) or None, got {data_dir!r}")
+    if isinstance(dataset, str):
+        canonical_name(dataset)  # ValueError listing the known names
+    elif isinstance(dataset, (tuple, list)) and len(dataset) == 2:
+        if dataset_kwargs:
+            raise ValueError("dataset_kwargs only applies to a named dataset, not to dataset=(X, y)")
+    else:
+        raise ValueError(
+            f"dataset must be a dataset name (one of envs_data.DATASETS) or a tuple (X, y) of features and "
+            f"integer labels, got {type(dataset).__name__}"
+        )
 
 
 class ClassificationBanditEnv(LinBanditEnv):
@@ -144,29 +172,16 @@ class ClassificationBanditEnv(LinBanditEnv):
         render_mode: str | None = None,
     ):
         # Every argument is checked before the dataset is loaded, so a typo costs no load.
-        check_positive_int("horizon", horizon)
-        if isinstance(target_class, (bool, np.bool_)) or not isinstance(target_class, numbers.Integral):
-            raise ValueError(f"target_class must be an int class label, got {target_class!r}")
-        if dataset_kwargs is not None and not isinstance(dataset_kwargs, dict):
-            raise ValueError(f"dataset_kwargs must be a dict of load_dataset options or None, got {dataset_kwargs!r}")
-        normalize = check_bool("normalize", normalize)
-        shuffle_arms = check_bool("shuffle_arms", shuffle_arms)
-        check_render_mode(render_mode)
-        if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
-            raise ValueError(f"data_dir must be a path (str or os.PathLike) or None, got {data_dir!r}")
+        _check_arguments(
+            dataset, target_class, horizon, data_dir, normalize, shuffle_arms, dataset_kwargs, render_mode
+        )
+        normalize, shuffle_arms = bool(normalize), bool(shuffle_arms)
         if isinstance(dataset, str):
-            name = canonical_name(dataset)  # ValueError listing the known names
+            name = canonical_name(dataset)
             X, y = load_dataset(name, data_dir=data_dir, **(dataset_kwargs or {}))
-        elif isinstance(dataset, (tuple, list)) and len(dataset) == 2:
-            if dataset_kwargs:
-                raise ValueError("dataset_kwargs only applies to a named dataset, not to dataset=(X, y)")
+        else:
             name = "custom"
             X, y = _check_arrays(*dataset)
-        else:
-            raise ValueError(
-                f"dataset must be a dataset name (one of envs_data.DATASETS) or a tuple (X, y) of features and "
-                f"integer labels, got {type(dataset).__name__}"
-            )
 
         classes, counts = np.unique(y, return_counts=True)
         if classes.size < 2:
@@ -205,6 +220,18 @@ class ClassificationBanditEnv(LinBanditEnv):
         self.observation_space = spaces.Box(low=low, high=high, shape=(self.n_arms, self.d), dtype=np.float32)
         self._arm_labels = classes.copy()
         self._arm_rows = np.zeros(self.n_arms, dtype=np.int64)
+
+    @classmethod
+    def check_arguments(cls, **kwargs: Any) -> None:
+        """Check constructor arguments without loading the dataset (see ``LinBanditEnv.check_arguments``).
+
+        A named dataset is checked by name only: a missing file or an option the loader
+        refuses shows up when the env is built.
+        """
+        dataset_default = inspect.signature(cls).parameters["dataset"].default
+        bound = inspect.signature(ClassificationBanditEnv).bind(**{"dataset": dataset_default, **kwargs})
+        bound.apply_defaults()
+        _check_arguments(**bound.arguments)
 
     # -- LinBanditEnv hooks ------------------------------------------------------------
     def _sample_problem(self, rng: np.random.Generator) -> None:
