@@ -33,7 +33,7 @@ ENV_IDS: dict[str, str] = {
 # ids share a class (MNIST and Classification are both ClassificationBanditEnv), and class
 # docstrings hold reST markup that a terminal shows raw.
 ENV_DESCRIPTIONS: dict[str, str] = {
-    "LinBandit-Synthetic-v0": "Gaussian arms scaled to unit norm, fresh every round; unit-norm theta* (seed 000 Sec. 5)",
+    "LinBandit-Synthetic-v0": "Gaussian arms of unit norm, fresh every round; unit-norm theta* (seed 000 Sec. 5)",
     "LinBandit-HeavyTail-v0": "Gaussian arms whose spectrum is a power law i^-alpha, or exactly low rank",
     "LinBandit-LocallyConvex-v0": "fresh arms on the unit sphere or an ellipsoid every round (seed 000 Obs. 1)",
     "LinBandit-BAI-v0": "best-arm identification on a fixed arm set: pull, then stop and name the best arm (seed 004)",

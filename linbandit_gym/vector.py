@@ -399,7 +399,9 @@ def make_vec(
         vectorization_mode = "vector_entry_point" if native and not wrappers and only_autoreset else "sync"
     mode = VectorizeMode(vectorization_mode)
     if not (native and mode == VectorizeMode.VECTOR_ENTRY_POINT):
-        return gym.make_vec(id, num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, wrappers=wrappers, **kwargs)
+        return gym.make_vec(
+            id, num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, wrappers=wrappers, **kwargs
+        )
     if wrappers:
         raise ValueError(
             "wrappers wrap single envs, which the native vector env never steps; use vectorization_mode='sync' "

@@ -118,7 +118,11 @@ class BAILinBanditEnv(LinBanditEnv):
         horizon = None if horizon is None else check_positive_int("horizon", horizon)
         max_pulls = None if max_pulls is None else check_positive_int("max_pulls", max_pulls)
         n_arms = None if n_arms is None else check_positive_int("n_arms", n_arms, minimum=2)
-        if isinstance(omega, (bool, np.bool_)) or not isinstance(omega, numbers.Real) or not (0.0 < omega < math.pi / 2):
+        if (
+            isinstance(omega, (bool, np.bool_))
+            or not isinstance(omega, numbers.Real)
+            or not (0.0 < omega < math.pi / 2)
+        ):
             raise ValueError(f"omega must be an angle in (0, pi/2) radians, got {omega!r}")
         if horizon is not None and max_pulls is not None and horizon != max_pulls:
             raise ValueError(

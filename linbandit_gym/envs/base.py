@@ -15,7 +15,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["LinBanditEnv", "RENDER_MODES", "check_bool", "check_positive_int", "check_render_mode", "check_nonnegative_float"]
+__all__ = [
+    "LinBanditEnv", "RENDER_MODES", "check_bool", "check_nonnegative_float", "check_positive_int", "check_render_mode",
+]
 
 #: The render modes of every env (Gymnasium's names): no rendering, an RGB frame, a matplotlib window.
 RENDER_MODES = ("rgb_array", "human")
