@@ -24,6 +24,10 @@ rewards, terminations and truncations as torch tensors on that device (the info 
 numpy) and accepts torch actions; the batched agents of :mod:`agents.batched` take either.
 (Gymnasium's ``NumpyToTorch`` wrapper does the same but needs the ``array-api-compat`` package.)
 
+Rendering: ``render_mode="rgb_array"`` (or ``"human"``) hands each member the round it just
+played, and ``render()`` returns the members' frames as a tuple, the same pictures as
+``SyncVectorEnv`` draws (see :class:`~linbandit_gym.envs.base.LinBanditEnv`).
+
 Autoreset mode and wrappers: ``gymnasium.make_vec`` refuses ``vector_kwargs=`` and
 ``wrappers=`` for any id with a native vector env (ours are the default). Pass the autoreset
 mode as a keyword instead (``gym.make_vec(id, num_envs=B, autoreset_mode="SameStep")``), or
@@ -57,7 +61,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .envs.base import LinBanditEnv
+from .envs.base import RENDER_MODES, LinBanditEnv, check_render_mode
 
 __all__ = [
     "CNAE9VectorEnv", "ClassificationVectorEnv", "DigitsVectorEnv", "HeavyTailVectorEnv", "LinBanditVectorEnv",
@@ -105,10 +109,11 @@ class LinBanditVectorEnv(VectorEnv):
     | ``autoreset_mode`` | ``NEXT_STEP`` | Gymnasium autoreset mode (enum or its string value) |
     | ``env_class`` | class attribute | the single-env class (or ``"module:Class"``) of the members |
     | ``device`` | None | None: numpy outputs; a torch device (``"cpu"``, ``"cuda"``): torch tensors there |
+    | ``render_mode`` | None | None, ``"rgb_array"`` (``render()`` gives every member's frame) or ``"human"`` |
     | ``**env_kwargs`` | | the family's constructor arguments (``d``, ``n_arms``, ``horizon``, ...) |
     """
 
-    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 30, "autoreset_mode": AutoresetMode.NEXT_STEP}
     env_class: type | str | None = None
     #: members share the first member's read-only data (shallow copies; for dataset envs)
     share_data: bool = False
@@ -132,11 +137,9 @@ class LinBanditVectorEnv(VectorEnv):
                 f"autoreset_mode must be one of {[m.value for m in AutoresetMode]} (or a gymnasium.vector.AutoresetMode), "
                 f"got {autoreset_mode!r}"
             ) from exc
+        self.render_mode = check_render_mode(render_mode)
         if render_mode is not None:
-            raise ValueError(
-                f"render_mode={render_mode!r}: the native vector env does not render (its members are samplers that "
-                "it never steps); use gym.make_vec(..., vectorization_mode='sync', render_mode=...) to render each member"
-            )
+            env_kwargs["render_mode"] = render_mode  # members draw their own frames (see step)
         cls = _load(env_class if env_class is not None else self.env_class)
         if not (isinstance(cls, type) and issubclass(cls, LinBanditEnv)):
             raise TypeError(f"env_class must be a LinBanditEnv subclass, got {cls!r}")
@@ -297,6 +300,8 @@ class LinBanditVectorEnv(VectorEnv):
         self._info_arrays(infos, "regret", np.where(m, regret, 0.0), m.copy())
         self._info_arrays(infos, "best_arm", np.where(m, best_arm, 0).astype(np.int64), m.copy())
         # -- next arm sets: members that go on draw a new round --
+        if self.render_mode is not None:
+            self._show_members(idx, actions, regret)
         goes_on = stepping & ~truncated
         self._next_round(np.flatnonzero(goes_on))
         # -- resets --
@@ -336,6 +341,22 @@ class LinBanditVectorEnv(VectorEnv):
             for key in _STEP_KEYS:
                 infos[key][i] = info.get(key, 0)
                 infos[f"_{key}"][i] = key in info
+
+    def _show_members(self, idx: np.ndarray, actions: np.ndarray, regret: np.ndarray) -> None:
+        """Hand the round just played to members ``idx``, which draw it (only with a render_mode)."""
+        for i in idx:
+            env = self.envs[i]
+            env.t = int(self._t[i])
+            # copies: the batch buffers are overwritten in place by the next round
+            env._arms, env._means = self._obs[i].copy(), self._means[i].copy()
+            env._after_step(int(actions[i]), float(regret[i]))
+
+    def render(self) -> tuple | None:
+        """Every member's frame, as ``SyncVectorEnv``: a tuple of ``(H, W, 3)`` uint8 arrays
+        (``"rgb_array"``); ``"human"`` draws each member's window."""
+        if self.render_mode is None:
+            return None
+        return tuple(env.render() for env in self.envs)
 
     def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs:

@@ -179,15 +179,27 @@ def test_unknown_render_mode_is_refused_by_name(mode):
             build()
 
 
-def test_native_vector_env_refuses_render_mode_and_points_to_sync():
-    gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, d=3, n_arms=4, render_mode=None).close()
-    with pytest.raises(ValueError, match="vectorization_mode='sync'"):
-        gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, d=3, n_arms=4, render_mode="rgb_array")
-    sync = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, vectorization_mode="sync", d=3, n_arms=4,
-                        render_mode="rgb_array")
-    sync.reset(seed=0)
-    frames = sync.render()
-    assert len(frames) == 2 and all(f.dtype == np.uint8 for f in frames)
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+def test_native_vector_env_renders_the_frames_of_sync_vector_env(mode):
+    kw = {"d": 2, "n_arms": 5, "horizon": 3, "autoreset_mode": mode}
+    native = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, render_mode="rgb_array", **kw)
+    sync = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, vectorization_mode="sync", render_mode="rgb_array",
+                        vector_kwargs={"autoreset_mode": kw.pop("autoreset_mode")}, **kw)
+    assert native.render_mode == "rgb_array" and "rgb_array" in native.metadata["render_modes"]
+    for venv in (native, sync):
+        venv.reset(seed=4)
+    steps = 3 if mode == AutoresetMode.DISABLED else 5  # past the horizon: autoreset frames too
+    for t in range(steps):
+        actions = np.array([t % 5, (2 * t + 1) % 5])
+        native.step(actions)
+        sync.step(actions)
+        frames = native.render()
+        assert len(frames) == 2 and all(f.dtype == np.uint8 and f.shape[2] == 3 for f in frames)
+        for mine, theirs in zip(frames, sync.render()):
+            np.testing.assert_array_equal(mine, theirs)  # the same picture, pixel for pixel
+    assert gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, d=2, n_arms=5).render() is None
+    with pytest.raises(ValueError, match="render_mode must be None or one of"):
+        gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, render_mode="video")
 
 
 # -- make_vec with vector_kwargs and wrappers --------------------------------------------------
