@@ -34,7 +34,7 @@ import os
 import socket
 import threading
 import zlib
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -144,11 +144,6 @@ def _read_arff(path: Path) -> tuple[np.ndarray, np.ndarray]:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: the feature attributes must be NUMERIC ({exc}); {hint}") from exc
     return as_xy(X, data[names[-1]], str(path))
-
-
-@contextmanager
-def _nothing():
-    yield
 
 
 @contextmanager
@@ -272,7 +267,7 @@ def _fetch(data_id: int, root: Path, *, offline: bool, timeout: float) -> tuple[
 
     # fetch_openml reads every file it finds in its cache and only goes to the network for
     # a missing one; offline, that attempt must fail at once (sklearn's minimum: 1 retry).
-    with _socket_timeout(timeout), warnings.catch_warnings(), _sklearn_offline() if offline else _nothing():
+    with _socket_timeout(timeout), warnings.catch_warnings(), _sklearn_offline() if offline else nullcontext():
         if offline:
             warnings.filterwarnings("ignore", message="A network error occurred")
         X, y = fetch_openml(

@@ -503,3 +503,15 @@ def test_complex_features_are_refused_not_truncated(tmp_path, suffix):
         envs_data.as_features(X, "demo")
     with pytest.raises(ValueError, match="complex numbers"):
         envs_data.as_features(X.astype(object), "demo")
+
+
+def test_offline_guard_makes_sklearn_fail_at_once_and_is_lifted_after():
+    import urllib.error
+
+    import sklearn.datasets._openml as sklearn_openml
+
+    original = sklearn_openml.urlopen
+    with openml_mod._sklearn_offline():
+        with pytest.raises(urllib.error.URLError, match="download=False"):
+            sklearn_openml.urlopen("https://www.openml.org/api/v1/json/data/44")
+    assert sklearn_openml.urlopen is original
