@@ -25,7 +25,7 @@ import gymnasium as gym
 import pandas as pd
 
 from .evaluate import run, summarize
-from .registration import ENV_IDS
+from .registration import ENV_IDS, env_description
 from .specs import args_label, check_env_args, load_object, non_default_args
 
 __all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
@@ -189,17 +189,6 @@ def first_doc_line(obj: Any) -> str:
     """The summary line of ``obj``'s docstring, as plain text."""
     lines = (getattr(obj, "__doc__", None) or "").strip().splitlines()
     return rst_to_text(lines[0].strip()) if lines else ""
-
-
-def env_description(env_id: str) -> str:
-    """One line describing ``env_id``: its registered description if it has one, else the
-    summary line of its class docstring."""
-    from . import registration
-
-    described = getattr(registration, "ENV_DESCRIPTIONS", {}).get(env_id)
-    if described:
-        return rst_to_text(described)
-    return first_doc_line(load_object(ENV_IDS[env_id]))
 
 
 def _print_rows(rows: list[tuple[str, str]]) -> None:

@@ -71,9 +71,13 @@ def load_object(spec: str) -> Any:
 
 
 def did_you_mean(name: str, choices) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``choices`` to a mistyped ``name``, else ``""``."""
-    close = difflib.get_close_matches(str(name), list(choices), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` to a mistyped ``name``, else ``""``.
+
+    The cutoff is difflib's 0.6 lowered to 0.5 so that a one-letter name still gets its
+    hint (``dim`` -> ``d``).
+    """
+    close = difflib.get_close_matches(str(name), list(choices), n=2, cutoff=0.5)
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
 
 
 # -- env arguments --------------------------------------------------------------------
@@ -181,10 +185,11 @@ def _matches(value: Any, hint: Any) -> bool:
 def check_env_args(env_id: str, args: dict[str, Any]) -> None:
     """Check env keyword arguments against the constructor of ``env_id`` before building it.
 
-    Every name must be a parameter of the registered entry point; every value must fit the parameter's type hint where it has one (an ``int``
-    passes for ``float``; a ``str`` does not pass for ``bool``). The env's own checks (ranges,
-    dataset names) still run when it is built; this catches typos and wrong types up front,
-    without building the env or loading data.
+    Every name must be a parameter of the registered entry point; every value must fit the
+    parameter's type hint where it has one (an ``int`` passes for ``float``; a ``str`` does not
+    pass for ``bool``). Then, where the env class offers ``check_arguments`` (every linbandit
+    env does), its own range and combination checks run too (dataset names, ``omega``, ...),
+    still without building the env or loading data.
 
     Raises:
         ValueError: naming the key, the valid keys or the expected type.
@@ -203,6 +208,14 @@ def check_env_args(env_id: str, args: dict[str, Any]) -> None:
             raise ValueError(
                 f"{env_id} argument {key}={value!r}: expected {_type_name(hint)}, got {type(value).__name__}"
             )
+    # Values and combinations: the env's own checks, with its own messages, where it offers
+    # them without being built (ours do, without loading any dataset: LinBanditEnv.check_arguments).
+    check_values = getattr(_env_creator(env_id), "check_arguments", None)
+    if check_values is not None:
+        try:
+            check_values(**args)
+        except TypeError as exc:
+            raise ValueError(f"{env_id}: {exc}") from exc
 
 
 # -- labels ---------------------------------------------------------------------------

@@ -170,17 +170,14 @@ _VALUES = st.one_of(st.text(max_size=4), st.floats(-2, 50), st.booleans(), st.in
 @given(kwargs=st.dictionaries(st.sampled_from(["d", "n_arms", "horizon", "noise_std", "fixed_arms",
                                                "normalize_arms"]), _VALUES, max_size=3))
 def test_what_the_check_accepts_the_constructor_never_rejects_for_its_type(kwargs):
-    """Accepted by the up-front check -> the env builds, or refuses a value's range (ValueError),
-    never a TypeError; refused -> the message names one of the keys."""
+    """Accepted by the up-front check (names, types, then the env's own value checks) -> the env
+    builds; refused -> the message names one of the keys."""
     try:
         check_env_args(SYNTH, kwargs)
     except ValueError as exc:
-        assert any(f"argument {key}=" in str(exc) for key in kwargs)
+        assert any(key in str(exc) for key in kwargs)
         return
-    try:
-        gym.make(SYNTH, **kwargs).close()
-    except ValueError:
-        pass
+    gym.make(SYNTH, **kwargs).close()
 
 
 def test_an_int_passes_for_a_float_but_a_bool_not_for_an_int():
