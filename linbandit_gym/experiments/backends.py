@@ -94,6 +94,11 @@ def _watch_parent(parent_pid: int, interval: float) -> None:
 def _worker_init(parent_pid: int, interval: float = 0.5) -> None:
     """Run in each worker process before any run: die with the driver, leave Ctrl-C to it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # tqdm's default lock is a multiprocessing semaphore; a worker stopped by Ctrl-C would leave
+    # it behind and the resource tracker would warn about it. A worker draws no bars anyway.
+    from tqdm.std import tqdm
+
+    tqdm.set_lock(threading.RLock())
     if sys.platform.startswith("linux"):
         try:  # the kernel sends SIGKILL when the driver dies, even if this process is stuck in a write
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)

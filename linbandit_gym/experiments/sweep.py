@@ -7,6 +7,7 @@ Layout of an output directory::
     DIR/runs/<run_id>.parquet   per-round records of one run (CSV without pyarrow)
     DIR/runs/<run_id>.json      its metadata: full config, seed, versions, device, summary
     DIR/failed/<run_id>.json    the traceback of a run's last failure (removed on success)
+    DIR/.lock                   flock'ed by the process writing DIR (holds its pid)
 
 A run is *finished* when its ``.json`` exists, holds the run's config and its records file
 matches the size and row count the ``.json`` stores: the records are written (atomically)
