@@ -304,7 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"linbandit {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except PermissionError as exc:  # e.g. a read-only directory: say what and where, no traceback
-        print(f"linbandit {args.command}: error: {exc.strerror}: {exc.filename}", file=sys.stderr)
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"linbandit {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # Ctrl-C: sweep and run --out say how many runs were saved
         print(f"linbandit {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)

@@ -253,12 +253,14 @@ def lock_output_dir(directory: str | Path, what: str = "sweep") -> Iterator[Path
         if fcntl is not None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
+            except BlockingIOError as exc:
                 holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
                 raise OutputError(
                     f"another {what} (pid {holder}) is using {directory}: wait for it to finish, or choose "
                     "another output directory (--out)"
                 ) from exc
+            except OSError:  # a file system without locks (ENOLCK): write unlocked, as before locks
+                pass
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield directory

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from agents import OFUL
-from linbandit_gym.cli import main
+from linbandit_gym.cli import main, run_experiment
 from linbandit_gym.experiments import load_records, load_runs, parse_config, plan, sweep
 from linbandit_gym.records import (
     OutputError,
@@ -105,8 +105,6 @@ def test_run_out_is_a_sweep_directory_for_plot_report_and_sweep(tmp_path, capsys
 
 
 def test_run_experiment_saves_agent_objects_as_runs(tmp_path):
-    from linbandit_gym.cli import run_experiment
-
     players = [("small beta", OFUL(beta=0.1)), ("big beta", OFUL(beta=1.0))]
     records, summary = run_experiment("LinBandit-Synthetic-v0", players, seeds=2, horizon=20,
                                       env_kwargs={"d": 4, "n_arms": 3}, out=tmp_path)
@@ -182,7 +180,7 @@ def test_ctrl_c_in_run_keeps_finished_seeds_and_the_same_command_resumes(tmp_pat
     assert sorted(load_runs(out)["seed"]) == [0, 1, 2]
     assert {n: (out / "runs" / n).stat().st_mtime_ns for n in kept} == kept
     records = load_records(out)
-    fresh, _ = __import__("linbandit_gym.cli", fromlist=["run_experiment"]).run_experiment(
+    fresh, _ = run_experiment(
         "LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=3, horizon=30, env_kwargs={"d": 5, "n_arms": 4})
     key = ["seed", "t"]
     pd.testing.assert_series_equal(records.sort_values(key)["action"].reset_index(drop=True),
