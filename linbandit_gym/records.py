@@ -262,13 +262,16 @@ def lock_output_dir(directory: str | Path, what: str = "sweep") -> Iterator[Path
             except OSError:  # a file system without locks (ENOLCK): write unlocked, as before locks
                 pass
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, f"{os.getpid()}\n".encode())
         yield directory
     finally:
         os.close(fd)  # releases the flock
 
 
 def _pid_alive(pid: int) -> bool:
+    if os.name == "nt":  # os.kill(pid, 0) would terminate it there: assume alive, keep its files
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

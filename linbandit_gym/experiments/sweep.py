@@ -258,8 +258,8 @@ def sweep(
         )
         if not pending:
             return result
-        _preflight(cfg, pending)
         try:
+            _preflight(cfg, pending)
             _execute(cfg, pending, out, result, say, backend=backend, workers=workers, threads=threads,
                      address=address)
         except KeyboardInterrupt:
