@@ -258,8 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="agent name (see `linbandit list`) or module:Class of your own agent")
     p_run.add_argument("--horizon", type=int, default=None, metavar="N", help="rounds per episode (default: the env's)")
     p_run.add_argument("--seeds", type=int, default=1, metavar="S", help="number of seeds 0..S-1 (default 1)")
-    p_run.add_argument("--out", default=None, metavar="DIR", help="save each seed's records as it finishes (the layout of a sweep directory: plot, report "
-                       "and resume work on it), summary.csv and regret.png")
+    p_run.add_argument("--out", default=None, metavar="DIR",
+                       help="save each seed's records as it finishes, as a sweep directory (plot, report and "
+                       "resuming work on it), plus summary.csv and regret.png")
     p_run.add_argument("--agent-arg", action="append", metavar="K=V",
                        help="agent constructor argument, repeatable (e.g. --agent-arg beta=0.1 --agent-arg lam=1)")
     p_run.add_argument("--env-arg", action="append", metavar="K=V",

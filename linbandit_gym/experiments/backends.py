@@ -139,7 +139,9 @@ def _processes(specs: list[dict], *, workers: int, threads: int, curve_points: i
                 signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         pending = set(futures)
         while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            # A timeout, not a blocking wait: a Ctrl-C delivered to another thread of this process
+            # (BLAS, Arrow) would not wake a blocked main thread until a run finishes.
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             for future in done:
                 spec = futures[future]
                 exc = future.exception()
