@@ -352,13 +352,20 @@ def play_into(
         raise ValueError(f"agent_configs has {len(configs)} entries for {len(players)} agents")
     entries = []  # (label, agent, resumable, its runs)
     for (given, player), exact in zip(players, configs):
+        if isinstance(player, type) or (not callable(getattr(player, "act", None)) and callable(player)):
+            player = player()  # a factory, e.g. an agent class, as `run` accepts
         label = agent_label(player, given)
         agent_cfg = ({"name": exact["name"], "args": dict(exact.get("args") or {})} if exact
                      else _object_agent_config(player, label))
         specs = []
         for seed in seeds:
             config = {"task": "bandit", "agent": agent_cfg, "env": {"id": env_id, "args": env_kwargs}, "seed": seed}
-            specs.append(RunSpec(run_id(config), json.loads(canonical_json(config)), label, env_id, agent_cfg["name"]))
+            try:
+                canonical = json.loads(canonical_json(config))
+            except TypeError as exc:
+                raise ValueError(f"the arguments of agent {label!r} or of the env cannot be saved: {exc}; "
+                                 "use numbers, strings, booleans, None and lists of them") from exc
+            specs.append(RunSpec(run_id(canonical), canonical, label, env_id, agent_cfg["name"]))
         entries.append((label, player, exact is not None, specs))
     labels = [label for label, *_ in entries]
     for label in labels:
