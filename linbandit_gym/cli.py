@@ -100,14 +100,20 @@ def run_experiment(
     out: str | Path | None = None,
     progress: bool | None = None,
     batched: bool | None = None,
+    agent_config: dict | list[dict | None] | None = None,
     log: Callable[[str], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run ``agent`` (an object or a list of ``(name, object)``) on ``env_id`` over ``seeds``.
 
-    Returns ``(records, summary)``; with ``out`` also writes ``records.parquet|csv``,
-    ``summary.csv`` and ``regret.png`` there. ``env_kwargs`` are checked against the env's
-    constructor before anything runs (:func:`linbandit_gym.specs.check_env_args`). ``log``
-    (e.g. ``print``) receives one line per agent as soon as it has played all its seeds.
+    Returns ``(records, summary)``. ``env_kwargs`` are checked against the env's constructor
+    before anything runs (:func:`linbandit_gym.specs.check_env_args`). With ``out``, every
+    (agent, seed) is saved as it finishes in the layout of a sweep directory
+    (``runs/<id>.parquet|json``, ``config.yaml``, ``manifest.json``; see
+    :func:`linbandit_gym.experiments.sweep.play_into`), plus ``summary.csv|md`` and
+    ``regret.png``, so ``linbandit plot|report DIR`` work on it. ``agent_config``
+    (``{"name": ..., "args": {...}}`` the agent was built from, one per agent for a list) makes
+    those runs resumable: a second call skips the finished ones. ``log`` (e.g. ``print``)
+    receives one line per agent as soon as it has played all its seeds.
     """
     import linbandit_gym  # noqa: F401  (registers the ids)
 
@@ -116,28 +122,37 @@ def run_experiment(
         env_kwargs["horizon"] = horizon
     check_env_args(env_id, env_kwargs)
     players = agent if isinstance(agent, list) else [(agent_name, agent)]
-    frames = []
-    for i, (name, player) in enumerate(players):
-        start = time.perf_counter()
-        frame = run(env_id, player, seeds=seeds, env_kwargs=env_kwargs, agent_name=name, env_name=env_id,
-                    progress=progress, batched=batched)
-        frames.append(frame)
+    clock = [time.perf_counter()]
+
+    def agent_done(index: int, frame: pd.DataFrame) -> None:
         if log is not None:
             row = summarize(frame).iloc[0]
-            log(f"[{i + 1}/{len(players)}] {row['agent']}: final regret {row['final_regret_mean']:.2f} "
+            log(f"[{index + 1}/{len(players)}] {row['agent']}: final regret {row['final_regret_mean']:.2f} "
                 f"± {row['final_regret_std']:.2f}, {row['ms_per_round']:.3f} ms/round "
-                f"({time.perf_counter() - start:.1f} s)")
-    records = pd.concat(frames, ignore_index=True)
+                f"({time.perf_counter() - clock[0]:.1f} s)")
+        clock[0] = time.perf_counter()
+
+    if out is None:
+        frames = []
+        for index, (name, player) in enumerate(players):
+            frame = run(env_id, player, seeds=seeds, env_kwargs=env_kwargs, agent_name=name, env_name=env_id,
+                        progress=progress, batched=batched)
+            agent_done(index, frame)
+            frames.append(frame)
+        records = pd.concat(frames, ignore_index=True)
+    else:
+        from .experiments.sweep import play_into
+
+        configs = agent_config if isinstance(agent_config, list) or agent_config is None else [agent_config]
+        records = play_into(out, env_id, players, seeds, env_kwargs=env_kwargs, agent_configs=configs,
+                            progress=progress, batched=batched, on_agent_done=agent_done)
     summary = summarize(records)
     if out is not None:
+        from .experiments.figures import write_tables
         from .plots import plot_cumulative_regret
-        from .records import write_records
 
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        write_records(records, out / "records")
-        summary.to_csv(out / "summary.csv", index=False)
-        plot_cumulative_regret(records, out / "regret.png")
+        write_tables(out)
+        plot_cumulative_regret(records, Path(out) / "regret.png")
     return records, summary
 
 
@@ -231,10 +246,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
         agent_name=args_label(base, non_default_args(factory, agent_kwargs)), out=args.out,
         progress=False if args.no_progress else None, batched=args.batched,
+        agent_config={"name": args.agent, "args": agent_kwargs},
     )
     print(format_summary(summary))
     if args.out:
-        print(f"\nrecords, summary.csv and regret.png written to {args.out}")
+        print(f"\nruns, summary.csv and regret.png written to {args.out} (a sweep directory: "
+              f"`linbandit plot {args.out}`, `linbandit report {args.out}`; the same command resumes)")
     return 0
 
 
@@ -306,7 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="agent name (see `linbandit list`) or module:Class of your own agent")
     p_run.add_argument("--horizon", type=int, default=None, metavar="N", help="rounds per episode (default: the env's)")
     p_run.add_argument("--seeds", type=int, default=1, metavar="S", help="number of seeds 0..S-1 (default 1)")
-    p_run.add_argument("--out", default=None, metavar="DIR", help="write records, summary.csv and regret.png here")
+    p_run.add_argument("--out", default=None, metavar="DIR",
+                       help="save each seed's records as it finishes, as a sweep directory (plot, report and "
+                       "resuming work on it), plus summary.csv and regret.png")
     p_run.add_argument("--agent-arg", action="append", metavar="K=V",
                        help="agent constructor argument, repeatable (e.g. --agent-arg beta=0.1 --agent-arg lam=1)")
     p_run.add_argument("--env-arg", action="append", metavar="K=V",
@@ -361,6 +380,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (ValueError, FileNotFoundError, gym.error.Error) as exc:
             print(f"linbandit {args.command}: error: {exc}", file=sys.stderr)
             code = 2
+        except PermissionError as exc:  # e.g. a read-only directory: say what and where, no traceback
+            where = f": {exc.filename}" if exc.filename else ""
+            print(f"linbandit {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+            code = 2
+        except KeyboardInterrupt as exc:  # Ctrl-C: sweep and run --out say how many runs were saved
+            print(f"linbandit {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
+            code = 130
         sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
         return code
     except BrokenPipeError:

@@ -76,8 +76,8 @@ def did_you_mean(name: str, choices) -> str:
     The cutoff is difflib's 0.6 lowered to 0.5 so that a one-letter name still gets its
     hint (``dim`` -> ``d``).
     """
-    close = difflib.get_close_matches(str(name), list(choices), n=2, cutoff=0.5)
-    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+    close = difflib.get_close_matches(str(name), list(choices), n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 # -- env arguments --------------------------------------------------------------------

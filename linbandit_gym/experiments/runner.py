@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["execute_run", "library_versions", "subsample_index"]
+__all__ = ["execute_run", "run_meta", "bandit_summary", "library_versions", "subsample_index"]
 
 
 def library_versions() -> dict[str, str]:
@@ -139,7 +139,8 @@ class _DiagnosedAgent:
         self.overhead_cum.append(self.overhead)
 
 
-def _summary(frame: pd.DataFrame, curve_points: int) -> dict[str, Any]:
+def bandit_summary(frame: pd.DataFrame, curve_points: int = 200) -> dict[str, Any]:
+    """The ``summary`` of a bandit run's metadata: final regret, times, peak memory, a subsampled curve."""
     rounds = len(frame)
     idx = subsample_index(rounds, curve_points)
     last = frame.iloc[-1]
@@ -179,14 +180,21 @@ def execute_run(spec: dict, threads: int | None = None, curve_points: int = 200)
     _set_threads(threads)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    config = spec["config"]
-    if config["task"] == "matrix-approx":
+    if spec["config"]["task"] == "matrix-approx":
         records, extra = _matrix_approx(spec)
     else:
         records, extra = _bandit(spec, curve_points)
+    meta = run_meta(spec, extra, started, time.perf_counter() - t0)
+    return {"run_id": spec["run_id"], "records": records, "meta": meta}
+
+
+def run_meta(spec: dict, extra: dict, started: datetime, duration_s: float) -> dict:
+    """The metadata of a finished run (its ``runs/<id>.json``): ids, labels, config, ``extra``
+    (device, summary, ...), library versions, host, pid, start time and duration."""
     import torch
 
-    meta = {
+    config = spec["config"]
+    return {
         "run_id": spec["run_id"],
         "agent_label": spec["agent_label"],
         "env_label": spec["env_label"],
@@ -199,9 +207,8 @@ def execute_run(spec: dict, threads: int | None = None, curve_points: int = 200)
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "started": started.isoformat(),
-        "duration_s": time.perf_counter() - t0,
+        "duration_s": duration_s,
     }
-    return {"run_id": spec["run_id"], "records": records, "meta": meta}
 
 
 def _bandit(spec: dict, curve_points: int) -> tuple[pd.DataFrame, dict]:
@@ -226,7 +233,7 @@ def _bandit(spec: dict, curve_points: int) -> tuple[pd.DataFrame, dict]:
         frame["agent_time"] = frame["agent_time"].to_numpy() - overhead
         frame["wall_time"] = frame["wall_time"].to_numpy() - overhead
         extra["spectral"] = player.series
-    extra["summary"] = _summary(frame, curve_points)
+    extra["summary"] = bandit_summary(frame, curve_points)
     return frame, extra
 
 
