@@ -13,7 +13,7 @@ downloaded unless asked (``download=True`` for the OpenML sets); missing files r
 ((5000, 784), True)
 """
 
-from ._common import DATA_DIR_ENV, get_data_dir
+from ._common import DATA_DIR_ENV, as_features, get_data_dir
 from .datasets import ALIASES, DATASETS, canonical_name, load_dataset
 from .idx import read_idx
 from .mnist import MNIST_IDX_FILES, load_mnist_full, load_mnist_subset
@@ -25,6 +25,7 @@ __all__ = [
     "DATA_DIR_ENV",
     "MNIST_IDX_FILES",
     "OPENML_SETS",
+    "as_features",
     "canonical_name",
     "get_data_dir",
     "load_dataset",

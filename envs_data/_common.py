@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DATA_DIR_ENV", "DEFAULT_DATA_DIR", "get_data_dir", "as_xy", "encode_labels", "read_npz"]
+__all__ = ["DATA_DIR_ENV", "DEFAULT_DATA_DIR", "get_data_dir", "as_features", "as_xy", "encode_labels", "read_npz"]
 
 #: Environment variable naming the data directory (overridden by a ``data_dir=`` argument).
 DATA_DIR_ENV = "LINBANDIT_DATA"
@@ -69,21 +69,44 @@ def encode_labels(y: Any, source: str = "labels") -> np.ndarray:
     return codes.reshape(-1).astype(np.int64)
 
 
+def as_features(X: Any, source: str) -> np.ndarray:
+    """``X`` as a C-contiguous float64 ``(n, d)`` array of finite real numbers, or a
+    ``ValueError`` that starts with ``source`` (the file or argument the data came from).
+
+    Complex values are refused rather than cast (a cast keeps the real part and silently
+    drops the imaginary one).
+
+    >>> as_features([[1, 2], [3, 4]], "demo").dtype
+    dtype('float64')
+    """
+    if np.iscomplexobj(X) or (
+        isinstance(X, np.ndarray) and X.dtype == object and any(isinstance(v, complex) for v in X.ravel().tolist())
+    ):
+        raise ValueError(
+            f"{source}: the features X are complex numbers; a linear bandit needs real features "
+            "(pass X.real, np.abs(X), or the real and imaginary parts as separate columns)"
+        )
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{source}: the features X are not numeric ({exc})") from exc
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(
+            f"{source}: the features X must be a non-empty 2-D array (n_samples, n_features), got shape {X.shape}"
+        )
+    if not np.all(np.isfinite(X)):
+        bad = int(np.count_nonzero(~np.isfinite(X)))
+        raise ValueError(f"{source}: the features X hold {bad} NaN or inf values; impute or drop them first")
+    return np.ascontiguousarray(X)
+
+
 def as_xy(X: Any, y: Any, source: str) -> tuple[np.ndarray, np.ndarray]:
     """Validate a loaded dataset and return it as (float64 (n, d), int64 (n,)) arrays.
 
     Integer labels are kept as they are; any other labels are encoded 0..M-1
     (:func:`encode_labels`). ``source`` names the file or dataset in error messages.
     """
-    try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{source}: the features are not numeric ({exc})") from exc
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{source}: expected a non-empty 2-D feature array (n, d), got shape {X.shape}")
-    if not np.all(np.isfinite(X)):
-        bad = int(np.count_nonzero(~np.isfinite(X)))
-        raise ValueError(f"{source}: the features hold {bad} NaN/inf values; impute or drop them first")
+    X = as_features(X, source)
     y = np.asarray(y)
     if y.ndim == 2 and 1 in y.shape:
         y = y.reshape(-1)
@@ -95,4 +118,4 @@ def as_xy(X: Any, y: Any, source: str) -> tuple[np.ndarray, np.ndarray]:
         y = y.astype(np.int64)
     else:
         y = encode_labels(y, source)
-    return np.ascontiguousarray(X), np.ascontiguousarray(y)
+    return X, np.ascontiguousarray(y)

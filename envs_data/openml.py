@@ -14,8 +14,10 @@ Where the data comes from, in this order (never a silent download, never a hang)
 2. the same kind of file placed at ``<data_dir>/openml/<name>.{npz,csv,arff}`` (the OpenML
    name works too, e.g. ``spambase.csv``);
 3. scikit-learn's OpenML cache under ``<data_dir>/openml/openml.org/`` (what
-   ``fetch_openml(data_home=<data_dir>)`` writes), read with the network effectively off
-   (one immediate retry, a 2 s socket timeout);
+   ``fetch_openml(data_home=<data_dir>)`` writes), read without the network: every cache file
+   is checked first (complete gzip, valid JSON with the keys scikit-learn reads, the data
+   file's MD5 checksum), and a missing or damaged one is named in the error instead of being
+   fetched again;
 4. only with ``download=True``: a reachability probe of www.openml.org bounded by
    ``timeout`` seconds, then ``fetch_openml`` into that cache.
 
@@ -25,11 +27,16 @@ Otherwise ``FileNotFoundError`` says which files to place where. Labels are enco
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import json
 import os
 import socket
 import threading
-from contextlib import contextmanager
+import zlib
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from urllib.parse import urlparse
 
 import numpy as np
 
@@ -80,33 +87,63 @@ def read_table(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
             raise ValueError(f"{path} holds arrays {sorted(arrays)}; expected arrays named X and y")
         return as_xy(arrays["X"], arrays["y"], str(path))
     if suffix == ".csv":
-        import pandas as pd
-
-        with open(path, encoding="utf-8") as fh:
-            first = fh.readline().strip().split(",")
-        try:
-            [float(v) for v in first[:-1]]
-            header = None
-        except ValueError:
-            header = 0  # the first line names the columns
-        frame = pd.read_csv(path, header=header)
-        if frame.shape[1] < 2:
-            raise ValueError(f"{path}: expected at least 2 comma-separated columns (features, then the label)")
-        return as_xy(frame.iloc[:, :-1].to_numpy(), frame.iloc[:, -1].to_numpy(), str(path))
+        return _read_csv(path)
     if suffix == ".arff":
-        from scipy.io import arff
-
-        try:
-            data, _meta = arff.loadarff(str(path))
-        except (NotImplementedError, ValueError, arff.ArffError) as exc:
-            raise ValueError(
-                f"{path}: could not parse this ARFF file ({exc}); sparse ARFF is not supported here, convert it to "
-                ".npz (X, y) or .csv (label last)"
-            ) from exc
-        names = data.dtype.names
-        X = np.column_stack([data[n].astype(np.float64) for n in names[:-1]])
-        return as_xy(X, data[names[-1]], str(path))
+        return _read_arff(path)
     raise ValueError(f"{path}: unsupported file type {suffix!r}; use .npz (X, y), .csv (label last) or .arff")
+
+
+_CSV_LAYOUT = "expected comma-separated rows of features then the label (an optional header row first)"
+
+
+def _read_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    import pandas as pd
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = fh.readline().strip()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a UTF-8 text file ({exc}); {_CSV_LAYOUT}") from exc
+    if not first:
+        raise ValueError(f"{path}: the file is empty or starts with a blank line; {_CSV_LAYOUT}")
+    try:
+        [float(v) for v in first.split(",")[:-1]]
+        header = None
+    except ValueError:
+        header = 0  # the first line names the columns
+    try:
+        frame = pd.read_csv(path, header=header)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path}: could not parse this CSV file ({exc}); {_CSV_LAYOUT}") from exc
+    if frame.shape[1] < 2:
+        raise ValueError(f"{path}: expected at least 2 comma-separated columns (features, then the label)")
+    return as_xy(frame.iloc[:, :-1].to_numpy(), frame.iloc[:, -1].to_numpy(), str(path))
+
+
+def _read_arff(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.io import arff
+
+    hint = "expected a dense ARFF file (@RELATION, @ATTRIBUTE lines, the label last, then @DATA rows)"
+    try:
+        data, _meta = arff.loadarff(str(path))
+    except StopIteration:  # scipy's parser runs out of lines before finding a header
+        raise ValueError(f"{path}: not an ARFF file (no @RELATION/@ATTRIBUTE header found); {hint}") from None
+    except (NotImplementedError, ValueError, UnicodeDecodeError, arff.ArffError) as exc:
+        raise ValueError(
+            f"{path}: could not parse this ARFF file ({exc}); {hint}. Sparse ARFF is not supported here: convert "
+            "it to .npz (X, y) or .csv (label last)"
+        ) from exc
+    names = data.dtype.names or ()
+    if len(names) < 2:
+        raise ValueError(
+            f"{path}: the ARFF file declares {len(names)} attribute(s) {list(names)}; it needs at least one feature "
+            "and the label (the last attribute)"
+        )
+    try:
+        X = np.column_stack([data[n].astype(np.float64) for n in names[:-1]])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: the feature attributes must be NUMERIC ({exc}); {hint}") from exc
+    return as_xy(X, data[names[-1]], str(path))
 
 
 @contextmanager
@@ -145,6 +182,84 @@ def _probe(host: str, timeout: float) -> None:
         raise ConnectionError(f"cannot reach {host}: {outcome['error']}")
 
 
+def _damaged(path: Path, problem: str, name: str) -> ValueError:
+    return ValueError(
+        f"{path}: {problem}. This file of the OpenML cache of {name!r} is damaged and download=False, so it is not "
+        f"fetched again: delete it and run load_dataset({name!r}, download=True) (or copy the cache again from a "
+        "machine where it loads)"
+    )
+
+
+def _cache_bytes(path: Path, name: str, root: Path) -> bytes:
+    """The decompressed content of one cache file, or an error naming it (missing, not gzip, truncated)."""
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the OpenML cache of {name!r} under {root / 'openml'} is incomplete: {path} is missing and "
+            "download=False. " + openml_help(name, root)
+        )
+    try:
+        return gzip.decompress(path.read_bytes())
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        raise _damaged(path, f"not a complete gzip file ({exc})", name) from exc
+
+
+def _cache_json(path: Path, name: str, root: Path, keys: tuple[str, ...]) -> dict:
+    """A cached OpenML API answer: ``{keys[0]: {...}}`` holding every one of ``keys[1:]``."""
+    try:
+        content = json.loads(_cache_bytes(path, name, root))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _damaged(path, f"not valid JSON ({exc})", name) from exc
+    outer, *inner = keys
+    body = content.get(outer) if isinstance(content, dict) else None
+    if not isinstance(body, dict):
+        raise _damaged(path, f"the JSON has no {outer!r} object", name)
+    missing = [key for key in inner if key not in body]
+    if missing:
+        raise _damaged(path, f"the {outer!r} object lacks {missing}", name)
+    return body
+
+
+def _check_cache(data_id: int, root: Path, name: str) -> None:
+    """Check every file ``fetch_openml(data_id)`` will read from the cache, without the network.
+
+    scikit-learn deletes a cache file it cannot parse and downloads it again; offline that
+    means a network wait and then a confusing error (``KeyError: 'status'`` for a truncated
+    description). So each file is checked here first and a bad one is named.
+    """
+    api = root / "openml" / "openml.org" / "api" / "v1" / "json" / "data"
+    description = _cache_json(
+        api / f"{data_id}.gz", name, root, ("data_set_description", "status", "format", "url", "md5_checksum")
+    )
+    _cache_json(api / "features" / f"{data_id}.gz", name, root, ("data_features", "feature"))
+    if str(description["format"]).lower() != "sparse_arff":
+        _cache_json(api / "qualities" / f"{data_id}.gz", name, root, ("data_qualities",))
+    data_file = root / "openml" / "openml.org" / (urlparse(str(description["url"])).path.lstrip("/") + ".gz")
+    checksum = hashlib.md5(_cache_bytes(data_file, name, root)).hexdigest()
+    if checksum != description["md5_checksum"]:
+        raise _damaged(
+            data_file, f"its MD5 checksum {checksum} differs from {description['md5_checksum']} announced by "
+            f"{api / f'{data_id}.gz'}", name,
+        )
+
+
+@contextmanager
+def _sklearn_offline():
+    """Make scikit-learn's OpenML client fail at once instead of opening a connection."""
+    from unittest import mock
+    from urllib.error import URLError
+
+    import sklearn.datasets._openml as sklearn_openml
+
+    def refuse(*args, **kwargs):
+        raise URLError("download=False: the network is not used")
+
+    if not hasattr(sklearn_openml, "urlopen"):  # another scikit-learn layout: _check_cache still guards
+        yield
+        return
+    with mock.patch.object(sklearn_openml, "urlopen", refuse):
+        yield
+
+
 def _fetch(data_id: int, root: Path, *, offline: bool, timeout: float) -> tuple[np.ndarray, np.ndarray]:
     import warnings
 
@@ -152,7 +267,7 @@ def _fetch(data_id: int, root: Path, *, offline: bool, timeout: float) -> tuple[
 
     # fetch_openml reads every file it finds in its cache and only goes to the network for
     # a missing one; offline, that attempt must fail at once (sklearn's minimum: 1 retry).
-    with _socket_timeout(timeout), warnings.catch_warnings():
+    with _socket_timeout(timeout), warnings.catch_warnings(), _sklearn_offline() if offline else nullcontext():
         if offline:
             warnings.filterwarnings("ignore", message="A network error occurred")
         X, y = fetch_openml(
@@ -201,6 +316,8 @@ def _load_openml_raw(name: str, root: Path, path, download: bool, timeout: float
 
     source = f"OpenML {data_id} ({openml_name})"
     if openml_cache_file(data_id, root).is_file():
+        if not download:
+            _check_cache(data_id, root, name)  # names a missing or damaged file; no network
         try:
             X, y = _fetch(data_id, root, offline=not download, timeout=timeout if download else min(timeout, 2.0))
         except OSError as exc:  # URLError, timeouts, DNS errors: the cache lacks a file

@@ -6,9 +6,12 @@
 
 from .envs import LinBanditEnv
 from .evaluate import run
-from .registration import ENV_IDS, register_envs
+from .registration import ENV_IDS, env_description, register_envs
+from .specs import check_env_args
 
 register_envs()
 
+from .vector import make_vec  # noqa: E402  (after registration: it looks the ids up)
+
 __version__ = "0.1.0"
-__all__ = ["ENV_IDS", "LinBanditEnv", "register_envs", "run", "__version__"]
+__all__ = ["ENV_IDS", "LinBanditEnv", "check_env_args", "env_description", "make_vec", "register_envs", "run", "__version__"]

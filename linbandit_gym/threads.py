@@ -27,7 +27,8 @@ import numbers
 import time
 from collections.abc import Callable, Iterator
 
-__all__ = ["DEFAULT_THREADS", "check_threads", "thread_limit", "set_threads", "cpu_clock", "thread_state"]
+__all__ = ["DEFAULT_THREADS", "check_threads", "thread_limit", "set_threads", "cpu_clock", "thread_state",
+           "thread_record"]
 
 #: Torch and BLAS threads per run (or per worker process) unless told otherwise.
 DEFAULT_THREADS = 1
@@ -115,3 +116,10 @@ def thread_state() -> dict:
     except ImportError:
         pass
     return {"torch_threads": torch.get_num_threads(), "blas_threads": blas}
+
+
+def thread_record(threads: int | None) -> dict:
+    """What a run's metadata records (call it under the run's :func:`thread_limit`): the policy
+    asked for (``threads``), the torch and BLAS threads the run had, and ``agent_clock``, the
+    clock of its ``agent_time`` (``"thread_cpu"`` or ``"process_cpu"``)."""
+    return {"threads": threads, **thread_state(), "agent_clock": cpu_clock(threads)[1]}

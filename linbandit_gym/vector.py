@@ -24,6 +24,18 @@ rewards, terminations and truncations as torch tensors on that device (the info 
 numpy) and accepts torch actions; the batched agents of :mod:`agents.batched` take either.
 (Gymnasium's ``NumpyToTorch`` wrapper does the same but needs the ``array-api-compat`` package.)
 
+Rendering: ``render_mode="rgb_array"`` (or ``"human"``) hands each member the round it just
+played, and ``render()`` returns the members' frames as a tuple, the same pictures as
+``SyncVectorEnv`` draws (see :class:`~linbandit_gym.envs.base.LinBanditEnv`).
+
+Autoreset mode and wrappers: ``gymnasium.make_vec`` refuses ``vector_kwargs=`` and
+``wrappers=`` for any id with a native vector env (ours are the default). Pass the autoreset
+mode as a keyword instead (``gym.make_vec(id, num_envs=B, autoreset_mode="SameStep")``), or
+call :func:`make_vec` here, which takes Gymnasium's signature and accepts both: it hands
+``vector_kwargs={"autoreset_mode": ...}`` to the native vector env, and with ``wrappers`` (or
+other ``vector_kwargs``, which are ``SyncVectorEnv`` options) it builds Gymnasium's
+``SyncVectorEnv`` over wrapped single envs (the same episodes, member by member).
+
 Example:
 
 >>> import gymnasium as gym, numpy as np
@@ -49,11 +61,11 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .envs.base import LinBanditEnv
+from .envs.base import RENDER_MODES, LinBanditEnv, check_render_mode
 
 __all__ = [
     "CNAE9VectorEnv", "ClassificationVectorEnv", "DigitsVectorEnv", "HeavyTailVectorEnv", "LinBanditVectorEnv",
-    "LocallyConvexVectorEnv", "MFeatVectorEnv", "SpamVectorEnv", "SyntheticVectorEnv", "supports_vector",
+    "LocallyConvexVectorEnv", "MFeatVectorEnv", "SpamVectorEnv", "SyntheticVectorEnv", "make_vec", "supports_vector",
     "vector_env_class",
 ]
 
@@ -97,10 +109,11 @@ class LinBanditVectorEnv(VectorEnv):
     | ``autoreset_mode`` | ``NEXT_STEP`` | Gymnasium autoreset mode (enum or its string value) |
     | ``env_class`` | class attribute | the single-env class (or ``"module:Class"``) of the members |
     | ``device`` | None | None: numpy outputs; a torch device (``"cpu"``, ``"cuda"``): torch tensors there |
+    | ``render_mode`` | None | None, ``"rgb_array"`` (``render()`` gives every member's frame) or ``"human"`` |
     | ``**env_kwargs`` | | the family's constructor arguments (``d``, ``n_arms``, ``horizon``, ...) |
     """
 
-    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 30, "autoreset_mode": AutoresetMode.NEXT_STEP}
     env_class: type | str | None = None
     #: members share the first member's read-only data (shallow copies; for dataset envs)
     share_data: bool = False
@@ -112,6 +125,7 @@ class LinBanditVectorEnv(VectorEnv):
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         env_class: type | str | None = None,
         device: Any = None,
+        render_mode: str | None = None,
         **env_kwargs: Any,
     ):
         if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
@@ -123,6 +137,9 @@ class LinBanditVectorEnv(VectorEnv):
                 f"autoreset_mode must be one of {[m.value for m in AutoresetMode]} (or a gymnasium.vector.AutoresetMode), "
                 f"got {autoreset_mode!r}"
             ) from exc
+        self.render_mode = check_render_mode(render_mode)
+        if render_mode is not None:
+            env_kwargs["render_mode"] = render_mode  # members draw their own frames (see step)
         cls = _load(env_class if env_class is not None else self.env_class)
         if not (isinstance(cls, type) and issubclass(cls, LinBanditEnv)):
             raise TypeError(f"env_class must be a LinBanditEnv subclass, got {cls!r}")
@@ -283,6 +300,8 @@ class LinBanditVectorEnv(VectorEnv):
         self._info_arrays(infos, "regret", np.where(m, regret, 0.0), m.copy())
         self._info_arrays(infos, "best_arm", np.where(m, best_arm, 0).astype(np.int64), m.copy())
         # -- next arm sets: members that go on draw a new round --
+        if self.render_mode is not None:
+            self._show_members(idx, actions, regret)
         goes_on = stepping & ~truncated
         self._next_round(np.flatnonzero(goes_on))
         # -- resets --
@@ -323,6 +342,22 @@ class LinBanditVectorEnv(VectorEnv):
                 infos[key][i] = info.get(key, 0)
                 infos[f"_{key}"][i] = key in info
 
+    def _show_members(self, idx: np.ndarray, actions: np.ndarray, regret: np.ndarray) -> None:
+        """Hand the round just played to members ``idx``, which draw it (only with a render_mode)."""
+        for i in idx:
+            env = self.envs[i]
+            env.t = int(self._t[i])
+            # copies: the batch buffers are overwritten in place by the next round
+            env._arms, env._means = self._obs[i].copy(), self._means[i].copy()
+            env._after_step(int(actions[i]), float(regret[i]))
+
+    def render(self) -> tuple | None:
+        """Every member's frame, as ``SyncVectorEnv``: a tuple of ``(H, W, 3)`` uint8 arrays
+        (``"rgb_array"``); ``"human"`` draws each member's window."""
+        if self.render_mode is None:
+            return None
+        return tuple(env.render() for env in self.envs)
+
     def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs:
             env.close()
@@ -341,6 +376,67 @@ class SyntheticVectorEnv(LinBanditVectorEnv):
     :class:`~linbandit_gym.envs.synthetic.SyntheticLinBanditEnv` for the arguments."""
 
     env_class = "linbandit_gym.envs.synthetic:SyntheticLinBanditEnv"
+
+
+def make_vec(
+    id: str,  # noqa: A002 - gymnasium.make_vec's name
+    num_envs: int = 1,
+    vectorization_mode: str | None = None,
+    vector_kwargs: dict[str, Any] | None = None,
+    wrappers: Any = None,
+    **kwargs: Any,
+) -> VectorEnv:
+    """``gymnasium.make_vec`` that also accepts ``vector_kwargs`` and ``wrappers`` for our ids.
+
+    Gymnasium raises ``gymnasium.error.Error`` for either whenever the id has a native vector
+    env, the default of every linbandit id but BAI. Here, with ``vectorization_mode=None``:
+
+    * ``vector_kwargs`` holding only ``autoreset_mode`` -> the native vector env in that mode
+      (all three of Gymnasium's modes, same semantics as ``SyncVectorEnv``);
+    * ``wrappers`` (or any other ``vector_kwargs``, e.g. ``copy``, which are ``SyncVectorEnv``
+      options) -> ``SyncVectorEnv`` over ``wrappers`` applied to each single env: wrappers act
+      on single envs, which the native vector env never steps. Members replay the same
+      episodes either way; only the speed differs.
+
+    An explicit ``vectorization_mode`` is honoured; ``"vector_entry_point"`` with wrappers or
+    with ``vector_kwargs`` other than ``autoreset_mode`` raises a ``ValueError`` saying why.
+    Other ids (no native vector env) go to ``gymnasium.make_vec`` unchanged.
+
+    >>> import linbandit_gym
+    >>> envs = linbandit_gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, d=3, n_arms=4,
+    ...                               vector_kwargs={"autoreset_mode": "SameStep"})
+    >>> type(envs).__name__, envs.autoreset_mode.value
+    ('SyntheticVectorEnv', 'SameStep')
+    """
+    import gymnasium as gym
+    from gymnasium.envs.registration import VectorizeMode
+
+    vector_kwargs = dict(vector_kwargs or {})
+    wrappers = list(wrappers or [])
+    env_id = id.id if hasattr(id, "id") else id
+    native = supports_vector(env_id.rpartition(":")[2])  # "linbandit_gym:LinBandit-..." names the same id
+    if vectorization_mode is None:
+        only_autoreset = set(vector_kwargs) <= {"autoreset_mode"}
+        vectorization_mode = "vector_entry_point" if native and not wrappers and only_autoreset else "sync"
+    mode = VectorizeMode(vectorization_mode)
+    if not (native and mode == VectorizeMode.VECTOR_ENTRY_POINT):
+        return gym.make_vec(
+            id, num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, wrappers=wrappers, **kwargs
+        )
+    if wrappers:
+        raise ValueError(
+            "wrappers wrap single envs, which the native vector env never steps; use vectorization_mode='sync' "
+            "(or leave vectorization_mode=None: with wrappers it defaults to 'sync')"
+        )
+    other = sorted(set(vector_kwargs) - {"autoreset_mode"})
+    if other:
+        raise ValueError(
+            f"vector_kwargs {other} are options of Gymnasium's SyncVectorEnv/AsyncVectorEnv; the native vector env "
+            "takes only autoreset_mode. Use vectorization_mode='sync' for them."
+        )
+    if "autoreset_mode" in vector_kwargs and "autoreset_mode" in kwargs:
+        raise ValueError("autoreset_mode was given twice (in vector_kwargs and as a keyword); pass it once")
+    return gym.make_vec(id, num_envs, vectorization_mode=mode, **vector_kwargs, **kwargs)
 
 
 def vector_env_class(env_id: str) -> type | None:

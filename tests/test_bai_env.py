@@ -233,7 +233,10 @@ def test_step_before_reset_raises():
         ({"instance": "bogus"}, "instance must be"),
         ({"noise_std": -1.0}, "noise_std"),
         ({"max_pulls": 0}, "max_pulls"),
-        ({"horizon": -2}, "max_pulls"),
+        ({"horizon": -2}, "horizon must be an int >= 1"),  # the key the user typed
+        ({"instance": "random", "omega": "0.1"}, "omega must be an angle"),  # checked even where unused
+        ({"instance": ["soare"]}, "instance must be one of"),
+        ({"instance": "random", "n_arms": "5"}, "n_arms must be an int"),
         ({"instance": "random", "min_gap": -0.1}, "min_gap"),
     ],
 )

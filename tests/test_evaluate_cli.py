@@ -114,7 +114,10 @@ def test_cli_python_api_with_a_custom_agent(tmp_path, capsys):
     assert "final regret" in out and "GreedyMeanAgent" in out
     assert (tmp_path / "regret.png").stat().st_size > 1000
     assert (tmp_path / "summary.csv").exists()
-    assert any(p.name.startswith("records.") for p in tmp_path.iterdir())
+    from linbandit_gym.experiments import load_records, load_runs
+
+    assert sorted(load_runs(tmp_path)["seed"]) == [0, 1]  # the layout of a sweep directory
+    assert len(load_records(tmp_path)) == 2 * 30
 
 
 def test_run_experiment_with_several_agents(tmp_path):

@@ -231,3 +231,8 @@ def test_observation_box_bounds_every_arm(kwargs, bound):
     for _ in range(19):
         assert env.observation_space.contains(obs)
         obs, *_ = env.step(0)
+
+
+def test_complex_axes_are_refused_not_truncated():
+    with pytest.raises(ValueError, match="axes must be real numbers"):
+        LocallyConvexLinBanditEnv(d=2, axes=[1.0 + 0.5j, 0.5])

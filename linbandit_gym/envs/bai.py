@@ -82,6 +82,7 @@ class BAILinBanditEnv(LinBanditEnv):
     | ``max_pulls`` | None (100000) | pulls before truncation |
     | ``horizon`` | None | alias of ``max_pulls`` (the keyword shared by every env) |
     | ``min_gap`` | 0.0 | ``"random"``: redraw until the best arm leads by at least this |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
 
     ## Version History
     * v0: initial version.
@@ -108,17 +109,27 @@ class BAILinBanditEnv(LinBanditEnv):
         max_pulls: int | None = None,
         horizon: int | None = None,
         min_gap: float = 0.0,
+        render_mode: str | None = None,
     ):
-        if instance not in _INSTANCES:
+        if not isinstance(instance, str) or instance not in _INSTANCES:
             raise ValueError(f"instance must be one of {_INSTANCES}, got {instance!r}")
         d = check_positive_int("d", d, minimum=2 if instance == "soare" else 1)
+        # every argument is checked, also those the chosen instance ignores (omega for "random")
+        horizon = None if horizon is None else check_positive_int("horizon", horizon)
+        max_pulls = None if max_pulls is None else check_positive_int("max_pulls", max_pulls)
+        n_arms = None if n_arms is None else check_positive_int("n_arms", n_arms, minimum=2)
+        if (
+            isinstance(omega, (bool, np.bool_))
+            or not isinstance(omega, numbers.Real)
+            or not (0.0 < omega < math.pi / 2)
+        ):
+            raise ValueError(f"omega must be an angle in (0, pi/2) radians, got {omega!r}")
         if horizon is not None and max_pulls is not None and horizon != max_pulls:
             raise ValueError(
                 f"horizon is an alias of max_pulls; got both (horizon={horizon!r}, max_pulls={max_pulls!r}): pass one"
             )
         if max_pulls is None:
             max_pulls = 100_000 if horizon is None else horizon
-        max_pulls = check_positive_int("max_pulls", max_pulls)
         if instance == "soare":
             if n_arms is not None and n_arms != d + 1:
                 raise ValueError(
@@ -126,17 +137,13 @@ class BAILinBanditEnv(LinBanditEnv):
                     "(leave n_arms unset, or use instance='random')"
                 )
             n_arms = d + 1
-            if (
-                isinstance(omega, (bool, np.bool_))
-                or not isinstance(omega, numbers.Real)
-                or not (0.0 < omega < math.pi / 2)
-            ):
-                raise ValueError(f"omega must be an angle in (0, pi/2) radians, got {omega!r}")
         elif n_arms is None:
             n_arms = 10
         # The base class sets the spaces for Discrete(K); the horizon is the pull budget,
         # since every step before a stop is a pull.
-        super().__init__(d=d, n_arms=n_arms, horizon=max_pulls, noise_std=noise_std, arm_bound=1.0)
+        super().__init__(
+            d=d, n_arms=n_arms, horizon=max_pulls, noise_std=noise_std, arm_bound=1.0, render_mode=render_mode
+        )
         self.instance = instance
         self.omega = float(omega)
         self.max_pulls = max_pulls
@@ -225,6 +232,7 @@ class BAILinBanditEnv(LinBanditEnv):
             self._done = True
             self.t += 1
             info.update(n_pulls=self.n_pulls, recommendation=arm, correct=arm == self.best_arm)
+            self._after_step(arm, 0.0, "recommended")  # a stop pulls nothing: no regret added
             return self._arms.copy(), 0.0, True, False, info
         reward = self._sample_reward(info["expected_reward"], self._noise_rng)
         self.n_pulls += 1
@@ -234,4 +242,5 @@ class BAILinBanditEnv(LinBanditEnv):
         if truncated:
             self._done = True
             info.update(recommendation=-1, correct=False)
+        self._after_step(arm, info["regret"], "pulled")
         return self._arms.copy(), float(reward), False, truncated, info

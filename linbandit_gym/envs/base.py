@@ -3,7 +3,7 @@
 Subclasses say only how a problem instance is drawn (:meth:`LinBanditEnv._sample_problem`),
 how each round's arm set is drawn (:meth:`LinBanditEnv._sample_arms`) and, when it is not
 linear-Gaussian, what the expected and realised rewards are. Everything else -- spaces,
-validation, horizon/truncation, ``info`` keys, seeding -- lives here.
+validation, horizon/truncation, ``info`` keys, seeding, rendering -- lives here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["LinBanditEnv", "check_positive_int", "check_nonnegative_float"]
+__all__ = [
+    "LinBanditEnv", "RENDER_MODES", "check_bool", "check_nonnegative_float", "check_positive_int", "check_render_mode",
+]
+
+#: The render modes of every env (Gymnasium's names): no rendering, an RGB frame, a matplotlib window.
+RENDER_MODES = ("rgb_array", "human")
 
 
 def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
@@ -23,6 +28,32 @@ def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
     return int(value)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` as a bool, or a ``ValueError`` naming the argument.
+
+    Only ``True``/``False`` (Python or numpy bools) pass. Strings are refused rather than
+    parsed: ``bool("false")`` is True, so a quoted ``"false"`` from a config file or
+    ``--env-arg flag=false`` would silently turn the flag on.
+
+    >>> check_bool("fixed_arms", False)
+    False
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        hint = (
+            f"; write it unquoted (YAML: {name}: false, command line: --env-arg {name}=False)"
+            if isinstance(value, str) else ""
+        )
+        raise ValueError(f"{name} must be True or False, got {value!r} ({type(value).__name__}){hint}")
+    return bool(value)
+
+
+def check_render_mode(render_mode: Any) -> str | None:
+    """``render_mode`` if it is None or one of :data:`RENDER_MODES`, else a ``ValueError``."""
+    if render_mode is not None and (not isinstance(render_mode, str) or render_mode not in RENDER_MODES):
+        raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
+    return render_mode
 
 
 def check_nonnegative_float(name: str, value: Any) -> float:
@@ -48,16 +79,41 @@ class LinBanditEnv(gym.Env):
     The expected rewards are computed from the float32 arms the agent sees (cast to
     float64), so regret is exact for what was observed.
 
+    Rendering (``render_mode=``, Gymnasium's convention): ``None`` (default) draws nothing;
+    ``"rgb_array"``: :meth:`render` returns an ``(H, W, 3)`` uint8 frame; ``"human"``: the
+    same picture in a matplotlib window, redrawn on every reset and step (nothing is shown,
+    and nothing blocks, under a non-interactive backend such as Agg, which matplotlib picks
+    when there is no display). The frame has two panels, drawn here for every family:
+
+    * the arm set on which the last action was taken (after a reset: the first arm set),
+      coloured by expected reward, with the best arm (star) and the chosen arm (red ring).
+      For ``d = 2`` the arms are drawn in the plane with theta* as an arrow; for larger
+      ``d`` each arm is projected on theta* (x: ``<x, theta*/||theta*||>``, y: distance from
+      the theta* axis); without a theta* (classification) on the arm set's two principal
+      directions;
+    * the cumulative (pseudo-)regret so far against the round.
+
     Subclasses implement :meth:`_sample_problem` and :meth:`_sample_arms` and may
     override :meth:`_expected_rewards` and :meth:`_sample_reward`.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 30}
+    #: size of a rendered frame: (width, height) in inches at ``_RENDER_DPI`` dots per inch
+    _RENDER_SIZE = (9.0, 3.6)
+    _RENDER_DPI = 80
 
     def __init__(
-        self, *, d: int, n_arms: int, horizon: int = 2000, noise_std: float = 0.1, arm_bound: float = np.inf
+        self,
+        *,
+        d: int,
+        n_arms: int,
+        horizon: int = 2000,
+        noise_std: float = 0.1,
+        arm_bound: float = np.inf,
+        render_mode: str | None = None,
     ):
         super().__init__()
+        self.render_mode = check_render_mode(render_mode)
         self.d = check_positive_int("d", d)
         self.n_arms = check_positive_int("n_arms", n_arms, minimum=2)
         self.horizon = check_positive_int("horizon", horizon)
@@ -72,6 +128,23 @@ class LinBanditEnv(gym.Env):
         self._means: np.ndarray | None = None
         self.t = 0
         self._done = True
+        # What render() draws: the cumulative regret after each step, and the last played
+        # round (arms, their means, the chosen arm, what the choice was). Kept only when
+        # render_mode is set, so that stepping without rendering costs nothing extra.
+        self._regret_curve: list[float] = []
+        self._played: tuple[np.ndarray, np.ndarray, int, str] | None = None
+        self._frame_figure = None  # the reused Agg figure of "rgb_array"
+        self._window = None  # the pyplot figure of "human"
+
+    @classmethod
+    def check_arguments(cls, **kwargs: Any) -> None:
+        """Raise the error the constructor raises for ``kwargs`` (a ``ValueError`` naming the
+        argument, or a ``TypeError`` for an unknown name), keeping no env.
+
+        The default builds one env and closes it; families whose construction is costly
+        (datasets) override it to check without the cost.
+        """
+        cls(**kwargs).close()
 
     # -- what subclasses supply ----------------------------------------------------
     def _sample_problem(self, rng: np.random.Generator) -> None:
@@ -100,7 +173,11 @@ class LinBanditEnv(gym.Env):
         self._sample_problem(problem_rng)
         self.t = 0
         self._done = False
+        self._regret_curve = []
+        self._played = None
         self._next_round()
+        if self.render_mode == "human":
+            self.render()
         return self._arms.copy(), {
             "best_arm": int(np.argmax(self._means)),
             "best_expected_reward": float(np.max(self._means)),
@@ -146,12 +223,148 @@ class LinBanditEnv(gym.Env):
             "best_arm": best_arm,
         }
         self.t += 1
+        played = (self._arms, self._means)  # the round just played, before the next arm set replaces it
         truncated = self.t >= self.horizon
         if truncated:
             self._done = True
         else:
             self._next_round()
+        self._after_step(action, info["regret"], played=played)
         return self._arms.copy(), float(reward), False, truncated, info
 
+    # -- rendering (one implementation for every family) ------------------------------
+    def _after_step(
+        self, arm: int, regret: float, what: str = "chosen", played: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> None:
+        """Keep what :meth:`render` draws of the round just played -- its arm set and means
+        (``played``, default the current ones), the ``arm`` taken and its ``regret`` -- and
+        redraw the window in ``"human"`` mode. Nothing is kept when ``render_mode`` is None."""
+        if self.render_mode is None:
+            return
+        arms, means = played if played is not None else (self._arms, self._means)
+        total = (self._regret_curve[-1] if self._regret_curve else 0.0) + float(regret)
+        self._regret_curve.append(total)
+        # references, not copies: arm sets are replaced every round, never written in place
+        self._played = (arms, means, int(arm), what)
+        if self.render_mode == "human":
+            self.render()
+
+    def render(self):
+        """The current frame: an ``(H, W, 3)`` uint8 array (``"rgb_array"``), or drawn in a
+        window (``"human"``, returns None). See the class docstring for what it shows."""
+        if self.render_mode is None:
+            gym.logger.warn(
+                "render() was called with render_mode=None: nothing to draw. Make the env with "
+                "render_mode='rgb_array' (frames) or 'human' (a matplotlib window)."
+            )
+            return None
+        if self.render_mode == "rgb_array":
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
+
+            if self._frame_figure is None:
+                self._frame_figure = Figure(figsize=self._RENDER_SIZE, dpi=self._RENDER_DPI)
+                FigureCanvasAgg(self._frame_figure)
+            fig = self._frame_figure
+            fig.clear()
+            self._draw_frame(fig)
+            fig.canvas.draw()
+            return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+        return self._render_window()
+
+    def _render_window(self) -> None:
+        import warnings
+
+        import matplotlib.pyplot as plt
+
+        if self._window is None or not plt.fignum_exists(self._window.number):
+            self._window = plt.figure(figsize=self._RENDER_SIZE, dpi=self._RENDER_DPI)
+        fig = self._window
+        fig.clear()
+        self._draw_frame(fig)
+        if fig.canvas.required_interactive_framework is None:
+            # A non-interactive backend (Agg when there is no display): draw, show nothing,
+            # and never wait, so that scripts and tests run through.
+            fig.canvas.draw()
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            plt.pause(1.0 / self.metadata["render_fps"])  # shows the window without blocking
+        return None
+
+    def _draw_frame(self, fig) -> None:
+        """Draw the frame into a matplotlib ``Figure`` (the one drawing routine of every env)."""
+        # a fixed layout: tight_layout would measure every label again and double the cost of a frame
+        ax_arms, ax_regret = fig.subplots(
+            1, 2, gridspec_kw={"width_ratios": [1.15, 1.0], "left": 0.09, "right": 0.985, "bottom": 0.15,
+                               "top": 0.84, "wspace": 0.3}
+        )
+        fig.suptitle(f"{type(self).__name__}: round {self.t} of {self.horizon}", fontsize=10)
+        if self._played is not None:
+            arms, means, arm, what = self._played
+        elif self._arms is not None:
+            arms, means, arm, what = self._arms, self._means, None, ""
+        else:
+            arms = None
+        if arms is None:
+            ax_arms.text(0.5, 0.5, "call reset() to draw the first arm set", ha="center", va="center")
+            ax_arms.set_axis_off()
+        else:
+            self._draw_arm_panel(fig, ax_arms, np.asarray(arms, dtype=np.float64), means, arm, what)
+        curve = self._regret_curve
+        ax_regret.plot(np.arange(1, len(curve) + 1), curve, color="tab:red", lw=1.5)
+        ax_regret.set_xlim(0, max(len(curve), 1))
+        ax_regret.set_ylim(bottom=0.0, top=max(curve[-1] if curve else 0.0, 1e-9) * 1.05)
+        ax_regret.set_xlabel("round")
+        ax_regret.set_ylabel("cumulative regret")
+        total = curve[-1] if curve else 0.0
+        ax_regret.set_title(f"cumulative regret so far: {total:.4g}", fontsize=9)
+        ax_regret.grid(alpha=0.3)
+
+    def _draw_arm_panel(self, fig, ax, arms: np.ndarray, means: np.ndarray, arm: int | None, what: str) -> None:
+        theta = None if self.theta_star is None else np.asarray(self.theta_star, dtype=np.float64)
+        if theta is not None and self.d == 2:
+            xy = arms
+            reach = float(np.max(np.linalg.norm(arms, axis=1))) or 1.0
+            # the arrow reaches past the arms, so that the arm at its tip stays visible
+            tip = theta / (np.linalg.norm(theta) or 1.0) * reach * 1.25
+            ax.annotate("", xy=tip, xytext=(0.0, 0.0), arrowprops={"arrowstyle": "->", "color": "0.35", "lw": 1.2})
+            ax.text(*(tip * 1.1), "theta*", ha="center", va="center", fontsize=8, color="0.25")
+            ax.update_datalim(np.array([[0.0, 0.0], tip * 1.2]))  # annotations do not widen the axes
+            ax.set_xlabel("x_1")
+            ax.set_ylabel("x_2")
+            ax.set_aspect("equal", adjustable="datalim")
+            ax.set_title("arm set and theta*", fontsize=9)
+        elif theta is not None:
+            u = theta / (np.linalg.norm(theta) or 1.0)
+            along = arms @ u
+            xy = np.column_stack([along, np.linalg.norm(arms - np.outer(along, u), axis=1)])
+            ax.set_xlabel("<x, theta*> / ||theta*||")
+            ax.set_ylabel("distance from the theta* axis")
+            ax.set_title(f"{len(arms)} arms projected on theta* (d = {self.d})", fontsize=9)
+        else:
+            # No theta* (e.g. classification): the arm set's two principal directions.
+            centred = arms - arms.mean(axis=0)
+            _, _, vt = np.linalg.svd(centred, full_matrices=False)
+            xy = np.zeros((len(arms), 2))
+            xy[:, : min(2, vt.shape[0])] = centred @ vt[:2].T
+            ax.set_xlabel("1st principal direction")
+            ax.set_ylabel("2nd principal direction")
+            ax.set_title(f"{len(arms)} arms on their 2 principal directions (no theta*)", fontsize=9)
+        size = 36 if len(arms) <= 50 else 10
+        points = ax.scatter(xy[:, 0], xy[:, 1], c=means, cmap="viridis", s=size, zorder=2)
+        fig.colorbar(points, ax=ax, label="expected reward")
+        best = int(np.argmax(means))
+        ax.scatter(*xy[best], marker="*", s=160, facecolor="none", edgecolor="black", zorder=3, label="best arm")
+        if arm is not None:
+            ax.scatter(*xy[arm], s=220, facecolor="none", edgecolor="red", lw=2, zorder=4, label=f"{what} arm {arm}")
+        ax.legend(loc="best", fontsize=7)
+        ax.grid(alpha=0.3)
+
     def close(self) -> None:
-        pass
+        if self._window is not None:
+            import matplotlib.pyplot as plt
+
+            plt.close(self._window)
+            self._window = None
+        self._frame_figure = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import os
 from typing import Any
@@ -9,9 +10,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from envs_data import canonical_name, load_dataset
+from envs_data import as_features, canonical_name, load_dataset
 
-from .base import LinBanditEnv, check_positive_int
+from .base import LinBanditEnv, check_bool, check_positive_int, check_render_mode
 
 __all__ = [
     "ClassificationBanditEnv",
@@ -19,19 +20,34 @@ __all__ = [
     "CNAE9BanditEnv",
     "MFeatBanditEnv",
     "SpamBanditEnv",
+    "unit_rows",
 ]
+
+#: A row whose largest |entry| lies outside [1e-150, 1e150] is scaled before its norm is taken:
+#: the squares summed in the norm would overflow to inf or underflow to 0 in float64.
+_SAFE_PEAK = (1e-150, 1e150)
+
+
+def unit_rows(X: np.ndarray) -> np.ndarray:
+    """The rows of ``X`` scaled to unit l2 norm; all-zero rows stay zero.
+
+    Rows with huge or tiny entries are first divided by their largest ``|entry|``, so any
+    finite magnitude normalises correctly; other rows are divided by their norm directly.
+
+    >>> unit_rows(np.array([[3e200, 4e200], [0.0, 0.0], [3.0, 4.0]])).tolist()
+    [[0.6, 0.8], [0.0, 0.0], [0.6, 0.8]]
+    """
+    peak = np.max(np.abs(X), axis=1, keepdims=True)
+    extreme = (peak > _SAFE_PEAK[1]) | ((peak > 0) & (peak < _SAFE_PEAK[0]))
+    if extreme.any():
+        X = np.where(extreme, X / np.where(peak > 0, peak, 1.0), X)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    return X / np.where(norms > 0, norms, 1.0)
 
 
 def _check_arrays(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     """User-given ``(X, y)`` as float64 features and int64 labels, or a ``ValueError``."""
-    try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"dataset=(X, y): X must be a numeric array ({exc})") from exc
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"dataset=(X, y): X must be a non-empty 2-D array (n_samples, n_features), got shape {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("dataset=(X, y): X holds NaN or inf values; impute or drop them first")
+    X = as_features(X, "dataset=(X, y)")  # real, finite, 2-D; complex data is refused
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"dataset=(X, y): y must be a 1-D array of {X.shape[0]} labels (one per row of X), got shape {y.shape}")
@@ -44,6 +60,33 @@ def _check_arrays(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
                 "e.g. classes, y = np.unique(y, return_inverse=True)"
             )
     return X, y.astype(np.int64)
+
+
+def _check_arguments(
+    dataset: Any, target_class: Any, horizon: Any, data_dir: Any, normalize: Any, shuffle_arms: Any,
+    dataset_kwargs: Any, render_mode: Any,
+) -> None:
+    """The checks of every :class:`ClassificationBanditEnv` argument that need no data loaded."""
+    check_positive_int("horizon", horizon)
+    if isinstance(target_class, (bool, np.bool_)) or not isinstance(target_class, numbers.Integral):
+        raise ValueError(f"target_class must be an int class label, got {target_class!r}")
+    if dataset_kwargs is not None and not isinstance(dataset_kwargs, dict):
+        raise ValueError(f"dataset_kwargs must be a dict of load_dataset options or None, got {dataset_kwargs!r}")
+    check_bool("normalize", normalize)
+    check_bool("shuffle_arms", shuffle_arms)
+    check_render_mode(render_mode)
+    if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
+        raise ValueError(f"data_dir must be a path (str or os.PathLike) or None, got {data_dir!r}")
+    if isinstance(dataset, str):
+        canonical_name(dataset)  # ValueError listing the known names
+    elif isinstance(dataset, (tuple, list)) and len(dataset) == 2:
+        if dataset_kwargs:
+            raise ValueError("dataset_kwargs only applies to a named dataset, not to dataset=(X, y)")
+    else:
+        raise ValueError(
+            f"dataset must be a dataset name (one of envs_data.DATASETS) or a tuple (X, y) of features and "
+            f"integer labels, got {type(dataset).__name__}"
+        )
 
 
 class ClassificationBanditEnv(LinBanditEnv):
@@ -97,6 +140,11 @@ class ClassificationBanditEnv(LinBanditEnv):
     | ``normalize`` | True | scale every sample to unit l2 norm (all-zero rows stay zero) |
     | ``shuffle_arms`` | True | random arm order each round (see Observation Space) |
     | ``dataset_kwargs`` | None | extra options for ``envs_data.load_dataset``, e.g. ``{"path": ...}`` for ``"mnist-full"`` or the OpenML sets |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
+
+    Features must be real and finite (complex values are refused). With ``normalize``
+    every magnitude works (huge rows are scaled before the norm); without it, the
+    features must fit in float32.
 
     Example:
 
@@ -121,26 +169,19 @@ class ClassificationBanditEnv(LinBanditEnv):
         normalize: bool = True,
         shuffle_arms: bool = True,
         dataset_kwargs: dict[str, Any] | None = None,
+        render_mode: str | None = None,
     ):
-        # Cheap checks first, so that a typo does not cost a dataset load.
-        check_positive_int("horizon", horizon)
-        if isinstance(target_class, (bool, np.bool_)) or not isinstance(target_class, numbers.Integral):
-            raise ValueError(f"target_class must be an int class label, got {target_class!r}")
-        if dataset_kwargs is not None and not isinstance(dataset_kwargs, dict):
-            raise ValueError(f"dataset_kwargs must be a dict of load_dataset options or None, got {dataset_kwargs!r}")
+        # Every argument is checked before the dataset is loaded, so a typo costs no load.
+        _check_arguments(
+            dataset, target_class, horizon, data_dir, normalize, shuffle_arms, dataset_kwargs, render_mode
+        )
+        normalize, shuffle_arms = bool(normalize), bool(shuffle_arms)
         if isinstance(dataset, str):
-            name = canonical_name(dataset)  # ValueError listing the known names
+            name = canonical_name(dataset)
             X, y = load_dataset(name, data_dir=data_dir, **(dataset_kwargs or {}))
-        elif isinstance(dataset, (tuple, list)) and len(dataset) == 2:
-            if dataset_kwargs:
-                raise ValueError("dataset_kwargs only applies to a named dataset, not to dataset=(X, y)")
+        else:
             name = "custom"
             X, y = _check_arrays(*dataset)
-        else:
-            raise ValueError(
-                f"dataset must be a dataset name (one of envs_data.DATASETS) or a tuple (X, y) of features and "
-                f"integer labels, got {type(dataset).__name__}"
-            )
 
         classes, counts = np.unique(y, return_counts=True)
         if classes.size < 2:
@@ -149,11 +190,17 @@ class ClassificationBanditEnv(LinBanditEnv):
             raise ValueError(
                 f"target_class={target_class!r} is not a label of dataset {name!r}; its labels are {classes.tolist()}"
             )
-        super().__init__(d=X.shape[1], n_arms=classes.size, horizon=horizon, noise_std=0.0)
-
         if normalize:
-            norms = np.linalg.norm(X, axis=1, keepdims=True)
-            X = X / np.where(norms > 0, norms, 1.0)  # App. F.1: l2 normalisation; zero rows stay 0
+            X = unit_rows(X)  # App. F.1: l2 normalisation; zero rows stay 0
+        elif np.max(np.abs(X)) > np.finfo(np.float32).max:
+            raise ValueError(
+                f"dataset {name!r}: with normalize=False the features must fit in float32 (|x| <= 3.4e38), the "
+                f"largest is {np.max(np.abs(X)):.3g}; rescale them or use normalize=True"
+            )
+        super().__init__(
+            d=X.shape[1], n_arms=classes.size, horizon=horizon, noise_std=0.0, render_mode=render_mode
+        )
+
         # Rows grouped by class (stable, so the dataset order survives within a class): the
         # draw of round t is starts[c] + U{0..counts[c]-1} for every class c at once.
         order = np.argsort(y, kind="stable")
@@ -166,13 +213,25 @@ class ClassificationBanditEnv(LinBanditEnv):
         self.classes = classes
         self.class_counts = counts
         self.target_class = int(target_class)
-        self.normalize = bool(normalize)
-        self.shuffle_arms = bool(shuffle_arms)
+        self.normalize = normalize
+        self.shuffle_arms = shuffle_arms
         self.n_samples = int(X.shape[0])
         low, high = float(self._features.min()), float(self._features.max())
         self.observation_space = spaces.Box(low=low, high=high, shape=(self.n_arms, self.d), dtype=np.float32)
         self._arm_labels = classes.copy()
         self._arm_rows = np.zeros(self.n_arms, dtype=np.int64)
+
+    @classmethod
+    def check_arguments(cls, **kwargs: Any) -> None:
+        """Check constructor arguments without loading the dataset (see ``LinBanditEnv.check_arguments``).
+
+        A named dataset is checked by name only: a missing file or an option the loader
+        refuses shows up when the env is built.
+        """
+        dataset_default = inspect.signature(cls).parameters["dataset"].default
+        bound = inspect.signature(ClassificationBanditEnv).bind(**{"dataset": dataset_default, **kwargs})
+        bound.apply_defaults()
+        _check_arguments(**bound.arguments)
 
     # -- LinBanditEnv hooks ------------------------------------------------------------
     def _sample_problem(self, rng: np.random.Generator) -> None:

@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from .base import LinBanditEnv, check_positive_int
+from .base import LinBanditEnv, check_bool, check_positive_int
 
 __all__ = ["HeavyTailLinBanditEnv", "power_law_spectrum", "normalized_spectrum"]
 
@@ -124,6 +124,7 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
     | ``rank`` | None | None: full rank d; an int in [1, d]: arms in a fixed ``rank``-dim subspace |
     | ``rotate`` | True | random rotation ``Q`` (else the spectrum is axis-aligned) |
     | ``normalize`` | False | scale every arm to unit norm (changes the spectrum, see above) |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
 
     ## Version History
     * v0: initial version.
@@ -146,13 +147,14 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
         rank: int | None = None,
         rotate: bool = True,
         normalize: bool = False,
+        render_mode: str | None = None,
     ):
-        for name, flag in (("rotate", rotate), ("normalize", normalize)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {flag!r}")
+        rotate = check_bool("rotate", rotate)
+        normalize = check_bool("normalize", normalize)
         # unit-norm arms have every coordinate in [-1, 1]; Gaussian arms are unbounded
         super().__init__(
-            d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=1.0 if normalize else np.inf
+            d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=1.0 if normalize else np.inf,
+            render_mode=render_mode,
         )
         if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real) or not (
             math.isfinite(alpha) and alpha >= 0

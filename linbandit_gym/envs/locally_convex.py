@@ -95,6 +95,7 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
     | ``axes`` | None | the d semi-axes (> 0) of the ellipsoid; default for ``"ellipsoid"``: ``linspace(1, 0.5, d)`` |
     | ``local_frac`` | 0.0 | fraction of each round's arms drawn near ``x*`` (in [0, 1]) |
     | ``local_min_angle`` | 0.01 | smallest angle (rad) of those arms to ``x*``, in (0, pi/2) |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
 
     ## Version History
     * v0: initial version.
@@ -119,9 +120,10 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
         axes: Sequence[float] | np.ndarray | None = None,
         local_frac: float = 0.0,
         local_min_angle: float = 0.01,
+        render_mode: str | None = None,
     ):
         d = check_positive_int("d", d, minimum=2)  # S^0 = {-1, 1} has no curved surface
-        super().__init__(d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std)
+        super().__init__(d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, render_mode=render_mode)
         if shape is None:
             shape = "sphere" if axes is None else "ellipsoid"
         if shape not in _SHAPES:
@@ -133,6 +135,8 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
         elif axes is None:
             semi_axes = np.linspace(1.0, 0.5, d)
         else:
+            if np.iscomplexobj(axes):  # a cast would drop the imaginary part silently
+                raise ValueError(f"axes must be real numbers, got complex values {axes!r}")
             try:
                 semi_axes = np.asarray(axes, dtype=np.float64)
             except (TypeError, ValueError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import LinBanditEnv
+from .base import LinBanditEnv, check_bool
 
 __all__ = ["SyntheticLinBanditEnv"]
 
@@ -43,6 +43,7 @@ class SyntheticLinBanditEnv(LinBanditEnv):
     | ``noise_std`` | 0.01 | std of the Gaussian reward noise (the paper does not state it; see below) |
     | ``normalize_arms`` | True | scale every arm to unit l2 norm (L = 1) |
     | ``fixed_arms`` | False | draw one arm set at reset and keep it for the whole episode |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
 
     The noise default is our choice: seed 000 gives none. With unit arms in d = 500 the mean
     rewards have spread ~ 1/sqrt(d) = 0.045, so at sigma = 0.1 no agent (OFUL included) has
@@ -61,12 +62,16 @@ class SyntheticLinBanditEnv(LinBanditEnv):
         noise_std: float = 0.01,
         normalize_arms: bool = True,
         fixed_arms: bool = False,
+        render_mode: str | None = None,
     ):
+        normalize_arms = check_bool("normalize_arms", normalize_arms)
+        fixed_arms = check_bool("fixed_arms", fixed_arms)
         super().__init__(
-            d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=1.0 if normalize_arms else np.inf
+            d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=1.0 if normalize_arms else np.inf,
+            render_mode=render_mode,
         )
-        self.normalize_arms = bool(normalize_arms)
-        self.fixed_arms = bool(fixed_arms)
+        self.normalize_arms = normalize_arms
+        self.fixed_arms = fixed_arms
         self._fixed: np.ndarray | None = None
 
     def _draw_arms(self, rng: np.random.Generator) -> np.ndarray:

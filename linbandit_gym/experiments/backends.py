@@ -4,12 +4,22 @@ Every backend yields ``(spec, result, error)`` as runs complete, in completion o
 driver (:func:`linbandit_gym.experiments.sweep`) writes each result as it arrives. Workers
 only compute and return: they never write, so Ray workers need no shared file system and a
 killed sweep loses only the runs in flight.
+
+Local worker processes never outlive their driver: on Linux the kernel kills them when it
+dies (``prctl(PR_SET_PDEATHSIG)``), and everywhere a watchdog thread in each worker exits when
+its parent changes (the driver is gone, whatever killed it). They ignore Ctrl-C: the driver
+handles it, stops them and keeps every finished run.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
+import sys
+import threading
+import time
 import traceback
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -75,6 +85,46 @@ def iter_results(
         yield from _processes(specs, workers=workers, threads=threads, curve_points=curve_points)
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _watch_parent(parent_pid: int, interval: float) -> None:
+    while True:
+        time.sleep(interval)
+        if os.getppid() != parent_pid:  # re-parented: the driver is gone
+            os._exit(1)
+
+
+def _worker_init(parent_pid: int, interval: float = 0.5) -> None:
+    """Run in each worker process before any run: die with the driver, leave Ctrl-C to it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # tqdm's default lock is a multiprocessing semaphore; a worker stopped by Ctrl-C would leave
+    # it behind and the resource tracker would warn about it. A worker draws no bars anyway.
+    from tqdm.std import tqdm
+
+    tqdm.set_lock(threading.RLock())
+    if sys.platform.startswith("linux"):
+        try:  # the kernel sends SIGKILL when the driver dies, even if this process is stuck in a write
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the driver died before the line above
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid, interval), daemon=True,
+                     name="linbandit-driver-watchdog").start()
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Drop queued runs and terminate the workers now (``shutdown`` alone waits for runs in flight)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+
+
 def local_workers(workers: int, threads: int | None = DEFAULT_THREADS) -> int:
     """How many local worker processes run at once: ``workers``, capped at the cores over the
     threads each run uses (at least 1), so that the runs never queue for the cores."""
@@ -84,12 +134,25 @@ def local_workers(workers: int, threads: int | None = DEFAULT_THREADS) -> int:
 
 def _processes(specs: list[dict], *, workers: int, threads: int | None, curve_points: int):
     ctx = multiprocessing.get_context("spawn")  # fork + torch threads can deadlock
-    pool = ProcessPoolExecutor(max_workers=min(local_workers(workers, threads), len(specs)), mp_context=ctx)
+    pool = ProcessPoolExecutor(max_workers=min(local_workers(workers, threads), len(specs)), mp_context=ctx,
+                               initializer=_worker_init, initargs=(os.getpid(),))
+    # Workers are spawned during submit. With SIGINT blocked there, they start with it blocked
+    # (the mask is inherited): a Ctrl-C in their first second (importing torch) prints no
+    # traceback. Here a Ctrl-C is only held back until the mask is restored.
+    blocking = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
     try:
-        futures = {pool.submit(execute_run, spec, threads, curve_points): spec for spec in specs}
+        if blocking:
+            old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            futures = {pool.submit(execute_run, spec, threads, curve_points): spec for spec in specs}
+        finally:
+            if blocking:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         pending = set(futures)
         while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            # A timeout, not a blocking wait: a Ctrl-C delivered to another thread of this process
+            # (BLAS, Arrow) would not wake a blocked main thread until a run finishes.
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             for future in done:
                 spec = futures[future]
                 exc = future.exception()
@@ -98,7 +161,7 @@ def _processes(specs: list[dict], *, workers: int, threads: int | None, curve_po
                 else:
                     yield spec, future.result(), None
     except BaseException:  # interrupted (Ctrl-C, generator closed): drop queued runs, don't wait
-        pool.shutdown(wait=False, cancel_futures=True)
+        _stop_workers(pool)
         raise
     pool.shutdown(wait=True)
 

@@ -49,7 +49,6 @@ it, so relabelling a finished sweep does not redo it.
 from __future__ import annotations
 
 import copy
-import difflib
 import fnmatch
 import hashlib
 import itertools
@@ -61,6 +60,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from ..specs import args_label, check_env_args, did_you_mean, load_object
 
 __all__ = [
     "ConfigError",
@@ -213,16 +214,11 @@ def run_id(config: dict) -> str:
 
 # -- validation helpers -------------------------------------------------------------
 
-def _suggest(key: str, allowed) -> str:
-    close = difflib.get_close_matches(str(key), list(allowed), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _check_keys(obj: dict, allowed, where: str) -> None:
     for key in obj:
         if key not in allowed:
             raise ConfigError(
-                f"{where}: unknown key {key!r}{_suggest(key, allowed)}; allowed: {', '.join(sorted(allowed))}"
+                f"{where}: unknown key {key!r}{did_you_mean(key, allowed)}; allowed: {', '.join(sorted(allowed))}"
             )
 
 
@@ -280,12 +276,6 @@ def _format_label(template: str | None, default: str, values: dict, where: str) 
         raise ConfigError(f"{where}: label {template!r} names {exc} which is not among the arguments") from exc
 
 
-def _default_label(base: str, varying: dict) -> str:
-    if not varying:
-        return base
-    return base + " " + " ".join(f"{k}={v}" for k, v in varying.items())
-
-
 def _seeds(value: Any) -> list[int]:
     if value is None:
         return [0]
@@ -338,17 +328,14 @@ def _resolve_agent_factory(name: Any, where: str):
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{where}: expected an agent name (see `linbandit list`) or module:Class, got {name!r}")
     if ":" in name:
-        import importlib
-
-        module_name, _, attr = name.partition(":")
         try:
-            return getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"{where}: cannot import agent {name!r}: {exc}") from exc
+            return load_object(name)  # the current directory first, like python -m
+        except ValueError as exc:
+            raise ConfigError(f"{where}: agent: {exc}") from None
     by_lower = {k.lower(): k for k in AGENTS}
     if name.lower() not in by_lower:
         raise ConfigError(
-            f"{where}: unknown agent {name!r}{_suggest(name, AGENTS)}; known: {', '.join(sorted(AGENTS))} "
+            f"{where}: unknown agent {name!r}{did_you_mean(name, AGENTS)}; known: {', '.join(sorted(AGENTS))} "
             "(or give package.module:Class)"
         )
     return AGENTS[by_lower[name.lower()]]
@@ -364,7 +351,7 @@ def _check_env_id(env_id: Any, where: str) -> str:
 
         if env_id not in gym.registry:
             raise ConfigError(
-                f"{where}: unknown env id {env_id!r}{_suggest(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}"
+                f"{where}: unknown env id {env_id!r}{did_you_mean(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}"
             )
     return env_id
 
@@ -459,7 +446,7 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
         for point in points:
             args = {**base_args, **point}
             varying = {k: v for k, v in point.items()}
-            label = _format_label(entry.get("label"), _default_label(entry["name"], varying), args, f"{where}.label")
+            label = _format_label(entry.get("label"), args_label(entry["name"], varying), args, f"{where}.label")
             for env in entry_envs:
                 key = (env["label"], label)
                 overrides = _apply_tuned(tuned, env["label"], label)
@@ -525,7 +512,11 @@ def _expand_envs(envs: Any, horizon: int | None) -> list[dict]:
             base.setdefault("horizon", horizon)
         for point in _grid_points(entry.get("grid"), f"{where}.grid"):
             args = {**base, **point}
-            label = _format_label(entry.get("label"), _default_label(env_id, point), args, f"{where}.label")
+            try:  # names and types against the env's constructor: a typo fails here, not mid-sweep
+                check_env_args(env_id, args)
+            except ValueError as exc:
+                raise ConfigError(f"{where}.args: {exc}") from None
+            label = _format_label(entry.get("label"), args_label(env_id, point), args, f"{where}.label")
             if label in labels:
                 raise ConfigError(f"{where}.label: two env configs share the label {label!r}; give distinct labels")
             labels.add(label)

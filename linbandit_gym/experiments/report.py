@@ -17,14 +17,14 @@ import pandas as pd
 import yaml
 
 from .figures import format_table, make_plots, markdown_table
-from .sweep import load_runs, read_sweep_config, summary_table
+from .sweep import load_meta, load_runs, read_sweep_config, summary_table
 
 __all__ = ["write_report"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:0.9em;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th{background:#f0f0f0}td:nth-child(-n+2){text-align:left}img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
+th{background:#f0f0f0}td:nth-child(-n+3){text-align:left}img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
 pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}h2{border-bottom:1px solid #ddd;padding-bottom:0.2em}
 figure{margin:1em 0}figcaption{font-size:0.85em;color:#555}
 """
@@ -59,6 +59,29 @@ def _failed(out: Path) -> list[dict]:
     return items
 
 
+def _format_args(args: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in args.items())
+
+
+def with_run_arguments(table: pd.DataFrame, directory: Path, runs: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (a formatted summary) with an ``arguments`` column after ``agent``: the agent
+    arguments its runs were built with, read from each run's record, so ``tuned:`` overrides
+    show (``beta=1.0`` where the config's ``args`` say 0.1)."""
+    if table.empty:
+        return table
+    keys = ["env", "agent"] if "env" in table else ["agent"]
+    by_row: dict[tuple, list[str]] = {}
+    for row in runs.drop_duplicates(keys + ["run_id"]).itertuples(index=False):
+        key = tuple(getattr(row, k) for k in keys)
+        text = _format_args(load_meta(directory, row.run_id)["config"]["agent"]["args"])
+        if text not in by_row.setdefault(key, []):
+            by_row[key].append(text)
+    column = ["; ".join(by_row.get(tuple(r), [])) for r in table[keys].itertuples(index=False)]
+    out = table.copy()
+    out.insert(list(out.columns).index("agent") + 1, "arguments", column)
+    return out
+
+
 def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | None = None, replot: bool = True) -> Path:
     """Write the report of a sweep directory; returns its path (default ``DIR/report.html|md``)."""
     if fmt not in ("html", "md"):
@@ -70,14 +93,14 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
     if replot or not (directory / "plots").is_dir():
         make_plots(directory, formats=("png", "pdf"))
     raw = read_sweep_config(directory) or {}
-    table = format_table(summary_table(runs))
+    table = with_run_arguments(format_table(summary_table(runs)), directory, runs)
     pngs = sorted((directory / "plots").glob("*.png"))
     versions = _versions(directory, runs)
     failed = _failed(directory)
     title = f"linbandit sweep report: {raw.get('name', directory.name)}"
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     target = Path(out) if out else directory / f"report.{fmt}"
-    config_text = yaml.safe_dump(raw, sort_keys=False)
+    config_text = yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)  # "Δ_t", not "\u0394_t"
     n_runs, n_seeds = len(runs), runs["seed"].nunique()
     if fmt == "md":
         parts = [f"# {title}", "", f"Generated {stamp} from `{directory}`: {n_runs} finished runs, {n_seeds} seed(s).", ""]
@@ -92,7 +115,7 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
             parts += ["## Failed runs", "", markdown_table(pd.DataFrame(failed)), ""]
         parts += ["## Environment", "", markdown_table(pd.DataFrame([versions])), ""]
         parts += ["## Config", "", "```yaml", config_text.rstrip(), "```", ""]
-        target.write_text("\n".join(parts))
+        target.write_text("\n".join(parts), encoding="utf-8")
         return target
     body = [f"<h1>{html.escape(title)}</h1>",
             f"<p>Generated {stamp} from <code>{html.escape(str(directory))}</code>: {n_runs} finished runs, "
@@ -111,5 +134,5 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
     body += ["<h2>Config</h2>", f"<pre>{html.escape(config_text)}</pre>"]
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{_CSS}</style></head><body>{''.join(body)}</body></html>")
-    target.write_text(page)
+    target.write_text(page, encoding="utf-8")
     return target

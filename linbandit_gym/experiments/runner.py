@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit, thread_state
+from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit, thread_record
 
-__all__ = ["execute_run", "library_versions", "subsample_index"]
+__all__ = ["execute_run", "run_meta", "bandit_summary", "library_versions", "subsample_index"]
 
 
 def library_versions() -> dict[str, str]:
@@ -146,7 +146,8 @@ class _DiagnosedAgent:
         self.overhead_cpu_cum.append(self.overhead_cpu)
 
 
-def _summary(frame: pd.DataFrame, curve_points: int) -> dict[str, Any]:
+def bandit_summary(frame: pd.DataFrame, curve_points: int = 200) -> dict[str, Any]:
+    """The ``summary`` of a bandit run's metadata: final regret, times, peak memory, a subsampled curve."""
     rounds = len(frame)
     idx = subsample_index(rounds, curve_points)
     last = frame.iloc[-1]
@@ -181,15 +182,22 @@ def execute_run(spec: dict, threads: int | None = DEFAULT_THREADS, curve_points:
     threads = check_threads(threads)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    config = spec["config"]
     with thread_limit(threads):
-        if config["task"] == "matrix-approx":
+        if spec["config"]["task"] == "matrix-approx":
             records, extra = _matrix_approx(spec, threads)
         else:
             records, extra = _bandit(spec, curve_points, threads)
-        state = thread_state()
+        extra.update(thread_record(threads))  # the policy asked for and what the run had
+    meta = run_meta(spec, extra, started, time.perf_counter() - t0)
+    return {"run_id": spec["run_id"], "records": records, "meta": meta}
 
-    meta = {
+
+def run_meta(spec: dict, extra: dict, started: datetime, duration_s: float) -> dict:
+    """The metadata of a finished run (its ``runs/<id>.json``): ids, labels, config, ``extra``
+    (device, summary, threads, ...), library versions, host, pid, start time and duration."""
+
+    config = spec["config"]
+    return {
         "run_id": spec["run_id"],
         "agent_label": spec["agent_label"],
         "env_label": spec["env_label"],
@@ -198,15 +206,11 @@ def execute_run(spec: dict, threads: int | None = DEFAULT_THREADS, curve_points:
         "seed": config["seed"],
         **extra,
         "versions": library_versions(),
-        "threads": threads,  # the policy asked for (None: the process's own setting)
-        **state,  # torch_threads, blas_threads the run had
-        "agent_clock": cpu_clock(threads)[1],  # what agent_time measures: thread_cpu or process_cpu
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "started": started.isoformat(),
-        "duration_s": time.perf_counter() - t0,
+        "duration_s": duration_s,
     }
-    return {"run_id": spec["run_id"], "records": records, "meta": meta}
 
 
 def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.DataFrame, dict]:
@@ -233,7 +237,7 @@ def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.Data
         frame["agent_wall_time"] = frame["agent_wall_time"].to_numpy() - overhead
         frame["wall_time"] = frame["wall_time"].to_numpy() - overhead
         extra["spectral"] = player.series
-    extra["summary"] = _summary(frame, curve_points)
+    extra["summary"] = bandit_summary(frame, curve_points)
     return frame, extra
 
 

@@ -7,31 +7,49 @@ Layout of an output directory::
     DIR/runs/<run_id>.parquet   per-round records of one run (CSV without pyarrow)
     DIR/runs/<run_id>.json      its metadata: full config, seed, versions, device, summary
     DIR/failed/<run_id>.json    the traceback of a run's last failure (removed on success)
+    DIR/.lock                   flock'ed by the process writing DIR (holds its pid)
 
-A run is *finished* when its ``.json`` exists: it is written (atomically) after the records,
-so a sweep killed at any moment leaves every run either finished or absent, and a rerun of
-the same config redoes exactly the unfinished ones. Ids are hashes of the run configs, so a
-run can never be written twice under different names.
+A run is *finished* when its ``.json`` exists, holds the run's config and its records file
+matches the size and row count the ``.json`` stores: the records are written (atomically)
+first, so a sweep killed at any moment leaves every run either finished or absent, and a
+rerun of the same config redoes exactly the unfinished ones (and any run whose files were
+damaged since). Ids are hashes of the run configs, so a run can never be written twice
+under different names. One process writes a directory at a time (``DIR/.lock``); Ctrl-C
+keeps every finished run (:class:`Interrupted` says how many). ``linbandit run --out DIR``
+writes this layout too (:func:`play_into`), so ``plot`` and ``report`` read both.
 """
 
 from __future__ import annotations
 
+import errno
 import json
-import os
-import tempfile
 import time
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
 import yaml
 
-from ..records import read_records, write_records
-from ..threads import DEFAULT_THREADS, check_threads
+from ..records import (
+    OutputError,
+    RecordsError,
+    check_records,
+    lock_output_dir,
+    read_json,
+    read_records,
+    records_fingerprint,
+    remove_stale_temporaries,
+    write_json_atomic,
+    write_records,
+    write_text_atomic,
+)
+from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
 from .backends import iter_results
-from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config
+from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config, run_id
 
 __all__ = [
     "SweepResult",
@@ -42,6 +60,8 @@ __all__ = [
     "summary_table",
     "read_sweep_config",
     "is_finished",
+    "play_into",
+    "Interrupted",
 ]
 
 
@@ -60,31 +80,36 @@ class SweepResult:
         return not self.failed
 
 
-def write_json_atomic(data: Any, path: str | Path) -> Path:
-    """Write JSON to ``path`` through a temporary file and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps(data, indent=1, default=_json_default, allow_nan=True))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a sweep or ``run --out``; every finished run is saved. The message says how
+    many, e.g. ``interrupted: 14/18 runs saved in runs/x; run the same command to resume``."""
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return float(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+def _interrupted(saved: int, total: int, out: Path, resumable: bool = True) -> Interrupted:
+    tail = "; run the same command to resume" if resumable else ""
+    return Interrupted(f"interrupted: {saved}/{total} runs saved in {out}{tail}")
+
+
+_UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+
+
+@contextmanager
+def _writing(out: Path, what: str) -> Iterator[None]:
+    """Hold the lock of ``out`` (one writer per directory), clear what dead writers left, and
+    turn a write refused by the file system into one clear :class:`OutputError`."""
+    with lock_output_dir(out, what):
+        try:
+            (out / "runs").mkdir(exist_ok=True)
+            for directory in (out, out / "runs", out / "failed"):
+                remove_stale_temporaries(directory)
+            yield
+        except OSError as exc:
+            if exc.errno not in _UNWRITABLE:
+                raise
+            raise OutputError(
+                f"cannot write to {exc.filename or out}: {exc.strerror}; make {out} writable (or free space) "
+                "or choose another output directory (--out)"
+            ) from exc
 
 
 def _records_path(runs_dir: Path, rid: str) -> Path | None:
@@ -95,17 +120,34 @@ def _records_path(runs_dir: Path, rid: str) -> Path | None:
     return None
 
 
+def records_problem(runs_dir: Path, meta: dict) -> str | None:
+    """``None`` if the records of the run ``meta`` describes are complete, else what is wrong
+    (naming the file): missing, or not matching the size and rows its metadata stores."""
+    rid = meta.get("run_id")
+    path = _records_path(runs_dir, str(rid))
+    if path is None:
+        return f"{runs_dir / f'{rid}.parquet'} is missing"
+    problem = check_records(path, meta.get("records"))
+    return None if problem is None else f"{path} {problem}"
+
+
 def is_finished(out_dir: str | Path, spec: RunSpec) -> bool:
-    """Whether ``spec`` has complete records and metadata with the same config in ``out_dir``."""
+    """Whether ``spec`` has complete records and metadata with the same config in ``out_dir``.
+
+    A garbled ``.json``, or records that are missing, truncated or not the size and row count
+    the ``.json`` stores, count as not finished: the run is done again.
+    """
     runs_dir = Path(out_dir) / "runs"
     meta_path = runs_dir / f"{spec.run_id}.json"
-    if not meta_path.exists() or _records_path(runs_dir, spec.run_id) is None:
+    if not meta_path.exists():
         return False
     try:
         meta = json.loads(meta_path.read_text())
     except (OSError, ValueError):
         return False
-    return canonical_json(meta.get("config")) == canonical_json(spec.config)
+    if not isinstance(meta, dict) or canonical_json(meta.get("config")) != canonical_json(spec.config):
+        return False
+    return records_problem(runs_dir, {**meta, "run_id": spec.run_id}) is None
 
 
 def _refresh_labels(out_dir: Path, spec: RunSpec) -> None:
@@ -118,14 +160,18 @@ def _refresh_labels(out_dir: Path, spec: RunSpec) -> None:
         write_json_atomic(meta, meta_path)
 
 
-def _clean_temporaries(directory: Path) -> None:
-    """Remove half-written temporaries left by a killed sweep (only our own ``.NAME.*.tmp``)."""
-    if directory.is_dir():
-        for tmp in directory.glob(".*.tmp"):
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
+def save_run(out_dir: str | Path, records: pd.DataFrame, meta: dict) -> Path:
+    """Write a finished run: its records, then its metadata with their fingerprint (the
+    ``.json`` last: its presence marks the run finished). Clears an earlier failure."""
+    out = Path(out_dir)
+    rid = meta["run_id"]
+    path = write_records(records, out / "runs" / rid)
+    meta = {**meta, "records": records_fingerprint(path, len(records))}
+    write_json_atomic(meta, out / "runs" / f"{rid}.json")
+    stale = out / "failed" / f"{rid}.json"
+    if stale.exists():
+        stale.unlink()
+    return path
 
 
 def _preflight(config: SweepConfig, specs: list[RunSpec]) -> None:
@@ -200,53 +246,176 @@ def sweep(
     threads = check_threads(threads)
     cfg = config if isinstance(config, SweepConfig) else parse_config(config)
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
-    runs_dir, failed_dir = out / "runs", out / "failed"
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    _clean_temporaries(runs_dir)
-    _clean_temporaries(out)
-    _write_config(out, cfg)
-
-    finished, pending = plan(cfg, out)
-    for spec in finished:
-        _refresh_labels(out, spec)
-    result = SweepResult(out_dir=out, config=cfg, skipped=[s.run_id for s in finished])
     say = log or (lambda _msg: None)
-    for note in cfg.notes:
-        say(f"note: {note}")
-    say(
-        f"sweep {cfg.name!r}: {len(cfg.runs)} runs, {len(finished)} already finished, {len(pending)} to run "
-        f"({backend}, {workers} worker{'s' if workers != 1 else ''}, {threads or 'default'} thread(s) per run) -> {out}"
-    )
-    if not pending:
-        return result
-    _preflight(cfg, pending)
-    curve_points = _curve_points(cfg.raw)
+    with _writing(out, "sweep"):
+        _write_config(out, cfg)
+        finished, pending = plan(cfg, out)
+        for spec in finished:
+            _refresh_labels(out, spec)
+        result = SweepResult(out_dir=out, config=cfg, skipped=[s.run_id for s in finished])
+        for note in cfg.notes:
+            say(f"note: {note}")
+        say(
+            f"sweep {cfg.name!r}: {len(cfg.runs)} runs, {len(finished)} already finished, {len(pending)} to run "
+            f"({backend}, {workers} worker{'s' if workers != 1 else ''}, {threads or 'default'} thread(s) per run) -> {out}"
+        )
+        if not pending:
+            return result
+        try:
+            _preflight(cfg, pending)
+            _execute(cfg, pending, out, result, say, backend=backend, workers=workers, threads=threads,
+                     address=address)
+        except KeyboardInterrupt:
+            raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
+    if result.failed:
+        say(f"{len(result.failed)} run(s) failed; tracebacks in {out / 'failed'}; rerun the sweep to retry them")
+    return result
+
+
+def _execute(cfg: SweepConfig, pending: list[RunSpec], out: Path, result: SweepResult, say, **backend_options) -> None:
+    """Run ``pending`` on the backend and save each run (or its failure) as it arrives."""
     total, done = len(pending), 0
     start = time.perf_counter()
-    for spec_dict, res, error in iter_results(
-        [s.to_dict() for s in pending], backend=backend, workers=workers, threads=threads, address=address,
-        curve_points=curve_points,
-    ):
-        done += 1
-        rid = spec_dict["run_id"]
-        tag = f"[{done}/{total}] {spec_dict['agent_label']} on {spec_dict['env_label']} seed {spec_dict['config']['seed']}"
-        if error is not None:
-            result.failed[rid] = error
-            write_json_atomic({"run_id": rid, "spec": spec_dict, "error": error}, failed_dir / f"{rid}.json")
-            last = error.strip().splitlines()[-1] if error.strip() else "error"
-            say(f"{tag}: FAILED ({last})")
+    results = iter_results([s.to_dict() for s in pending], curve_points=_curve_points(cfg.raw), **backend_options)
+    with closing(results):  # an interrupt stops the workers now, not at garbage collection
+        for spec_dict, res, error in results:
+            done += 1
+            rid = spec_dict["run_id"]
+            tag = (f"[{done}/{total}] {spec_dict['agent_label']} on {spec_dict['env_label']} "
+                   f"seed {spec_dict['config']['seed']}")
+            if error is not None:
+                result.failed[rid] = error
+                write_json_atomic({"run_id": rid, "spec": spec_dict, "error": error}, out / "failed" / f"{rid}.json")
+                last = error.strip().splitlines()[-1] if error.strip() else "error"
+                say(f"{tag}: FAILED ({last})")
+                continue
+            res["meta"]["backend"] = backend_options["backend"]
+            save_run(out, res["records"], res["meta"])
+            result.executed.append(rid)
+            say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s)")
+
+
+def _object_agent_config(agent: Any, label: str) -> dict:
+    """What the runs of an agent object are identified by when its exact config is unknown:
+    its class (registered name or module:Class), its constructor arguments read back as
+    attributes (the scikit-learn convention; non-scalars as text) and its label."""
+    import inspect
+
+    from agents import AGENTS
+
+    cls = type(agent)
+    name = next((n for n, c in AGENTS.items() if c is cls), f"{cls.__module__}:{cls.__qualname__}")
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}
+    args: dict[str, Any] = {}
+    for key, param in params.items():
+        if key == "d" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue  # d: read from the first observation, not a choice of the user
+        try:
+            value = getattr(agent, key)
+        except Exception:  # no such attribute (or a property that needs state): not recorded
             continue
-        res["meta"]["backend"] = backend
-        write_records(res["records"], runs_dir / rid)
-        write_json_atomic(res["meta"], runs_dir / f"{rid}.json")  # last: marks the run finished
-        stale = failed_dir / f"{rid}.json"
-        if stale.exists():
-            stale.unlink()
-        result.executed.append(rid)
-        say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s)")
-    if result.failed:
-        say(f"{len(result.failed)} run(s) failed; tracebacks in {failed_dir}; rerun the sweep to retry them")
-    return result
+        args[key] = value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
+    return {"name": name, "args": args, "label": label}
+
+
+def play_into(
+    out_dir: str | Path,
+    env_id: str,
+    players: list[tuple[str | None, Any]],
+    seeds: int | list[int] = 1,
+    *,
+    env_kwargs: dict | None = None,
+    agent_configs: list[dict | None] | None = None,
+    progress: bool | None = None,
+    batched: bool | None = None,
+    threads: int | None = DEFAULT_THREADS,
+    on_agent_done: Callable[[int, pd.DataFrame], None] | None = None,
+) -> pd.DataFrame:
+    """Play each ``(label, agent)`` of ``players`` on ``env_id`` over ``seeds`` and save every
+    (agent, seed) as a run of the sweep layout in ``out_dir``; return all their records.
+
+    This is ``linbandit run --out DIR``: ``plot``, ``report`` and ``load_runs`` read the result
+    as they read a sweep. ``agent_configs[i]`` (``{"name": NAME or module:Class, "args": {...}}``,
+    what agent i was built from) makes its runs resumable: runs already finished in ``out_dir``
+    are read back instead of played. Agents without one are identified by class, arguments and
+    label, and always played. Seeds are played one at a time, each saved as it finishes, unless
+    ``batched`` is True, or ``None`` for an agent without a config that ``run`` can batch.
+    Ctrl-C raises :class:`Interrupted` after saving every finished run. ``on_agent_done(i,
+    records)`` is called as soon as agent ``i`` has all its seeds (e.g. to print a line).
+    ``threads``: torch and BLAS threads of every run (default 1), recorded in its metadata.
+    """
+    from ..batched import can_batch
+    from ..evaluate import agent_label, check_seeds, run
+    from .runner import bandit_summary, run_meta
+
+    out = Path(out_dir)
+    seeds = check_seeds(seeds)
+    threads = check_threads(threads)
+    env_kwargs = dict(env_kwargs or {})
+    configs = list(agent_configs) if agent_configs is not None else [None] * len(players)
+    if len(configs) != len(players):
+        raise ValueError(f"agent_configs has {len(configs)} entries for {len(players)} agents")
+    entries = []  # (label, agent, resumable, its runs)
+    for (given, player), exact in zip(players, configs):
+        if isinstance(player, type) or (not callable(getattr(player, "act", None)) and callable(player)):
+            player = player()  # a factory, e.g. an agent class, as `run` accepts
+        label = agent_label(player, given)
+        agent_cfg = ({"name": exact["name"], "args": dict(exact.get("args") or {})} if exact
+                     else _object_agent_config(player, label))
+        specs = []
+        for seed in seeds:
+            config = {"task": "bandit", "agent": agent_cfg, "env": {"id": env_id, "args": env_kwargs}, "seed": seed}
+            try:
+                canonical = json.loads(canonical_json(config))
+            except TypeError as exc:
+                raise ValueError(f"the arguments of agent {label!r} or of the env cannot be saved: {exc}; "
+                                 "use numbers, strings, booleans, None and lists of them") from exc
+            specs.append(RunSpec(run_id(canonical), canonical, label, env_id, agent_cfg["name"]))
+        entries.append((label, player, exact is not None, specs))
+    labels = [label for label, *_ in entries]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise ValueError(f"two agents share the label {label!r}: give each a distinct name")
+    raw = {"name": out.resolve().name or "run", "seeds": seeds, "envs": [{"id": env_id, "args": env_kwargs}],
+           "agents": [{"name": specs[0].config["agent"]["name"], "args": specs[0].config["agent"]["args"], "label": label}
+                      for label, _, _, specs in entries]}
+    cfg = SweepConfig(raw=raw, name=raw["name"], task="bandit", seeds=seeds, runs=[s for *_, specs in entries for s in specs])
+    frames: dict[str, pd.DataFrame] = {}
+    with _writing(out, "run"):
+        _write_config(out, cfg)
+        try:
+            for index, (label, player, resumable, specs) in enumerate(entries):
+                todo = []
+                for spec in specs:
+                    if resumable and is_finished(out, spec):
+                        _refresh_labels(out, spec)
+                        frames[spec.run_id] = read_records(_records_path(out / "runs", spec.run_id)).assign(agent=label)
+                    else:
+                        todo.append(spec)
+                together = batched is True or (
+                    batched is None and not resumable and len(todo) > 1 and can_batch(env_id, player))
+                for group in ([todo] if together and todo else [[spec] for spec in todo]):
+                    started, t0 = datetime.now(timezone.utc), time.perf_counter()
+                    with thread_limit(threads):
+                        frame = run(env_id, player, seeds=[spec.seed for spec in group], env_kwargs=env_kwargs,
+                                    agent_name=label, env_name=env_id, progress=progress,
+                                    batched=batched if together else False, threads=threads)
+                        threads_used = thread_record(threads)
+                    duration = (time.perf_counter() - t0) / len(group)
+                    for spec in group:
+                        part = frame[frame["seed"] == spec.seed].reset_index(drop=True)
+                        extra = {"device": str(getattr(player, "device", "cpu")), "summary": bandit_summary(part),
+                                 "backend": "run", **threads_used}
+                        save_run(out, part, run_meta(spec.to_dict(), extra, started, duration))
+                        frames[spec.run_id] = part
+                if on_agent_done is not None:
+                    on_agent_done(index, pd.concat([frames[spec.run_id] for spec in specs], ignore_index=True))
+        except KeyboardInterrupt:
+            raise _interrupted(len(frames), len(cfg.runs), out, all(e[2] for e in entries)) from None
+    return pd.concat([frames[spec.run_id] for spec in cfg.runs], ignore_index=True)
 
 
 def _one_line(meta: dict) -> str:
@@ -259,12 +428,7 @@ def _one_line(meta: dict) -> str:
 
 
 def _write_config(out: Path, cfg: SweepConfig) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump(cfg.raw, sort_keys=False)
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=".config.yaml.", suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, out / "config.yaml")
+    write_text_atomic(yaml.safe_dump(cfg.raw, sort_keys=False), out / "config.yaml")
     manifest = {
         "name": cfg.name,
         "task": cfg.task,
@@ -287,7 +451,11 @@ def _run_ids(out_dir: Path, all_runs: bool) -> list[str] | None:
     manifest = out_dir / "manifest.json"
     if all_runs or not manifest.exists():
         return None
-    return [r["run_id"] for r in json.loads(manifest.read_text())["runs"]]
+    data = read_json(manifest)
+    try:
+        return [r["run_id"] for r in data["runs"]]
+    except (KeyError, TypeError) as exc:
+        raise RecordsError(f"{manifest} does not list the runs ({exc!r}); delete it to see every run of {out_dir}") from exc
 
 
 def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
@@ -306,7 +474,13 @@ def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
     for path in paths:
         if not path.exists():
             continue
-        meta = json.loads(path.read_text())
+        meta = read_json(path)
+        problem = records_problem(runs_dir, meta) if isinstance(meta, dict) and "run_id" in meta else f"{path} has no run_id"
+        if problem is not None:
+            raise RecordsError(
+                f"{problem}: rerun the sweep (or the same `linbandit run` command) to redo that run, or delete "
+                f"{path} to leave it out"
+            )
         summary = meta.get("summary", {})
         row = {
             "run_id": meta["run_id"],
@@ -329,7 +503,7 @@ def _is_scalar(value: Any) -> bool:
 
 
 def load_meta(out_dir: str | Path, run_id: str) -> dict:
-    return json.loads((Path(out_dir) / "runs" / f"{run_id}.json").read_text())
+    return read_json(Path(out_dir) / "runs" / f"{run_id}.json")
 
 
 def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, columns: list[str] | None = None) -> pd.DataFrame:

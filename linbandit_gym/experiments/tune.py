@@ -22,6 +22,7 @@ import pandas as pd
 import yaml
 
 from ..threads import DEFAULT_THREADS
+from ..records import write_text_atomic
 from .config import (
     PAPER_BETA_GRID, PAPER_LAM_GRID, ConfigError, _resolve_agent_factory, _seeds, canonical_json, parse_config,
     select_labels,
@@ -155,7 +156,7 @@ def tune(
             tuned.setdefault(env, {})[label] = dict(values)
     table.to_csv(out / "tune-table.csv", index=False)
     tuned_path = out / "tuned.yaml"
-    tuned_path.write_text(yaml.safe_dump(tuned, sort_keys=False))
+    write_text_atomic(yaml.safe_dump(tuned, sort_keys=False), tuned_path)
     new_raw = copy.deepcopy(raw)
     merged = copy.deepcopy(raw.get("tuned") or {})
     for env, per_agent in tuned.items():
@@ -164,7 +165,7 @@ def tune(
             merged[env][agent] = {k: v for k, v in values.items() if k != "final_regret"}
     new_raw["tuned"] = merged
     config_path = out / "tuned-config.yaml"
-    config_path.write_text(yaml.safe_dump(new_raw, sort_keys=False))
+    write_text_atomic(yaml.safe_dump(new_raw, sort_keys=False), config_path)
     return TuneResult(out, tuned, table, new_raw, tuned_path, config_path, dict(result.failed))
 
 

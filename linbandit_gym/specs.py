@@ -1,0 +1,258 @@
+"""What users type to name things: ``module:Class`` specs, env arguments, run labels.
+
+One implementation each, shared by ``linbandit run``, ``linbandit demo`` and sweep configs
+(validation, ``--dry-run`` and the real run), so that a spec accepted by one is accepted by
+all and a label means the same everywhere.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import numbers
+import os
+import sys
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "SHORT_ARG_NAMES",
+    "args_label",
+    "check_env_args",
+    "did_you_mean",
+    "env_arg_types",
+    "load_object",
+    "non_default_args",
+]
+
+
+# -- module:Class ---------------------------------------------------------------------
+
+def load_object(spec: str) -> Any:
+    """The object named by ``"package.module:Name"``, resolved the way ``python -m`` does.
+
+    The current directory comes first on ``sys.path`` (as ``python -m`` puts it there), so
+    ``linbandit run --agent myagent:Greedy`` finds ``./myagent.py`` whether ``linbandit`` was
+    started as a console script (whose ``sys.path[0]`` is the script's bin directory) or
+    with ``python -m linbandit_gym``. The entry stays on ``sys.path`` so that worker
+    processes started from this one (which copy ``sys.path``) resolve the same spec.
+
+    Raises:
+        ValueError: ``spec`` has no ``:``, the module cannot be imported or has no such name.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"expected package.module:Name, got {spec!r}")
+    cwd = os.getcwd()
+    if not any(os.path.abspath(p or os.curdir) == cwd for p in sys.path):
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(
+            f"cannot import {spec!r}: {exc} (looked in the current directory {cwd} and on sys.path)"
+        ) from exc
+    obj = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            public = sorted(n for n in dir(module) if not n.startswith("_"))
+            raise ValueError(
+                f"cannot import {spec!r}: module {module_name!r} has no attribute {attr!r}"
+                f"{did_you_mean(attr, public)}"
+            ) from None
+    return obj
+
+
+def did_you_mean(name: str, choices) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` to a mistyped ``name``, else ``""``.
+
+    The cutoff is difflib's 0.6 lowered to 0.5 so that a one-letter name still gets its
+    hint (``dim`` -> ``d``).
+    """
+    close = difflib.get_close_matches(str(name), list(choices), n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# -- env arguments --------------------------------------------------------------------
+
+def _env_creator(env_id: str) -> Callable:
+    import gymnasium as gym
+
+    import linbandit_gym  # noqa: F401  (registers the ids)
+
+    if env_id not in gym.registry:
+        from .registration import ENV_IDS
+
+        raise ValueError(f"unknown env id {env_id!r}{did_you_mean(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}")
+    entry = gym.registry[env_id].entry_point
+    return entry if callable(entry) else load_object(entry)
+
+
+def _signature_params(creator: Callable) -> tuple[dict[str, Any], bool]:
+    """``({name: type hint or Any}, open)`` of what ``creator(**kwargs)`` accepts.
+
+    A class whose ``__init__`` takes ``**kwargs`` forwards them to its base class (the
+    convention of the env families, e.g. ``DigitsBanditEnv(dataset="digits", **kwargs)``),
+    so the base's parameters join in. ``open`` is True when a ``**kwargs`` is never resolved
+    (any name may be valid: nothing can be said up front).
+    """
+    if inspect.isclass(creator):
+        functions = [k.__dict__["__init__"] for k in creator.__mro__ if "__init__" in k.__dict__ and k is not object]
+    else:
+        functions = [creator]
+    params: dict[str, Any] = {}
+    for function in functions:
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):  # a builtin without a signature: cannot know
+            return params, True
+        try:
+            hints = typing.get_type_hints(function)
+        except Exception:  # unresolvable annotations: check names only  # noqa: BLE001
+            hints = {}
+        var_keyword = False
+        for i, (name, p) in enumerate(signature.parameters.items()):
+            if inspect.isclass(creator) and i == 0:
+                continue  # self
+            if p.kind is p.VAR_KEYWORD:
+                var_keyword = True
+            elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                params.setdefault(name, hints.get(name, Any))
+        if not var_keyword:
+            return params, False
+    return params, True
+
+
+def env_arg_types(env_id: str) -> tuple[dict[str, Any], bool]:
+    """The env's constructor arguments, with their type hints.
+
+    Read from the signature of the registered entry point (no env is built, no data
+    loaded); returns ``({name: hint}, open)``, ``open`` meaning unknown names may be valid.
+    ``gym.make``'s own keywords (``max_episode_steps``, ...) are not among them: the
+    batched path builds the env without ``gym.make``, and ``horizon`` sets the episode length.
+    """
+    return _signature_params(_env_creator(env_id))
+
+
+def _type_name(hint: Any) -> str:
+    if hint is type(None):
+        return "None"
+    if isinstance(hint, type):
+        return hint.__name__
+    return str(hint).replace("typing.", "")
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    """Whether ``value`` fits the type hint ``hint`` (lenient where a hint is not a plain type)."""
+    if hint is Any:
+        return True
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, arm) for arm in typing.get_args(hint))
+    if origin is typing.Literal:
+        return value in typing.get_args(hint)
+    if hint is None or hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, (bool, np.bool_))
+    if hint is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+    if hint is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+    if hint is complex:
+        return isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
+    if origin is not None:  # tuple[...], list[...], dict[...]: the container kind only
+        hint = origin
+    if hint in (tuple, list):  # YAML and the command line both spell sequences as lists
+        return isinstance(value, (tuple, list))
+    if hint is os.PathLike:
+        return isinstance(value, (str, os.PathLike))
+    if isinstance(hint, type):
+        try:
+            return isinstance(value, hint)
+        except TypeError:
+            return True
+    return True  # a TypeVar, Callable[...], a string annotation, ...: cannot check here
+
+
+def check_env_args(env_id: str, args: dict[str, Any]) -> None:
+    """Check env keyword arguments against the constructor of ``env_id`` before building it.
+
+    Every name must be a parameter of the registered entry point; every value must fit the
+    parameter's type hint where it has one (an ``int`` passes for ``float``; a ``str`` does not
+    pass for ``bool``). Then, where the env class offers ``check_arguments`` (every linbandit
+    env does), its own range and combination checks run too (dataset names, ``omega``, ...),
+    still without building the env or loading data.
+
+    Raises:
+        ValueError: naming the key, the valid keys or the expected type.
+    """
+    params, is_open = env_arg_types(env_id)
+    valid = ", ".join(sorted(params))
+    for key, value in args.items():
+        if key not in params:
+            if is_open:
+                continue
+            raise ValueError(
+                f"{env_id} has no argument {key!r}{did_you_mean(key, params)}; valid arguments: {valid}"
+            )
+        hint = params[key]
+        if not _matches(value, hint):
+            raise ValueError(
+                f"{env_id} argument {key}={value!r}: expected {_type_name(hint)}, got {type(value).__name__}"
+            )
+    # Values and combinations: the env's own checks, with its own messages, where it offers
+    # them without being built (ours do, without loading any dataset: LinBanditEnv.check_arguments).
+    check_values = getattr(_env_creator(env_id), "check_arguments", None)
+    if check_values is not None:
+        try:
+            check_values(**args)
+        except TypeError as exc:
+            raise ValueError(f"{env_id}: {exc}") from exc
+
+
+# -- labels ---------------------------------------------------------------------------
+
+#: Argument names shortened in labels, as the papers write them (l for the sketch size).
+SHORT_ARG_NAMES = {"sketch_size": "l"}
+
+
+def args_label(base: str, args: dict[str, Any]) -> str:
+    """``base`` followed by ``name=value`` for each of ``args``: ``"SOFUL l=10"``.
+
+    The one labelling rule of the project: ``linbandit run`` passes the non-default
+    constructor arguments, the demo and sweep configs the arguments that vary between their
+    agents (a sweep's grid point); ``sketch_size`` is written ``l`` as in the papers.
+    """
+    if not args:
+        return base
+    return base + " " + " ".join(f"{SHORT_ARG_NAMES.get(k, k)}={v}" for k, v in args.items())
+
+
+def non_default_args(factory: Callable, args: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``args`` that differ from ``factory``'s defaults (all when unknown)."""
+    try:
+        defaults = {
+            name: p.default for name, p in inspect.signature(factory).parameters.items() if p.default is not p.empty
+        }
+    except (TypeError, ValueError):
+        return dict(args)
+    out = {}
+    for name, value in args.items():
+        if name in defaults:
+            default = defaults[name]
+            try:
+                # 1 == 1.0 is a default, True == 1 is not (a flag given as a count)
+                if isinstance(default, bool) == isinstance(value, bool) and bool(default == value):
+                    continue
+            except Exception:  # noqa: BLE001  (an array default: keep it in the label)
+                pass
+        out[name] = value
+    return out
