@@ -73,7 +73,8 @@ def _entry_points(tmp_path, threads_kw: dict, cli_flag: list[str]):
     yield "tune()", lambda: tune(_config(), tmp_path / "t", beta=[0.1], lam=[1.0], seeds=1, log=None, **threads_kw)
     yield "reproduce()", lambda: reproduce("probe", out=tmp_path / "r", log=None, **threads_kw)
     yield "linbandit run", lambda: main(["run", "--env", "LinBandit-Synthetic-v0", "--agent", PROBE, "--horizon", "3",
-                                         "--env-arg", "d=4", "--env-arg", "n_arms=3", "--no-progress", *cli_flag])
+                                         "--env-arg", "d=4", "--env-arg", "n_arms=3", "--no-progress",
+                                         "--out", str(tmp_path / "cru"), *cli_flag])
     yield "linbandit demo", lambda: main(["demo", "--horizon", "3", "--seeds", "1", "--no-progress",
                                           "--out", str(tmp_path / "demo"), *cli_flag])
     cfg = tmp_path / "probe.yaml"
@@ -104,9 +105,9 @@ def test_every_entry_point_runs_with_one_thread_unless_told_otherwise(told, two_
         assert {t for t, _ in ThreadProbe.seen} == {expected}, f"{name}: torch threads {ThreadProbe.seen[:3]}"
         assert {b for _, b in ThreadProbe.seen} <= {expected, None}, f"{name}: BLAS threads {ThreadProbe.seen[:3]}"
         assert torch.get_num_threads() == 2, f"{name} left the caller's torch threads changed"
-    # the run metadata of the sweeps says what was used
-    metas = [json.loads(p.read_text()) for p in (tmp_path / "s" / "runs").glob("*.json")]
-    assert metas and all(m["torch_threads"] == expected and m["threads"] == expected for m in metas)
+    # the run metadata of a sweep and of `linbandit run --out` says what was used
+    metas = [json.loads(p.read_text()) for d in ("s", "cru") for p in (tmp_path / d / "runs").glob("*.json")]
+    assert len({m["backend"] for m in metas}) == 2 and all(m["torch_threads"] == expected and m["threads"] == expected for m in metas)
     assert all(m["agent_clock"] == ("thread_cpu" if expected == 1 else "process_cpu") for m in metas)
 
 
