@@ -8,7 +8,8 @@ seed, round by round). ``run(..., batched=None)`` takes this path by itself when
 :func:`can_batch` says the env id and the agent allow it and there are >= 2 seeds.
 
 What differs from the loop over seeds: ``agent_time`` (CPU seconds, as in ``run``),
-``agent_wall_time`` and ``wall_time`` are each member's share of the batch's time (batch seconds / B, cumulated), so ``ms/round`` reads as the cost of one
+``agent_wall_time`` and ``wall_time`` are each member's share of the batch's time (batch
+seconds / B, cumulated), so ``ms/round`` reads as the cost of one
 member-round; ``memory_bytes`` is what the unbatched agent reports (the batch holds B times
 that, plus padding for DBSLinUCB).
 """
@@ -128,7 +129,8 @@ def run_batched(
     return pd.concat(frames, ignore_index=True)
 
 
-def _play_chunk(venv, bag, chunk: list[int], a_name: str, e_name: str, max_rounds: int | None, bar, cpu) -> pd.DataFrame:
+def _play_chunk(venv, bag, chunk: list[int], a_name: str, e_name: str, max_rounds: int | None, bar,
+                cpu) -> pd.DataFrame:
     B = len(chunk)
     bag.reset(seed=chunk)
     obs, _ = venv.reset(seed=chunk)

@@ -309,7 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_run = sub.add_parser(
         "run", help="run one agent on one env over several seeds",
         description="Run AGENT on ENV for --seeds episodes; print final regret (mean ± std over seeds), "
-        "ms/round (CPU time of the agent's act + update; wall ms/round beside it) and peak memory; with --out write records, summary.csv and regret.png.",
+        "ms/round (CPU time of the agent's act + update; wall ms/round beside it) and peak memory; "
+        "with --out write records, summary.csv and regret.png.",
     )
     p_run.add_argument("--env", required=True, metavar="ID", help="env id, e.g. LinBandit-Synthetic-v0 (see `linbandit list`)")
     p_run.add_argument("--agent", required=True, metavar="NAME",

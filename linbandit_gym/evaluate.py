@@ -199,7 +199,8 @@ def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_
                 cum_regret += regret
                 row = (
                     a_name, e_name, seed, t, int(action), float(reward), float(info.get("expected_reward", np.nan)),
-                    float(info.get("best_expected_reward", np.nan)), regret, cum_regret, agent_time, agent_wall_time, wall_time,
+                    float(info.get("best_expected_reward", np.nan)), regret, cum_regret, agent_time, agent_wall_time,
+                    wall_time,
                     int(agent.memory_bytes()) if has_memory else 0,
                     _sketch_size(agent) if has_sketch_size else np.nan,
                 )

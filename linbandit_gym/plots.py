@@ -34,8 +34,9 @@ def line_styles(n: int) -> list[dict]:
     """``n`` distinct (colour, line style, marker) combinations for ``ax.plot``.
 
     Colour, dash pattern and marker all change from one curve to the next; the marker also
-    shifts once per colour cycle, so no two of the first 100 curves share all three. Curves that coincide (e.g. DBSLinUCB-FD and -RFD while neither sketch has
-    shrunk) stay visible: a dashed curve over a solid one shows both.
+    shifts once per colour cycle, so no two of the first 100 curves share all three. Curves
+    that coincide (e.g. DBSLinUCB-FD and -RFD while neither sketch has shrunk) stay visible:
+    a dashed curve over a solid one shows both.
     """
     return [
         {"color": _COLORS[i % len(_COLORS)], "linestyle": _DASHES[i % len(_DASHES)],
@@ -244,7 +245,8 @@ def plot_fronts(tables: dict[str, pd.DataFrame], *, y: str = "final_regret_mean"
                 mask = _pareto_mask(xs, ys)
                 order = np.argsort(xs[mask])
                 if mask.sum() > 1:
-                    ax.step(xs[mask][order], ys[mask][order], where="post", color=style[group["agent"].iloc[0]]["color"],
+                    ax.step(xs[mask][order], ys[mask][order], where="post",
+                            color=style[group["agent"].iloc[0]]["color"],
                             alpha=0.5, lw=1.0)
             if _wants_log(table[cost]):
                 _readable_log_axis(ax, "x")
@@ -354,7 +356,8 @@ def plot_spectral_exponent(series: pd.DataFrame, *, ax=None, reference: float = 
     for ((agent, l), group), style in zip(groups, line_styles(len(groups))):
         mean = group.groupby("t")["exponent"].mean()
         label = f"l = {l}" + (f" ({agent})" if multi_agent else "")
-        ax.plot(mean.index, mean.values, label=label, ms=4, markevery=_mark_every(len(mean), len(groups), style), **style)
+        ax.plot(mean.index, mean.values, label=label, ms=4, markevery=_mark_every(len(mean), len(groups), style),
+                **style)
     ax.axhline(reference, color="k", ls="--", lw=1, label="y = 1/3")
     ax.set_xlabel("round t")
     ax.set_ylabel(r"$\log(\Delta_t) / \log t$")

@@ -122,7 +122,8 @@ def test_scaling_fits_the_slopes_it_draws():
     ])
     fig, slopes = P.plot_scaling(points)
     got = slopes.set_index(["agent", "metric"])["slope"]
-    assert got["quadratic", "ms_per_round"] == pytest.approx(2.0) and got["quadratic", "peak_memory_bytes"] == pytest.approx(2.0)
+    assert got["quadratic", "ms_per_round"] == pytest.approx(2.0)
+    assert got["quadratic", "peak_memory_bytes"] == pytest.approx(2.0)
     assert got["linear", "peak_memory_bytes"] == pytest.approx(1.0)
     assert 0.3 < got["linear", "ms_per_round"] < 1.0  # the fixed 0.1 ms flattens the small-d end
     upper = slopes.set_index(["agent", "metric"])["upper-half slope"]

@@ -107,7 +107,8 @@ def test_every_entry_point_runs_with_one_thread_unless_told_otherwise(told, two_
         assert torch.get_num_threads() == 2, f"{name} left the caller's torch threads changed"
     # the run metadata of a sweep and of `linbandit run --out` says what was used
     metas = [json.loads(p.read_text()) for d in ("s", "cru") for p in (tmp_path / d / "runs").glob("*.json")]
-    assert len({m["backend"] for m in metas}) == 2 and all(m["torch_threads"] == expected and m["threads"] == expected for m in metas)
+    assert len({m["backend"] for m in metas}) == 2
+    assert all(m["torch_threads"] == expected and m["threads"] == expected for m in metas)
     assert all(m["agent_clock"] == ("thread_cpu" if expected == 1 else "process_cpu") for m in metas)
 
 

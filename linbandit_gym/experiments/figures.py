@@ -98,7 +98,7 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
             "CPU time (s)": table["time_s"].map(lambda v: f"{v:.2f}"),
             "ms/round": table["ms_per_round"].map(lambda v: f"{v:.3f}"),
             "wall ms/round": (table["wall_ms_per_round"] if "wall_ms_per_round" in table
-                              else pd.Series(np.nan, index=table.index)).map(lambda v: "" if pd.isna(v) else f"{v:.3f}"),
+                              else pd.Series(np.nan, index=table.index)).map(_ms_or_blank),
             "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
             "final sketch size": table["final_sketch_size"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
         })
@@ -113,6 +113,10 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
         "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
         "final sketch size": table["final_sketch_size"].map(lambda v: f"{v:.0f}"),
     })
+
+
+def _ms_or_blank(value: float) -> str:
+    return "" if pd.isna(value) else f"{value:.3f}"
 
 
 def write_tables(out_dir: str | Path) -> tuple[pd.DataFrame, list[Path]]:
@@ -170,8 +174,9 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
             labels = select_labels(records["agent"], spec.get("agents"))
             fig = P.plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
             data = raw.get("data") or {}
-            caption = f"N(0, I) rows, normalised: n={data.get('n')}, d={data.get('d')}, {runs['seed'].nunique()} seed(s)"
-            fig.axes[0].set_title((spec.get("title") or "spectral norm error of the sketch") + "\n" + caption, fontsize=10)
+            caption = (f"N(0, I) rows, normalised: n={data.get('n')}, d={data.get('d')}, "
+                       f"{runs['seed'].nunique()} seed(s)")
+            _title(fig.axes[0], spec.get("title") or "spectral norm error of the sketch", caption)
             written += P.save_figure(fig, plot_dir / (spec.get("name") or f"matrix_error_{i}"), formats)
         return written
 
@@ -200,7 +205,8 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                 sub = records[(records["env"] == env) & records["agent"].isin(labels)]
                 if kind == "regret":
                     fig = P.plot_cumulative_regret(sub)
-                    _title(fig.axes[0], spec.get("title") or f"{env}: cumulative regret (mean ± std over seeds)", caption)
+                    default = f"{env}: cumulative regret (mean ± std over seeds)"
+                    _title(fig.axes[0], spec.get("title") or default, caption)
                 else:
                     grows = sub.groupby("agent")["sketch_size"].nunique()
                     keep = grows[grows > 1].index if not spec.get("agents") else grows.index
@@ -228,7 +234,8 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                 if fam.empty or f"arg.{spec['x']}" not in fam:
                     continue
                 fig = P.plot_param_effect(fam, spec["x"], spec.get("group"))
-                fig.suptitle((spec.get("title") or f"{env}: {spec['family']} vs {spec['x']}") + "\n" + caption, fontsize=10)
+                default = f"{env}: {spec['family']} vs {spec['x']}"
+                fig.suptitle((spec.get("title") or default) + "\n" + caption, fontsize=10)
                 fig.tight_layout()
                 written += P.save_figure(fig, plot_dir / f"{name or 'param_' + _slug(spec['family'])}{suffix}", formats)
             elif kind == "matrix_error":
@@ -253,7 +260,8 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
     points = scaling_points(out, runs, x)
     first = settings[runs["env"].iloc[0]]
     varying = {x}
-    same = {k: v for k, v in first.items() if k not in varying and all(settings[e].get(k) == v for e in set(runs["env"]))}
+    envs = set(runs["env"])
+    same = {k: v for k, v in first.items() if k not in varying and all(settings[e].get(k) == v for e in envs)}
     xs = sorted(points[x].unique())
     caption = _caption({**same, "id": first["id"]}, runs) + f"; {x} in {{{', '.join(f'{v:g}' for v in xs)}}}"
     if kind == "scaling":

@@ -257,7 +257,8 @@ def sweep(
             say(f"note: {note}")
         say(
             f"sweep {cfg.name!r}: {len(cfg.runs)} runs, {len(finished)} already finished, {len(pending)} to run "
-            f"({backend}, {workers} worker{'s' if workers != 1 else ''}, {threads or 'default'} thread(s) per run) -> {out}"
+            f"({backend}, {workers} worker{'s' if workers != 1 else ''}, {threads or 'default'} thread(s) per run) "
+            f"-> {out}"
         )
         if not pending:
             return result
