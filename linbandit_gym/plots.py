@@ -396,7 +396,7 @@ def plot_param_effect(runs: pd.DataFrame, x: str, group: str | None = None, *, m
     ``runs`` holds one row per run (:func:`linbandit_gym.experiments.load_runs`) with argument
     columns ``arg.<name>``; values are averaged over seeds.
     """
-    metrics = metrics or [("final_regret", "final cumulative regret"), ("agent_time_s", "total agent time (s)")]
+    metrics = metrics or [("final_regret", "final cumulative regret"), ("agent_time_s", "total agent CPU time (s)")]
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4.2))
     axes = np.atleast_1d(axes)
     xcol = f"arg.{x}"
@@ -405,10 +405,11 @@ def plot_param_effect(runs: pd.DataFrame, x: str, group: str | None = None, *, m
     mean = runs.groupby(keys)[[m for m, _ in metrics]].mean().reset_index()
     for ax, (metric, name) in zip(axes, metrics):
         if gcol:
-            for value, sub in mean.groupby(gcol):
+            groups = list(mean.groupby(gcol))
+            for (value, sub), style in zip(groups, line_styles(len(groups))):
                 sub = sub.sort_values(xcol)
                 shown = int(value) if isinstance(value, float) and value.is_integer() else value
-                ax.plot(sub[xcol], sub[metric], "o-", label=f"{group} = {shown}")
+                ax.plot(sub[xcol], sub[metric], label=f"{group} = {shown}", **style)
             ax.legend(fontsize=8)
         else:
             sub = mean.sort_values(xcol)
