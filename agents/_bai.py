@@ -4,12 +4,29 @@ Action encoding of ``LinBandit-BAI-v0``: with K arms, ``a in [0, K)`` pulls arm 
 ``a in [K, 2K)`` stops and recommends arm ``a - K``. The observation is the same fixed
 ``(K, d)`` arm set every step.
 
-What lives here, once: the fixed-arm-set check, the span coordinates (rank-deficient arm
-sets are handled in an orthonormal basis of their span, where theta* is identifiable),
-least squares from per-arm pull counts and reward sums (``A = sum_i T_i z_i z_i^T``,
-``b = sum_i S_i z_i`` is exactly eq. 2's OLS, with O(1) work per pull), a pseudo-inverse
-that reports non-estimable directions as infinitely uncertain, the confidence width, and
-the feedback validation for actions up to 2K.
+What lives here, once: the fixed-arm-set check (validate a whole call, then remember the
+first arm set), the span coordinates (rank-deficient arm sets are handled in their span,
+where theta* is identifiable), least squares from per-arm pull counts and reward sums
+(``A = sum_i T_i z_i z_i^T``, ``b = sum_i S_i z_i`` is exactly eq. 2's OLS, with O(1) work
+per pull), a pseudo-inverse that reports non-estimable directions as infinitely uncertain,
+the confidence width, and the feedback validation for actions up to 2K.
+
+Badly scaled arm sets (norms spanning 1e-6..1e6, say). The span coordinates are *whitened*,
+``z_i = S_r^-1 V_r^T x_i`` (:func:`agents.design._common.span_arms`). This is not a rescaling
+of the problem: a common scale of the arms would change the gaps relative to the noise (it
+is a rescaling of theta*), but an invertible linear change of coordinates changes nothing
+the agents compute -- rewards, noise, OLS predictions, every width ``||x - x'||_{A^-1}``, the
+stopping rules and hence the sample complexity are the same as for the raw arms. It only
+fixes the numerics: in raw or orthonormal coordinates ``A`` had condition numbers ~1e24,
+its pseudo-inverse dropped the small directions, every width became ``inf`` and no agent
+ever stopped (XY-adaptive even searched for an ever longer phase). In whitened coordinates
+a G-optimal allocation has ``cond(A) <= K r (1 + eps)`` whatever the arms' scale, so such
+arm sets need no minimum gap and are not refused. What stays hard is statistical: a gap
+far below ``noise_std`` (e.g. two nearly identical tiny arms) needs ~``sigma^2 / gap^2``
+pulls, and the episode runs until the env truncates it, every ``act``/``update`` still
+taking bounded time (designs have iteration budgets, XY-adaptive's phase-length search is
+bracketed by the apportionment bound and capped at ``MAX_PHASE_PULLS``). Directions below
+the rank tolerance ``max(K, d) eps s_1`` are treated as outside the span.
 
 Confidence width (seed 004 eq. 3 and its constant c). The seed states, for a fixed
 allocation, ``|x^T (theta* - theta_hat_n)| <= c ||x||_{A_n^-1} sqrt(log(K^2/delta))`` for all

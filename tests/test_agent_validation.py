@@ -18,6 +18,7 @@ import torch
 from agents import AGENTS, LinUCB, check_agent
 from agents._validate import InvalidArgumentError, check_real
 from agents.batched import batched
+from agents.design import g_optimal_design, xy_optimal_design
 
 BAD_VALUES = {
     "delta": ["0.5", None, math.inf, math.nan, 0.0, 1.0, -0.1, True, 0.5 + 0j],
@@ -270,3 +271,12 @@ def test_check_agent_reports_a_bad_memory_bytes():
 
     with pytest.raises(AssertionError, match=r"memory_bytes\(\) returned True"):
         check_agent(BadMemory(), small_env())
+
+
+@pytest.mark.parametrize("kind", ["numpy", "tensor", "list"])
+def test_designs_refuse_complex_arms(kind):
+    x = np.eye(3) * (1 + 1j)
+    arms = {"numpy": x, "tensor": torch.as_tensor(x), "list": x.tolist()}[kind]
+    for design in (g_optimal_design, xy_optimal_design):
+        with pytest.raises(ValueError, match="arms must be real-valued, got complex values"):
+            design(arms)

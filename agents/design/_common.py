@@ -113,10 +113,14 @@ def span_arms(
     arms lying in a subspace up to rounding are treated as lying in it.
 
     Raises:
-        ValueError: not a 2-D numeric array with K >= 1 rows and d >= 1 columns, NaN/inf
-            entries, or every arm is the zero vector (no design can estimate anything).
+        ValueError: not a 2-D real numeric array with K >= 1 rows and d >= 1 columns (complex
+            values included), NaN/inf entries, or every arm is the zero vector (no design can
+            estimate anything).
     """
     is_tensor = isinstance(arms, torch.Tensor)
+    if arms.is_complex() if is_tensor else np.iscomplexobj(arms):
+        # refused: the float conversions below would silently drop the imaginary part
+        raise ValueError(f"{name} must be real-valued, got complex values; pass arms.real if that is meant")
     if is_tensor:
         device = arms.device
         work_dtype = dtype or (torch.float64 if device.type == "cpu" else arms.dtype)
