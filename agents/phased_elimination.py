@@ -71,6 +71,11 @@ class PhasedElimination(FixedArmSetAgent):
     """
 
     name = "PhasedElimination"
+    _changed_arm_set_fix = (
+        "plans phases of pulls on ONE fixed arm set (Lattimore & Szepesvari ch. 22). Use an env with a fixed "
+        "arm set (e.g. LinBandit-Synthetic-v0 with fixed_arms=True), an agent for changing arm sets (OFUL, "
+        "SOFUL, ...), or call reset() to start on a new arm set"
+    )
 
     def __init__(
         self,
@@ -88,12 +93,6 @@ class PhasedElimination(FixedArmSetAgent):
         self.design_eps = check_real("design_eps", design_eps, gt=0.0, hint="accuracy of the phase designs")
         self._repr_params = {"delta": self.delta, "noise_std": self.noise_std}
         super().__init__(d=d, device=device, dtype=dtype, seed=seed)
-
-    _changed_arm_set_fix = (
-        "plans phases of pulls on ONE fixed arm set (Lattimore & Szepesvari ch. 22). Use an env with a fixed "
-        "arm set (e.g. LinBandit-Synthetic-v0 with fixed_arms=True), an agent for changing arm sets (OFUL, "
-        "SOFUL, ...), or call reset() to start on a new arm set"
-    )
 
     # -- state ---------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> None:

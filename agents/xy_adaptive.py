@@ -184,15 +184,16 @@ class XYAdaptive(BAIAgent):
         the elimination test uses the pulls actually made, so the cap costs no correctness.
         """
         support = int((w > 0).sum())
-        bound = rho / level
-        n_hi = min(support + math.ceil(bound), MAX_PHASE_PULLS) if bound < MAX_PHASE_PULLS else MAX_PHASE_PULLS
+        bound = rho / level  # inf for a level below ~rho/1e308: then the cap applies
+        n_hi = support + math.ceil(bound) if bound < MAX_PHASE_PULLS - support else MAX_PHASE_PULLS
+        # the rounded value per pull is >= the optimum >= rho / (1 + eps): a lower bound on n
+        lower = bound / (1.0 + self.design_eps)
+        lo = min(max(support, math.ceil(lower)), n_hi) if lower < n_hi else n_hi
 
         def value_at(n: int) -> tuple[float, np.ndarray]:
             plan = round_design(w, n)
             return self._max_pair_uncertainty(plan), plan
 
-        # the rounded value per pull is >= the optimum >= rho / (1 + eps): a lower bound on n
-        lo = min(max(support, math.ceil(rho / ((1.0 + self.design_eps) * level))), n_hi)
         value, plan = value_at(lo)
         if value <= level or lo >= n_hi:
             return lo, plan

@@ -155,8 +155,9 @@ def test_xy_adaptive_phase_length_is_bounded_even_for_a_tiny_level():
     w = agent._weights
     rho = xy_value(x, w)
     with deadline(20):
-        n, plan = agent._phase_length(w, 1e-300, rho)  # would need ~1e300 pulls: capped
-        assert n == MAX_PHASE_PULLS and int(plan.sum()) == n
+        for tiny in (1e-300, 5e-324):  # would need ~1e300 pulls (or rho / level overflows): capped
+            n, plan = agent._phase_length(w, tiny, rho)
+            assert n == MAX_PHASE_PULLS and int(plan.sum()) == n
         n, plan = agent._phase_length(w, 0.5, rho)  # an ordinary level: the smallest n reaching it
     counts = plan.astype(float)
     z = torch.as_tensor(x)
