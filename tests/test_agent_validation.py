@@ -51,9 +51,11 @@ CASES = [
     for value in values
 ]
 
-# The LinUCB agents' reset() and update() live in agents/linucb.py, which clears state before
-# TorchAgent sees the seed and converts the observation before checking the feedback; the
-# fixes there are one line each (see TorchAgent._n_arms and agents._validate.check_seed).
+# The LinUCB agents' reset() and update() live in agents/linucb.py (outside this change), which
+# clears state before TorchAgent sees the seed and converts the observation (fixing d) before
+# checking the feedback. The fix there: check_seed(seed) first in LinUCB.reset, and
+# self._check_feedback(self._n_arms(obs), ...) before self._round_arms(obs) in LinUCB.update;
+# once applied these tests XPASS, and strict=True makes that a failure: then drop this marker.
 LINUCB_ORDER = pytest.mark.xfail(
     strict=True, reason="needs LinUCB.reset to call check_seed first and LinUCB.update to check feedback first"
 )
