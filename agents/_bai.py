@@ -4,12 +4,29 @@ Action encoding of ``LinBandit-BAI-v0``: with K arms, ``a in [0, K)`` pulls arm 
 ``a in [K, 2K)`` stops and recommends arm ``a - K``. The observation is the same fixed
 ``(K, d)`` arm set every step.
 
-What lives here, once: the fixed-arm-set check, the span coordinates (rank-deficient arm
-sets are handled in an orthonormal basis of their span, where theta* is identifiable),
-least squares from per-arm pull counts and reward sums (``A = sum_i T_i z_i z_i^T``,
-``b = sum_i S_i z_i`` is exactly eq. 2's OLS, with O(1) work per pull), a pseudo-inverse
-that reports non-estimable directions as infinitely uncertain, the confidence width, and
-the feedback validation for actions up to 2K.
+What lives here, once: the fixed-arm-set check (validate a whole call, then remember the
+first arm set), the span coordinates (rank-deficient arm sets are handled in their span,
+where theta* is identifiable), least squares from per-arm pull counts and reward sums
+(``A = sum_i T_i z_i z_i^T``, ``b = sum_i S_i z_i`` is exactly eq. 2's OLS, with O(1) work
+per pull), a pseudo-inverse that reports non-estimable directions as infinitely uncertain,
+the confidence width, and the feedback validation for actions up to 2K.
+
+Badly scaled arm sets (norms spanning 1e-6..1e6, say). The span coordinates are *whitened*,
+``z_i = S_r^-1 V_r^T x_i`` (:func:`agents.design._common.span_arms`). This is not a rescaling
+of the problem: a common scale of the arms would change the gaps relative to the noise (it
+is a rescaling of theta*), but an invertible linear change of coordinates changes nothing
+the agents compute -- rewards, noise, OLS predictions, every width ``||x - x'||_{A^-1}``, the
+stopping rules and hence the sample complexity are the same as for the raw arms. It only
+fixes the numerics: in raw or orthonormal coordinates ``A`` had condition numbers ~1e24,
+its pseudo-inverse dropped the small directions, every width became ``inf`` and no agent
+ever stopped (XY-adaptive even searched for an ever longer phase). In whitened coordinates
+a G-optimal allocation has ``cond(A) <= K r (1 + eps)`` whatever the arms' scale, so such
+arm sets need no minimum gap and are not refused. What stays hard is statistical: a gap
+far below ``noise_std`` (e.g. two nearly identical tiny arms) needs ~``sigma^2 / gap^2``
+pulls, and the episode runs until the env truncates it, every ``act``/``update`` still
+taking bounded time (designs have iteration budgets, XY-adaptive's phase-length search is
+bracketed by the apportionment bound and capped at ``MAX_PHASE_PULLS``). Directions below
+the rank tolerance ``max(K, d) eps s_1`` are treated as outside the span.
 
 Confidence width (seed 004 eq. 3 and its constant c). The seed states, for a fixed
 allocation, ``|x^T (theta* - theta_hat_n)| <= c ||x||_{A_n^-1} sqrt(log(K^2/delta))`` for all
@@ -43,10 +60,11 @@ import numpy as np
 import torch
 
 from ._torch import tensor_bytes
+from ._validate import check_probability, check_real, check_seed
 from .base import TorchAgent
 from .design._common import span_arms
 
-__all__ = ["BAIAgent", "anytime_beta", "LeastSquares", "check_grid_next", "input_eps"]
+__all__ = ["BAIAgent", "FixedArmSetAgent", "anytime_beta", "LeastSquares", "check_grid_next", "input_eps", "is_zero"]
 
 
 def input_eps(obs: Any) -> float:
@@ -61,6 +79,11 @@ def anytime_beta(sigma: float, n_arms: int, delta: float, k: int) -> float:
     """``sigma sqrt(2 log(pi^2 (K-1) k^2 / (6 delta)))``: the delta-correct width multiplier."""
     k1 = max(n_arms - 1, 1)
     return sigma * math.sqrt(2.0 * math.log(math.pi**2 * k1 * max(k, 1) ** 2 / (6.0 * delta)))
+
+
+def is_zero(lam: Any) -> bool:
+    """Whether ``lam`` is the number 0 (the only ridge the plain-OLS agents accept; ``False`` is not)."""
+    return isinstance(lam, numbers.Real) and not isinstance(lam, (bool, np.bool_)) and lam == 0
 
 
 def check_grid_next(n: int, growth: float) -> int:
@@ -104,7 +127,80 @@ class LeastSquares:
         return q
 
 
-class BAIAgent(TorchAgent):
+class FixedArmSetAgent(TorchAgent):
+    """Base of the agents that plan on ONE arm set, seen again every round (BAI, phased elimination).
+
+    :meth:`_check_arm_set` validates an observation without changing any state; the first
+    arm set is remembered by :meth:`_first_arm_set` (which calls the subclass hook
+    :meth:`_start_arm_set`) only once the whole call has been validated, so a rejected first
+    ``update`` leaves the agent as it was (no ``d`` fixed, nothing remembered).
+    """
+
+    #: what the user should do about a changed arm set (the error message's second half)
+    _changed_arm_set_fix = "plans on one fixed arm set; call reset() before a new one"
+
+    def reset(self, seed: int | None = None) -> None:
+        check_seed(seed)  # before clearing anything: a refused seed changes nothing
+        self.arms: torch.Tensor | None = None
+        self.n_arms = 0
+        self._obs_np: np.ndarray | None = None
+        self._obs_bytes = b""
+        super().reset(seed=seed)
+
+    def _check_arm_set(self, obs: Any) -> torch.Tensor | None:
+        """``None`` if ``obs`` is the known arm set, its checked tensor if it is the first one.
+
+        Raises ``ValueError`` (state unchanged) for a malformed observation or a changed arm set.
+        """
+        # Fast path: the env hands back an equal copy of the same arm set every step.
+        if self._obs_np is not None and isinstance(obs, np.ndarray):
+            if obs.shape == self._obs_np.shape and obs.dtype == self._obs_np.dtype and obs.tobytes() == self._obs_bytes:
+                return None
+        arms = self._validated_arms(obs)  # full validation (shape, NaN, complex, dimension)
+        if self.arms is None:
+            return arms
+        if arms.shape != self.arms.shape or not torch.equal(arms, self.arms):
+            raise ValueError(
+                f"the arm set changed (shape {tuple(arms.shape)} vs {tuple(self.arms.shape)}, or new values): "
+                f"{type(self).__name__} {self._changed_arm_set_fix}"
+            )
+        return None
+
+    def _first_arm_set(self, obs: Any, arms: torch.Tensor) -> None:
+        """Remember the (validated) first arm set and start planning on it."""
+        if self.d is None:
+            self._allocate(int(arms.shape[1]))
+        self.arms = arms.clone()
+        self.n_arms = int(arms.shape[0])
+        if isinstance(obs, np.ndarray):
+            self._obs_np = obs.copy()
+            self._obs_bytes = self._obs_np.tobytes()
+        self._start_arm_set(obs)
+
+    def _observe(self, obs: Any) -> None:
+        """Check ``obs`` and, if it is the first arm set, remember it (for ``act``)."""
+        arms = self._check_arm_set(obs)
+        if arms is not None:
+            self._first_arm_set(obs, arms)
+
+    def _checked_round(self, obs: Any, action: Any, reward: Any, *, stop_actions: bool) -> tuple[int, float]:
+        """Validate a whole ``update`` call (arm set, action, reward), then remember a first arm set."""
+        arms = self._check_arm_set(obs)
+        n_arms = self.n_arms if arms is None else int(arms.shape[0])
+        action, reward = self._check_feedback(n_arms, action, reward, stop_actions=stop_actions)
+        if arms is not None:
+            self._first_arm_set(obs, arms)
+        return action, reward
+
+    def _start_arm_set(self, obs: Any) -> None:
+        """Subclass hook: plan on ``self.arms`` (just remembered; ``obs`` as the caller gave it)."""
+        raise NotImplementedError
+
+    def memory_bytes(self) -> int:
+        return tensor_bytes(self.arms) + (0 if self._obs_np is None else int(self._obs_np.nbytes))
+
+
+class BAIAgent(FixedArmSetAgent):
     """Base of the BAI agents: fixed arm set, span coordinates, stop actions, validation.
 
     Subclasses implement :meth:`_start` (once the arm set is known), :meth:`_choose` (next
@@ -120,6 +216,8 @@ class BAIAgent(TorchAgent):
         d, device, dtype, seed: see :class:`~agents.base.TorchAgent`.
     """
 
+    _changed_arm_set_fix = "identifies the best arm of one fixed arm set; call reset() before a new one"
+
     def __init__(
         self,
         *,
@@ -131,15 +229,11 @@ class BAIAgent(TorchAgent):
         dtype=None,
         seed: int | None = None,
     ):
-        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (0.0 < delta < 1.0):
-            raise ValueError(f"delta (confidence) must lie in (0, 1), e.g. 0.05; got {delta!r}")
-        if isinstance(noise_std, bool) or not isinstance(noise_std, numbers.Real) or not (0.0 < noise_std < math.inf):
-            raise ValueError(f"noise_std must be a finite number > 0 (the env's noise_std), got {noise_std!r}")
-        if c is not None and (isinstance(c, bool) or not isinstance(c, numbers.Real) or not (0.0 < c < math.inf)):
-            raise ValueError(f"c must be None (delta-correct anytime width) or a finite number > 0, got {c!r}")
-        self.delta = float(delta)
-        self.noise_std = float(noise_std)
-        self.c = None if c is None else float(c)
+        self.delta = check_probability("delta", delta, hint="confidence level, e.g. 0.05")
+        self.noise_std = check_real("noise_std", noise_std, gt=0.0, hint="the env's noise_std")
+        if c is not None:
+            c = check_real("c", c, gt=0.0, hint="None: the delta-correct anytime width")
+        self.c = c
         self._repr_params = {"delta": self.delta, "noise_std": self.noise_std}
         # Designs depend on the arms only (never on rewards), so they are cached across
         # reset() calls: replaying seeds on one instance solves each design once.
@@ -149,46 +243,30 @@ class BAIAgent(TorchAgent):
 
     # -- state ---------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> None:
-        self.arms: torch.Tensor | None = None
+        check_seed(seed)  # before clearing anything: a refused seed changes nothing
         self.z: torch.Tensor | None = None
         self.basis: torch.Tensor | None = None
         self.rank = 0
-        self.n_arms = 0
         self.recommendation: int | None = None
         self.stopped = False
         self.n_pulls = 0
         self.counts: np.ndarray | None = None  # pulls per arm (all pulls of the episode)
         self.sums: np.ndarray | None = None  # reward sums per arm
-        self._obs_np: np.ndarray | None = None
-        self._obs_bytes = b""
         super().reset(seed=seed)
 
-    def _observe(self, obs: Any) -> None:
-        # Fast path: the env hands back an equal copy of the same arm set every step.
-        if self._obs_np is not None and isinstance(obs, np.ndarray):
-            if obs.shape == self._obs_np.shape and obs.dtype == self._obs_np.dtype and obs.tobytes() == self._obs_bytes:
-                return
-        arms = self._arms(obs)  # full validation (shape, NaN, dimension)
-        if self.arms is None:
-            self.arms = arms.clone()
-            self.n_arms = int(arms.shape[0])
-            self.counts = np.zeros(self.n_arms, dtype=np.int64)
-            self.sums = np.zeros(self.n_arms, dtype=np.float64)
-            if isinstance(obs, np.ndarray):
-                self._obs_np = obs.copy()
-                self._obs_bytes = self._obs_np.tobytes()
-            if self.n_arms == 1 or bool((arms == arms[0]).all()):
-                # One distinct arm (K = 1, or all copies): it is the best; recommend it now.
-                self.recommendation = 0
-                return
-            sa = span_arms(arms, dtype=self.dtype, rank_eps=input_eps(obs))
-            self.z, self.basis, self.rank = sa.z, sa.basis, sa.rank
-            self._start()
-        elif arms.shape != self.arms.shape or not torch.equal(arms, self.arms):
-            raise ValueError(
-                f"the arm set changed (shape {tuple(arms.shape)} vs {tuple(self.arms.shape)}, or new values): "
-                f"{type(self).__name__} identifies the best arm of one fixed arm set; call reset() before a new one"
-            )
+    def _start_arm_set(self, obs: Any) -> None:
+        arms = self.arms
+        self.counts = np.zeros(self.n_arms, dtype=np.int64)
+        self.sums = np.zeros(self.n_arms, dtype=np.float64)
+        if self.n_arms == 1 or bool((arms == arms[0]).all()):
+            # One distinct arm (K = 1, or all copies): it is the best; recommend it now.
+            self.recommendation = 0
+            return
+        # whitened span coordinates: the problem is invariant, the conditioning is not (see
+        # agents.design._common), so badly scaled arm sets stop like well-scaled ones
+        sa = span_arms(arms, dtype=self.dtype, rank_eps=input_eps(obs))
+        self.z, self.basis, self.rank = sa.z, sa.basis, sa.rank
+        self._start()
 
     # -- subclass hooks ------------------------------------------------------------
     def _start(self) -> None:
@@ -226,8 +304,7 @@ class BAIAgent(TorchAgent):
         return int(self._choose())
 
     def update(self, obs: Any, action: Any, reward: Any) -> None:
-        self._observe(obs)
-        action, reward = self._check_feedback(2 * self.n_arms, action, reward)
+        action, reward = self._checked_round(obs, action, reward, stop_actions=True)
         if action >= self.n_arms:
             self.stopped = True  # the episode is over; nothing to learn from a stop
             if self.recommendation is None:
@@ -259,5 +336,5 @@ class BAIAgent(TorchAgent):
         return None
 
     def memory_bytes(self) -> int:
-        arrays = sum(a.nbytes for a in (self.counts, self.sums, self._obs_np) if a is not None)
-        return tensor_bytes(self.arms, self.z, self.basis) + int(arrays)
+        arrays = sum(a.nbytes for a in (self.counts, self.sums) if a is not None)
+        return super().memory_bytes() + tensor_bytes(self.z, self.basis) + int(arrays)

@@ -83,12 +83,21 @@ def _all_finite(t: torch.Tensor) -> bool:
 def as_float_tensor(obs: Any, device: torch.device, dtype: torch.dtype, what: str) -> torch.Tensor:
     """``obs`` (tensor, numpy array or nested lists) as a tensor on ``device`` of ``dtype``;
     a ``ValueError`` saying the observation must be a numeric ``what`` when it is not numeric."""
+    # complex input is refused: the casts below would silently drop the imaginary part
+    complex_msg = f"the observation must be a real-valued {what}, got complex values; pass obs.real if that is meant"
     if isinstance(obs, torch.Tensor):
+        if obs.is_complex():
+            raise ValueError(complex_msg)
         return obs.to(device=device, dtype=dtype)
     try:
-        arr = np.asarray(obs, dtype=np.float64)
+        arr = np.asarray(obs)
+        is_complex = arr.dtype.kind == "c"
+        if not is_complex:
+            arr = arr.astype(np.float64, copy=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"the observation must be a numeric {what}, got {type(obs).__name__}") from exc
+    if is_complex:
+        raise ValueError(complex_msg)
     return torch.as_tensor(arr, device=device).to(dtype)
 
 

@@ -13,14 +13,16 @@ contract; :class:`TorchAgent` adds the device/dtype/seed plumbing our agents sha
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
 from ._torch import as_arm_matrix, resolve_device, resolve_dtype
+from ._validate import check_int, check_seed, check_shared_keywords
 
 __all__ = ["Agent", "AgentProtocol", "TorchAgent", "check_agent"]
 
@@ -77,6 +79,13 @@ class Agent:
         return f"{type(self).__name__}()"
 
 
+def _is_complex(x: Any) -> bool:
+    """Whether ``x`` is a complex number or array (``float()`` of numpy complex drops the imaginary part)."""
+    if isinstance(x, torch.Tensor):
+        return x.is_complex()
+    return isinstance(x, (complex, np.complexfloating)) or (isinstance(x, np.ndarray) and x.dtype.kind == "c")
+
+
 class TorchAgent(Agent):
     """Base for our torch agents: device/dtype resolution, seeding, lazy dimension.
 
@@ -87,21 +96,32 @@ class TorchAgent(Agent):
         dtype: ``torch.float64`` (default on CPU) or ``torch.float32`` (default on GPU).
         seed: seed of the agent's own generator (used only by randomised agents);
             ``reset(seed=...)`` overrides it.
+
+    The keywords shared across agent families (``seed``, ``d``, ``delta``, ``noise_std``,
+    ``theta_bound``: :data:`agents._validate.SHARED_KEYWORDS`) are checked when the object is
+    created (``__new__``), i.e. before any subclass ``__init__`` runs, so every agent refuses
+    ``delta="0.5"``, ``noise_std=inf`` or ``seed=True`` with the same message naming the
+    argument (an :class:`~agents._validate.InvalidArgumentError`, a ``ValueError``).
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any):
+        check_shared_keywords(kwargs)
+        return super().__new__(cls)
+
     def __init__(self, *, d: int | None = None, device=None, dtype=None, seed: int | None = None):
-        if d is not None and (not isinstance(d, numbers.Integral) or isinstance(d, bool) or d < 1):
-            raise ValueError(f"d must be a positive int or None (read from the first observation), got {d!r}")
-        if seed is not None and (not isinstance(seed, numbers.Integral) or seed < 0):
-            raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+        d = check_int("d", d, minimum=1, optional=True, hint="None: read from the first observation")
+        seed = check_seed(seed)
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
         self.seed = seed
-        self._d_init = None if d is None else int(d)
+        self._d_init = d
         self.reset(seed=seed)
 
     # -- state ---------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> None:
+        # subclasses clear their own state first and then call this: they should check the
+        # seed before clearing anything (check_seed), so that a refused seed changes nothing
+        seed = check_seed(seed)
         if seed is not None:
             self.seed = seed
         self.rng = np.random.default_rng(self.seed)
@@ -115,22 +135,51 @@ class TorchAgent(Agent):
         self.d = d
 
     # -- input handling ------------------------------------------------------------
+    def _validated_arms(self, obs: Any) -> torch.Tensor:
+        """The arm set as a checked ``(K, d)`` tensor, without any state change."""
+        return as_arm_matrix(obs, self.device, self.dtype, self.d)
+
     def _arms(self, obs: Any) -> torch.Tensor:
-        arms = as_arm_matrix(obs, self.device, self.dtype, self.d)
+        """:meth:`_validated_arms`, then the lazy allocation for ``d`` if this is the first observation."""
+        arms = self._validated_arms(obs)
         if self.d is None:
             self._allocate(int(arms.shape[1]))
         return arms
 
+    def _n_arms(self, obs: Any) -> int:
+        """The number of arms K of ``obs``, without any state change (to check feedback first).
+
+        Reads ``obs.shape`` when it is a 2-D array or tensor (cheap; the full check follows in
+        :meth:`_arms`); anything else is converted and checked here.
+        """
+        shape = getattr(obs, "shape", None)
+        if shape is not None and len(shape) == 2 and shape[0] >= 1:
+            return int(shape[0])
+        return int(self._validated_arms(obs).shape[0])
+
     @staticmethod
-    def _check_feedback(n_arms: int, action: Any, reward: Any) -> tuple[int, float]:
-        """Validate one round's feedback before any state changes."""
+    def _check_feedback(n_arms: int, action: Any, reward: Any, *, stop_actions: bool = False) -> tuple[int, float]:
+        """Validate one round's feedback before any state changes.
+
+        ``stop_actions``: the best-arm-identification encoding, where ``a in [K, 2K)`` stops
+        and recommends arm ``a - K`` (``n_arms`` is still K, the number of arms).
+        """
         if isinstance(action, (np.ndarray, torch.Tensor)) and action.ndim == 0:
             action = action.item()
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, numbers.Integral):
             raise ValueError(f"action must be an int arm index, got {action!r} ({type(action).__name__})")
         action = int(action)
-        if not 0 <= action < n_arms:
-            raise ValueError(f"action {action} is out of range for an arm set of {n_arms} arms")
+        n_actions = 2 * n_arms if stop_actions else n_arms
+        if not 0 <= action < n_actions:
+            encoding = ""
+            if stop_actions:
+                encoding = (
+                    f" (actions 0..{n_arms - 1} pull an arm, {n_arms}..{2 * n_arms - 1} stop and recommend "
+                    f"arm action - {n_arms})"
+                )
+            raise ValueError(f"action {action} is out of range for an arm set of {n_arms} arms{encoding}")
+        if _is_complex(reward):
+            raise ValueError(f"reward must be a real number, got the complex {reward!r}")
         try:
             reward = float(reward)
         except (TypeError, ValueError) as exc:
@@ -148,15 +197,31 @@ class TorchAgent(Agent):
         return f"{type(self).__name__}({inner})"
 
 
+def _signature_problem(method: str, fn: Any, args: tuple, kwargs: dict, call: str) -> str | None:
+    """Why ``fn`` cannot be called as the loop calls it (``call``), or None when it can."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # no introspectable signature (some builtins): try it instead
+        return None
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        return f"{method}{sig} cannot be called as {call}: {exc}"
+    return None
+
+
 def check_agent(agent: Any, env: Any, n_steps: int = 20, seed: int = 0) -> None:
     """Check that ``agent`` satisfies the agent contract against ``env``.
 
-    Runs ``n_steps`` rounds twice with the same seeds and checks that: the three methods
-    exist; ``act`` returns a Python or numpy integer inside ``env.action_space``;
-    ``update`` accepts the feedback; the same seed replays the same actions; and
-    ``memory_bytes()``, if present, returns a non-negative int.
+    Runs ``n_steps`` rounds twice with the same seeds and checks that: ``agent`` is an
+    instance (not a class); the three methods exist and accept the loop's calls
+    (``reset(seed=s)``, ``act(obs)``, ``update(obs, action, reward)``); ``act`` returns a
+    Python or numpy integer inside ``env.action_space``; no call raises; the same seed
+    replays the same actions; and ``memory_bytes()``, if present, returns a non-negative int.
 
-    Raises ``AssertionError`` listing what failed; returns ``None`` when all is well.
+    Raises ``AssertionError`` listing what failed (an exception raised by the agent is
+    reported with its type and message, and chained as the cause); returns ``None`` when all
+    is well.
 
     Args:
         agent: the agent to check (any object).
@@ -164,25 +229,48 @@ def check_agent(agent: Any, env: Any, n_steps: int = 20, seed: int = 0) -> None:
         n_steps: rounds per replay.
         seed: seed passed to ``agent.reset`` and ``env.reset``.
     """
+
+    def fail(problems: list[str], cause: BaseException | None = None) -> NoReturn:
+        raise AssertionError("check_agent failed:\n  - " + "\n  - ".join(problems)) from cause
+
+    if isinstance(agent, type):
+        fail([f"got the class {agent.__name__}, not an agent: pass an instance, e.g. {agent.__name__}()"])
     problems: list[str] = []
-    for method in ("reset", "act", "update"):
-        if not callable(getattr(agent, method, None)):
+    calls = {
+        "reset": ((), {"seed": seed}, f"reset(seed={seed})"),
+        "act": ((None,), {}, "act(obs)"),
+        "update": ((None, 0, 0.0), {}, "update(obs, action, reward)"),
+    }
+    for method, (args, kwargs, call) in calls.items():
+        fn = getattr(agent, method, None)
+        if not callable(fn):
             problems.append(f"agent has no callable {method}()")
+        else:
+            problem = _signature_problem(method, fn, args, kwargs, call)
+            if problem:
+                problems.append(problem)
     if problems:
-        raise AssertionError("check_agent failed:\n  - " + "\n  - ".join(problems))
+        fail(problems)
+
+    def agent_call(call: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # the agent's own failure: report it as a failed check
+            fail([f"{call} raised {type(exc).__name__}: {exc}"], exc)
 
     def replay() -> list[int]:
         actions = []
-        agent.reset(seed=seed)
+        agent_call(f"reset(seed={seed})", agent.reset, seed=seed)
         obs, _ = env.reset(seed=seed)
-        for _ in range(n_steps):
-            a = agent.act(obs)
+        for step in range(n_steps):
+            a = agent_call(f"act(obs) at step {step}", agent.act, obs)
             if isinstance(a, (bool, np.bool_)) or not isinstance(a, (numbers.Integral, np.integer)):
-                raise AssertionError(f"check_agent failed: act() returned {a!r} ({type(a).__name__}), expected an int")
+                fail([f"act() returned {a!r} ({type(a).__name__}), expected an int"])
             if not env.action_space.contains(int(a)):
-                raise AssertionError(f"check_agent failed: act() returned {a!r}, outside {env.action_space}")
+                fail([f"act() returned {a!r}, outside {env.action_space}"])
             obs_next, reward, terminated, truncated, _ = env.step(int(a))
-            agent.update(obs, int(a), float(reward))
+            agent_call(f"update(obs, {int(a)}, {float(reward)!r}) at step {step}", agent.update, obs, int(a),
+                       float(reward))
             actions.append(int(a))
             obs = obs_next
             if terminated or truncated:
@@ -195,8 +283,8 @@ def check_agent(agent: Any, env: Any, n_steps: int = 20, seed: int = 0) -> None:
         problems.append("the same seed gave different actions (reset(seed) must make the agent deterministic)")
     mem = getattr(agent, "memory_bytes", None)
     if callable(mem):
-        value = mem()
-        if not isinstance(value, (numbers.Integral, np.integer)) or value < 0:
+        value = agent_call("memory_bytes()", mem)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)) or value < 0:
             problems.append(f"memory_bytes() returned {value!r}, expected a non-negative int")
     if problems:
-        raise AssertionError("check_agent failed:\n  - " + "\n  - ".join(problems))
+        fail(problems)

@@ -11,12 +11,13 @@ the stop action ``K + arm``. Sample complexity O(d log(K/delta) / Delta_min^2) (
 from __future__ import annotations
 
 import math
-import numbers
+
 import numpy as np
 import torch
 
-from ._bai import BAIAgent, LeastSquares, check_grid_next
+from ._bai import BAIAgent, LeastSquares, check_grid_next, is_zero
 from ._torch import tensor_bytes
+from ._validate import check_int, check_real, check_seed
 from .design import g_optimal_design, round_design, rounding_threshold, spanning_subset
 
 __all__ = ["GAllocation"]
@@ -93,27 +94,17 @@ class GAllocation(BAIAgent):
         dtype=None,
         seed: int | None = None,
     ):
-        if allocation not in _ALLOCATIONS:
+        if not isinstance(allocation, str) or allocation not in _ALLOCATIONS:
             raise ValueError(f"allocation must be one of {_ALLOCATIONS}, got {allocation!r}")
-        if isinstance(design_eps, bool) or not isinstance(design_eps, numbers.Real) or not (0 < design_eps < math.inf):
-            raise ValueError(f"design_eps must be a finite number > 0, got {design_eps!r}")
-        if block is not None and (isinstance(block, bool) or not isinstance(block, numbers.Integral) or block < 1):
-            raise ValueError(f"block must be a positive int or None, got {block!r}")
-        if isinstance(check_growth, bool) or not isinstance(check_growth, numbers.Real) or not (
-            0 <= check_growth < math.inf
-        ):
-            raise ValueError(
-                f"check_growth must be a finite number >= 0 (0 = test after every pull), got {check_growth!r}"
-            )
-        if lam != 0:
+        self.design_eps = check_real("design_eps", design_eps, gt=0.0, hint="accuracy of the design")
+        self.block = check_int("block", block, minimum=1, optional=True, hint="pulls per rounding block")
+        self.check_growth = check_real("check_growth", check_growth, ge=0.0, hint="0 = test after every pull")
+        if not is_zero(lam):
             raise ValueError(
                 f"lam={lam!r}: G-allocation uses plain OLS (seed 004 eq. 2) so that the fixed-design width is "
                 "exact; pass lam=0"
             )
         self.allocation = allocation
-        self.design_eps = float(design_eps)
-        self.block = None if block is None else int(block)
-        self.check_growth = float(check_growth)
         self.lam = 0.0
         super().__init__(delta=delta, noise_std=noise_std, c=c, d=d, device=device, dtype=dtype, seed=seed)
         self._repr_params.update(allocation=allocation)
@@ -129,6 +120,7 @@ class GAllocation(BAIAgent):
 
     # -- BAIAgent hooks --------------------------------------------------------------
     def reset(self, seed: int | None = None) -> None:
+        check_seed(seed)  # before clearing anything: a refused seed changes nothing
         self.weights: torch.Tensor | None = None
         self._w_np: np.ndarray | None = None
         self._block_counts = self._block_done = None

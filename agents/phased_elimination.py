@@ -23,21 +23,21 @@ arms span fewer than d dimensions) and sub-Gaussian scale 1 where we use ``noise
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
 import torch
 
-from ._bai import input_eps
+from ._bai import FixedArmSetAgent, input_eps
 from ._torch import tensor_bytes
-from .base import TorchAgent
+from ._validate import check_probability, check_real, check_seed
 from .design import solve_g_design
+from .design._common import span_arms
 
 __all__ = ["PhasedElimination"]
 
 
-class PhasedElimination(TorchAgent):
+class PhasedElimination(FixedArmSetAgent):
     """Phased elimination with G-optimal exploration, for a fixed finite arm set.
 
     ``act`` returns an arm index in ``[0, K)``. Play it on an env whose arm set does not
@@ -71,6 +71,11 @@ class PhasedElimination(TorchAgent):
     """
 
     name = "PhasedElimination"
+    _changed_arm_set_fix = (
+        "plans phases of pulls on ONE fixed arm set (Lattimore & Szepesvari ch. 22). Use an env with a fixed "
+        "arm set (e.g. LinBandit-Synthetic-v0 with fixed_arms=True), an agent for changing arm sets (OFUL, "
+        "SOFUL, ...), or call reset() to start on a new arm set"
+    )
 
     def __init__(
         self,
@@ -83,27 +88,19 @@ class PhasedElimination(TorchAgent):
         dtype=None,
         seed: int | None = None,
     ):
-        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (0.0 < delta < 1.0):
-            raise ValueError(f"delta must lie in (0, 1) (e.g. 1/horizon), got {delta!r}")
-        if isinstance(noise_std, bool) or not isinstance(noise_std, numbers.Real) or not (0.0 < noise_std < math.inf):
-            raise ValueError(f"noise_std must be a finite number > 0 (the env's noise_std), got {noise_std!r}")
-        if isinstance(design_eps, bool) or not isinstance(design_eps, numbers.Real) or not (0 < design_eps < math.inf):
-            raise ValueError(f"design_eps must be a finite number > 0, got {design_eps!r}")
-        self.delta = float(delta)
-        self.noise_std = float(noise_std)
-        self.design_eps = float(design_eps)
+        self.delta = check_probability("delta", delta, hint="confidence of the elimination, e.g. 1/horizon")
+        self.noise_std = check_real("noise_std", noise_std, gt=0.0, hint="the env's noise_std")
+        self.design_eps = check_real("design_eps", design_eps, gt=0.0, hint="accuracy of the phase designs")
         self._repr_params = {"delta": self.delta, "noise_std": self.noise_std}
         super().__init__(d=d, device=device, dtype=dtype, seed=seed)
 
     # -- state ---------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> None:
-        self.arms: torch.Tensor | None = None
-        self.n_arms = 0
+        check_seed(seed)  # before clearing anything: a refused seed changes nothing
+        self.z: torch.Tensor | None = None
         self.phase = 0
         self.active: np.ndarray | None = None
         self.phase_lengths: list[int] = []
-        self._obs_np: np.ndarray | None = None
-        self._obs_bytes = b""
         self._plan: np.ndarray | None = None
         self._done: np.ndarray | None = None
         self._sums: np.ndarray | None = None
@@ -112,36 +109,27 @@ class PhasedElimination(TorchAgent):
         self._rank_eps: float | None = None
         super().reset(seed=seed)
 
-    def _observe(self, obs: Any) -> None:
-        if self._obs_np is not None and isinstance(obs, np.ndarray):
-            if obs.shape == self._obs_np.shape and obs.dtype == self._obs_np.dtype and obs.tobytes() == self._obs_bytes:
-                return
-        arms = self._arms(obs)
-        if self.arms is None:
-            self.arms = arms.clone()
-            self.n_arms = int(arms.shape[0])
-            if isinstance(obs, np.ndarray):
-                self._obs_np = obs.copy()
-                self._obs_bytes = self._obs_np.tobytes()
-            self._rank_eps = input_eps(obs)
-            self.active = np.arange(self.n_arms)
-            self._begin_phase()
-        elif arms.shape != self.arms.shape or not torch.equal(arms, self.arms):
-            raise ValueError(
-                "the arm set changed between rounds: PhasedElimination plans phases of pulls on ONE fixed arm "
-                "set (Lattimore & Szepesvari ch. 22). Use an env with a fixed arm set (e.g. "
-                "LinBandit-Synthetic-v0 with fixed_arms=True), an agent for changing arm sets (OFUL, SOFUL, ...), "
-                "or call reset() to start on a new arm set"
-            )
+    def _start_arm_set(self, obs: Any) -> None:
+        self._rank_eps = input_eps(obs)
+        self.active = np.arange(self.n_arms)
+        if bool((self.arms == self.arms[0]).all()):
+            self._commit = 0  # one distinct arm (or all zero: nothing to span)
+            return
+        # Designs and least squares in whitened span coordinates: the same problem (every
+        # ||x||_{V^-1} and x^T theta_hat is invariant), conditioned independently of the arms'
+        # scale (see agents.design._common); raw arms with norms 1e-6..1e6 made the designs
+        # "singular" and the pseudo-inverse drop directions
+        self.z = span_arms(self.arms, dtype=self.dtype, rank_eps=self._rank_eps).z
+        self._begin_phase()
 
     # -- phases --------------------------------------------------------------------
     def _begin_phase(self) -> None:
-        act_arms = self.arms[torch.as_tensor(self.active, device=self.device)]
-        if self.active.size == 1 or bool((act_arms == act_arms[0]).all()):
+        act_z = self.z[torch.as_tensor(self.active, device=self.device)]
+        if self.active.size == 1 or bool((act_z == act_z[0]).all()):
             self._commit = int(self.active[0])
             return
         self.phase += 1
-        res = solve_g_design(act_arms, self.design_eps, rank_eps=self._rank_eps)
+        res = solve_g_design(act_z, self.design_eps, rank_eps=self._rank_eps)
         pi = res.weights.detach().cpu().numpy().astype(np.float64)
         eps_l = 2.0 ** (-self.phase)
         log_term = math.log(self.n_arms * self.phase * (self.phase + 1) / self.delta)
@@ -157,7 +145,7 @@ class PhasedElimination(TorchAgent):
 
     def _end_phase(self) -> None:
         idx = torch.as_tensor(self.active, device=self.device)
-        x = self.arms[idx]  # (m, d)
+        x = self.z[idx]  # (m, r): whitened span coordinates
         t = torch.as_tensor(self._done[self.active], dtype=self.dtype, device=self.device)
         s = torch.as_tensor(self._sums[self.active], dtype=self.dtype, device=self.device)
         v = (x * t[:, None]).T @ x
@@ -179,8 +167,7 @@ class PhasedElimination(TorchAgent):
         return int(np.argmax(np.where(self._done < self._plan, deficit, -np.inf)))
 
     def update(self, obs: Any, action: Any, reward: Any) -> None:
-        self._observe(obs)
-        action, reward = self._check_feedback(self.n_arms, action, reward)
+        action, reward = self._checked_round(obs, action, reward, stop_actions=False)
         self.t += 1
         if self._commit is not None:
             return
@@ -191,5 +178,5 @@ class PhasedElimination(TorchAgent):
             self._end_phase()
 
     def memory_bytes(self) -> int:
-        arrays = sum(a.nbytes for a in (self.active, self._plan, self._done, self._sums, self._obs_np) if a is not None)
-        return tensor_bytes(self.arms) + int(arrays)
+        arrays = sum(a.nbytes for a in (self.active, self._plan, self._done, self._sums) if a is not None)
+        return super().memory_bytes() + tensor_bytes(self.z) + int(arrays)

@@ -26,16 +26,21 @@ the ``K - 1`` arms that could eliminate x*, so x* survives every phase with prob
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 
 import numpy as np
 import torch
 
-from ._bai import BAIAgent, LeastSquares
+from ._bai import BAIAgent, LeastSquares, is_zero
+from ._validate import check_int, check_real, check_seed
 from .design import round_design, solve_xy_design
+from .design.rounding import MAX_PULLS
 
-__all__ = ["XYAdaptive"]
+__all__ = ["XYAdaptive", "MAX_PHASE_PULLS"]
+
+#: longest phase XY-adaptive plans (round_design's limit, 2**53); a longer one would only arise
+#: for gaps far below noise_std and never finishes within a run anyway
+MAX_PHASE_PULLS = MAX_PULLS
 
 
 class XYAdaptive(BAIAgent):
@@ -91,23 +96,17 @@ class XYAdaptive(BAIAgent):
         dtype=None,
         seed: int | None = None,
     ):
-        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (0.0 < alpha < 1.0):
-            raise ValueError(f"alpha (per-phase uncertainty reduction, eq. 19) must lie in (0, 1), got {alpha!r}")
-        if isinstance(design_eps, bool) or not isinstance(design_eps, numbers.Real) or not (0 < design_eps < math.inf):
-            raise ValueError(f"design_eps must be a finite number > 0, got {design_eps!r}")
-        if lam != 0:
+        self.alpha = check_real("alpha", alpha, gt=0.0, lt=1.0, hint="per-phase uncertainty reduction, eq. 19")
+        self.design_eps = check_real("design_eps", design_eps, gt=0.0, hint="accuracy of each phase design")
+        self.design_max_iter = check_int("design_max_iter", design_max_iter, minimum=0, hint="Frank-Wolfe budget")
+        if not is_zero(lam):
             raise ValueError(f"lam={lam!r}: XY-adaptive uses the phase OLS (no ridge) of Soare et al.; pass lam=0")
-        self.alpha = float(alpha)
-        self.design_eps = float(design_eps)
-        bad_iter = isinstance(design_max_iter, bool) or not isinstance(design_max_iter, numbers.Integral)
-        if bad_iter or design_max_iter < 0:
-            raise ValueError(f"design_max_iter must be an int >= 0, got {design_max_iter!r}")
-        self.design_max_iter = int(design_max_iter)
         self.lam = 0.0
         super().__init__(delta=delta, noise_std=noise_std, c=c, d=d, device=device, dtype=dtype, seed=seed)
         self._repr_params.update(alpha=self.alpha)
 
     def reset(self, seed: int | None = None) -> None:
+        check_seed(seed)  # before clearing anything: a refused seed changes nothing
         self.phase = 0
         self.active: np.ndarray | None = None
         self.phase_lengths: list[int] = []
@@ -141,8 +140,10 @@ class XYAdaptive(BAIAgent):
         w = np.asarray(res.weights.detach().cpu().numpy() if isinstance(res.weights, torch.Tensor) else res.weights)
         self._weights = w
         rho = res.value
-        # eq. 19: target level; phase 1 uses rho^0/n_0 := rho^1/r
-        level = self.alpha * (rho / self.rank if self.phase == 1 else self._prev_level)
+        # eq. 19: target level; phase 1 uses rho^0/n_0 := rho^1/r, and so does a phase after one
+        # whose pulls left every pair unestimable (no finite previous level to shrink)
+        prev = self._prev_level
+        level = self.alpha * (prev if self.phase > 1 and 0.0 < prev < math.inf else rho / self.rank)
         n, plan = self._phase_length(w, level, rho)
         self._plan, self._plen = plan, n
         self._done = np.zeros(self.n_arms, dtype=np.int64)
@@ -173,19 +174,48 @@ class XYAdaptive(BAIAgent):
         return ls.quad(diff).reshape(m, m)
 
     def _phase_length(self, w: np.ndarray, level: float, rho: float) -> tuple[int, np.ndarray]:
-        """Smallest n (searched upward) whose rounded allocation reaches ``level`` (eq. 19)."""
+        """Smallest n whose rounded allocation reaches ``level > 0`` (eq. 19), by bracketing and bisection.
+
+        The search is bounded: efficient apportionment gives ``n_i >= (n - l) w_i`` (``l`` the
+        support size, :mod:`agents.design.rounding`), so ``A_n >= (n - l) V(w)`` and every
+        ``||y||^2_{A_n^-1} <= rho / (n - l)``: ``n_hi = l + ceil(rho / level)`` always reaches
+        the level, and is returned if the computed value says otherwise (round-off). Phases are
+        also capped at ``MAX_PHASE_PULLS``: a phase that long is never finished in a run, and
+        the elimination test uses the pulls actually made, so the cap costs no correctness.
+        """
         support = int((w > 0).sum())
+        bound = rho / level  # inf for a level below ~rho/1e308: then the cap applies
+        n_hi = support + math.ceil(bound) if bound < MAX_PHASE_PULLS - support else MAX_PHASE_PULLS
         # the rounded value per pull is >= the optimum >= rho / (1 + eps): a lower bound on n
-        n = max(support, int(math.ceil(rho / ((1.0 + self.design_eps) * level))))
-        for _ in range(10_000):
+        lower = bound / (1.0 + self.design_eps)
+        lo = min(max(support, math.ceil(lower)), n_hi) if lower < n_hi else n_hi
+
+        def value_at(n: int) -> tuple[float, np.ndarray]:
             plan = round_design(w, n)
-            value = self._max_pair_uncertainty(plan)
+            return self._max_pair_uncertainty(plan), plan
+
+        value, plan = value_at(lo)
+        if value <= level or lo >= n_hi:
+            return lo, plan
+        # Bracket the answer: value ~ const / n, so first jump to n * value / level, then double
+        # (at most log2(n_hi) evaluations), then bisect between a miss (lo) and a hit (hi).
+        grow = min(value / level, 2.0) if math.isfinite(value) else 2.0
+        hi = min(max(lo + 1, math.ceil(lo * grow)), n_hi)
+        while hi < n_hi:
+            value, plan = value_at(hi)
             if value <= level:
-                return n, plan
-            # value ~ const / n: jump close to the answer, but always move
-            grow = value / level if math.isfinite(value) else 2.0
-            n = max(n + 1, int(math.ceil(n * min(grow, 2.0))))
-        raise RuntimeError("XY-adaptive could not find a phase length; report this arm set")  # pragma: no cover
+                break
+            lo, hi = hi, min(2 * hi, n_hi)
+        else:
+            plan = round_design(w, n_hi)  # reaches the level by the bound above (round-off aside)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            value, mid_plan = value_at(mid)
+            if value <= level:
+                hi, plan = mid, mid_plan
+            else:
+                lo = mid
+        return hi, plan
 
     def _end_phase(self) -> None:
         ls = LeastSquares(self.z, self._done, self._psums)

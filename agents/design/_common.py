@@ -1,10 +1,24 @@
 """Input handling and span geometry shared by the design solvers (pure linear algebra).
 
-Every solver works in the span of the arms: with ``X = U S V^T`` (thin SVD) and ``r`` the
-numerical rank, the arms become ``Z = X V_r`` (``K x r``), an exact isometry of span(X).
-For ``x`` in the span, ``||x||^2_{V(pi)^+} = ||z||^2_{V_Z(pi)^-1}`` with
+Every solver works in the span of the arms, in *whitened* coordinates: with ``X = U S V^T``
+(thin SVD) and ``r`` the numerical rank, the arms become ``Z = U_r = X V_r S_r^-1``
+(``K x r``). For ``x`` in the span, ``||x||^2_{V(pi)^+} = ||z||^2_{V_Z(pi)^-1}`` with
 ``V_Z(pi) = sum_i pi_i z_i z_i^T`` (``r x r``, invertible for a good design), so a
 rank-deficient arm set is handled exactly, and the Kiefer-Wolfowitz target is ``r``.
+
+Why whitened rather than an orthonormal basis of the span (``X V_r``, an isometry): every
+quantity of optimal design and least squares is invariant under an invertible linear change
+of coordinates of the arms (``||x||_{V^-1}``, ``||x - x'||_{A^-1}``, OLS predictions
+``x^T theta_hat``; theta's coordinates change, rewards and noise do not), so the choice is
+free, and only the conditioning differs. In the isometric coordinates an arm set whose
+norms span 1e-6..1e6 gives design matrices with condition numbers ~1e24, past any
+Cholesky or pseudo-inverse cut-off: the solvers called such designs singular and the
+best-arm agents never stopped. In whitened coordinates ``Z^T Z = I`` and every row has norm
+``<= 1``, so a design with ``max_i ||z_i||^2_{V_Z(pi)^-1} <= g`` has
+``cond(V_Z(pi)) <= K g`` (``tr V_Z^-1 = sum_i ||z_i||^2_{V_Z^-1} <= K g`` and
+``lambda_max(V_Z) <= 1``) whatever the scale of the arms. What remains out of reach is a
+direction below the rank tolerance (numpy's ``max(K, d) eps s_1``): it is treated as outside
+the span, as ``numpy.linalg.matrix_rank`` would.
 """
 
 from __future__ import annotations
@@ -62,10 +76,10 @@ class DesignResult:
 
 @dataclass
 class SpanArms:
-    """Arms in an orthonormal basis of their span: ``z_i = basis^T x_i``."""
+    """Arms in whitened coordinates of their span: ``z_i = basis^T x_i``, ``Z^T Z = I``."""
 
     z: torch.Tensor  # (K, r)
-    basis: torch.Tensor  # (d, r), orthonormal columns
+    basis: torch.Tensor  # (d, r): columns v_j / s_j, so z = x @ basis
     rank: int
     is_tensor: bool  # the caller gave a torch tensor (return tensors)
     device: torch.device
@@ -81,9 +95,17 @@ def _input_eps(arms: Any) -> float:
 
 
 def span_arms(
-    arms: Any, *, name: str = "arms", dtype: torch.dtype | None = None, rank_eps: float | None = None
+    arms: Any,
+    *,
+    name: str = "arms",
+    dtype: torch.dtype | None = None,
+    rank_eps: float | None = None,
 ) -> SpanArms:
-    """Validate a ``(K, d)`` arm matrix and express it in an orthonormal basis of its span.
+    """Validate a ``(K, d)`` arm matrix and express it in whitened coordinates of its span.
+
+    ``z_i = S_r^-1 V_r^T x_i``, the rows of ``U_r`` in the thin SVD ``X = U S V^T`` (see the
+    module docstring for why whitened: invariance of everything computed, and a condition
+    number independent of the arms' scale).
 
     The rank tolerance is numpy's ``matrix_rank`` rule, ``max(K, d) * eps * s_max``, with
     ``eps`` of the caller's dtype (float32 input: float32 epsilon) unless ``rank_eps`` is
@@ -91,10 +113,14 @@ def span_arms(
     arms lying in a subspace up to rounding are treated as lying in it.
 
     Raises:
-        ValueError: not a 2-D numeric array with K >= 1 rows and d >= 1 columns, NaN/inf
-            entries, or every arm is the zero vector (no design can estimate anything).
+        ValueError: not a 2-D real numeric array with K >= 1 rows and d >= 1 columns (complex
+            values included), NaN/inf entries, or every arm is the zero vector (no design can
+            estimate anything).
     """
     is_tensor = isinstance(arms, torch.Tensor)
+    if arms.is_complex() if is_tensor else np.iscomplexobj(arms):
+        # refused: the float conversions below would silently drop the imaginary part
+        raise ValueError(f"{name} must be real-valued, got complex values; pass arms.real if that is meant")
     if is_tensor:
         device = arms.device
         work_dtype = dtype or (torch.float64 if device.type == "cpu" else arms.dtype)
@@ -114,7 +140,7 @@ def span_arms(
     if not bool(torch.isfinite(x).all()):
         raise ValueError(f"{name} contains NaN or infinite entries; remove or fix those arms")
     k, d = x.shape
-    _, s, vh = torch.linalg.svd(x, full_matrices=False)
+    u, s, vh = torch.linalg.svd(x, full_matrices=False)
     s_max = float(s[0]) if s.numel() else 0.0
     if s_max == 0.0:
         raise ValueError(
@@ -123,8 +149,10 @@ def span_arms(
         )
     tol = max(k, d) * (_input_eps(arms) if rank_eps is None else float(rank_eps)) * s_max
     r = int((s > tol).sum())
-    basis = vh[:r].T.contiguous()  # (d, r)
-    z = x @ basis
+    basis = (vh[:r].T / s[:r]).contiguous()  # (d, r): z = x @ basis
+    # U_r straight from the SVD (backward stable) rather than x @ basis, which would cancel
+    # the large components of big arms in the small singular directions
+    z = u[:, :r].contiguous()
     return SpanArms(z=z, basis=basis, rank=r, is_tensor=is_tensor, device=device, dtype=work_dtype)
 
 

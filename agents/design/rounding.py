@@ -33,7 +33,11 @@ import torch
 
 from ._common import as_weights
 
-__all__ = ["round_design", "rounding_threshold"]
+__all__ = ["round_design", "rounding_threshold", "MAX_PULLS"]
+
+#: largest budget :func:`round_design` accepts: the apportionment computes ``(n - l/2) w_i`` in
+#: float64, exact for integers up to 2**53 (beyond, the fix-up loops would chase round-off)
+MAX_PULLS = 2**53
 
 
 def rounding_threshold(support_size: int, eps: float) -> int:
@@ -49,7 +53,7 @@ def round_design(weights: Any, n: int):
     Args:
         weights: non-negative weights, one per arm (renormalised to sum 1); numpy array,
             list or torch tensor.
-        n: total number of pulls (int >= 0).
+        n: total number of pulls (int, ``0 <= n <= 2**53``).
 
     Returns:
         Integer pull counts, one per arm, summing to ``n``: a numpy ``int64`` array, or a
@@ -68,8 +72,10 @@ def round_design(weights: Any, n: int):
     is_tensor = isinstance(weights, torch.Tensor)
     device = weights.device if is_tensor else None
     w = as_weights(weights)
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 0:
-        raise ValueError(f"n (number of pulls) must be an int >= 0, got {n!r}")
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or not 0 <= n <= MAX_PULLS:
+        raise ValueError(
+            f"n (number of pulls) must be an int in [0, 2**53] (counts beyond are not exact in float64), got {n!r}"
+        )
     n = int(n)
     counts = _apportion(w, n)
     if is_tensor:
