@@ -7,8 +7,9 @@ same per-round records (one per (agent, env, seed, round), same columns, same or
 seed, round by round). ``run(..., batched=None)`` takes this path by itself when
 :func:`can_batch` says the env id and the agent allow it and there are >= 2 seeds.
 
-What differs from the loop over seeds: ``agent_time`` and ``wall_time`` are each member's share
-of the batch's time (batch seconds / B, cumulated), so ``ms/round`` reads as the cost of one
+What differs from the loop over seeds: ``agent_time`` (CPU seconds, as in ``run``),
+``agent_wall_time`` and ``wall_time`` are each member's share of the batch's time (batch
+seconds / B, cumulated), so ``ms/round`` reads as the cost of one
 member-round; ``memory_bytes`` is what the unbatched agent reports (the batch holds B times
 that, plus padding for DBSLinUCB).
 """
@@ -27,6 +28,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .evaluate import RECORD_COLUMNS, agent_label, check_seeds
+from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 
 __all__ = ["can_batch", "run_batched", "DEFAULT_MAX_BATCH"]
 
@@ -60,10 +62,11 @@ def run_batched(
     max_rounds: int | None = None,
     progress: bool | None = None,
     max_batch: int = DEFAULT_MAX_BATCH,
+    threads: int | None = DEFAULT_THREADS,
 ) -> pd.DataFrame:
     """Play one episode per seed, all seeds at once, and return the per-round records.
 
-    Arguments as :func:`linbandit_gym.evaluate.run` (``env`` must be an env id with a native
+    Arguments as :func:`linbandit_gym.evaluate.run`, ``threads`` included (``env`` must be an env id with a native
     vector env; ``agent`` an agent of ours, or its class), plus ``max_batch``: at most that many
     seeds advance together (more run in consecutive chunks, bounding memory).
 
@@ -84,6 +87,7 @@ def run_batched(
     from .vector import supports_vector
 
     seeds = check_seeds(seeds, max_rounds)
+    threads = check_threads(threads)
     if isinstance(max_batch, bool) or not isinstance(max_batch, numbers.Integral) or max_batch < 1:
         raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
     if isinstance(agent, type):
@@ -106,6 +110,7 @@ def run_batched(
     show = sys.stderr.isatty() if progress is None else bool(progress)
     bar = None
     frames = []
+    cpu, _ = cpu_clock(threads)
     try:
         for chunk in chunks:
             venv = gym.make_vec(env_id, num_envs=len(chunk), vectorization_mode="vector_entry_point", **env_kwargs)
@@ -113,7 +118,9 @@ def run_batched(
                 if bar is None:
                     rounds = min(x for x in (venv.unwrapped.horizon, max_rounds) if x is not None)
                     bar = tqdm(total=rounds * len(seeds), disable=not show, desc=f"{a_name} on {e_name} (batched)")
-                frames.append(_play_chunk(venv, batched(agent, len(chunk)), chunk, a_name, e_name, max_rounds, bar))
+                with thread_limit(threads):
+                    frames.append(_play_chunk(venv, batched(agent, len(chunk)), chunk, a_name, e_name, max_rounds,
+                                              bar, cpu))
             finally:
                 venv.close()
     finally:
@@ -122,7 +129,8 @@ def run_batched(
     return pd.concat(frames, ignore_index=True)
 
 
-def _play_chunk(venv, bag, chunk: list[int], a_name: str, e_name: str, max_rounds: int | None, bar) -> pd.DataFrame:
+def _play_chunk(venv, bag, chunk: list[int], a_name: str, e_name: str, max_rounds: int | None, bar,
+                cpu) -> pd.DataFrame:
     B = len(chunk)
     bag.reset(seed=chunk)
     obs, _ = venv.reset(seed=chunk)
@@ -130,19 +138,20 @@ def _play_chunk(venv, bag, chunk: list[int], a_name: str, e_name: str, max_round
     T = horizon if max_rounds is None else min(horizon, max_rounds)
     actions = np.zeros((T, B), dtype=np.int64)
     rewards, expected, best, regret = (np.zeros((T, B)) for _ in range(4))
-    agent_dt, wall_dt = np.zeros(T), np.zeros(T)
+    agent_dt, agent_wall_dt, wall_dt = np.zeros(T), np.zeros(T), np.zeros(T)
     memory = np.zeros((T, B), dtype=np.int64)
     sketch = np.full((T, B), np.nan)
     t = 0
     while t < T:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), cpu()
         a = bag.act(obs)
-        after_act = time.perf_counter()
+        cpu_act, after_act = cpu(), time.perf_counter()
         next_obs, r, terminated, truncated, info = venv.step(a)
-        after_env = time.perf_counter()
+        after_env, cpu_env = time.perf_counter(), cpu()
         bag.update(obs, a, r)
-        end = time.perf_counter()
-        agent_dt[t] = (after_act - start) + (end - after_env)
+        cpu_end, end = cpu(), time.perf_counter()
+        agent_dt[t] = (cpu_act - cpu_start) + (cpu_end - cpu_env)
+        agent_wall_dt[t] = (after_act - start) + (end - after_env)
         wall_dt[t] = end - start
         actions[t], rewards[t] = np.asarray(a), r
         expected[t], best[t], regret[t] = info["expected_reward"], info["best_expected_reward"], info["regret"]
@@ -176,6 +185,7 @@ def _play_chunk(venv, bag, chunk: list[int], a_name: str, e_name: str, max_round
         "regret": per_member(regret),
         "cumulative_regret": per_member(np.cumsum(regret[:T], axis=0)),
         "agent_time": np.tile(np.cumsum(agent_dt[:T]) / B, B),
+        "agent_wall_time": np.tile(np.cumsum(agent_wall_dt[:T]) / B, B),
         "wall_time": np.tile(np.cumsum(wall_dt[:T]) / B, B),
         "memory_bytes": per_member(memory),
         "sketch_size": per_member(sketch),

@@ -27,6 +27,7 @@ import pandas as pd
 from .evaluate import run, summarize
 from .registration import ENV_IDS, env_description
 from .specs import args_label, check_env_args, load_object, non_default_args
+from .threads import DEFAULT_THREADS, check_threads
 
 __all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
 
@@ -100,10 +101,12 @@ def run_experiment(
     out: str | Path | None = None,
     progress: bool | None = None,
     batched: bool | None = None,
+    threads: int | None = DEFAULT_THREADS,
     agent_config: dict | list[dict | None] | None = None,
     log: Callable[[str], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run ``agent`` (an object or a list of ``(name, object)``) on ``env_id`` over ``seeds``.
+    """Run ``agent`` (an object or a list of ``(name, object)``) on ``env_id`` over ``seeds``,
+    each run with ``threads`` torch and BLAS threads (default 1, see :mod:`linbandit_gym.threads`).
 
     Returns ``(records, summary)``. ``env_kwargs`` are checked against the env's constructor
     before anything runs (:func:`linbandit_gym.specs.check_env_args`). With ``out``, every
@@ -136,7 +139,7 @@ def run_experiment(
         frames = []
         for index, (name, player) in enumerate(players):
             frame = run(env_id, player, seeds=seeds, env_kwargs=env_kwargs, agent_name=name, env_name=env_id,
-                        progress=progress, batched=batched)
+                        progress=progress, batched=batched, threads=threads)
             agent_done(index, frame)
             frames.append(frame)
         records = pd.concat(frames, ignore_index=True)
@@ -145,7 +148,7 @@ def run_experiment(
 
         configs = agent_config if isinstance(agent_config, list) or agent_config is None else [agent_config]
         records = play_into(out, env_id, players, seeds, env_kwargs=env_kwargs, agent_configs=configs,
-                            progress=progress, batched=batched, on_agent_done=agent_done)
+                            progress=progress, batched=batched, threads=threads, on_agent_done=agent_done)
     summary = summarize(records)
     if out is not None:
         from .experiments.figures import write_tables
@@ -167,7 +170,9 @@ def format_summary(summary: pd.DataFrame) -> str:
             "final regret": [
                 f"{m:.2f} ± {s:.2f}" for m, s in zip(summary["final_regret_mean"], summary["final_regret_std"])
             ],
-            "ms/round": summary["ms_per_round"].map(lambda v: f"{v:.3f}"),
+            "ms/round": summary["ms_per_round"].map(lambda v: f"{v:.3f}"),  # CPU time in act + update
+            **({"wall ms/round": summary["wall_ms_per_round"].map(lambda v: f"{v:.3f}")}
+               if "wall_ms_per_round" in summary else {}),
             "peak memory": summary["peak_memory_bytes"].map(_human_bytes),
         }
     )
@@ -224,20 +229,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _set_threads(threads: int) -> None:
-    """Torch intra-op threads for this command. One by default: a round is a handful of
-    small BLAS calls where thread hand-offs cost more than they save, and on a busy machine
-    oversubscribed threads slow every op by an order of magnitude (measured: d=784 OFUL at
-    5 ms/round with 1 thread vs 85 ms with 2 under load)."""
-    if threads < 1:
-        raise ValueError(f"--threads must be >= 1, got {threads}")
-    import torch
-
-    torch.set_num_threads(threads)
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
-    _set_threads(args.threads)
+    check_threads(args.threads, "--threads")
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
     base, factory = agent_factory(args.agent)
@@ -246,7 +239,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
         agent_name=args_label(base, non_default_args(factory, agent_kwargs)), out=args.out,
         progress=False if args.no_progress else None, batched=args.batched,
-        agent_config={"name": args.agent, "args": agent_kwargs},
+        agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads,
     )
     print(format_summary(summary))
     if args.out:
@@ -279,12 +272,12 @@ def _print_now(line: str) -> None:
 def _cmd_demo(args: argparse.Namespace) -> int:
     import linbandit_gym  # noqa: F401
 
-    _set_threads(args.threads)
+    check_threads(args.threads, "--threads")
     env_id = "LinBandit-MNIST-v0" if "LinBandit-MNIST-v0" in ENV_IDS else "LinBandit-Synthetic-v0"
     _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {args.seeds} seed(s); works offline")
     _, summary = run_experiment(
         env_id, demo_agents(), seeds=args.seeds, horizon=args.horizon, out=args.out,
-        progress=False if args.no_progress else None, log=_print_now,
+        progress=False if args.no_progress else None, log=_print_now, threads=args.threads,
     )
     print()
     print(format_summary(summary))
@@ -316,7 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_run = sub.add_parser(
         "run", help="run one agent on one env over several seeds",
         description="Run AGENT on ENV for --seeds episodes; print final regret (mean ± std over seeds), "
-        "ms/round (agent time only) and peak memory; with --out write records, summary.csv and regret.png.",
+        "ms/round (CPU time of the agent's act + update; wall ms/round beside it) and peak memory; "
+        "with --out write records, summary.csv and regret.png.",
     )
     p_run.add_argument("--env", required=True, metavar="ID", help="env id, e.g. LinBandit-Synthetic-v0 (see `linbandit list`)")
     p_run.add_argument("--agent", required=True, metavar="NAME",
@@ -331,8 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--env-arg", action="append", metavar="K=V",
                        help="env constructor argument, repeatable (e.g. --env-arg d=100 --env-arg n_arms=20)")
     p_run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p_run.add_argument("--threads", type=int, default=1, metavar="T",
-                       help="torch intra-op threads (default 1: fastest for per-round bandit work)")
+    p_run.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
+                       help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
     p_run.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
                        help="advance all seeds together as one tensor program (default: when env and agent "
                        "support it); --no-batched plays the seeds one by one")
@@ -347,8 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo.add_argument("--seeds", type=int, default=3, metavar="S", help="seeds (default 3)")
     p_demo.add_argument("--out", default="runs/demo", metavar="DIR", help="output directory (default runs/demo)")
     p_demo.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p_demo.add_argument("--threads", type=int, default=1, metavar="T",
-                       help="torch intra-op threads (default 1: fastest for per-round bandit work)")
+    p_demo.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
+                       help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
     p_demo.set_defaults(func=_cmd_demo)
 
     from .experiments.cli import add_commands  # sweep, plot, tune, reproduce, report

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
+
 __all__ = ["RECORD_COLUMNS", "run", "make_env", "summarize"]
 
 #: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
@@ -34,6 +36,7 @@ RECORD_COLUMNS = [
     "regret",
     "cumulative_regret",
     "agent_time",
+    "agent_wall_time",
     "wall_time",
     "memory_bytes",
     "sketch_size",
@@ -107,6 +110,7 @@ def run(
     max_rounds: int | None = None,
     progress: bool | None = None,
     batched: bool | None = None,
+    threads: int | None = DEFAULT_THREADS,
 ) -> pd.DataFrame:
     """Play one episode per seed and return the per-round records.
 
@@ -124,15 +128,28 @@ def run(
             (:func:`linbandit_gym.batched.run_batched`: same records, same choices) when ``env`` is
             an id with a native vector env, ``agent`` one of ours and there are >= 2 seeds;
             ``True`` insists (error if impossible); ``False`` plays the seeds one by one.
+        threads: torch intra-op and BLAS threads during the run (default 1, restored afterwards;
+            ``None`` leaves the process's setting), see :mod:`linbandit_gym.threads`.
 
     Returns:
         A DataFrame with the columns :data:`RECORD_COLUMNS` (``t`` counts from 1;
-        ``agent_time`` is the cumulative seconds spent in ``act`` + ``update``; ``wall_time``
-        the cumulative seconds of the whole round including the env; ``memory_bytes`` the
-        agent's ``memory_bytes()`` after the round, 0 if it has none), plus any scalar keys
-        the env adds to ``info`` beyond the standard four.
+        ``agent_time`` is the cumulative CPU seconds spent in ``act`` + ``update`` -- CPU time, so
+        that other load on the machine does not inflate it: the calling thread's with
+        ``threads=1``, the process's otherwise; ``agent_wall_time`` the cumulative wall-clock
+        seconds of the same calls; ``wall_time`` the cumulative wall-clock seconds of the whole
+        round including the env; ``memory_bytes`` the agent's ``memory_bytes()`` after the
+        round, 0 if it has none), plus any scalar keys the env adds to ``info`` beyond the
+        standard four.
     """
     seeds = check_seeds(seeds, max_rounds)
+    threads = check_threads(threads)
+    with thread_limit(threads):
+        return _run(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name, env_name=env_name,
+                    max_rounds=max_rounds, progress=progress, batched=batched, threads=threads)
+
+
+def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_rounds, progress, batched,
+         threads) -> pd.DataFrame:
     if isinstance(agent, type) or (not callable(getattr(agent, "act", None)) and callable(agent)):
         agent = agent()  # a factory, e.g. an agent class
     for method in ("act", "update"):
@@ -143,7 +160,7 @@ def run(
 
         if batched or (len(seeds) > 1 and can_batch(env, agent)):
             return run_batched(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name,
-                               env_name=env_name, max_rounds=max_rounds, progress=progress)
+                               env_name=env_name, max_rounds=max_rounds, progress=progress, threads=threads)
     env = make_env(env, **(env_kwargs or {}))
     e_name, a_name = _env_name(env, env_name), agent_label(agent, agent_name)
     has_memory = callable(getattr(agent, "memory_bytes", None))
@@ -154,6 +171,7 @@ def run(
     show = sys.stderr.isatty() if progress is None else bool(progress)
     bar = tqdm(total=per_seed * len(seeds) if per_seed else None, disable=not show, desc=f"{a_name} on {e_name}")
 
+    cpu, _ = cpu_clock(threads)
     columns: dict[str, list] = {c: [] for c in RECORD_COLUMNS}
     extras: dict[str, dict[int, Any]] = {}
     n = 0
@@ -163,24 +181,26 @@ def run(
             if callable(reset):
                 reset(seed=seed)
             obs, _ = env.reset(seed=seed)
-            cum_regret = agent_time = wall_time = 0.0
+            cum_regret = agent_time = agent_wall_time = wall_time = 0.0
             t = 0
             while True:
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), cpu()
                 action = agent.act(obs)
-                after_act = time.perf_counter()
+                cpu_act, after_act = cpu(), time.perf_counter()
                 next_obs, reward, terminated, truncated, info = env.step(action)
-                after_env = time.perf_counter()
+                after_env, cpu_env = time.perf_counter(), cpu()
                 agent.update(obs, action, reward)
-                end = time.perf_counter()
-                agent_time += (after_act - start) + (end - after_env)
+                cpu_end, end = cpu(), time.perf_counter()
+                agent_time += (cpu_act - cpu_start) + (cpu_end - cpu_env)
+                agent_wall_time += (after_act - start) + (end - after_env)
                 wall_time += end - start
                 t += 1
                 regret = float(info.get("regret", np.nan))
                 cum_regret += regret
                 row = (
                     a_name, e_name, seed, t, int(action), float(reward), float(info.get("expected_reward", np.nan)),
-                    float(info.get("best_expected_reward", np.nan)), regret, cum_regret, agent_time, wall_time,
+                    float(info.get("best_expected_reward", np.nan)), regret, cum_regret, agent_time, agent_wall_time,
+                    wall_time,
                     int(agent.memory_bytes()) if has_memory else 0,
                     _sketch_size(agent) if has_sketch_size else np.nan,
                 )
@@ -203,9 +223,12 @@ def run(
 
 
 def summarize(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per (agent, env): final cumulative regret mean/std over seeds, ms/round, peak memory."""
+    """One row per (agent, env): final cumulative regret mean/std over seeds, ms/round (CPU time in
+    act + update), wall ms/round of the same calls, peak memory."""
     last = records.groupby(["agent", "env", "seed"], sort=False).tail(1)  # records are in round order
     last = last.assign(ms_per_round=1000.0 * last["agent_time"] / last["t"])
+    if "agent_wall_time" in last:  # records written before the column existed lack it
+        last = last.assign(wall_ms_per_round=1000.0 * last["agent_wall_time"] / last["t"])
     grouped = last.groupby(["agent", "env"], sort=False)
     out = grouped.agg(
         seeds=("seed", "nunique"),
@@ -213,6 +236,7 @@ def summarize(records: pd.DataFrame) -> pd.DataFrame:
         final_regret_mean=("cumulative_regret", "mean"),
         final_regret_std=("cumulative_regret", "std"),
         ms_per_round=("ms_per_round", "mean"),
+        **({"wall_ms_per_round": ("wall_ms_per_round", "mean")} if "wall_ms_per_round" in last else {}),
     )
     out["peak_memory_bytes"] = records.groupby(["agent", "env"], sort=False)["memory_bytes"].max()
     out["final_regret_std"] = out["final_regret_std"].fillna(0.0)

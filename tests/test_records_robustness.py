@@ -265,8 +265,8 @@ def test_truncated_or_empty_records_are_redone_and_named(tmp_path, capsys):
     result = sweep(THREE, out, log=None)
     assert sorted(result.executed) == sorted(p.stem for p in parquets)
     after = load_records(out).sort_values(["seed", "t"], ignore_index=True)
-    pd.testing.assert_frame_equal(after.drop(columns=["agent_time", "wall_time"]),
-                                  before.drop(columns=["agent_time", "wall_time"]))
+    pd.testing.assert_frame_equal(after.drop(columns=["agent_time", "agent_wall_time", "wall_time"]),
+                                  before.drop(columns=["agent_time", "agent_wall_time", "wall_time"]))
     assert main(["plot", str(out)]) == 0
 
 

@@ -176,18 +176,39 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
         self._scale = np.sqrt(self.power_law[:r])
 
     def _sample_problem(self, rng: np.random.Generator) -> None:
-        if self.rotate:
-            # Haar rotation: QR of a Gaussian matrix with the signs of R's diagonal fixed.
-            q, r = np.linalg.qr(rng.standard_normal((self.d, self.d)))
-            self.basis = q * np.sign(np.diag(r))
-        else:
-            self.basis = np.eye(self.d)
+        if not self.rotate:
+            # Axis-aligned: no d x d matrix at all (d = 10^5 would need 80 GB), O(K d) a round;
+            # the draws and values are exactly those of Q = I (adding zero products is exact).
+            self._span = None
+            g = rng.standard_normal(self._r)
+            self.theta_star = np.zeros(self.d)
+            self.theta_star[: self._r] = g / np.linalg.norm(g)
+            return
+        # Haar rotation: QR of a Gaussian matrix with the signs of R's diagonal fixed.
+        q, r = np.linalg.qr(rng.standard_normal((self.d, self.d)))
+        self.basis = q * np.sign(np.diag(r))
         g = rng.standard_normal(self._r)
         self.theta_star = self.basis[:, : self._r] @ (g / np.linalg.norm(g))
         self._span = np.ascontiguousarray(self.basis[:, : self._r].T * self._scale[:, None])  # (r, d)
 
+    @property
+    def basis(self) -> np.ndarray | None:
+        """``Q``: the eigenvectors of ``E[x x^T]`` as columns (the identity, built on demand, without ``rotate``)."""
+        if self._basis is None and not self.rotate and self.theta_star is not None:
+            return np.eye(self.d)
+        return self._basis
+
+    @basis.setter
+    def basis(self, value: np.ndarray | None) -> None:
+        self._basis = value
+
     def _sample_arms(self, rng: np.random.Generator) -> np.ndarray:
-        arms = rng.standard_normal((self.n_arms, self._r)) @ self._span
+        z = rng.standard_normal((self.n_arms, self._r))
+        if self._span is None:  # axis-aligned
+            arms = np.zeros((self.n_arms, self.d))
+            arms[:, : self._r] = z * self._scale
+        else:
+            arms = z @ self._span
         if self.normalize:
             arms /= np.linalg.norm(arms, axis=1, keepdims=True)
         return arms

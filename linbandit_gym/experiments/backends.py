@@ -25,9 +25,10 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
+from ..threads import DEFAULT_THREADS, check_threads
 from .runner import execute_run
 
-__all__ = ["BACKENDS", "iter_results", "ray_available"]
+__all__ = ["BACKENDS", "iter_results", "local_workers", "ray_available"]
 
 BACKENDS = ("local", "ray")
 
@@ -50,17 +51,20 @@ def iter_results(
     *,
     backend: str = "local",
     workers: int = 1,
-    threads: int | None = None,
+    threads: int | None = DEFAULT_THREADS,
     address: str | None = None,
     curve_points: int = 200,
 ) -> Iterator[tuple[dict, dict | None, str | None]]:
     """Execute ``specs`` and yield ``(spec, result, None)`` or ``(spec, None, traceback)``.
 
-    ``backend="local"``: ``workers == 1`` runs in this process (torch threads untouched unless
-    ``threads``); ``workers > 1`` uses a ``spawn`` process pool, each run with ``threads``
-    (default 1) torch threads. ``backend="ray"``: one Ray task per run (``num_cpus=1``) on
-    the cluster at ``address`` (``None``: start a local Ray with ``workers`` CPUs).
+    Every run has ``threads`` torch and BLAS threads (default 1; ``None``: the executing
+    process's setting), see :mod:`linbandit_gym.threads`. ``backend="local"``: ``workers == 1``
+    runs in this process; ``workers > 1`` uses a ``spawn`` process pool of at most
+    ``cores // threads`` processes (more would only queue for the cores). ``backend="ray"``: one
+    Ray task per run (``num_cpus=threads``) on the cluster at ``address`` (``None``: start a local
+    Ray with ``workers`` CPUs).
     """
+    threads = check_threads(threads)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -68,7 +72,7 @@ def iter_results(
     if not specs:
         return
     if backend == "ray":
-        yield from _ray(specs, workers=workers, threads=threads or 1, address=address, curve_points=curve_points)
+        yield from _ray(specs, workers=workers, threads=threads, address=address, curve_points=curve_points)
     elif workers == 1:
         for spec in specs:
             try:
@@ -78,7 +82,7 @@ def iter_results(
             else:
                 yield spec, result, None
     else:
-        yield from _processes(specs, workers=workers, threads=threads or 1, curve_points=curve_points)
+        yield from _processes(specs, workers=workers, threads=threads, curve_points=curve_points)
 
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -121,9 +125,16 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
         process.join(timeout=5)
 
 
-def _processes(specs: list[dict], *, workers: int, threads: int, curve_points: int):
+def local_workers(workers: int, threads: int | None = DEFAULT_THREADS) -> int:
+    """How many local worker processes run at once: ``workers``, capped at the cores over the
+    threads each run uses (at least 1), so that the runs never queue for the cores."""
+    cores = os.cpu_count() or 1
+    return max(1, min(workers, cores // (threads or 1)))
+
+
+def _processes(specs: list[dict], *, workers: int, threads: int | None, curve_points: int):
     ctx = multiprocessing.get_context("spawn")  # fork + torch threads can deadlock
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(specs)), mp_context=ctx,
+    pool = ProcessPoolExecutor(max_workers=min(local_workers(workers, threads), len(specs)), mp_context=ctx,
                                initializer=_worker_init, initargs=(os.getpid(),))
     # Workers are spawned during submit. With SIGINT blocked there, they start with it blocked
     # (the mask is inherited): a Ctrl-C in their first second (importing torch) prints no
@@ -155,7 +166,7 @@ def _processes(specs: list[dict], *, workers: int, threads: int, curve_points: i
     pool.shutdown(wait=True)
 
 
-def _ray(specs: list[dict], *, workers: int, threads: int, address: str | None, curve_points: int):
+def _ray(specs: list[dict], *, workers: int, threads: int | None, address: str | None, curve_points: int):
     try:
         import ray
     except ImportError as exc:
@@ -171,7 +182,7 @@ def _ray(specs: list[dict], *, workers: int, threads: int, address: str | None, 
             ray.init(num_cpus=workers, **kwargs)
         started_here = True
     try:
-        remote = ray.remote(num_cpus=1, max_retries=0)(execute_run)
+        remote = ray.remote(num_cpus=threads or 1, max_retries=0)(execute_run)
         refs = {remote.remote(spec, threads, curve_points): spec for spec in specs}
         pending = list(refs)
         while pending:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..threads import DEFAULT_THREADS
+
 __all__ = ["add_commands"]
 
 
@@ -22,8 +24,8 @@ def _add_exec_options(p: argparse.ArgumentParser) -> None:
                    help="local processes (default) or Ray (pip install 'linbandit-gym[ray]')")
     p.add_argument("--address", default=None, metavar="ADDR",
                    help="Ray cluster address, e.g. ray://head:10001 or auto (default: start a local Ray)")
-    p.add_argument("--threads", type=int, default=None, metavar="T",
-                   help="torch threads per run (default: 1 in worker processes, unchanged in-process)")
+    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
+                   help="torch and BLAS threads per run (default 1: runs are small ops; use --workers for parallelism)")
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
 
 
@@ -152,7 +154,7 @@ def add_commands(sub) -> None:
     p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser(
-        "reproduce", help="reproduce an experiment of seed 000 (synthetic, mnist, matrix-approx, openml)",
+        "reproduce", help="reproduce an experiment of seed 000 (synthetic, mnist, matrix-approx, openml) or highdim",
         description="Run the shipped sweep config of a paper experiment, then write plots, tables and a report. "
         "--quick runs a scaled-down version in minutes on 2 cores.",
     )

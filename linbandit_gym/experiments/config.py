@@ -27,6 +27,10 @@ expands into one *run* per (agent config, env config, seed). Example (YAML)::
                                   # an agents entry may carry its own record: (overrides this)
     plots:                        # optional: which figures ``linbandit plot`` draws
       - {kind: regret, agents: ["OFUL", "SOFUL*"], name: fig1a}
+      - {kind: scaling, env: "synthetic-*", x: d}   # ms/round and memory against an env argument
+                                                    # (log-log, fitted slopes); fronts: Pareto
+                                                    # panels of the matching envs side by side
+                                                    # (env: a label or glob, every kind)
     tune:                         # optional: defaults of ``linbandit tune``
       beta: [0.01, 0.1, 1.0]
       lam: [0.2, 2.0]
@@ -89,7 +93,7 @@ ENV_KEYS = {"id", "args", "grid", "label"}
 RECORD_KEYS = {"spectral_error", "spectral_sketch_sizes", "curve_points"}
 DATA_KEYS = {"n", "d", "every"}
 PLOT_KEYS = {"kind", "agents", "name", "title", "family", "x", "group", "env", "bound"}
-PLOT_KINDS = {"regret", "pareto", "spectral", "sketch_size", "param", "matrix_error"}
+PLOT_KINDS = {"regret", "pareto", "spectral", "sketch_size", "param", "matrix_error", "scaling", "fronts"}
 TUNE_KEYS = {"beta", "lam", "seeds", "horizon", "agents"}
 TASKS = {"bandit", "matrix-approx"}
 

@@ -22,7 +22,8 @@ from .. import plots as P
 from .config import select_labels
 from .sweep import load_records, load_runs, read_sweep_config, summary_table
 
-__all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table"]
+__all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
+           "scaling_points"]
 
 
 def _slug(text: str) -> str:
@@ -43,6 +44,46 @@ def spectral_series(out_dir: str | Path, runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def env_settings(out_dir: str | Path, runs: pd.DataFrame) -> dict[str, dict]:
+    """Per env label: the env id and arguments its runs were made with (from a run's metadata)."""
+    settings = {}
+    for rid, env in zip(runs["run_id"], runs["env"]):
+        if env not in settings:
+            meta = json.loads((Path(out_dir) / "runs" / f"{rid}.json").read_text())
+            settings[env] = {"id": meta["config"]["env"]["id"], **meta["config"]["env"]["args"]}
+    return settings
+
+
+_ARG_NAMES = (("d", "d"), ("n_arms", "K"), ("horizon", "T"), ("rank", "rank"), ("alpha", "alpha"),
+              ("dataset", "data"))
+
+
+def _caption(settings: dict, runs: pd.DataFrame) -> str:
+    """``"LinBandit-Synthetic-v0: d=100, K=100, T=2000, 3 seeds"``: what a figure of these runs shows."""
+    parts = [f"{short}={settings[key]}" for key, short in _ARG_NAMES if settings.get(key) is not None]
+    rounds = runs["rounds"].max() if "rounds" in runs and "horizon" not in settings else None
+    if rounds is not None and pd.notna(rounds):
+        parts.append(f"T={int(rounds)}")
+    seeds = runs["seed"].nunique()
+    parts.append(f"{seeds} seed{'s' if seeds != 1 else ''}")
+    return f"{settings.get('id', '')}: " + ", ".join(parts)
+
+
+def scaling_points(out_dir: str | Path, runs: pd.DataFrame, x: str = "d") -> pd.DataFrame:
+    """One row per (agent, env) of ``runs``: the env argument ``x`` and the means over seeds of
+    ms/round (CPU), wall ms/round and final regret, and the peak memory (what :func:`plot_scaling` draws)."""
+    settings = env_settings(out_dir, runs)
+    runs = runs.assign(**{x: [settings[e].get(x) for e in runs["env"]]})
+    if runs[x].isna().any():
+        missing = sorted(set(runs.loc[runs[x].isna(), "env"]))
+        raise ValueError(f"scaling plot: env(s) {missing} have no argument {x!r}; set plots[].x to an env argument")
+    agg = {"ms_per_round": ("ms_per_round", "mean"), "final_regret": ("final_regret", "mean"),
+           "peak_memory_bytes": ("peak_memory_bytes", "max"), "seeds": ("seed", "nunique")}
+    if "wall_ms_per_round" in runs:
+        agg["wall_ms_per_round"] = ("wall_ms_per_round", "mean")
+    return runs.groupby(["agent", "family", "env", x], sort=False).agg(**agg).reset_index()
+
+
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
     """The summary table with rounded, human-readable columns (what is printed and reported)."""
     if table.empty:
@@ -54,8 +95,10 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
             "seeds": table["seeds"],
             "rounds": table["rounds"],
             "final regret": [f"{m:.1f} ± {s:.1f}" for m, s in zip(table["final_regret_mean"], table["final_regret_std"])],
-            "time (s)": table["time_s"].map(lambda v: f"{v:.2f}"),
+            "CPU time (s)": table["time_s"].map(lambda v: f"{v:.2f}"),
             "ms/round": table["ms_per_round"].map(lambda v: f"{v:.3f}"),
+            "wall ms/round": (table["wall_ms_per_round"] if "wall_ms_per_round" in table
+                              else pd.Series(np.nan, index=table.index)).map(_ms_or_blank),
             "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
             "final sketch size": table["final_sketch_size"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
         })
@@ -70,6 +113,10 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
         "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
         "final sketch size": table["final_sketch_size"].map(lambda v: f"{v:.0f}"),
     })
+
+
+def _ms_or_blank(value: float) -> str:
+    return "" if pd.isna(value) else f"{value:.3f}"
 
 
 def write_tables(out_dir: str | Path) -> tuple[pd.DataFrame, list[Path]]:
@@ -126,22 +173,31 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         for i, spec in enumerate(specs):
             labels = select_labels(records["agent"], spec.get("agents"))
             fig = P.plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
-            fig.axes[0].set_title(spec.get("title") or "spectral norm error of the sketch")
+            data = raw.get("data") or {}
+            caption = (f"N(0, I) rows, normalised: n={data.get('n')}, d={data.get('d')}, "
+                       f"{runs['seed'].nunique()} seed(s)")
+            _title(fig.axes[0], spec.get("title") or "spectral norm error of the sketch", caption)
             written += P.save_figure(fig, plot_dir / (spec.get("name") or f"matrix_error_{i}"), formats)
         return written
 
     spectral = spectral_series(out, runs)
     specs = raw.get("plots") or _default_plots(runs, not spectral.empty)
+    settings = env_settings(out, runs)
+    all_envs = list(dict.fromkeys(runs["env"]))
     records = None
     for spec in specs:
         kind = spec["kind"]
-        envs = [spec["env"]] if spec.get("env") else list(dict.fromkeys(runs["env"]))
+        envs = select_labels(all_envs, [spec["env"]]) if spec.get("env") else all_envs
+        if kind in ("scaling", "fronts"):  # one figure over all the matching envs
+            written += _across_envs(out, runs[runs["env"].isin(envs)], spec, settings, plot_dir, formats)
+            continue
         for env in envs:
             env_runs = runs[runs["env"] == env]
             labels = select_labels(env_runs["agent"], spec.get("agents"))
             if not labels:
                 continue
-            suffix = "" if len(envs) == 1 else f"_{_slug(env)}"
+            caption = _caption(settings[env], env_runs[env_runs["agent"].isin(labels)])
+            suffix = "" if len(all_envs) == 1 else f"_{_slug(env)}"
             name = spec.get("name")
             if kind in ("regret", "sketch_size"):
                 if records is None:
@@ -149,7 +205,8 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                 sub = records[(records["env"] == env) & records["agent"].isin(labels)]
                 if kind == "regret":
                     fig = P.plot_cumulative_regret(sub)
-                    fig.axes[0].set_title(spec.get("title") or f"{env}: cumulative regret (mean ± std over seeds)")
+                    default = f"{env}: cumulative regret (mean ± std over seeds)"
+                    _title(fig.axes[0], spec.get("title") or default, caption)
                 else:
                     grows = sub.groupby("agent")["sketch_size"].nunique()
                     keep = grows[grows > 1].index if not spec.get("agents") else grows.index
@@ -157,32 +214,81 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                     if sub.empty or sub["sketch_size"].isna().all():
                         continue
                     fig = P.plot_sketch_size(sub)
-                    fig.axes[0].set_title(spec.get("title") or f"{env}: sketch size over time")
+                    _title(fig.axes[0], spec.get("title") or f"{env}: sketch size over time", caption)
                 written += P.save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats)
             elif kind == "pareto":
                 table = summary_table(env_runs[env_runs["agent"].isin(labels)])
                 for x, tag in (("time_s", "time"), ("peak_memory_kib", "memory")):
                     fig = P.plot_pareto(table, x)
-                    fig.axes[0].set_title(spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)")
+                    _title(fig.axes[0], spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)", caption)
                     written += P.save_figure(fig, plot_dir / f"{name or 'pareto'}_{tag}{suffix}", formats)
             elif kind == "spectral":
                 sub = spectral[(spectral["env"] == env) & spectral["agent"].isin(labels)] if not spectral.empty else spectral
                 if sub.empty:
                     continue
                 fig = P.plot_spectral_exponent(sub)
-                fig.axes[0].set_title(spec.get("title") or f"{env}: spectral error exponent log(Δ_t)/log t")
+                _title(fig.axes[0], spec.get("title") or f"{env}: spectral error exponent log(Δ_t)/log t", caption)
                 written += P.save_figure(fig, plot_dir / f"{name or 'spectral_exponent'}{suffix}", formats)
             elif kind == "param":
                 fam = env_runs[(env_runs["family"] == spec["family"]) & env_runs["agent"].isin(labels)]
                 if fam.empty or f"arg.{spec['x']}" not in fam:
                     continue
                 fig = P.plot_param_effect(fam, spec["x"], spec.get("group"))
-                fig.suptitle(spec.get("title") or f"{env}: {spec['family']} vs {spec['x']}")
+                default = f"{env}: {spec['family']} vs {spec['x']}"
+                fig.suptitle((spec.get("title") or default) + "\n" + caption, fontsize=10)
                 fig.tight_layout()
                 written += P.save_figure(fig, plot_dir / f"{name or 'param_' + _slug(spec['family'])}{suffix}", formats)
             elif kind == "matrix_error":
                 continue
     return written
+
+
+def _title(ax, title: str, caption: str) -> None:
+    """The figure's title and, below it in smaller type, what was run (env, d, K, T, seeds)."""
+    ax.set_title(f"{title}\n{caption}", fontsize=10)
+
+
+def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot_dir: Path, formats) -> list[Path]:
+    """``scaling``: ms/round and peak memory against the env argument ``x`` (log-log, fitted
+    slopes, written to ``plots/NAME_slopes.csv|md``); ``fronts``: the Pareto panels of the envs
+    side by side, ordered by ``x``."""
+    x = spec.get("x") or "d"
+    runs = runs[runs["agent"].isin(select_labels(runs["agent"], spec.get("agents")))]
+    if runs.empty:
+        return []
+    kind, name = spec["kind"], spec.get("name") or f"{spec['kind']}_{_slug(spec.get('env') or 'all')}"
+    points = scaling_points(out, runs, x)
+    first = settings[runs["env"].iloc[0]]
+    varying = {x}
+    envs = set(runs["env"])
+    same = {k: v for k, v in first.items() if k not in varying and all(settings[e].get(k) == v for e in envs)}
+    xs = sorted(points[x].unique())
+    caption = _caption({**same, "id": first["id"]}, runs) + f"; {x} in {{{', '.join(f'{v:g}' for v in xs)}}}"
+    if kind == "scaling":
+        fig, slopes = P.plot_scaling(points, x=x)
+        fig.suptitle((spec.get("title") or f"cost against {x}, log-log (fitted slope in the legend)") + "\n" + caption,
+                     fontsize=10)
+        fig.tight_layout()
+        written = P.save_figure(fig, plot_dir / name, formats)
+        slopes.to_csv(plot_dir / f"{name}_slopes.csv", index=False)
+        names = {"ms_per_round": "ms/round", "peak_memory_bytes": "peak memory"}
+        wide = pd.DataFrame({"agent": list(dict.fromkeys(slopes["agent"]))})
+        for metric, label in names.items():
+            sub = slopes[slopes["metric"] == metric].set_index("agent")
+            for col, head in (("slope", f"slope of {label}"), ("upper-half slope", f"upper-half slope of {label}")):
+                wide[head] = wide["agent"].map(sub[col]).map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+        ranges = slopes.drop_duplicates("agent").set_index("agent")[[f"{x} range", "points"]]
+        wide = wide.join(ranges, on="agent")
+        (plot_dir / f"{name}_slopes.md").write_text(markdown_table(wide) + "\n")
+        return written + [plot_dir / f"{name}_slopes.csv", plot_dir / f"{name}_slopes.md"]
+    order = points.drop_duplicates("env").sort_values(x)["env"].tolist()
+    tables = {env: summary_table(runs[runs["env"] == env]) for env in order}
+    titles = {env: f"{x} = {settings[env].get(x):g}" for env in order}
+    fig = P.plot_fronts(tables, titles=titles)
+    fig.suptitle((spec.get("title") or "final regret against agent CPU time (top) and peak memory (bottom)") + "\n"
+                 + caption, fontsize=10)
+    fig.tight_layout(rect=fig._legend_rect)
+    return P.save_figure(fig, plot_dir / name, formats)
 
 
 def markdown_table(frame: pd.DataFrame) -> str:

@@ -36,6 +36,11 @@ def _versions(out: Path, runs: pd.DataFrame) -> dict:
     meta = json.loads((out / "runs" / f"{runs['run_id'].iloc[0]}.json").read_text())
     info = dict(meta.get("versions", {}))
     info["device"] = meta.get("device")
+    # the thread policy and the clock behind every ms/round of the report
+    info["torch threads per run"] = meta.get("torch_threads")
+    info["BLAS threads per run"] = meta.get("blas_threads")
+    info["agent time"] = {"thread_cpu": "CPU time of the run's thread", "process_cpu": "CPU time of the process"}.get(
+        meta.get("agent_clock"), "wall clock (older runs)")
     info["backends"] = ", ".join(sorted({str(b) for b in runs["backend"].dropna()}))
     return info
 

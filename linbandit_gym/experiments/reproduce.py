@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
+from ..threads import DEFAULT_THREADS
 from .config import ConfigError, load_config
 
 __all__ = ["EXPERIMENTS", "config_path", "reproduce"]
@@ -22,6 +23,8 @@ EXPERIMENTS = {
     "mnist": "Fig. 3 and 5, Table 2: OFUL, SOFUL l in {20,100,150}, DBSLinUCB eps/l0 grids, Pareto fronts; T=2000",
     "matrix-approx": "App. F.2 / Fig. 4: spectral-norm error of FD l=50 vs DBS l0=16, eps in {5,10,20}; n=1250, d=500",
     "openml": "App. F.4 / Fig. 6: Pareto fronts on cnae-9, MFeat, Spam (needs the OpenML files locally)",
+    "highdim": "where sketching pays: d = 300..100,000, HeavyTail rank 32 and Synthetic arms; OFUL up to d = 3000, "
+    "SOFUL/CBSCFD/DBSLinUCB at every d; fronts per d, ms/round and memory against d with fitted slopes",
 }
 
 
@@ -42,11 +45,13 @@ def reproduce(
     workers: int = 1,
     backend: str = "local",
     address: str | None = None,
-    threads: int | None = None,
+    threads: int | None = DEFAULT_THREADS,
     log: Callable[[str], None] | None = print,
 ) -> int:
     """Run experiment ``name``; write records, plots, ``summary.md`` and ``report.html`` to ``out``.
 
+    ``threads``: torch and BLAS threads per run (default 1, see :mod:`linbandit_gym.threads`).
+    Prints the summary table and, for configs with ``scaling`` plots, the fitted log-log slopes.
     Returns the exit code (0, or 1 if some runs failed).
     """
     from .figures import format_table, make_plots, markdown_table, write_tables
@@ -79,5 +84,8 @@ def reproduce(
     report = write_report(target, replot=False)
     print()
     print(markdown_table(format_table(table)))
+    for slopes in sorted((target / "plots").glob("*_slopes.md")):
+        print(f"\n{slopes.stem.replace('_', ' ')} (log-log fit of cost against the env argument):")
+        print(slopes.read_text().rstrip())
     print(f"\n{len(files)} figure/table files under {target}; report: {report}")
     return 0 if result.ok else 1

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit, thread_record
+
 __all__ = ["execute_run", "run_meta", "bandit_summary", "library_versions", "subsample_index"]
 
 
@@ -80,11 +82,13 @@ class _DiagnosedAgent:
     """Forwards to ``agent`` and, every ``every`` rounds, records the spectral diagnostics.
 
     It keeps the exact Gram of the played arms (O(d^2) a round) and eigendecomposes it at each
-    checkpoint (O(d^3)). Its own time is measured and subtracted from the records' timings.
+    checkpoint (O(d^3)). Its own time (CPU on ``cpu``, and wall) is measured and subtracted from
+    the records' timings.
     """
 
-    def __init__(self, agent: Any, every: int, sizes: list[int] | None):
+    def __init__(self, agent: Any, every: int, sizes: list[int] | None, cpu=time.process_time):
         self.agent = agent
+        self.cpu = cpu
         self.every = every
         self.sizes = sizes
         self.name = getattr(agent, "name", None)
@@ -93,8 +97,9 @@ class _DiagnosedAgent:
     def reset_diagnostics(self) -> None:
         self.gram = None
         self.t = 0
-        self.overhead = 0.0
+        self.overhead = self.overhead_cpu = 0.0
         self.overhead_cum: list[float] = []
+        self.overhead_cpu_cum: list[float] = []
         self.series: dict[str, Any] = {"t": [], "cov_error": [], "delta": {}}
 
     @property
@@ -116,7 +121,7 @@ class _DiagnosedAgent:
 
     def update(self, obs, action, reward):
         self.agent.update(obs, action, reward)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), self.cpu()
         x = np.asarray(obs, dtype=np.float64)[int(action)]
         if self.gram is None:
             self.gram = np.zeros((x.size, x.size))
@@ -135,8 +140,10 @@ class _DiagnosedAgent:
             self.series["cov_error"].append(err)
             for key, value in deltas.items():
                 self.series["delta"].setdefault(key, []).append(value)
+        self.overhead_cpu += self.cpu() - cpu_start
         self.overhead += time.perf_counter() - start
         self.overhead_cum.append(self.overhead)
+        self.overhead_cpu_cum.append(self.overhead_cpu)
 
 
 def bandit_summary(frame: pd.DataFrame, curve_points: int = 200) -> dict[str, Any]:
@@ -148,9 +155,11 @@ def bandit_summary(frame: pd.DataFrame, curve_points: int = 200) -> dict[str, An
     return {
         "rounds": rounds,
         "final_regret": float(last["cumulative_regret"]),
-        "agent_time_s": float(last["agent_time"]),
+        "agent_time_s": float(last["agent_time"]),  # CPU seconds in act + update
+        "agent_wall_time_s": float(last["agent_wall_time"]),
         "wall_time_s": float(last["wall_time"]),
         "ms_per_round": 1000.0 * float(last["agent_time"]) / rounds,
+        "wall_ms_per_round": 1000.0 * float(last["agent_wall_time"]) / rounds,
         "peak_memory_bytes": int(frame["memory_bytes"].max()),
         "final_sketch_size": None if math.isnan(sketch[-1]) else float(sketch[-1]),
         "curve": {
@@ -161,37 +170,31 @@ def bandit_summary(frame: pd.DataFrame, curve_points: int = 200) -> dict[str, An
     }
 
 
-def _set_threads(threads: int | None) -> None:
-    if threads:
-        import torch
-
-        torch.set_num_threads(int(threads))
-
-
-def execute_run(spec: dict, threads: int | None = None, curve_points: int = 200) -> dict:
+def execute_run(spec: dict, threads: int | None = DEFAULT_THREADS, curve_points: int = 200) -> dict:
     """Run one :class:`~.config.RunSpec` (as a dict); returns ``{"records", "meta"}``.
 
     Args:
         spec: ``RunSpec.to_dict()``.
-        threads: torch intra-op threads for this run (worker processes use 1 so that
-            ``workers`` runs share the cores without oversubscription).
+        threads: torch intra-op and BLAS threads for this run (default 1, see
+            :mod:`linbandit_gym.threads`; ``None`` leaves the process's setting).
         curve_points: length of the subsampled regret curve kept in the metadata.
     """
-    _set_threads(threads)
+    threads = check_threads(threads)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    if spec["config"]["task"] == "matrix-approx":
-        records, extra = _matrix_approx(spec)
-    else:
-        records, extra = _bandit(spec, curve_points)
+    with thread_limit(threads):
+        if spec["config"]["task"] == "matrix-approx":
+            records, extra = _matrix_approx(spec, threads)
+        else:
+            records, extra = _bandit(spec, curve_points, threads)
+        extra.update(thread_record(threads))  # the policy asked for and what the run had
     meta = run_meta(spec, extra, started, time.perf_counter() - t0)
     return {"run_id": spec["run_id"], "records": records, "meta": meta}
 
 
 def run_meta(spec: dict, extra: dict, started: datetime, duration_s: float) -> dict:
     """The metadata of a finished run (its ``runs/<id>.json``): ids, labels, config, ``extra``
-    (device, summary, ...), library versions, host, pid, start time and duration."""
-    import torch
+    (device, summary, threads, ...), library versions, host, pid, start time and duration."""
 
     config = spec["config"]
     return {
@@ -203,7 +206,6 @@ def run_meta(spec: dict, extra: dict, started: datetime, duration_s: float) -> d
         "seed": config["seed"],
         **extra,
         "versions": library_versions(),
-        "torch_threads": torch.get_num_threads(),
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "started": started.isoformat(),
@@ -211,7 +213,7 @@ def run_meta(spec: dict, extra: dict, started: datetime, duration_s: float) -> d
     }
 
 
-def _bandit(spec: dict, curve_points: int) -> tuple[pd.DataFrame, dict]:
+def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.DataFrame, dict]:
     from ..cli import resolve_agent
     from ..evaluate import run
 
@@ -221,23 +223,25 @@ def _bandit(spec: dict, curve_points: int) -> tuple[pd.DataFrame, dict]:
     record = config.get("record") or {}
     player = agent
     if record.get("spectral_error"):
-        player = _DiagnosedAgent(agent, record["spectral_error"], record.get("spectral_sketch_sizes"))
+        player = _DiagnosedAgent(agent, record["spectral_error"], record.get("spectral_sketch_sizes"),
+                                 cpu=cpu_clock(threads)[0])
     frame = run(
         config["env"]["id"], player, seeds=[config["seed"]], env_kwargs=dict(config["env"]["args"]),
-        agent_name=spec["agent_label"], env_name=spec["env_label"], progress=False,
+        agent_name=spec["agent_label"], env_name=spec["env_label"], progress=False, threads=threads,
     )
     extra: dict[str, Any] = {"device": device}
     if player is not agent:
         # The diagnostics' own time is not the agent's: take it out of both clocks.
         overhead = np.asarray(player.overhead_cum[: len(frame)])
-        frame["agent_time"] = frame["agent_time"].to_numpy() - overhead
+        frame["agent_time"] = frame["agent_time"].to_numpy() - np.asarray(player.overhead_cpu_cum[: len(frame)])
+        frame["agent_wall_time"] = frame["agent_wall_time"].to_numpy() - overhead
         frame["wall_time"] = frame["wall_time"].to_numpy() - overhead
         extra["spectral"] = player.series
     extra["summary"] = bandit_summary(frame, curve_points)
     return frame, extra
 
 
-def _matrix_approx(spec: dict) -> tuple[pd.DataFrame, dict]:
+def _matrix_approx(spec: dict, threads: int | None) -> tuple[pd.DataFrame, dict]:
     """Seed 000 App. F.2: stream normalised N(0, I_d) rows through a covariance sketch."""
     import importlib
 
@@ -265,12 +269,13 @@ def _matrix_approx(spec: dict) -> tuple[pd.DataFrame, dict]:
     fixed_l = args.get("sketch_size")
     gram = np.zeros((d, d))
     cols: dict[str, list] = {k: [] for k in ("t", "spectral_error", "error_bound", "sketch_size", "memory_bytes", "update_time")}
-    spent = 0.0
+    spent = 0.0  # CPU seconds in the estimator's update, on the clock of the thread policy
+    cpu, _ = cpu_clock(threads)
     for t in range(1, n + 1):
         x = torch.as_tensor(rows[t - 1], dtype=estimator.dtype, device=estimator.device)
-        start = time.perf_counter()
+        start = cpu()
         estimator.update(x)
-        spent += time.perf_counter() - start
+        spent += cpu() - start
         gram += np.outer(rows[t - 1], rows[t - 1])
         if t % every == 0 or t == n:
             err, deltas = _spectral_point(gram, estimator, [int(fixed_l)] if fixed_l else [])

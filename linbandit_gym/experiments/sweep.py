@@ -47,6 +47,7 @@ from ..records import (
     write_records,
     write_text_atomic,
 )
+from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
 from .backends import iter_results
 from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config, run_id
 
@@ -214,7 +215,7 @@ def sweep(
     workers: int = 1,
     backend: str = "local",
     address: str | None = None,
-    threads: int | None = None,
+    threads: int | None = DEFAULT_THREADS,
     log: Callable[[str], None] | None = print,
 ) -> SweepResult:
     """Expand ``config``, skip its finished runs in ``out_dir``, run the others, write each.
@@ -225,7 +226,8 @@ def sweep(
         workers: local worker processes (1: in this process), or Ray CPUs for a local Ray.
         backend: ``"local"`` (default) or ``"ray"``.
         address: Ray cluster address (``backend="ray"``); ``None`` starts a local Ray.
-        threads: torch threads per run (default: 1 in worker processes, unchanged in-process).
+        threads: torch and BLAS threads per run (default 1; ``None``: the executing process's own
+            setting); see :mod:`linbandit_gym.threads`. Recorded in each run's metadata.
         log: called with one line per finished run (``None``: silent).
 
     Returns:
@@ -241,6 +243,7 @@ def sweep(
     >>> len(sweep(cfg, out, log=None).executed), len(sweep(cfg, out, log=None).skipped)
     (4, 4)
     """
+    threads = check_threads(threads)
     cfg = config if isinstance(config, SweepConfig) else parse_config(config)
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
     say = log or (lambda _msg: None)
@@ -254,7 +257,8 @@ def sweep(
             say(f"note: {note}")
         say(
             f"sweep {cfg.name!r}: {len(cfg.runs)} runs, {len(finished)} already finished, {len(pending)} to run "
-            f"({backend}, {workers} worker{'s' if workers != 1 else ''}) -> {out}"
+            f"({backend}, {workers} worker{'s' if workers != 1 else ''}, {threads or 'default'} thread(s) per run) "
+            f"-> {out}"
         )
         if not pending:
             return result
@@ -328,6 +332,7 @@ def play_into(
     agent_configs: list[dict | None] | None = None,
     progress: bool | None = None,
     batched: bool | None = None,
+    threads: int | None = DEFAULT_THREADS,
     on_agent_done: Callable[[int, pd.DataFrame], None] | None = None,
 ) -> pd.DataFrame:
     """Play each ``(label, agent)`` of ``players`` on ``env_id`` over ``seeds`` and save every
@@ -341,6 +346,7 @@ def play_into(
     ``batched`` is True, or ``None`` for an agent without a config that ``run`` can batch.
     Ctrl-C raises :class:`Interrupted` after saving every finished run. ``on_agent_done(i,
     records)`` is called as soon as agent ``i`` has all its seeds (e.g. to print a line).
+    ``threads``: torch and BLAS threads of every run (default 1), recorded in its metadata.
     """
     from ..batched import can_batch
     from ..evaluate import agent_label, check_seeds, run
@@ -348,6 +354,7 @@ def play_into(
 
     out = Path(out_dir)
     seeds = check_seeds(seeds)
+    threads = check_threads(threads)
     env_kwargs = dict(env_kwargs or {})
     configs = list(agent_configs) if agent_configs is not None else [None] * len(players)
     if len(configs) != len(players):
@@ -393,14 +400,16 @@ def play_into(
                     batched is None and not resumable and len(todo) > 1 and can_batch(env_id, player))
                 for group in ([todo] if together and todo else [[spec] for spec in todo]):
                     started, t0 = datetime.now(timezone.utc), time.perf_counter()
-                    frame = run(env_id, player, seeds=[spec.seed for spec in group], env_kwargs=env_kwargs,
-                                agent_name=label, env_name=env_id, progress=progress,
-                                batched=batched if together else False)
+                    with thread_limit(threads):
+                        frame = run(env_id, player, seeds=[spec.seed for spec in group], env_kwargs=env_kwargs,
+                                    agent_name=label, env_name=env_id, progress=progress,
+                                    batched=batched if together else False, threads=threads)
+                        threads_used = thread_record(threads)
                     duration = (time.perf_counter() - t0) / len(group)
                     for spec in group:
                         part = frame[frame["seed"] == spec.seed].reset_index(drop=True)
                         extra = {"device": str(getattr(player, "device", "cpu")), "summary": bandit_summary(part),
-                                 "backend": "run"}
+                                 "backend": "run", **threads_used}
                         save_run(out, part, run_meta(spec.to_dict(), extra, started, duration))
                         frames[spec.run_id] = part
                 if on_agent_done is not None:
@@ -519,7 +528,8 @@ def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, colum
 
 
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (env, agent): seeds, final regret mean/std, total and per-round time, peak memory, sketch size."""
+    """Per (env, agent): seeds, final regret mean/std, total and per-round agent time (CPU; wall
+    ms/round too when recorded), peak memory, sketch size."""
     if runs.empty:
         return pd.DataFrame()
     keys = ["env", "agent", "family"]
@@ -531,6 +541,7 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             final_regret_std=("final_regret", "std"),
             time_s=("agent_time_s", "mean"),
             ms_per_round=("ms_per_round", "mean"),
+            **({"wall_ms_per_round": ("wall_ms_per_round", "mean")} if "wall_ms_per_round" in runs else {}),
             peak_memory_kib=("peak_memory_bytes", lambda v: float(np.max(v)) / 1024.0),
             final_sketch_size=("final_sketch_size", "mean"),
         )

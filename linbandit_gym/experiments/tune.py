@@ -21,6 +21,7 @@ from typing import Any, Callable
 import pandas as pd
 import yaml
 
+from ..threads import DEFAULT_THREADS
 from ..records import write_text_atomic
 from .config import (
     PAPER_BETA_GRID, PAPER_LAM_GRID, ConfigError, _resolve_agent_factory, _seeds, canonical_json, parse_config,
@@ -79,7 +80,7 @@ def tune(
     workers: int = 1,
     backend: str = "local",
     address: str | None = None,
-    threads: int | None = None,
+    threads: int | None = DEFAULT_THREADS,
     log: Callable[[str], None] | None = print,
 ) -> TuneResult:
     """Tune ``beta`` and ``lam`` for each agent config of a bandit sweep config.
