@@ -106,19 +106,3 @@ def test_lazy_gram_and_factor_are_the_sketchs_own(kind, n, d, l, fast, robust, q
     rho = est.rho
     torch.testing.assert_close(L @ L.T, S @ S.T + rho * torch.eye(S.shape[0], dtype=S.dtype), rtol=1e-9, atol=1e-10)
     assert torch.equal(L, torch.tril(L))
-
-
-@pytest.mark.parametrize("sketch", ["fd", "rfd"])
-def test_dyadic_blocks_never_pay_for_a_factor(sketch):
-    """Dyadic Block Sketching keeps its own M (eq. 7 / eq. 3) and never queries a block, so a
-    block's lazy Cholesky factor is never bordered: only the diagonal one a reduction writes
-    exists (the saving is the point of the laziness)."""
-    rng = np.random.default_rng(1)
-    agent = DBSLinUCB(l0=4, eps=3.0, sketch=sketch, beta=0.1)
-    for _ in range(120):
-        obs = rng.standard_normal((5, 30)) / 5.0
-        agent.update(obs, agent.act(obs), float(rng.standard_normal()))
-        if agent.estimator._active is not None:
-            blk = agent.estimator._active
-            assert blk._n_chol == blk._n_orth <= blk.rows_in_use
-    assert agent.n_blocks >= 2
