@@ -176,7 +176,13 @@ class LinUCB(TorchAgent):
         if self.estimator is None:
             return None
         if self._theta is None:
-            self._theta = self.estimator._solve(self.estimator.b)
+            theta = self.estimator._solve(self.estimator.b)
+            if not _all_finite(theta):
+                raise FloatingPointError(
+                    f"{type(self).__name__}: theta_hat = A_hat^-1 b is not finite (round {self.t}): the ridge solution "
+                    f"overflowed {self.dtype}: rescale the features/rewards, raise lam or use dtype=torch.float64"
+                )
+            self._theta = theta
         return self._one(self._theta)
 
     @property

@@ -129,6 +129,7 @@ import torch
 
 from .._torch import tensor_bytes
 from .base import CovarianceEstimator
+from .exact import repair_inverse_, sherman_morrison_
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
 
@@ -653,20 +654,27 @@ class DyadicBlockSketch(CovarianceEstimator):
         return torch.linalg.solve_triangular(L, eye, upper=False)
 
     def _sherman_morrison(self, idx, X, xx, Ax=None, q=None) -> None:
+        """Exact rank-1 update of the members ``idx`` (Alg. 1 line 4), with the safeguard of
+        :mod:`agents.sketches.exact`: a width below the valid floor triggers a repair first."""
         full = idx.size == self.batch_size
         t = torch.as_tensor(idx, device=self.device)
         A = self.A_inv if full else self.A_inv[t]
         x = X if full else X[t]
+        top = torch.as_tensor(self.reg + self.trace[idx] + self._alpha_total()[idx], **self._kw)
         if Ax is None:
             Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
-            floor = (xx if full else xx[t]) / torch.as_tensor(self.reg + self.trace[idx] + self._alpha_total()[idx],
-                                                              **self._kw)
-            q = torch.maximum((x * Ax).sum(dim=1), floor)
-        scale = -1.0 / (1.0 + q)
-        if A.shape[0] == 1:
-            A[0].addr_(Ax[0], Ax[0], alpha=float(scale[0]))
-        else:
-            A.baddbmm_((Ax * scale.unsqueeze(1)).unsqueeze(2), Ax.unsqueeze(1))
+        floor = (xx if full else xx[t]) / top
+        raw = (x * Ax).sum(dim=1)
+        bad = raw < floor
+        if bool(bad.any()):
+            b = torch.nonzero(bad).flatten()
+            sub = A[b]
+            repair_inverse_(sub, 1.0 / top[b], 1.0 / self.reg)
+            A[b] = sub
+            Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
+            raw = (x * Ax).sum(dim=1)
+        q = torch.maximum(raw, floor)
+        sherman_morrison_(A, Ax, q)
         if not full:
             self.A_inv[t] = A
         if self.gram is not None:

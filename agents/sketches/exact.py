@@ -8,9 +8,16 @@ update. That is the floor for this representation: 2 passes over ``d^2`` numbers
 
 Numerics: Sherman-Morrison on the inverse loses accuracy in the directions where ``A`` is
 large (``A^-1`` small) when rows are huge: the subtraction ``A^-1 - p p^T / kappa`` cancels to
-``eps ||A^-1||``. The width is therefore clamped from below by the valid bound
-``||x||^2 / (reg + tr X^T X)`` (never by 0), ``kappa = 1 + x^T A^-1 x`` uses the clamped width,
-and the inverse is re-symmetrised never (the rank-1 update is symmetric by construction).
+``eps ||A^-1||``, and once an eigenvalue of the kept inverse turns negative the next updates
+amplify it (rows of norm 1e8 in float64 overflow within ~30 rounds). Safeguards:
+
+* the width is clamped from below by the valid bound ``||x||^2 / (reg + tr X^T X)`` (never by
+  0), and ``kappa = 1 + x^T A^-1 x`` uses the clamped width;
+* a width that falls below that bound proves the inverse has left the set of valid inverses
+  (``spec(A^-1)`` lies in ``[1/(reg + tr), 1/reg]``); the inverse is then repaired once by an
+  eigendecomposition whose eigenvalues are clamped to that interval (O(d^3), only on such
+  rounds, :func:`repair_inverse_`), before the update. So the state stays finite and positive
+  definite at every row scale; what accuracy ``eps * cond(A)`` allows is kept.
 """
 
 from __future__ import annotations
@@ -21,7 +28,25 @@ import torch
 from .._torch import tensor_bytes
 from .base import CovarianceEstimator
 
-__all__ = ["ExactCovariance"]
+__all__ = ["ExactCovariance", "repair_inverse_", "sherman_morrison_"]
+
+
+def repair_inverse_(A_inv: torch.Tensor, lo: torch.Tensor, hi: float) -> None:
+    """Project each ``(d, d)`` inverse of the batch ``A_inv`` (in place) onto the symmetric
+    matrices with spectrum in ``[lo_i, hi]``: the valid inverses of ``reg I + X^T X``."""
+    sym = 0.5 * (A_inv + A_inv.mT)
+    evals, evecs = torch.linalg.eigh(sym.double())
+    evals = torch.minimum(torch.maximum(evals, lo.double().view(-1, 1)), torch.full_like(evals, hi))
+    A_inv.copy_(((evecs * evals.unsqueeze(1)) @ evecs.mT).to(A_inv.dtype))
+
+
+def sherman_morrison_(A_inv: torch.Tensor, Ax: torch.Tensor, q: torch.Tensor) -> None:
+    """``A_inv <- A_inv - (A^-1 x)(A^-1 x)^T / (1 + q)`` per member, in one fused pass (in place)."""
+    scale = -1.0 / (1.0 + q)
+    if A_inv.shape[0] == 1:  # addr_ on the matrix: no (1, d, 1) views, one op
+        A_inv[0].addr_(Ax[0], Ax[0], alpha=float(scale[0]))
+    else:
+        A_inv.baddbmm_((Ax * scale.unsqueeze(1)).unsqueeze(2), Ax.unsqueeze(1))
 
 
 class ExactCovariance(CovarianceEstimator):
@@ -48,26 +73,41 @@ class ExactCovariance(CovarianceEstimator):
     def score_terms(self, arms):
         # A^-1 arms^T rather than arms A^-1: MKL's gemm is up to 2.5x slower with the K-row operand on the left
         P = torch.bmm(self.A_inv, arms.mT)  # (B, d, K): the only O(K d^2) step
-        quad = torch.maximum((P * arms.mT).sum(dim=1), self._floor(arms.square().sum(dim=2)))
-        self._cache = (arms, P, quad)
+        raw = (P * arms.mT).sum(dim=1)
+        floor = self._floor(arms.square().sum(dim=2))
+        quad = torch.maximum(raw, floor)
+        self._cache = (arms, P, quad, raw, floor)
         mean = torch.bmm(self.b.unsqueeze(1), P).squeeze(1)
         return mean, quad
+
+    def _repair_if_invalid(self, raw: torch.Tensor, floor: torch.Tensor) -> bool:
+        """Repair the members whose widths fell below the valid floor (module docstring)."""
+        bad = (raw < floor).any(dim=1)
+        if not bool(bad.any()):
+            return False
+        t = torch.nonzero(bad).flatten()
+        lo = 1.0 / torch.as_tensor(self.reg + self.trace, **self._kw)[t]
+        sub = self.A_inv[t]
+        repair_inverse_(sub, lo, 1.0 / self.reg)
+        self.A_inv[t] = sub
+        return True
 
     def step(self, X, r, actions=None):
         xx, xx_h = self._check_rows(X)
         cache, self._cache = self._cache, None
-        if actions is not None and cache is not None:
+        if actions is not None and cache is not None and not self._repair_if_invalid(cache[3], cache[4]):
             Ax = cache[1][self._members, :, actions]  # (B, d): the played arms' columns of P
             q = cache[2][self._members, actions]
         else:
             Ax = torch.bmm(self.A_inv, X.unsqueeze(2)).squeeze(2)
-            q = torch.maximum((Ax * X).sum(dim=1), xx / torch.as_tensor(self.reg + self.trace, **self._kw))
+            raw = (Ax * X).sum(dim=1)
+            floor = xx / torch.as_tensor(self.reg + self.trace, **self._kw)
+            if self._repair_if_invalid(raw.unsqueeze(1), floor.unsqueeze(1)):
+                Ax = torch.bmm(self.A_inv, X.unsqueeze(2)).squeeze(2)
+                raw = (Ax * X).sum(dim=1)
+            q = torch.maximum(raw, floor)
         # Sherman-Morrison: (A + x x^T)^-1 = A^-1 - (A^-1 x)(A^-1 x)^T / (1 + x^T A^-1 x), one fused pass
-        scale = (-1.0 / (1.0 + q)).unsqueeze(1)
-        if self.batch_size == 1:
-            self.A_inv[0].addr_(Ax[0], Ax[0], alpha=float(scale))
-        else:
-            self.A_inv.baddbmm_((Ax * scale).unsqueeze(2), Ax.unsqueeze(1))
+        sherman_morrison_(self.A_inv, Ax, q)
         if self.gram is not None:
             self.gram.baddbmm_(X.unsqueeze(2), X.unsqueeze(1))
         self.b.add_(X * r.unsqueeze(1))
