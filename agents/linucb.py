@@ -297,10 +297,15 @@ class LinUCB(TorchAgent):
 
     def update(self, obs: Any, action: Any, reward: Any) -> None:
         arms, reused = self._round_arms(obs)
-        idx, r = self._feedback(arms.shape[1], action, reward)
         est = self.estimator
-        X = arms[est._members, idx]  # (B, d): each member's played arm
-        cached = idx if reused else None
+        if self.single:  # ints and floats, basic indexing: no index tensors for one member
+            a, r = self._check_feedback(arms.shape[1], action, reward)
+            X = arms[:, a]  # (1, d), a view
+            cached = a if reused else None
+        else:
+            idx, r = self._feedback(arms.shape[1], action, reward)
+            X = arms[est._members, idx]  # (B, d): each member's played arm
+            cached = idx if reused else None
         if self.beta == "theory" and self._accumulates_logdet:
             self._logdet = self._logdet + est.logdet_increments(X, cached).double().cpu().numpy()
         est.step(X, r, cached)

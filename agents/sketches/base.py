@@ -81,6 +81,7 @@ class CovarianceEstimator(ABC):
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
         self.cdtype = core_dtype(self.device)
+        self._same = self.cdtype == self.dtype  # .to() calls are skipped then (each costs a dispatch)
         self.single = batch_size is None
         self.batch_size = 1 if batch_size is None else int(batch_size)
         self._kw = {"device": self.device, "dtype": self.dtype}
@@ -126,6 +127,14 @@ class CovarianceEstimator(ABC):
         """``A_hat_i^-1 b_i`` per member, ``(B, d)`` (unbatched: ``(d,)``)."""
         return self._out(self._solve(self.b))
 
+    def _core(self, t: torch.Tensor) -> torch.Tensor:
+        """``t`` in the core dtype (a no-op, without a dispatch, when the dtypes agree)."""
+        return t if self._same else t.to(self.cdtype)
+
+    def _work(self, t: torch.Tensor) -> torch.Tensor:
+        """``t`` in the working dtype (a no-op when the dtypes agree)."""
+        return t if self._same else t.to(self.dtype)
+
     def _floor(self, sq: torch.Tensor) -> torch.Tensor:
         """``||x||^2 / (reg + tr(X^T X))``: a lower bound on ``x^T A_hat^-1 x`` (``(B, K)``)."""
         top = self.reg + self.trace + self._alpha_total()
@@ -141,7 +150,7 @@ class CovarianceEstimator(ABC):
         """``||x||^2`` per row (tensor and float64 host copy), or a ``ValueError`` (state untouched)
         when it overflows the dtype."""
         xx = torch.linalg.vector_norm(X, dim=-1).square()
-        xx_h = xx.double().cpu().numpy()
+        xx_h = np.array([xx.item()]) if self.batch_size == 1 else xx.double().cpu().numpy()
         if not np.isfinite(xx_h).all():
             raise ValueError(
                 f"a row's squared norm overflows {self.dtype} (|x| up to {float(X.abs().max()):.3g}); "

@@ -130,6 +130,7 @@ import torch
 from .._torch import tensor_bytes
 from .base import CovarianceEstimator
 from .exact import repair_inverse_, sherman_morrison_
+from .fd import border_at_, border_scattered_
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
 
@@ -260,6 +261,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.Linv = torch.zeros(B, 0, 0, **self._ckw)
         self._z = torch.zeros(B, 0, **self._ckw)  # S b over each member's rows, kept up to date
         self._cache = None  # projections of the last score_terms, for the next step
+        self._c_t = None  # c() as a core tensor (see _c_tensor)
         self.A_inv: torch.Tensor | None = None
         self.gram: torch.Tensor | None = None
         start_exact = self.block_cap <= 1 or (self.memory_cap and self._layout_bytes(0, self._cap_of(self.l0)) > self._exact_bytes())
@@ -301,8 +303,11 @@ class DyadicBlockSketch(CovarianceEstimator):
         return self.reg + self.alpha_in + self.act_alpha
 
     def _c_tensor(self, idx=None) -> torch.Tensor:
-        c = self.c() if idx is None else self.c()[idx]
-        return torch.as_tensor(c, **self._ckw)
+        if idx is not None:
+            return torch.as_tensor(self.c()[idx], **self._ckw)
+        if self._c_t is None:  # cached: rebuilt only when an alpha changes (a reduction or a close)
+            self._c_t = torch.as_tensor(self.c(), **self._ckw)
+        return self._c_t
 
     def _alpha_total(self):
         return self.alpha_in + self.act_alpha
@@ -395,22 +400,32 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     # -- streaming -------------------------------------------------------------------------------
     def step(self, X, r, actions=None):
+        """Add the rows (see :meth:`CovarianceEstimator.step`; ``r`` a float and ``actions`` an int
+        are accepted when B = 1)."""
         xx, norm2 = self._check_rows(X)
         self._frob += norm2
         self.trace += norm2
         cache, self._cache = self._cache, None
         if actions is None:
             cache = None
-        if cache is not None and cache[0] is not None:  # S x = the played arm's row of arms S^T
-            g = torch.zeros(self.batch_size, self._R, **self._ckw)
-            g[:, : cache[1]] = cache[0][self._members, actions]
+        elif isinstance(actions, int) and cache is not None and cache[2] is not None:
+            actions = torch.tensor([actions], device=self.device)  # the exact path indexes with tensors
+        if cache is not None and cache[0] is not None:  # S x = the played arm's row of arms S^T (first Rm slots)
+            g = cache[0][:, actions] if isinstance(actions, int) else cache[0][self._members, actions]
         elif self._R:
-            g = torch.bmm(self.S, X.unsqueeze(2)).squeeze(2).to(self.cdtype)  # zero on the padding and for exact members
+            g = self._core(torch.bmm(self.S, X.unsqueeze(2)).squeeze(2))  # zero on the padding and for exact members
         else:
+            g = None
+        if isinstance(r, float):
+            self.b.add_(X, alpha=r)
+            if g is not None:
+                self._z[:, : g.shape[1]].add_(g, alpha=r)  # S b for the new b, on the rows held before
+        else:
+            self.b.add_(X * r.unsqueeze(1))
+            if g is not None:
+                self._z[:, : g.shape[1]].add_(g * self._core(r).unsqueeze(1))
+        if g is None:
             g = torch.zeros(self.batch_size, 0, **self._ckw)
-        self.b.add_(X * r.unsqueeze(1))
-        if self._R:
-            self._z.add_(g * r.to(self.cdtype).unsqueeze(1))  # S b for the new b, on the rows held before
         was_exact = self.exact.copy()
         # Alg. 1 line 7 for every sketched member at once (the look-ahead only where the mass test fails)
         need = ~was_exact & ~(self.act_mass + norm2 < self.threshold)
@@ -424,9 +439,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             switch[self._close_active(closing, norm2)] = True
         inserting = np.flatnonzero(~was_exact & ~switch)
         if inserting.size:
-            if self._R > g.shape[1]:
-                g = torch.nn.functional.pad(g, (0, self._R - g.shape[1]))
-            self._insert_active(inserting, X, xx.to(self.cdtype), norm2, g)
+            self._insert_active(inserting, X, self._core(xx), norm2, g)
         exact_rows = np.flatnonzero(was_exact | switch)
         if exact_rows.size:
             Ax = q = None
@@ -450,6 +463,7 @@ class DyadicBlockSketch(CovarianceEstimator):
                                              float(self.act_alpha[i]), False))
         self.frozen_shrink[idx] += self.act_shrink[idx]
         self.alpha_in[idx] += self.act_alpha[idx]
+        self._c_t = None
         self.frozen_ls[idx] += self.l_act[idx] * self.act_shrink[idx]
         self.n_frozen[idx] += 1
         self.rows_in[idx] = self.rows[idx]
@@ -484,7 +498,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         eye = torch.eye(self.d, **self._kw)
         c = self._c_tensor(idx).to(self.dtype).view(-1, 1, 1)
         if self._R:
-            W = torch.bmm(self.Linv[t], self.S[t].to(self.cdtype))  # (n, R, d)
+            W = torch.bmm(self.Linv[t], self._core(self.S[t]))  # (n, R, d)
             A = eye - torch.bmm(W.mT, W).to(self.dtype)
             if self.gram is not None:
                 self.gram[t] = torch.bmm(self.S[t].mT, self.S[t]) + (c - self.reg) * eye
@@ -520,33 +534,17 @@ class DyadicBlockSketch(CovarianceEstimator):
             self._reduce_active(group, m, l)
 
     def _append(self, idx, X, xx, g) -> None:
-        """eq. 7 as the bordering of every factor with its member's new row (one batched product):
-        ``s^2 = ||x||^2 + c - ||Linv S x||^2 = c (1 + x^T A_hat^-1 x) >= c`` (clamped at c)."""
-        c = self._c_tensor()
-        w = torch.bmm(self.Linv, g.unsqueeze(2)).squeeze(2)  # Linv S x
-        s = torch.maximum(xx + c - w.square().sum(dim=1), c).sqrt()
-        new_row = -torch.bmm(w.unsqueeze(1), self.Linv).squeeze(1) / s.unsqueeze(1)
-        xb = (X * self.b).sum(dim=1).to(self.cdtype)
+        """eq. 7: border every factor with its member's new row (:func:`~agents.sketches.fd.border_at_`)."""
         pos_h = self.rows[idx]
-        if idx.size == self.batch_size and (pos_h == pos_h[0]).all():  # same slot everywhere: slices
-            j = int(pos_h[0])
-            self.Linv[:, j] = new_row
-            self.Linv[:, j, j] = 1.0 / s
-            self.G[:, j] = g
-            self.G[:, :, j] = g
-            self.G[:, j, j] = xx
-            self.S[:, j] = X
-            self._z[:, j] = xb
+        j = int(pos_h[0])
+        if idx.size == self.batch_size and (self.batch_size == 1 or (pos_h == j).all()):
+            border_at_(self.Linv, self.G, self.S, self._z, j, X, xx, g, self._c_tensor(), self.b)
             return
+        if g.shape[1] < self._R:
+            g = torch.nn.functional.pad(g, (0, self._R - g.shape[1]))
         t = torch.as_tensor(idx, device=self.device)
         pos = torch.as_tensor(pos_h, device=self.device)
-        self.Linv[t, pos] = new_row[t]
-        self.Linv[t, pos, pos] = 1.0 / s[t]
-        self.G[t, pos] = g[t]
-        self.G[t, :, pos] = g[t]
-        self.G[t, pos, pos] = xx[t]
-        self.S[t, pos] = X[t]
-        self._z[t, pos] = xb[t]
+        border_scattered_(self.Linv, self.G, self.S, self._z, t, pos, X, xx, g, self._c_tensor(), self.b)
 
     def _active_block(self, t: torch.Tensor, off: torch.Tensor, m: int):
         """The active blocks' rows ``(n, m, d)`` and Gram ``(n, m, m)`` at per-member offsets."""
@@ -620,7 +618,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         z = self._z[t] * frozen
         z_act = self._z[t.unsqueeze(1), off.unsqueeze(1) + torch.arange(m, device=self.device)]
         z[ar, Ak] = torch.bmm(coeff, z_act.unsqueeze(2)).squeeze(2)  # S b follows S
-        cross = torch.bmm(new_rows, S.mT).to(self.cdtype) * frozen.unsqueeze(1)  # (n, k, R)
+        cross = self._core(torch.bmm(new_rows, S.mT)) * frozen.unsqueeze(1)  # (n, k, R)
         cross.scatter_(2, Ak.unsqueeze(2), keep.unsqueeze(2))
         G = self.G[t] * (frozen.unsqueeze(2) & frozen.unsqueeze(1))
         G[ar, Ak] = cross
@@ -629,6 +627,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.act_shrink[idx] += delta_np
         if self.robust:  # Alg. 3 line 5: alpha += sigma, before c is used below
             self.act_alpha[idx] += delta_np
+            self._c_t = None
         self.m_act[idx] = kept_n.cpu().numpy()
         self.rows[idx] = self.rows_in[idx] + self.m_act[idx]
         self.trace[idx] = torch.diagonal(G, dim1=1, dim2=2).sum(dim=1).double().cpu().numpy()
@@ -691,18 +690,18 @@ class DyadicBlockSketch(CovarianceEstimator):
         U, Rm, P, e, qe = None, 0, None, None, None
         mean = quad = None
         if not self.exact.all():
-            sqc = sq.to(self.cdtype)
-            xb = torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2).to(self.cdtype)
+            sqc = self._core(sq)
+            xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
             Rm = int(self.rows[~self.exact].max()) if self._R else 0
             if Rm:
-                U = torch.bmm(arms, self.S[:, :Rm].mT).to(self.cdtype)  # (B, K, Rm): the only O(B K d r) step
+                U = self._core(torch.bmm(arms, self.S[:, :Rm].mT))  # (B, K, Rm): the only O(B K d r) step
                 Linv = self.Linv[:, :Rm, :Rm]
                 W = torch.bmm(U, Linv.mT)  # rows Linv S x
                 y = torch.bmm(Linv, self._z[:, :Rm].unsqueeze(2))  # Linv S b
-                quad = ((sqc - W.square().sum(dim=2)) / c).to(self.dtype)
-                mean = ((xb - torch.bmm(W, y).squeeze(2)) / c).to(self.dtype)
+                quad = self._work((sqc - W.square().sum(dim=2)) / c)
+                mean = self._work((xb - torch.bmm(W, y).squeeze(2)) / c)
             else:
-                quad, mean = (sqc / c).to(self.dtype), (xb / c).to(self.dtype)
+                quad, mean = self._work(sqc / c), self._work(xb / c)
             quad = torch.maximum(quad, floor)
         if self.exact.any():
             e = np.flatnonzero(self.exact)
@@ -729,9 +728,9 @@ class DyadicBlockSketch(CovarianceEstimator):
         floor = self._floor(sq)
         out = sq.clone()
         if not self.exact.all():
-            q = sq.to(self.cdtype)
+            q = self._core(sq)
             if self._R:
-                W = torch.bmm(torch.bmm(arms, self.S.mT).to(self.cdtype), self.Linv.mT)
+                W = torch.bmm(self._core(torch.bmm(arms, self.S.mT)), self.Linv.mT)
                 q = q - W.square().sum(dim=2)
             out = torch.maximum((q / self._c_tensor().unsqueeze(1)).to(self.dtype), floor)
         if self.exact.any():
@@ -744,10 +743,10 @@ class DyadicBlockSketch(CovarianceEstimator):
     def _solve(self, V):
         """``A_hat_i^-1 v_i`` per member (eq. 5, or the exact inverse past the switch)."""
         c = self._c_tensor().unsqueeze(1)
-        out = (V.to(self.cdtype) / c).to(self.dtype)
+        out = (self._core(V) / c).to(self.dtype)
         if not self.exact.all() and self._R:
             y = torch.bmm(self.Linv.mT, torch.bmm(self.Linv, torch.bmm(self.S, V.unsqueeze(2)).to(self.cdtype)))
-            out = ((V.to(self.cdtype) - torch.bmm(y.mT.to(self.dtype), self.S).squeeze(1).to(self.cdtype)) / c).to(self.dtype)
+            out = ((self._core(V) - self._core(torch.bmm(y.mT.to(self.dtype), self.S).squeeze(1))) / c).to(self.dtype)
         if self.exact.any():
             t = torch.as_tensor(np.flatnonzero(self.exact), device=self.device)
             out[t] = torch.bmm(self.A_inv[t], V[t].unsqueeze(2)).squeeze(2)

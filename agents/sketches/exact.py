@@ -96,8 +96,11 @@ class ExactCovariance(CovarianceEstimator):
         xx, xx_h = self._check_rows(X)
         cache, self._cache = self._cache, None
         if actions is not None and cache is not None and not self._repair_if_invalid(cache[3], cache[4]):
-            Ax = cache[1][self._members, :, actions]  # (B, d): the played arms' columns of P
-            q = cache[2][self._members, actions]
+            if isinstance(actions, int):  # .contiguous(): addr_ with a strided vector is ~4x slower
+                Ax, q = cache[1][:, :, actions].contiguous(), cache[2][:, actions]
+            else:
+                Ax = cache[1][self._members, :, actions]  # (B, d): the played arms' columns of P
+                q = cache[2][self._members, actions]
         else:
             Ax = torch.bmm(self.A_inv, X.unsqueeze(2)).squeeze(2)
             raw = (Ax * X).sum(dim=1)
@@ -110,14 +113,18 @@ class ExactCovariance(CovarianceEstimator):
         sherman_morrison_(self.A_inv, Ax, q)
         if self.gram is not None:
             self.gram.baddbmm_(X.unsqueeze(2), X.unsqueeze(1))
-        self.b.add_(X * r.unsqueeze(1))
+        if isinstance(r, float):
+            self.b.add_(X, alpha=r)
+        else:
+            self.b.add_(X * r.unsqueeze(1))
         self.trace += xx_h
         self.n_rows += 1
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         """``log(1 + ||x_i||^2_{A_i^-1})`` per member, reusing the scored widths when ``actions``."""
         if actions is not None and self._cache is not None:
-            return torch.log1p(self._cache[2][self._members, actions])
+            q = self._cache[2][:, actions] if isinstance(actions, int) else self._cache[2][self._members, actions]
+            return torch.log1p(q)
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
 
     def _quad(self, arms):

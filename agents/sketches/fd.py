@@ -83,7 +83,7 @@ import torch
 from .._torch import as_vector, tensor_bytes
 from .base import CovarianceEstimator
 
-__all__ = ["FrequentDirections", "check_sketch_size"]
+__all__ = ["FrequentDirections", "border_at_", "border_scattered_", "check_sketch_size"]
 
 
 def check_sketch_size(sketch_size, fast) -> None:
@@ -97,6 +97,42 @@ def check_sketch_size(sketch_size, fast) -> None:
         raise ValueError(f"sketch_size must be >= 1, got {sketch_size}")
     if not isinstance(fast, bool):
         raise ValueError(f"fast must be True (2l-row buffer) or False (textbook FD), got {fast!r}")
+
+
+def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, b) -> None:
+    """Append row ``X[i]`` of every member at slot ``j`` of its sketch (FD's append, and eq. 7 of
+    Dyadic Block Sketching, which is the same bordering): with ``c = Linv S x`` and the Schur
+    complement ``s^2 = ||x||^2 + rho - ||c||^2 = rho (1 + x^T A_hat^-1 x) >= rho`` (clamped at
+    rho against rounding, never at 0), the new row of ``Linv`` is ``[-(c^T Linv) / s, 1/s]``.
+    ``g = S x`` over the first ``j`` slots (core dtype), ``xx = ||x||^2`` and ``rho`` ``(B,)``
+    core tensors; ``G`` gets the new row of its lower triangle (all its readers read that)."""
+    if j:
+        Li = Linv[:, :j, :j]
+        c = torch.bmm(Li, g[:, :j].unsqueeze(2))  # (B, j, 1)
+        s = torch.maximum(xx + rho - c.square().sum(dim=(1, 2)), rho).sqrt_()
+        torch.div(torch.bmm(c.mT, Li), -s.view(-1, 1, 1), out=Linv[:, j : j + 1, :j])
+        G[:, j, :j] = g[:, :j]
+    else:
+        s = (xx + rho).sqrt_()
+    Linv[:, j, j] = s.reciprocal_()
+    G[:, j, j] = xx
+    S[:, j] = X
+    z[:, j] = (X * b).sum(dim=1)
+
+
+def border_scattered_(Linv, G, S, z, idx, pos, X, xx, g, rho, b) -> None:
+    """:func:`border_at_` for the members ``idx`` at their own slots ``pos`` (index tensors);
+    ``g`` spans the full capacity (zero past each member's rows)."""
+    c = torch.bmm(Linv, g.unsqueeze(2)).squeeze(2)  # zero on the padding
+    s = torch.maximum(xx + rho - c.square().sum(dim=1), rho).sqrt_()
+    new_row = -torch.bmm(c.unsqueeze(1), Linv).squeeze(1) / s.unsqueeze(1)
+    xb = (X * b).sum(dim=1)
+    Linv[idx, pos] = new_row[idx]
+    Linv[idx, pos, pos] = 1.0 / s[idx]
+    G[idx, pos] = g[idx]
+    G[idx, pos, pos] = xx[idx]
+    S[idx, pos] = X[idx]
+    z[idx, pos] = xb[idx].to(z.dtype)
 
 
 class FrequentDirections(CovarianceEstimator):
@@ -244,59 +280,59 @@ class FrequentDirections(CovarianceEstimator):
 
     # -- streaming -------------------------------------------------------------------------------
     def step(self, X, r, actions=None):
+        """Add the rows (see :meth:`CovarianceEstimator.step`). ``r`` may be a Python float and
+        ``actions`` an int when B = 1 (the single agent's loop: no index tensors are built)."""
         xx, xx_h = self._check_rows(X)
         cache, self._cache = self._cache, None
         lookahead, self._lookahead = self._lookahead, None
-        mm = int(self._m.max())
-        if actions is not None and cache is not None:  # S x = the played arm's row of U = arms S^T
-            g = torch.zeros(self.batch_size, self._cap, **self._ckw)
-            g[:, : cache[1]] = cache[0][self._members, actions]
-        elif mm:
-            g = torch.bmm(self._buf[:, :mm], X.unsqueeze(2)).squeeze(2).to(self.cdtype)
-            if mm < self._cap:
-                g = torch.nn.functional.pad(g, (0, self._cap - mm))
+        m = self._m
+        j = int(m[0])
+        uniform = self.batch_size == 1 or bool((m == j).all())  # every member's next row goes to slot j
+        mm = j if uniform else int(m.max())
+        if mm == 0:
+            g = None
+        elif actions is not None and cache is not None:  # S x = the played arm's row of U = arms S^T
+            g = cache[0][:, actions] if isinstance(actions, int) else cache[0][self._members, actions]
         else:
-            g = torch.zeros(self.batch_size, self._cap, **self._ckw)
-        self.b.add_(X * r.unsqueeze(1))
-        self._z.add_(g * r.to(self.cdtype).unsqueeze(1))  # S b for the new b, on the rows held before
+            g = self._core(torch.bmm(self._buf[:, :mm], X.unsqueeze(2)).squeeze(2))
+        if isinstance(r, float):  # S b follows b, on the rows held before this one
+            self.b.add_(X, alpha=r)
+            if g is not None:
+                self._z[:, :mm].add_(g, alpha=r)
+        else:
+            self.b.add_(X * r.unsqueeze(1))
+            if g is not None:
+                self._z[:, :mm].add_(g * self._core(r).unsqueeze(1))
         self.trace += xx_h
         live = xx_h > 0.0  # a zero row adds nothing to X^T X and is skipped
-        if live.any():
-            self._append(np.flatnonzero(live), X, xx.to(self.cdtype), g)
-            full = live & ((self._m == self._cap) | (not self.fast))
-            if full.any():
-                eig = None
-                if self.single and lookahead is not None and torch.equal(lookahead[0], X[0]):
-                    eig = lookahead[1]  # shrinkage_if_added(x) just decomposed this very Gram
-                self._reduce(np.flatnonzero(full), eig)
+        if live.all() and uniform:
+            self._append_at(j, X, self._core(xx), g)
+        elif live.any():
+            gp = torch.zeros(self.batch_size, self._cap, **self._ckw)
+            if g is not None:
+                gp[:, :mm] = g
+            self._append(np.flatnonzero(live), X, self._core(xx), gp)
+        else:
+            self.n_rows += 1
+            return
+        full = live & ((self._m == self._cap) | (not self.fast))
+        if full.any():
+            eig = None
+            if self.single and lookahead is not None and torch.equal(lookahead[0], X[0]):
+                eig = lookahead[1]  # shrinkage_if_added(x) just decomposed this very Gram
+            self._reduce(np.flatnonzero(full), eig)
         self.n_rows += 1
 
+    def _append_at(self, j: int, X, xx, g) -> None:
+        """Every member appends its row at slot ``j`` (the common case; no index tensors)."""
+        border_at_(self._Linv, self._G, self._buf, self._z, j, X, xx, g, self._rho()[:, 0], self.b)
+        self._m += 1
+
     def _append(self, idx: np.ndarray, X, xx, g) -> None:
-        """Border each live member's factor with its new row (see the module docstring)."""
-        rho = self._rho()[:, 0]
-        c = torch.bmm(self._Linv, g.unsqueeze(2)).squeeze(2)  # Linv S x: zero on the padding
-        s2 = torch.maximum(xx + rho - c.square().sum(dim=1), rho)  # Schur complement >= rho
-        s = s2.sqrt()
-        new_row = -torch.bmm(c.unsqueeze(1), self._Linv).squeeze(1) / s.unsqueeze(1)
-        xb = (X * self.b).sum(dim=1).to(self.cdtype)
-        pos_h = self._m[idx]
-        if idx.size == self.batch_size and (pos_h == pos_h[0]).all():  # every member at the same slot: slices
-            j = int(pos_h[0])
-            self._Linv[:, j] = new_row
-            self._Linv[:, j, j] = 1.0 / s
-            self._G[:, j] = g  # the lower triangle only: eigh reads it, the views mirror it
-            self._G[:, j, j] = xx
-            self._buf[:, j] = X
-            self._z[:, j] = xb
-        else:
-            t = torch.as_tensor(idx, device=self.device)
-            pos = torch.as_tensor(pos_h, device=self.device)
-            self._Linv[t, pos] = new_row[t]
-            self._Linv[t, pos, pos] = 1.0 / s[t]
-            self._G[t, pos] = g[t]
-            self._G[t, pos, pos] = xx[t]
-            self._buf[t, pos] = X[t]
-            self._z[t, pos] = xb[t]
+        """The live members ``idx`` append at their own slots; ``g`` spans the capacity."""
+        t = torch.as_tensor(idx, device=self.device)
+        pos = torch.as_tensor(self._m[idx], device=self.device)
+        border_scattered_(self._Linv, self._G, self._buf, self._z, t, pos, X, xx, g, self._rho()[:, 0], self.b)
         self._m[idx] += 1
 
     def _eigh_desc(self, G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -420,12 +456,12 @@ class FrequentDirections(CovarianceEstimator):
     def _project(self, arms):
         """``(sq, U, W)``: squared norms (core dtype), ``U = arms S^T`` and ``W = U Linv^T`` over the
         first ``mm`` slots (every member's rows lie there); ``U = W = None`` while all are empty."""
-        sq = torch.linalg.vector_norm(arms, dim=2).square().to(self.cdtype)  # one fused pass
+        sq = self._core(torch.linalg.vector_norm(arms, dim=2).square())  # one fused pass
         mm = int(self._m.max())
         if mm == 0:
             return sq, None, None, 0
         # the only O(B K d m) step (arms S^T: K-row operand on the left is the batched layout here)
-        U = torch.bmm(arms, self._buf[:, :mm].mT).to(self.cdtype)
+        U = self._core(torch.bmm(arms, self._buf[:, :mm].mT))
         W = torch.bmm(U, self._Linv[:, :mm, :mm].mT)
         return sq, U, W, mm
 
@@ -436,7 +472,7 @@ class FrequentDirections(CovarianceEstimator):
 
     def score_terms(self, arms):
         sq, U, W, mm = self._project(arms)
-        xb = torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2).to(self.cdtype)
+        xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
         rho = self._rho()
         if W is None:
             self._cache = None
@@ -446,25 +482,25 @@ class FrequentDirections(CovarianceEstimator):
             y = torch.bmm(self._Linv[:, :mm, :mm], self._z[:, :mm].unsqueeze(2))  # Linv S b
             mean = (xb - torch.bmm(W, y).squeeze(2)) / rho
         quad = self._quad_from(sq, W)
-        return mean.to(self.dtype), quad.to(self.dtype)
+        return self._work(mean), self._work(quad)
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
 
     def _quad(self, arms):
         sq, _, W, _ = self._project(arms)
-        return self._quad_from(sq, W).to(self.dtype)
+        return self._work(self._quad_from(sq, W))
 
     def _solve(self, V):
         """``(v - S^T (S S^T + rho I)^-1 S v) / rho`` per member, O(d m + m^2)."""
         rho = self._rho()
         mm = int(self._m.max())
         if mm == 0:
-            return (V.to(self.cdtype) / rho).to(self.dtype)
+            return (self._core(V) / rho).to(self.dtype)
         S = self._buf[:, :mm]
         Li = self._Linv[:, :mm, :mm]
         y = torch.bmm(Li.mT, torch.bmm(Li, torch.bmm(S, V.unsqueeze(2)).to(self.cdtype)))
-        out = V.to(self.cdtype) - torch.bmm(y.mT.to(self.dtype), S).squeeze(1).to(self.cdtype)
+        out = self._core(V) - self._core(torch.bmm(y.mT.to(self.dtype), S).squeeze(1))
         return (out / rho).to(self.dtype)
 
     def _covariance(self):
