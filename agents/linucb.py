@@ -165,6 +165,10 @@ class LinUCB(TorchAgent):
     def _one(self, a):
         return a[0] if self.single else a
 
+    def _max_row_sq(self) -> float:
+        """The largest ``tr(X^T X)`` over members (an upper bound on every squared row norm seen)."""
+        return float(np.max(self.estimator.trace)) if self.estimator is not None else 0.0
+
     @property
     def b(self) -> torch.Tensor | None:
         """``sum_s r_s x_s`` (per member when batched)."""
@@ -180,7 +184,9 @@ class LinUCB(TorchAgent):
             if not _all_finite(theta):
                 raise FloatingPointError(
                     f"{type(self).__name__}: theta_hat = A_hat^-1 b is not finite (round {self.t}): the ridge solution "
-                    f"overflowed {self.dtype}: rescale the features/rewards, raise lam or use dtype=torch.float64"
+                    f"overflowed {self.dtype} because A_hat is too ill-conditioned for it (lam={self.lam:g} against "
+                    f"squared row norms up to {self._max_row_sq():.3g}); rescale the features/rewards, raise lam or "
+                    "use dtype=torch.float64"
                 )
             self._theta = theta
         return self._one(self._theta)
@@ -226,8 +232,10 @@ class LinUCB(TorchAgent):
         s = self._scores(arms)
         if not _all_finite(s):
             raise FloatingPointError(
-                f"{type(self).__name__}: the UCB scores are not finite (round {self.t}); the state overflowed "
-                f"{self.dtype}: rescale the features/rewards or use dtype=torch.float64"
+                f"{type(self).__name__}: the UCB scores are not finite (round {self.t}): they overflowed {self.dtype} "
+                f"because A_hat = lam I + X^T X is too ill-conditioned for it (lam={self.lam:g} against squared "
+                f"row norms up to {self._max_row_sq():.3g}); rescale the features/rewards, raise lam or use "
+                "dtype=torch.float64"
             )
         self._remember_scored(obs, arms)
         return self._one(s)

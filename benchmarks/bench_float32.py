@@ -27,14 +27,17 @@ import linbandit_gym  # noqa: E402
 from agents import CBSCFD, SOFUL, DBSLinUCB  # noqa: E402
 
 AGENTS = {
-    "SOFUL": lambda lam, beta, dt: SOFUL(lam=lam, beta=beta, sketch_size=50, dtype=dt),
-    "CBSCFD": lambda lam, beta, dt: CBSCFD(lam=lam, beta=beta, sketch_size=50, dtype=dt),
-    "DBSLinUCB-FD": lambda lam, beta, dt: DBSLinUCB(lam=lam, beta=beta, l0=50, eps=8.0, sketch="fd", dtype=dt),
-    "DBSLinUCB-RFD": lambda lam, beta, dt: DBSLinUCB(lam=lam, beta=beta, l0=50, eps=8.0, sketch="rfd", dtype=dt),
+    "SOFUL": lambda lam, beta, l, dt: SOFUL(lam=lam, beta=beta, sketch_size=l, dtype=dt),
+    "CBSCFD": lambda lam, beta, l, dt: CBSCFD(lam=lam, beta=beta, sketch_size=l, dtype=dt),
+    "DBSLinUCB-FD": lambda lam, beta, l, dt: DBSLinUCB(lam=lam, beta=beta, l0=l, eps=8.0, sketch="fd", dtype=dt),
+    "DBSLinUCB-RFD": lambda lam, beta, l, dt: DBSLinUCB(lam=lam, beta=beta, l0=l, eps=8.0, sketch="rfd", dtype=dt),
 }
+# (env id, env kwargs, lam, beta, l = l0): MNIST as the paper's demo (l = l0 = 50); Synthetic d = 100
+# with l = l0 = 10 (with l0 = 50 > d/3 DBSLinUCB would be OFUL from the first row, and SOFUL l = 50
+# would hold more than OFUL at d = 100)
 ENVS = {
-    "MNIST": ("LinBandit-MNIST-v0", {}, 0.2, 0.01),
-    "Synthetic": ("LinBandit-Synthetic-v0", {"d": 100, "n_arms": 20}, 1.0, 0.1),
+    "MNIST": ("LinBandit-MNIST-v0", {}, 0.2, 0.01, 50),
+    "Synthetic": ("LinBandit-Synthetic-v0", {"d": 100, "n_arms": 20}, 1.0, 0.1, 10),
 }
 
 
@@ -43,6 +46,7 @@ def main(argv=None) -> None:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--envs", nargs="+", choices=list(ENVS), default=list(ENVS))
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     horizon = 500 if args.quick else 2000
@@ -53,11 +57,12 @@ def main(argv=None) -> None:
     worst = 0.0
     with threadpool_limits(limits=args.threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for env_name, (env_id, kw, lam, beta) in ENVS.items():
+        for env_name in args.envs:
+            env_id, kw, lam, beta, l = ENVS[env_name]
             for name, make in AGENTS.items():
                 out = {}
                 for dt in (torch.float64, torch.float32):
-                    rec = linbandit_gym.run(env_id, make(lam, beta, dt), seeds=list(range(args.seeds)),
+                    rec = linbandit_gym.run(env_id, make(lam, beta, l, dt), seeds=list(range(args.seeds)),
                                             env_kwargs=dict(kw, horizon=horizon), progress=False)
                     final = rec.groupby("seed")["cumulative_regret"].last().mean()
                     ms = rec.groupby("seed")["agent_time"].last().mean() / horizon * 1e3

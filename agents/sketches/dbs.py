@@ -130,7 +130,7 @@ import torch
 from .._torch import tensor_bytes
 from .base import CovarianceEstimator
 from .exact import repair_inverse_, sherman_morrison_
-from .fd import border_at_, border_scattered_
+from .fd import border_at_, border_scattered_, safe_inverse_factor
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
 
@@ -538,7 +538,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         pos_h = self.rows[idx]
         j = int(pos_h[0])
         if idx.size == self.batch_size and (self.batch_size == 1 or (pos_h == j).all()):
-            border_at_(self.Linv, self.G, self.S, self._z, j, X, xx, g, self._c_tensor(), self.b)
+            border_at_(self.Linv, self.G, self.S, self._z, j, X, xx, g, self._c_tensor(), self.b, self._eps)
             return
         if g.shape[1] < self._R:
             g = torch.nn.functional.pad(g, (0, self._R - g.shape[1]))
@@ -636,21 +636,15 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def _inverse_factor(self, G: torch.Tensor, r: np.ndarray, c: np.ndarray) -> torch.Tensor:
         """Inverse Cholesky factors of ``G + c I`` on each member's first r rows, identity on the
-        padding. Safeguarded: if rounding made ``G + c I`` look indefinite, its eigenvalues are
-        clamped at ``c`` (the smallest they can be) and that matrix is factored."""
+        padding (:func:`~agents.sketches.fd.safe_inverse_factor`: safeguarded, bounded entries)."""
         R = G.shape[1]
         real = torch.arange(R, device=self.device).unsqueeze(0) < torch.as_tensor(r, device=self.device).unsqueeze(1)
-        ct = torch.as_tensor(c, **self._ckw).unsqueeze(1)
-        H = G + torch.diag_embed(torch.where(real, ct, torch.ones_like(ct)))
-        L, info = torch.linalg.cholesky_ex(H)
-        for j in torch.nonzero(info).flatten().tolist():
-            n = int(r[j])
-            evals, evecs = torch.linalg.eigh(H[j, :n, :n])
-            Lj = torch.eye(R, **self._ckw)
-            Lj[:n, :n] = torch.linalg.cholesky((evecs * torch.clamp(evals, min=float(c[j]))) @ evecs.T)
-            L[j] = Lj
-        eye = torch.eye(R, **self._ckw).expand_as(L)
-        return torch.linalg.solve_triangular(L, eye, upper=False)
+        ct = torch.as_tensor(c, **self._ckw)
+        # padding rows: G is zero there, so (G + diag(c on the real rows, 1 - c elsewhere... )) is
+        # factored as the identity by giving them the value 1 through the mask
+        Gm = torch.where(real.unsqueeze(2) & real.unsqueeze(1), G, torch.zeros_like(G))
+        Gm = Gm + torch.diag_embed((~real).to(G.dtype) * (1.0 - ct.unsqueeze(1)))
+        return safe_inverse_factor(Gm, ct)
 
     def _sherman_morrison(self, idx, X, xx, Ax=None, q=None) -> None:
         """Exact rank-1 update of the members ``idx`` (Alg. 1 line 4), with the safeguard of

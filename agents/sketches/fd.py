@@ -83,7 +83,7 @@ import torch
 from .._torch import as_vector, tensor_bytes
 from .base import CovarianceEstimator
 
-__all__ = ["FrequentDirections", "border_at_", "border_scattered_", "check_sketch_size"]
+__all__ = ["FrequentDirections", "border_at_", "border_scattered_", "check_sketch_size", "safe_inverse_factor"]
 
 
 def check_sketch_size(sketch_size, fast) -> None:
@@ -99,25 +99,61 @@ def check_sketch_size(sketch_size, fast) -> None:
         raise ValueError(f"fast must be True (2l-row buffer) or False (textbook FD), got {fast!r}")
 
 
-def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, b) -> None:
+def safe_inverse_factor(G: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
+    """Inverse lower Cholesky factors of ``G + rho_i I`` for a batch of Grams ``(n, m, m)`` whose
+    LOWER triangles hold ``S S^T`` (``rho``: ``(n,)``). Safeguarded: where rounding made
+    ``G + rho I`` look indefinite, its eigenvalues are clamped at ``rho`` (the smallest they can
+    be) and that matrix is factored, so every entry stays bounded by ``1 / sqrt(rho)``."""
+    Gs = torch.tril(G) + torch.tril(G, -1).mT
+    H = Gs + rho.view(-1, 1, 1) * torch.eye(G.shape[-1], dtype=G.dtype, device=G.device)
+    L, info = torch.linalg.cholesky_ex(H)
+    for j in torch.nonzero(info).flatten().tolist():
+        evals, evecs = torch.linalg.eigh(H[j])
+        # the clamp is raised to the eigensolver's own rounding level when that is above rho
+        # (cond(G + rho I) beyond 1/eps of the core dtype): a factorable matrix, bounded entries
+        tiny = 4.0 * G.shape[-1] * torch.finfo(G.dtype).eps * float(evals.abs().max())
+        floor = max(float(rho[j]), tiny)
+        for _ in range(4):
+            Lj, bad = torch.linalg.cholesky_ex((evecs * torch.clamp(evals, min=floor)) @ evecs.mT)
+            if not int(bad):
+                break
+            floor *= 16.0
+        L[j] = Lj
+    eye = torch.eye(G.shape[-1], dtype=G.dtype, device=G.device).expand_as(L)
+    return torch.linalg.solve_triangular(L, eye, upper=False)
+
+
+def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, b, eps: float) -> None:
     """Append row ``X[i]`` of every member at slot ``j`` of its sketch (FD's append, and eq. 7 of
     Dyadic Block Sketching, which is the same bordering): with ``c = Linv S x`` and the Schur
     complement ``s^2 = ||x||^2 + rho - ||c||^2 = rho (1 + x^T A_hat^-1 x) >= rho`` (clamped at
     rho against rounding, never at 0), the new row of ``Linv`` is ``[-(c^T Linv) / s, 1/s]``.
     ``g = S x`` over the first ``j`` slots (core dtype), ``xx = ||x||^2`` and ``rho`` ``(B,)``
-    core tensors; ``G`` gets the new row of its lower triangle (all its readers read that)."""
+    core tensors; ``G`` gets the new row of its lower triangle (all its readers read that).
+
+    Safeguard: ``s^2`` is a difference of numbers of size ``||x||^2``, computed from ``S x`` in
+    the working precision ``eps``. When it falls below ``8 eps ||x||^2`` (x inside the sketch's
+    span with rows much larger than ``sqrt(rho)``: ``cond(A_hat) > ~1/eps``) it is rounding
+    noise, and the bordered row would be too (entries up to ``||c|| / sqrt(rho)``). Those members'
+    factors are then rebuilt from their Gram by :func:`safe_inverse_factor` (O(j^3), only then)."""
     if j:
         Li = Linv[:, :j, :j]
         c = torch.bmm(Li, g[:, :j].unsqueeze(2))  # (B, j, 1)
-        s = torch.maximum(xx + rho - c.square().sum(dim=(1, 2)), rho).sqrt_()
+        raw = xx + rho - c.square().sum(dim=(1, 2))
+        s = torch.maximum(raw, rho).sqrt_()
         torch.div(torch.bmm(c.mT, Li), -s.view(-1, 1, 1), out=Linv[:, j : j + 1, :j])
         G[:, j, :j] = g[:, :j]
+        noisy = raw < 8.0 * eps * xx
     else:
         s = (xx + rho).sqrt_()
+        noisy = None
     Linv[:, j, j] = s.reciprocal_()
     G[:, j, j] = xx
     S[:, j] = X
     z[:, j] = (X * b).sum(dim=1)
+    if noisy is not None and bool(noisy.any()):
+        t = torch.nonzero(noisy).flatten()
+        Linv[t, : j + 1, : j + 1] = safe_inverse_factor(G[t, : j + 1, : j + 1], rho[t])
 
 
 def border_scattered_(Linv, G, S, z, idx, pos, X, xx, g, rho, b) -> None:
@@ -325,7 +361,7 @@ class FrequentDirections(CovarianceEstimator):
 
     def _append_at(self, j: int, X, xx, g) -> None:
         """Every member appends its row at slot ``j`` (the common case; no index tensors)."""
-        border_at_(self._Linv, self._G, self._buf, self._z, j, X, xx, g, self._rho()[:, 0], self.b)
+        border_at_(self._Linv, self._G, self._buf, self._z, j, X, xx, g, self._rho()[:, 0], self.b, self._eps)
         self._m += 1
 
     def _append(self, idx: np.ndarray, X, xx, g) -> None:
