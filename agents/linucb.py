@@ -215,7 +215,7 @@ class LinUCB(TorchAgent):
 
     def _scores(self, arms: torch.Tensor) -> torch.Tensor:
         mean, quad = self.estimator.score_terms(arms)
-        width = quad.clamp(min=0.0).sqrt_()
+        width = quad.sqrt()  # quad >= the estimators' valid floor >= 0 (a NaN is caught by scores())
         r = self._radius()
         if isinstance(r, np.ndarray):
             return torch.addcmul(mean, torch.as_tensor(r, device=self.device).to(mean.dtype).unsqueeze(1), width)

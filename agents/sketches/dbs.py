@@ -255,6 +255,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._n_exact_rows = ints()
         self._frob = floats()
         self._frozen: list[list[BlockInfo]] = [[] for _ in range(B)]
+        self._everyone = np.arange(B)
+        self._any_exact = False  # kept equal to self.exact.any() (a host bool read every round)
         self._R = 0
         self.S = torch.zeros(B, 0, self.d, **self._kw)
         self.G = torch.zeros(B, 0, 0, **self._ckw)
@@ -402,7 +404,12 @@ class DyadicBlockSketch(CovarianceEstimator):
     def step(self, X, r, actions=None):
         """Add the rows (see :meth:`CovarianceEstimator.step`; ``r`` a float and ``actions`` an int
         are accepted when B = 1)."""
-        xx, norm2 = self._check_rows(X)
+        cache0 = self._cache
+        if isinstance(actions, int) and cache0 is not None and cache0[5] is not None:
+            xx = cache0[5][:, actions]  # ||x||^2 of the played arm was scored (and finite)
+            norm2 = np.array([xx.item()])
+        else:
+            xx, norm2 = self._check_rows(X)
         self._frob += norm2
         self.trace += norm2
         cache, self._cache = self._cache, None
@@ -426,6 +433,12 @@ class DyadicBlockSketch(CovarianceEstimator):
                 self._z[:, : g.shape[1]].add_(g * self._core(r).unsqueeze(1))
         if g is None:
             g = torch.zeros(self.batch_size, 0, **self._ckw)
+        if not self._any_exact and (self.act_mass + norm2 < self.threshold).all():
+            # the common round: every member sketched and under its block's mass threshold, so
+            # Alg. 1 line 7 keeps x in the active block without a look-ahead
+            self._insert_active(self._everyone, X, self._core(xx), norm2, g)
+            self.n_rows += 1
+            return
         was_exact = self.exact.copy()
         # Alg. 1 line 7 for every sketched member at once (the look-ahead only where the mass test fails)
         need = ~was_exact & ~(self.act_mass + norm2 < self.threshold)
@@ -510,6 +523,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             A = eye.expand(idx.size, self.d, self.d).clone()
         self.A_inv[t] = A / c
         self.exact[idx] = True
+        self._any_exact = True
         for arr in (self.rows, self.rows_in, self.m_act):
             arr[idx] = 0
         if self.exact.all() and self._R:  # nobody is sketched any more: free the row layout
@@ -521,6 +535,17 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def _insert_active(self, idx, X, xx, norm2, g) -> None:
         """FD update of the active blocks of ``idx`` with their rows (Alg. 4 lines 11-19)."""
+        if idx is self._everyone and (norm2 > 0.0).all():  # whole-array bookkeeping, no fancy indexing
+            self.act_mass += norm2
+            self.act_rows += 1
+            self._append(idx, X, xx, g)
+            self.m_act += 1
+            self.rows += 1
+            full = (self.m_act == self.cap_act) if self.fast else np.ones(self.batch_size, dtype=np.bool_)
+            if full.any():
+                for group, (m, l) in self._groups(np.flatnonzero(full), self.m_act, self.l_act):
+                    self._reduce_active(group, m, l)
+            return
         self.act_mass[idx] += norm2[idx]
         self.act_rows[idx] += 1
         live = idx[norm2[idx] > 0.0]  # FD skips zero rows: A_hat unchanged
@@ -535,7 +560,7 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def _append(self, idx, X, xx, g) -> None:
         """eq. 7: border every factor with its member's new row (:func:`~agents.sketches.fd.border_at_`)."""
-        pos_h = self.rows[idx]
+        pos_h = self.rows if idx is self._everyone else self.rows[idx]
         j = int(pos_h[0])
         if idx.size == self.batch_size and (self.batch_size == 1 or (pos_h == j).all()):
             border_at_(self.Linv, self.G, self.S, self._z, j, X, xx, g, self._c_tensor(), self.b, self._eps)
@@ -710,7 +735,7 @@ class DyadicBlockSketch(CovarianceEstimator):
                 qe = torch.maximum((P * arms[t].mT).sum(dim=1), floor[t])
                 quad[t] = qe
                 mean[t] = torch.bmm(self.b[t].unsqueeze(1), P).squeeze(1)
-        self._cache = (U, Rm, P, e, qe)
+        self._cache = (U, Rm, P, e, qe, sq)
         return mean, quad
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:

@@ -136,6 +136,9 @@ def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, b, eps: float) -> None:
     span with rows much larger than ``sqrt(rho)``: ``cond(A_hat) > ~1/eps``) it is rounding
     noise, and the bordered row would be too (entries up to ``||c|| / sqrt(rho)``). Those members'
     factors are then rebuilt from their Gram by :func:`safe_inverse_factor` (O(j^3), only then)."""
+    if X.shape[0] == 1:  # one member: the scalars on the host (a dozen fewer tensor calls a row)
+        _border_one_(Linv, G, S, z, j, X, float(xx[0]), g, float(rho[0]), b, eps)
+        return
     if j:
         Li = Linv[:, :j, :j]
         c = torch.bmm(Li, g[:, :j].unsqueeze(2))  # (B, j, 1)
@@ -154,6 +157,26 @@ def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, b, eps: float) -> None:
     if noisy is not None and bool(noisy.any()):
         t = torch.nonzero(noisy).flatten()
         Linv[t, : j + 1, : j + 1] = safe_inverse_factor(G[t, : j + 1, : j + 1], rho[t])
+
+
+def _border_one_(Linv, G, S, z, j: int, X, xx: float, g, rho: float, b, eps: float) -> None:
+    """:func:`border_at_` for B = 1 with the Schur complement as a Python float (same arithmetic)."""
+    if j:
+        Li = Linv[0, :j, :j]
+        gj = g[0] if g.shape[1] == j else g[0, :j]
+        c = torch.mv(Li, gj)
+        raw = xx + rho - float(c.dot(c))
+        s = math.sqrt(max(raw, rho))
+        torch.mul(torch.mv(Li.mT, c), -1.0 / s, out=Linv[0, j, :j])
+        G[0, j, :j] = gj
+    else:
+        raw, s = xx + rho, math.sqrt(xx + rho)
+    Linv[0, j, j] = 1.0 / s
+    G[0, j, j] = xx
+    S[0, j] = X[0]
+    z[0, j] = X[0].dot(b[0])
+    if j and raw < 8.0 * eps * xx:  # rounding noise: rebuild the factor (see border_at_)
+        Linv[:, : j + 1, : j + 1] = safe_inverse_factor(G[:, : j + 1, : j + 1], torch.as_tensor([rho], dtype=G.dtype, device=G.device))
 
 
 def border_scattered_(Linv, G, S, z, idx, pos, X, xx, g, rho, b) -> None:
@@ -318,8 +341,12 @@ class FrequentDirections(CovarianceEstimator):
     def step(self, X, r, actions=None):
         """Add the rows (see :meth:`CovarianceEstimator.step`). ``r`` may be a Python float and
         ``actions`` an int when B = 1 (the single agent's loop: no index tensors are built)."""
-        xx, xx_h = self._check_rows(X)
         cache, self._cache = self._cache, None
+        if isinstance(actions, int) and cache is not None:  # ||x||^2 of the played arm was scored (and finite)
+            xx = cache[2][:, actions]
+            xx_h = np.array([xx.item()])
+        else:
+            xx, xx_h = self._check_rows(X)
         lookahead, self._lookahead = self._lookahead, None
         m = self._m
         j = int(m[0])
@@ -514,7 +541,7 @@ class FrequentDirections(CovarianceEstimator):
             self._cache = None
             mean = xb / rho
         else:
-            self._cache = (U, mm)
+            self._cache = (U, mm, sq)
             y = torch.bmm(self._Linv[:, :mm, :mm], self._z[:, :mm].unsqueeze(2))  # Linv S b
             mean = (xb - torch.bmm(W, y).squeeze(2)) / rho
         quad = self._quad_from(sq, W)
