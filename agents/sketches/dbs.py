@@ -711,7 +711,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         if not self.exact.all():
             sqc = self._core(sq)
             xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
-            Rm = int(self.rows[~self.exact].max()) if self._R else 0
+            Rm = int(self.rows.max()) if self._R else 0  # exact members hold no rows (0)
             if Rm:
                 U = self._core(torch.bmm(arms, self.S[:, :Rm].mT))  # (B, K, Rm): the only O(B K d r) step
                 Linv = self.Linv[:, :Rm, :Rm]
