@@ -115,3 +115,17 @@ def test_dbslinucb_memory_never_above_oful_at_d784():
         assert agent.memory_bytes() <= oful
         peak_literal = max(peak_literal, literal.memory_bytes())
     assert agent.memory_bytes() > 0 and peak_literal > 0
+
+
+@pytest.mark.slow
+def test_dbslinucb_memory_never_above_oful_on_the_mnist_demo():
+    """The demo configuration (MNIST, l0=50, eps=8, lam=0.2, beta=0.01, T=2000): memory_bytes()
+    recorded every round never exceeds OFUL's, while the paper's literal cap alone does."""
+    import linbandit_gym
+
+    kw = dict(env_kwargs={"horizon": 2000}, seeds=[0], progress=False)
+    oful = linbandit_gym.run("LinBandit-MNIST-v0", OFUL(lam=0.2, beta=0.01), **kw)["memory_bytes"].max()
+    dbs = linbandit_gym.run("LinBandit-MNIST-v0", DBSLinUCB(lam=0.2, beta=0.01, l0=50, eps=8.0), **kw)
+    literal = linbandit_gym.run("LinBandit-MNIST-v0", DBSLinUCB(lam=0.2, beta=0.01, l0=50, eps=8.0, memory_cap=False), **kw)
+    assert (dbs["memory_bytes"] <= oful).all()
+    assert literal["memory_bytes"].max() > oful
