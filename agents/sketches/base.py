@@ -162,6 +162,13 @@ class CovarianceEstimator(ABC):
     def _out(self, t):
         return t[0] if self.single else t
 
+    def _one(self, a):
+        """A per-member host array as one sketch reports it (a Python scalar), or a copy when batched."""
+        if self.single:
+            v = a[0]
+            return v.item() if hasattr(v, "item") else v
+        return a.copy() if isinstance(a, np.ndarray) else a
+
     def _rows_in(self, x, name: str = "x") -> torch.Tensor:
         if self.single:
             return as_vector(x, self.device, self.dtype, self.d, name=name).unsqueeze(0)

@@ -294,11 +294,6 @@ class DyadicBlockSketch(CovarianceEstimator):
         return self._cap_of(self.l_act)
 
     # -- per-member scalars ----------------------------------------------------------------------
-    def _one(self, a):
-        if self.single:
-            v = a[0]
-            return v.item() if hasattr(v, "item") else v
-        return a.copy()
 
     def c(self) -> np.ndarray:
         """The ridge of ``A_hat_i``: reg, plus every block's alpha for RFD (host float64 ``(B,)``)."""

@@ -242,11 +242,6 @@ class FrequentDirections(CovarianceEstimator):
         self._lookahead = None  # single sketch: (x, eigh of the bordered Gram) from shrinkage_if_added
 
     # -- per-member scalars ------------------------------------------------------------------
-    def _one(self, a):
-        if self.single:
-            v = a[0]
-            return v.item() if hasattr(v, "item") else v
-        return a.copy() if isinstance(a, np.ndarray) else a
 
     @property
     def rho_all(self) -> np.ndarray:
@@ -265,10 +260,6 @@ class FrequentDirections(CovarianceEstimator):
 
     def _alpha_total(self):
         return self._alpha
-
-    @property
-    def sketch_size_l(self) -> int:
-        return self._l
 
     @property
     def total_shrinkage(self):
