@@ -1,11 +1,11 @@
 """The per-round fast paths give the plain algorithm's numbers (to rounding).
 
-LinUCB reuses act()'s validated arms in update() of the same obs, the estimators reuse the
-played arm's projection from the scoring, and ``ridge_step`` follows ``theta_hat`` by
-Sherman-Morrison between sketch reductions instead of solving afresh. These tests play the
-same rounds through the fast paths and through the plain ones (a copy of the obs in update(),
-so nothing is reused) and check the estimates agree, that ``theta_hat`` is ``A_hat^-1 b`` of
-the estimator's own ``A_hat`` every round, and what update() sees when obs changes in place.
+LinUCB reuses act()'s validated arms in update() of the same obs, and the estimators reuse the
+played arm's projection (``S x``, or ``A^-1 x``) and squared norm from the scoring instead of
+recomputing them. These tests play the same rounds through the fast paths and through the
+plain ones (a copy of the obs in update(), so nothing is reused) and check the estimates agree,
+that ``theta_hat`` is ``A_hat^-1 b`` of the estimator's own ``A_hat`` every round, and what
+update() sees when obs changes in place.
 """
 
 from __future__ import annotations
