@@ -75,14 +75,35 @@ class ExactCovariance(CovarianceEstimator):
         self.gram = torch.zeros_like(self.A_inv) if keep_gram else None
         self._cache = None  # (arms, P = A^-1 arms^T (B, d, K), quad) of the last score_terms
 
+    def _proj(self, arms):
+        """``(A^-1 x)`` of every arm, the only O(K d^2) step, and ``x^T A^-1 x``. One member:
+        ``A^-1 arms^T`` as ``(1, d, K)`` (MKL's gemm is up to 2.5x slower with the K-row operand
+        on the left there); a batch: ``arms A^-1`` as ``(B, K, d)`` (A^-1 is symmetric), whose
+        rows are contiguous for the elementwise pass and the played arm's gather (~25% faster at
+        B = 32, d = 500, K = 100)."""
+        if self.batch_size == 1:
+            P = torch.bmm(self.A_inv, arms.mT)
+            return P, (P * arms.mT).sum(dim=1)
+        W = torch.bmm(arms, self.A_inv)
+        return W, (W * arms).sum(dim=2)
+
+    def _played(self, P, actions):
+        """The played arms' ``A^-1 x`` ``(B, d)`` from the projection of :meth:`_proj`."""
+        if isinstance(actions, int):  # one member; .contiguous(): addr_ with a strided vector is ~4x slower
+            return P[:, :, actions].contiguous()
+        if self.batch_size == 1:
+            return P[:, :, actions[0]].contiguous()
+        return P[self._members, actions]
+
     def score_terms(self, arms):
-        # A^-1 arms^T rather than arms A^-1: MKL's gemm is up to 2.5x slower with the K-row operand on the left
-        P = torch.bmm(self.A_inv, arms.mT)  # (B, d, K): the only O(K d^2) step
-        raw = (P * arms.mT).sum(dim=1)
-        floor = self._floor(arms.square().sum(dim=2))
+        P, raw = self._proj(arms)
+        floor = self._floor(torch.linalg.vector_norm(arms, dim=2).square())
         quad = torch.maximum(raw, floor)
         self._cache = (arms, P, quad, raw, floor)
-        mean = torch.bmm(self.b.unsqueeze(1), P).squeeze(1)
+        if self.batch_size == 1:
+            mean = torch.bmm(self.b.unsqueeze(1), P).squeeze(1)
+        else:
+            mean = torch.bmm(P, self.b.unsqueeze(2)).squeeze(2)
         return mean, quad
 
     def _repair_if_invalid(self, raw: torch.Tensor, floor: torch.Tensor) -> bool:
@@ -101,11 +122,8 @@ class ExactCovariance(CovarianceEstimator):
         xx, xx_h = self._check_rows(X)
         cache, self._cache = self._cache, None
         if actions is not None and cache is not None and not self._repair_if_invalid(cache[3], cache[4]):
-            if isinstance(actions, int):  # .contiguous(): addr_ with a strided vector is ~4x slower
-                Ax, q = cache[1][:, :, actions].contiguous(), cache[2][:, actions]
-            else:
-                Ax = cache[1][self._members, :, actions]  # (B, d): the played arms' columns of P
-                q = cache[2][self._members, actions]
+            Ax = self._played(cache[1], actions)
+            q = cache[2][:, actions] if isinstance(actions, int) else cache[2][self._members, actions]
         else:
             Ax = torch.bmm(self.A_inv, X.unsqueeze(2)).squeeze(2)
             raw = (Ax * X).sum(dim=1)
@@ -133,8 +151,7 @@ class ExactCovariance(CovarianceEstimator):
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
 
     def _quad(self, arms):
-        P = torch.bmm(self.A_inv, arms.mT)
-        return torch.maximum((P * arms.mT).sum(dim=1), self._floor(arms.square().sum(dim=2)))
+        return torch.maximum(self._proj(arms)[1], self._floor(torch.linalg.vector_norm(arms, dim=2).square()))
 
     def _solve(self, V):
         return torch.bmm(self.A_inv, V.unsqueeze(2)).squeeze(2)
