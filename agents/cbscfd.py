@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .linucb import LinUCB
 from .sketches.rfd import RobustFrequentDirections
-from .soful import _check_sketch_args
+from .soful import _check_sketch_args, _warn_if_larger_than_oful
 
 __all__ = ["CBSCFD"]
 
@@ -30,6 +32,7 @@ class CBSCFD(LinUCB):
         sketch_size: RFD sketch size ``l >= 1``.
         fast: ``True`` (default) 2l-row buffer, ``False`` textbook one-SVD-per-row RFD.
         delta, noise_std (R), theta_bound (H): used by ``beta="theory"`` only.
+        batch_size: ``None`` (one agent) or B independent agents (:class:`agents.batched.BatchedCBSCFD`).
         d, device, dtype, seed: see :class:`~agents.base.TorchAgent`.
 
     Example:
@@ -46,24 +49,22 @@ class CBSCFD(LinUCB):
 
     def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, sketch_size: int = 50, fast: bool = True,
                  delta: float = 0.05, noise_std: float = 1.0, theta_bound: float = 1.0, d: int | None = None,
-                 device=None, dtype=None, seed: int | None = None):
+                 device=None, dtype=None, seed: int | None = None, batch_size: int | None = None):
         _check_sketch_args(sketch_size, fast)
         self._l = int(sketch_size)
         self.fast = fast
         super().__init__(lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound,
-                         d=d, device=device, dtype=dtype, seed=seed)
+                         batch_size=batch_size, d=d, device=device, dtype=dtype, seed=seed)
         self._repr_params = {"lam": self.lam, "beta": self.beta, "sketch_size": self._l}
 
     def _make_estimator(self, d: int) -> RobustFrequentDirections:
+        _warn_if_larger_than_oful(self, d)
         return RobustFrequentDirections(d, self._l, reg=self.lam, fast=self.fast, device=self.device,
-                                        dtype=self.dtype)
+                                        dtype=self.dtype, batch_size=self._est_batch)
 
-    def confidence_radius(self) -> float:
-        if self.beta != "theory":
-            return self.beta
+    def _sketch_radius(self) -> np.ndarray:
         est = self.estimator
-        alpha = 0.0 if est is None else est.alpha
-        logdet = 0.0 if est is None else est.log_det_ratio_bound()
-        return self.noise_std * math.sqrt(2.0 * math.log(1.0 / self.delta) + logdet) + self.theta_bound * math.sqrt(
+        alpha, logdet = est._alpha, np.atleast_1d(est.log_det_ratio_bound())
+        return self.noise_std * np.sqrt(2.0 * math.log(1.0 / self.delta) + logdet) + self.theta_bound * np.sqrt(
             self.lam + alpha
         )

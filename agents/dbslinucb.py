@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .linucb import LinUCB
 from .sketches.dbs import DyadicBlockSketch, check_dbs_params
 
@@ -40,6 +42,10 @@ class DBSLinUCB(LinUCB):
         sketch: ``"fd"`` (DBSLinUCB-FD) or ``"rfd"`` (DBSLinUCB-RFD, discarded mass added back).
         fast: ``True`` for the fast Alg. 4 (2l-row FD buffers + eq. 7), ``False`` for Alg. 1.
         sentinel: App. B.1's willExcessSketch sentinel (see :mod:`agents.sketches.dbs`).
+        memory_cap: ``True`` (default) switch to exact updates as soon as the next block would hold
+            more bytes than OFUL's d x d inverse (so ``memory_bytes()`` never exceeds OFUL's);
+            ``False``: only the paper's literal block cap (see :mod:`agents.sketches.dbs`).
+        batch_size: ``None`` (one agent) or B independent agents (:class:`agents.batched.BatchedDBSLinUCB`).
         delta, noise_std, theta_bound: used by ``beta="theory"`` only.
         d: optional dimension, allocates eagerly; read from the first observation otherwise.
         device, dtype, seed: see :class:`~agents.base.TorchAgent` (DBSLinUCB is deterministic).
@@ -71,6 +77,7 @@ class DBSLinUCB(LinUCB):
         sketch: str = "fd",
         fast: bool = True,
         sentinel: bool = True,
+        memory_cap: bool = True,
         delta: float = 0.05,
         noise_std: float = 1.0,
         theta_bound: float = 1.0,
@@ -78,16 +85,20 @@ class DBSLinUCB(LinUCB):
         device=None,
         dtype=None,
         seed: int | None = None,
+        batch_size: int | None = None,
     ):
+        if not isinstance(memory_cap, bool):
+            raise ValueError(f"memory_cap must be True or False, got {memory_cap!r}")
         self.eps = check_dbs_params(l0, eps, sketch, fast, sentinel, d=d if isinstance(d, int) else None)
         self.l0 = int(l0)
         self.sketch = sketch
         self.fast = fast
         self.sentinel = sentinel
+        self.memory_cap = memory_cap
         self.name = f"DBSLinUCB-{sketch.upper()}"
         super().__init__(
             lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound, d=d, device=device, dtype=dtype,
-            seed=seed,
+            seed=seed, batch_size=batch_size,
         )
         self._repr_params.update(l0=self.l0, eps=self.eps, sketch=self.sketch)
 
@@ -104,26 +115,24 @@ class DBSLinUCB(LinUCB):
     def _make_estimator(self, d: int) -> DyadicBlockSketch:
         return DyadicBlockSketch(
             d, self.l0, self.eps, sketch=self.sketch, reg=self.lam, fast=self.fast, sentinel=self.sentinel,
-            device=self.device, dtype=self.dtype,
+            memory_cap=self.memory_cap, device=self.device, dtype=self.dtype, batch_size=self._est_batch,
         )
 
-    def confidence_radius(self) -> float:
-        """beta_t: the constant ``beta``, or seed 000's Theorem 2 / 6 radius for ``"theory"``."""
-        if self.beta != "theory":
-            return self.beta
+    def _sketch_radius(self) -> np.ndarray:
+        """seed 000's Theorem 2 / 6 radius per member (see the class docstring)."""
         est, lam, d = self.estimator, self.lam, self.d
-        s, T = est.total_shrinkage, est.frobenius_mass
-        m = d if est.exact_mode else min(d, est.sketch_size)
+        s = np.atleast_1d(est.total_shrinkage).astype(np.float64)
+        T = np.atleast_1d(est.frobenius_mass).astype(np.float64)
+        m = np.where(est.exact, d, np.minimum(d, est.sketch_sizes())).astype(np.float64)
+        safe = np.maximum(m, 1.0)
         base = 2.0 * math.log(1.0 / self.delta)
         if self.sketch == "fd":
-            ld = (d - m) * math.log1p(s / lam) + (m * math.log1p(s / lam + T / (m * lam)) if m else 0.0)
-            return self.noise_std * math.sqrt(1.0 + s / lam) * math.sqrt(base + ld) + self.theta_bound * (lam + s) / math.sqrt(lam)
-        if m:
-            h = s - sum(b.sketch_size * b.shrinkage for b in est.blocks()) / m
-            ld = (d - m) * math.log1p(s / lam) + m * math.log1p(max(T / m + h, 0.0) / lam)
-        else:
-            ld = d * math.log1p(s / lam)
-        return self.noise_std * math.sqrt(base + ld) + self.theta_bound * math.sqrt(lam + s)
+            ld = (d - m) * np.log1p(s / lam) + np.where(m > 0, m * np.log1p(s / lam + T / (safe * lam)), 0.0)
+            return self.noise_std * np.sqrt(1.0 + s / lam) * np.sqrt(base + ld) + self.theta_bound * (lam + s) / math.sqrt(lam)
+        h = s - np.atleast_1d(est.blocks_weighted_shrinkage()) / safe
+        ld = np.where(m > 0, (d - m) * np.log1p(s / lam) + m * np.log1p(np.maximum(T / safe + h, 0.0) / lam),
+                      d * np.log1p(s / lam))
+        return self.noise_std * np.sqrt(base + ld) + self.theta_bound * np.sqrt(lam + s)
 
     # -- introspection -------------------------------------------------------------
     @property

@@ -1,4 +1,4 @@
-"""Optimism in the face of uncertainty over any covariance estimator.
+"""Optimism in the face of uncertainty over any covariance estimator, batch dimension first.
 
 Every regret agent of the papers (OFUL, SOFUL, CBSCFD, DBSLinUCB) is the same loop
 
@@ -6,15 +6,17 @@ Every regret agent of the papers (OFUL, SOFUL, CBSCFD, DBSLinUCB) is the same lo
     A_hat <- A_hat + x_t x_t^T (exactly, or through a sketch);  b <- b + r_t x_t
     theta_hat = A_hat^-1 b
 
-and differs only in how ``A_hat`` is kept. :class:`LinUCB` owns that loop once; each
-agent file supplies its :class:`~agents.sketches.CovarianceEstimator`.
+and differs only in how ``A_hat`` is kept. :class:`LinUCB` owns that loop once; each agent
+file supplies its :class:`~agents.sketches.CovarianceEstimator`. As the estimators, the loop
+exists once with a leading batch dimension: ``batch_size=None`` (the default) is one agent
+(``act`` takes a ``(K, d)`` arm set and returns an int), ``batch_size=B`` is B independent
+agents advanced as one tensor program (``act`` takes ``(B, K, d)`` and returns B actions; the
+constructors of :mod:`agents.batched` are this). The single agent is B = 1 of the same code.
 
-Per round, the fixed cost of many small torch calls rivals the O(d l) arithmetic at d ~ 1000,
-so the loop does each thing once: ``update(obs, ...)`` of the very arm set ``act(obs)`` just
-scored reuses act's validated tensor, and the refit ``theta_hat = A_hat^-1 b`` goes through
-:meth:`~agents.sketches.CovarianceEstimator.ridge_step`, which follows the solution by
-Sherman-Morrison while ``A_hat`` only gains ``x x^T`` and reuses the played arm's projection from
-the scoring (same estimate, to rounding; fresh solves after sketch reductions).
+Per round the estimator reads its big state once for scoring (``score_terms``: both UCB terms
+of every arm from one projection of the arms) and once for the update (``step`` reuses the
+played arm's projection when ``update`` gets the very arm set ``act`` scored). ``theta_hat`` is
+never needed during play and is computed on demand.
 """
 
 from __future__ import annotations
@@ -27,11 +29,30 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._torch import tensor_bytes
+from ._torch import _all_finite, as_arm_matrix, as_float_tensor, tensor_bytes
+from ._validate import check_seed
 from .base import TorchAgent
 from .sketches.base import CovarianceEstimator
 
-__all__ = ["LinUCB"]
+__all__ = ["LinUCB", "as_arm_batch"]
+
+
+def as_arm_batch(obs: Any, device: torch.device, dtype: torch.dtype, batch_size: int, d: int | None) -> torch.Tensor:
+    """A ``(B, K, d)`` finite tensor on the device, or a ``ValueError`` saying what was wrong."""
+    arms = as_float_tensor(obs, device, dtype, "(B, K, d) batch of arm sets")
+    if arms.ndim != 3 or arms.shape[0] != batch_size or arms.shape[1] < 1 or arms.shape[2] < 1:
+        raise ValueError(
+            f"the observation must be a (B={batch_size}, K, d) batch of arm sets (one per member), "
+            f"got shape {tuple(arms.shape)}"
+        )
+    if d is not None and arms.shape[2] != d:
+        raise ValueError(
+            f"arm dimension changed: the agent was built for d={d} but got arms of shape {tuple(arms.shape)}; "
+            "call agent.reset() before playing an env of another dimension"
+        )
+    if not _all_finite(arms):
+        raise ValueError("the arm sets contain NaN or infinite entries")
+    return arms
 
 
 class LinUCB(TorchAgent):
@@ -46,6 +67,8 @@ class LinUCB(TorchAgent):
         delta: confidence level of the ``"theory"`` radius.
         noise_std: sub-Gaussian scale R of the reward noise (``"theory"`` only).
         theta_bound: bound H on ||theta*||_2 (``"theory"`` only).
+        batch_size: ``None`` (one agent) or B (B independent agents; member i of ``reset(seed=s)``
+            gets seed ``s + i``, or pass a list of B seeds).
         d, device, dtype, seed: see :class:`~agents.base.TorchAgent`.
 
     Ties in the score are broken towards the lowest index (``torch.argmax``).
@@ -59,19 +82,9 @@ class LinUCB(TorchAgent):
     #: the sketched agents' radii read their sketch instead, so they skip that work
     _accumulates_logdet = True
 
-    def __init__(
-        self,
-        *,
-        lam: float = 1.0,
-        beta: float | str = 1.0,
-        delta: float = 0.05,
-        noise_std: float = 1.0,
-        theta_bound: float = 1.0,
-        d: int | None = None,
-        device=None,
-        dtype=None,
-        seed: int | None = None,
-    ):
+    def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, delta: float = 0.05, noise_std: float = 1.0,
+                 theta_bound: float = 1.0, batch_size: int | None = None, d: int | None = None, device=None,
+                 dtype=None, seed: int | None = None):
         if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not (lam > 0 and math.isfinite(lam)):
             raise ValueError(f"lam (ridge lambda) must be a finite number > 0, got {lam!r}")
         if isinstance(beta, str):
@@ -85,11 +98,16 @@ class LinUCB(TorchAgent):
             raise ValueError(f"noise_std must be >= 0, got {noise_std!r}")
         if not (theta_bound >= 0):
             raise ValueError(f"theta_bound must be >= 0, got {theta_bound!r}")
+        if batch_size is not None and (isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral)
+                                       or batch_size < 1):
+            raise ValueError(f"batch_size must be an int >= 1 (the number of independent members B), got {batch_size!r}")
         self.lam = float(lam)
         self.beta = beta if isinstance(beta, str) else float(beta)
         self.delta = float(delta)
         self.noise_std = float(noise_std)
         self.theta_bound = float(theta_bound)
+        self.single = batch_size is None
+        self.batch_size = 1 if batch_size is None else int(batch_size)
         self._repr_params = {"lam": self.lam, "beta": self.beta}
         self.estimator: CovarianceEstimator | None = None
         super().__init__(d=d, device=device, dtype=dtype, seed=seed)
@@ -97,49 +115,142 @@ class LinUCB(TorchAgent):
     # -- what each agent file supplies ---------------------------------------------
     @abstractmethod
     def _make_estimator(self, d: int) -> CovarianceEstimator:
-        """The covariance estimator this agent plays with."""
+        """The covariance estimator this agent plays with (``batch_size=self._est_batch``)."""
+
+    @property
+    def _est_batch(self) -> int | None:
+        return None if self.single else self.batch_size
+
+    def _sketch_radius(self) -> np.ndarray:
+        """``beta="theory"`` radius per member from the sketch (sketched agents override)."""
+        raise NotImplementedError
 
     # -- state ---------------------------------------------------------------------
-    def reset(self, seed: int | None = None) -> None:
+    def reset(self, seed: int | list[int | None] | None = None) -> None:
+        """Forget everything; batched: ``seed`` an int (member i gets ``seed + i``), a list of B seeds, or None."""
+        for s in seed if isinstance(seed, (list, tuple)) and not self.single else [seed]:
+            check_seed(s)  # before clearing anything: a refused seed changes nothing
+        B = self.batch_size
+        if self.single:
+            self.seeds = [seed]
+        elif seed is None:
+            self.seeds = [None] * B
+        elif isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+            self.seeds = [int(seed) + i for i in range(B)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != B:
+                raise ValueError(f"seed as a list must hold one seed per member (batch_size={B}), got {len(seeds)}")
+            self.seeds = seeds
         self.estimator = None
-        self.b = None
-        self.theta_hat = None
-        self.logdet_ratio = 0.0  # log det(A_hat) - d log(lam), for beta="theory"
+        self._theta = None
+        self._logdet = np.zeros(B)  # log det(A_hat) - d log(lam), for beta="theory"
         self._scored = None  # what act() scored last, for update() of the same obs (see _round_arms)
-        super().reset(seed=seed)
+        super().reset(seed=seed if self.single or seed is None or isinstance(seed, numbers.Integral) else None)
 
     def _allocate(self, d: int) -> None:
         super()._allocate(d)
         self.estimator = self._make_estimator(d)
-        self.b = torch.zeros(d, device=self.device, dtype=self.dtype)
-        self.theta_hat = torch.zeros(d, device=self.device, dtype=self.dtype)
+
+    def _arms(self, obs: Any) -> torch.Tensor:
+        """The round's arms as ``(B, K, d)`` (validated; the single agent takes ``(K, d)``)."""
+        if self.single:
+            arms = as_arm_matrix(obs, self.device, self.dtype, self.d)
+            d = arms.shape[1]
+            arms = arms.unsqueeze(0)
+        else:
+            arms = as_arm_batch(obs, self.device, self.dtype, self.batch_size, self.d)
+            d = arms.shape[2]
+        if self.d is None:
+            self._allocate(int(d))
+        return arms
+
+    def _one(self, a):
+        return a[0] if self.single else a
+
+    def _max_row_sq(self) -> float:
+        """The largest ``tr(X^T X)`` over members (an upper bound on every squared row norm seen)."""
+        return float(np.max(self.estimator.trace)) if self.estimator is not None else 0.0
+
+    @property
+    def b(self) -> torch.Tensor | None:
+        """``sum_s r_s x_s`` (per member when batched)."""
+        return None if self.estimator is None else self._one(self.estimator.b)
+
+    @property
+    def theta_hat(self) -> torch.Tensor | None:
+        """``A_hat^-1 b`` (``(d,)``, or ``(B, d)`` batched), computed on demand (play never needs it)."""
+        if self.estimator is None:
+            return None
+        if self._theta is None:
+            theta = self.estimator._solve(self.estimator.b)
+            if not _all_finite(theta):
+                raise FloatingPointError(
+                    f"{type(self).__name__}: theta_hat = A_hat^-1 b is not finite (round {self.t}): the ridge solution "
+                    f"overflowed {self.dtype} because A_hat is too ill-conditioned for it (lam={self.lam:g} against "
+                    f"squared row norms up to {self._max_row_sq():.3g}); rescale the features/rewards, raise lam or "
+                    "use dtype=torch.float64"
+                )
+            self._theta = theta
+        return self._one(self._theta)
+
+    @property
+    def logdet_ratio(self):
+        """``sum_s log(1 + ||x_s||^2_{A_hat^-1})`` = ``log det(A_hat) - d log(lam)`` (OFUL, ``"theory"``)."""
+        return float(self._logdet[0]) if self.single else self._logdet.copy()
 
     # -- the loop ------------------------------------------------------------------
-    def confidence_radius(self) -> float:
-        """beta_t used in the current round."""
+    def _radius(self):
+        """beta_t as a float, or per member as a float64 array ``(B,)``."""
         if self.beta != "theory":
             return self.beta
-        return self.noise_std * math.sqrt(2.0 * math.log(1.0 / self.delta) + self.logdet_ratio) + math.sqrt(
-            self.lam
-        ) * self.theta_bound
+        if self._accumulates_logdet or self.estimator is None:
+            return self.noise_std * np.sqrt(2.0 * math.log(1.0 / self.delta) + self._logdet) + math.sqrt(
+                self.lam) * self.theta_bound
+        return self._sketch_radius()
+
+    def confidence_radius(self):
+        """beta_t used in the current round (a float; per member when batched)."""
+        r = self._radius()
+        if isinstance(r, np.ndarray):
+            return float(r[0]) if self.single else torch.as_tensor(r, device=self.device).to(self.dtype)
+        return r
+
+    def _scores(self, arms: torch.Tensor) -> torch.Tensor:
+        mean, quad = self.estimator.score_terms(arms)
+        width = quad.sqrt()  # quad >= the estimators' valid floor >= 0 (a NaN is caught by scores())
+        r = self._radius()
+        if isinstance(r, np.ndarray):
+            return torch.addcmul(mean, torch.as_tensor(r, device=self.device).to(mean.dtype).unsqueeze(1), width)
+        # x^T theta_hat + beta ||x||_{A_hat^-1} (seed 000 eq. 2), one fused op
+        return torch.add(mean, width, alpha=r)
 
     def scores(self, obs: Any) -> torch.Tensor:
-        """Upper confidence bounds of all K arms, one batched op (shape ``(K,)``)."""
+        """Upper confidence bounds of all arms in one batched op: ``(K,)`` (batched ``(B, K)``)."""
         arms = self._arms(obs)
         if isinstance(obs, np.ndarray) and arms.device.type == "cpu" and (
             arms.data_ptr() == obs.__array_interface__["data"][0]
         ):
             arms = arms.clone()  # a snapshot, see _remember_scored
-        quad = self.estimator.quad_inv(arms)
-        self._remember_scored(obs, arms, quad)
-        width = torch.clamp(quad, min=0.0).sqrt_()
-        # x^T theta_hat + beta ||x||_{A_hat^-1} (seed 000 eq. 2) as one fused addmv
-        return torch.addmv(width, arms, self.theta_hat, beta=self.confidence_radius())
+        s = self._scores(arms)
+        if not _all_finite(s):
+            raise FloatingPointError(
+                f"{type(self).__name__}: the UCB scores are not finite (round {self.t}): they overflowed {self.dtype} "
+                f"because A_hat = lam I + X^T X is too ill-conditioned for it (lam={self.lam:g} against squared "
+                f"row norms up to {self._max_row_sq():.3g}); rescale the features/rewards, raise lam or use "
+                "dtype=torch.float64"
+            )
+        self._remember_scored(obs, arms)
+        return self._one(s)
 
-    def act(self, obs: Any) -> int:
-        return self.scores(obs).argmax().item()
+    def act(self, obs: Any):
+        s = self.scores(obs)
+        if self.single:
+            return s.argmax().item()
+        actions = torch.argmax(s, dim=1)
+        return actions if isinstance(obs, torch.Tensor) else actions.cpu().numpy()
 
-    def _remember_scored(self, obs: Any, arms: torch.Tensor, quad: torch.Tensor) -> None:
+    def _remember_scored(self, obs: Any, arms: torch.Tensor) -> None:
         """Keep act's validated arms for update() of the same obs object (the usual loop).
 
         Holding ``obs`` keeps its id from being reused. A tensor obs (or an equal view of the
@@ -150,53 +261,92 @@ class LinUCB(TorchAgent):
         Other inputs (lists, float32 arrays) were copied by the conversion already.
         """
         if isinstance(obs, torch.Tensor):
-            self._scored = (obs, arms, obs._version, quad, self.estimator.n_rows)
+            self._scored = (obs, arms, obs._version, self.estimator.n_rows)
         elif isinstance(obs, np.ndarray):
-            self._scored = (obs, arms, None, quad, self.estimator.n_rows)
+            self._scored = (obs, arms, None, self.estimator.n_rows)
         else:
             self._scored = None
 
-    def _round_arms(self, obs: Any) -> tuple[torch.Tensor, tuple | None]:
-        """The round's validated arm tensor, and act's record if it is reused (else None)."""
+    def _round_arms(self, obs: Any) -> tuple[torch.Tensor, bool]:
+        """The round's validated ``(B, K, d)`` arms, and whether they are act's (projection reusable)."""
         sc = self._scored
-        if sc is not None:
+        if sc is not None and self.estimator is not None and sc[3] == self.estimator.n_rows:
             seen = sc[0]
+            shape = tuple(sc[1].shape[1:]) if self.single else tuple(sc[1].shape)
             if sc[2] is None:  # numpy: the very object, same shape
-                same = seen is obs and obs.shape == tuple(sc[1].shape)
+                same = seen is obs and obs.shape == shape
             else:  # torch: the same tensor or an equal view of it (arms[t] twice), unmodified since
                 same = isinstance(obs, torch.Tensor) and (seen is obs or (
                     obs.data_ptr() == seen.data_ptr() and obs.shape == seen.shape and obs.stride() == seen.stride()
                     and obs.dtype == seen.dtype and obs.device == seen.device
                 )) and obs._version == sc[2]
             if same:
-                return sc[1], sc
-        return self._arms(obs), None
+                return sc[1], True
+        return self._arms(obs), False
 
-    def update(self, obs: Any, action: int, reward: float) -> None:
-        arms, scored = self._round_arms(obs)
-        action, reward = self._check_feedback(arms.shape[0], action, reward)
-        x = arms[action]
+    def _feedback(self, n_arms: int, actions: Any, rewards: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Validate the round's feedback before any state changes: ``(B,)`` actions and rewards."""
+        if self.single:
+            a, r = self._check_feedback(n_arms, actions, rewards)
+            return (torch.tensor([a], device=self.device), torch.tensor([r], device=self.device, dtype=self.dtype))
+        B = self.batch_size
+        a = actions.detach().cpu().numpy() if isinstance(actions, torch.Tensor) else np.asarray(actions)
+        if a.shape != (B,) or a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"actions must be {B} integer arm indices (shape ({B},)), got {a.dtype} array of shape {a.shape}")
+        if (a < 0).any() or (a >= n_arms).any():
+            raise ValueError(f"action {int(a[(a < 0) | (a >= n_arms)][0])} is out of range for arm sets of {n_arms} arms")
+        r = rewards.detach().cpu().numpy() if isinstance(rewards, torch.Tensor) else rewards
+        try:
+            r = np.asarray(r, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"rewards must be {B} real numbers, got {rewards!r}") from exc
+        if r.shape != (B,):
+            raise ValueError(f"rewards must have shape ({B},) (one per member), got {r.shape}")
+        if not np.isfinite(r).all():
+            raise ValueError("rewards must be finite")
+        return torch.as_tensor(a, device=self.device), torch.as_tensor(r, device=self.device).to(self.dtype)
+
+    def update(self, obs: Any, action: Any, reward: Any) -> None:
+        if self.single:  # feedback checked before _round_arms, which fixes d on the first round
+            a, r = self._check_feedback(self._n_arms(obs), action, reward)
+        arms, reused = self._round_arms(obs)
         est = self.estimator
+        if self.single:  # ints and floats, basic indexing: no index tensors for one member
+            X = arms[:, a]  # (1, d), a view
+            cached = a if reused else None
+        else:
+            idx, r = self._feedback(arms.shape[1], action, reward)
+            X = arms[est._members, idx]  # (B, d): each member's played arm
+            cached = idx if reused else None
         if self.beta == "theory" and self._accumulates_logdet:
-            if scored is not None and scored[4] == est.n_rows:  # act's widths are of this A_hat
-                self.logdet_ratio += math.log1p(max(scored[3][action].item(), 0.0))
-            else:
-                self.logdet_ratio += float(est.logdet_increment(x))
-        self.b.add_(x, alpha=reward)
-        # A_hat += x x^T (exactly or through the sketch) and theta_hat = A_hat^-1 b, refitted by
-        # Sherman-Morrison from the previous theta_hat when the estimator allows (ridge_step)
-        played = (arms, action) if scored is not None else None
-        self.theta_hat = est.ridge_step(x, reward, self.b, self.theta_hat, played)
-        self._scored = None
+            self._logdet = self._logdet + est.logdet_increments(X, cached).double().cpu().numpy()
+        est.step(X, r, cached)
+        self._scored = self._theta = None
         self.t += 1
 
     # -- introspection -------------------------------------------------------------
     @property
-    def sketch_size(self) -> int | None:
-        """Rows of sketch held now (``d`` for OFUL); ``None`` before the first observation."""
+    def sketch_size(self):
+        """Rows of sketch held now (``d`` for OFUL; per member when batched); ``None`` before the first observation."""
         return None if self.estimator is None else self.estimator.sketch_size
 
+    def member_memory_bytes(self) -> np.ndarray:
+        """Per member, what the single agent's ``memory_bytes()`` reports: estimator + ``b`` + ``theta_hat``."""
+        if self.estimator is None:
+            return np.zeros(self.batch_size, dtype=np.int64)
+        own = 2 * self.d * torch.empty(0, dtype=self.dtype).element_size()
+        return self.estimator.member_memory_bytes() + own
+
     def memory_bytes(self) -> int:
+        """Bytes of state held now (batched: all members, padding included)."""
         if self.estimator is None:
             return 0
-        return self.estimator.memory_bytes() + tensor_bytes(self.b, self.theta_hat)
+        if self.single:
+            return int(self.member_memory_bytes()[0])
+        return self.estimator._held_bytes() + tensor_bytes(self._theta)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._repr_params.items())
+        if not self.single:
+            inner = f"batch_size={self.batch_size}" + (", " + inner if inner else "")
+        return f"{type(self).__name__}({inner})"

@@ -21,6 +21,7 @@ class OFUL(LinUCB):
         d: optional dimension, allocates eagerly; read from the first observation otherwise.
         device: ``"cpu"`` (default) or ``"cuda"``; dtype: float64 default on CPU.
         seed: accepted for a uniform interface (OFUL is deterministic).
+        batch_size: ``None`` (one agent) or B independent agents (:class:`agents.batched.BatchedOFUL`).
 
     Example:
 
@@ -33,4 +34,4 @@ class OFUL(LinUCB):
     """
 
     def _make_estimator(self, d: int) -> ExactCovariance:
-        return ExactCovariance(d, reg=self.lam, device=self.device, dtype=self.dtype)
+        return ExactCovariance(d, reg=self.lam, device=self.device, dtype=self.dtype, batch_size=self._est_batch)

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import math
-import numbers
+
+import numpy as np
 
 from .linucb import LinUCB
-from .sketches.fd import FrequentDirections
+from .sketches.fd import FrequentDirections, check_sketch_size
 
 __all__ = ["SOFUL"]
 
 
 def _check_sketch_args(sketch_size, fast) -> None:
     """Validate before any state exists (TorchAgent's constructor may allocate eagerly)."""
-    if isinstance(sketch_size, bool) or not isinstance(sketch_size, numbers.Integral) or sketch_size < 1:
-        raise ValueError(
-            f"sketch_size must be a positive int (the number l of sketch rows), got {sketch_size!r}"
-        )
-    if not isinstance(fast, bool):
-        raise ValueError(f"fast must be True (2l-row buffer) or False (textbook FD), got {fast!r}")
+    check_sketch_size(sketch_size, fast)
 
 
 class SOFUL(LinUCB):
@@ -41,6 +37,7 @@ class SOFUL(LinUCB):
         sketch_size: FD sketch size ``l >= 1``.
         fast: ``True`` (default) 2l-row buffer, ``False`` textbook one-SVD-per-row FD.
         delta, noise_std (R), theta_bound (H): used by ``beta="theory"`` only.
+        batch_size: ``None`` (one agent) or B independent agents (:class:`agents.batched.BatchedSOFUL`).
         d, device, dtype, seed: see :class:`~agents.base.TorchAgent`.
 
     Example:
@@ -57,24 +54,41 @@ class SOFUL(LinUCB):
 
     def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, sketch_size: int = 50, fast: bool = True,
                  delta: float = 0.05, noise_std: float = 1.0, theta_bound: float = 1.0, d: int | None = None,
-                 device=None, dtype=None, seed: int | None = None):
+                 device=None, dtype=None, seed: int | None = None, batch_size: int | None = None):
         _check_sketch_args(sketch_size, fast)
         self._l = int(sketch_size)
         self.fast = fast
         super().__init__(lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound,
-                         d=d, device=device, dtype=dtype, seed=seed)
+                         batch_size=batch_size, d=d, device=device, dtype=dtype, seed=seed)
         self._repr_params = {"lam": self.lam, "beta": self.beta, "sketch_size": self._l}
 
     def _make_estimator(self, d: int) -> FrequentDirections:
-        return FrequentDirections(d, self._l, reg=self.lam, fast=self.fast, device=self.device, dtype=self.dtype)
+        _warn_if_larger_than_oful(self, d)
+        return FrequentDirections(d, self._l, reg=self.lam, fast=self.fast, device=self.device, dtype=self.dtype,
+                                  batch_size=self._est_batch)
 
-    def confidence_radius(self) -> float:
-        if self.beta != "theory":
-            return self.beta
+    def _sketch_radius(self) -> np.ndarray:
         est = self.estimator
-        sb = 0.0 if est is None else est.total_shrinkage
-        logdet = 0.0 if est is None else est.log_det_ratio_bound()
+        sb, logdet = est._shrink, np.atleast_1d(est.log_det_ratio_bound())
         lam = self.lam
-        return self.noise_std * math.sqrt(1.0 + sb / lam) * math.sqrt(
+        return self.noise_std * np.sqrt(1.0 + sb / lam) * np.sqrt(
             2.0 * math.log(1.0 / self.delta) + logdet
         ) + self.theta_bound * (lam + sb) / math.sqrt(lam)
+
+
+def _warn_if_larger_than_oful(agent, d: int) -> None:
+    """A SOFUL/CBSCFD sketch whose buffer, Gram and factor hold more than OFUL's d x d inverse
+    saves nothing: say so (and how to fix it) once, when the dimension becomes known."""
+    import warnings
+
+    import torch
+
+    cap = 2 * agent._l if agent.fast else agent._l
+    es = torch.empty(0, dtype=agent.dtype).element_size()
+    sketch = es * cap * d + 8 * (2 * cap * cap + cap)
+    if sketch > es * d * d:
+        warnings.warn(
+            f"{type(agent).__name__}(sketch_size={agent._l}) at d={d} holds {sketch} bytes per agent, more than "
+            f"OFUL's d x d inverse ({es * d * d} bytes); use sketch_size < ~{max(1, d // 3)} or OFUL",
+            stacklevel=4,
+        )

@@ -10,6 +10,12 @@ of each agent is profiled by cProfile and the functions with the largest own tim
 
     python benchmarks/profile_agents.py --quick                  # d = 784, K in {10, 100}, l = 50
     python benchmarks/profile_agents.py --profile --agents SOFUL --arms 10
+    python benchmarks/profile_agents.py --count-ops --arms 10    # + torch (aten) calls per round
+
+``--count-ops`` counts the aten operations dispatched per round (views included) in one extra
+run: a load-independent measure of the fixed per-call overhead, which at d = 784, K = 10 costs
+about as much as the arithmetic (the one big product, ``K d m`` multiply-adds with the
+``m <= 2l`` sketch rows, or ``K d^2`` for OFUL's inverse).
 """
 
 from __future__ import annotations
@@ -71,6 +77,23 @@ def play(agent, arms, obs, theta, noise, numpy_side: bool):
     return (time.perf_counter() - start) / arms.shape[0] * 1e3, actions
 
 
+def count_ops(agent, arms, obs, theta, noise) -> float:
+    """aten operations dispatched per round (act + update), after 20 warm-up rounds."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.n += 1
+            return func(*args, **(kwargs or {}))
+
+    play(agent, arms[:20], obs[:20], theta, noise, False)
+    with Count():
+        play(agent, arms[20:], obs[20:], theta, noise, False)
+    return Count.n / (arms.shape[0] - 20)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer rounds, best of 2")
@@ -85,6 +108,7 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--profile", action="store_true", help="print the cProfile top functions of each torch agent")
     p.add_argument("--top", type=int, default=18, help="functions listed per profile")
+    p.add_argument("--count-ops", action="store_true", help="print the aten operations per round of each torch agent")
     args = p.parse_args(argv)
     rounds = args.rounds or (250 if args.quick else 600)
     repeats = args.repeats or (2 if args.quick else 3)
@@ -107,6 +131,8 @@ def main(argv=None) -> None:
                     best_n = min(best_n, ms)
                 print(f"{name:>10} {k:>4} {best_t:>9.3f} {best_n:>9.3f} {best_n / best_t:>12.2f} {str(a_t == a_n):>5}",
                       flush=True)
+                if args.count_ops:
+                    print(f"{'':>10} {'':>4} {count_ops(make(name, args.d, args.l, args.l0, args.eps)[0], arms, tensors, theta, noise):.1f} torch (aten) ops/round", flush=True)
                 if args.profile:
                     prof = cProfile.Profile()
                     ours = make(name, args.d, args.l, args.l0, args.eps)[0]

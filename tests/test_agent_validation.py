@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents import AGENTS, LinUCB, check_agent
+from agents import AGENTS, check_agent
 from agents._validate import InvalidArgumentError, check_real
 from agents.batched import batched
 from agents.design import g_optimal_design, xy_optimal_design
@@ -51,22 +51,10 @@ CASES = [
     for value in values
 ]
 
-# The LinUCB agents' reset() and update() live in agents/linucb.py (outside this change), which
-# clears state before TorchAgent sees the seed and converts the observation (fixing d) before
-# checking the feedback. The fix there: check_seed(seed) first in LinUCB.reset, and
-# self._check_feedback(self._n_arms(obs), ...) before self._round_arms(obs) in LinUCB.update;
-# once applied these tests XPASS, and strict=True makes that a failure: then drop this marker.
-LINUCB_ORDER = pytest.mark.xfail(
-    strict=True, reason="needs LinUCB.reset to call check_seed first and LinUCB.update to check feedback first"
-)
 
 
-def agent_params(order_marks: bool = False):
-    out = []
-    for name, cls in AGENTS.items():
-        marks = [LINUCB_ORDER] if order_marks and issubclass(cls, LinUCB) else []
-        out.append(pytest.param(cls, id=name, marks=marks))
-    return out
+def agent_params():
+    return [pytest.param(cls, id=name) for name, cls in AGENTS.items()]
 
 
 def make(cls, **kwargs):
@@ -130,7 +118,7 @@ def test_check_real_messages():
 
 
 # -- reset(seed) ---------------------------------------------------------------------------
-@pytest.mark.parametrize("cls", agent_params(order_marks=True))
+@pytest.mark.parametrize("cls", agent_params())
 def test_refused_reset_seed_leaves_the_agent_as_it_was(cls):
     x = arm_set()
     agent = make(cls, seed=1)
@@ -177,7 +165,7 @@ def test_batched_agents_refuse_complex_observations():
 
 
 # -- refused updates change nothing ----------------------------------------------------------
-@pytest.mark.parametrize("cls", agent_params(order_marks=True))
+@pytest.mark.parametrize("cls", agent_params())
 def test_refused_first_update_does_not_fix_d(cls):
     agent = make(cls)
     for action, reward in ((99, 0.0), (-1, 0.0), (0, math.nan), (0, "x"), (1.5, 0.0)):

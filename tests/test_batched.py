@@ -390,7 +390,8 @@ def test_batched_soful_memory_is_o_b_d_l_at_b128_d784():
         agent.update(obs, a, rng.standard_normal(B))
     held = _tensor_bytes_held(agent) + _tensor_bytes_held(agent.estimator)
     assert agent.memory_bytes() >= held - 64 * B  # every sizeable tensor is counted
-    per = 4 * (2 * l * d + 2 * (2 * l) ** 2 + 2 * d)  # buffer, Gram, Cholesky, b and theta_hat (float32)
+    # float32 buffer, b and theta_hat; float64 core: Gram, inverse factor and S b (see agents.sketches.base)
+    per = 4 * (2 * l * d + 2 * d) + 8 * (2 * (2 * l) ** 2 + 2 * l)
     assert agent.memory_bytes() <= B * per + 4096
     assert agent.memory_bytes() < 0.25 * B * d * d * 4  # far from one d x d matrix per member
     assert agent.member_memory_bytes()[0] == SOFUL(sketch_size=l, d=d, dtype=torch.float32).memory_bytes()
@@ -494,7 +495,7 @@ def test_batched_dbslinucb_checks_l0_against_d_and_batches_the_rfd_subclass():
         agent.act(np.zeros((2, 3, 4)))
     assert agent.estimator is None  # nothing was allocated
     twin = batched(DBSLinUCBRFD(l0=3, eps=2.0, beta=0.2), 3)
-    assert isinstance(twin, BatchedDBSLinUCB) and twin.template.sketch == "rfd" and twin.name == "DBSLinUCB-RFD"
+    assert isinstance(twin, BatchedDBSLinUCB) and twin.sketch == "rfd" and twin.name == "DBSLinUCB-RFD"
     exact = BatchedDBSLinUCB(2, l0=3, eps=1.0, d=4)  # block cap floor(log2(4/3 + 1)) = 1: exact from the start
     assert exact.exact_mode.all() and (exact.sketch_size == 4).all()
 

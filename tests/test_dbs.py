@@ -127,12 +127,18 @@ params = dict(
 )
 
 
+def DBS(*args, **kwargs):
+    """The paper's literal rule (block cap only) unless a test asks for ``memory_cap``."""
+    kwargs.setdefault("memory_cap", False)
+    return DyadicBlockSketch(*args, **kwargs)
+
+
 def build(X, d, l0_frac, eps_rel, sketch, fast, sentinel, dtype=torch.float64, reg=1.0, keep_gram=True):
     """l0 in [1, max(1, d // 4)] (caps of 1 to 4 blocks; cap 1 is tested on its own), eps scaled."""
     l0 = 1 + int(l0_frac * max(0, d // 4 - 1))
     mean_mass = float((X * X).sum(axis=1).mean()) if len(X) else 1.0
     eps = eps_rel * (mean_mass if mean_mass > 0 else 1.0)
-    return DyadicBlockSketch(
+    return DBS(
         d, l0, eps, sketch=sketch, fast=fast, sentinel=sentinel, reg=reg, dtype=dtype, keep_gram=keep_gram
     )
 
@@ -195,7 +201,7 @@ def test_block_cap_is_floor_log2(d, l0, cap):
     # seed 000 Invariant 2 with log base 2 (reference notes' worked table).
     assert block_cap(d, l0) == cap == math.floor(math.log2(d / l0 + 1))
     assert l0 * (2**cap - 1) <= d < l0 * (2 ** (cap + 1) - 1)  # the blocks' sizes fit in d, one more would not
-    assert DyadicBlockSketch(d, l0, 1.0).block_cap == cap
+    assert DBS(d, l0, 1.0).block_cap == cap
 
 
 @given(d=st.integers(1, 5000), l0=st.integers(1, 5000))
@@ -248,18 +254,19 @@ def test_bordered_inverse_eq7_equals_eq3_recomputation():
     X = rng.standard_normal((400, d))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     for sketch in ("fd", "rfd"):
-        dbs = DyadicBlockSketch(d, 3, 10.0, sketch=sketch, fast=True)
+        dbs = DBS(d, 3, 10.0, sketch=sketch, fast=True)
         n_border = 0
         for x in X:
-            r_before = dbs._r
+            r_before = int(dbs.rows[0])
             dbs.update(torch.as_tensor(x))
             if dbs.exact_mode:
                 break
-            n_border += dbs._r == r_before + 1
-            S = torch.cat((dbs._S_in, dbs._active.S))
-            G = S @ S.T + dbs._c * torch.eye(S.shape[0], dtype=S.dtype)
-            assert S.shape[0] == dbs._r
-            assert torch.allclose(dbs._M(), torch.linalg.inv(G), rtol=1e-9, atol=1e-10)
+            r = int(dbs.rows[0])
+            n_border += r == r_before + 1
+            S = dbs.held_rows()
+            G = S @ S.T + float(dbs.c()[0]) * torch.eye(r, dtype=S.dtype)
+            Linv = dbs.Linv[0, :r, :r]
+            assert torch.allclose(Linv.T @ Linv, torch.linalg.inv(G), rtol=1e-9, atol=1e-10)
         assert n_border > 20  # eq. 7 was really exercised, not only eq. 3
         assert dbs.n_blocks >= 2
 
@@ -276,7 +283,7 @@ def test_after_cap_rows_are_exact_and_error_stops_growing(sketch, fast):
     d, l0, eps = 24, 3, 4.0
     X = rng.standard_normal((300, d))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
-    dbs = DyadicBlockSketch(d, l0, eps, sketch=sketch, fast=fast, keep_gram=True)
+    dbs = DBS(d, l0, eps, sketch=sketch, fast=fast, keep_gram=True)
     t_switch = None
     for t, x in enumerate(X):
         dbs.update(torch.as_tensor(x))
@@ -302,7 +309,7 @@ def test_after_cap_rows_are_exact_and_error_stops_growing(sketch, fast):
 def test_exact_from_the_start_when_cap_is_one():
     # l0 > d/3: floor(log2(d/l0 + 1)) = 1, Alg. 1 line 3 holds from the first row: OFUL.
     d = 9
-    dbs = DyadicBlockSketch(d, 4, 1e-6)
+    dbs = DBS(d, 4, 1e-6)
     assert dbs.block_cap == 1 and dbs.exact_mode and dbs.n_blocks == 1 and dbs.sketch_size == d
     X = np.random.default_rng(0).standard_normal((20, d))
     list(feed(dbs, X))
@@ -318,7 +325,7 @@ def test_no_dxd_matrix_before_the_cap():
     # The sketched regime never holds a d x d array: memory is O(d R + R^2), R = frozen rows +
     # the active buffer's capacity (< d); after the cap the d x d inverse exists by design.
     d = 200
-    dbs = DyadicBlockSketch(d, 5, 20.0)
+    dbs = DBS(d, 5, 20.0)
     rng = np.random.default_rng(1)
     n_checked = 0
     while not dbs.exact_mode:
@@ -326,11 +333,11 @@ def test_no_dxd_matrix_before_the_cap():
         dbs.update(torch.as_tensor(x / np.linalg.norm(x)))
         if dbs.exact_mode:
             break
-        tensors = _tensors(dbs) + _tensors(dbs._active)
+        tensors = _tensors(dbs)
         assert max(t.numel() for t in tensors) < d * d
-        R = dbs._S_in.shape[0] + dbs._active.capacity
-        assert R < d and dbs.sketch_size <= R
-        assert dbs.memory_bytes() <= 8 * (R * d + 4 * R * R)
+        R = int(dbs.rows_in[0] + dbs.cap_act[0])  # frozen rows + the active buffer's capacity
+        assert R < d and dbs.sketch_size <= R and dbs.S.shape[1] == R  # allocated exactly: no spare rows
+        assert dbs.memory_bytes() == 8 * (R * d + 2 * R * R + R)
         n_checked += 1
     assert n_checked > 300 and dbs.n_blocks == dbs.block_cap == 5
     assert max(t.numel() for t in _tensors(dbs)) == d * d  # the exact part
@@ -349,7 +356,7 @@ def _unit_rows(d, n):
 def test_sentinel_closes_a_not_yet_full_block_on_mass(fast):
     # App. B.1: with fewer rows than its sketch size, willExcessSketch is True, so the block
     # closes as soon as BlockSize + ||x||^2 >= eps l0 (here 2 unit rows reach eps l0 = 2).
-    dbs = DyadicBlockSketch(16, 4, 0.5, fast=fast, sentinel=True)
+    dbs = DBS(16, 4, 0.5, fast=fast, sentinel=True)
     for x in _unit_rows(16, 2):
         dbs.update(x)
     assert [b.n_rows for b in dbs.blocks()] == [1, 1]
@@ -360,7 +367,7 @@ def test_sentinel_closes_a_not_yet_full_block_on_mass(fast):
 def test_without_sentinel_a_block_closes_only_when_fd_would_discard(fast, rows_in_block0):
     # sentinel=False: the shrink test alone. FD of size l keeps l - 1 directions; the fast
     # 2l buffer only reduces (and could discard) when it fills, at its 2l-th row.
-    dbs = DyadicBlockSketch(16, 4, 0.5, fast=fast, sentinel=False)
+    dbs = DBS(16, 4, 0.5, fast=fast, sentinel=False)
     for x in _unit_rows(16, 12):
         dbs.update(x)
     blocks = dbs.blocks()
@@ -371,7 +378,7 @@ def test_without_sentinel_a_block_closes_only_when_fd_would_discard(fast, rows_i
 
 def test_threshold_is_strict_eps_l0():
     # Alg. 1 line 7 keeps x iff BlockSize + ||x||^2 < eps l0 (strict), whatever the sentinel says.
-    dbs = DyadicBlockSketch(16, 4, 0.75, sentinel=True)  # eps l0 = 3
+    dbs = DBS(16, 4, 0.75, sentinel=True)  # eps l0 = 3
     rows = _unit_rows(16, 3)
     for x in rows[:2]:
         dbs.update(x)
@@ -382,7 +389,7 @@ def test_threshold_is_strict_eps_l0():
 
 def test_an_empty_block_is_not_closed_by_the_sentinel():
     # A single row bigger than eps l0 goes into the empty first block (it is held exactly).
-    dbs = DyadicBlockSketch(16, 4, 1e-3)
+    dbs = DBS(16, 4, 1e-3)
     dbs.update(torch.full((16,), 10.0, dtype=torch.float64))
     assert dbs.n_blocks == 1 and dbs.blocks()[0].n_rows == 1
 
@@ -396,11 +403,11 @@ def test_invariant1_as_printed_is_not_maintained_but_the_bound_is():
     B = np.linalg.qr(rng.standard_normal((d, 6)))[0].T  # 6 orthonormal directions
     X = rng.standard_normal((5, 6)) @ B
     X /= np.linalg.norm(X, axis=1, keepdims=True)  # mass 5 < 6; rank 5 > l - 1 = 2: it shrinks
-    dbs = DyadicBlockSketch(d, l0, eps, fast=False, sentinel=False)
+    dbs = DBS(d, l0, eps, fast=False, sentinel=False)
     for x in X:
         dbs.update(torch.as_tensor(x))
     assert dbs.n_blocks == 1 and dbs.total_shrinkage > 0
-    S = dbs._active.S.numpy()
+    S = dbs.active_rows().numpy()
     for _ in range(10):  # rows inside the kept span: no shrink, so they are accepted
         dbs.update(torch.as_tensor(rng.standard_normal(S.shape[0]) @ S))
     b = dbs.blocks()[0]
@@ -418,7 +425,7 @@ def test_low_rank_stream_stops_splitting(fast, k, l0, seed):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((100, k)) @ rng.standard_normal((k, d))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
-    dbs = DyadicBlockSketch(d, l0, 3.0, fast=fast, sentinel=False)
+    dbs = DBS(d, l0, 3.0, fast=fast, sentinel=False)
     list(feed(dbs, X))
     # block j closes only if its FD would discard, i.e. rank k >= l_j: l0 2^(B-1) <= k
     bound = 1 if k < l0 else math.floor(math.log2(k / l0)) + 2
@@ -443,7 +450,7 @@ def _fig4(n, d, l0, l_fd):
     XtX, Xt = torch.as_tensor(X.T @ X), torch.as_tensor(X)
     errs = {}
     for eps in (5.0, 10.0, 20.0):
-        dbs = DyadicBlockSketch(d, l0, eps)
+        dbs = DBS(d, l0, eps)
         for x in Xt:
             dbs.update(x)
         errs[eps] = float(torch.linalg.matrix_norm(XtX - dbs.covariance(), ord=2))
@@ -501,12 +508,12 @@ def test_bad_parameters_raise_clear_errors(kwargs, match):
     args.update(kwargs)
     d, l0, eps = args.pop("d"), args.pop("l0"), args.pop("eps")
     with pytest.raises(ValueError, match=match):
-        DyadicBlockSketch(d, l0, eps, **args)
+        DBS(d, l0, eps, **args)
 
 
 def test_bad_rows_raise_and_leave_state_unchanged():
     rng = np.random.default_rng(0)
-    dbs = DyadicBlockSketch(8, 2, 1.0)
+    dbs = DBS(8, 2, 1.0)
     for x in rng.standard_normal((30, 8)):
         dbs.update(torch.as_tensor(x))
     before = (dbs.stats(), dbs.covariance().clone(), [b for b in dbs.blocks()], dbs.n_rows)
@@ -525,11 +532,11 @@ def test_cuda_without_cuda_is_a_clear_error():
     if torch.cuda.is_available():  # pragma: no cover
         pytest.skip("CUDA present")
     with pytest.raises(ValueError, match="CUDA is not available"):
-        DyadicBlockSketch(8, 2, 1.0, device="cuda")
+        DBS(8, 2, 1.0, device="cuda")
 
 
 def test_stats_history_and_repr():
-    dbs = DyadicBlockSketch(30, 2, 4.0)  # eps l0 = 8 unit rows per block, cap 3
+    dbs = DBS(30, 2, 4.0)  # eps l0 = 8 unit rows per block, cap 3
     rng = np.random.default_rng(0)
     X = rng.standard_normal((200, 30))
     X /= np.linalg.norm(X, axis=1, keepdims=True)

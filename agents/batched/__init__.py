@@ -1,36 +1,111 @@
-"""Batched agents: B independent runs of an agent advanced together as one tensor program.
+"""Batched agents and estimators: the B > 1 constructors of the one implementation.
 
-``BatchedOFUL(batch_size=B, **kw)`` is B independent ``OFUL(**kw)`` agents: ``act`` takes the
-``(B, K, d)`` arm sets of a vector env (:mod:`linbandit_gym.vector`) and returns B actions,
-``update(obs, actions, rewards)`` learns from the B rounds. Each member makes the choices
-its unbatched twin makes. :func:`batched` builds the batched twin of an agent instance;
-:data:`BATCHED` maps unbatched classes to their batched classes.
+Every estimator and agent exists once, with a leading batch dimension (:mod:`agents.sketches`,
+:mod:`agents.linucb`); the single agent is its B = 1 case. The names here keep the batched
+signatures: ``BatchedOFUL(batch_size=B, **kw)`` is ``OFUL(batch_size=B, **kw)``, B independent
+``OFUL(**kw)`` agents: ``act`` takes the ``(B, K, d)`` arm sets of a vector env
+(:mod:`linbandit_gym.vector`) and returns B actions, ``update(obs, actions, rewards)`` learns
+from the B rounds. Each member runs the very operations of the single agent on its own slice
+of the state. :func:`batched` builds the batched twin of an agent instance; :data:`BATCHED`
+maps unbatched classes to their batched classes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..dbslinucb import DBSLinUCBFD, DBSLinUCBRFD
-from .base import BatchedEstimator, BatchedLinUCB, as_arm_batch
-from .cbscfd import BatchedCBSCFD
-from .dbs import BatchedDyadicBlockSketch
-from .dbslinucb import BatchedDBSLinUCB
-from .exact import BatchedExactCovariance
-from .fd import BatchedFrequentDirections
-from .oful import BatchedOFUL
-from .rfd import BatchedRobustFrequentDirections
-from .soful import BatchedSOFUL
+from ..cbscfd import CBSCFD
+from ..dbslinucb import DBSLinUCB, DBSLinUCBFD, DBSLinUCBRFD
+from ..linucb import LinUCB, as_arm_batch
+from ..oful import OFUL
+from ..sketches.base import CovarianceEstimator
+from ..sketches.dbs import DyadicBlockSketch
+from ..sketches.exact import ExactCovariance
+from ..sketches.fd import FrequentDirections
+from ..sketches.rfd import RobustFrequentDirections
+from ..soful import SOFUL
+
+BatchedEstimator = CovarianceEstimator  # the estimators are batched-first (kept name)
+BatchedLinUCB = LinUCB  # the loop is batched-first (kept name)
+
+__all__ = [
+    "BATCHED", "BatchedCBSCFD", "BatchedDBSLinUCB", "BatchedDyadicBlockSketch", "BatchedEstimator", "BatchedExactCovariance",
+    "BatchedFrequentDirections", "BatchedLinUCB", "BatchedOFUL", "BatchedRobustFrequentDirections", "BatchedSOFUL",
+    "as_arm_batch", "batched", "supports_batched",
+]
+
+
+class BatchedExactCovariance(ExactCovariance):
+    """``ExactCovariance(d, batch_size=B, ...)``: B exact inverses ``(B, d, d)``."""
+
+    def __init__(self, batch_size: int, d: int, *, reg: float, device=None, dtype=None, keep_gram: bool = False):
+        super().__init__(d, reg=reg, device=device, dtype=dtype, keep_gram=keep_gram, batch_size=batch_size)
+
+
+class BatchedFrequentDirections(FrequentDirections):
+    """``FrequentDirections(d, l, batch_size=B, ...)``: B FD sketches in one ``(B, cap, d)`` buffer.
+
+    >>> import torch
+    >>> fd = BatchedFrequentDirections(2, 4, 3, reg=1.0, fast=False, device=torch.device("cpu"), dtype=torch.float64)
+    >>> for x in torch.eye(4, dtype=torch.float64):
+    ...     fd.update(torch.stack([x, 2 * x]), torch.zeros(2, dtype=torch.float64))
+    >>> fd.total_shrinkage.tolist()          # as FrequentDirections(4, 3, fast=False) on each stream
+    [1.0, 4.0]
+    """
+
+    def __init__(self, batch_size: int, d: int, sketch_size: int, *, reg: float, fast: bool = True, device=None,
+                 dtype=None):
+        super().__init__(d, sketch_size, reg=reg, fast=fast, device=device, dtype=dtype, batch_size=batch_size)
+
+
+class BatchedRobustFrequentDirections(RobustFrequentDirections):
+    """``RobustFrequentDirections(d, l, batch_size=B, ...)``."""
+
+    def __init__(self, batch_size: int, d: int, sketch_size: int, *, reg: float, fast: bool = True, device=None,
+                 dtype=None):
+        super().__init__(d, sketch_size, reg=reg, fast=fast, device=device, dtype=dtype, batch_size=batch_size)
+
+
+class BatchedDyadicBlockSketch(DyadicBlockSketch):
+    """``DyadicBlockSketch(d, l0, eps, batch_size=B, ...)``: members close blocks on their own rounds.
+
+    >>> import torch
+    >>> X = torch.randn(2, 300, 40, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    >>> X[1] *= 3.0                                   # member 1 closes its blocks sooner
+    >>> dbs = BatchedDyadicBlockSketch(2, 40, 4, 2.0, reg=1.0, device=torch.device("cpu"), dtype=torch.float64)
+    >>> for t in range(300):
+    ...     dbs.update(X[:, t], torch.zeros(2, dtype=torch.float64))
+    >>> dbs.block_cap, dbs.n_blocks.tolist(), dbs.exact.tolist()
+    (3, [3, 3], [True, True])
+    """
+
+    def __init__(self, batch_size: int, d: int, l0: int, eps: float, *, sketch: str = "fd", reg: float,
+                 fast: bool = True, sentinel: bool = True, memory_cap: bool = True, device=None, dtype=None):
+        super().__init__(d, l0, eps, sketch=sketch, reg=reg, fast=fast, sentinel=sentinel, memory_cap=memory_cap,
+                         device=device, dtype=dtype, batch_size=batch_size)
+
+
+def _batched_agent(single: type, params: tuple[str, ...]) -> type:
+    def __init__(self, batch_size: int, **kwargs: Any):
+        kwargs.pop("batch_size", None)
+        single.__init__(self, batch_size=batch_size, **kwargs)
+
+    doc = (f"B independent :class:`~agents.{single.__module__.split('.')[-1]}.{single.__name__}` agents: "
+           f"``{single.__name__}(batch_size=B, **kw)`` (same keywords, plus ``batch_size``).")
+    cls = type(f"Batched{single.__name__}", (single,), {"__init__": __init__, "__doc__": doc,
+                                                         "single_class": single, "_params": params})
+    cls.__module__ = __name__
+    return cls
+
+
+BatchedOFUL = _batched_agent(OFUL, ())
+BatchedSOFUL = _batched_agent(SOFUL, ("_l", "fast"))
+BatchedCBSCFD = _batched_agent(CBSCFD, ("_l", "fast"))
+BatchedDBSLinUCB = _batched_agent(DBSLinUCB, ("l0", "eps", "sketch", "fast", "sentinel", "memory_cap"))
 
 #: unbatched class -> batched class (exact classes: a user's subclass may change the loop)
 BATCHED: dict[type, type] = {cls.single_class: cls for cls in (BatchedOFUL, BatchedSOFUL, BatchedCBSCFD, BatchedDBSLinUCB)}
 BATCHED.update({DBSLinUCBFD: BatchedDBSLinUCB, DBSLinUCBRFD: BatchedDBSLinUCB})
-
-__all__ = [
-    "BATCHED", "BatchedCBSCFD", "BatchedDBSLinUCB", "BatchedDyadicBlockSketch", "BatchedEstimator", "BatchedExactCovariance", "BatchedFrequentDirections",
-    "BatchedLinUCB", "BatchedOFUL", "BatchedRobustFrequentDirections", "BatchedSOFUL",
-    "as_arm_batch", "batched", "supports_batched",
-]
 
 
 def supports_batched(agent: Any) -> bool:
@@ -38,7 +113,7 @@ def supports_batched(agent: Any) -> bool:
     return type(agent) in BATCHED
 
 
-def batched(agent: Any, batch_size: int) -> BatchedLinUCB:
+def batched(agent: Any, batch_size: int) -> LinUCB:
     """The batched twin of ``agent`` with ``batch_size`` members and the same parameters.
 
     Raises ``TypeError`` for agents without a batched twin (see :func:`supports_batched`).
@@ -47,15 +122,12 @@ def batched(agent: Any, batch_size: int) -> BatchedLinUCB:
     if cls is None:
         known = ", ".join(sorted(c.__name__ for c in BATCHED))
         raise TypeError(f"{type(agent).__name__} has no batched version (batched agents exist for: {known})")
-    return cls(batch_size, **_constructor_params(agent), **cls.params_of(agent))
-
-
-def _constructor_params(agent: Any) -> dict[str, Any]:
-    """The keywords that rebuild ``agent`` (read from its attributes)."""
     params = {
         "lam": agent.lam, "beta": agent.beta, "delta": agent.delta, "noise_std": agent.noise_std,
         "theta_bound": agent.theta_bound, "device": agent.device, "dtype": agent.dtype, "seed": agent.seed,
     }
     if getattr(agent, "_d_init", None) is not None:
         params["d"] = agent._d_init
-    return params
+    for name in cls._params:
+        params["sketch_size" if name == "_l" else name] = getattr(agent, name)
+    return cls(batch_size, **params)

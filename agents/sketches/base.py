@@ -1,113 +1,241 @@
-"""The one interface every covariance sketch implements.
+"""The one interface every covariance estimator implements, batch dimension first.
 
-A *covariance estimator* sees a stream of rows x_1, x_2, ... in R^d and maintains an
-approximation of the regularised Gram matrix
+A *covariance estimator* sees, for each of B independent members, a stream of rows
+x_1, x_2, ... in R^d (and their responses r_1, r_2, ...) and maintains
 
     A_hat = reg * I + (approximation of X^T X)          (X = [x_1; ...; x_t])
+    b     = sum_s r_s x_s                                (the ridge right-hand side)
 
-Agents only ever ask three things of it: ``update(x)``, ``quad_inv(arms)`` (the squared
-norms ||x||^2_{A_hat^-1} of a batch of arms, one batched op) and ``solve(v)``
-(A_hat^-1 v). So an agent never cares whether it holds the exact matrix (OFUL), a
-Frequent Directions sketch (SOFUL), a Robust FD sketch (CBSCFD) or a Dyadic Block Sketch
-(DBSLinUCB). No bandit logic lives here: this is pure linear algebra.
+Each estimator (exact, FD, RFD, Dyadic Block Sketch) exists ONCE, with a leading batch
+dimension, as ``torch.distributions`` does with batch shapes: ``batch_size=B`` gives B
+members advanced as one tensor program, ``batch_size=None`` (the default) a single estimator
+whose public methods take and return unbatched shapes. The single estimator *is* B = 1 of the
+same code (same state, same operations); nothing is implemented twice.
 
-One more call serves the optimistic loop's refit, ``ridge_step(x, r, b, theta)``: add the row
-and return the new ridge solution ``A_hat^-1 b``. The default is ``update`` then ``solve``; our
-estimators override it because, whenever ``A_hat`` changed by exactly ``x x^T`` (every row of
-OFUL, every row between two FD reductions), Sherman-Morrison gives the new solution from the
-old one in the cost of ``A_hat^-1 x`` alone,
+Public API (shapes for ``batch_size=None``; add a leading B otherwise):
 
-    theta' = theta + A_hat^-1 x (r - x^T theta) / (1 + x^T A_hat^-1 x),
+* ``update(x, r=0.0)``: add the row ``x`` (d,) with response ``r``; validated first.
+* ``quad_inv(arms)``: ``x^T A_hat^-1 x`` for the K rows of ``arms`` (K, d) -> (K,).
+* ``solve(v)``: ``A_hat^-1 v``; ``theta()``: ``A_hat^-1 b``.
+* ``covariance()``: the dense approximation of ``X^T X`` (diagnostics only).
+* ``sketch_size``, ``memory_bytes()``, ``logdet_increment(x)``.
 
-and the ``S x`` (or ``A^-1 x``) that this needs is the played arm's row of the projection
-``quad_inv`` computed for the whole arm set (``played=``). Same estimate, to rounding.
+The optimistic loop (:class:`agents.linucb.LinUCB`) calls the batched internals: ``score_terms``
+(both UCB terms of every arm from ONE projection of the arms) and ``step`` (add the played rows,
+reusing that projection). No bandit logic lives here: this is pure linear algebra.
+
+Numerics, shared by every estimator (DESIGN.md: "make float32 a tested citizen"):
+
+* The d-sized state (rows, ``b``, the exact inverse) lives in the working dtype; the small
+  ``m x m`` core of a sketch (Gram, inverse Cholesky factor, ``S b``) lives in float64
+  (float32 on MPS, which has no float64) whatever the working dtype. Its cost is O(m^2) a
+  round, and it removes the squaring of the condition number from float32 runs.
+* Widths are clamped from below by the cheap valid bound ``||x||^2 / (reg + tr(X^T X))``
+  (``lambda_max(A_hat) <= reg + tr``), never by 0, so rounding cannot make an arm look known.
+* Scalars never leave the device through ``float(tensor)`` inside a round (a float32 value
+  passed back as a Python scalar can overflow), and any row whose squared norm overflows the
+  working dtype is rejected before the state changes, with an error naming the fix.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+import numpy as np
 import torch
 
 from .._torch import as_vector, resolve_device, resolve_dtype
 
-__all__ = ["CovarianceEstimator"]
+__all__ = ["CovarianceEstimator", "core_dtype"]
+
+
+def core_dtype(device: torch.device) -> torch.dtype:
+    """The dtype of the small ``m x m`` core of a sketch: float64, except on MPS (no float64)."""
+    return torch.float32 if device.type == "mps" else torch.float64
 
 
 class CovarianceEstimator(ABC):
-    """Streaming estimate of ``reg * I + X^T X``.
+    """Streaming estimate of ``reg * I + X^T X`` and of ``b = sum r x``, for B members at once.
 
     Args:
         d: dimension of the rows.
         reg: ridge term added to the estimate (the bandit's lambda); must be > 0.
         device, dtype: where the state lives; see :func:`agents._torch.resolve_device`.
+        batch_size: ``None`` (default) for one estimator with unbatched shapes, or B >= 1.
     """
 
-    def __init__(self, d: int, *, reg: float = 1.0, device=None, dtype=None):
-        if not isinstance(d, int) or isinstance(d, bool) or d < 1:
+    def __init__(self, d: int, *, reg: float = 1.0, device=None, dtype=None, batch_size: int | None = None):
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
             raise ValueError(f"d must be a positive int, got {d!r}")
-        if not (float(reg) > 0.0):
-            raise ValueError(f"reg (the ridge lambda) must be > 0, got {reg!r}")
-        self.d = d
-        self.reg = float(reg)
+        try:
+            reg_f = float(reg)
+        except (TypeError, ValueError):
+            reg_f = float("nan")
+        if isinstance(reg, bool) or not (reg_f > 0.0 and np.isfinite(reg_f)):
+            raise ValueError(f"reg (the ridge lambda) must be a finite number > 0, got {reg!r}")
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
+                                       or batch_size < 1):
+            raise ValueError(f"batch_size must be None or an int >= 1, got {batch_size!r}")
+        self.d = int(d)
+        self.reg = reg_f
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
+        self.cdtype = core_dtype(self.device)
+        self._same = self.cdtype == self.dtype  # .to() calls are skipped then (each costs a dispatch)
+        self.single = batch_size is None
+        self.batch_size = 1 if batch_size is None else int(batch_size)
+        self._kw = {"device": self.device, "dtype": self.dtype}
+        self._ckw = {"device": self.device, "dtype": self.cdtype}
+        self._members = torch.arange(self.batch_size, device=self.device)
+        self.b = torch.zeros(self.batch_size, self.d, **self._kw)
+        self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
 
-    # -- streaming -----------------------------------------------------------------
-    def update(self, x) -> None:
-        """Add one row ``x`` (shape ``(d,)``). Validates before touching any state."""
-        x = as_vector(x, self.device, self.dtype, self.d)
-        self._update(x)
-        self.n_rows += 1
+    # -- the batched internals the optimistic loop calls ------------------------------------
+    @abstractmethod
+    def score_terms(self, arms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(x^T A_hat_i^-1 b_i, x^T A_hat_i^-1 x)`` for every arm of every member, each ``(B, K)``,
+        from one projection of the ``(B, K, d)`` arms, kept for the next :meth:`step`."""
 
     @abstractmethod
-    def _update(self, x: torch.Tensor) -> None:
-        """Add a validated row."""
-
-    # -- queries -------------------------------------------------------------------
-    @abstractmethod
-    def quad_inv(self, arms: torch.Tensor) -> torch.Tensor:
-        """``x^T A_hat^-1 x`` for each row of ``arms`` (shape ``(K, d)``) -> shape ``(K,)``."""
+    def step(self, X: torch.Tensor, r: torch.Tensor, actions: torch.Tensor | None = None) -> None:
+        """Add row ``X[i]`` with response ``r[i]`` to member i. ``actions``: ``X[i]`` is row
+        ``actions[i]`` of the arms of the last :meth:`score_terms` (unchanged since), so its
+        projection may be reused; ``None``: no such promise. ``X`` is validated (finite)."""
 
     @abstractmethod
-    def solve(self, v: torch.Tensor) -> torch.Tensor:
-        """``A_hat^-1 v`` for a vector ``v`` of shape ``(d,)``."""
+    def _quad(self, arms: torch.Tensor) -> torch.Tensor:
+        """``(B, K, d) -> (B, K)`` without touching the projection cache."""
 
     @abstractmethod
+    def _solve(self, V: torch.Tensor) -> torch.Tensor:
+        """``(B, d) -> (B, d)``: ``A_hat_i^-1 v_i``."""
+
+    @abstractmethod
+    def _covariance(self) -> torch.Tensor:
+        """``(B, d, d)``: the dense approximation of ``X_i^T X_i`` (without ``reg``)."""
+
+    @abstractmethod
+    def sketch_sizes(self) -> np.ndarray:
+        """Rows of sketch held now per member (``d`` when exact): int array ``(B,)``."""
+
+    @abstractmethod
+    def member_memory_bytes(self) -> np.ndarray:
+        """Bytes one member's estimator holds (what ``memory_bytes()`` reports at B = 1): ``(B,)``."""
+
+    def theta(self) -> torch.Tensor:
+        """``A_hat_i^-1 b_i`` per member, ``(B, d)`` (unbatched: ``(d,)``)."""
+        return self._out(self._solve(self.b))
+
+    def _core(self, t: torch.Tensor) -> torch.Tensor:
+        """``t`` in the core dtype (a no-op, without a dispatch, when the dtypes agree)."""
+        return t if self._same else t.to(self.cdtype)
+
+    def _work(self, t: torch.Tensor) -> torch.Tensor:
+        """``t`` in the working dtype (a no-op when the dtypes agree)."""
+        return t if self._same else t.to(self.dtype)
+
+    def _floor(self, sq: torch.Tensor) -> torch.Tensor:
+        """``||x||^2 / (reg + tr(X^T X))``: a lower bound on ``x^T A_hat^-1 x`` (``(B, K)``)."""
+        top = self.reg + self.trace + self._alpha_total()
+        if self.batch_size == 1:
+            return sq / float(top[0])  # a host float: one op fewer than a (1, 1) tensor
+        return sq / torch.as_tensor(top, device=self.device, dtype=sq.dtype).unsqueeze(1)
+
+    def _alpha_total(self) -> np.ndarray | float:
+        """Mass added back as ``alpha I`` (RFD); 0 otherwise."""
+        return 0.0
+
+    def _check_rows(self, X: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
+        """``||x||^2`` per row (tensor and float64 host copy), or a ``ValueError`` (state untouched)
+        when it overflows the dtype."""
+        xx = torch.linalg.vector_norm(X, dim=-1).square()
+        xx_h = np.array([xx.item()]) if self.batch_size == 1 else xx.double().cpu().numpy()
+        if not np.isfinite(xx_h).all():
+            raise ValueError(
+                f"a row's squared norm overflows {self.dtype} (|x| up to {float(X.abs().max()):.3g}); "
+                "rescale the features or use dtype=torch.float64"
+            )
+        return xx, xx_h
+
+    # -- public API (unbatched shapes when batch_size is None) ------------------------------
+    def _out(self, t):
+        return t[0] if self.single else t
+
+    def _one(self, a):
+        """A per-member host array as one sketch reports it (a Python scalar), or a copy when batched."""
+        if self.single:
+            v = a[0]
+            return v.item() if hasattr(v, "item") else v
+        return a.copy() if isinstance(a, np.ndarray) else a
+
+    def _rows_in(self, x, name: str = "x") -> torch.Tensor:
+        if self.single:
+            return as_vector(x, self.device, self.dtype, self.d, name=name).unsqueeze(0)
+        X = x.to(**self._kw) if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x, dtype=np.float64), **self._kw)
+        if X.shape != (self.batch_size, self.d):
+            raise ValueError(f"{name} must have shape ({self.batch_size}, {self.d}), got {tuple(X.shape)}")
+        if not bool(torch.isfinite(X).all()):
+            raise ValueError(f"{name} contains NaN or infinite entries")
+        return X
+
+    def _arms_in(self, arms) -> torch.Tensor:
+        if not isinstance(arms, torch.Tensor):
+            arms = torch.as_tensor(np.asarray(arms, dtype=np.float64))
+        arms = arms.to(**self._kw)
+        if self.single:
+            if arms.ndim != 2 or arms.shape[1] != self.d:
+                raise ValueError(f"arms must have shape (K, {self.d}), got {tuple(arms.shape)}")
+            return arms.unsqueeze(0)
+        if arms.ndim != 3 or arms.shape[0] != self.batch_size or arms.shape[2] != self.d:
+            raise ValueError(f"arms must have shape ({self.batch_size}, K, {self.d}), got {tuple(arms.shape)}")
+        return arms
+
+    def update(self, x, r=None, actions=None) -> None:
+        """Add one row per member (``(d,)`` unbatched) with response ``r`` (default 0). Validates
+        before touching any state."""
+        X = self._rows_in(x)
+        if r is None:
+            R = torch.zeros(self.batch_size, **self._kw)
+        else:
+            R = torch.as_tensor(np.asarray(r.cpu() if isinstance(r, torch.Tensor) else r, dtype=np.float64)).reshape(-1)
+            if R.shape != (self.batch_size,) or not bool(torch.isfinite(R).all()):
+                raise ValueError(f"r must be {self.batch_size} finite response(s), got {r!r}")
+            R = R.to(**self._kw)
+        if actions is not None and not isinstance(actions, torch.Tensor):
+            actions = torch.as_tensor(np.asarray(actions), device=self.device)
+        self.step(X, R, actions)
+
+    def quad_inv(self, arms) -> torch.Tensor:
+        """``x^T A_hat^-1 x`` for each row of ``arms``: ``(K, d) -> (K,)`` (batched ``(B, K, d) -> (B, K)``)."""
+        return self._out(self._quad(self._arms_in(arms)))
+
+    def solve(self, v) -> torch.Tensor:
+        """``A_hat^-1 v``: ``(d,) -> (d,)`` (batched ``(B, d) -> (B, d)``)."""
+        return self._out(self._solve(self._rows_in(v, name="v")))
+
     def covariance(self) -> torch.Tensor:
         """The dense ``d x d`` approximation of ``X^T X`` (without ``reg``); diagnostics only."""
+        return self._out(self._covariance())
+
+    def logdet_increment(self, x) -> torch.Tensor:
+        """``log det(A_hat + x x^T) - log det(A_hat)`` = ``log(1 + ||x||^2_{A_hat^-1})``."""
+        X = self._rows_in(x)
+        return self._out(torch.log1p(self._quad(X.unsqueeze(1))[:, 0]))
 
     @property
-    @abstractmethod
-    def sketch_size(self) -> int:
-        """Rows of sketch currently held (``d`` for the exact estimator)."""
+    def sketch_size(self):
+        """Rows of sketch held now (``d`` for the exact estimator); an array ``(B,)`` when batched."""
+        s = self.sketch_sizes()
+        return int(s[0]) if self.single else s
 
-    @abstractmethod
     def memory_bytes(self) -> int:
-        """Bytes held by the estimator's tensors right now."""
+        """Bytes held by the estimator's tensors (one member's formula when unbatched; all members,
+        padding included, when batched)."""
+        if self.single:
+            return int(self.member_memory_bytes()[0])
+        return self._held_bytes()
 
-    def ridge_step(self, x: torch.Tensor, reward: float, b: torch.Tensor, theta: torch.Tensor,
-                   played: tuple | None = None) -> torch.Tensor:
-        """Add the validated row ``x`` and return the new ridge solution ``A_hat'^-1 b``.
-
-        ``b`` already includes ``reward * x``; ``theta`` is the solution before this row,
-        ``A_hat^-1 (b - reward x)``. ``played=(arms, k)`` says that ``x`` is row ``k`` of the very
-        tensor ``arms`` last passed to :meth:`quad_inv`, so an estimator may reuse that call's
-        projection of it (it checks the identity of ``arms`` and that no row came in between).
-        This default ignores both hints: ``update`` then ``solve``.
-        """
-        self._update(x)
-        self.n_rows += 1
-        return self.solve(b)
-
-    @staticmethod
-    def _rank_one_refit(theta: torch.Tensor, x: torch.Tensor, reward: float, v: torch.Tensor, kappa: float) -> torch.Tensor:
-        """Sherman-Morrison on the ridge solution after ``A_hat' = A_hat + x x^T``, ``b' = b + r x``:
-        ``theta' = theta + v (r - x^T theta) / kappa`` where ``v / kappa = A_hat^-1 x / (1 + x^T A_hat^-1 x)``
-        (each estimator passes its own scaling of the pair, e.g. ``rho A_hat^-1 x`` and ``rho (1 + ...)``)."""
-        return torch.add(theta, v, alpha=(reward - float(x @ theta)) / kappa)
-
-    def logdet_increment(self, x: torch.Tensor) -> torch.Tensor:
-        """``log det(A_hat + x x^T) - log det(A_hat)`` = ``log(1 + ||x||^2_{A_hat^-1})``."""
-        return torch.log1p(self.quad_inv(x.reshape(1, -1))[0])
+    @abstractmethod
+    def _held_bytes(self) -> int:
+        """Bytes the batched tensors actually hold."""

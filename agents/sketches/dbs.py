@@ -27,14 +27,30 @@ blocks the discarded mass is added back, ``alpha = sum_i alpha_i = total_shrinka
 
     -alpha I  <=  X^T X - (S^T S + alpha I)  <=  0,   i.e.  ||X^T X - covariance()||_2 <= alpha < 2 eps.
 
-Cost (``fast=True``, Alg. 4): the active FD block buffers up to ``2 l`` rows; between two of
-its reductions the combined ``M`` is grown by one row/column per inserted row with the
-bordered inverse of eq. 7 (O(d r + r^2), r = total rows held), and after a reduction it is
-re-formed by eq. 3 from the cached Gram of the frozen rows (O(d r l + r^3) once per ~l rows).
-``quad_inv`` of K arms costs O(K d r + K r^2), ``solve`` O(d r + r^2); no d x d matrix exists
-before the cap (there ``r <= 2 sum_{i <= C-2} l_i <= d - l0``). After the cap a d x d inverse is kept by design
-(the "degenerate to OFUL" regime of seed 000 Sec. 4.1). ``fast=False`` runs Alg. 1 over
-textbook FD blocks (one reduction per row, so ``M`` is re-formed by eq. 3 every row).
+Layout (one implementation, batch dimension first: ``batch_size=B`` members, ``None`` = one
+sketch). Member i's rows ``[S~_i; S*_i]`` (frozen blocks, then the active block's FD buffer)
+sit in slots ``[0, r_i)`` of ``S (B, R, d)`` (working dtype, zero rows after); the Gram
+``G = S S^T`` and the inverse Cholesky factor ``Linv`` of ``G + c I`` (identity on the
+padding) are ``(B, R, R)`` and ``z = S b`` is ``(B, R)``, all three in float64 (the small core,
+see :mod:`agents.sketches.base`). ``M = (S S^T + c I)^-1 = Linv^T Linv`` (eq. 3, corrected
+below) is never formed: eq. 7's bordering is the bordering of ``Linv`` (as in FD), and after a
+reduction of the active block ``Linv`` is rebuilt by one Cholesky of ``G + c I``. Members close
+blocks on their own rounds; the decisions of Alg. 1 line 7 are taken for all at once with
+masks, reductions and look-aheads are grouped by (rows, sketch size) into batched ``eigh`` calls.
+
+Cost (``fast=True``, Alg. 4): O(K d r + K r^2) to score K arms (one product with ``S``), O(d r + r^2)
+to insert, O(d r l + r^3) per reduction (once per ~l rows). ``fast=False`` runs Alg. 1 over
+textbook FD blocks (one reduction per row).
+
+**Memory never above OFUL (``memory_cap=True``, the default; our extension of Invariant 2).**
+A sketched member holds ``R = r_in + cap`` rows (frozen rows plus the active block's full FD
+buffer, ``cap = 2 l_B`` fast, ``l_B`` textbook; allocated once per block, no spare capacity):
+``es * R d + es64 * (2 R^2 + R)`` bytes, against ``es * d^2`` for OFUL's inverse. When closing a
+block would open one whose layout costs more than the d x d inverse, the sketch switches to
+exact updates at that moment (as at the cap: the new row is folded into the inverse), so its
+memory never exceeds OFUL's (the exact mode holds exactly OFUL's ``d^2``). With
+``memory_cap=False`` only the literal cap of Alg. 1 line 3 applies (the paper's rule; its peak
+can be ~2x OFUL's at d = 784, l0 = 50). Both keep Theorem 1: exact rows add no error.
 
 Paper slips and gaps, settled here (tests in ``tests/test_dbs.py``):
 
@@ -108,16 +124,17 @@ import math
 import numbers
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from .._torch import as_vector, tensor_bytes
+from .._torch import tensor_bytes
 from .base import CovarianceEstimator
-from .fd import FrequentDirections
-from .rfd import RobustFrequentDirections
+from .exact import repair_inverse_, sherman_morrison_
+from .fd import border_at_, border_scattered_, safe_inverse_factor
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
 
-_SKETCHES = {"fd": FrequentDirections, "rfd": RobustFrequentDirections}
+_SKETCHES = ("fd", "rfd")
 
 
 def block_cap(d: int, l0: int) -> int:
@@ -191,422 +208,591 @@ class DyadicBlockSketch(CovarianceEstimator):
         sketch: ``"fd"`` (Frequent Directions blocks) or ``"rfd"`` (Robust FD: the discarded
             mass is added back as ``alpha I``).
         reg: the ridge ``lambda > 0`` of ``A_hat = reg I + ...``.
-        fast: ``True``: fast Alg. 4 (2l-row FD buffers, bordered inverse eq. 7 between
-            reductions); ``False``: Alg. 1 over textbook FD (eq. 3 recomputed every row).
+        fast: ``True``: fast Alg. 4 (2l-row FD buffers, bordered factor between reductions);
+            ``False``: Alg. 1 over textbook FD (the factor rebuilt every row).
         sentinel: App. B.1's sentinel (see the module docstring); ``True`` follows the paper.
-        keep_gram: also keep the d x d Gram after the cap, so that :meth:`covariance` is exact
-            there (diagnostics and tests; otherwise it is recovered by inverting ``A_hat^-1``).
+        memory_cap: ``True`` (default): also switch to exact updates as soon as the next block's
+            layout would hold more bytes than OFUL's d x d inverse (module docstring);
+            ``False``: only the literal block cap of Alg. 1 line 3.
+        keep_gram: also keep the d x d Gram after the switch to exact updates, so that
+            :meth:`covariance` is exact there (diagnostics and tests).
         device, dtype: where the state lives (float64 default on CPU).
+        batch_size: ``None`` for one sketch (unbatched shapes), or B independent sketches.
 
-    Attributes:
+    Attributes (per member arrays when batched):
         block_cap: ``floor(log2(d/l0 + 1))``, the most blocks there will ever be.
-        n_exact_rows: rows added exactly after the cap.
+        n_exact_rows: rows added exactly after the switch.
         frobenius_mass: ``||X||_F^2``, the squared norms of all rows so far.
     """
 
-    def __init__(
-        self,
-        d: int,
-        l0: int,
-        eps: float,
-        *,
-        sketch: str = "fd",
-        reg: float = 1.0,
-        fast: bool = True,
-        sentinel: bool = True,
-        keep_gram: bool = False,
-        device=None,
-        dtype=None,
-    ):
+    def __init__(self, d: int, l0: int, eps: float, *, sketch: str = "fd", reg: float = 1.0, fast: bool = True,
+                 sentinel: bool = True, memory_cap: bool = True, keep_gram: bool = False, device=None, dtype=None,
+                 batch_size: int | None = None):
         if not isinstance(d, numbers.Integral) or isinstance(d, bool) or d < 1:
             raise ValueError(f"d must be a positive int, got {d!r}")
         eps_f = check_dbs_params(l0, eps, sketch, fast, sentinel, d=int(d))
-        super().__init__(int(d), reg=reg, device=device, dtype=dtype)
-        self.l0 = int(l0)
-        self.eps = eps_f
-        self.sketch = sketch
-        self.fast = fast
-        self.sentinel = sentinel
+        if not isinstance(memory_cap, bool):
+            raise ValueError(f"memory_cap must be True or False, got {memory_cap!r}")
+        super().__init__(int(d), reg=reg, device=device, dtype=dtype, batch_size=batch_size)
+        self.l0, self.eps, self.sketch = int(l0), eps_f, sketch
+        self.robust = sketch == "rfd"
+        self.fast, self.sentinel, self.memory_cap = fast, sentinel, memory_cap
         self.keep_gram = bool(keep_gram)
         self.threshold = self.eps * self.l0  # Alg. 1 line 7: BlockSize + ||x||^2 < eps * l0
         self.block_cap = block_cap(self.d, self.l0)
-        self._kw = {"device": self.device, "dtype": self.dtype}
-        # Frozen (inactive) blocks: their stacked rows S~, its Gram S~ S~^T (eq. 3's corrected M~).
-        # S~ and the active block's row buffer are consecutive rows of one tensor, so [S~; S*] (in
-        # M's order) is one slice _rows[:r] and each query is one product with it, not two and a cat.
-        self._rows: torch.Tensor | None = None
-        self._S_in = torch.zeros(0, self.d, **self._kw)
-        self._G_in = torch.zeros(0, 0, **self._kw)
-        self._alpha_in = 0.0
-        self._frozen: list[BlockInfo] = []
-        # The active block B*.
-        self._active: FrequentDirections | None = None
-        self._act_size = self.l0
-        self._act_mass = 0.0
-        self._act_rows = 0
-        self._act_held = 0  # rows of the active sketch that M currently accounts for
-        self._act_reductions = 0
-        # M = (S S^T + c I)^-1 over [S~; S*], kept in a buffer with spare capacity (eq. 7 grows it);
-        # the buffer is zero outside M's r x r block, so eq. 7 is one rank-1 update (see _border)
-        self._M_buf = torch.zeros(0, 0, **self._kw)
-        self._r = 0
-        self._minus_one = torch.full((1,), -1.0, **self._kw)
-        # Exact part (after the cap): A_hat^-1 as a d x d matrix, Sherman-Morrison per row.
-        self._A_inv: torch.Tensor | None = None
-        # (arms, projection) of the last quad_inv: [S~; S*] arms^T, or A_hat^-1 arms^T after the cap;
-        # ridge_step reuses the played arm's column, any update drops it
-        self._proj: tuple | None = None
-        self._gram: torch.Tensor | None = None  # exact mode with keep_gram: covariance() exactly
-        self.n_exact_rows = 0
-        self.frobenius_mass = 0.0  # ||X||_F^2 = sum_s ||x_s||^2 (Tr X^T X), for confidence radii
-        if self.block_cap <= 1:  # Alg. 1 line 3 holds from the start: length(L) = 0 >= C - 1
-            self._frozen.append(BlockInfo(0, self.l0, 0.0, 0, 0, 0.0, 0.0, False))
-            self._A_inv = torch.eye(self.d, **self._kw) / self.reg
-            if self.keep_gram:
-                self._gram = torch.zeros(self.d, self.d, **self._kw)
+        self._eps = torch.finfo(self.dtype).eps
+        B = self.batch_size
+        ints = lambda: np.zeros(B, dtype=np.int64)  # noqa: E731
+        floats = lambda: np.zeros(B, dtype=np.float64)  # noqa: E731
+        self.rows, self.rows_in = ints(), ints()  # rows held: all / in frozen blocks
+        self.m_act = ints()  # rows of the active block's sketch
+        self.l_act = np.full(B, self.l0, dtype=np.int64)  # its sketch size l0 2^i
+        self.act_rows, self.act_mass = ints(), floats()  # rows it received, its BlockSize
+        self.act_shrink, self.act_alpha = floats(), floats()  # its FD shrinkage / RFD alpha
+        self.n_frozen = ints()
+        self.frozen_shrink, self.alpha_in, self.frozen_ls = floats(), floats(), floats()  # sums over frozen blocks
+        self.exact = np.zeros(B, dtype=np.bool_)
+        self._n_exact_rows = ints()
+        self._frob = floats()
+        self._frozen: list[list[BlockInfo]] = [[] for _ in range(B)]
+        self._everyone = np.arange(B)
+        self._any_exact = False  # kept equal to self.exact.any() (a host bool read every round)
+        self._R = 0
+        self.S = torch.zeros(B, 0, self.d, **self._kw)
+        self.G = torch.zeros(B, 0, 0, **self._ckw)
+        self.Linv = torch.zeros(B, 0, 0, **self._ckw)
+        self._z = torch.zeros(B, 0, **self._ckw)  # S b over each member's rows, kept up to date
+        self._cache = None  # projections of the last score_terms, for the next step
+        self._c_t = None  # c() as a core tensor (see _c_tensor)
+        self.A_inv: torch.Tensor | None = None
+        self.gram: torch.Tensor | None = None
+        start_exact = self.block_cap <= 1 or (self.memory_cap and self._layout_bytes(0, self._cap_of(self.l0)) > self._exact_bytes())
+        if start_exact:  # Alg. 1 line 3 holds from the start (or the first block costs more than OFUL)
+            self._frozen = [[BlockInfo(0, self.l0, 0.0, 0, 0, 0.0, 0.0, False)] for _ in range(B)]
+            self.n_frozen[:] = 1
+            self._switch_to_exact(np.arange(B))
         else:
-            self._active = self._new_block(self.l0)
+            self._ensure_rows(self._cap_of(self.l0))
 
-    # -- construction helpers ----------------------------------------------------------
-    def _new_block(self, size: int) -> FrequentDirections:
-        """A block of sketch size ``size`` whose row buffer follows S~ in a new ``_rows`` tensor."""
-        r_in = self._S_in.shape[0]
-        cap = 2 * size if self.fast else size
-        rows = torch.zeros(r_in + cap, self.d, **self._kw)
-        rows[:r_in] = self._S_in
-        self._rows, self._S_in = rows, rows[:r_in]
-        return _SKETCHES[self.sketch](self.d, size, reg=self.reg, fast=self.fast, _buffer=rows[r_in:], **self._kw)
+    # -- sizes and bytes -----------------------------------------------------------------------
+    def _cap_of(self, l):
+        """Rows an FD block of sketch size l buffers at most (2l fast, l textbook)."""
+        return 2 * l if self.fast else l
 
-    @property
-    def _c(self) -> float:
-        """The scalar ridge of ``A_hat``: reg, plus every block's alpha for RFD."""
-        return self.reg + self._alpha_in + float(getattr(self._active, "alpha", 0.0) or 0.0)
+    def _layout_bytes(self, r_in, cap):
+        """Bytes a member holds with ``r_in`` frozen rows and an active buffer of ``cap`` rows:
+        ``R d`` rows (working dtype), ``2 R^2 + R`` core numbers (Gram, factor, ``S b``), ``R = r_in + cap``."""
+        R = np.asarray(r_in) + cap
+        es, ec = self.S.element_size(), self.G.element_size()
+        return es * R * self.d + ec * (2 * R * R + R)
 
-    def _M(self) -> torch.Tensor:
-        return self._M_buf[: self._r, : self._r]
-
-    def _ensure_capacity(self, r: int) -> None:
-        """Grow the M buffer so that an r x r M fits, sized for the active block's full buffer
-        (frozen rows + the FD capacity 2l or l): eq. 7 then never reallocates within a block."""
-        cap = self._M_buf.shape[0]
-        if r <= cap:
-            return
-        new_cap = max(r, self._S_in.shape[0] + (self._active.capacity if self._active is not None else 0))
-        buf = torch.zeros(new_cap, new_cap, **self._kw)
-        buf[: self._r, : self._r] = self._M()
-        self._M_buf = buf
-
-    # -- streaming -----------------------------------------------------------------------
-    def _update(self, x: torch.Tensor, Sx: torch.Tensor | None = None) -> tuple[torch.Tensor, float] | None:
-        """Insert the validated row ``x``. ``Sx``: its projection from the last :meth:`quad_inv`
-        (``S x`` over the rows M accounts for, or ``A_hat^-1 x`` after the cap), if known.
-
-        Returns ``(v, kappa)`` with ``v / kappa = A_hat^-1 x / (1 + x^T A_hat^-1 x)`` (the old A_hat)
-        when ``A_hat`` gained exactly ``x x^T``, else ``None`` (a reduction, a zero row, the switch
-        to exact mode): what :meth:`ridge_step` needs to refit by Sherman-Morrison.
-        """
-        self._proj = None
-        norm2 = float(x @ x)
-        self.frobenius_mass += norm2
-        if self._A_inv is not None:  # Alg. 1 line 3-4: exact rank-1 modification
-            self.n_exact_rows += 1
-            # .contiguous(): addr_ with a strided vector takes a path ~4x slower than with a contiguous one
-            return self._sherman_morrison(x, None if Sx is None else Sx.contiguous())
-        # Alg. 1 line 7 (short-circuit: the look-ahead SVD only when the mass test fails).
-        if self._act_mass + norm2 < self.threshold or not self._will_excess(x):
-            return self._insert_active(x, norm2, Sx)
-        # Lines 10-12: freeze B*, open a block of twice its sketch size, x goes into it.
-        size = 2 * self._act_size
-        self._close_active()
-        if len(self._frozen) >= self.block_cap - 1:
-            # Line 3 holds from the next row on; the new block would hold x alone, exactly.
-            self._frozen.append(BlockInfo(len(self._frozen), size, norm2, 1, 0, 0.0, 0.0, False))
-            self._switch_to_exact()
-            self._sherman_morrison(x)
-            return None
-        self._active = self._new_block(size)
-        self._act_size, self._act_mass, self._act_rows = size, 0.0, 0
-        self._act_held, self._act_reductions = 0, 0
-        # closing changed neither A_hat nor M's row order: Sx is still S x over [S~; S*] (S* now empty)
-        return self._insert_active(x, norm2, Sx)
-
-    def ridge_step(self, x, reward, b, theta, played=None):
-        """Add ``x`` and return ``A_hat'^-1 b`` (see :meth:`CovarianceEstimator.ridge_step`): by
-        Sherman-Morrison when the row was bordered into M (eq. 7) or added exactly after the cap,
-        a fresh solve (eq. 5) after a reduction or the switch to exact mode. The played arm's
-        ``S x`` (or ``A_hat^-1 x``) comes from the last :meth:`quad_inv` when ``played`` names it."""
-        proj = self._proj
-        Sx = proj[1].select(1, played[1]) if played is not None and proj is not None and proj[0] is played[0] else None
-        step = self._update(x, Sx)
-        self.n_rows += 1
-        if step is None:
-            return self._solve(b)
-        return self._rank_one_refit(theta, x, reward, *step)
-
-    def _will_excess(self, x: torch.Tensor) -> bool:
-        """willExcessSketch (Sec. 3.1), with App. B.1's sentinel while the block is not yet full."""
-        if self.sentinel and 0 < self._act_rows < self._act_size:
-            return True
-        return self._active.shrinkage_if_added(x) > 0.0
-
-    def _insert_active(self, x: torch.Tensor, norm2: float, Sx: torch.Tensor | None = None):
-        blk = self._active
-        held_before = self._act_held
-        r_in = self._S_in.shape[0]
-        # x is already validated (CovarianceEstimator.update): feed the block through its
-        # validated-row hook. M accounts for all its rows (held_before == its row count), so
-        # the active part of Sx is the block's own S* x.
-        blk._add(x, norm2, None if Sx is None else Sx[r_in:])
-        blk.n_rows += 1
-        self._act_mass += norm2
-        self._act_rows += 1
-        if blk.n_reductions == self._act_reductions:
-            if blk.rows_in_use == held_before:  # FD skipped a zero row: A_hat unchanged
-                return None
-            if blk.rows_in_use == held_before + 1:  # no reduction, one more row: x was appended
-                # fast Alg. 4 line 19: eq. 7; the block's Gram already holds S* x (its new row)
-                if Sx is None:  # the block's append wrote S* x as its Gram row (lower triangle, no sync needed)
-                    S_act_x = blk._G[held_before, :held_before]
-                    Sx = torch.cat((self._S_in @ x, S_act_x)) if r_in else S_act_x
-                return self._border(x, norm2, Sx)
-        # A reduction happened (Alg. 4 lines 14-16, or every row for Alg. 1): eq. 3.
-        self._act_reductions = blk.n_reductions
-        self._recompute_M()
-        return None
-
-    def _border(self, x: torch.Tensor, norm2: float, Sx: torch.Tensor) -> tuple[torch.Tensor, float]:
-        """eq. 7: M <- [[M + phi phi^T/xi, -phi/xi], [-phi^T/xi, 1/xi]] for the appended row x,
-        phi = M S x, xi = ||x||^2 - (S x)^T phi + c (= c (1 + ||x||^2_{A_hat^-1}) >= c).
-        ``Sx`` is ``S x`` over the rows already in M, in M's order ([S~; S*]).
-
-        Returns ``(x - S^T phi, xi)``: ``c A_hat^-1 x = x - S^T M S x`` (eq. 5) and
-        ``c (1 + x^T A_hat^-1 x) = xi``, the Sherman-Morrison pair of :meth:`ridge_step`.
-
-        The bordered matrix is ``[[M, 0], [0, 0]] + u u^T / xi`` with ``u = [phi; -1]``: with the
-        buffer zero outside M (an invariant), one rank-1 update of its leading (r+1) x (r+1) block
-        writes all of it (one op instead of five block and entry writes)."""
-        r, c = self._r, self._c
-        self._ensure_capacity(r + 1)
-        if r:
-            phi = self._M_buf[:r, :r] @ Sx
-            xi = max(norm2 - float(Sx @ phi) + c, c)  # rounding can only push it below c
-            v = torch.addmv(x, self._rows[:r].T, phi, alpha=-1.0)  # rows [0, r) are M's rows [S~; S*]
-            u = torch.cat((phi, self._minus_one))
-        else:
-            xi, v, u = norm2 + c, x, self._minus_one
-        self._M_buf[: r + 1, : r + 1].addr_(u, u, alpha=1.0 / xi)
-        self._r = r + 1
-        self._act_held += 1
-        return v, xi
-
-    def _recompute_M(self) -> None:
-        """eq. 3 (corrected): M = (G + c I)^-1 with G the Gram of [S~; S*], from the cached S~ S~^T."""
-        blk = self._active
-        S_act = blk.S
-        r_in, r_a = self._S_in.shape[0], S_act.shape[0]
-        r = r_in + r_a
-        G = torch.empty(r, r, **self._kw)
-        G[:r_in, :r_in] = self._G_in
-        if r_in and r_a:
-            cross = self._S_in @ S_act.T
-            G[:r_in, r_in:] = cross
-            G[r_in:, :r_in] = cross.T
-        G[r_in:, r_in:] = blk.gram
-        self._act_held = r_a
-        self._ensure_capacity(r)
-        if self._r > r:  # keep the buffer zero outside M (eq. 7's single rank-1 update relies on it)
-            self._M_buf[: self._r, : self._r] = 0.0
-        self._r = r
-        if r:
-            self._M_buf[:r, :r] = _spd_inverse(G, self._c)
-
-    def _close_active(self) -> None:
-        """Alg. 1 line 10: freeze B*; its rows join S~ and its Gram block joins the cached S~ S~^T.
-        A_hat does not change, so M (already over [S~; S*]) is kept as it is."""
-        blk = self._active
-        S_act = blk.S
-        r_in, r_a = self._S_in.shape[0], S_act.shape[0]
-        G = torch.empty(r_in + r_a, r_in + r_a, **self._kw)
-        G[:r_in, :r_in] = self._G_in
-        if r_in and r_a:
-            cross = self._S_in @ S_act.T
-            G[:r_in, r_in:] = cross
-            G[r_in:, :r_in] = cross.T
-        G[r_in:, r_in:] = blk.gram
-        self._G_in = G
-        self._S_in = self._rows[: r_in + r_a]  # the block's rows follow S~ in _rows already
-        alpha = float(getattr(blk, "alpha", 0.0) or 0.0)
-        self._alpha_in += alpha
-        self._frozen.append(
-            BlockInfo(len(self._frozen), self._act_size, self._act_mass, self._act_rows, r_a, blk.total_shrinkage, alpha, False)
-        )
-        self._active = None
-
-    def _switch_to_exact(self) -> None:
-        """Invariant 2 reached: form A_hat^-1 = (1/c)(I - S^T M S) once (O(d^2 r)); the frozen
-        sketches live on inside it and are dropped."""
-        c, S = self._c, self._S_in
-        A_inv = torch.eye(self.d, **self._kw)
-        if self._r:
-            A_inv -= S.T @ (self._M() @ S)
-        self._A_inv = A_inv / c
-        if self.keep_gram:
-            self._gram = S.T @ S
-            self._gram.diagonal().add_(c - self.reg)
-        self._frozen = [
-            BlockInfo(b.index, b.sketch_size, b.block_size, b.n_rows, 0, b.shrinkage, b.alpha, False) for b in self._frozen
-        ]
-        self._S_in = torch.zeros(0, self.d, **self._kw)
-        self._rows = None
-        self._G_in = torch.zeros(0, 0, **self._kw)
-        self._M_buf = torch.zeros(0, 0, **self._kw)
-        self._r = 0
-
-    def _sherman_morrison(self, x: torch.Tensor, Ax: torch.Tensor | None = None) -> tuple[torch.Tensor, float]:
-        if Ax is None:
-            Ax = self._A_inv @ x
-        kappa = 1.0 + float(x @ Ax)
-        self._A_inv.addr_(Ax, Ax, alpha=-1.0 / kappa)
-        if self._gram is not None:
-            self._gram.addr_(x, x)
-        return Ax, kappa
-
-    # -- queries -------------------------------------------------------------------------
-    def _check_arms(self, arms) -> torch.Tensor:
-        if not isinstance(arms, torch.Tensor):
-            arms = torch.as_tensor(arms)
-        arms = arms.to(device=self.device, dtype=self.dtype)
-        if arms.ndim != 2 or arms.shape[1] != self.d:
-            raise ValueError(f"arms must have shape (K, {self.d}), got {tuple(arms.shape)}")
-        return arms
-
-    def quad_inv(self, arms: torch.Tensor) -> torch.Tensor:
-        """``x^T A_hat^-1 x = (||x||^2 - (S x)^T M (S x)) / c`` for the K rows of ``arms``:
-        O(K d r + K r^2) before the cap, O(K d^2) after it."""
-        given = arms
-        arms = self._check_arms(arms)
-        if self._A_inv is not None:
-            # columns A_hat^-1 x (ridge_step reuses the played one); A^-1 arms^T rather than
-            # arms A^-1: MKL's gemm is much slower with the K-row operand on the left
-            P = self._A_inv @ arms.T
-            self._proj = (given, P)
-            return (P * arms.T).sum(dim=0)
-        sq = torch.linalg.vector_norm(arms, dim=1).square()  # one fused pass
-        if self._r == 0:
-            self._proj = None
-            return sq / self._c
-        # (r, K): the only O(K d r) step (S arms^T: the faster gemm orientation, see FD.quad_inv)
-        Ut = self._rows[: self._r] @ arms.T  # rows [0, r) of _rows are [S~; S*], M's order
-        self._proj = (given, Ut)  # ridge_step reuses the played arm's column as S x
-        proj = ((self._M() @ Ut) * Ut).sum(dim=0)
-        return torch.sub(sq, proj).clamp_(min=0.0).div_(self._c)
-
-    def solve(self, v: torch.Tensor) -> torch.Tensor:
-        """``A_hat^-1 v = (v - S^T M S v) / c`` in O(d r + r^2) (O(d^2) after the cap)."""
-        return self._solve(as_vector(v, self.device, self.dtype, self.d, name="v"))
-
-    def _solve(self, v: torch.Tensor) -> torch.Tensor:
-        if self._A_inv is not None:
-            return self._A_inv @ v
-        if self._r == 0:
-            return v / self._c
-        S = self._rows[: self._r]  # [S~; S*] in M's order
-        w = self._M() @ (S @ v)
-        return torch.addmv(v, S.T, w, alpha=-1.0) / self._c
-
-    def covariance(self) -> torch.Tensor:
-        """``sum_i S_i^T S_i (+ alpha I for RFD)``, plus the exact rows after the cap (d x d; diagnostics)."""
-        eye = torch.eye(self.d, **self._kw)
-        if self._gram is not None:
-            return self._gram.clone()
-        if self._A_inv is not None:
-            # The frozen sketches live inside A_hat^-1: O(d^3) recovery, accurate to about
-            # eps * cond(A_hat) relative (pass keep_gram=True for an exact Gram).
-            return torch.linalg.inv(self._A_inv) - self.reg * eye
-        cov = self._S_in.T @ self._S_in + (self._c - self.reg) * eye
-        if self._active is not None:
-            S_act = self._active.S
-            cov += S_act.T @ S_act
-        return cov
-
-    # -- introspection -------------------------------------------------------------------
-    @property
-    def exact_mode(self) -> bool:
-        """True once Invariant 2's cap is reached: rows are then added exactly (no more error)."""
-        return self._A_inv is not None
+    def _exact_bytes(self):
+        return self.S.element_size() * self.d * self.d * (2 if self.keep_gram else 1)
 
     @property
-    def n_blocks(self) -> int:
-        """Blocks so far, inactive and active (<= :attr:`block_cap`)."""
-        return len(self._frozen) + (self._active is not None)
+    def cap_act(self) -> np.ndarray:
+        return self._cap_of(self.l_act)
+
+    # -- per-member scalars ----------------------------------------------------------------------
+
+    def c(self) -> np.ndarray:
+        """The ridge of ``A_hat_i``: reg, plus every block's alpha for RFD (host float64 ``(B,)``)."""
+        return self.reg + self.alpha_in + self.act_alpha
+
+    def _c_tensor(self, idx=None) -> torch.Tensor:
+        if idx is not None:
+            return torch.as_tensor(self.c()[idx], **self._ckw)
+        if self._c_t is None:  # cached: rebuilt only when an alpha changes (a reduction or a close)
+            self._c_t = torch.as_tensor(self.c(), **self._ckw)
+        return self._c_t
+
+    def _alpha_total(self):
+        return self.alpha_in + self.act_alpha
 
     @property
-    def active_sketch_size(self) -> int:
-        """``l_{B_t}``: sketch size of the active block (of the last block in exact mode)."""
-        return self._act_size if self._active is not None else self._frozen[-1].sketch_size
+    def exact_mode(self):
+        """Whether the sketch switched to exact (OFUL-like) rank-1 updates."""
+        return self._one(self.exact)
 
     @property
-    def sketch_size(self) -> int:
-        """Sketch rows held now over all blocks (``d`` in exact mode): the paper's adaptive size."""
-        if self._A_inv is not None:
-            return self.d
-        return self._S_in.shape[0] + (self._active.S.shape[0] if self._active is not None else 0)
+    def n_exact_rows(self):
+        return self._one(self._n_exact_rows)
 
     @property
-    def total_shrinkage(self) -> float:
-        """``sum_i sigma_bar_i``: bounds ``X^T X - S^T S`` (and ``||X^T X - covariance()||_2``); ``< 2 eps``."""
-        active = self._active.total_shrinkage if self._active is not None else 0.0
-        return sum(b.shrinkage for b in self._frozen) + active
+    def frobenius_mass(self):
+        return self._one(self._frob)
 
     @property
-    def alpha(self) -> float:
+    def total_shrinkage(self):
+        """``sum_i sigma_bar_i``: bounds ``X^T X - S^T S``; ``< 2 eps`` (Theorem 1)."""
+        return self._one(self.frozen_shrink + np.where(self.exact, 0.0, self.act_shrink))
+
+    @property
+    def alpha(self):
         """Total RFD counter ``sum_i alpha_i`` added back as ``alpha I`` (0 for FD blocks)."""
-        return self._c - self.reg
+        return self._one(self.c() - self.reg)
 
-    def blocks(self) -> list[BlockInfo]:
-        """A snapshot of every block, oldest first (the last one is the active block, if any)."""
-        out = list(self._frozen)
-        if self._active is not None:
-            blk = self._active
-            out.append(
-                BlockInfo(
-                    len(self._frozen), self._act_size, self._act_mass, self._act_rows, blk.S.shape[0],
-                    blk.total_shrinkage, float(getattr(blk, "alpha", 0.0) or 0.0), True,
-                )
-            )
+    @property
+    def n_blocks(self):
+        """Blocks so far, inactive and active (<= :attr:`block_cap`)."""
+        return self._one(self.n_frozen + (~self.exact))
+
+    @property
+    def active_sketch_size(self):
+        """``l_{B_t}``: sketch size of the active block (of the last block in exact mode)."""
+        return self._one(self.l_act)
+
+    def blocks_weighted_shrinkage(self):
+        """``sum_i l_i sigma_bar_i`` over each member's blocks (DBSLinUCB-RFD's theory radius)."""
+        return self._one(self.frozen_ls + np.where(self.exact, 0.0, self.l_act * self.act_shrink))
+
+    def blocks(self, member: int = 0) -> list[BlockInfo]:
+        """A snapshot of every block of ``member`` (0 for one sketch), oldest first (the last one is
+        the active block, if any)."""
+        out = list(self._frozen[member])
+        if not self.exact[member]:
+            out.append(BlockInfo(len(out), int(self.l_act[member]), float(self.act_mass[member]),
+                                 int(self.act_rows[member]), int(self.m_act[member]), float(self.act_shrink[member]),
+                                 float(self.act_alpha[member]), True))
         return out
+
+    def active_rows(self, member: int = 0) -> torch.Tensor:
+        """The active block's sketch rows ``S*`` of ``member`` (a view: do not modify)."""
+        return self.S[member, self.rows_in[member]: self.rows[member]]
+
+    def held_rows(self, member: int = 0) -> torch.Tensor:
+        """All sketch rows ``[S~; S*]`` of ``member``, in the factor's order (a view)."""
+        return self.S[member, : self.rows[member]]
 
     def stats(self) -> dict:
         """Flat scalars for a per-round history (e.g. ``records.append(dbs.stats())``)."""
         return {
-            "n_rows": self.n_rows,
-            "n_blocks": self.n_blocks,
-            "sketch_size": self.sketch_size,
-            "active_sketch_size": self.active_sketch_size,
-            "exact_mode": self.exact_mode,
-            "total_shrinkage": self.total_shrinkage,
-            "alpha": self.alpha,
+            "n_rows": self.n_rows, "n_blocks": self.n_blocks, "sketch_size": self.sketch_size,
+            "active_sketch_size": self.active_sketch_size, "exact_mode": self.exact_mode,
+            "total_shrinkage": self.total_shrinkage, "alpha": self.alpha,
         }
 
-    def memory_bytes(self) -> int:
-        """Bytes held now: frozen rows and their Gram, M, the active FD block, the exact inverse."""
-        active = self._active.memory_bytes() if self._active is not None else 0
-        return tensor_bytes(self._S_in, self._G_in, self._M_buf, self._A_inv, self._gram) + active
+    # -- storage ---------------------------------------------------------------------------------
+    def _ensure_rows(self, n: int) -> None:
+        """Grow the row capacity R to ``n`` exactly (once per block opening: no spare capacity)."""
+        if n <= self._R:
+            return
+        R, B, old = n, self.batch_size, self._R
+        S = torch.zeros(B, R, self.d, **self._kw)
+        G = torch.zeros(B, R, R, **self._ckw)
+        Linv = torch.eye(R, **self._ckw).repeat(B, 1, 1)
+        z = torch.zeros(B, R, **self._ckw)
+        if old:
+            S[:, :old], G[:, :old, :old], Linv[:, :old, :old], z[:, :old] = self.S, self.G, self.Linv, self._z
+        self.S, self.G, self.Linv, self._z, self._R = S, G, Linv, z, R
+
+    def _groups(self, idx: np.ndarray, *keys: np.ndarray):
+        """Split member indices ``idx`` by the values of ``keys`` (one batched op per group)."""
+        if idx.size == 0:
+            return
+        stacked = np.stack([k[idx] for k in keys], axis=1)
+        values, inverse = np.unique(stacked, axis=0, return_inverse=True)
+        for j, value in enumerate(values):
+            yield idx[inverse.reshape(-1) == j], [int(v) for v in value]
+
+    # -- streaming -------------------------------------------------------------------------------
+    def step(self, X, r, actions=None):
+        """Add the rows (see :meth:`CovarianceEstimator.step`; ``r`` a float and ``actions`` an int
+        are accepted when B = 1)."""
+        cache0 = self._cache
+        if isinstance(actions, int) and cache0 is not None and cache0[5] is not None:
+            xx = cache0[5][:, actions]  # ||x||^2 of the played arm was scored (and finite)
+            norm2 = np.array([xx.item()])
+        else:
+            xx, norm2 = self._check_rows(X)
+        self._frob += norm2
+        self.trace += norm2
+        cache, self._cache = self._cache, None
+        if actions is None:
+            cache = None
+        elif isinstance(actions, int) and cache is not None and cache[2] is not None:
+            actions = torch.tensor([actions], device=self.device)  # the exact path indexes with tensors
+        if cache is not None and cache[0] is not None:  # S x = the played arm's row of arms S^T (first Rm slots)
+            g = cache[0][:, actions] if isinstance(actions, int) else cache[0][self._members, actions]
+        elif self._R:
+            g = self._core(torch.bmm(self.S, X.unsqueeze(2)).squeeze(2))  # zero on the padding and for exact members
+        else:
+            g = None
+        if isinstance(r, float):
+            self.b.add_(X, alpha=r)
+            if g is not None:
+                self._z[:, : g.shape[1]].add_(g, alpha=r)  # S b for the new b, on the rows held before
+        else:
+            self.b.add_(X * r.unsqueeze(1))
+            if g is not None:
+                self._z[:, : g.shape[1]].add_(g * self._core(r).unsqueeze(1))
+        if g is None:
+            g = torch.zeros(self.batch_size, 0, **self._ckw)
+        if not self._any_exact and (self.act_mass + norm2 < self.threshold).all():
+            # the common round: every member sketched and under its block's mass threshold, so
+            # Alg. 1 line 7 keeps x in the active block without a look-ahead
+            self._insert_active(self._everyone, X, self._core(xx), norm2, g)
+            self.n_rows += 1
+            return
+        was_exact = self.exact.copy()
+        # Alg. 1 line 7 for every sketched member at once (the look-ahead only where the mass test fails)
+        need = ~was_exact & ~(self.act_mass + norm2 < self.threshold)
+        close = need & self.sentinel & (self.act_rows > 0) & (self.act_rows < self.l_act)  # App. B.1's sentinel
+        look = np.flatnonzero(need & ~close)
+        if look.size:
+            close[look] = self._shrinkage_if_added(look, X, norm2, g) > 0.0
+        switch = np.zeros(self.batch_size, dtype=np.bool_)
+        closing = np.flatnonzero(close)
+        if closing.size:
+            switch[self._close_active(closing, norm2)] = True
+        inserting = np.flatnonzero(~was_exact & ~switch)
+        if inserting.size:
+            self._insert_active(inserting, X, self._core(xx), norm2, g)
+        exact_rows = np.flatnonzero(was_exact | switch)
+        if exact_rows.size:
+            Ax = q = None
+            if cache is not None and cache[2] is not None and np.array_equal(cache[3], exact_rows):
+                sel = torch.as_tensor(exact_rows, device=self.device)
+                pos = torch.arange(exact_rows.size, device=self.device)
+                Ax = cache[2][pos, :, actions[sel]]
+                q = cache[4][pos, actions[sel]]
+            self._sherman_morrison(exact_rows, X, xx, Ax, q)
+        self._n_exact_rows[was_exact] += 1
+        self.n_rows += 1
+
+    def _close_active(self, idx: np.ndarray, norm2: np.ndarray) -> np.ndarray:
+        """Alg. 1 lines 10-12: freeze the active blocks of ``idx`` (their rows stay where they
+        are, now counted as frozen) and open blocks of twice the size; members reaching the cap
+        (or, with ``memory_cap``, whose next block would cost more than OFUL) switch to exact
+        updates (returned)."""
+        for i in idx:
+            self._frozen[i].append(BlockInfo(len(self._frozen[i]), int(self.l_act[i]), float(self.act_mass[i]),
+                                             int(self.act_rows[i]), int(self.m_act[i]), float(self.act_shrink[i]),
+                                             float(self.act_alpha[i]), False))
+        self.frozen_shrink[idx] += self.act_shrink[idx]
+        self.alpha_in[idx] += self.act_alpha[idx]
+        self._c_t = None
+        self.frozen_ls[idx] += self.l_act[idx] * self.act_shrink[idx]
+        self.n_frozen[idx] += 1
+        self.rows_in[idx] = self.rows[idx]
+        self.l_act[idx] *= 2
+        for arr in (self.m_act, self.act_rows):
+            arr[idx] = 0
+        for arr in (self.act_mass, self.act_shrink, self.act_alpha):
+            arr[idx] = 0.0
+        over = self.n_frozen[idx] >= self.block_cap - 1
+        if self.memory_cap:
+            over |= self._layout_bytes(self.rows_in[idx], self.cap_act[idx]) > self._exact_bytes()
+        switching = idx[over]
+        if switching.size:
+            for i in switching:  # the new block holds x alone, exactly
+                self._frozen[i].append(BlockInfo(len(self._frozen[i]), int(self.l_act[i]), float(norm2[i]), 1, 0,
+                                                 0.0, 0.0, False))
+            self.n_frozen[switching] += 1
+            self._switch_to_exact(switching)
+        opening = idx[~over]
+        if opening.size:
+            self._ensure_rows(int((self.rows_in[opening] + self.cap_act[opening]).max()))
+        return switching
+
+    def _switch_to_exact(self, idx: np.ndarray) -> None:
+        """Form ``A_hat^-1 = (I - W^T W) / c`` with ``W = Linv S`` (eq. 5) once (O(d^2 r)); the
+        sketches live on inside it and are dropped."""
+        if self.A_inv is None:
+            self.A_inv = torch.zeros(self.batch_size, self.d, self.d, **self._kw)
+            if self.keep_gram:
+                self.gram = torch.zeros(self.batch_size, self.d, self.d, **self._kw)
+        t = torch.as_tensor(idx, device=self.device)
+        eye = torch.eye(self.d, **self._kw)
+        c = self._c_tensor(idx).to(self.dtype).view(-1, 1, 1)
+        if self._R:
+            W = torch.bmm(self.Linv[t], self._core(self.S[t]))  # (n, R, d)
+            A = eye - torch.bmm(W.mT, W).to(self.dtype)
+            if self.gram is not None:
+                self.gram[t] = torch.bmm(self.S[t].mT, self.S[t]) + (c - self.reg) * eye
+            self.S[t] = 0.0
+            self.G[t] = 0.0
+            self._z[t] = 0.0
+            self.Linv[t] = torch.eye(self._R, **self._ckw)
+        else:
+            A = eye.expand(idx.size, self.d, self.d).clone()
+        self.A_inv[t] = A / c
+        self.exact[idx] = True
+        self._any_exact = True
+        for arr in (self.rows, self.rows_in, self.m_act):
+            arr[idx] = 0
+        if self.exact.all() and self._R:  # nobody is sketched any more: free the row layout
+            self._R = 0
+            self.S = torch.zeros(self.batch_size, 0, self.d, **self._kw)
+            self.G = torch.zeros(self.batch_size, 0, 0, **self._ckw)
+            self.Linv = torch.zeros(self.batch_size, 0, 0, **self._ckw)
+            self._z = torch.zeros(self.batch_size, 0, **self._ckw)
+
+    def _insert_active(self, idx, X, xx, norm2, g) -> None:
+        """FD update of the active blocks of ``idx`` with their rows (Alg. 4 lines 11-19)."""
+        if idx is self._everyone and (norm2 > 0.0).all():  # whole-array bookkeeping, no fancy indexing
+            self.act_mass += norm2
+            self.act_rows += 1
+            self._append(idx, X, xx, g)
+            self.m_act += 1
+            self.rows += 1
+            full = (self.m_act == self.cap_act) if self.fast else np.ones(self.batch_size, dtype=np.bool_)
+            if full.any():
+                for group, (m, l) in self._groups(np.flatnonzero(full), self.m_act, self.l_act):
+                    self._reduce_active(group, m, l)
+            return
+        self.act_mass[idx] += norm2[idx]
+        self.act_rows[idx] += 1
+        live = idx[norm2[idx] > 0.0]  # FD skips zero rows: A_hat unchanged
+        if live.size == 0:
+            return
+        self._append(live, X, xx, g)
+        self.m_act[live] += 1
+        self.rows[live] += 1
+        reducing = live[self.m_act[live] == self.cap_act[live]] if self.fast else live
+        for group, (m, l) in self._groups(reducing, self.m_act, self.l_act):
+            self._reduce_active(group, m, l)
+
+    def _append(self, idx, X, xx, g) -> None:
+        """eq. 7: border every factor with its member's new row (:func:`~agents.sketches.fd.border_at_`)."""
+        pos_h = self.rows if idx is self._everyone else self.rows[idx]
+        j = int(pos_h[0])
+        if idx.size == self.batch_size and (self.batch_size == 1 or (pos_h == j).all()):
+            border_at_(self.Linv, self.G, self.S, self._z, j, X, xx, g, self._c_tensor(), self.b, self._eps)
+            return
+        if g.shape[1] < self._R:
+            g = torch.nn.functional.pad(g, (0, self._R - g.shape[1]))
+        t = torch.as_tensor(idx, device=self.device)
+        pos = torch.as_tensor(pos_h, device=self.device)
+        border_scattered_(self.Linv, self.G, self.S, self._z, t, pos, X, xx, g, self._c_tensor(), self.b)
+
+    def _active_block(self, t: torch.Tensor, off: torch.Tensor, m: int):
+        """The active blocks' rows ``(n, m, d)`` and Gram ``(n, m, m)`` at per-member offsets."""
+        A = off.unsqueeze(1) + torch.arange(m, device=self.device)
+        rows = self.S[t.unsqueeze(1), A]
+        gram = self.G[t.view(-1, 1, 1), A.unsqueeze(2), A.unsqueeze(1)]
+        return rows, gram
+
+    def _tol(self, m: int, top: torch.Tensor) -> torch.Tensor:
+        """FD's rounding level of an m x m Gram (eigenvalues below it count as 0)."""
+        return 2.0 * self._eps * (m + math.sqrt(self.d)) * torch.clamp(top, min=0.0)
+
+    def _shrinkage_if_added(self, idx, X, norm2, g_all) -> np.ndarray:
+        """willExcessSketch: the shrink value inserting x would apply to each active block now
+        (0 for a zero row, or while a fast buffer is not about to fill; else the l-th eigenvalue
+        of the bordered Gram, rounding-level -> 0)."""
+        out = np.zeros(idx.size)
+        cand = norm2[idx] > 0.0
+        if self.fast:
+            cand &= self.m_act[idx] + 1 >= self.cap_act[idx]
+        where = {int(i): j for j, i in enumerate(idx)}
+        for group, (m, l) in self._groups(idx[cand], self.m_act, self.l_act):
+            if m + 1 < l:
+                continue  # fewer than l rows: FD discards nothing
+            t = torch.as_tensor(group, device=self.device)
+            off = torch.as_tensor(self.rows_in[group], device=self.device)
+            _, gram = self._active_block(t, off, m)
+            bordered = torch.zeros(group.size, m + 1, m + 1, **self._ckw)
+            bordered[:, :m, :m] = gram
+            gx = g_all[t.unsqueeze(1), off.unsqueeze(1) + torch.arange(m, device=self.device)]  # S* x
+            bordered[:, m, :m] = gx
+            bordered[:, :m, m] = gx
+            bordered[:, m, m] = torch.as_tensor(norm2[group], **self._ckw)
+            evals = torch.linalg.eigvalsh(bordered).flip(-1)
+            delta = evals[:, l - 1]
+            delta = torch.where(delta <= self._tol(m + 1, evals[:, 0]), torch.zeros_like(delta), delta)
+            for i, value in zip(group, delta.tolist()):
+                out[where[int(i)]] = value
+        return out
+
+    def _reduce_active(self, idx: np.ndarray, m: int, l: int) -> None:
+        """FD reduction (seed 000 Alg. 2 lines 4-7) of the active blocks of ``idx`` (all with m
+        rows and sketch size l), then eq. 3: the combined factor rebuilt from the Gram."""
+        t = torch.as_tensor(idx, device=self.device)
+        n, R = idx.size, self._R
+        off = torch.as_tensor(self.rows_in[idx], device=self.device)
+        rows, gram = self._active_block(t, off, m)
+        evals, evecs = torch.linalg.eigh(gram)
+        evals, evecs = evals.flip(-1), evecs.flip(-1)
+        tol = self._tol(m, evals[:, 0])
+        if m < l:
+            delta = torch.zeros_like(tol)
+        else:
+            delta = evals[:, l - 1]
+            delta = torch.where(delta <= tol, torch.zeros_like(delta), delta)
+        k = min(l - 1, m)
+        keep = evals[:, :k] - delta.unsqueeze(1)
+        kept_n = (keep > tol.unsqueeze(1)).sum(dim=1)
+        kept = torch.arange(k, device=self.device).unsqueeze(0) < kept_n.unsqueeze(1)
+        keep = torch.where(kept, keep, torch.zeros_like(keep))
+        w = torch.where(kept, keep / evals[:, :k].clamp(min=torch.finfo(self.cdtype).tiny), torch.zeros_like(keep))
+        coeff = (evecs[:, :, :k] * w.clamp(0.0, 1.0).sqrt().unsqueeze(1)).mT  # (n, k, m): new S* = coeff S*
+        new_rows = torch.bmm(coeff.to(self.dtype), rows)  # (n, k, d)
+        # Frozen rows stay; the active block's rows are replaced, its Gram becomes diag(keep)
+        # and its cross terms with the frozen rows are recomputed (eq. 3's off-diagonal blocks).
+        frozen = torch.arange(R, device=self.device).unsqueeze(0) < off.unsqueeze(1)  # (n, R)
+        S = self.S[t] * frozen.unsqueeze(2)
+        Ak = off.unsqueeze(1) + torch.arange(k, device=self.device)
+        ar = torch.arange(n, device=self.device).unsqueeze(1)
+        S[ar, Ak] = new_rows
+        z = self._z[t] * frozen
+        z_act = self._z[t.unsqueeze(1), off.unsqueeze(1) + torch.arange(m, device=self.device)]
+        z[ar, Ak] = torch.bmm(coeff, z_act.unsqueeze(2)).squeeze(2)  # S b follows S
+        cross = self._core(torch.bmm(new_rows, S.mT)) * frozen.unsqueeze(1)  # (n, k, R)
+        cross.scatter_(2, Ak.unsqueeze(2), keep.unsqueeze(2))
+        G = self.G[t] * (frozen.unsqueeze(2) & frozen.unsqueeze(1))
+        G[ar, Ak] = cross
+        G[ar, :, Ak] = cross
+        delta_np = delta.double().cpu().numpy()
+        self.act_shrink[idx] += delta_np
+        if self.robust:  # Alg. 3 line 5: alpha += sigma, before c is used below
+            self.act_alpha[idx] += delta_np
+            self._c_t = None
+        self.m_act[idx] = kept_n.cpu().numpy()
+        self.rows[idx] = self.rows_in[idx] + self.m_act[idx]
+        self.trace[idx] = torch.diagonal(G, dim1=1, dim2=2).sum(dim=1).double().cpu().numpy()
+        self.S[t], self.G[t], self._z[t] = S, G, z
+        self.Linv[t] = self._inverse_factor(G, self.rows[idx], self.c()[idx])
+
+    def _inverse_factor(self, G: torch.Tensor, r: np.ndarray, c: np.ndarray) -> torch.Tensor:
+        """Inverse Cholesky factors of ``G + c I`` on each member's first r rows, identity on the
+        padding (:func:`~agents.sketches.fd.safe_inverse_factor`: safeguarded, bounded entries)."""
+        R = G.shape[1]
+        real = torch.arange(R, device=self.device).unsqueeze(0) < torch.as_tensor(r, device=self.device).unsqueeze(1)
+        ct = torch.as_tensor(c, **self._ckw)
+        # padding rows: G is zero there, so (G + diag(c on the real rows, 1 - c elsewhere... )) is
+        # factored as the identity by giving them the value 1 through the mask
+        Gm = torch.where(real.unsqueeze(2) & real.unsqueeze(1), G, torch.zeros_like(G))
+        Gm = Gm + torch.diag_embed((~real).to(G.dtype) * (1.0 - ct.unsqueeze(1)))
+        return safe_inverse_factor(Gm, ct)
+
+    def _sherman_morrison(self, idx, X, xx, Ax=None, q=None) -> None:
+        """Exact rank-1 update of the members ``idx`` (Alg. 1 line 4), with the safeguard of
+        :mod:`agents.sketches.exact`: a width below the valid floor triggers a repair first."""
+        full = idx.size == self.batch_size
+        t = torch.as_tensor(idx, device=self.device)
+        A = self.A_inv if full else self.A_inv[t]
+        x = X if full else X[t]
+        top = torch.as_tensor(self.reg + self.trace[idx] + self._alpha_total()[idx], **self._kw)
+        if Ax is None:
+            Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
+        floor = (xx if full else xx[t]) / top
+        raw = (x * Ax).sum(dim=1)
+        bad = raw < floor
+        if bool(bad.any()):
+            b = torch.nonzero(bad).flatten()
+            sub = A[b]
+            repair_inverse_(sub, 1.0 / top[b], 1.0 / self.reg)
+            A[b] = sub
+            Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
+            raw = (x * Ax).sum(dim=1)
+        q = torch.maximum(raw, floor)
+        sherman_morrison_(A, Ax, q)
+        if not full:
+            self.A_inv[t] = A
+        if self.gram is not None:
+            self.gram[t] += torch.bmm(x.unsqueeze(2), x.unsqueeze(1))
+
+    # -- queries ---------------------------------------------------------------------------------
+    def score_terms(self, arms):
+        """``(x^T A_hat^-1 b, x^T A_hat^-1 x)`` for every arm of every member from one projection:
+        ``arms S^T`` for the sketched members (eq. 5 with ``S b`` kept up to date), ``A^-1 arms^T``
+        for the exact ones. The projections are kept for the next step."""
+        c = self._c_tensor().unsqueeze(1)
+        sq = torch.linalg.vector_norm(arms, dim=2).square()
+        floor = self._floor(sq)
+        U, Rm, P, e, qe = None, 0, None, None, None
+        mean = quad = None
+        if not self.exact.all():
+            sqc = self._core(sq)
+            xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
+            Rm = int(self.rows.max()) if self._R else 0  # exact members hold no rows (0)
+            if Rm:
+                U = self._core(torch.bmm(arms, self.S[:, :Rm].mT))  # (B, K, Rm): the only O(B K d r) step
+                Linv = self.Linv[:, :Rm, :Rm]
+                W = torch.bmm(U, Linv.mT)  # rows Linv S x
+                y = torch.bmm(Linv, self._z[:, :Rm].unsqueeze(2))  # Linv S b
+                quad = self._work((sqc - W.square().sum(dim=2)) / c)
+                mean = self._work((xb - torch.bmm(W, y).squeeze(2)) / c)
+            else:
+                quad, mean = self._work(sqc / c), self._work(xb / c)
+            quad = torch.maximum(quad, floor)
+        if self.exact.any():
+            e = np.flatnonzero(self.exact)
+            if e.size == self.batch_size:
+                P = torch.bmm(self.A_inv, arms.mT)  # (B, d, K)
+                quad = torch.maximum((P * arms.mT).sum(dim=1), floor)
+                mean = torch.bmm(self.b.unsqueeze(1), P).squeeze(1)
+                qe = quad
+            else:
+                t = torch.as_tensor(e, device=self.device)
+                P = torch.bmm(self.A_inv[t], arms[t].mT)
+                qe = torch.maximum((P * arms[t].mT).sum(dim=1), floor[t])
+                quad[t] = qe
+                mean[t] = torch.bmm(self.b[t].unsqueeze(1), P).squeeze(1)
+        self._cache = (U, Rm, P, e, qe, sq)
+        return mean, quad
+
+    def logdet_increments(self, X, actions=None) -> torch.Tensor:
+        return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
+
+    def _quad(self, arms):
+        """eq. 5 per sketched member, ``x^T A_inv x`` per exact member: ``(B, K, d) -> (B, K)``."""
+        sq = torch.linalg.vector_norm(arms, dim=2).square()
+        floor = self._floor(sq)
+        out = sq.clone()
+        if not self.exact.all():
+            q = self._core(sq)
+            if self._R:
+                W = torch.bmm(self._core(torch.bmm(arms, self.S.mT)), self.Linv.mT)
+                q = q - W.square().sum(dim=2)
+            out = torch.maximum((q / self._c_tensor().unsqueeze(1)).to(self.dtype), floor)
+        if self.exact.any():
+            e = np.flatnonzero(self.exact)
+            t = torch.as_tensor(e, device=self.device)
+            P = torch.bmm(self.A_inv[t], arms[t].mT)
+            out[t] = torch.maximum((P * arms[t].mT).sum(dim=1), floor[t])
+        return out
+
+    def _solve(self, V):
+        """``A_hat_i^-1 v_i`` per member (eq. 5, or the exact inverse past the switch)."""
+        c = self._c_tensor().unsqueeze(1)
+        out = (self._core(V) / c).to(self.dtype)
+        if not self.exact.all() and self._R:
+            y = torch.bmm(self.Linv.mT, torch.bmm(self.Linv, torch.bmm(self.S, V.unsqueeze(2)).to(self.cdtype)))
+            out = ((self._core(V) - self._core(torch.bmm(y.mT.to(self.dtype), self.S).squeeze(1))) / c).to(self.dtype)
+        if self.exact.any():
+            t = torch.as_tensor(np.flatnonzero(self.exact), device=self.device)
+            out[t] = torch.bmm(self.A_inv[t], V[t].unsqueeze(2)).squeeze(2)
+        return out
+
+    def _covariance(self):
+        """``sum_i S_i^T S_i (+ alpha I for RFD)``; after the switch the exact Gram (``keep_gram``) or
+        ``A_hat - reg I`` recovered from the inverse (O(d^3), accurate to ~eps cond(A_hat))."""
+        eye = torch.eye(self.d, **self._kw)
+        alpha = torch.as_tensor(self.c() - self.reg, **self._kw).view(-1, 1, 1)
+        cov = (torch.bmm(self.S.mT, self.S) if self._R else torch.zeros(self.batch_size, self.d, self.d, **self._kw))
+        cov = cov + alpha * eye
+        if self.exact.any():
+            t = torch.as_tensor(np.flatnonzero(self.exact), device=self.device)
+            cov[t] = self.gram[t] if self.gram is not None else torch.linalg.inv(self.A_inv[t]) - self.reg * eye
+        return cov
+
+    # -- introspection ---------------------------------------------------------------------------
+    def sketch_sizes(self):
+        """Rows held per member (``d`` once exact): the paper's adaptive sketch size."""
+        return np.where(self.exact, self.d, self.rows)
+
+    def member_memory_bytes(self):
+        """What one member holds: its frozen rows and the active block's full buffer with their
+        Gram, factor and ``S b`` (:meth:`_layout_bytes`), or the d x d inverse once exact."""
+        sketched = self._layout_bytes(self.rows_in, self.cap_act)
+        return np.where(self.exact, self._exact_bytes(), sketched).astype(np.int64)
+
+    def _held_bytes(self):
+        return tensor_bytes(self.S, self.G, self.Linv, self._z, self.A_inv, self.gram, self.b)
 
     def __repr__(self) -> str:
-        return (
-            f"DyadicBlockSketch(d={self.d}, l0={self.l0}, eps={self.eps}, sketch={self.sketch!r}, reg={self.reg}, "
-            f"fast={self.fast}, n_blocks={self.n_blocks}/{self.block_cap}, sketch_size={self.sketch_size}, "
-            f"exact_mode={self.exact_mode})"
-        )
-
-
-def _spd_inverse(G: torch.Tensor, c: float) -> torch.Tensor:
-    """``(G + c I)^-1`` for a PSD Gram ``G`` and ``c > 0`` through Cholesky (eigh fallback)."""
-    A = G.clone()
-    A.diagonal().add_(c)
-    L, info = torch.linalg.cholesky_ex(A)
-    if int(info) == 0:
-        return torch.cholesky_inverse(L)
-    evals, evecs = torch.linalg.eigh(A)  # rounding made G + cI look indefinite: clamp at c
-    return (evecs / torch.clamp(evals, min=c)) @ evecs.T
+        return (f"DyadicBlockSketch(d={self.d}, l0={self.l0}, eps={self.eps}, sketch={self.sketch!r}, reg={self.reg}, "
+                f"fast={self.fast}, batch_size={None if self.single else self.batch_size}, "
+                f"n_blocks={self.n_blocks}, exact_mode={self.exact_mode})")

@@ -10,6 +10,10 @@ and serves the regularised inverse ``A_hat^-1 = (rho I + S^T S)^-1`` through Woo
 
     A_hat^-1 = (1/rho) (I_d - S^T (S S^T + rho I_m)^-1 S),        rho = reg (FD) or reg + alpha (RFD).
 
+One implementation with a leading batch dimension (``batch_size=B``; ``None`` = one sketch):
+member i holds its own rows ``S_i`` in slots ``[0, m_i)`` of a ``(B, cap, d)`` buffer (zero
+rows after), so every query is one batched product whatever the members' row counts.
+
 Two variants (``fast=``):
 
 * ``fast=True`` (default; seed 000 Remark 1 / App. B.2, seed 003 Sec. 3.2 "FFD"): a buffer of
@@ -19,45 +23,42 @@ Two variants (``fast=``):
 * ``fast=False``: the textbook Alg. 2, one reduction after every row with an ``l``-row sketch
   whose last row is always zero. O(d l^2) per row; kept as the reference for tests.
 
-Implementation choices (documented here because the seeds leave them open):
+Implementation choices (the seeds leave them open):
 
-* Reduction via the small Gram matrix. We maintain ``G = S S^T`` (m x m, m <= 2l) incrementally
-  (each append costs the O(m d) product ``S x`` that the inverse update needs anyway), and a
-  reduction is ``eigh(G) = U diag(lam) U^T`` followed by ``S <- diag(sqrt(w)) U^T S`` with
-  ``w_j = (lam_j - delta) / lam_j`` in [0, 1]. This equals the SVD step of Alg. 2 line 4-5
-  (``sqrt(Sigma^2 - delta) V^T`` = ``sqrt(w) U^T S``) at O(l^3 + d l^2) cost, and because the
-  weights lie in [0, 1] the identity ``S_new^T S_new = S^T U diag(w) U^T S <= S^T S`` holds for
-  any orthonormal U, so "FD never over-estimates" survives rounding. Precision: directions
-  whose squared singular value is below ~eps * ||S||_2^2 are at the Gram's noise level;
-  the spectral guarantees are quadratic quantities, for which that is the natural precision.
-* Between reductions the buffer rows are not orthogonal (Remark 1's "doubling space"), so
-  ``M = (S S^T + rho I)^-1`` is not diagonal. Instead of the bordered inverse of seed 000
-  eq. 7 we keep the lower Cholesky factor ``L`` of ``S S^T + rho I`` and border IT: appending x
-  adds the row ``[c^T, s]`` with ``L c = S x`` and ``s^2 = ||x||^2 + rho - ||c||^2``
-  (= rho (1 + ||x||^2_{A_hat^-1}) >= rho, so it is clamped at rho, never at 0). Same
-  O(m d + m^2) cost as eq. 7, but no explicit inverse is ever formed, so float32 stays stable.
-  After a reduction the rows are orthogonal and ``L`` is diagonal (the paper's diagonal M).
-  The factor is bordered lazily, when a query first needs it: Dyadic Block Sketching keeps its
-  own ``M`` over all blocks and never queries a block, so its blocks never pay for ``L``.
-  Rows of the ``L`` buffer not yet bordered are identity rows, so a triangular solve with the
-  whole (contiguous) buffer gives the leading entries exactly, without torch copying a slice.
-  Likewise an append writes only the new row of the Gram below the diagonal (its diagonal entry
-  is kept as a float); the rest is filled in (:meth:`_sync_gram`) only for the few readers that
-  need all of it (``gram``, ``eigh`` at a reduction, the look-ahead): each tensor write costs
-  more than its arithmetic at these sizes.
-* The agents' refit (:meth:`ridge_step`) follows the solution by Sherman-Morrison while rows are
-  only appended: ``rho A_hat^-1 x = x - S^T L^-T c`` with the ``c`` of the new factor row and
-  ``rho (1 + x^T A_hat^-1 x) = s^2``, one O(d m) pass; after a reduction it solves afresh.
-* The shrink value. Alg. 2 line 5 uses ``sigma_l^2`` of the l x d sketch; the fast variant uses
-  the l-th largest of the 2l-row buffer (seed 003 Sec. 3.2; GAP 13 of the reference notes),
-  which keeps the bound above with the same ``l``. With fewer than ``l`` rows (or a stream of
-  rank < l) the shrink value is 0: FD of size l is exact on rank <= l - 1 data. Hence FD is
-  exact (SOFUL == OFUL) for ``sketch_size > d``, and NOT for ``sketch_size = d`` (it keeps
-  ``l - 1`` directions), an off-by-one some texts gloss over. An l-th eigenvalue below the
-  Gram's rounding level (``2 eps (m + sqrt d) lambda_max``) counts as 0, so low-rank streams
-  report no shrinkage (what Dyadic Block Sketching's ``willExcessSketch`` test needs).
-* Zero rows (``||x||^2 == 0`` in the working dtype) carry no information and are skipped (textbook FD would compute
-  sigma_l = 0 and leave S unchanged; the fast buffer would only fill earlier).
+* **The small core in float64.** ``G = S S^T`` (kept incrementally: each append costs the
+  O(m d) product ``S x`` that the scoring computed already), the inverse Cholesky factor
+  ``Linv`` of ``G + rho I`` and ``z = S b`` are ``m x m`` / ``m`` tensors in float64 whatever
+  the working dtype (float32 only on MPS). ``G`` squares the condition number of ``S``; in
+  float32 that alone loses the small directions once rows are large (1e3 and up), in float64
+  it costs O(m^2) a round. The big ``(cap, d)`` buffer stays in the working dtype, so float32
+  still halves the bytes of the one O(K d m) product.
+* **Reduction via the small Gram.** ``eigh(G) = U diag(lam) U^T`` then ``S <- diag(sqrt(w)) U^T S``
+  with ``w_j = (lam_j - delta) / lam_j`` in [0, 1]. This equals the SVD step of Alg. 2 lines
+  4-5 at O(l^3 + d l^2) cost, and because the weights lie in [0, 1] the identity
+  ``S_new^T S_new = S^T U diag(w) U^T S <= S^T S`` holds for any orthonormal U, so "FD never
+  over-estimates" survives rounding. After it the rows are orthogonal, ``G`` and ``Linv``
+  diagonal (the paper's diagonal M, Alg. 2 line 7).
+* **Between reductions** the buffer rows are not orthogonal (Remark 1's "doubling space"), so
+  ``(S S^T + rho I)^-1 = Linv^T Linv`` is kept through the inverse factor, bordered per
+  append: with ``c = Linv S x`` and ``s^2 = ||x||^2 + rho - ||c||^2`` (the Schur complement,
+  ``= rho (1 + ||x||^2_{A_hat^-1}) >= rho``, clamped at rho, never at 0), the new row is
+  ``[-(c^T Linv) / s, 1/s]``. Same O(m d + m^2) cost as seed 000 eq. 7, batched as products.
+* **Both UCB terms from one projection.** ``U = arms S^T`` (the only O(K d m) step) gives
+  ``W = U Linv^T`` and ``x^T A_hat^-1 x = (||x||^2 - ||w||^2) / rho`` and, with ``y = Linv z``,
+  ``x^T A_hat^-1 b = (x^T b - w^T y) / rho``. The played arm's row of ``U`` is the ``S x`` of
+  its append: the buffer is read once a round for scoring and written once for the new row.
+  The width is clamped below by ``||x||^2 / (rho + tr S^T S)`` (valid: ``lambda_max(A_hat)``
+  is at most that), not by 0. Its relative accuracy is about ``eps_dtype * cond(A_hat)``:
+  float32 matches float64's choices while ``cond(A_hat) = (rho + sigma_1^2)/rho`` stays below
+  ~1e5 (unit-norm arms, lam >= 0.01, T up to 1e4); beyond, the scores stay finite.
+* **The shrink value.** Alg. 2 line 5 uses ``sigma_l^2`` of the l x d sketch; the fast variant
+  uses the l-th largest of the 2l-row buffer (seed 003 Sec. 3.2), which keeps the bound above
+  with the same ``l``. With fewer than ``l`` rows (or rank < l) the shrink value is 0: FD of
+  size l is exact on rank <= l - 1 data. Hence FD is exact (SOFUL == OFUL) for
+  ``sketch_size > d``, and NOT for ``sketch_size = d`` (it keeps ``l - 1`` directions). An
+  l-th eigenvalue below the Gram's rounding level (``2 eps (m + sqrt d) lambda_max``, eps of
+  the working dtype) counts as 0, so low-rank streams report no shrinkage.
+* Zero rows carry no information and are skipped.
 
 Example:
 
@@ -76,16 +77,125 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
 import torch
 
 from .._torch import as_vector, tensor_bytes
 from .base import CovarianceEstimator
 
-__all__ = ["FrequentDirections"]
+__all__ = ["FrequentDirections", "border_at_", "border_scattered_", "check_sketch_size", "safe_inverse_factor"]
+
+
+def check_sketch_size(sketch_size, fast) -> None:
+    """Validate FD's ``sketch_size`` and ``fast`` (before any state exists)."""
+    if isinstance(sketch_size, bool) or not isinstance(sketch_size, numbers.Integral):
+        raise ValueError(
+            f"sketch_size must be a positive int (the number l of sketch rows), got {sketch_size!r} "
+            f"({type(sketch_size).__name__})"
+        )
+    if sketch_size < 1:
+        raise ValueError(f"sketch_size must be >= 1, got {sketch_size}")
+    if not isinstance(fast, bool):
+        raise ValueError(f"fast must be True (2l-row buffer) or False (textbook FD), got {fast!r}")
+
+
+def safe_inverse_factor(G: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
+    """Inverse lower Cholesky factors of ``G + rho_i I`` for a batch of Grams ``(n, m, m)`` whose
+    LOWER triangles hold ``S S^T`` (``rho``: ``(n,)``). Safeguarded: where rounding made
+    ``G + rho I`` look indefinite, its eigenvalues are clamped at ``rho`` (the smallest they can
+    be) and that matrix is factored, so every entry stays bounded by ``1 / sqrt(rho)``."""
+    Gs = torch.tril(G) + torch.tril(G, -1).mT
+    H = Gs + rho.view(-1, 1, 1) * torch.eye(G.shape[-1], dtype=G.dtype, device=G.device)
+    L, info = torch.linalg.cholesky_ex(H)
+    for j in torch.nonzero(info).flatten().tolist():
+        evals, evecs = torch.linalg.eigh(H[j])
+        # the clamp is raised to the eigensolver's own rounding level when that is above rho
+        # (cond(G + rho I) beyond 1/eps of the core dtype): a factorable matrix, bounded entries
+        tiny = 4.0 * G.shape[-1] * torch.finfo(G.dtype).eps * float(evals.abs().max())
+        floor = max(float(rho[j]), tiny)
+        for _ in range(4):
+            Lj, bad = torch.linalg.cholesky_ex((evecs * torch.clamp(evals, min=floor)) @ evecs.mT)
+            if not int(bad):
+                break
+            floor *= 16.0
+        L[j] = Lj
+    eye = torch.eye(G.shape[-1], dtype=G.dtype, device=G.device).expand_as(L)
+    return torch.linalg.solve_triangular(L, eye, upper=False)
+
+
+def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, b, eps: float) -> None:
+    """Append row ``X[i]`` of every member at slot ``j`` of its sketch (FD's append, and eq. 7 of
+    Dyadic Block Sketching, which is the same bordering): with ``c = Linv S x`` and the Schur
+    complement ``s^2 = ||x||^2 + rho - ||c||^2 = rho (1 + x^T A_hat^-1 x) >= rho`` (clamped at
+    rho against rounding, never at 0), the new row of ``Linv`` is ``[-(c^T Linv) / s, 1/s]``.
+    ``g = S x`` over the first ``j`` slots (core dtype), ``xx = ||x||^2`` and ``rho`` ``(B,)``
+    core tensors; ``G`` gets the new row of its lower triangle (all its readers read that).
+
+    Safeguard: ``s^2`` is a difference of numbers of size ``||x||^2``, computed from ``S x`` in
+    the working precision ``eps``. When it falls below ``8 eps ||x||^2`` (x inside the sketch's
+    span with rows much larger than ``sqrt(rho)``: ``cond(A_hat) > ~1/eps``) it is rounding
+    noise, and the bordered row would be too (entries up to ``||c|| / sqrt(rho)``). Those members'
+    factors are then rebuilt from their Gram by :func:`safe_inverse_factor` (O(j^3), only then)."""
+    if X.shape[0] == 1:  # one member: the scalars on the host (a dozen fewer tensor calls a row)
+        _border_one_(Linv, G, S, z, j, X, float(xx[0]), g, float(rho[0]), b, eps)
+        return
+    if j:
+        Li = Linv[:, :j, :j]
+        c = torch.bmm(Li, g[:, :j].unsqueeze(2))  # (B, j, 1)
+        raw = xx + rho - c.square().sum(dim=(1, 2))
+        s = torch.maximum(raw, rho).sqrt_()
+        torch.div(torch.bmm(c.mT, Li), -s.view(-1, 1, 1), out=Linv[:, j : j + 1, :j])
+        G[:, j, :j] = g[:, :j]
+        noisy = raw < 8.0 * eps * xx
+    else:
+        s = (xx + rho).sqrt_()
+        noisy = None
+    Linv[:, j, j] = s.reciprocal_()
+    G[:, j, j] = xx
+    S[:, j] = X
+    z[:, j] = (X * b).sum(dim=1)
+    if noisy is not None and bool(noisy.any()):
+        t = torch.nonzero(noisy).flatten()
+        Linv[t, : j + 1, : j + 1] = safe_inverse_factor(G[t, : j + 1, : j + 1], rho[t])
+
+
+def _border_one_(Linv, G, S, z, j: int, X, xx: float, g, rho: float, b, eps: float) -> None:
+    """:func:`border_at_` for B = 1 with the Schur complement as a Python float (same arithmetic)."""
+    if j:
+        Li = Linv[0, :j, :j]
+        gj = g[0] if g.shape[1] == j else g[0, :j]
+        c = torch.mv(Li, gj)
+        raw = xx + rho - float(c.dot(c))
+        s = math.sqrt(max(raw, rho))
+        torch.mul(torch.mv(Li.mT, c), -1.0 / s, out=Linv[0, j, :j])
+        G[0, j, :j] = gj
+    else:
+        raw, s = xx + rho, math.sqrt(xx + rho)
+    Linv[0, j, j] = 1.0 / s
+    G[0, j, j] = xx
+    S[0, j] = X[0]
+    z[0, j] = X[0].dot(b[0])
+    if j and raw < 8.0 * eps * xx:  # rounding noise: rebuild the factor (see border_at_)
+        Linv[:, : j + 1, : j + 1] = safe_inverse_factor(G[:, : j + 1, : j + 1], torch.as_tensor([rho], dtype=G.dtype, device=G.device))
+
+
+def border_scattered_(Linv, G, S, z, idx, pos, X, xx, g, rho, b) -> None:
+    """:func:`border_at_` for the members ``idx`` at their own slots ``pos`` (index tensors);
+    ``g`` spans the full capacity (zero past each member's rows)."""
+    c = torch.bmm(Linv, g.unsqueeze(2)).squeeze(2)  # zero on the padding
+    s = torch.maximum(xx + rho - c.square().sum(dim=1), rho).sqrt_()
+    new_row = -torch.bmm(c.unsqueeze(1), Linv).squeeze(1) / s.unsqueeze(1)
+    xb = (X * b).sum(dim=1)
+    Linv[idx, pos] = new_row[idx]
+    Linv[idx, pos, pos] = 1.0 / s[idx]
+    G[idx, pos] = g[idx]
+    G[idx, pos, pos] = xx[idx]
+    S[idx, pos] = X[idx]
+    z[idx, pos] = xb[idx].to(z.dtype)
 
 
 class FrequentDirections(CovarianceEstimator):
-    """Frequent Directions sketch of ``X^T X`` with Woodbury queries of ``(reg I + S^T S)^-1``.
+    """Frequent Directions sketch of ``X^T X`` with Woodbury queries of ``(rho I + S^T S)^-1``.
 
     Args:
         d: dimension of the rows.
@@ -95,405 +205,397 @@ class FrequentDirections(CovarianceEstimator):
         fast: ``True`` for the 2l-row buffer (one reduction every ~l rows, O(d l) amortised),
             ``False`` for the textbook one-reduction-per-row Alg. 2 (O(d l^2) per row).
         device, dtype: where the state lives (float64 default on CPU).
-        _buffer: private; zeroed storage of shape ``(capacity, d)`` for the rows (Dyadic Block
-            Sketching stacks its blocks' rows in one tensor, so that one product serves all).
+        batch_size: ``None`` for one sketch (unbatched shapes), or B independent sketches.
 
-    Attributes:
+    Attributes (floats/lists for one sketch, arrays ``(B,)`` / lists of lists when batched):
         total_shrinkage: sum of the shrink values applied so far (seed 000's sigma-bar):
             ``0 <= X^T X - S^T S <= total_shrinkage * I``.
         n_reductions: number of reductions (eigendecompositions) so far.
-        shrinkages: list of the shrink value of each reduction, in order.
+        shrinkages: the shrink value of each reduction, in order.
         last_shrinkage: shrink value of the latest reduction (0.0 before any).
+        rows_in_use: rows of ``S`` held now.
     """
 
+    robust = False
+
     def __init__(self, d: int, sketch_size: int, *, reg: float = 1.0, fast: bool = True, device=None, dtype=None,
-                 _buffer: torch.Tensor | None = None):
-        if isinstance(sketch_size, bool) or not isinstance(sketch_size, numbers.Integral):
-            raise ValueError(
-                f"sketch_size must be a positive int (the number l of sketch rows), got {sketch_size!r} "
-                f"({type(sketch_size).__name__})"
-            )
-        if sketch_size < 1:
-            raise ValueError(f"sketch_size must be >= 1, got {sketch_size}")
-        if not isinstance(fast, bool):
-            raise ValueError(f"fast must be True (2l-row buffer) or False (textbook FD), got {fast!r}")
-        try:
-            reg_ok = math.isfinite(float(reg))
-        except (TypeError, ValueError):
-            reg_ok = False
-        if not reg_ok:
-            raise ValueError(f"reg (the ridge lambda) must be a finite number > 0, got {reg!r}")
-        super().__init__(d, reg=reg, device=device, dtype=dtype)
+                 batch_size: int | None = None):
+        check_sketch_size(sketch_size, fast)
+        super().__init__(d, reg=reg, device=device, dtype=dtype, batch_size=batch_size)
         self._l = int(sketch_size)
         self.fast = fast
         self._cap = 2 * self._l if fast else self._l
-        kw = {"device": self.device, "dtype": self.dtype}
-        if _buffer is not None and (tuple(_buffer.shape) != (self._cap, d) or _buffer.dtype != self.dtype
-                                    or _buffer.device != self.device):
-            raise ValueError(f"_buffer must be a zeroed ({self._cap}, {d}) {self.dtype} tensor on {self.device}")
-        self._buf = torch.zeros(self._cap, d, **kw) if _buffer is None else _buffer  # rows [0, m) are the sketch S
-        self._G = torch.zeros(self._cap, self._cap, **kw)  # S S^T; complete on rows [0, _n_sym), see _sync_gram
-        self._n_sym = 0
-        # chol(S S^T + rho I), lower, bordered lazily: rows [0, _n_chol) are factored, the others
-        # are identity rows (see _factor), so the full buffer is always a valid triangular matrix.
-        self._L = torch.eye(self._cap, **kw)
-        self._L_diag = self._L.diagonal()  # a view, kept: indexing it is one op fewer than L[j, j]
-        self._n_chol = 0
-        self._xx: list[float] = [0.0] * self._cap  # ||row||^2 of the appended rows (the Gram's diagonal)
-        # (arms, S arms^T, L^-1 S arms^T) of the last quad_inv, both (cap, K) and zero past row m;
-        # ridge_step reuses the played arm's columns, any update drops them
-        self._proj: tuple | None = None
-        self._m = 0
-        self._n_orth = 0  # the leading rows known mutually orthogonal (L diagonal there)
-        self._lookahead: tuple | None = None  # (x, eigh of the bordered Gram) from shrinkage_if_added
+        B, cap = self.batch_size, self._cap
+        self._buf = torch.zeros(B, cap, self.d, **self._kw)  # rows [0, m_i) are member i's S
+        self._G = torch.zeros(B, cap, cap, **self._ckw)  # S S^T, lower triangle (eigh reads it; zero on the padding)
+        self._Linv = torch.eye(cap, **self._ckw).expand(B, cap, cap).clone()  # identity on the padding
+        self._z = torch.zeros(B, cap, **self._ckw)  # S b
+        self._m = np.zeros(B, dtype=np.int64)
+        self._n_orth = np.zeros(B, dtype=np.int64)  # leading rows known orthogonal (since the last reduction)
+        self._alpha = np.zeros(B)  # RFD's added-back mass (stays 0 for FD)
+        self._shrink = np.zeros(B)
+        self._n_red = np.zeros(B, dtype=np.int64)
+        self._shrinkages: list[list[float]] = [[] for _ in range(B)]
+        self._rho_t = None  # rho as a (B, 1) core tensor, refreshed when alpha changes
         self._eps = torch.finfo(self.dtype).eps
-        self.total_shrinkage = 0.0
-        self.n_reductions = 0
-        self.shrinkages: list[float] = []
-        self.last_shrinkage = 0.0
+        self._cache = None  # (U = arms S^T (B, K, mm) core, mm) of the last score_terms
+        self._lookahead = None  # single sketch: (x, eigh of the bordered Gram) from shrinkage_if_added
 
-    # -- hooks RFD overrides ---------------------------------------------------------
-    @property
-    def rho(self) -> float:
-        """The scalar ridge of ``A_hat = rho I + S^T S`` (``reg`` for FD, ``reg + alpha`` for RFD)."""
-        return self.reg
-
-    def _on_shrink(self, delta: float) -> None:
-        """Called once per reduction with its shrink value, before ``rho`` is used again."""
-
-    # -- read-only views -------------------------------------------------------------
-    @property
-    def sketch_size(self) -> int:
-        """The nominal sketch size ``l``."""
-        return self._l
+    # -- per-member scalars ------------------------------------------------------------------
 
     @property
-    def rows_in_use(self) -> int:
-        """Rows of ``S`` held now (<= l - 1 right after a reduction, <= 2l in the fast buffer)."""
-        return self._m
+    def rho_all(self) -> np.ndarray:
+        """``reg + alpha`` per member: the ridge of ``A_hat`` (``reg`` for FD)."""
+        return self.reg + self._alpha
+
+    @property
+    def rho(self):
+        """``reg`` for FD, ``reg + alpha`` for RFD (per member when batched)."""
+        return self._one(self.rho_all)
+
+    def _rho(self) -> torch.Tensor:
+        if self._rho_t is None:
+            self._rho_t = torch.as_tensor(self.rho_all, **self._ckw).unsqueeze(1)
+        return self._rho_t
+
+    def _alpha_total(self):
+        return self._alpha
+
+    @property
+    def total_shrinkage(self):
+        return self._one(self._shrink)
+
+    @property
+    def n_reductions(self):
+        return self._one(self._n_red)
+
+    @property
+    def shrinkages(self):
+        return self._shrinkages[0] if self.single else self._shrinkages
+
+    @property
+    def last_shrinkage(self):
+        last = np.array([s[-1] if s else 0.0 for s in self._shrinkages])
+        return self._one(last)
+
+    @property
+    def rows_in_use(self):
+        return self._one(self._m)
 
     @property
     def capacity(self) -> int:
         """Rows allocated for the buffer (``2l`` fast, ``l`` textbook)."""
         return self._cap
 
+    # -- single-sketch views (diagnostics) ----------------------------------------------------
+    def _need_single(self, what):
+        if not self.single:
+            raise AttributeError(f"{what} is a view of one sketch; index the batched tensors instead")
+
     @property
     def S(self) -> torch.Tensor:
         """The sketch rows now, shape ``(rows_in_use, d)`` (a view: do not modify)."""
-        return self._buf[: self._m]
+        self._need_single("S")
+        return self._buf[0, : self._m[0]]
 
     @property
     def gram(self) -> torch.Tensor:
-        """``S S^T`` (shape ``(m, m)``), maintained incrementally (a view: do not modify)."""
-        self._sync_gram()
-        return self._G[: self._m, : self._m]
+        """``S S^T`` (``(m, m)``, in the working dtype)."""
+        self._need_single("gram")
+        m = self._m[0]
+        G = self._G[0, :m, :m]
+        return (torch.tril(G) + torch.tril(G, -1).mT).to(self.dtype)
 
     @property
     def chol(self) -> torch.Tensor:
-        """Lower Cholesky factor of ``S S^T + rho I`` (a view: do not modify)."""
-        self._factor()
-        return self._L[: self._m, : self._m]
+        """Lower Cholesky factor of ``S S^T + rho I`` (the inverse of the kept ``Linv``)."""
+        self._need_single("chol")
+        m = self._m[0]
+        Li = self._Linv[0, :m, :m]
+        return torch.linalg.solve_triangular(Li, torch.eye(m, **self._ckw), upper=False).to(self.dtype)
 
     @property
     def is_orthogonal(self) -> bool:
         """True when the rows of ``S`` are mutually orthogonal (right after a reduction)."""
-        return self._n_orth == self._m
+        self._need_single("is_orthogonal")
+        return bool(self._n_orth[0] == self._m[0])
 
     @property
     def M(self) -> torch.Tensor:
-        """``(S S^T + rho I)^-1`` (m x m; diagonal when :attr:`is_orthogonal`). O(m^3), diagnostics."""
-        if self._m == 0:
-            return torch.zeros(0, 0, device=self.device, dtype=self.dtype)
-        if self.is_orthogonal:
-            return torch.diag(1.0 / torch.diagonal(self.chol) ** 2)
-        return torch.cholesky_inverse(self.chol)
+        """``(S S^T + rho I)^-1`` (m x m; diagonal when :attr:`is_orthogonal`). Diagnostics."""
+        self._need_single("M")
+        m = self._m[0]
+        Li = self._Linv[0, :m, :m]
+        return (Li.T @ Li).to(self.dtype)
 
-    # -- streaming -------------------------------------------------------------------
-    def _update(self, x: torch.Tensor, g: torch.Tensor | None = None) -> None:
-        self._add(x, float(x @ x), g)  # scalars stay Python floats: each tensor op costs more than its arithmetic here
-
-    def _add(self, x: torch.Tensor, xx: float, g: torch.Tensor | None = None) -> None:
-        """Insert the validated row ``x`` (``xx = ||x||^2``); ``g``, if given, is ``S x`` already."""
-        self._proj = None
-        cached, self._lookahead = self._lookahead, None
-        if not xx > 0.0:
-            return  # a zero row adds nothing to X^T X (and would shrink by 0)
-        self._append(x, xx, g)
-        if not self.fast or self._m == self._cap:
-            # shrinkage_if_added(x) just decomposed this very Gram (same ops, same bits): reuse it
-            eig = cached[1] if cached is not None and torch.equal(cached[0], x) else None
-            self._reduce(eig)
-
-    def _append(self, x: torch.Tensor, xx: float, g: torch.Tensor | None = None) -> None:
-        """``g``: ``S x`` over the m rows held, or a full-capacity column that is zero past m
-        (the scoring's projection), written as the whole Gram row in one copy."""
-        m = self._m
-        if m:
-            # the lower triangle only; its mirror and the diagonal wait for _sync_gram
-            if g is None:
-                self._G[m, :m] = self._buf[:m] @ x  # S x: the O(m d) part
-            elif g.shape[0] == m:
-                self._G[m, :m] = g
-            else:
-                self._G[m].copy_(g)  # zero past m: nothing above the diagonal is written
-        self._xx[m] = xx
-        self._buf[m] = x
-        self._m = m + 1
-
-    def _sync_gram(self) -> None:
-        """Complete ``S S^T`` in the buffer for the rows appended since the last call: their
-        diagonal (from ``_xx``) and the upper triangle (the mirror of what appends wrote)."""
-        j0, m = self._n_sym, self._m
-        if j0 >= m:
-            return
-        G = self._G
-        G.diagonal()[j0:m] = torch.tensor(self._xx[j0:m], device=self.device, dtype=self.dtype)
-        if j0:
-            G[:j0, j0:m] = G[j0:m, :j0].T
-        block = G[j0:m, j0:m]
-        block.copy_(torch.tril(block) + torch.tril(block, -1).mT)
-        self._n_sym = m
-
-    def _factor(self, upto: int | None = None) -> None:
-        """Border ``L`` with the rows [_n_chol, upto) appended since it was last needed (lazy;
-        module docstring): row j gets ``[c^T, s]`` with ``L_j c = S_j x_j``, a solve with the whole
-        buffer (rows >= j of ``L`` are identity rows, so its first j entries are exactly
-        ``L_j^-1 G[j, :j]``, whatever the rest of row j of the Gram buffer holds)."""
-        for j in range(self._n_chol, self._m if upto is None else upto):
-            c = torch.linalg.solve_triangular(self._L, self._G[j].unsqueeze(1), upper=False)[:, 0] if j else None
-            self._set_chol_row(j, c)
-
-    def _set_chol_row(self, j: int, c: torch.Tensor | None, zero_tail: bool = False) -> float:
-        """Write row j of ``L``: ``c[:j]`` (= L_j^-1 S_j x_j) and ``s = sqrt(s2)``; returns
-        ``s2 = max(||x_j||^2 + rho - ||c||^2, rho)``. ``zero_tail``: ``c`` is zero past j (the
-        scoring's projection), so it is copied as the whole row in one op."""
-        rho = self.rho
-        if j:
-            if zero_tail:
-                schur = self._xx[j] + rho - float(c @ c)
-                self._L[j].copy_(c)  # the diagonal entry is set below; past it, zeros as required
-            else:
-                cj = c[:j]
-                schur = self._xx[j] + rho - float(cj @ cj)
-                self._L[j, :j] = cj
+    # -- streaming -------------------------------------------------------------------------------
+    def step(self, X, r, actions=None):
+        """Add the rows (see :meth:`CovarianceEstimator.step`). ``r`` may be a Python float and
+        ``actions`` an int when B = 1 (the single agent's loop: no index tensors are built)."""
+        cache, self._cache = self._cache, None
+        if isinstance(actions, int) and cache is not None:  # ||x||^2 of the played arm was scored (and finite)
+            xx = cache[2][:, actions]
+            xx_h = np.array([xx.item()])
         else:
-            schur = self._xx[0] + rho
-        # Schur complement of the bordered Gram = rho (1 + x^T A_hat^-1 x) >= rho: clamp, never 0.
-        s2 = max(schur, rho)
-        self._L_diag[j] = math.sqrt(s2)
-        self._n_chol = j + 1
-        return s2
-
-    def ridge_step(self, x, reward, b, theta, played=None):
-        """Add ``x`` and return ``A_hat'^-1 b`` (see :meth:`CovarianceEstimator.ridge_step`).
-
-        While the row is only appended, ``A_hat' = A_hat + x x^T`` exactly, and the solution follows
-        by Sherman-Morrison with ``rho A_hat^-1 x = x - S^T L^-T c``, ``rho (1 + x^T A_hat^-1 x) = s^2``
-        from the new factor row (module docstring): one O(d m) pass instead of a full solve's two.
-        When ``played`` names the arms of the last :meth:`quad_inv`, ``S x`` and ``c = L^-1 S x``
-        are the played arm's columns of its projections: no product with ``S`` and no solve for
-        them. If the row fills the buffer (a reduction) or is skipped, it solves afresh.
-        """
-        proj = self._proj
-        xx = float(x @ x)
+            xx, xx_h = self._check_rows(X)
+        lookahead, self._lookahead = self._lookahead, None
         m = self._m
-        rank_one = xx > 0.0 and self.fast and m + 1 < self._cap
-        g = c = None
-        hit = bool(m) and played is not None and proj is not None and proj[0] is played[0]
-        if hit:  # the played arm's columns, zero past row m (see quad_inv)
-            k = played[1]
-            g, c = proj[1].select(1, k), proj[2].narrow(1, k, 1)
-        self._add(x, xx, g)
+        j = int(m[0])
+        uniform = self.batch_size == 1 or bool((m == j).all())  # every member's next row goes to slot j
+        mm = j if uniform else int(m.max())
+        if mm == 0:
+            g = None
+        elif actions is not None and cache is not None:  # S x = the played arm's row of U = arms S^T
+            g = cache[0][:, actions] if isinstance(actions, int) else cache[0][self._members, actions]
+        else:
+            g = self._core(torch.bmm(self._buf[:, :mm], X.unsqueeze(2)).squeeze(2))
+        if isinstance(r, float):  # S b follows b, on the rows held before this one
+            self.b.add_(X, alpha=r)
+            if g is not None:
+                self._z[:, :mm].add_(g, alpha=r)
+        else:
+            self.b.add_(X * r.unsqueeze(1))
+            if g is not None:
+                self._z[:, :mm].add_(g * self._core(r).unsqueeze(1))
+        self.trace += xx_h
+        live = xx_h > 0.0  # a zero row adds nothing to X^T X and is skipped
+        if live.all() and uniform:
+            self._append_at(j, X, self._core(xx), g)
+        elif live.any():
+            gp = torch.zeros(self.batch_size, self._cap, **self._ckw)
+            if g is not None:
+                gp[:, :mm] = g
+            self._append(np.flatnonzero(live), X, self._core(xx), gp)
+        else:
+            self.n_rows += 1
+            return
+        full = live & ((self._m == self._cap) | (not self.fast))
+        if full.any():
+            eig = None
+            if self.single and lookahead is not None and torch.equal(lookahead[0], X[0]):
+                eig = lookahead[1]  # shrinkage_if_added(x) just decomposed this very Gram
+            self._reduce(np.flatnonzero(full), eig)
         self.n_rows += 1
-        if not rank_one:
-            return self._solve(b)
-        q = None
-        if m:
-            if c is None:
-                self._factor(upto=m)
-                c = torch.linalg.solve_triangular(self._L, self._G[m].unsqueeze(1), upper=False)
-            # q = L_m^-T c, before row m is written (rows >= m of L are identity rows: no slicing)
-            q = torch.linalg.solve_triangular(self._L.mT, c, upper=True)[:m, 0]
-            c = c[:, 0]
-        s2 = self._set_chol_row(m, c, zero_tail=hit)
-        v = torch.addmv(x, self._buf[:m].T, q, alpha=-1.0) if m else x
-        return self._rank_one_refit(theta, x, reward, v, s2)
 
-    def _zero_tol(self, m: int, top: float) -> float:
-        """Eigenvalues of the Gram below this are rounding noise (see module docstring)."""
-        return 2.0 * self._eps * (m + math.sqrt(self.d)) * max(top, 0.0)
+    def _append_at(self, j: int, X, xx, g) -> None:
+        """Every member appends its row at slot ``j`` (the common case; no index tensors)."""
+        border_at_(self._Linv, self._G, self._buf, self._z, j, X, xx, g, self._rho()[:, 0], self.b, self._eps)
+        self._m += 1
 
-    def _shrink_value(self, evals_desc: torch.Tensor) -> float:
-        """Alg. 2 line 5: sigma_l^2 (the l-th largest eigenvalue of the Gram), 0 if < l rows."""
-        m = evals_desc.shape[0]
-        if m < self._l:
-            return 0.0
-        delta = float(evals_desc[self._l - 1])
-        if delta <= self._zero_tol(m, float(evals_desc[0])):
-            return 0.0
-        return delta
+    def _append(self, idx: np.ndarray, X, xx, g) -> None:
+        """The live members ``idx`` append at their own slots; ``g`` spans the capacity."""
+        t = torch.as_tensor(idx, device=self.device)
+        pos = torch.as_tensor(self._m[idx], device=self.device)
+        border_scattered_(self._Linv, self._G, self._buf, self._z, t, pos, X, xx, g, self._rho()[:, 0], self.b)
+        self._m[idx] += 1
 
     def _eigh_desc(self, G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         evals, evecs = torch.linalg.eigh(G)
-        return evals.flip(0), evecs.flip(1)
+        return evals.flip(-1), evecs.flip(-1)
 
-    def _reduce(self, eig: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
-        m = self._m
-        if eig is None:
-            self._sync_gram()  # eigh reads the lower triangle, but the diagonal is written lazily
-            eig = self._eigh_desc(self._G[:m, :m])
-        evals, evecs = eig
-        delta = self._shrink_value(evals)
-        tol = self._zero_tol(m, float(evals[0]))
-        # Alg. 2 line 6: Sigma^2 - delta on the l - 1 leading directions; the l-th and beyond vanish.
-        keep = evals[: self._l - 1] - delta
-        r = int((keep > tol).sum())  # keep is sorted, so these are the leading r
-        keep = keep[:r]
-        w = keep / evals[:r]  # in (0, 1]
-        new_rows = (evecs[:, :r] * torch.sqrt(w)).T @ self._buf[:m]
-        self._buf[:r] = new_rows
-        self._buf[r:m] = 0.0
-        self._G[:m, :m] = 0.0
-        self._L[:m, :m] = 0.0
-        self._on_shrink(delta)  # RFD: alpha += delta before rho is read below
-        # Alg. 2 line 7: M = diag{1/(rho + sigma_j^2 - delta)}: the rows are now orthogonal.
-        self._G.diagonal()[:r] = keep
-        L_diag = self._L_diag
-        L_diag[:r] = torch.sqrt(keep + self.rho)
-        L_diag[r:m] = 1.0  # identity rows past the factored ones (the lazy factor's invariant)
-        self._m = r
-        self._n_orth = r
-        self._n_chol = r
-        self._n_sym = r
-        self.total_shrinkage += delta
-        self.n_reductions += 1
-        self.shrinkages.append(delta)
-        self.last_shrinkage = delta
+    def _tol(self, m: int, top: torch.Tensor) -> torch.Tensor:
+        """Eigenvalues of an m x m Gram below this are rounding noise (module docstring)."""
+        return 2.0 * self._eps * (m + math.sqrt(self.d)) * torch.clamp(top, min=0.0)
 
-    # -- look-ahead (state unchanged) --------------------------------------------------
+    def _shrink_values(self, evals: torch.Tensor, m: int) -> torch.Tensor:
+        """Alg. 2 line 5 per member: sigma_l^2 (the l-th largest eigenvalue), 0 if < l rows or
+        at the rounding level."""
+        tol = self._tol(m, evals[:, 0])
+        if m < self._l:
+            return torch.zeros_like(tol)
+        delta = evals[:, self._l - 1]
+        return torch.where(delta <= tol, torch.zeros_like(delta), delta)
+
+    def _reduce(self, idx: np.ndarray, eig=None) -> None:
+        """FD reduction (seed 000 Alg. 2 lines 4-7) of the members ``idx``, grouped by row count."""
+        counts = self._m[idx]
+        for m in np.unique(counts):
+            group = idx[counts == m]
+            self._reduce_group(group, int(m), eig)
+
+    def _reduce_group(self, idx: np.ndarray, m: int, eig=None) -> None:
+        l = self._l
+        t = torch.as_tensor(idx, device=self.device)
+        full = idx.size == self.batch_size
+        evals, evecs = eig if eig is not None else self._eigh_desc(self._G[:, :m, :m] if full else self._G[t, :m, :m])
+        delta = self._shrink_values(evals, m)
+        tol = self._tol(m, evals[:, 0])
+        k = min(l - 1, m)
+        keep = evals[:, :k] - delta.unsqueeze(1)  # Alg. 2 line 6 on the l - 1 leading directions
+        r = (keep > tol.unsqueeze(1)).sum(dim=1)  # keep is sorted: the leading r survive
+        kept = torch.arange(k, device=self.device).unsqueeze(0) < r.unsqueeze(1)
+        keep = torch.where(kept, keep, torch.zeros_like(keep))
+        w = torch.where(kept, keep / evals[:, :k].clamp(min=torch.finfo(self.cdtype).tiny), torch.zeros_like(keep))
+        coeff = (evecs[:, :, :k] * w.clamp(0.0, 1.0).sqrt().unsqueeze(1)).mT  # (n, k, m): new S = coeff S
+        buf = self._buf[:, :m] if full else self._buf[t, :m]
+        new_rows = torch.bmm(coeff.to(self.dtype), buf)
+        z_new = torch.bmm(coeff, (self._z[:, :m] if full else self._z[t, :m]).unsqueeze(2)).squeeze(2)  # S b follows S
+        delta_h = delta.double().cpu().numpy()
+        r_h = r.cpu().numpy()
+        if self.robust:  # Alg. 3 line 5: alpha <- alpha + sigma, before rho is read below
+            self._alpha[idx] += delta_h
+            self._rho_t = None
+        rho = self._rho()[t] if not full else self._rho()
+        # Alg. 2 line 7: the rows are now orthogonal, so G and Linv are diagonal.
+        cap = self._cap
+        n = idx.size
+        S = torch.zeros(n, cap, self.d, **self._kw)
+        S[:, :k] = new_rows
+        z = torch.zeros(n, cap, **self._ckw)
+        z[:, :k] = z_new
+        G = torch.zeros(n, cap, cap, **self._ckw)
+        G[:, :k, :k] = torch.diag_embed(keep)
+        Linv = torch.eye(cap, **self._ckw).repeat(n, 1, 1)
+        Linv[:, :k, :k] = torch.diag_embed(torch.where(kept, (keep + rho).rsqrt(), torch.ones_like(keep)))
+        if full:
+            self._buf, self._z, self._G, self._Linv = S, z, G, Linv
+        else:
+            self._buf[t], self._z[t], self._G[t], self._Linv[t] = S, z, G, Linv
+        self._m[idx] = r_h
+        self._n_orth[idx] = r_h
+        self._shrink[idx] += delta_h
+        self._n_red[idx] += 1
+        self.trace[idx] = keep.sum(dim=1).double().cpu().numpy()  # tr S^T S now (the width floor's bound)
+        for i, v in zip(idx, delta_h):
+            self._shrinkages[i].append(float(v))
+
+    # -- look-ahead (state unchanged; one sketch) ---------------------------------------------
     def _bordered_evals(self, x: torch.Tensor | None) -> torch.Tensor:
-        m = self._m
-        self._sync_gram()
+        m = int(self._m[0])
+        G = self._G[0, :m, :m]
         if x is None:
-            return self._eigh_desc(self._G[:m, :m])[0] if m else torch.zeros(0, device=self.device, dtype=self.dtype)
-        G = torch.empty(m + 1, m + 1, device=self.device, dtype=self.dtype)  # temporary copy
-        G[:m, :m] = self._G[:m, :m]
-        g = self._buf[:m] @ x
-        G[m, :m] = g
-        G[:m, m] = g
-        G[m, m] = x @ x
-        evals, evecs = self._eigh_desc(G)
-        # Kept until the next update: if that update is update(x) and reduces, it reuses this
-        # decomposition instead of repeating it (the look-ahead + insert pattern of DBS).
+            return self._eigh_desc(G.unsqueeze(0))[0][0] if m else torch.zeros(0, **self._ckw)
+        Gb = torch.empty(m + 1, m + 1, **self._ckw)
+        Gb[:m, :m] = G
+        g = (self._buf[0, :m] @ x).to(self.cdtype)
+        Gb[m, :m] = g
+        Gb[:m, m] = g
+        Gb[m, m] = (x @ x).to(self.cdtype)
+        evals, evecs = self._eigh_desc(Gb.unsqueeze(0))
+        # kept until the next update: if that update is update(x) and reduces, it reuses this
+        # decomposition instead of repeating it (the look-ahead + insert pattern)
         self._lookahead = (x.clone(), (evals, evecs))
-        return evals
+        return evals[0]
+
+    def _shrink_value_1(self, evals: torch.Tensor) -> float:
+        m = evals.shape[0]
+        if m == 0:
+            return 0.0
+        return float(self._shrink_values(evals.unsqueeze(0), m)[0])
 
     def shrinkage_if_added(self, x) -> float:
         """The shrink value that ``update(x)`` would apply now (0.0 if no reduction would happen
-        or it would discard nothing). Computed on a temporary Gram; the state is unchanged.
-
-        In the fast variant a reduction happens only when ``x`` fills the 2l-row buffer, so this
-        is 0.0 on most rows; see :meth:`pending_shrinkage` for "would a reduction discard
-        anything". (Dyadic Block Sketching's ``willExcessSketch`` test, seed 000 Sec. 3.1.)
-        """
+        or it would discard nothing), from a temporary bordered Gram; the state is unchanged.
+        In the fast variant a reduction happens only when ``x`` fills the 2l-row buffer
+        (Dyadic Block Sketching's ``willExcessSketch`` test, seed 000 Sec. 3.1)."""
+        self._need_single("shrinkage_if_added")
         x = as_vector(x, self.device, self.dtype, self.d)
-        if not float(x @ x) > 0.0:  # the same test update() uses to skip zero rows
+        if not float(x @ x) > 0.0:  # the test update() uses to skip zero rows
             return 0.0
-        if self.fast and self._m + 1 < self._cap:
+        if self.fast and self._m[0] + 1 < self._cap:
             return 0.0
-        return self._shrink_value(self._bordered_evals(x))
+        return self._shrink_value_1(self._bordered_evals(x))
 
     def pending_shrinkage(self, x=None) -> float:
         """The shrink value a reduction of the current sketch (with ``x`` appended, if given)
-        would apply now, whether or not the buffer is full; 0.0 while the rank is < l.
-        State unchanged. Equals :meth:`shrinkage_if_added` for ``fast=False``."""
+        would apply now, whether or not the buffer is full; 0.0 while the rank is < l."""
+        self._need_single("pending_shrinkage")
         if x is not None:
             x = as_vector(x, self.device, self.dtype, self.d)
             if not float(x @ x) > 0.0:
                 x = None
-        return self._shrink_value(self._bordered_evals(x))
+        return self._shrink_value_1(self._bordered_evals(x))
 
-    # -- queries ---------------------------------------------------------------------
-    def _check_arms(self, arms) -> torch.Tensor:
-        if not isinstance(arms, torch.Tensor):
-            arms = torch.as_tensor(arms)
-        arms = arms.to(device=self.device, dtype=self.dtype)
-        if arms.ndim != 2 or arms.shape[1] != self.d:
-            raise ValueError(f"arms must have shape (K, {self.d}), got {tuple(arms.shape)}")
-        return arms
+    # -- queries ---------------------------------------------------------------------------------
+    def _project(self, arms):
+        """``(sq, U, W)``: squared norms (core dtype), ``U = arms S^T`` and ``W = U Linv^T`` over the
+        first ``mm`` slots (every member's rows lie there); ``U = W = None`` while all are empty."""
+        sq = self._core(torch.linalg.vector_norm(arms, dim=2).square())  # one fused pass
+        mm = int(self._m.max())
+        if mm == 0:
+            return sq, None, None, 0
+        # the only O(B K d m) step (arms S^T: K-row operand on the left is the batched layout here)
+        U = self._core(torch.bmm(arms, self._buf[:, :mm].mT))
+        W = torch.bmm(U, self._Linv[:, :mm, :mm].mT)
+        return sq, U, W, mm
 
-    def quad_inv(self, arms: torch.Tensor) -> torch.Tensor:
-        """``x^T A_hat^-1 x`` for each row of ``arms`` (K, d) in O(K d m): Woodbury with the
-        Cholesky factor, ``(||x||^2 - ||L^-1 S x||^2) / rho``."""
-        given = arms
-        arms = self._check_arms(arms)
-        sq = torch.linalg.vector_norm(arms, dim=1).square()  # one fused pass (3x faster than (a*a).sum)
-        m, rho = self._m, self.rho
-        if m == 0:
-            self._proj = None
-            return sq / rho
-        # S arms^T, the only O(K d m) step, into a (cap, K) buffer that is zero past row m, so the
-        # solve below uses the whole L buffer (no slicing copy). S arms^T rather than arms S^T:
-        # with K ~ 10-20 rows on the left MKL's gemm is ~1.5x slower (d = 784 and d = 8192).
-        Zt = torch.zeros(self._cap, arms.shape[0], device=self.device, dtype=self.dtype)
-        torch.mm(self._buf[:m], arms.T, out=Zt[:m])
-        if self.is_orthogonal:  # right after a reduction L is diagonal (identity past row m)
-            W = Zt / self._L_diag.unsqueeze(1)
+    def _quad_from(self, sq, W):
+        rho = self._rho()
+        quad = sq if W is None else sq - W.square().sum(dim=2)
+        return torch.maximum(quad / rho, self._floor(sq))
+
+    def score_terms(self, arms):
+        sq, U, W, mm = self._project(arms)
+        xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
+        rho = self._rho()
+        if W is None:
+            self._cache = None
+            mean = xb / rho
         else:
-            self._factor()
-            W = torch.linalg.solve_triangular(self._L, Zt, upper=False)
-        self._proj = (given, Zt, W)  # ridge_step reuses the played arm's columns
-        proj = (W * W).sum(dim=0)
-        return torch.sub(sq, proj).clamp_(min=0.0).div_(rho)
+            self._cache = (U, mm, sq)
+            y = torch.bmm(self._Linv[:, :mm, :mm], self._z[:, :mm].unsqueeze(2))  # Linv S b
+            mean = (xb - torch.bmm(W, y).squeeze(2)) / rho
+        quad = self._quad_from(sq, W)
+        return self._work(mean), self._work(quad)
 
-    def solve(self, v: torch.Tensor) -> torch.Tensor:
-        """``A_hat^-1 v = (v - S^T (S S^T + rho I)^-1 S v) / rho`` in O(d m + m^2)."""
-        return self._solve(as_vector(v, self.device, self.dtype, self.d, name="v"))
+    def logdet_increments(self, X, actions=None) -> torch.Tensor:
+        return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
 
-    def _solve(self, v: torch.Tensor) -> torch.Tensor:
-        m, rho = self._m, self.rho
-        if m == 0:
-            return v / rho
-        S = self._buf[:m]
-        z = S @ v
-        if self.is_orthogonal:  # right after a reduction M is diagonal (Alg. 2 line 7)
-            y = z / torch.diagonal(self._L[:m, :m]).square()
-        else:
-            self._factor()
-            y = torch.cholesky_solve(z[:, None], self._L[:m, :m], upper=False)[:, 0]
-        return (v - S.T @ y) / rho
+    def _quad(self, arms):
+        sq, _, W, _ = self._project(arms)
+        return self._work(self._quad_from(sq, W))
 
-    def covariance(self) -> torch.Tensor:
-        """``S^T S`` (d x d; diagnostics only)."""
-        S = self.S
-        return S.T @ S
+    def _solve(self, V):
+        """``(v - S^T (S S^T + rho I)^-1 S v) / rho`` per member, O(d m + m^2)."""
+        rho = self._rho()
+        mm = int(self._m.max())
+        if mm == 0:
+            return (self._core(V) / rho).to(self.dtype)
+        S = self._buf[:, :mm]
+        Li = self._Linv[:, :mm, :mm]
+        y = torch.bmm(Li.mT, torch.bmm(Li, torch.bmm(S, V.unsqueeze(2)).to(self.cdtype)))
+        out = self._core(V) - self._core(torch.bmm(y.mT.to(self.dtype), S).squeeze(1))
+        return (out / rho).to(self.dtype)
 
-    def log_det_ratio_bound(self) -> float:
+    def _covariance(self):
+        """``S^T S`` (plus ``alpha I`` for RFD), ``(B, d, d)``."""
+        cov = torch.bmm(self._buf.mT, self._buf)
+        if self.robust:
+            cov = cov + torch.as_tensor(self._alpha, **self._kw).view(-1, 1, 1) * torch.eye(self.d, **self._kw)
+        return cov
+
+    def log_det_ratio_bound(self):
         """An upper bound on ``ln det(reg I + X^T X) - d ln(reg)`` for the rows seen so far.
 
-        FD: ``X^T X <= S^T S + sigma_bar I`` (sigma_bar = :attr:`total_shrinkage`) gives
-        ``d ln(1 + sigma_bar/reg) + sum_j ln(1 + s_j^2/(reg + sigma_bar))`` (the first step of seed 000
-        Lemma 6); the sum is bounded by the smaller of ``sum_j ln(1 + s_j^2/reg)`` (exact, from the
-        Cholesky diagonal) and the trace/AM-GM bound ``m ln(1 + ||S||_F^2/(m (reg + sigma_bar)))``
-        (Lemma 6 before ``||S||_F^2 <= t L^2``). Exact when nothing was discarded. O(m).
+        FD: ``X^T X <= S^T S + sigma_bar I`` gives ``d ln(1 + sigma_bar/reg) + sum_j ln(1 + s_j^2/(reg +
+        sigma_bar))`` (the first step of seed 000 Lemma 6); the sum is bounded by the smaller of
+        ``sum_j ln(1 + s_j^2/reg)`` (exact, from the factor's diagonal) and the trace/AM-GM bound
+        ``m ln(1 + ||S||_F^2/(m (reg + sigma_bar)))``. Exact when nothing was discarded. O(m).
+        RFD (overridden): ``ln det(A_hat) - d ln(reg)`` exactly (``A <= A_hat``).
         """
-        lam, sig, m = self.reg, self.total_shrinkage, self._m
-        out = self.d * math.log1p(sig / lam)
-        if m:
-            self._factor()
-            exact = float(2.0 * torch.log(torch.diagonal(self._L[:m, :m])).sum()) - m * math.log(lam)
-            self._sync_gram()
-            trace = float(torch.diagonal(self._G[:m, :m]).sum())
-            amgm = m * math.log1p(max(trace, 0.0) / (m * (lam + sig)))
-            out += min(exact, amgm)
-        return out
+        lam, sig = self.reg, self._shrink
+        m = self._m.astype(np.float64)
+        logdiag = -torch.log(torch.diagonal(self._Linv, dim1=1, dim2=2)).sum(dim=1).double().cpu().numpy()  # padding: 0
+        out = self.d * np.log1p(sig / lam)
+        exact = 2.0 * logdiag - m * math.log(lam)
+        trace = torch.diagonal(self._G, dim1=1, dim2=2).sum(dim=1).double().cpu().numpy()
+        amgm = m * np.log1p(np.maximum(trace, 0.0) / (np.maximum(m, 1.0) * (lam + sig)))
+        return self._one(out + np.where(m > 0, np.minimum(exact, amgm), 0.0))
 
-    def memory_bytes(self) -> int:
-        """Bytes of the allocated buffer, Gram and Cholesky factor."""
-        return tensor_bytes(self._buf, self._G, self._L)
+    # -- introspection ---------------------------------------------------------------------------
+    def sketch_sizes(self):
+        return np.full(self.batch_size, self._l, dtype=np.int64)
+
+    def member_memory_bytes(self):
+        """The buffer (``cap x d``, working dtype), Gram and inverse factor (``cap x cap`` each, core
+        dtype) and ``S b`` (``cap``, core): ``cap = 2l`` fast, ``l`` textbook."""
+        cap = self._cap
+        per = self._buf.element_size() * cap * self.d + self._G.element_size() * (2 * cap * cap + cap)
+        return np.full(self.batch_size, per, dtype=np.int64)
+
+    def _held_bytes(self):
+        return tensor_bytes(self._buf, self._G, self._Linv, self._z, self.b)
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(d={self.d}, sketch_size={self._l}, reg={self.reg}, fast={self.fast}, "
-            f"rows_in_use={self._m}, total_shrinkage={self.total_shrinkage:.4g})"
-        )
+        return (f"{type(self).__name__}(d={self.d}, sketch_size={self._l}, reg={self.reg}, fast={self.fast}, "
+                f"batch_size={None if self.single else self.batch_size}, rows_in_use={self.rows_in_use})")

@@ -14,14 +14,16 @@ Settled slips:
 
 * ``alpha += sigma`` (the full shrink value), as in seed 000 Alg. 3 and its proofs
   (``sum_i alpha_i = sum_i sigma_bar_i``, App. E.3), i.e. Chen et al.'s SCFD. Luo et al.'s
-  original RFD adds ``sigma / 2`` (error centred, ``||X^T X - S^T S - alpha I|| <= alpha``), which
-  loses both the upper bound ``X^T X <= S^T S + alpha I`` and the monotonicity the bandit
-  proofs use; the seed's maths decides, so we use ``sigma``.
+  original RFD adds ``sigma / 2`` (error centred), which loses both the upper bound
+  ``X^T X <= S^T S + alpha I`` and the monotonicity the bandit proofs use; we use ``sigma``.
 * Alg. 3 line 7 prints the first entry of M as ``1/(lambda + sigma_l^2 - sigma + alpha)``; it is
   ``1/(lambda + sigma_1^2 - sigma + alpha)`` (v1's Alg. 5 has sigma_1). Here M is kept implicitly
-  through the Cholesky factor of ``S S^T + (reg + alpha) I``.
+  through the inverse Cholesky factor of ``S S^T + (reg + alpha) I``.
 * The prefactor of the Woodbury inverse is ``1/(reg + alpha)``, not the ``1/lambda`` of seed 000
   eq. 5 / Alg. 5 line 8 (that is the FD case alpha = 0).
+
+It is the same class as FD (one implementation, batch dimension first) with ``robust = True``:
+the reduction adds its shrink value to ``alpha`` before the diagonal factor is rebuilt.
 
 Example:
 
@@ -37,8 +39,8 @@ Example:
 
 from __future__ import annotations
 
-import math
 
+import numpy as np
 import torch
 
 from .fd import FrequentDirections
@@ -55,36 +57,22 @@ class RobustFrequentDirections(FrequentDirections):
         alpha: sum of all shrink values (= :attr:`total_shrinkage`), added back as ``alpha * I``.
     """
 
-    def __init__(self, d: int, sketch_size: int, *, reg: float = 1.0, fast: bool = True, device=None, dtype=None,
-                 _buffer: torch.Tensor | None = None):
-        self.alpha = 0.0
-        super().__init__(d, sketch_size, reg=reg, fast=fast, device=device, dtype=dtype, _buffer=_buffer)
+    robust = True
 
     @property
-    def rho(self) -> float:
-        """``reg + alpha``: the ridge of ``A_hat`` and the Woodbury prefactor's inverse."""
-        return self.reg + self.alpha
+    def alpha(self):
+        return self._one(self._alpha)
 
-    def _on_shrink(self, delta: float) -> None:
-        # Alg. 3 line 5: alpha <- alpha + sigma. Called inside a reduction, after which the
-        # Cholesky factor is rebuilt (diagonal) with the new rho; between reductions rho is fixed.
-        self.alpha += delta
-
-    def covariance(self) -> torch.Tensor:
-        """``S^T S + alpha I`` (d x d; diagnostics only)."""
-        cov = super().covariance()
-        cov.diagonal().add_(self.alpha)
-        return cov
-
-    def log_det_ratio_bound(self) -> float:
-        """``ln det(A_hat) - d ln(reg)`` exactly, O(m) from the Cholesky diagonal.
+    def log_det_ratio_bound(self):
+        """``ln det(A_hat) - d ln(reg)`` exactly, O(m) from the inverse factor's diagonal.
 
         RFD gives ``reg I + X^T X <= A_hat``, so this upper-bounds ``ln(|A|/|reg I|)`` of the
         un-sketched matrix (the step ``|A| <= |A_hat|`` of seed 000 App. E.3).
         """
-        rho, m = self.rho, self._m
-        out = self.d * math.log(rho / self.reg)
-        if m:
-            self._factor()
-            out += float(2.0 * torch.log(torch.diagonal(self._L[:m, :m])).sum()) - m * math.log(rho)
-        return out
+        rho = self.rho_all
+        m = self._m.astype(np.float64)
+        logdiag = -torch.log(torch.diagonal(self._Linv, dim1=1, dim2=2)).sum(dim=1).double().cpu().numpy()
+        out = self.d * np.log(rho / self.reg) + np.where(m > 0, 2.0 * logdiag - m * np.log(rho), 0.0)
+        return self._one(out)
+
+
