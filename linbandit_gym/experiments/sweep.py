@@ -15,7 +15,9 @@ first, so a sweep killed at any moment leaves every run either finished or absen
 rerun of the same config redoes exactly the unfinished ones (and any run whose files were
 damaged since). Ids are hashes of the run configs, so a run can never be written twice
 under different names. One process writes a directory at a time (``DIR/.lock``); Ctrl-C
-keeps every finished run (:class:`Interrupted` says how many). ``linbandit run --out DIR``
+keeps every finished run (:class:`Interrupted` says how many). Pending runs that differ only in
+their seed run as one batched program (:mod:`.packing`), each member saved as its own run as
+soon as the batch ends. ``linbandit run --out DIR``
 writes this layout too (:func:`play_into`), so ``plot`` and ``report`` read both.
 """
 
