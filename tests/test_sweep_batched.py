@@ -221,7 +221,9 @@ def test_parse_bytes_and_cli_flags(tmp_path, capsys):
     assert a["final_regret"].tolist() == b["final_regret"].tolist()
     metas = [json.loads(p.read_text()) for p in (tmp_path / "b" / "runs").glob("*.json")]
     assert [m.get("batch_size") for m in metas] == [2, 2]
-    assert not any("batch_size" in json.loads(p.read_text()) for p in (tmp_path / "a" / "runs").glob("*.json"))
+    assert main(["sweep", str(path), "--out", str(tmp_path / "c"), "--max-batch", "1", "--no-plots", "--quiet"]) == 0
+    for unbatched in ("a", "c"):
+        assert not any("batch_size" in json.loads(p.read_text()) for p in (tmp_path / unbatched / "runs").glob("*.json"))
 
 
 def test_tune_chooses_the_same_batched_or_not(tmp_path):

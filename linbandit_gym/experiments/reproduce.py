@@ -49,13 +49,14 @@ def reproduce(
     threads: int | None = DEFAULT_THREADS,
     batched: bool | None = None,
     batch_memory: int | str = DEFAULT_BATCH_MEMORY,
+    max_batch: int | None = None,
     log: Callable[[str], None] | None = print,
 ) -> int:
     """Run experiment ``name``; write records, plots, ``summary.md`` and ``report.html`` to ``out``.
 
     ``threads``: torch and BLAS threads per run (default 1, see :mod:`linbandit_gym.threads`).
-    ``batched``, ``batch_memory``: how the seeds of each configuration are packed into batched
-    programs (:func:`.sweep.sweep`), for the tuning sweep too.
+    ``batched``, ``batch_memory``, ``max_batch``: how the seeds of each configuration are packed
+    into batched programs (:func:`.sweep.sweep`), for the tuning sweep too.
     Prints the summary table and, for configs with ``scaling`` plots, the fitted log-log slopes.
     Returns the exit code (0, or 1 if some runs failed).
     """
@@ -72,13 +73,13 @@ def reproduce(
         from .tune import tune
 
         tuned = tune(raw, target / "tune", workers=workers, backend=backend, address=address, threads=threads,
-                     batched=batched, batch_memory=batch_memory, log=log)
+                     batched=batched, batch_memory=batch_memory, max_batch=max_batch, log=log)
         say("tuned beta and lambda (lowest mean final regret on the tuning seeds):")
         say(tuned.table_markdown())
         raw = tuned.tuned_config
     try:
         result = sweep(raw, target, workers=workers, backend=backend, address=address, threads=threads,
-                       batched=batched, batch_memory=batch_memory, log=log)
+                       batched=batched, batch_memory=batch_memory, max_batch=max_batch, log=log)
     except ConfigError as exc:
         if name == "openml":
             raise ConfigError(

@@ -84,6 +84,7 @@ def tune(
     threads: int | None = DEFAULT_THREADS,
     batched: bool | None = None,
     batch_memory: int | str = DEFAULT_BATCH_MEMORY,
+    max_batch: int | None = None,
     log: Callable[[str], None] | None = print,
 ) -> TuneResult:
     """Tune ``beta`` and ``lam`` for each agent config of a bandit sweep config.
@@ -91,8 +92,8 @@ def tune(
     Grid and seeds come from the arguments, else the config's ``tune:`` section, else the
     paper's grids with 2 tuning seeds. ``horizon`` shortens the tuning episodes. ``agents``
     (glob patterns over labels) restricts what is tuned; agents that take neither ``beta``
-    nor ``lam`` are skipped. ``batched``, ``batch_memory``: how the tuning sweep packs the
-    seeds of each grid point into batched programs (:func:`.sweep.sweep`).
+    nor ``lam`` are skipped. ``batched``, ``batch_memory``, ``max_batch``: how the tuning sweep
+    packs the seeds of each grid point into batched programs (:func:`.sweep.sweep`).
     """
     from .config import load_config
 
@@ -142,7 +143,7 @@ def tune(
     if raw.get("horizon") is not None and horizon is None:
         tuning["horizon"] = raw["horizon"]
     result = sweep(tuning, out, workers=workers, backend=backend, address=address, threads=threads, batched=batched,
-                   batch_memory=batch_memory, log=log)
+                   batch_memory=batch_memory, max_batch=max_batch, log=log)
 
     runs = load_runs(out)
     for col in ("arg.beta", "arg.lam"):
