@@ -1,6 +1,7 @@
 """Where runs execute: this process, local worker processes, or a Ray cluster.
 
-Every backend yields ``(spec, result, error)`` as runs complete, in completion order; the
+Every backend executes *units* (one run, or a batch of runs differing only in seed, planned by
+:mod:`.packing`) and yields ``(spec, result, error)`` per run as units complete; the
 driver (:func:`linbandit_gym.experiments.sweep`) writes each result as it arrives. Workers
 only compute and return: they never write, so Ray workers need no shared file system and a
 killed sweep loses only the runs in flight.
@@ -26,7 +27,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
 from ..threads import DEFAULT_THREADS, check_threads
-from .runner import execute_run
+from .runner import execute_unit
 
 __all__ = ["BACKENDS", "iter_results", "local_workers", "ray_available"]
 
@@ -46,8 +47,21 @@ def _format_error(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
+def _members(unit: dict | list[dict]) -> list[dict]:
+    return [unit] if isinstance(unit, dict) else list(unit)
+
+
+def _failed(unit: dict | list[dict], error: str):
+    for spec in _members(unit):
+        yield spec, None, error
+
+
+def _unit_size(unit: dict | list[dict]) -> int:
+    return 1 if isinstance(unit, dict) else len(unit)
+
+
 def iter_results(
-    specs: list[dict],
+    specs: list[dict | list[dict]],
     *,
     backend: str = "local",
     workers: int = 1,
@@ -55,7 +69,11 @@ def iter_results(
     address: str | None = None,
     curve_points: int = 200,
 ) -> Iterator[tuple[dict, dict | None, str | None]]:
-    """Execute ``specs`` and yield ``(spec, result, None)`` or ``(spec, None, traceback)``.
+    """Execute ``specs`` and yield ``(spec, result, None)`` or ``(spec, None, traceback)`` per run.
+
+    Each item of ``specs`` is a run (a spec dict) or a batch (a list of spec dicts that differ
+    only in seed, :func:`.runner.execute_batch`); a batch goes to one worker as a unit, its runs
+    are yielded together when it completes, and a failed batch yields its traceback for each run.
 
     Every run has ``threads`` torch and BLAS threads (default 1; ``None``: the executing
     process's setting), see :mod:`linbandit_gym.threads`. ``backend="local"``: ``workers == 1``
@@ -74,13 +92,13 @@ def iter_results(
     if backend == "ray":
         yield from _ray(specs, workers=workers, threads=threads, address=address, curve_points=curve_points)
     elif workers == 1:
-        for spec in specs:
+        for unit in specs:
             try:
-                result = execute_run(spec, threads, curve_points)
+                results = execute_unit(unit, threads, curve_points)
             except Exception as exc:  # a failed run is recorded; the sweep goes on
-                yield spec, None, _format_error(exc)
+                yield from _failed(unit, _format_error(exc))
             else:
-                yield spec, result, None
+                yield from zip(_members(unit), results, [None] * len(results))
     else:
         yield from _processes(specs, workers=workers, threads=threads, curve_points=curve_points)
 
@@ -144,7 +162,7 @@ def _processes(specs: list[dict], *, workers: int, threads: int | None, curve_po
         if blocking:
             old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            futures = {pool.submit(execute_run, spec, threads, curve_points): spec for spec in specs}
+            futures = {pool.submit(execute_unit, unit, threads, curve_points): unit for unit in specs}
         finally:
             if blocking:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
@@ -154,12 +172,12 @@ def _processes(specs: list[dict], *, workers: int, threads: int | None, curve_po
             # (BLAS, Arrow) would not wake a blocked main thread until a run finishes.
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             for future in done:
-                spec = futures[future]
+                unit = futures[future]
                 exc = future.exception()
                 if exc is not None:
-                    yield spec, None, _format_error(exc)
+                    yield from _failed(unit, _format_error(exc))
                 else:
-                    yield spec, future.result(), None
+                    yield from zip(_members(unit), future.result(), [None] * _unit_size(unit))
     except BaseException:  # interrupted (Ctrl-C, generator closed): drop queued runs, don't wait
         _stop_workers(pool)
         raise
@@ -182,19 +200,19 @@ def _ray(specs: list[dict], *, workers: int, threads: int | None, address: str |
             ray.init(num_cpus=workers, **kwargs)
         started_here = True
     try:
-        remote = ray.remote(num_cpus=threads or 1, max_retries=0)(execute_run)
-        refs = {remote.remote(spec, threads, curve_points): spec for spec in specs}
+        remote = ray.remote(num_cpus=threads or 1, max_retries=0)(execute_unit)
+        refs = {remote.remote(unit, threads, curve_points): unit for unit in specs}
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             for ref in done:
-                spec = refs[ref]
+                unit = refs[ref]
                 try:
-                    result = ray.get(ref)
+                    results = ray.get(ref)
                 except Exception as exc:  # RayTaskError carries the worker's traceback
-                    yield spec, None, _format_error(exc)
+                    yield from _failed(unit, _format_error(exc))
                 else:
-                    yield spec, result, None
+                    yield from zip(_members(unit), results, [None] * _unit_size(unit))
     finally:
         if started_here:
             ray.shutdown()

@@ -1,6 +1,6 @@
 """The experiment subcommands of ``linbandit``: sweep, plot, tune, reproduce, report.
 
-    linbandit sweep CONFIG [--out DIR] [--workers N] [--backend ray [--address A]]
+    linbandit sweep CONFIG [--out DIR] [--workers N] [--backend ray [--address A]] [--no-batched]
     linbandit plot DIR
     linbandit tune CONFIG [--out DIR] [--beta ...] [--lam ...]
     linbandit reproduce NAME [--quick] [--tune] [--out DIR] [--workers N]
@@ -13,6 +13,8 @@ import argparse
 from pathlib import Path
 
 from ..threads import DEFAULT_THREADS
+from ..batched import DEFAULT_MAX_BATCH
+from .packing import DEFAULT_BATCH_MEMORY
 
 __all__ = ["add_commands"]
 
@@ -26,7 +28,23 @@ def _add_exec_options(p: argparse.ArgumentParser) -> None:
                    help="Ray cluster address, e.g. ray://head:10001 or auto (default: start a local Ray)")
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
                    help="torch and BLAS threads per run (default 1: runs are small ops; use --workers for parallelism)")
+    p.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
+                   help="advance the seeds of one configuration together as one batched program, each seed still "
+                   "saved as its own run (default: where the agent and env allow it; --no-batched: one run at a time)")
+    p.add_argument("--batch-memory", default=DEFAULT_BATCH_MEMORY, type=_memory_size, metavar="SIZE",
+                   help="memory budget of one batch, e.g. 2GiB (default), 512M")
+    p.add_argument("--max-batch", type=int, default=None, metavar="B",
+                   help=f"members of one batch at most (default {DEFAULT_MAX_BATCH})")
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
+
+
+def _memory_size(text: str) -> int:
+    from .packing import parse_bytes
+
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _log(args):
@@ -57,7 +75,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             print(f"  {spec.run_id}  {state}  {spec.agent_label} | {spec.env_label} | seed {spec.seed}")
         return 0
     result = sweep(cfg, out, workers=args.workers, backend=args.backend, address=args.address,
-                   threads=args.threads, log=_log(args))
+                   threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
+                   max_batch=args.max_batch, log=_log(args))
     _print_summary(out)
     if not args.no_plots:
         from .figures import make_plots
@@ -92,7 +111,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     result = tune(
         load_config(args.config), args.out, beta=args.beta, lam=args.lam, seeds=args.seeds, horizon=args.horizon,
         agents=args.agents, workers=args.workers, backend=args.backend, address=args.address, threads=args.threads,
-        log=_log(args),
+        batched=args.batched, batch_memory=args.batch_memory, max_batch=args.max_batch, log=_log(args),
     )
     print()
     print(result.table_markdown())
@@ -109,7 +128,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         return 0 if args.list else 2
     return reproduce(
         args.name, quick=args.quick, out=args.out, tune_first=args.tune, workers=args.workers, backend=args.backend,
-        address=args.address, threads=args.threads, log=_log(args),
+        address=args.address, threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
+        max_batch=args.max_batch, log=_log(args),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Callable
 
 from ..threads import DEFAULT_THREADS
 from .config import ConfigError, load_config
+from .packing import DEFAULT_BATCH_MEMORY
 
 __all__ = ["EXPERIMENTS", "config_path", "reproduce"]
 
@@ -46,11 +47,16 @@ def reproduce(
     backend: str = "local",
     address: str | None = None,
     threads: int | None = DEFAULT_THREADS,
+    batched: bool | None = None,
+    batch_memory: int | str = DEFAULT_BATCH_MEMORY,
+    max_batch: int | None = None,
     log: Callable[[str], None] | None = print,
 ) -> int:
     """Run experiment ``name``; write records, plots, ``summary.md`` and ``report.html`` to ``out``.
 
     ``threads``: torch and BLAS threads per run (default 1, see :mod:`linbandit_gym.threads`).
+    ``batched``, ``batch_memory``, ``max_batch``: how the seeds of each configuration are packed
+    into batched programs (:func:`.sweep.sweep`), for the tuning sweep too.
     Prints the summary table and, for configs with ``scaling`` plots, the fitted log-log slopes.
     Returns the exit code (0, or 1 if some runs failed).
     """
@@ -66,12 +72,14 @@ def reproduce(
             raise ConfigError(f"{name}: a matrix-approximation experiment has no beta/lambda to tune")
         from .tune import tune
 
-        tuned = tune(raw, target / "tune", workers=workers, backend=backend, address=address, threads=threads, log=log)
+        tuned = tune(raw, target / "tune", workers=workers, backend=backend, address=address, threads=threads,
+                     batched=batched, batch_memory=batch_memory, max_batch=max_batch, log=log)
         say("tuned beta and lambda (lowest mean final regret on the tuning seeds):")
         say(tuned.table_markdown())
         raw = tuned.tuned_config
     try:
-        result = sweep(raw, target, workers=workers, backend=backend, address=address, threads=threads, log=log)
+        result = sweep(raw, target, workers=workers, backend=backend, address=address, threads=threads,
+                       batched=batched, batch_memory=batch_memory, max_batch=max_batch, log=log)
     except ConfigError as exc:
         if name == "openml":
             raise ConfigError(

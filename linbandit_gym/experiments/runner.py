@@ -3,6 +3,9 @@
 :func:`execute_run` is a top-level function of plain-data arguments so that it pickles for
 ``spawn`` process pools and Ray. It returns the records and the run's metadata; the driver
 (:mod:`.sweep`) is the only writer, so a run is on disk completely or not at all.
+:func:`execute_batch` plays runs that differ only in their seed as one batched program
+(:func:`linbandit_gym.batched.run_batched`) and returns one such result per run;
+:func:`execute_unit` is what the backends call on a unit of the sweep planner (one run or a batch).
 
 Bandit runs go through :func:`linbandit_gym.evaluate.run` (the one evaluation loop).
 Matrix-approximation runs (seed 000 App. F.2) stream l2-normalised Gaussian rows through an
@@ -24,7 +27,8 @@ import pandas as pd
 
 from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit, thread_record
 
-__all__ = ["execute_run", "run_meta", "bandit_summary", "library_versions", "subsample_index"]
+__all__ = ["execute_run", "execute_batch", "execute_unit", "run_meta", "bandit_summary", "library_versions",
+           "subsample_index"]
 
 
 def library_versions() -> dict[str, str]:
@@ -190,6 +194,54 @@ def execute_run(spec: dict, threads: int | None = DEFAULT_THREADS, curve_points:
         extra.update(thread_record(threads))  # the policy asked for and what the run had
     meta = run_meta(spec, extra, started, time.perf_counter() - t0)
     return {"run_id": spec["run_id"], "records": records, "meta": meta}
+
+
+def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curve_points: int = 200) -> list[dict]:
+    """Run the :class:`~.config.RunSpec` dicts ``specs``, which differ only in their seed, as one
+    batched program; return one ``{"run_id", "records", "meta"}`` per spec, as :func:`execute_run`.
+
+    The records of each member are those :func:`execute_run` gives apart from the timing columns
+    (each member's share of the batch's time, see :mod:`linbandit_gym.batched`); the metadata's
+    ``duration_s`` is the batch's over B and ``batch_size`` says B.
+    """
+    from ..batched import run_batched
+    from ..cli import resolve_agent
+
+    threads = check_threads(threads)
+    first = specs[0]
+    config = first["config"]
+    seeds = [int(spec["config"]["seed"]) for spec in specs]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"a batch needs distinct seeds, got {seeds}")
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    with thread_limit(threads):
+        agent = resolve_agent(config["agent"]["name"], dict(config["agent"]["args"]))
+        frame = run_batched(
+            config["env"]["id"], agent, seeds=seeds, env_kwargs=dict(config["env"]["args"]),
+            agent_name=first["agent_label"], env_name=first["env_label"], progress=False, max_batch=len(seeds),
+            threads=threads,
+        )
+        threads_used = thread_record(threads)
+    duration = (time.perf_counter() - t0) / len(specs)
+    device = str(getattr(agent, "device", "cpu"))
+    results = []
+    for spec, seed in zip(specs, seeds):
+        part = frame[frame["seed"] == seed].reset_index(drop=True)
+        extra = {"device": device, "summary": bandit_summary(part, curve_points), **threads_used,
+                 "batch_size": len(specs)}
+        results.append({"run_id": spec["run_id"], "records": part, "meta": run_meta(spec, extra, started, duration)})
+    return results
+
+
+def execute_unit(unit: dict | list[dict], threads: int | None = DEFAULT_THREADS, curve_points: int = 200) -> list[dict]:
+    """One unit of a sweep plan: a run (a spec dict, or a list of one) or a batch (a list of
+    spec dicts differing only in seed); returns the results of its runs in order."""
+    if isinstance(unit, dict):
+        return [execute_run(unit, threads, curve_points)]
+    if len(unit) == 1:
+        return [execute_run(unit[0], threads, curve_points)]
+    return execute_batch(unit, threads, curve_points)
 
 
 def run_meta(spec: dict, extra: dict, started: datetime, duration_s: float) -> dict:

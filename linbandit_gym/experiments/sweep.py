@@ -15,7 +15,9 @@ first, so a sweep killed at any moment leaves every run either finished or absen
 rerun of the same config redoes exactly the unfinished ones (and any run whose files were
 damaged since). Ids are hashes of the run configs, so a run can never be written twice
 under different names. One process writes a directory at a time (``DIR/.lock``); Ctrl-C
-keeps every finished run (:class:`Interrupted` says how many). ``linbandit run --out DIR``
+keeps every finished run (:class:`Interrupted` says how many). Pending runs that differ only in
+their seed run as one batched program (:mod:`.packing`), each member saved as its own run as
+soon as the batch ends. ``linbandit run --out DIR``
 writes this layout too (:func:`play_into`), so ``plot`` and ``report`` read both.
 """
 
@@ -48,8 +50,9 @@ from ..records import (
     write_text_atomic,
 )
 from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
-from .backends import iter_results
+from .backends import iter_results, local_workers
 from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config, run_id
+from .packing import DEFAULT_BATCH_MEMORY, pack, parse_bytes
 
 __all__ = [
     "SweepResult",
@@ -174,25 +177,27 @@ def save_run(out_dir: str | Path, records: pd.DataFrame, meta: dict) -> Path:
     return path
 
 
-def _preflight(config: SweepConfig, specs: list[RunSpec]) -> None:
-    """Build each env config once so that missing data or bad arguments fail before any run."""
+def _preflight(config: SweepConfig, specs: list[RunSpec]) -> dict[str, tuple[int, int]]:
+    """Build each env config once so that missing data or bad arguments fail before any run;
+    return the ``(K, d)`` of each env config's arm sets (by canonical JSON, for the planner)."""
     if config.task != "bandit":
-        return
+        return {}
     from ..evaluate import make_env
 
-    seen = set()
+    seen: dict[str, tuple[int, int]] = {}
     for spec in specs:
         env = spec.config["env"]
         key = canonical_json(env)
         if key in seen:
             continue
-        seen.add(key)
         try:
             instance = make_env(env["id"], **env["args"])
             instance.reset(seed=spec.seed)
+            seen[key] = tuple(int(n) for n in instance.observation_space.shape[-2:])
             instance.close()
         except Exception as exc:
             raise ConfigError(f"env {spec.env_label!r} ({env['id']} with {env['args']}) cannot be built: {exc}") from exc
+    return seen
 
 
 def plan(config: str | Path | dict | SweepConfig, out_dir: str | Path) -> tuple[list[RunSpec], list[RunSpec]]:
@@ -216,6 +221,9 @@ def sweep(
     backend: str = "local",
     address: str | None = None,
     threads: int | None = DEFAULT_THREADS,
+    batched: bool | None = None,
+    batch_memory: int | str = DEFAULT_BATCH_MEMORY,
+    max_batch: int | None = None,
     log: Callable[[str], None] | None = print,
 ) -> SweepResult:
     """Expand ``config``, skip its finished runs in ``out_dir``, run the others, write each.
@@ -228,6 +236,12 @@ def sweep(
         address: Ray cluster address (``backend="ray"``); ``None`` starts a local Ray.
         threads: torch and BLAS threads per run (default 1; ``None``: the executing process's own
             setting); see :mod:`linbandit_gym.threads`. Recorded in each run's metadata.
+        batched: ``None`` (default) or ``True``: pending runs that differ only in seed advance
+            together as one batched program when their agent and env allow it (see
+            :mod:`.packing`), each still saved as its own run; ``False``: one run at a time.
+        batch_memory: memory budget of one batch, bytes or a size such as ``"2GiB"`` (default).
+        max_batch: members of one batch at most (default
+            :data:`linbandit_gym.batched.DEFAULT_MAX_BATCH`).
         log: called with one line per finished run (``None``: silent).
 
     Returns:
@@ -244,6 +258,9 @@ def sweep(
     (4, 4)
     """
     threads = check_threads(threads)
+    batch_memory = parse_bytes(batch_memory)
+    if batched not in (None, True, False):
+        raise ValueError(f"batched must be None, True or False, got {batched!r}")
     cfg = config if isinstance(config, SweepConfig) else parse_config(config)
     out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
     say = log or (lambda _msg: None)
@@ -263,8 +280,14 @@ def sweep(
         if not pending:
             return result
         try:
-            _preflight(cfg, pending)
-            _execute(cfg, pending, out, result, say, backend=backend, workers=workers, threads=threads,
+            shapes = _preflight(cfg, pending)
+            units = pack(pending, shapes=shapes, batched=batched, batch_memory=batch_memory, max_batch=max_batch,
+                         workers=local_workers(workers, threads) if backend == "local" else workers)
+            batches = [len(u) for u in units if len(u) > 1]
+            if batches:
+                say(f"batched: {sum(batches)} runs in {len(batches)} batch(es) of {min(batches)}-{max(batches)} "
+                    f"seeds, {len(units) - len(batches)} run(s) on their own")
+            _execute(cfg, units, out, result, say, backend=backend, workers=workers, threads=threads,
                      address=address)
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
@@ -273,11 +296,13 @@ def sweep(
     return result
 
 
-def _execute(cfg: SweepConfig, pending: list[RunSpec], out: Path, result: SweepResult, say, **backend_options) -> None:
-    """Run ``pending`` on the backend and save each run (or its failure) as it arrives."""
-    total, done = len(pending), 0
+def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: SweepResult, say,
+             **backend_options) -> None:
+    """Run the ``units`` of the plan on the backend and save each run (or its failure) as it arrives."""
+    total, done = sum(len(u) for u in units), 0
     start = time.perf_counter()
-    results = iter_results([s.to_dict() for s in pending], curve_points=_curve_points(cfg.raw), **backend_options)
+    plan_units = [unit[0].to_dict() if len(unit) == 1 else [s.to_dict() for s in unit] for unit in units]
+    results = iter_results(plan_units, curve_points=_curve_points(cfg.raw), **backend_options)
     with closing(results):  # an interrupt stops the workers now, not at garbage collection
         for spec_dict, res, error in results:
             done += 1

@@ -27,6 +27,7 @@ from .config import (
     PAPER_BETA_GRID, PAPER_LAM_GRID, ConfigError, _resolve_agent_factory, _seeds, canonical_json, parse_config,
     select_labels,
 )
+from .packing import DEFAULT_BATCH_MEMORY
 from .sweep import load_runs, sweep
 
 __all__ = ["TuneResult", "tune", "TUNE_SEED_OFFSET"]
@@ -81,6 +82,9 @@ def tune(
     backend: str = "local",
     address: str | None = None,
     threads: int | None = DEFAULT_THREADS,
+    batched: bool | None = None,
+    batch_memory: int | str = DEFAULT_BATCH_MEMORY,
+    max_batch: int | None = None,
     log: Callable[[str], None] | None = print,
 ) -> TuneResult:
     """Tune ``beta`` and ``lam`` for each agent config of a bandit sweep config.
@@ -88,7 +92,8 @@ def tune(
     Grid and seeds come from the arguments, else the config's ``tune:`` section, else the
     paper's grids with 2 tuning seeds. ``horizon`` shortens the tuning episodes. ``agents``
     (glob patterns over labels) restricts what is tuned; agents that take neither ``beta``
-    nor ``lam`` are skipped.
+    nor ``lam`` are skipped. ``batched``, ``batch_memory``, ``max_batch``: how the tuning sweep
+    packs the seeds of each grid point into batched programs (:func:`.sweep.sweep`).
     """
     from .config import load_config
 
@@ -137,7 +142,8 @@ def tune(
     tuning = {"name": f"{cfg.name}-tune", "seeds": tune_seeds, "envs": _tuning_envs(raw, horizon), "agents": entries}
     if raw.get("horizon") is not None and horizon is None:
         tuning["horizon"] = raw["horizon"]
-    result = sweep(tuning, out, workers=workers, backend=backend, address=address, threads=threads, log=log)
+    result = sweep(tuning, out, workers=workers, backend=backend, address=address, threads=threads, batched=batched,
+                   batch_memory=batch_memory, max_batch=max_batch, log=log)
 
     runs = load_runs(out)
     for col in ("arg.beta", "arg.lam"):

@@ -1,0 +1,236 @@
+"""Sweeps as batched programs (issue 12 item 2): the planner packs runs that differ only in seed,
+records equal the per-run path's apart from timing, every run is saved and resumed on its own."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import linbandit_gym.batched
+from linbandit_gym.cli import main
+from linbandit_gym.experiments import load_records, load_runs, parse_config, sweep
+from linbandit_gym.experiments.config import canonical_json
+from linbandit_gym.experiments.packing import batch_key, member_bytes, pack, parse_bytes
+from linbandit_gym.experiments.sweep import Interrupted, is_finished
+from linbandit_gym.experiments.tune import tune
+
+sweep_module = importlib.import_module("linbandit_gym.experiments.sweep")  # the package exports the function
+
+TIMING = {"agent_time", "agent_wall_time", "wall_time"}
+TIMING_SUMMARY = {"agent_time_s", "agent_wall_time_s", "wall_time_s", "ms_per_round", "wall_ms_per_round"}
+KEYS = ["env", "agent", "seed", "t"]
+ENV = {"id": "LinBandit-Synthetic-v0", "args": {"d": 16, "n_arms": 5, "horizon": 30}, "label": "syn"}
+# OFUL and every sketched family, 2 betas, 3 seeds: 5 x 2 x 3 = 30 runs
+GRID = {
+    "name": "batched-grid",
+    "seeds": 3,
+    "envs": [ENV],
+    "agents": [
+        {"name": "OFUL", "grid": {"beta": [0.05, 0.5]}},
+        {"name": "SOFUL", "args": {"sketch_size": 3}, "grid": {"beta": [0.05, 0.5]}},
+        {"name": "CBSCFD", "args": {"sketch_size": 3}, "grid": {"beta": [0.05, 0.5]}},
+        {"name": "DBSLinUCB", "args": {"l0": 2, "eps": 1.0, "sketch": "fd"}, "grid": {"beta": [0.05, 0.5]},
+         "label": "DBS-FD {beta}"},
+        {"name": "DBSLinUCB", "args": {"l0": 2, "eps": 1.0, "sketch": "rfd"}, "grid": {"beta": [0.05, 0.5]},
+         "label": "DBS-RFD {beta}"},
+    ],
+}
+N_RUNS = 30
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.sort_values(KEYS).reset_index(drop=True)
+
+
+def _untimed(frame: pd.DataFrame) -> pd.DataFrame:
+    return _sorted(frame)[[c for c in frame.columns if c not in TIMING]]
+
+
+@pytest.fixture(scope="module")
+def per_run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("per-run")
+    result = sweep(GRID, out, batched=False, log=None)
+    assert result.ok and len(result.executed) == N_RUNS
+    return out
+
+
+@pytest.fixture(scope="module")
+def batched_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("batched")
+    lines = []
+    result = sweep(GRID, out, log=lines.append)  # batched by default
+    assert result.ok and len(result.executed) == N_RUNS
+    assert any(line.startswith(f"batched: {N_RUNS} runs in 10 batch(es) of 3-3 seeds") for line in lines), lines
+    return out
+
+
+def test_records_and_metadata_equal_the_per_run_path(per_run_dir, batched_dir):
+    pd.testing.assert_frame_equal(_untimed(load_records(batched_dir)), _untimed(load_records(per_run_dir)),
+                                  check_exact=True)
+    for path in sorted((per_run_dir / "runs").glob("*.json")):
+        one, many = json.loads(path.read_text()), json.loads((batched_dir / "runs" / path.name).read_text())
+        assert "batch_size" not in one and many["batch_size"] == 3
+        for key in ("run_id", "config", "seed", "agent_label", "env_label", "family", "device", "torch_threads"):
+            assert many[key] == one[key], key
+        untimed = {k: v for k, v in one["summary"].items() if k not in TIMING_SUMMARY}
+        assert {k: v for k, v in many["summary"].items() if k not in TIMING_SUMMARY} == untimed
+        assert many["summary"]["agent_time_s"] > 0
+
+
+def test_kill_in_the_middle_of_a_batch_redoes_only_unfinished_runs(per_run_dir, tmp_path, monkeypatch):
+    saved = []
+    real_save = sweep_module.save_run
+
+    def save_then_die(out_dir, records, meta):
+        if len(saved) == 4:  # the second member of the second batch: Ctrl-C while a batch is being saved
+            raise KeyboardInterrupt
+        saved.append(meta["run_id"])
+        return real_save(out_dir, records, meta)
+
+    monkeypatch.setattr(sweep_module, "save_run", save_then_die)
+    with pytest.raises(Interrupted, match=f"4/{N_RUNS} runs saved"):
+        sweep(GRID, tmp_path, log=None)
+    monkeypatch.setattr(sweep_module, "save_run", real_save)
+    specs = {spec.run_id: spec for spec in parse_config(GRID).runs}
+    assert [rid for rid in specs if is_finished(tmp_path, specs[rid])] == [rid for rid in specs if rid in saved]
+    before = {rid: (tmp_path / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved}
+    lines = []
+    result = sweep(GRID, tmp_path, log=lines.append)
+    assert sorted(result.skipped) == sorted(saved)
+    assert sorted(result.executed) == sorted(set(specs) - set(saved)) and result.ok
+    assert any("runs in 9 batch(es) of 2-3 seeds" in line for line in lines), lines  # the cut batch's rest is packed again
+    assert {rid: (tmp_path / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved} == before
+    assert sorted(p.stem for p in (tmp_path / "runs").glob("*.json")) == sorted(specs)  # each run exactly once
+    records = load_records(tmp_path)
+    assert not records.duplicated(KEYS).any()
+    pd.testing.assert_frame_equal(_untimed(records), _untimed(load_records(per_run_dir)), check_exact=True)
+
+
+def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
+    cfg = {"seeds": 3, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}}]}
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("injected batch failure")
+
+    monkeypatch.setattr(linbandit_gym.batched, "run_batched", broken)
+    first = sweep(cfg, tmp_path, log=None)
+    assert len(first.failed) == 3 and not first.executed
+    for rid in first.failed:
+        assert "injected batch failure" in json.loads((tmp_path / "failed" / f"{rid}.json").read_text())["error"]
+    monkeypatch.undo()
+    second = sweep(cfg, tmp_path, log=None)
+    assert sorted(second.executed) == sorted(first.failed) and second.ok
+    assert not list((tmp_path / "failed").glob("*.json"))
+
+
+def test_batches_go_to_two_workers_as_units(per_run_dir, tmp_path):
+    cfg = {**GRID, "agents": GRID["agents"][:2]}
+    result = sweep(cfg, tmp_path, workers=2, log=None)
+    assert result.ok and len(result.executed) == 12
+    metas = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
+    assert {m["batch_size"] for m in metas} == {3} and len({m["pid"] for m in metas}) == 2
+    mine = _untimed(load_records(tmp_path))
+    theirs = _untimed(load_records(per_run_dir))
+    theirs = theirs[theirs["agent"].isin(set(mine["agent"]))].reset_index(drop=True)
+    pd.testing.assert_frame_equal(mine, theirs, check_exact=True)
+
+
+# -- the planner -------------------------------------------------------------------------
+
+def _partition_ok(units, specs):
+    assert sorted(s.run_id for u in units for s in u) == sorted(s.run_id for s in specs)  # each run exactly once
+    for unit in units:
+        assert len({batch_key(s) for s in unit}) == 1 and len({s.seed for s in unit}) == len(unit)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seeds=st.lists(st.integers(0, 20), min_size=1, max_size=12, unique=True), max_batch=st.integers(1, 8),
+       budget_members=st.integers(1, 10), workers=st.integers(1, 4))
+def test_plan_partitions_the_runs_within_the_bounds(seeds, max_batch, budget_members, workers):
+    from agents import SOFUL
+
+    cfg = parse_config({"seeds": seeds, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}},
+                                                                   {"name": "OFUL"}]})
+    shapes = {canonical_json(cfg.runs[0].config["env"]): (5, 16)}
+    per_member = max(member_bytes(SOFUL(sketch_size=3), 5, 16), member_bytes(__import__("agents").OFUL(), 5, 16))
+    units = pack(cfg.runs, shapes=shapes, max_batch=max_batch, batch_memory=budget_members * per_member,
+                 workers=workers)
+    _partition_ok(units, cfg.runs)
+    assert all(len(u) <= min(max_batch, budget_members) for u in units)
+    assert len(units) >= min(workers, 2 * len(seeds))  # every worker gets a unit when there are enough runs
+    if workers == 1 and max_batch >= len(seeds) and budget_members >= len(seeds):
+        assert len(units) == 2  # one batch per agent
+    assert pack(cfg.runs, shapes=shapes, batched=False) == [[s] for s in cfg.runs]
+
+
+class MyOFUL(__import__("agents").OFUL):
+    """A user's agent class: no batched twin."""
+
+
+def test_plan_falls_back_to_single_runs():
+    custom = parse_config({"seeds": 3, "envs": [ENV], "agents": [{"name": f"{__name__}:MyOFUL"}]})
+    bai = parse_config({"seeds": 3, "envs": [{"id": "LinBandit-BAI-v0", "args": {}}],
+                        "agents": [{"name": "GAllocation"}]})
+    spectral = parse_config({"seeds": 3, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}}],
+                             "record": {"spectral_error": 10}})
+    matrix = parse_config({"task": "matrix-approx", "seeds": 3, "data": {"n": 20, "d": 6, "every": 5},
+                           "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}}]})
+    for cfg in (custom, bai, spectral, matrix):
+        assert pack(cfg.runs) == [[s] for s in cfg.runs]
+    ok = parse_config({"seeds": 3, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}}]})
+    assert pack(ok.runs, batch_memory=1) == [[s] for s in ok.runs]  # a budget below one member
+    assert pack(ok.runs) == [ok.runs]
+
+
+def test_member_bytes_bounds_what_a_member_holds():
+    import numpy as np
+
+    from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
+
+    rng = np.random.default_rng(0)
+    for agent in (OFUL(), SOFUL(sketch_size=4), CBSCFD(sketch_size=4), DBSLinUCB(l0=2, eps=0.5),
+                  DBSLinUCB(l0=2, eps=0.5, memory_cap=False)):
+        agent.reset(seed=0)
+        peak = 0
+        for _ in range(60):
+            obs = rng.standard_normal((5, 24)) / 4
+            a = agent.act(obs)
+            agent.update(obs, a, 0.1)
+            peak = max(peak, agent.memory_bytes())
+        assert 0 < peak <= member_bytes(agent, 5, 24), type(agent).__name__
+
+
+def test_parse_bytes_and_cli_flags(tmp_path, capsys):
+    assert parse_bytes("2GiB") == 2 * 1024**3 and parse_bytes("512M") == 512 * 1024**2 and parse_bytes(4096) == 4096
+    for bad in ("lots", "2 parsecs", 0, "-1G"):
+        with pytest.raises(ValueError, match="e.g. 2GiB|positive"):
+            parse_bytes(bad)
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", "nope.yaml", "--batch-memory", "lots"])
+    assert exc.value.code == 2 and "e.g. 2GiB" in capsys.readouterr().err
+    path = tmp_path / "cfg.yaml"
+    path.write_text(json.dumps({"seeds": 2, "envs": [ENV], "agents": [{"name": "OFUL"}]}))
+    assert main(["sweep", str(path), "--out", str(tmp_path / "a"), "--no-batched", "--no-plots", "--quiet"]) == 0
+    assert main(["sweep", str(path), "--out", str(tmp_path / "b"), "--batched", "--no-plots", "--quiet"]) == 0
+    a, b = load_runs(tmp_path / "a"), load_runs(tmp_path / "b")
+    assert a["final_regret"].tolist() == b["final_regret"].tolist()
+    metas = [json.loads(p.read_text()) for p in (tmp_path / "b" / "runs").glob("*.json")]
+    assert [m.get("batch_size") for m in metas] == [2, 2]
+    assert main(["sweep", str(path), "--out", str(tmp_path / "c"), "--max-batch", "1", "--no-plots", "--quiet"]) == 0
+    for unbatched in ("a", "c"):
+        assert not any("batch_size" in json.loads(p.read_text()) for p in (tmp_path / unbatched / "runs").glob("*.json"))
+
+
+def test_tune_chooses_the_same_batched_or_not(tmp_path):
+    cfg = {"seeds": 1, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}}],
+           "tune": {"beta": [0.05, 1.0], "lam": [0.2, 2.0], "seeds": 3}}
+    one = tune(cfg, tmp_path / "one", batched=False, log=None)
+    many = tune(cfg, tmp_path / "many", log=None)
+    assert one.tuned == many.tuned
+    pd.testing.assert_frame_equal(one.table, many.table)
+    assert {json.loads(p.read_text()).get("batch_size") for p in (tmp_path / "many" / "runs").glob("*.json")} == {3}
