@@ -130,7 +130,7 @@ import torch
 from .._torch import tensor_bytes
 from .base import CovarianceEstimator
 from .exact import repair_inverse_, sherman_morrison_
-from .fd import border_at_, border_scattered_, safe_inverse_factor
+from .fd import border_at_, border_one_, border_scattered_, safe_inverse_factor
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
 
@@ -557,6 +557,13 @@ class DyadicBlockSketch(CovarianceEstimator):
         """eq. 7: border every factor with its member's new row (:func:`~agents.sketches.fd.border_at_`)."""
         pos_h = self.rows if idx is self._everyone else self.rows[idx]
         j = int(pos_h[0])
+        if self.batch_size == 1 and idx.size == 1:  # the O(r) bordering on host views (fd.border_one_)
+            Linv, G, S, z, b = self._member0("host", (self.Linv, self.G, self.S, self._z, self.b))
+            gj, x = (g[0, :j] if j else None), X[0]
+            if isinstance(S, np.ndarray):
+                gj, x = (gj.numpy() if j else None), x.numpy()
+            border_one_(Linv, G, S, z, j, x, float(xx[0]), gj, float(self.c()[0]), b, self._eps)
+            return
         if idx.size == self.batch_size and (self.batch_size == 1 or (pos_h == j).all()):
             border_at_(self.Linv, self.G, self.S, self._z, j, X, xx, g, self._c_tensor(), self.b, self._eps)
             return
@@ -698,6 +705,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         """``(x^T A_hat^-1 b, x^T A_hat^-1 x)`` for every arm of every member from one projection:
         ``arms S^T`` for the sketched members (eq. 5 with ``S b`` kept up to date), ``A^-1 arms^T``
         for the exact ones. The projections are kept for the next step."""
+        if self.batch_size == 1 and not self._any_exact:
+            return self._score_terms_one(arms)
         c = self._c_tensor().unsqueeze(1)
         sq = torch.linalg.vector_norm(arms, dim=2).square()
         floor = self._floor(sq)
@@ -712,7 +721,7 @@ class DyadicBlockSketch(CovarianceEstimator):
                 Linv = self.Linv[:, :Rm, :Rm]
                 W = torch.bmm(U, Linv.mT)  # rows Linv S x
                 y = torch.bmm(Linv, self._z[:, :Rm].unsqueeze(2))  # Linv S b
-                quad = self._work((sqc - W.square().sum(dim=2)) / c)
+                quad = self._work((sqc - torch.linalg.vecdot(W, W)) / c)
                 mean = self._work((xb - torch.bmm(W, y).squeeze(2)) / c)
             else:
                 quad, mean = self._work(sqc / c), self._work(xb / c)
@@ -733,6 +742,29 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._cache = (U, Rm, P, e, qe, sq)
         return mean, quad
 
+    def _score_terms_one(self, arms):
+        """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views and host
+        scalars (fewer and cheaper dispatches than ``bmm`` on a batch of one); same arithmetic."""
+        a = arms[0]
+        S, Linv, z, b = self._member0("dev", (self.S, self.Linv, self._z, self.b), host=False)
+        sq = torch.linalg.vector_norm(a, dim=1).square()
+        floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # the width floor (base._floor)
+        c = float(self.c()[0])
+        sqc, xb = self._core(sq), self._core(torch.mv(a, b))
+        Rm = int(self.rows[0])
+        U = None
+        if Rm:
+            U = self._core(torch.mm(a, S[:Rm].T))  # the only O(K d r) step
+            Li = Linv[:Rm, :Rm]
+            W = torch.mm(U, Li.T)  # rows Linv S x
+            quad = self._work((sqc - torch.linalg.vecdot(W, W)) / c)
+            mean = self._work(torch.addmv(xb, W, torch.mv(Li, z[:Rm]), alpha=-1.0).div_(c))
+            U = U.unsqueeze(0)
+        else:
+            quad, mean = self._work(sqc / c), self._work(xb / c)
+        self._cache = (U, Rm, None, None, None, sq.unsqueeze(0))
+        return mean.unsqueeze(0), torch.maximum(quad, floor).unsqueeze(0)
+
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
 
@@ -745,7 +777,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             q = self._core(sq)
             if self._R:
                 W = torch.bmm(self._core(torch.bmm(arms, self.S.mT)), self.Linv.mT)
-                q = q - W.square().sum(dim=2)
+                q = q - torch.linalg.vecdot(W, W)
             out = torch.maximum((q / self._c_tensor().unsqueeze(1)).to(self.dtype), floor)
         if self.exact.any():
             e = np.flatnonzero(self.exact)
