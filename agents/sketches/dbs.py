@@ -400,6 +400,11 @@ class DyadicBlockSketch(CovarianceEstimator):
         """Add the rows (see :meth:`CovarianceEstimator.step`; ``r`` a float and ``actions`` an int
         are accepted when B = 1)."""
         cache0 = self._cache
+        if self.batch_size == 1 and actions is not None and cache0 is not None and cache0[0] is not None and (
+            self._step_one(X, r if isinstance(r, float) else float(r[0]),
+                           actions if isinstance(actions, int) else int(actions[0]), cache0)
+        ):
+            return
         if isinstance(actions, int) and cache0 is not None and cache0[5] is not None:
             xx = cache0[5][:, actions]  # ||x||^2 of the played arm was scored (and finite)
             norm2 = np.array([xx.item()])
@@ -459,6 +464,36 @@ class DyadicBlockSketch(CovarianceEstimator):
             self._sherman_morrison(exact_rows, X, xx, Ax, q)
         self._n_exact_rows[was_exact] += 1
         self.n_rows += 1
+
+    def _step_one(self, X, r: float, a: int, cache) -> bool:
+        """B = 1, sketched, the common round (a nonzero row that Alg. 1 line 7 keeps in the active
+        block by the mass test alone): :meth:`step` and :meth:`_insert_active` on host scalars and
+        member 0's host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`), the
+        played arm's ``S x`` taken from the scored projection. Returns False, having changed
+        nothing, for any other round (the general path then runs)."""
+        norm2 = float(cache[5][0, a])  # scored, hence finite
+        if not (norm2 > 0.0 and self.act_mass[0] + norm2 < self.threshold):
+            return False
+        self._cache = None
+        self._frob[0] += norm2
+        self.trace[0] += norm2
+        self.b.add_(X, alpha=r)  # S b follows b, on the rows held before this one
+        Linv, G, S, z, b = self._member0("host", (self.Linv, self.G, self.S, self._z, self.b))
+        j = int(self.rows[0])
+        g, x = cache[0][0, a], X[0]  # S x: the played arm's row of arms S^T (first j slots)
+        if isinstance(S, np.ndarray):
+            g, x = g.numpy(), x.numpy()
+        z[:j] += r * g
+        self.act_mass[0] += norm2
+        self.act_rows[0] += 1
+        border_one_(Linv, G, S, z, j, x, norm2, g, float(self.c()[0]), b, self._eps)  # eq. 7
+        self.m_act[0] += 1
+        self.rows[0] += 1
+        m, l = int(self.m_act[0]), int(self.l_act[0])
+        if m == self._cap_of(l) or not self.fast:
+            self._reduce_active(np.zeros(1, dtype=np.int64), m, l)
+        self.n_rows += 1
+        return True
 
     def _close_active(self, idx: np.ndarray, norm2: np.ndarray) -> np.ndarray:
         """Alg. 1 lines 10-12: freeze the active blocks of ``idx`` (their rows stay where they
