@@ -98,6 +98,12 @@ class CovarianceEstimator(ABC):
         """``(x^T A_hat_i^-1 b_i, x^T A_hat_i^-1 x)`` for every arm of every member, each ``(B, K)``,
         from one projection of the ``(B, K, d)`` arms, kept for the next :meth:`step`."""
 
+    def _score_terms_one(self, arms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """B = 1: :meth:`score_terms` of one ``(K, d)`` arm set, as ``(K,)`` terms. Estimators with
+        a cheaper unbatched path (FD, DBS) override it; their cache then serves :meth:`step`."""
+        mean, quad = self.score_terms(arms.unsqueeze(0))
+        return mean[0], quad[0]
+
     @abstractmethod
     def step(self, X: torch.Tensor, r: torch.Tensor, actions: torch.Tensor | None = None) -> None:
         """Add row ``X[i]`` with response ``r[i]`` to member i. ``actions``: ``X[i]`` is row

@@ -741,7 +741,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         ``arms S^T`` for the sketched members (eq. 5 with ``S b`` kept up to date), ``A^-1 arms^T``
         for the exact ones. The projections are kept for the next step."""
         if self.batch_size == 1 and not self._any_exact:
-            return self._score_terms_one(arms)
+            mean, quad = self._score_terms_one(arms[0])
+            return mean.unsqueeze(0), quad.unsqueeze(0)
         c = self._c_tensor().unsqueeze(1)
         sq = torch.linalg.vector_norm(arms, dim=2).square()
         floor = self._floor(sq)
@@ -779,8 +780,11 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def _score_terms_one(self, arms):
         """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views and host
-        scalars (fewer and cheaper dispatches than ``bmm`` on a batch of one); same arithmetic."""
-        a = arms[0]
+        scalars (fewer and cheaper dispatches than ``bmm`` on a batch of one); same arithmetic.
+        ``(K, d) -> (K,), (K,)``; exact mode goes through :meth:`score_terms`."""
+        if self._any_exact:
+            return super()._score_terms_one(arms)
+        a = arms
         S, Linv, z, b = self._member0("dev", (self.S, self.Linv, self._z, self.b), host=False)
         sq = torch.linalg.vector_norm(a, dim=1).square()
         floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # the width floor (base._floor)
@@ -798,7 +802,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         else:
             quad, mean = self._work(sqc / c), self._work(xb / c)
         self._cache = (U, Rm, None, None, None, sq.unsqueeze(0))
-        return mean.unsqueeze(0), torch.maximum(quad, floor).unsqueeze(0)
+        return mean, torch.maximum(quad, floor)
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])

@@ -565,7 +565,8 @@ class FrequentDirections(CovarianceEstimator):
 
     def score_terms(self, arms):
         if self.batch_size == 1:
-            return self._score_terms_one(arms)
+            mean, quad = self._score_terms_one(arms[0])
+            return mean.unsqueeze(0), quad.unsqueeze(0)
         sq, U, W, mm = self._project(arms)
         xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
         rho = self._rho()
@@ -582,8 +583,8 @@ class FrequentDirections(CovarianceEstimator):
     def _score_terms_one(self, arms):
         """B = 1 of :meth:`score_terms`: the same terms from 2-D products on member 0's views
         (``mm``/``mv`` dispatch for less than ``bmm`` on a batch of one) and host scalars; the
-        projection is cached unbatched for :meth:`_step_one`."""
-        a = arms[0]
+        projection is cached unbatched for :meth:`_step_one`. ``(K, d) -> (K,), (K,)``."""
+        a = arms
         S, Linv, z, b = self._member0("dev", (self._buf, self._Linv, self._z, self.b), host=False)
         sq = self._core(torch.linalg.vector_norm(a, dim=1).square())
         xb = self._core(torch.mv(a, b))
@@ -600,7 +601,7 @@ class FrequentDirections(CovarianceEstimator):
             mean = torch.addmv(xb, W, torch.mv(Li, z[:mm]), alpha=-1.0).div_(rho)  # (x^T b - w^T Linv S b) / rho
             quad = torch.maximum((sq - torch.linalg.vecdot(W, W)) / rho, floor)
             self._cache = (U, mm, sq)
-        return self._work(mean).unsqueeze(0), self._work(quad).unsqueeze(0)
+        return self._work(mean), self._work(quad)
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
