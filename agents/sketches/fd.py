@@ -476,19 +476,27 @@ class FrequentDirections(CovarianceEstimator):
             self._rho_t = None
         rho = self._rho()[t] if not full else self._rho()
         # Alg. 2 line 7: the rows are now orthogonal, so G and Linv are diagonal.
-        cap = self._cap
-        n = idx.size
-        S = torch.zeros(n, cap, self.d, **self._kw)
-        S[:, :k] = new_rows
-        z = torch.zeros(n, cap, **self._ckw)
-        z[:, :k] = z_new
-        G = torch.zeros(n, cap, cap, **self._ckw)
-        G[:, :k, :k] = torch.diag_embed(keep)
-        Linv = torch.eye(cap, **self._ckw).repeat(n, 1, 1)
-        Linv[:, :k, :k] = torch.diag_embed(torch.where(kept, (keep + rho).rsqrt(), torch.ones_like(keep)))
-        if full:
-            self._buf, self._z, self._G, self._Linv = S, z, G, Linv
+        linv_diag = torch.where(kept, (keep + rho).rsqrt(), torch.ones_like(keep))
+        if full:  # in place: slots [m, cap) are already clean (zero rows, identity factor)
+            self._buf[:, :k] = new_rows
+            self._buf[:, k:m] = 0.0
+            self._z[:, :k] = z_new
+            self._z[:, k:m] = 0.0
+            self._G[:, :m, :m] = 0.0
+            torch.diagonal(self._G[:, :k, :k], dim1=1, dim2=2).copy_(keep)
+            self._Linv[:, :m, :m] = torch.eye(m, **self._ckw)
+            torch.diagonal(self._Linv[:, :k, :k], dim1=1, dim2=2).copy_(linv_diag)
         else:
+            cap = self._cap
+            n = idx.size
+            S = torch.zeros(n, cap, self.d, **self._kw)
+            S[:, :k] = new_rows
+            z = torch.zeros(n, cap, **self._ckw)
+            z[:, :k] = z_new
+            G = torch.zeros(n, cap, cap, **self._ckw)
+            G[:, :k, :k] = torch.diag_embed(keep)
+            Linv = torch.eye(cap, **self._ckw).repeat(n, 1, 1)
+            Linv[:, :k, :k] = torch.diag_embed(linv_diag)
             self._buf[t], self._z[t], self._G[t], self._Linv[t] = S, z, G, Linv
         self._m[idx] = r_h
         self._n_orth[idx] = r_h
