@@ -471,7 +471,9 @@ class DyadicBlockSketch(CovarianceEstimator):
         member 0's host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`), the
         played arm's ``S x`` taken from the scored projection. Returns False, having changed
         nothing, for any other round (the general path then runs)."""
-        norm2 = float(cache[5][0, a])  # scored, hence finite
+        if cache[6] is None:
+            return False
+        norm2 = cache[6][a]  # scored, hence finite (a host float)
         if not (norm2 > 0.0 and self.act_mass[0] + norm2 < self.threshold):
             return False
         self._cache = None
@@ -775,7 +777,7 @@ class DyadicBlockSketch(CovarianceEstimator):
                 qe = torch.maximum((P * arms[t].mT).sum(dim=1), floor[t])
                 quad[t] = qe
                 mean[t] = torch.bmm(self.b[t].unsqueeze(1), P).squeeze(1)
-        self._cache = (U, Rm, P, e, qe, sq)
+        self._cache = (U, Rm, P, e, qe, sq, None)
         return mean, quad
 
     def _score_terms_one(self, arms):
@@ -797,11 +799,11 @@ class DyadicBlockSketch(CovarianceEstimator):
             Li = Linv[:Rm, :Rm]
             W = torch.mm(U, Li.T)  # rows Linv S x
             quad = self._work((sqc - torch.linalg.vecdot(W, W)) / c)
-            mean = self._work(torch.addmv(xb, W, torch.mv(Li, z[:Rm]), alpha=-1.0).div_(c))
+            mean = self._work(torch.addmv(xb, W, torch.mv(Li, z[:Rm]), beta=1.0 / c, alpha=-1.0 / c))
             U = U.unsqueeze(0)
         else:
             quad, mean = self._work(sqc / c), self._work(xb / c)
-        self._cache = (U, Rm, None, None, None, sq.unsqueeze(0))
+        self._cache = (U, Rm, None, None, None, sq.unsqueeze(0), sq.tolist())  # + ||x||^2 as host floats
         return mean, torch.maximum(quad, floor)
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:

@@ -396,8 +396,8 @@ class FrequentDirections(CovarianceEstimator):
         """B = 1 of :meth:`step` for the played arm ``a`` of the last scored set (the single
         agent's round): the same operations on member 0's unbatched state, the O(m) part on
         host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`)."""
-        U, j, sq = cache  # from _score_terms_one: U = arms S^T (K, j), ||arms||^2 (K,)
-        xx = float(sq[a])  # scored, hence finite
+        U, j, sq = cache  # from _score_terms_one: U = arms S^T (K, j), ||arms||^2 (K host floats)
+        xx = sq[a]  # scored, hence finite (a host float)
         lookahead, self._lookahead = self._lookahead, None
         self.b.add_(X, alpha=r)  # S b follows b, on the rows held before this one
         if not xx > 0.0:  # a zero row adds nothing to X^T X and is skipped
@@ -606,9 +606,9 @@ class FrequentDirections(CovarianceEstimator):
             U = self._core(torch.mm(a, S[:mm].T))  # the only O(K d m) step
             Li = Linv[:mm, :mm]
             W = torch.mm(U, Li.T)
-            mean = torch.addmv(xb, W, torch.mv(Li, z[:mm]), alpha=-1.0).div_(rho)  # (x^T b - w^T Linv S b) / rho
+            mean = torch.addmv(xb, W, torch.mv(Li, z[:mm]), beta=1.0 / rho, alpha=-1.0 / rho)  # (x^T b - w^T Linv S b) / rho
             quad = torch.maximum((sq - torch.linalg.vecdot(W, W)) / rho, floor)
-            self._cache = (U, mm, sq)
+            self._cache = (U, mm, sq.tolist())  # ||x||^2 on the host: step reads one (no select + sync)
         return self._work(mean), self._work(quad)
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
