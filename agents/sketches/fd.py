@@ -477,7 +477,8 @@ class FrequentDirections(CovarianceEstimator):
         rho = self._rho()[t] if not full else self._rho()
         # Alg. 2 line 7: the rows are now orthogonal, so G and Linv are diagonal.
         linv_diag = torch.where(kept, (keep + rho).rsqrt(), torch.ones_like(keep))
-        if full:  # in place: slots [m, cap) are already clean (zero rows, identity factor)
+        if full and self.batch_size == 1:  # in place (slots [m, cap) are clean: zero rows, identity factor);
+            # batched, fresh tensors measured faster than strided in-place writes
             self._buf[:, :k] = new_rows
             self._buf[:, k:m] = 0.0
             self._z[:, :k] = z_new
@@ -497,7 +498,10 @@ class FrequentDirections(CovarianceEstimator):
             G[:, :k, :k] = torch.diag_embed(keep)
             Linv = torch.eye(cap, **self._ckw).repeat(n, 1, 1)
             Linv[:, :k, :k] = torch.diag_embed(linv_diag)
-            self._buf[t], self._z[t], self._G[t], self._Linv[t] = S, z, G, Linv
+            if full:
+                self._buf, self._z, self._G, self._Linv = S, z, G, Linv
+            else:
+                self._buf[t], self._z[t], self._G[t], self._Linv[t] = S, z, G, Linv
         self._m[idx] = r_h
         self._n_orth[idx] = r_h
         self._shrink[idx] += delta_h
@@ -568,7 +572,7 @@ class FrequentDirections(CovarianceEstimator):
 
     def _quad_from(self, sq, W):
         rho = self._rho()
-        quad = sq if W is None else sq - torch.linalg.vecdot(W, W)
+        quad = sq if W is None else sq - W.square().sum(dim=2)
         return torch.maximum(quad / rho, self._floor(sq))
 
     def score_terms(self, arms):
