@@ -10,7 +10,12 @@ Each estimator (exact, FD, RFD, Dyadic Block Sketch) exists ONCE, with a leading
 dimension, as ``torch.distributions`` does with batch shapes: ``batch_size=B`` gives B
 members advanced as one tensor program, ``batch_size=None`` (the default) a single estimator
 whose public methods take and return unbatched shapes. The single estimator *is* B = 1 of the
-same code (same state, same operations); nothing is implemented twice.
+same code (same state, same operations); nothing is implemented twice. Where a batch of one
+costs more in per-call overhead than in arithmetic (the scoring products and the O(m) append
+of a round, at d = 784 ~half of a round), FD and DBS take the same steps on member 0's
+unbatched views (``_score_terms_one``, ``_step_one``, :func:`~agents.sketches.fd.border_one_`,
+which the batched append also calls at B = 1); reductions, look-aheads and the exact mode are
+the batched code.
 
 Public API (shapes for ``batch_size=None``; add a leading B otherwise):
 
