@@ -759,7 +759,7 @@ class DyadicBlockSketch(CovarianceEstimator):
                 Linv = self.Linv[:, :Rm, :Rm]
                 W = torch.bmm(U, Linv.mT)  # rows Linv S x
                 y = torch.bmm(Linv, self._z[:, :Rm].unsqueeze(2))  # Linv S b
-                quad = self._work((sqc - torch.linalg.vecdot(W, W)) / c)
+                quad = self._work((sqc - W.square().sum(dim=2)) / c)
                 mean = self._work((xb - torch.bmm(W, y).squeeze(2)) / c)
             else:
                 quad, mean = self._work(sqc / c), self._work(xb / c)
@@ -818,7 +818,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             q = self._core(sq)
             if self._R:
                 W = torch.bmm(self._core(torch.bmm(arms, self.S.mT)), self.Linv.mT)
-                q = q - torch.linalg.vecdot(W, W)
+                q = q - W.square().sum(dim=2)
             out = torch.maximum((q / self._c_tensor().unsqueeze(1)).to(self.dtype), floor)
         if self.exact.any():
             e = np.flatnonzero(self.exact)
