@@ -86,6 +86,8 @@ def as_float_tensor(obs: Any, device: torch.device, dtype: torch.dtype, what: st
     # complex input is refused: the casts below would silently drop the imaginary part
     complex_msg = f"the observation must be a real-valued {what}, got complex values; pass obs.real if that is meant"
     if isinstance(obs, torch.Tensor):
+        if obs.dtype == dtype and obs.device == device:
+            return obs  # what .to() would return, without its call overhead (every act)
         if obs.is_complex():
             raise ValueError(complex_msg)
         return obs.to(device=device, dtype=dtype)
@@ -101,11 +103,18 @@ def as_float_tensor(obs: Any, device: torch.device, dtype: torch.dtype, what: st
     return torch.as_tensor(arr, device=device).to(dtype)
 
 
-def as_arm_matrix(obs: Any, device: torch.device, dtype: torch.dtype, d: int | None) -> torch.Tensor:
+NONFINITE_ARMS = "the arm matrix contains NaN or infinite entries"
+
+
+def as_arm_matrix(obs: Any, device: torch.device, dtype: torch.dtype, d: int | None,
+                  check_finite: bool = True) -> torch.Tensor:
     """Convert an arm set (numpy array, tensor or nested list) of shape (K, d) to a tensor.
 
     Raises ``ValueError`` with the received shape when the input is not a finite 2-D array
-    whose second dimension matches ``d`` (when ``d`` is already known).
+    whose second dimension matches ``d`` (when ``d`` is already known). ``check_finite=False``
+    leaves the NaN/inf test to the caller, who must run it before trusting anything derived
+    from the arms (LinUCB does it only when the scores come out non-finite, which non-finite
+    arms always make them).
     """
     arms = as_float_tensor(obs, device, dtype, "(K, d) arm matrix")
     if arms.ndim != 2 or arms.shape[0] < 1 or arms.shape[1] < 1:
@@ -117,8 +126,8 @@ def as_arm_matrix(obs: Any, device: torch.device, dtype: torch.dtype, d: int | N
             f"arm dimension changed: the agent was built for d={d} but got arms of shape "
             f"{tuple(arms.shape)}; call agent.reset() before playing an env of another dimension"
         )
-    if not _all_finite(arms):
-        raise ValueError("the arm matrix contains NaN or infinite entries")
+    if check_finite and not _all_finite(arms):
+        raise ValueError(NONFINITE_ARMS)
     return arms
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._torch import _all_finite, as_arm_matrix, as_float_tensor, tensor_bytes
+from ._torch import NONFINITE_ARMS, _all_finite, as_arm_matrix, as_float_tensor, tensor_bytes
 from ._validate import check_seed
 from .base import TorchAgent
 from .sketches.base import CovarianceEstimator
@@ -152,12 +152,13 @@ class LinUCB(TorchAgent):
         super()._allocate(d)
         self.estimator = self._make_estimator(d)
 
-    def _arms(self, obs: Any) -> torch.Tensor:
-        """The round's arms as ``(B, K, d)`` (validated; the single agent takes ``(K, d)``)."""
+    def _arms(self, obs: Any, check_finite: bool = True) -> torch.Tensor:
+        """The round's validated arms: ``(K, d)`` for the single agent, ``(B, K, d)`` batched.
+        ``check_finite=False`` (single agent, dimension known) leaves the NaN/inf test to
+        :meth:`scores`, which runs it only when the scores are not finite."""
         if self.single:
-            arms = as_arm_matrix(obs, self.device, self.dtype, self.d)
+            arms = as_arm_matrix(obs, self.device, self.dtype, self.d, check_finite=check_finite or self.d is None)
             d = arms.shape[1]
-            arms = arms.unsqueeze(0)
         else:
             arms = as_arm_batch(obs, self.device, self.dtype, self.batch_size, self.d)
             d = arms.shape[2]
@@ -217,23 +218,34 @@ class LinUCB(TorchAgent):
         return r
 
     def _scores(self, arms: torch.Tensor) -> torch.Tensor:
-        mean, quad = self.estimator.score_terms(arms)
+        """UCB of every arm: ``(K, d) -> (K,)`` for the single agent (the estimator's B = 1 path,
+        :meth:`~agents.sketches.base.CovarianceEstimator._score_terms_one`), ``(B, K, d) -> (B, K)``."""
+        est = self.estimator
+        mean, quad = est._score_terms_one(arms) if self.single else est.score_terms(arms)
         width = quad.sqrt()  # quad >= the estimators' valid floor >= 0 (a NaN is caught by scores())
         r = self._radius()
         if isinstance(r, np.ndarray):
-            return torch.addcmul(mean, torch.as_tensor(r, device=self.device).to(mean.dtype).unsqueeze(1), width)
+            rt = torch.as_tensor(r, device=self.device).to(mean.dtype)
+            return torch.addcmul(mean, rt.unsqueeze(1) if mean.ndim == 2 else rt, width)
         # x^T theta_hat + beta ||x||_{A_hat^-1} (seed 000 eq. 2), one fused op
         return torch.add(mean, width, alpha=r)
 
     def scores(self, obs: Any) -> torch.Tensor:
-        """Upper confidence bounds of all arms in one batched op: ``(K,)`` (batched ``(B, K)``)."""
-        arms = self._arms(obs)
+        """Upper confidence bounds of all arms in one batched op: ``(K,)`` (batched ``(B, K)``).
+
+        The single agent checks its arms for NaN/inf only when the scores are not finite (any
+        non-finite entry makes its arm's squared norm, hence width floor and score, non-finite),
+        which saves a full pass and a host sync per round; the error is the same."""
+        arms = self._arms(obs, check_finite=False)
         if isinstance(obs, np.ndarray) and arms.device.type == "cpu" and (
             arms.data_ptr() == obs.__array_interface__["data"][0]
         ):
             arms = arms.clone()  # a snapshot, see _remember_scored
         s = self._scores(arms)
         if not _all_finite(s):
+            self._scored = None  # the estimator's projection cache now holds these arms
+            if self.single and not _all_finite(arms):
+                raise ValueError(NONFINITE_ARMS)
             raise FloatingPointError(
                 f"{type(self).__name__}: the UCB scores are not finite (round {self.t}): they overflowed {self.dtype} "
                 f"because A_hat = lam I + X^T X is too ill-conditioned for it (lam={self.lam:g} against squared "
@@ -241,7 +253,7 @@ class LinUCB(TorchAgent):
                 "dtype=torch.float64"
             )
         self._remember_scored(obs, arms)
-        return self._one(s)
+        return s
 
     def act(self, obs: Any):
         s = self.scores(obs)
@@ -268,11 +280,11 @@ class LinUCB(TorchAgent):
             self._scored = None
 
     def _round_arms(self, obs: Any) -> tuple[torch.Tensor, bool]:
-        """The round's validated ``(B, K, d)`` arms, and whether they are act's (projection reusable)."""
+        """The round's validated arms (as :meth:`_arms`), and whether they are act's (projection reusable)."""
         sc = self._scored
         if sc is not None and self.estimator is not None and sc[3] == self.estimator.n_rows:
             seen = sc[0]
-            shape = tuple(sc[1].shape[1:]) if self.single else tuple(sc[1].shape)
+            shape = tuple(sc[1].shape)
             if sc[2] is None:  # numpy: the very object, same shape
                 same = seen is obs and obs.shape == shape
             else:  # torch: the same tensor or an equal view of it (arms[t] twice), unmodified since
@@ -312,7 +324,7 @@ class LinUCB(TorchAgent):
         arms, reused = self._round_arms(obs)
         est = self.estimator
         if self.single:  # ints and floats, basic indexing: no index tensors for one member
-            X = arms[:, a]  # (1, d), a view
+            X = arms[a : a + 1]  # (1, d), a view
             cached = a if reused else None
         else:
             idx, r = self._feedback(arms.shape[1], action, reward)

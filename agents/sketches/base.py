@@ -10,7 +10,12 @@ Each estimator (exact, FD, RFD, Dyadic Block Sketch) exists ONCE, with a leading
 dimension, as ``torch.distributions`` does with batch shapes: ``batch_size=B`` gives B
 members advanced as one tensor program, ``batch_size=None`` (the default) a single estimator
 whose public methods take and return unbatched shapes. The single estimator *is* B = 1 of the
-same code (same state, same operations); nothing is implemented twice.
+same code (same state, same operations); nothing is implemented twice. Where a batch of one
+costs more in per-call overhead than in arithmetic (the scoring products and the O(m) append
+of a round, at d = 784 ~half of a round), FD and DBS take the same steps on member 0's
+unbatched views (``_score_terms_one``, ``_step_one``, :func:`~agents.sketches.fd.border_one_`,
+which the batched append also calls at B = 1); reductions, look-aheads and the exact mode are
+the batched code.
 
 Public API (shapes for ``batch_size=None``; add a leading B otherwise):
 
@@ -90,12 +95,19 @@ class CovarianceEstimator(ABC):
         self.b = torch.zeros(self.batch_size, self.d, **self._kw)
         self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
+        self._views0: dict = {}  # see _member0
 
     # -- the batched internals the optimistic loop calls ------------------------------------
     @abstractmethod
     def score_terms(self, arms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(x^T A_hat_i^-1 b_i, x^T A_hat_i^-1 x)`` for every arm of every member, each ``(B, K)``,
         from one projection of the ``(B, K, d)`` arms, kept for the next :meth:`step`."""
+
+    def _score_terms_one(self, arms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """B = 1: :meth:`score_terms` of one ``(K, d)`` arm set, as ``(K,)`` terms. Estimators with
+        a cheaper unbatched path (FD, DBS) override it; their cache then serves :meth:`step`."""
+        mean, quad = self.score_terms(arms.unsqueeze(0))
+        return mean[0], quad[0]
 
     @abstractmethod
     def step(self, X: torch.Tensor, r: torch.Tensor, actions: torch.Tensor | None = None) -> None:
@@ -134,6 +146,21 @@ class CovarianceEstimator(ABC):
     def _work(self, t: torch.Tensor) -> torch.Tensor:
         """``t`` in the working dtype (a no-op when the dtypes agree)."""
         return t if self._same else t.to(self.dtype)
+
+    def _member0(self, key: str, tensors: tuple, host: bool = True) -> tuple:
+        """B = 1: member 0 of each state tensor, unbatched. ``host=True`` on CPU gives numpy views
+        sharing the tensors' memory: the O(m) bookkeeping of a round (item stores, m-vector
+        products) then costs ~0.1-2 us a call against ~1-4 us per torch dispatch, which at
+        d = 784, K = 10 is a large part of a round; on other devices (and ``host=False``) tensor
+        views. Cached under ``key`` while the very same tensors are held (a reduction or a growth
+        that replaces a tensor gets fresh views on the next call)."""
+        hit = self._views0.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], tensors)):
+            return hit[1]
+        to_host = host and self.device.type == "cpu"
+        views = tuple(t[0].numpy() if to_host else t[0] for t in tensors)
+        self._views0[key] = (tensors, views)
+        return views
 
     def _floor(self, sq: torch.Tensor) -> torch.Tensor:
         """``||x||^2 / (reg + tr(X^T X))``: a lower bound on ``x^T A_hat^-1 x`` (``(B, K)``)."""

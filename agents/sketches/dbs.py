@@ -130,7 +130,7 @@ import torch
 from .._torch import tensor_bytes
 from .base import CovarianceEstimator
 from .exact import repair_inverse_, sherman_morrison_
-from .fd import border_at_, border_scattered_, safe_inverse_factor
+from .fd import border_at_, border_one_, border_scattered_, safe_inverse_factor
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
 
@@ -400,6 +400,11 @@ class DyadicBlockSketch(CovarianceEstimator):
         """Add the rows (see :meth:`CovarianceEstimator.step`; ``r`` a float and ``actions`` an int
         are accepted when B = 1)."""
         cache0 = self._cache
+        if self.batch_size == 1 and actions is not None and cache0 is not None and cache0[0] is not None and (
+            self._step_one(X, r if isinstance(r, float) else float(r[0]),
+                           actions if isinstance(actions, int) else int(actions[0]), cache0)
+        ):
+            return
         if isinstance(actions, int) and cache0 is not None and cache0[5] is not None:
             xx = cache0[5][:, actions]  # ||x||^2 of the played arm was scored (and finite)
             norm2 = np.array([xx.item()])
@@ -459,6 +464,38 @@ class DyadicBlockSketch(CovarianceEstimator):
             self._sherman_morrison(exact_rows, X, xx, Ax, q)
         self._n_exact_rows[was_exact] += 1
         self.n_rows += 1
+
+    def _step_one(self, X, r: float, a: int, cache) -> bool:
+        """B = 1, sketched, the common round (a nonzero row that Alg. 1 line 7 keeps in the active
+        block by the mass test alone): :meth:`step` and :meth:`_insert_active` on host scalars and
+        member 0's host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`), the
+        played arm's ``S x`` taken from the scored projection. Returns False, having changed
+        nothing, for any other round (the general path then runs)."""
+        if cache[6] is None:
+            return False
+        norm2 = cache[6][a]  # scored, hence finite (a host float)
+        if not (norm2 > 0.0 and self.act_mass[0] + norm2 < self.threshold):
+            return False
+        self._cache = None
+        self._frob[0] += norm2
+        self.trace[0] += norm2
+        self.b.add_(X, alpha=r)  # S b follows b, on the rows held before this one
+        Linv, G, S, z, b = self._member0("host", (self.Linv, self.G, self.S, self._z, self.b))
+        j = int(self.rows[0])
+        g, x = cache[0][0, a], X[0]  # S x: the played arm's row of arms S^T (first j slots)
+        if isinstance(S, np.ndarray):
+            g, x = g.numpy(), x.numpy()
+        z[:j] += r * g
+        self.act_mass[0] += norm2
+        self.act_rows[0] += 1
+        border_one_(Linv, G, S, z, j, x, norm2, g, float(self.c()[0]), b, self._eps)  # eq. 7
+        self.m_act[0] += 1
+        self.rows[0] += 1
+        m, l = int(self.m_act[0]), int(self.l_act[0])
+        if m == self._cap_of(l) or not self.fast:
+            self._reduce_active(np.zeros(1, dtype=np.int64), m, l)
+        self.n_rows += 1
+        return True
 
     def _close_active(self, idx: np.ndarray, norm2: np.ndarray) -> np.ndarray:
         """Alg. 1 lines 10-12: freeze the active blocks of ``idx`` (their rows stay where they
@@ -557,6 +594,13 @@ class DyadicBlockSketch(CovarianceEstimator):
         """eq. 7: border every factor with its member's new row (:func:`~agents.sketches.fd.border_at_`)."""
         pos_h = self.rows if idx is self._everyone else self.rows[idx]
         j = int(pos_h[0])
+        if self.batch_size == 1 and idx.size == 1:  # the O(r) bordering on host views (fd.border_one_)
+            Linv, G, S, z, b = self._member0("host", (self.Linv, self.G, self.S, self._z, self.b))
+            gj, x = (g[0, :j] if j else None), X[0]
+            if isinstance(S, np.ndarray):
+                gj, x = (gj.numpy() if j else None), x.numpy()
+            border_one_(Linv, G, S, z, j, x, float(xx[0]), gj, float(self.c()[0]), b, self._eps)
+            return
         if idx.size == self.batch_size and (self.batch_size == 1 or (pos_h == j).all()):
             border_at_(self.Linv, self.G, self.S, self._z, j, X, xx, g, self._c_tensor(), self.b, self._eps)
             return
@@ -698,6 +742,9 @@ class DyadicBlockSketch(CovarianceEstimator):
         """``(x^T A_hat^-1 b, x^T A_hat^-1 x)`` for every arm of every member from one projection:
         ``arms S^T`` for the sketched members (eq. 5 with ``S b`` kept up to date), ``A^-1 arms^T``
         for the exact ones. The projections are kept for the next step."""
+        if self.batch_size == 1 and not self._any_exact:
+            mean, quad = self._score_terms_one(arms[0])
+            return mean.unsqueeze(0), quad.unsqueeze(0)
         c = self._c_tensor().unsqueeze(1)
         sq = torch.linalg.vector_norm(arms, dim=2).square()
         floor = self._floor(sq)
@@ -730,8 +777,34 @@ class DyadicBlockSketch(CovarianceEstimator):
                 qe = torch.maximum((P * arms[t].mT).sum(dim=1), floor[t])
                 quad[t] = qe
                 mean[t] = torch.bmm(self.b[t].unsqueeze(1), P).squeeze(1)
-        self._cache = (U, Rm, P, e, qe, sq)
+        self._cache = (U, Rm, P, e, qe, sq, None)
         return mean, quad
+
+    def _score_terms_one(self, arms):
+        """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views and host
+        scalars (fewer and cheaper dispatches than ``bmm`` on a batch of one); same arithmetic.
+        ``(K, d) -> (K,), (K,)``; exact mode goes through :meth:`score_terms`."""
+        if self._any_exact:
+            return super()._score_terms_one(arms)
+        a = arms
+        S, Linv, z, b = self._member0("dev", (self.S, self.Linv, self._z, self.b), host=False)
+        sq = torch.linalg.vector_norm(a, dim=1).square()
+        floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # the width floor (base._floor)
+        c = float(self.c()[0])
+        sqc, xb = self._core(sq), self._core(torch.mv(a, b))
+        Rm = int(self.rows[0])
+        U = None
+        if Rm:
+            U = self._core(torch.mm(a, S[:Rm].T))  # the only O(K d r) step
+            Li = Linv[:Rm, :Rm]
+            W = torch.mm(U, Li.T)  # rows Linv S x
+            quad = self._work((sqc - torch.linalg.vecdot(W, W)) / c)
+            mean = self._work(torch.addmv(xb, W, torch.mv(Li, z[:Rm]), beta=1.0 / c, alpha=-1.0 / c))
+            U = U.unsqueeze(0)
+        else:
+            quad, mean = self._work(sqc / c), self._work(xb / c)
+        self._cache = (U, Rm, None, None, None, sq.unsqueeze(0), sq.tolist())  # + ||x||^2 as host floats
+        return mean, torch.maximum(quad, floor)
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])

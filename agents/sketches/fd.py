@@ -83,7 +83,7 @@ import torch
 from .._torch import as_vector, tensor_bytes
 from .base import CovarianceEstimator
 
-__all__ = ["FrequentDirections", "border_at_", "border_scattered_", "check_sketch_size", "safe_inverse_factor"]
+__all__ = ["FrequentDirections", "border_at_", "border_one_", "border_scattered_", "check_sketch_size", "safe_inverse_factor"]
 
 
 def check_sketch_size(sketch_size, fast) -> None:
@@ -135,9 +135,11 @@ def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, b, eps: float) -> None:
     the working precision ``eps``. When it falls below ``8 eps ||x||^2`` (x inside the sketch's
     span with rows much larger than ``sqrt(rho)``: ``cond(A_hat) > ~1/eps``) it is rounding
     noise, and the bordered row would be too (entries up to ``||c|| / sqrt(rho)``). Those members'
-    factors are then rebuilt from their Gram by :func:`safe_inverse_factor` (O(j^3), only then)."""
-    if X.shape[0] == 1:  # one member: the scalars on the host (a dozen fewer tensor calls a row)
-        _border_one_(Linv, G, S, z, j, X, float(xx[0]), g, float(rho[0]), b, eps)
+    factors are then rebuilt from their Gram by :func:`safe_inverse_factor` (O(j^3), only then).
+    One member (B = 1) goes through :func:`border_one_` (the same arithmetic, host scalars)."""
+    if X.shape[0] == 1:
+        gj = g[0, :j] if j else None
+        border_one_(Linv[0], G[0], S[0], z[0], j, X[0], float(xx[0]), gj, float(rho[0]), b[0], eps)
         return
     if j:
         Li = Linv[:, :j, :j]
@@ -159,24 +161,33 @@ def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, b, eps: float) -> None:
         Linv[t, : j + 1, : j + 1] = safe_inverse_factor(G[t, : j + 1, : j + 1], rho[t])
 
 
-def _border_one_(Linv, G, S, z, j: int, X, xx: float, g, rho: float, b, eps: float) -> None:
-    """:func:`border_at_` for B = 1 with the Schur complement as a Python float (same arithmetic)."""
+def border_one_(Linv, G, S, z, j: int, x, xx: float, g, rho: float, b, eps: float) -> None:
+    """:func:`border_at_` for ONE member, on its unbatched state: ``Linv``, ``G`` ``(cap, cap)``,
+    ``S`` ``(cap, d)``, ``z`` ``(cap,)``, the row ``x`` and ``b`` ``(d,)``, ``g = S x`` ``(j,)``,
+    and the Schur complement as a Python float (same arithmetic as the batched rule).
+
+    Written with operators numpy arrays and torch tensors share (``@``, ``*``, slicing, item
+    stores), so the caller may pass either: on CPU the estimators pass numpy views of their
+    torch state (:meth:`CovarianceEstimator._member0`: same memory, a store or a small product
+    costs ~0.1-2 us there against ~1-4 us per torch dispatch, and this runs every round),
+    elsewhere the tensors themselves."""
     if j:
-        Li = Linv[0, :j, :j]
-        gj = g[0] if g.shape[1] == j else g[0, :j]
-        c = torch.mv(Li, gj)
-        raw = xx + rho - float(c.dot(c))
+        Li = Linv[:j, :j]
+        c = Li @ g
+        raw = xx + rho - float(c @ c)
         s = math.sqrt(max(raw, rho))
-        torch.mul(torch.mv(Li.mT, c), -1.0 / s, out=Linv[0, j, :j])
-        G[0, j, :j] = gj
+        Linv[j, :j] = (Li.T @ c) * (-1.0 / s)
+        G[j, :j] = g
     else:
         raw, s = xx + rho, math.sqrt(xx + rho)
-    Linv[0, j, j] = 1.0 / s
-    G[0, j, j] = xx
-    S[0, j] = X[0]
-    z[0, j] = X[0].dot(b[0])
+    Linv[j, j] = 1.0 / s
+    G[j, j] = xx
+    S[j] = x
+    z[j] = float(x @ b)
     if j and raw < 8.0 * eps * xx:  # rounding noise: rebuild the factor (see border_at_)
-        Linv[:, : j + 1, : j + 1] = safe_inverse_factor(G[:, : j + 1, : j + 1], torch.as_tensor([rho], dtype=G.dtype, device=G.device))
+        Gt = torch.as_tensor(G)  # shares the memory of a numpy view
+        fresh = safe_inverse_factor(Gt[: j + 1, : j + 1].unsqueeze(0), torch.tensor([rho], dtype=Gt.dtype, device=Gt.device))[0]
+        Linv[: j + 1, : j + 1] = fresh.cpu().numpy() if isinstance(Linv, np.ndarray) else fresh
 
 
 def border_scattered_(Linv, G, S, z, idx, pos, X, xx, g, rho, b) -> None:
@@ -333,6 +344,10 @@ class FrequentDirections(CovarianceEstimator):
         """Add the rows (see :meth:`CovarianceEstimator.step`). ``r`` may be a Python float and
         ``actions`` an int when B = 1 (the single agent's loop: no index tensors are built)."""
         cache, self._cache = self._cache, None
+        if self.batch_size == 1 and cache is not None and actions is not None:
+            self._step_one(X, r if isinstance(r, float) else float(r[0]),
+                           actions if isinstance(actions, int) else int(actions[0]), cache)
+            return
         if isinstance(actions, int) and cache is not None:  # ||x||^2 of the played arm was scored (and finite)
             xx = cache[2][:, actions]
             xx_h = np.array([xx.item()])
@@ -375,6 +390,30 @@ class FrequentDirections(CovarianceEstimator):
             if self.single and lookahead is not None and torch.equal(lookahead[0], X[0]):
                 eig = lookahead[1]  # shrinkage_if_added(x) just decomposed this very Gram
             self._reduce(np.flatnonzero(full), eig)
+        self.n_rows += 1
+
+    def _step_one(self, X, r: float, a: int, cache) -> None:
+        """B = 1 of :meth:`step` for the played arm ``a`` of the last scored set (the single
+        agent's round): the same operations on member 0's unbatched state, the O(m) part on
+        host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`)."""
+        U, j, sq = cache  # from _score_terms_one: U = arms S^T (K, j), ||arms||^2 (K host floats)
+        xx = sq[a]  # scored, hence finite (a host float)
+        lookahead, self._lookahead = self._lookahead, None
+        self.b.add_(X, alpha=r)  # S b follows b, on the rows held before this one
+        if not xx > 0.0:  # a zero row adds nothing to X^T X and is skipped
+            self.n_rows += 1
+            return
+        S, G, Linv, z, b = self._member0("host", (self._buf, self._G, self._Linv, self._z, self.b))
+        g, x = U[a], X[0]  # S x: the played arm's row of the projection
+        if isinstance(S, np.ndarray):
+            g, x = g.numpy(), x.numpy()
+        z[:j] += r * g
+        self.trace[0] += xx
+        border_one_(Linv, G, S, z, j, x, xx, g, float(self.rho_all[0]), b, self._eps)
+        self._m += 1
+        if self._m[0] == self._cap or not self.fast:
+            eig = lookahead[1] if lookahead is not None and torch.equal(lookahead[0], X[0]) else None
+            self._reduce(np.zeros(1, dtype=np.int64), eig)
         self.n_rows += 1
 
     def _append_at(self, j: int, X, xx, g) -> None:
@@ -437,20 +476,32 @@ class FrequentDirections(CovarianceEstimator):
             self._rho_t = None
         rho = self._rho()[t] if not full else self._rho()
         # Alg. 2 line 7: the rows are now orthogonal, so G and Linv are diagonal.
-        cap = self._cap
-        n = idx.size
-        S = torch.zeros(n, cap, self.d, **self._kw)
-        S[:, :k] = new_rows
-        z = torch.zeros(n, cap, **self._ckw)
-        z[:, :k] = z_new
-        G = torch.zeros(n, cap, cap, **self._ckw)
-        G[:, :k, :k] = torch.diag_embed(keep)
-        Linv = torch.eye(cap, **self._ckw).repeat(n, 1, 1)
-        Linv[:, :k, :k] = torch.diag_embed(torch.where(kept, (keep + rho).rsqrt(), torch.ones_like(keep)))
-        if full:
-            self._buf, self._z, self._G, self._Linv = S, z, G, Linv
+        linv_diag = torch.where(kept, (keep + rho).rsqrt(), torch.ones_like(keep))
+        if full and self.batch_size == 1:  # in place (slots [m, cap) are clean: zero rows, identity factor);
+            # batched, fresh tensors measured faster than strided in-place writes
+            self._buf[:, :k] = new_rows
+            self._buf[:, k:m] = 0.0
+            self._z[:, :k] = z_new
+            self._z[:, k:m] = 0.0
+            self._G[:, :m, :m] = 0.0
+            torch.diagonal(self._G[:, :k, :k], dim1=1, dim2=2).copy_(keep)
+            self._Linv[:, :m, :m] = torch.eye(m, **self._ckw)
+            torch.diagonal(self._Linv[:, :k, :k], dim1=1, dim2=2).copy_(linv_diag)
         else:
-            self._buf[t], self._z[t], self._G[t], self._Linv[t] = S, z, G, Linv
+            cap = self._cap
+            n = idx.size
+            S = torch.zeros(n, cap, self.d, **self._kw)
+            S[:, :k] = new_rows
+            z = torch.zeros(n, cap, **self._ckw)
+            z[:, :k] = z_new
+            G = torch.zeros(n, cap, cap, **self._ckw)
+            G[:, :k, :k] = torch.diag_embed(keep)
+            Linv = torch.eye(cap, **self._ckw).repeat(n, 1, 1)
+            Linv[:, :k, :k] = torch.diag_embed(linv_diag)
+            if full:
+                self._buf, self._z, self._G, self._Linv = S, z, G, Linv
+            else:
+                self._buf[t], self._z[t], self._G[t], self._Linv[t] = S, z, G, Linv
         self._m[idx] = r_h
         self._n_orth[idx] = r_h
         self._shrink[idx] += delta_h
@@ -525,6 +576,9 @@ class FrequentDirections(CovarianceEstimator):
         return torch.maximum(quad / rho, self._floor(sq))
 
     def score_terms(self, arms):
+        if self.batch_size == 1:
+            mean, quad = self._score_terms_one(arms[0])
+            return mean.unsqueeze(0), quad.unsqueeze(0)
         sq, U, W, mm = self._project(arms)
         xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
         rho = self._rho()
@@ -536,6 +590,29 @@ class FrequentDirections(CovarianceEstimator):
             y = torch.bmm(self._Linv[:, :mm, :mm], self._z[:, :mm].unsqueeze(2))  # Linv S b
             mean = (xb - torch.bmm(W, y).squeeze(2)) / rho
         quad = self._quad_from(sq, W)
+        return self._work(mean), self._work(quad)
+
+    def _score_terms_one(self, arms):
+        """B = 1 of :meth:`score_terms`: the same terms from 2-D products on member 0's views
+        (``mm``/``mv`` dispatch for less than ``bmm`` on a batch of one) and host scalars; the
+        projection is cached unbatched for :meth:`_step_one`. ``(K, d) -> (K,), (K,)``."""
+        a = arms
+        S, Linv, z, b = self._member0("dev", (self._buf, self._Linv, self._z, self.b), host=False)
+        sq = self._core(torch.linalg.vector_norm(a, dim=1).square())
+        xb = self._core(torch.mv(a, b))
+        rho = float(self.rho_all[0])
+        floor = sq / float(self.reg + self.trace[0] + self._alpha[0])  # the width floor (base._floor)
+        mm = int(self._m[0])
+        if mm == 0:
+            self._cache = None
+            mean, quad = xb / rho, torch.maximum(sq / rho, floor)
+        else:
+            U = self._core(torch.mm(a, S[:mm].T))  # the only O(K d m) step
+            Li = Linv[:mm, :mm]
+            W = torch.mm(U, Li.T)
+            mean = torch.addmv(xb, W, torch.mv(Li, z[:mm]), beta=1.0 / rho, alpha=-1.0 / rho)  # (x^T b - w^T Linv S b) / rho
+            quad = torch.maximum((sq - torch.linalg.vecdot(W, W)) / rho, floor)
+            self._cache = (U, mm, sq.tolist())  # ||x||^2 on the host: step reads one (no select + sync)
         return self._work(mean), self._work(quad)
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
