@@ -188,13 +188,15 @@ def check_env_args(env_id: str, args: dict[str, Any]) -> None:
     Every name must be a parameter of the registered entry point; every value must fit the
     parameter's type hint where it has one (an ``int`` passes for ``float``; a ``str`` does not
     pass for ``bool``). Then, where the env class offers ``check_arguments`` (every linbandit
-    env does), its own range and combination checks run too (dataset names, ``omega``, ...),
-    still without building the env or loading data.
+    env does), its own range and combination checks run too (dataset names, ``omega``, ...)
+    without loading data: the dataset families check by name, the others build one env (their
+    constructors draw nothing) and close it.
 
     Raises:
         ValueError: naming the key, the valid keys or the expected type.
     """
-    params, is_open = env_arg_types(env_id)
+    creator = _env_creator(env_id)
+    params, is_open = _signature_params(creator)
     valid = ", ".join(sorted(params))
     for key, value in args.items():
         if key not in params:
@@ -210,7 +212,7 @@ def check_env_args(env_id: str, args: dict[str, Any]) -> None:
             )
     # Values and combinations: the env's own checks, with its own messages, where it offers
     # them without being built (ours do, without loading any dataset: LinBanditEnv.check_arguments).
-    check_values = getattr(_env_creator(env_id), "check_arguments", None)
+    check_values = getattr(creator, "check_arguments", None)
     if check_values is not None:
         try:
             check_values(**args)
