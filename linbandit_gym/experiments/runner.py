@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit, thread_record
 
-__all__ = ["execute_run", "execute_batch", "execute_unit", "run_meta", "bandit_summary", "library_versions",
+__all__ = ["execute_run", "execute_batch", "execute_unit", "split_by_seed", "run_meta", "bandit_summary", "library_versions",
            "subsample_index"]
 
 
@@ -224,13 +224,20 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
         )
         threads_used = thread_record(threads)
     duration = (time.perf_counter() - t0) / len(specs)
-    device = str(getattr(agent, "device", "cpu"))
+    extra = {"device": str(getattr(agent, "device", "cpu")), **threads_used, "batch_size": len(specs)}
+    return split_by_seed(frame, specs, extra, started, duration, curve_points)
+
+
+def split_by_seed(frame: pd.DataFrame, specs: list[dict], extra: dict, started: datetime, duration_s: float,
+                  curve_points: int = 200) -> list[dict]:
+    """One ``{"run_id", "records", "meta"}`` per spec dict from ``frame``, the records of one
+    agent played over the specs' seeds (a batched program, or the seed-by-seed loop of
+    ``run --out``); each member's metadata is :func:`run_meta` with ``extra`` and its own summary."""
     results = []
-    for spec, seed in zip(specs, seeds):
-        part = frame[frame["seed"] == seed].reset_index(drop=True)
-        extra = {"device": device, "summary": bandit_summary(part, curve_points), **threads_used,
-                 "batch_size": len(specs)}
-        results.append({"run_id": spec["run_id"], "records": part, "meta": run_meta(spec, extra, started, duration)})
+    for spec in specs:
+        part = frame[frame["seed"] == int(spec["config"]["seed"])].reset_index(drop=True)
+        meta = run_meta(spec, {**extra, "summary": bandit_summary(part, curve_points)}, started, duration_s)
+        results.append({"run_id": spec["run_id"], "records": part, "meta": meta})
     return results
 
 

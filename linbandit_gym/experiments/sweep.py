@@ -375,7 +375,7 @@ def play_into(
     """
     from ..batched import can_batch
     from ..evaluate import agent_label, check_seeds, run
-    from .runner import bandit_summary, run_meta
+    from .runner import split_by_seed
 
     out = Path(out_dir)
     seeds = check_seeds(seeds)
@@ -431,12 +431,10 @@ def play_into(
                                     batched=batched if together else False, threads=threads)
                         threads_used = thread_record(threads)
                     duration = (time.perf_counter() - t0) / len(group)
-                    for spec in group:
-                        part = frame[frame["seed"] == spec.seed].reset_index(drop=True)
-                        extra = {"device": str(getattr(player, "device", "cpu")), "summary": bandit_summary(part),
-                                 "backend": "run", **threads_used}
-                        save_run(out, part, run_meta(spec.to_dict(), extra, started, duration))
-                        frames[spec.run_id] = part
+                    extra = {"device": str(getattr(player, "device", "cpu")), "backend": "run", **threads_used}
+                    for result in split_by_seed(frame, [spec.to_dict() for spec in group], extra, started, duration):
+                        save_run(out, result["records"], result["meta"])
+                        frames[result["run_id"]] = result["records"]
                 if on_agent_done is not None:
                     on_agent_done(index, pd.concat([frames[spec.run_id] for spec in specs], ignore_index=True))
         except KeyboardInterrupt:
