@@ -117,7 +117,7 @@ def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("injected batch failure")
 
-    monkeypatch.setattr(linbandit_gym.batched, "run_batched", broken)
+    monkeypatch.setattr(linbandit_gym.batched, "play_members", broken)
     first = sweep(cfg, tmp_path, log=None)
     assert len(first.failed) == 3 and not first.executed
     for rid in first.failed:
@@ -145,7 +145,7 @@ def test_batches_go_to_two_workers_as_units(per_run_dir, tmp_path):
 def _partition_ok(units, specs):
     assert sorted(s.run_id for u in units for s in u) == sorted(s.run_id for s in specs)  # each run exactly once
     for unit in units:
-        assert len({batch_key(s) for s in unit}) == 1 and len({s.seed for s in unit}) == len(unit)
+        assert len({batch_key(s) for s in unit}) == 1 and len({s.run_id for s in unit}) == len(unit)
 
 
 @settings(max_examples=25, deadline=None)
