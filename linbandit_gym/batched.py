@@ -113,7 +113,7 @@ def run_batched(
     cpu, _ = cpu_clock(threads)
     try:
         for chunk in chunks:
-            venv = _vector_env(env_id, len(chunk), env_kwargs)
+            venv = _vector_env(env_id, chunk, env_kwargs)
             try:
                 if bar is None:
                     rounds = min(x for x in (venv.unwrapped.horizon, max_rounds) if x is not None)
@@ -129,8 +129,10 @@ def run_batched(
     return pd.concat(frames, ignore_index=True)
 
 
-def _vector_env(env_id: str, members: int, env_kwargs: dict):
-    return gym.make_vec(env_id, num_envs=members, vectorization_mode="vector_entry_point", **env_kwargs)
+def _vector_env(env_id: str, seeds: list[int], env_kwargs: dict):
+    """The vector env that plays ``seeds``: one member per distinct seed (members of a batch
+    that share a seed share its arm sets, see :meth:`~linbandit_gym.vector.LinBanditVectorEnv.step_players`)."""
+    return gym.make_vec(env_id, num_envs=len(set(seeds)), vectorization_mode="vector_entry_point", **env_kwargs)
 
 
 def play_members(
@@ -162,7 +164,7 @@ def play_members(
         raise ValueError(f"a batch of {B} members needs {B} seeds, agent names and env names, got "
                          f"{len(seeds)}, {len(agent_names)} and {len(env_names)}")
     cpu, _ = cpu_clock(threads)
-    venv = _vector_env(env, B, dict(env_kwargs or {}))
+    venv = _vector_env(env, seeds, dict(env_kwargs or {}))
     try:
         with tqdm(disable=True) as bar, thread_limit(threads):
             frame = _play_chunk(venv, agent, seeds, list(agent_names), list(env_names), max_rounds, bar, cpu)
@@ -176,7 +178,11 @@ def _play_chunk(venv, bag, chunk: list[int], a_names: list[str], e_names: list[s
                 cpu) -> pd.DataFrame:
     B = len(chunk)
     bag.reset(seed=chunk)
-    obs, _ = venv.reset(seed=chunk)
+    env_seeds = list(dict.fromkeys(chunk))  # one env member per distinct seed
+    members = np.array([env_seeds.index(s) for s in chunk], dtype=np.int64)
+    shared = len(env_seeds) < B  # else member i plays env member i: no gather of the arm sets
+    env_obs, _ = venv.reset(seed=env_seeds)
+    obs = env_obs[members] if shared else env_obs
     horizon = venv.unwrapped.horizon
     T = horizon if max_rounds is None else min(horizon, max_rounds)
     actions = np.zeros((T, B), dtype=np.int64)
@@ -189,7 +195,8 @@ def _play_chunk(venv, bag, chunk: list[int], a_names: list[str], e_names: list[s
         start, cpu_start = time.perf_counter(), cpu()
         a = bag.act(obs)
         cpu_act, after_act = cpu(), time.perf_counter()
-        next_obs, r, terminated, truncated, info = venv.step(a)
+        env_obs, r, truncated, info = venv.unwrapped.step_players(a, members)
+        next_obs = env_obs[members] if shared else env_obs
         after_env, cpu_env = time.perf_counter(), cpu()
         bag.update(obs, a, r)
         cpu_end, end = cpu(), time.perf_counter()
@@ -205,9 +212,8 @@ def _play_chunk(venv, bag, chunk: list[int], a_names: list[str], e_names: list[s
         t += 1
         bar.update(B)
         obs = next_obs
-        done = terminated | truncated
-        if done.any():
-            if not done.all():  # every member has the same horizon; nothing else ends an episode here
+        if truncated.any():
+            if not truncated.all():  # every member has the same horizon; nothing else ends an episode here
                 raise RuntimeError("members of the vector env ended at different rounds; use run(..., batched=False)")
             break
     T = t

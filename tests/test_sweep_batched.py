@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib
 import json
 
+import gymnasium as gym
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -234,3 +236,73 @@ def test_tune_chooses_the_same_batched_or_not(tmp_path):
     assert one.tuned == many.tuned
     pd.testing.assert_frame_equal(one.table, many.table)
     assert {json.loads(p.read_text()).get("batch_size") for p in (tmp_path / "many" / "runs").glob("*.json")} == {3}
+
+
+# -- players sharing a vector-env member (runs of one seed in a batch draw its arm sets once) ----
+
+def _unshared_rounds(env_id, kwargs, seeds, actions):
+    """What separate members (one per player, seeded as it) give the players, round by round."""
+    venv = gym.make_vec(env_id, num_envs=len(seeds), **kwargs)
+    obs, _ = venv.reset(seed=list(seeds))
+    out = [obs]
+    for a in actions:
+        obs, r, _, truncated, info = venv.step(np.asarray(a))
+        out.append((obs, r, truncated, info["expected_reward"], info["best_expected_reward"], info["regret"]))
+    venv.close()
+    return out
+
+
+@settings(max_examples=10, deadline=None)
+@given(members=st.lists(st.integers(0, 2), min_size=3, max_size=7).filter(lambda m: set(m) == {0, 1, 2}),
+       data=st.data())
+@pytest.mark.parametrize("env_id, kwargs", [
+    ("LinBandit-Synthetic-v0", {"d": 6, "n_arms": 4, "horizon": 5, "noise_std": 0.5}),  # Gaussian noise, batched
+    ("LinBandit-Digits-v0", {"horizon": 5}),  # its own reward hook (no noise), looped per member
+])
+def test_players_sharing_a_member_get_what_their_own_member_gives(env_id, kwargs, members, data):
+    seeds = [11, 3, 7]
+    horizon = kwargs["horizon"]
+    K = gym.make_vec(env_id, num_envs=1, **kwargs).single_action_space.n
+    actions = [data.draw(st.lists(st.integers(0, K - 1), min_size=len(members), max_size=len(members)))
+               for _ in range(horizon)]
+    want = _unshared_rounds(env_id, kwargs, [seeds[m] for m in members], actions)
+    venv = gym.make_vec(env_id, num_envs=3, **kwargs).unwrapped
+    obs, _ = venv.reset(seed=seeds)
+    np.testing.assert_array_equal(obs[members], want[0])
+    for t, a in enumerate(actions):
+        obs, r, truncated, info = venv.step_players(np.asarray(a), np.asarray(members))
+        w_obs, w_r, w_trunc, w_exp, w_best, w_regret = want[t + 1]
+        if t + 1 < horizon:  # the last round draws no next arm set
+            np.testing.assert_array_equal(obs[members], w_obs)
+        np.testing.assert_array_equal(r, w_r)  # bit for bit
+        np.testing.assert_array_equal(truncated[members], w_trunc)
+        for key, value in (("expected_reward", w_exp), ("best_expected_reward", w_best), ("regret", w_regret)):
+            np.testing.assert_array_equal(info[key], value)
+    with pytest.raises(RuntimeError, match="reset them"):
+        venv.step_players(np.zeros(len(members), dtype=np.int64), np.asarray(members))
+    venv.close()
+
+
+def test_step_players_rejects_bad_input_and_arm_dependent_draws():
+    from linbandit_gym.envs.synthetic import SyntheticLinBanditEnv
+    from linbandit_gym.vector import LinBanditVectorEnv
+
+    venv = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, d=4, n_arms=3, horizon=4).unwrapped
+    obs, _ = venv.reset(seed=[0, 1])
+    for members, match in (([0, 0], "every member needs a player"), ([0, 2], r"in \[0, 2\)"), ([], "1-D")):
+        with pytest.raises(ValueError, match=match):
+            venv.step_players(np.zeros(len(members), dtype=np.int64), np.asarray(members, dtype=np.int64))
+    with pytest.raises(ValueError, match="one arm index per player"):
+        venv.step_players(np.zeros(2, dtype=np.int64), np.asarray([0, 1, 1]))
+    assert (venv.step_players(np.zeros(2, dtype=np.int64), np.asarray([0, 1]))[0] != obs).any()  # a round was played
+
+    class ArmDependentNoise(SyntheticLinBanditEnv):
+        def _sample_reward(self, mean, rng):
+            return float(mean + (rng.standard_normal() if mean > 0 else 0.0))  # draws only for some arms
+
+    odd = LinBanditVectorEnv(1, env_class=ArmDependentNoise, d=4, n_arms=8, horizon=50)
+    odd.reset(seed=0)
+    with pytest.raises(RuntimeError, match="players cannot share a member"):
+        for _ in range(50):
+            means = odd._means[0]
+            odd.step_players(np.array([int(np.argmax(means)), int(np.argmin(means))]), np.array([0, 0]))
