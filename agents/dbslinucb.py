@@ -128,7 +128,7 @@ class DBSLinUCB(LinUCB):
         base = 2.0 * math.log(1.0 / self.delta)
         if self.sketch == "fd":
             ld = (d - m) * np.log1p(s / lam) + np.where(m > 0, m * np.log1p(s / lam + T / (safe * lam)), 0.0)
-            return self.noise_std * np.sqrt(1.0 + s / lam) * np.sqrt(base + ld) + self.theta_bound * (lam + s) / math.sqrt(lam)
+            return self.noise_std * np.sqrt(1.0 + s / lam) * np.sqrt(base + ld) + self.theta_bound * (lam + s) / np.sqrt(lam)
         h = s - np.atleast_1d(est.blocks_weighted_shrinkage()) / safe
         ld = np.where(m > 0, (d - m) * np.log1p(s / lam) + m * np.log1p(np.maximum(T / safe + h, 0.0) / lam),
                       d * np.log1p(s / lam))

@@ -73,7 +73,7 @@ class SOFUL(LinUCB):
         lam = self.lam
         return self.noise_std * np.sqrt(1.0 + sb / lam) * np.sqrt(
             2.0 * math.log(1.0 / self.delta) + logdet
-        ) + self.theta_bound * (lam + sb) / math.sqrt(lam)
+        ) + self.theta_bound * (lam + sb) / np.sqrt(lam)
 
 
 def _warn_if_larger_than_oful(agent, d: int) -> None:

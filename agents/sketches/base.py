@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from .._torch import as_vector, resolve_device, resolve_dtype
+from .._validate import per_member
 
 __all__ = ["CovarianceEstimator", "core_dtype"]
 
@@ -59,12 +60,24 @@ def core_dtype(device: torch.device) -> torch.dtype:
     return torch.float32 if device.type == "mps" else torch.float64
 
 
+def _check_reg(name: str, reg) -> float:
+    try:
+        reg_f = float(reg)
+    except (TypeError, ValueError):
+        reg_f = float("nan")
+    if isinstance(reg, bool) or not (reg_f > 0.0 and np.isfinite(reg_f)):
+        raise ValueError(f"{name} (the ridge lambda) must be a finite number > 0, got {reg!r}")
+    return reg_f
+
+
 class CovarianceEstimator(ABC):
     """Streaming estimate of ``reg * I + X^T X`` and of ``b = sum r x``, for B members at once.
 
     Args:
         d: dimension of the rows.
-        reg: ridge term added to the estimate (the bandit's lambda); must be > 0.
+        reg: ridge term added to the estimate (the bandit's lambda); must be > 0. Batched, a
+            sequence of B values gives member i the ridge ``reg[i]`` (``self.reg`` is then a
+            float64 array ``(B,)``; it stays a float when the members agree).
         device, dtype: where the state lives; see :func:`agents._torch.resolve_device`.
         batch_size: ``None`` (default) for one estimator with unbatched shapes, or B >= 1.
     """
@@ -72,17 +85,13 @@ class CovarianceEstimator(ABC):
     def __init__(self, d: int, *, reg: float = 1.0, device=None, dtype=None, batch_size: int | None = None):
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
             raise ValueError(f"d must be a positive int, got {d!r}")
-        try:
-            reg_f = float(reg)
-        except (TypeError, ValueError):
-            reg_f = float("nan")
-        if isinstance(reg, bool) or not (reg_f > 0.0 and np.isfinite(reg_f)):
-            raise ValueError(f"reg (the ridge lambda) must be a finite number > 0, got {reg!r}")
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
                                        or batch_size < 1):
             raise ValueError(f"batch_size must be None or an int >= 1, got {batch_size!r}")
+        # the ridge may differ across members (a sequence of B values); one value when they agree
+        reg_v = per_member("reg", reg, None if batch_size is None else int(batch_size), _check_reg)
         self.d = int(d)
-        self.reg = reg_f
+        self.reg = reg_v  # a float, or (members differing) a float64 array (B,)
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
         self.cdtype = core_dtype(self.device)
@@ -161,6 +170,29 @@ class CovarianceEstimator(ABC):
         views = tuple(t[0].numpy() if to_host else t[0] for t in tensors)
         self._views0[key] = (tensors, views)
         return views
+
+    def _reg_of(self, idx=None):
+        """The ridge of the members ``idx`` (all when None): the float when every member shares
+        it, else a float64 host array."""
+        if isinstance(self.reg, float):
+            return self.reg
+        return self.reg if idx is None else self.reg[idx]
+
+    def _reg_tensor(self, idx=None, dtype=None) -> torch.Tensor | float:
+        """:meth:`_reg_of` as a ``(n, 1, 1)`` tensor (for ``(n, d, d)`` products), or the float."""
+        reg = self._reg_of(idx)
+        if isinstance(reg, float):
+            return reg
+        return torch.as_tensor(reg, device=self.device, dtype=dtype or self.dtype).view(-1, 1, 1)
+
+    def _inverse_ceiling(self, idx) -> float | torch.Tensor:
+        """``1 / reg`` of the members ``idx``: the largest eigenvalue a valid ``A_hat^-1`` can have
+        (the repair's upper clamp, :func:`~agents.sketches.exact.repair_inverse_`)."""
+        reg = self._reg_of(idx)
+        if isinstance(reg, float):
+            return 1.0 / reg
+        idx = idx.cpu().numpy() if isinstance(idx, torch.Tensor) else idx
+        return torch.as_tensor(1.0 / np.asarray(self.reg)[idx], device=self.device, dtype=torch.float64)
 
     def _floor(self, sq: torch.Tensor) -> torch.Tensor:
         """``||x||^2 / (reg + tr(X^T X))``: a lower bound on ``x^T A_hat^-1 x`` (``(B, K)``)."""

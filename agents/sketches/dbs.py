@@ -546,7 +546,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             W = torch.bmm(self.Linv[t], self._core(self.S[t]))  # (n, R, d)
             A = eye - torch.bmm(W.mT, W).to(self.dtype)
             if self.gram is not None:
-                self.gram[t] = torch.bmm(self.S[t].mT, self.S[t]) + (c - self.reg) * eye
+                self.gram[t] = torch.bmm(self.S[t].mT, self.S[t]) + (c - self._reg_tensor(idx)) * eye
             self.S[t] = 0.0
             self.G[t] = 0.0
             self._z[t] = 0.0
@@ -717,7 +717,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         t = torch.as_tensor(idx, device=self.device)
         A = self.A_inv if full else self.A_inv[t]
         x = X if full else X[t]
-        top = torch.as_tensor(self.reg + self.trace[idx] + self._alpha_total()[idx], **self._kw)
+        top = torch.as_tensor(self._reg_of(idx) + self.trace[idx] + self._alpha_total()[idx], **self._kw)
         if Ax is None:
             Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
         floor = (xx if full else xx[t]) / top
@@ -726,7 +726,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         if bool(bad.any()):
             b = torch.nonzero(bad).flatten()
             sub = A[b]
-            repair_inverse_(sub, 1.0 / top[b], 1.0 / self.reg)
+            repair_inverse_(sub, 1.0 / top[b], self._inverse_ceiling(idx[b.cpu().numpy()]))
             A[b] = sub
             Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
             raw = (x * Ax).sum(dim=1)
@@ -848,7 +848,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         cov = cov + alpha * eye
         if self.exact.any():
             t = torch.as_tensor(np.flatnonzero(self.exact), device=self.device)
-            cov[t] = self.gram[t] if self.gram is not None else torch.linalg.inv(self.A_inv[t]) - self.reg * eye
+            e = np.flatnonzero(self.exact)
+            cov[t] = self.gram[t] if self.gram is not None else torch.linalg.inv(self.A_inv[t]) - self._reg_tensor(e) * eye
         return cov
 
     # -- introspection ---------------------------------------------------------------------------

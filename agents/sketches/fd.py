@@ -654,7 +654,7 @@ class FrequentDirections(CovarianceEstimator):
         m = self._m.astype(np.float64)
         logdiag = -torch.log(torch.diagonal(self._Linv, dim1=1, dim2=2)).sum(dim=1).double().cpu().numpy()  # padding: 0
         out = self.d * np.log1p(sig / lam)
-        exact = 2.0 * logdiag - m * math.log(lam)
+        exact = 2.0 * logdiag - m * (math.log(lam) if isinstance(lam, float) else np.array([math.log(v) for v in lam]))
         trace = torch.diagonal(self._G, dim1=1, dim2=2).sum(dim=1).double().cpu().numpy()
         amgm = m * np.log1p(np.maximum(trace, 0.0) / (np.maximum(m, 1.0) * (lam + sig)))
         return self._one(out + np.where(m > 0, np.minimum(exact, amgm), 0.0))

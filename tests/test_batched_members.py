@@ -1,0 +1,226 @@
+"""Batched agents whose members differ in hyperparameters (issue 12, item 1).
+
+``OFUL/SOFUL/CBSCFD/DBSLinUCB(batch_size=B, lam=[...], beta=[...], ...)``: member i must make
+exactly the choices of the single agent built with the i-th values on the same stream
+(float64, CPU), report that agent's memory, sketch size and radius, and bad per-member values
+must be refused naming the member.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import linbandit_gym  # noqa: F401  (registers the envs)
+from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
+from agents.batched import batched, batched_members
+from agents.dbslinucb import DBSLinUCBFD
+from agents.sketches.dbs import DyadicBlockSketch
+from agents.sketches.exact import ExactCovariance
+from agents.sketches.fd import FrequentDirections
+from agents.sketches.rfd import RobustFrequentDirections
+from sketch_streams import KINDS, make_stream
+
+ENV = "LinBandit-HeavyTail-v0"  # arms of varying norms: sketches shrink, DBS blocks diverge
+ENV_KW = dict(d=8, n_arms=8, horizon=40, alpha=0.5, noise_std=0.1)
+LAMS = (0.05, 1.0, 20.0)
+BETAS = (0.0, 0.1, 1.0)
+SEEDS = (0, 7)
+
+# family -> extra constructor arguments shared by the grid (sketch_size keeps SOFUL/CBSCFD sketched at d = 8)
+FAMILIES = {
+    "OFUL": (OFUL, {}),
+    "SOFUL": (SOFUL, dict(sketch_size=3)),
+    "CBSCFD": (CBSCFD, dict(sketch_size=3)),
+    "DBSLinUCB-FD": (DBSLinUCB, dict(l0=1, eps=1.0, sentinel=False)),
+    "DBSLinUCB-RFD": (DBSLinUCB, dict(l0=1, eps=1.0, sketch="rfd", fast=False)),
+}
+
+
+def play(env, agent, seed, rounds: int) -> np.ndarray:
+    """The agent's actions over ``rounds`` rounds of ``env`` (both reset with ``seed``):
+    ``(rounds,)`` for a single agent, ``(B, rounds)`` for a batched one on a vector env."""
+    agent.reset(seed=seed)
+    obs, _ = env.reset(seed=seed)
+    actions = []
+    for _ in range(rounds):
+        a = agent.act(obs)
+        nxt, r, _, _, _ = env.step(a)
+        agent.update(obs, a, r)
+        actions.append(a)
+        obs = nxt
+    return np.array(actions).T
+
+
+def play_single(agent, seed: int, rounds: int) -> np.ndarray:
+    return play(gym.make(ENV, **ENV_KW), agent, seed, rounds)
+
+
+def play_batch(agent, seeds, rounds: int) -> np.ndarray:
+    return play(gym.make_vec(ENV, num_envs=len(seeds), **ENV_KW), agent, list(seeds), rounds)
+
+
+@pytest.mark.filterwarnings("ignore:.*holds .* bytes per agent")
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_member_of_a_lam_beta_seed_grid_chooses_as_its_single_twin(family):
+    """ONE batched agent holds the whole lam x beta x seed grid; each member replays its twin."""
+    cls, extra = FAMILIES[family]
+    grid = list(itertools.product(LAMS, BETAS, SEEDS))
+    rounds = ENV_KW["horizon"]
+    agent = cls(batch_size=len(grid), lam=[g[0] for g in grid], beta=[g[1] for g in grid], noise_std=0.1, **extra)
+    acts = play_batch(agent, [g[2] for g in grid], rounds)
+    for i, (lam, beta, seed) in enumerate(grid):
+        twin = cls(lam=lam, beta=beta, noise_std=0.1, **extra)
+        np.testing.assert_array_equal(acts[i], play_single(twin, seed, rounds), err_msg=f"member {i}: {grid[i]}")
+        assert agent.member_memory_bytes()[i] == twin.memory_bytes(), i
+        assert agent.sketch_size[i] == twin.sketch_size, i
+        assert float(agent.confidence_radius()[i]) == twin.confidence_radius()
+        np.testing.assert_allclose(agent.theta_hat[i].numpy(), twin.theta_hat.numpy(), rtol=1e-8, atol=1e-10)
+    # the grid matters: on one seed, members of different (lam, beta) do not all play alike
+    same_seed = [i for i, g in enumerate(grid) if g[2] == SEEDS[0]]
+    assert len({tuple(acts[i]) for i in same_seed}) > 1
+
+
+@pytest.mark.parametrize("cls,extra", [(OFUL, {}), (SOFUL, dict(sketch_size=3)), (DBSLinUCB, dict(l0=2, eps=1.0))])
+def test_theory_radius_members_differing_in_lam_match_their_twins(cls, extra):
+    lams = [0.1, 1.0, 10.0]
+    agent = cls(batch_size=3, lam=lams, beta="theory", noise_std=0.1, **extra)
+    acts = play_batch(agent, [3, 3, 3], 30)
+    for i, lam in enumerate(lams):
+        twin = cls(lam=lam, beta="theory", noise_std=0.1, **extra)
+        np.testing.assert_array_equal(acts[i], play_single(twin, 3, 30))
+        assert float(agent.confidence_radius()[i]) == pytest.approx(twin.confidence_radius(), rel=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore:.*holds .* bytes per agent")
+def test_batched_members_builds_the_batch_of_given_agents():
+    singles = [SOFUL(lam=0.2, beta=0.01, sketch_size=3), SOFUL(lam=2.0, beta=0.01, sketch_size=3),
+               SOFUL(lam=2.0, beta=0.3, sketch_size=3)]
+    agent = batched_members(singles)
+    assert type(agent) is type(batched(singles[0], 3)) and agent.batch_size == 3
+    assert agent.lam.tolist() == [0.2, 2.0, 2.0] and agent.beta.tolist() == [0.01, 0.01, 0.3]
+    assert repr(agent) == "BatchedSOFUL(batch_size=3, lam=[0.2, 2.0, 2.0], beta=[0.01, 0.01, 0.3], sketch_size=3)"
+    acts = play_batch(agent, [5, 5, 5], 25)
+    for i, single in enumerate(singles):
+        np.testing.assert_array_equal(acts[i], play_single(single, 5, 25))
+    # identical members give the scalar (uniform) batch, and FD/RFD subclasses batch together
+    same = batched_members([OFUL(lam=0.5, beta=0.2)] * 2)
+    assert same.lam == 0.5 and same.beta == 0.2
+    mixed = batched_members([DBSLinUCBFD(l0=2, eps=1.0, lam=1.0), DBSLinUCB(l0=2, eps=1.0, lam=3.0)])
+    assert mixed.sketch == "fd" and mixed.lam.tolist() == [1.0, 3.0]
+
+
+def test_batched_members_refuses_what_cannot_differ_and_names_it():
+    with pytest.raises(ValueError, match=r"agents\[1\] has delta=0.1 but agents\[0\] has delta=0.05; delta cannot"):
+        batched_members([OFUL(lam=1.0), OFUL(lam=2.0, delta=0.1)])
+    with pytest.raises(ValueError, match=r"agents\[1\] has sketch_size=5.*per member: lam, beta"):
+        batched_members([SOFUL(sketch_size=4), SOFUL(sketch_size=5)])
+    with pytest.raises(ValueError, match=r"agents\[1\] is a SOFUL but agents\[0\] a OFUL"):
+        batched_members([OFUL(), SOFUL()])
+    with pytest.raises(ValueError, match="already batched"):
+        batched_members([OFUL(batch_size=2)])
+    with pytest.raises(ValueError, match="at least one"):
+        batched_members([])
+    with pytest.raises(ValueError, match=r"beta mixes strings and numbers"):
+        batched_members([OFUL(beta="theory"), OFUL(beta=0.1)])
+
+    class MyOFUL(OFUL):
+        pass
+
+    with pytest.raises(TypeError, match="no batched version"):
+        batched_members([MyOFUL()])
+
+
+@pytest.mark.parametrize("cls", [OFUL, SOFUL, CBSCFD, DBSLinUCB])
+def test_per_member_arguments_are_validated_naming_the_member(cls):
+    assert set(cls.per_member_args) >= {"lam", "beta"}
+    with pytest.raises(ValueError, match=r"lam\[1\] \(ridge lambda\) must be a finite number > 0, got -1.0 \(member 1"):
+        cls(batch_size=3, lam=[0.5, -1.0, 2.0])
+    with pytest.raises(ValueError, match=r"beta\[2\] must be a float >= 0 or 'theory', got nan \(member 2"):
+        cls(batch_size=3, beta=(0.1, 0.2, float("nan")))
+    with pytest.raises(ValueError, match=r"lam must hold one value per member \(batch_size=3\), got 2 values"):
+        cls(batch_size=3, lam=np.array([0.5, 1.0]))
+    with pytest.raises(ValueError, match=r"beta=\[0.1, 0.2\] gives one value per member, but a single agent"):
+        cls(beta=[0.1, 0.2])
+    with pytest.raises(ValueError, match="flat sequence"):
+        cls(batch_size=2, lam=np.ones((2, 1)))
+    # a 1-D array and a tensor work like a list; a scalar is every member's value
+    agent = cls(batch_size=2, lam=np.array([0.5, 2.0]), beta=torch.tensor([0.0, 1.0], dtype=torch.float64))
+    assert agent.lam.tolist() == [0.5, 2.0] and agent.beta.tolist() == [0.0, 1.0]
+    assert cls(batch_size=2, lam=[0.5, 0.5]).lam == 0.5
+
+
+def test_a_refused_update_leaves_a_mixed_batch_unchanged():
+    agent = OFUL(batch_size=2, lam=[0.5, 3.0], beta=[0.1, 1.0])
+    obs = np.random.default_rng(0).standard_normal((2, 4, 3))
+    a = agent.act(obs)
+    before = agent.estimator.A_inv.clone()
+    with pytest.raises(ValueError, match="finite"):
+        agent.update(obs, a, [1.0, np.inf])
+    assert torch.equal(agent.estimator.A_inv, before) and agent.t == 0
+    agent.update(obs, a, [1.0, 1.0])
+    assert agent.t == 1
+
+
+# -- the estimators under per-member ridges ------------------------------------------------------
+
+@settings(max_examples=20, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(KINDS), min_size=2, max_size=3),
+    regs=st.lists(st.sampled_from([0.01, 0.5, 3.0, 100.0]), min_size=3, max_size=3),
+    n=st.integers(1, 30), d=st.integers(2, 9), which=st.sampled_from(["exact", "fd", "rfd", "dbs-fd", "dbs-rfd"]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_estimators_with_per_member_ridges_equal_separate_ones(kinds, regs, n, d, which, seed):
+    """Huge and zero rows included (the exact inverse's repair, DBS's switch to exact updates):
+    every query of member i equals the single estimator built with ``reg[i]``."""
+    B = len(kinds)
+    regs = regs[:B]
+    streams = [make_stream(kind, n, d, seed + i) for i, kind in enumerate(kinds)]
+
+    def make(reg, batch_size=None):
+        kw = dict(reg=reg, dtype=torch.float64, batch_size=batch_size)
+        if which == "exact":
+            return ExactCovariance(d, keep_gram=False, **kw)
+        if which in ("fd", "rfd"):
+            return (FrequentDirections if which == "fd" else RobustFrequentDirections)(d, 2, **kw)
+        return DyadicBlockSketch(d, 1, 1.0, sketch=which[4:], **kw)
+
+    singles = [make(r) for r in regs]
+    bat = make(regs, batch_size=B)
+    rng = np.random.default_rng(seed)
+    for t in range(n):
+        arms = torch.as_tensor(rng.standard_normal((B, 4, d)))
+        a = rng.integers(0, 4, B)
+        arms[np.arange(B), a] = torch.as_tensor(np.stack([s[t] for s in streams]))
+        bat.score_terms(arms)
+        X = torch.as_tensor(np.stack([s[t] for s in streams]))
+        bat.update(X, None, torch.as_tensor(a) if t % 2 else None)
+        for single, stream in zip(singles, streams):
+            single.update(torch.as_tensor(stream[t]))
+    quad, sol, cov = bat.quad_inv(arms), bat.solve(arms[:, 0]), bat.covariance()
+    for i, single in enumerate(singles):
+        scale = max(1.0, float(np.abs(streams[i]).max()) ** 2) * n
+        np.testing.assert_allclose(quad[i].numpy(), single.quad_inv(arms[i]).numpy(), rtol=1e-6, atol=1e-9 / regs[i])
+        np.testing.assert_allclose(sol[i].numpy(), single.solve(arms[i, 0]).numpy(), rtol=1e-6, atol=1e-9 / regs[i])
+        np.testing.assert_allclose(cov[i].numpy(), single.covariance().numpy(), rtol=1e-6, atol=1e-6 * scale)
+        assert bat.member_memory_bytes()[i] == single.memory_bytes()
+        if which != "exact":
+            assert abs(float(np.atleast_1d(bat.total_shrinkage)[i]) - single.total_shrinkage) <= 1e-9 * scale
+        if which in ("fd", "rfd"):
+            assert float(bat.log_det_ratio_bound()[i]) == pytest.approx(single.log_det_ratio_bound(), rel=1e-7, abs=1e-9)
+
+
+def test_estimator_ridge_per_member_is_validated_naming_the_member():
+    with pytest.raises(ValueError, match=r"reg\[1\] \(the ridge lambda\) must be a finite number > 0, got 0.0 \(member 1"):
+        ExactCovariance(3, reg=[1.0, 0.0], batch_size=2)
+    with pytest.raises(ValueError, match="one value per member"):
+        FrequentDirections(3, 2, reg=[1.0, 2.0, 3.0], batch_size=2)
+    with pytest.raises(ValueError, match="single agent"):
+        ExactCovariance(3, reg=[1.0, 2.0])
