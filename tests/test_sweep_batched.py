@@ -67,7 +67,7 @@ def batched_dir(tmp_path_factory):
     lines = []
     result = sweep(GRID, out, log=lines.append)  # batched by default
     assert result.ok and len(result.executed) == N_RUNS
-    assert any(line.startswith(f"batched: {N_RUNS} runs in 10 batch(es) of 3-3 seeds") for line in lines), lines
+    assert any(line.startswith(f"batched: {N_RUNS} runs in 5 batch(es) of 6-6 members") for line in lines), lines
     return out
 
 
@@ -76,7 +76,7 @@ def test_records_and_metadata_equal_the_per_run_path(per_run_dir, batched_dir):
                                   check_exact=True)
     for path in sorted((per_run_dir / "runs").glob("*.json")):
         one, many = json.loads(path.read_text()), json.loads((batched_dir / "runs" / path.name).read_text())
-        assert "batch_size" not in one and many["batch_size"] == 3
+        assert "batch_size" not in one and many["batch_size"] == 6  # 2 betas x 3 seeds
         for key in ("run_id", "config", "seed", "agent_label", "env_label", "family", "device", "torch_threads"):
             assert many[key] == one[key], key
         untimed = {k: v for k, v in one["summary"].items() if k not in TIMING_SUMMARY}
@@ -89,7 +89,7 @@ def test_kill_in_the_middle_of_a_batch_redoes_only_unfinished_runs(per_run_dir, 
     real_save = sweep_module.save_run
 
     def save_then_die(out_dir, records, meta):
-        if len(saved) == 4:  # the second member of the second batch: Ctrl-C while a batch is being saved
+        if len(saved) == 4:  # the fifth member of the first batch: Ctrl-C while a batch is being saved
             raise KeyboardInterrupt
         saved.append(meta["run_id"])
         return real_save(out_dir, records, meta)
@@ -105,7 +105,7 @@ def test_kill_in_the_middle_of_a_batch_redoes_only_unfinished_runs(per_run_dir, 
     result = sweep(GRID, tmp_path, log=lines.append)
     assert sorted(result.skipped) == sorted(saved)
     assert sorted(result.executed) == sorted(set(specs) - set(saved)) and result.ok
-    assert any("runs in 9 batch(es) of 2-3 seeds" in line for line in lines), lines  # the cut batch's rest is packed again
+    assert any("runs in 5 batch(es) of 2-6 members" in line for line in lines), lines  # the cut batch's rest is packed again
     assert {rid: (tmp_path / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved} == before
     assert sorted(p.stem for p in (tmp_path / "runs").glob("*.json")) == sorted(specs)  # each run exactly once
     records = load_records(tmp_path)
@@ -135,7 +135,7 @@ def test_batches_go_to_two_workers_as_units(per_run_dir, tmp_path):
     result = sweep(cfg, tmp_path, workers=2, log=None)
     assert result.ok and len(result.executed) == 12
     metas = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
-    assert {m["batch_size"] for m in metas} == {3} and len({m["pid"] for m in metas}) == 2
+    assert {m["batch_size"] for m in metas} == {6} and len({m["pid"] for m in metas}) == 2
     mine = _untimed(load_records(tmp_path))
     theirs = _untimed(load_records(per_run_dir))
     theirs = theirs[theirs["agent"].isin(set(mine["agent"]))].reset_index(drop=True)
@@ -159,11 +159,12 @@ def test_plan_partitions_the_runs_within_the_bounds(seeds, max_batch, budget_mem
     cfg = parse_config({"seeds": seeds, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}},
                                                                    {"name": "OFUL"}]})
     shapes = {canonical_json(cfg.runs[0].config["env"]): (5, 16)}
-    per_member = max(member_bytes(SOFUL(sketch_size=3), 5, 16), member_bytes(__import__("agents").OFUL(), 5, 16))
-    units = pack(cfg.runs, shapes=shapes, max_batch=max_batch, batch_memory=budget_members * per_member,
-                 workers=workers)
+    own = {"SOFUL": member_bytes(SOFUL(sketch_size=3), 5, 16), "OFUL": member_bytes(__import__("agents").OFUL(), 5, 16)}
+    budget = budget_members * max(own.values())
+    units = pack(cfg.runs, shapes=shapes, max_batch=max_batch, batch_memory=budget, workers=workers)
     _partition_ok(units, cfg.runs)
-    assert all(len(u) <= min(max_batch, budget_members) for u in units)
+    for unit in units:
+        assert len(unit) <= max_batch and (len(unit) == 1 or len(unit) * own[unit[0].config["agent"]["name"]] <= budget)
     assert len(units) >= min(workers, 2 * len(seeds))  # every worker gets a unit when there are enough runs
     if workers == 1 and max_batch >= len(seeds) and budget_members >= len(seeds):
         assert len(units) == 2  # one batch per agent
@@ -235,7 +236,7 @@ def test_tune_chooses_the_same_batched_or_not(tmp_path):
     many = tune(cfg, tmp_path / "many", log=None)
     assert one.tuned == many.tuned
     pd.testing.assert_frame_equal(one.table, many.table)
-    assert {json.loads(p.read_text()).get("batch_size") for p in (tmp_path / "many" / "runs").glob("*.json")} == {3}
+    assert {json.loads(p.read_text()).get("batch_size") for p in (tmp_path / "many" / "runs").glob("*.json")} == {12}
 
 
 # -- players sharing a vector-env member (runs of one seed in a batch draw its arm sets once) ----
@@ -306,3 +307,120 @@ def test_step_players_rejects_bad_input_and_arm_dependent_draws():
         for _ in range(50):
             means = odd._means[0]
             odd.step_players(np.array([int(np.argmax(means)), int(np.argmin(means))]), np.array([0, 0]))
+
+
+# -- batches whose members differ in lam, beta, sketch_size ... (the class's per_member_args) -----
+
+# lam x beta x sketch_size x seeds; with the members' own labels (the label names every argument)
+MIXED = {
+    "name": "mixed-grid",
+    "seeds": 2,
+    "envs": [ENV],
+    "agents": [
+        {"name": "OFUL", "grid": {"lam": [0.5, 2.0], "beta": [0.05, 0.5]}, "label": "OFUL lam={lam} beta={beta}"},
+        {"name": "SOFUL", "grid": {"lam": [0.5, 2.0], "beta": [0.05, 0.5], "sketch_size": [3, 5]},
+         "label": "SOFUL l={sketch_size} lam={lam} beta={beta}", "family": "SOFUL"},
+        {"name": "DBSLinUCB", "args": {"sketch": "rfd", "l0": 2, "eps": 1.0}, "grid": {"lam": [0.5, 2.0], "beta": [0.05, 0.5]},
+         "label": "DBS lam={lam} beta={beta}"},
+    ],
+}
+N_MIXED = 8 + 16 + 8
+
+
+def _members_per_batch(name: str, sizes: int = 1) -> int:
+    """Runs of one agent entry of MIXED in one batch: seeds x the grid arguments its class lets differ."""
+    from agents import AGENTS
+
+    varying = getattr(AGENTS[name], "per_member_args", ())
+    per = 2 * (4 if {"lam", "beta"} <= set(varying) else 1)
+    return per * (sizes if "sketch_size" in varying else 1)
+
+
+@pytest.fixture(scope="module")
+def mixed_dirs(tmp_path_factory):
+    one, many = tmp_path_factory.mktemp("mixed-per-run"), tmp_path_factory.mktemp("mixed-batched")
+    assert len(sweep(MIXED, one, batched=False, log=None).executed) == N_MIXED
+    lines = []
+    result = sweep(MIXED, many, log=lines.append)
+    assert result.ok and len(result.executed) == N_MIXED
+    return one, many, lines
+
+
+def test_a_grid_over_lam_beta_sketch_size_and_seeds_gives_the_per_run_records(mixed_dirs):
+    one, many, lines = mixed_dirs
+    sizes = {"OFUL": _members_per_batch("OFUL"), "SOFUL": _members_per_batch("SOFUL", 2),
+             "DBSLinUCB": _members_per_batch("DBSLinUCB")}
+    assert sizes["OFUL"] == 8, "OFUL members must differ in lam and beta (agents' per_member_args)"
+    n_batches = 2 + 16 // sizes["SOFUL"]  # one OFUL, one DBSLinUCB, SOFUL per sketch size unless it may differ
+    assert any(f"batched: {N_MIXED} runs in {n_batches} batch(es) of {min(sizes.values())}-{max(sizes.values())} "
+               "members" in line for line in lines), lines
+    pd.testing.assert_frame_equal(_untimed(load_records(many)), _untimed(load_records(one)), check_exact=True)
+    for path in sorted((one / "runs").glob("*.json")):
+        single, member = json.loads(path.read_text()), json.loads((many / "runs" / path.name).read_text())
+        assert member["batch_size"] == sizes[single["config"]["agent"]["name"]]
+        for key in ("run_id", "config", "seed", "agent_label", "env_label", "family", "device", "torch_threads"):
+            assert member[key] == single[key], key
+        args = single["config"]["agent"]["args"]
+        assert f"lam={args['lam']}" in member["agent_label"] and f"beta={args['beta']}" in member["agent_label"]
+        untimed = {k: v for k, v in single["summary"].items() if k not in TIMING_SUMMARY}
+        assert {k: v for k, v in member["summary"].items() if k not in TIMING_SUMMARY} == untimed
+    runs = load_runs(many)  # the report's view: each run under its own label and arguments
+    assert runs.groupby("agent")["seed"].nunique().eq(2).all() and runs["agent"].nunique() == N_MIXED // 2
+
+
+def test_kill_in_the_middle_of_a_mixed_batch_loses_and_duplicates_nothing(mixed_dirs, tmp_path, monkeypatch):
+    one, _, _ = mixed_dirs
+    saved = []
+    real_save = sweep_module.save_run
+    first_batch = _members_per_batch("OFUL")
+
+    def save_then_die(out_dir, records, meta):
+        if len(saved) == first_batch + 3:  # inside the second batch (SOFUL), while its members are saved
+            raise KeyboardInterrupt
+        saved.append(meta["run_id"])
+        return real_save(out_dir, records, meta)
+
+    monkeypatch.setattr(sweep_module, "save_run", save_then_die)
+    with pytest.raises(Interrupted, match=f"{first_batch + 3}/{N_MIXED} runs saved"):
+        sweep(MIXED, tmp_path, log=None)
+    monkeypatch.setattr(sweep_module, "save_run", real_save)
+    specs = {spec.run_id: spec for spec in parse_config(MIXED).runs}
+    assert sorted(rid for rid in specs if is_finished(tmp_path, specs[rid])) == sorted(saved)
+    before = {rid: (tmp_path / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved}
+    result = sweep(MIXED, tmp_path, log=None)
+    assert sorted(result.skipped) == sorted(saved) and result.ok
+    assert sorted(result.executed) == sorted(set(specs) - set(saved))
+    assert {rid: (tmp_path / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved} == before
+    assert sorted(p.stem for p in (tmp_path / "runs").glob("*.json")) == sorted(specs)
+    records = load_records(tmp_path)
+    assert not records.duplicated(KEYS).any()
+    pd.testing.assert_frame_equal(_untimed(records), _untimed(load_records(one)), check_exact=True)
+
+
+def test_tune_packs_its_grid_points_and_chooses_as_the_per_run_path(tmp_path):
+    cfg = {"seeds": 1, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}}],
+           "tune": {"beta": [0.05, 1.0], "lam": [0.2, 2.0], "seeds": 2}}
+    one = tune(cfg, tmp_path / "one", batched=False, log=None)
+    many = tune(cfg, tmp_path / "many", log=None)
+    assert one.tuned == many.tuned
+    pd.testing.assert_frame_equal(one.table, many.table)
+    sizes = {json.loads(p.read_text())["batch_size"] for p in (tmp_path / "many" / "runs").glob("*.json")}
+    assert sizes == {_members_per_batch("SOFUL")}  # 4 grid points x 2 seeds in one batch
+
+
+def test_plan_splits_members_whose_padding_would_waste_more_than_pad_ratio(monkeypatch):
+    from agents import SOFUL
+
+    from linbandit_gym.experiments.packing import PAD_RATIO
+
+    # the planner only reads the class's per_member_args (no batched agent is built here)
+    monkeypatch.setattr(SOFUL, "per_member_args", tuple({*getattr(SOFUL, "per_member_args", ()), "sketch_size"}),
+                        raising=False)
+    cfg = parse_config({"seeds": 2, "envs": [ENV], "agents": [{"name": "SOFUL", "grid": {"sketch_size": [2, 3, 40]}}]})
+    shapes = {canonical_json(cfg.runs[0].config["env"]): (5, 16)}
+    units = pack(cfg.runs, shapes=shapes)
+    _partition_ok(units, cfg.runs)
+    for unit in units:
+        sizes = [member_bytes(SOFUL(sketch_size=s.config["agent"]["args"]["sketch_size"]), 5, 16) for s in unit]
+        assert max(sizes) <= PAD_RATIO * min(sizes)
+    assert sorted(len(u) for u in units) == [2, 4]  # l = 2, 3 together; l = 40 on its own batch
