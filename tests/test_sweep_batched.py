@@ -71,12 +71,14 @@ def batched_dir(tmp_path_factory):
     return out
 
 
-def test_records_and_metadata_equal_the_per_run_path(per_run_dir, batched_dir):
+def _same_runs(per_run_dir, batched_dir, batch_size) -> None:
+    """Records and metadata of every run equal the per-run path's apart from timing; each batched
+    run's ``batch_size`` is ``batch_size(its per-run metadata)``."""
     pd.testing.assert_frame_equal(_untimed(load_records(batched_dir)), _untimed(load_records(per_run_dir)),
                                   check_exact=True)
     for path in sorted((per_run_dir / "runs").glob("*.json")):
         one, many = json.loads(path.read_text()), json.loads((batched_dir / "runs" / path.name).read_text())
-        assert "batch_size" not in one and many["batch_size"] == 6  # 2 betas x 3 seeds
+        assert "batch_size" not in one and many["batch_size"] == batch_size(one)
         for key in ("run_id", "config", "seed", "agent_label", "env_label", "family", "device", "torch_threads"):
             assert many[key] == one[key], key
         untimed = {k: v for k, v in one["summary"].items() if k not in TIMING_SUMMARY}
@@ -84,33 +86,45 @@ def test_records_and_metadata_equal_the_per_run_path(per_run_dir, batched_dir):
         assert many["summary"]["agent_time_s"] > 0
 
 
-def test_kill_in_the_middle_of_a_batch_redoes_only_unfinished_runs(per_run_dir, tmp_path, monkeypatch):
+def test_records_and_metadata_equal_the_per_run_path(per_run_dir, batched_dir):
+    _same_runs(per_run_dir, batched_dir, lambda meta: 6)  # 2 betas x 3 seeds
+
+
+def _kill_saving_and_resume(cfg: dict, out, monkeypatch, kill_at: int, per_run_dir) -> list[str]:
+    """Ctrl-C while the sweep saves its ``kill_at + 1``-th run, then resume; check nothing is lost or
+    done twice and the records equal the per-run path's. Returns the log lines of the resumed sweep."""
     saved = []
     real_save = sweep_module.save_run
 
     def save_then_die(out_dir, records, meta):
-        if len(saved) == 4:  # the fifth member of the first batch: Ctrl-C while a batch is being saved
+        if len(saved) == kill_at:
             raise KeyboardInterrupt
         saved.append(meta["run_id"])
         return real_save(out_dir, records, meta)
 
+    specs = {spec.run_id: spec for spec in parse_config(cfg).runs}
     monkeypatch.setattr(sweep_module, "save_run", save_then_die)
-    with pytest.raises(Interrupted, match=f"4/{N_RUNS} runs saved"):
-        sweep(GRID, tmp_path, log=None)
+    with pytest.raises(Interrupted, match=f"{kill_at}/{len(specs)} runs saved"):
+        sweep(cfg, out, log=None)
     monkeypatch.setattr(sweep_module, "save_run", real_save)
-    specs = {spec.run_id: spec for spec in parse_config(GRID).runs}
-    assert [rid for rid in specs if is_finished(tmp_path, specs[rid])] == [rid for rid in specs if rid in saved]
-    before = {rid: (tmp_path / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved}
+    assert [rid for rid in specs if is_finished(out, specs[rid])] == [rid for rid in specs if rid in saved]
+    before = {rid: (out / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved}
     lines = []
-    result = sweep(GRID, tmp_path, log=lines.append)
+    result = sweep(cfg, out, log=lines.append)
     assert sorted(result.skipped) == sorted(saved)
     assert sorted(result.executed) == sorted(set(specs) - set(saved)) and result.ok
-    assert any("runs in 5 batch(es) of 2-6 members" in line for line in lines), lines  # the cut batch's rest is packed again
-    assert {rid: (tmp_path / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved} == before
-    assert sorted(p.stem for p in (tmp_path / "runs").glob("*.json")) == sorted(specs)  # each run exactly once
-    records = load_records(tmp_path)
+    assert {rid: (out / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved} == before
+    assert sorted(p.stem for p in (out / "runs").glob("*.json")) == sorted(specs)  # each run exactly once
+    records = load_records(out)
     assert not records.duplicated(KEYS).any()
     pd.testing.assert_frame_equal(_untimed(records), _untimed(load_records(per_run_dir)), check_exact=True)
+    return lines
+
+
+def test_kill_in_the_middle_of_a_batch_redoes_only_unfinished_runs(per_run_dir, tmp_path, monkeypatch):
+    # Ctrl-C while the fifth member of the first batch (2 betas x 3 seeds) is saved
+    lines = _kill_saving_and_resume(GRID, tmp_path, monkeypatch, 4, per_run_dir)
+    assert any("runs in 5 batch(es) of 2-6 members" in line for line in lines), lines  # the cut batch's rest is packed again
 
 
 def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
@@ -236,7 +250,8 @@ def test_tune_chooses_the_same_batched_or_not(tmp_path):
     many = tune(cfg, tmp_path / "many", log=None)
     assert one.tuned == many.tuned
     pd.testing.assert_frame_equal(one.table, many.table)
-    assert {json.loads(p.read_text()).get("batch_size") for p in (tmp_path / "many" / "runs").glob("*.json")} == {12}
+    sizes = {json.loads(p.read_text()).get("batch_size") for p in (tmp_path / "many" / "runs").glob("*.json")}
+    assert sizes == {12}  # the 4 grid points x 3 seeds in one batch (members differ in lam and beta)
 
 
 # -- players sharing a vector-env member (runs of one seed in a batch draw its arm sets once) ----
@@ -354,58 +369,18 @@ def test_a_grid_over_lam_beta_sketch_size_and_seeds_gives_the_per_run_records(mi
     n_batches = 2 + 16 // sizes["SOFUL"]  # one OFUL, one DBSLinUCB, SOFUL per sketch size unless it may differ
     assert any(f"batched: {N_MIXED} runs in {n_batches} batch(es) of {min(sizes.values())}-{max(sizes.values())} "
                "members" in line for line in lines), lines
-    pd.testing.assert_frame_equal(_untimed(load_records(many)), _untimed(load_records(one)), check_exact=True)
-    for path in sorted((one / "runs").glob("*.json")):
-        single, member = json.loads(path.read_text()), json.loads((many / "runs" / path.name).read_text())
-        assert member["batch_size"] == sizes[single["config"]["agent"]["name"]]
-        for key in ("run_id", "config", "seed", "agent_label", "env_label", "family", "device", "torch_threads"):
-            assert member[key] == single[key], key
-        args = single["config"]["agent"]["args"]
-        assert f"lam={args['lam']}" in member["agent_label"] and f"beta={args['beta']}" in member["agent_label"]
-        untimed = {k: v for k, v in single["summary"].items() if k not in TIMING_SUMMARY}
-        assert {k: v for k, v in member["summary"].items() if k not in TIMING_SUMMARY} == untimed
+    _same_runs(one, many, lambda meta: sizes[meta["config"]["agent"]["name"]])
+    for path in sorted((many / "runs").glob("*.json")):  # each member under its own label
+        meta = json.loads(path.read_text())
+        args = meta["config"]["agent"]["args"]
+        assert f"lam={args['lam']}" in meta["agent_label"] and f"beta={args['beta']}" in meta["agent_label"]
     runs = load_runs(many)  # the report's view: each run under its own label and arguments
     assert runs.groupby("agent")["seed"].nunique().eq(2).all() and runs["agent"].nunique() == N_MIXED // 2
 
 
 def test_kill_in_the_middle_of_a_mixed_batch_loses_and_duplicates_nothing(mixed_dirs, tmp_path, monkeypatch):
-    one, _, _ = mixed_dirs
-    saved = []
-    real_save = sweep_module.save_run
-    first_batch = _members_per_batch("OFUL")
-
-    def save_then_die(out_dir, records, meta):
-        if len(saved) == first_batch + 3:  # inside the second batch (SOFUL), while its members are saved
-            raise KeyboardInterrupt
-        saved.append(meta["run_id"])
-        return real_save(out_dir, records, meta)
-
-    monkeypatch.setattr(sweep_module, "save_run", save_then_die)
-    with pytest.raises(Interrupted, match=f"{first_batch + 3}/{N_MIXED} runs saved"):
-        sweep(MIXED, tmp_path, log=None)
-    monkeypatch.setattr(sweep_module, "save_run", real_save)
-    specs = {spec.run_id: spec for spec in parse_config(MIXED).runs}
-    assert sorted(rid for rid in specs if is_finished(tmp_path, specs[rid])) == sorted(saved)
-    before = {rid: (tmp_path / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved}
-    result = sweep(MIXED, tmp_path, log=None)
-    assert sorted(result.skipped) == sorted(saved) and result.ok
-    assert sorted(result.executed) == sorted(set(specs) - set(saved))
-    assert {rid: (tmp_path / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved} == before
-    assert sorted(p.stem for p in (tmp_path / "runs").glob("*.json")) == sorted(specs)
-    records = load_records(tmp_path)
-    assert not records.duplicated(KEYS).any()
-    pd.testing.assert_frame_equal(_untimed(records), _untimed(load_records(one)), check_exact=True)
-
-
-def test_tune_packs_its_grid_points_and_chooses_as_the_per_run_path(tmp_path):
-    cfg = {"seeds": 1, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}}],
-           "tune": {"beta": [0.05, 1.0], "lam": [0.2, 2.0], "seeds": 2}}
-    one = tune(cfg, tmp_path / "one", batched=False, log=None)
-    many = tune(cfg, tmp_path / "many", log=None)
-    assert one.tuned == many.tuned
-    pd.testing.assert_frame_equal(one.table, many.table)
-    sizes = {json.loads(p.read_text())["batch_size"] for p in (tmp_path / "many" / "runs").glob("*.json")}
-    assert sizes == {_members_per_batch("SOFUL")}  # 4 grid points x 2 seeds in one batch
+    # Ctrl-C inside the second batch (SOFUL's lam x beta x seeds), while its members are saved
+    _kill_saving_and_resume(MIXED, tmp_path, monkeypatch, _members_per_batch("OFUL") + 3, mixed_dirs[0])
 
 
 def test_plan_splits_members_whose_padding_would_waste_more_than_pad_ratio(monkeypatch):

@@ -235,18 +235,12 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
 
 def _batch_agent(specs: list[dict]):
     """One batched agent whose member i is the agent of ``specs[i]``."""
-    from agents import batched as batched_agents
+    from agents.batched import batched_members
 
     from ..cli import resolve_agent
 
-    agents = [resolve_agent(spec["config"]["agent"]["name"], dict(spec["config"]["agent"]["args"])) for spec in specs]
-    members = getattr(batched_agents, "batched_members", None)
-    if members is not None:
-        return members(agents)
-    if any(spec["config"]["agent"]["args"] != specs[0]["config"]["agent"]["args"] for spec in specs):
-        raise ValueError("the runs of this batch differ in their agent arguments, which needs "
-                         "agents.batched.batched_members; run the sweep with --no-batched")
-    return batched_agents.batched(agents[0], len(agents))
+    return batched_members([resolve_agent(spec["config"]["agent"]["name"], dict(spec["config"]["agent"]["args"]))
+                            for spec in specs])
 
 
 def split_by_seed(frame: pd.DataFrame, specs: list[dict], extra: dict, started: datetime, duration_s: float,
