@@ -27,19 +27,26 @@ from agents.sketches.fd import FrequentDirections
 from agents.sketches.rfd import RobustFrequentDirections
 from sketch_streams import KINDS, make_stream
 
+# small d with sketches: the "sketch holds more than OFUL's inverse" warning is expected here
+pytestmark = pytest.mark.filterwarnings("ignore:.*holds .* bytes per agent")
+
 ENV = "LinBandit-HeavyTail-v0"  # arms of varying norms: sketches shrink, DBS blocks diverge
 ENV_KW = dict(d=8, n_arms=8, horizon=40, alpha=0.5, noise_std=0.1)
 LAMS = (0.05, 1.0, 20.0)
 BETAS = (0.0, 0.1, 1.0)
 SEEDS = (0, 7)
 
-# family -> extra constructor arguments shared by the grid (sketch_size keeps SOFUL/CBSCFD sketched at d = 8)
+DBS_ENV = dict(ENV_KW, d=24)  # room for several sketched blocks before DBS switches to exact updates
+
+# family -> (class, arguments shared by the grid, per-member grid axes beyond lam x beta x seed, env);
+# sketch sizes 2..5 at d = 8 keep SOFUL/CBSCFD sketched (FD is exact only for l > d)
 FAMILIES = {
-    "OFUL": (OFUL, {}),
-    "SOFUL": (SOFUL, dict(sketch_size=3)),
-    "CBSCFD": (CBSCFD, dict(sketch_size=3)),
-    "DBSLinUCB-FD": (DBSLinUCB, dict(l0=1, eps=1.0, sentinel=False)),
-    "DBSLinUCB-RFD": (DBSLinUCB, dict(l0=1, eps=1.0, sketch="rfd", fast=False)),
+    "OFUL": (OFUL, {}, {}, ENV_KW),
+    "SOFUL": (SOFUL, {}, dict(sketch_size=(2, 5)), ENV_KW),
+    "SOFUL-textbook": (SOFUL, dict(fast=False), dict(sketch_size=(2, 3)), ENV_KW),
+    "CBSCFD": (CBSCFD, {}, dict(sketch_size=(2, 5)), ENV_KW),
+    "DBSLinUCB-FD": (DBSLinUCB, dict(l0=2, eps=4.0, sentinel=False), {}, DBS_ENV),
+    "DBSLinUCB-RFD": (DBSLinUCB, dict(l0=1, eps=4.0, sketch="rfd", fast=False), {}, DBS_ENV),
 }
 
 
@@ -58,32 +65,37 @@ def play(env, agent, seed, rounds: int) -> np.ndarray:
     return np.array(actions).T
 
 
-def play_single(agent, seed: int, rounds: int) -> np.ndarray:
-    return play(gym.make(ENV, **ENV_KW), agent, seed, rounds)
+def play_single(agent, seed: int, rounds: int, env_kw=ENV_KW) -> np.ndarray:
+    return play(gym.make(ENV, **env_kw), agent, seed, rounds)
 
 
-def play_batch(agent, seeds, rounds: int) -> np.ndarray:
-    return play(gym.make_vec(ENV, num_envs=len(seeds), **ENV_KW), agent, list(seeds), rounds)
+def play_batch(agent, seeds, rounds: int, env_kw=ENV_KW) -> np.ndarray:
+    return play(gym.make_vec(ENV, num_envs=len(seeds), **env_kw), agent, list(seeds), rounds)
 
 
-@pytest.mark.filterwarnings("ignore:.*holds .* bytes per agent")
 @pytest.mark.parametrize("family", list(FAMILIES))
-def test_every_member_of_a_lam_beta_seed_grid_chooses_as_its_single_twin(family):
-    """ONE batched agent holds the whole lam x beta x seed grid; each member replays its twin."""
-    cls, extra = FAMILIES[family]
-    grid = list(itertools.product(LAMS, BETAS, SEEDS))
-    rounds = ENV_KW["horizon"]
-    agent = cls(batch_size=len(grid), lam=[g[0] for g in grid], beta=[g[1] for g in grid], noise_std=0.1, **extra)
-    acts = play_batch(agent, [g[2] for g in grid], rounds)
-    for i, (lam, beta, seed) in enumerate(grid):
-        twin = cls(lam=lam, beta=beta, noise_std=0.1, **extra)
-        np.testing.assert_array_equal(acts[i], play_single(twin, seed, rounds), err_msg=f"member {i}: {grid[i]}")
+def test_every_member_of_a_hyperparameter_grid_chooses_as_its_single_twin(family):
+    """ONE batched agent holds the whole lam x beta (x sketch size) x seed grid; each member
+    replays its twin, and reports the twin's memory, sketch size and radius."""
+    cls, shared, axes, env_kw = FAMILIES[family]
+    names = ["lam", "beta", *axes, "seed"]
+    grid = [dict(zip(names, values)) for values in itertools.product(LAMS, BETAS, *axes.values(), SEEDS)]
+    rounds = env_kw["horizon"]
+    per_member = {name: [g[name] for g in grid] for name in names if name != "seed"}
+    assert set(per_member) <= set(cls.per_member_args)
+    agent = cls(batch_size=len(grid), noise_std=0.1, **shared, **per_member)
+    acts = play_batch(agent, [g["seed"] for g in grid], rounds, env_kw)
+    for i, g in enumerate(grid):
+        twin = cls(noise_std=0.1, **shared, **{k: v for k, v in g.items() if k != "seed"})
+        np.testing.assert_array_equal(acts[i], play_single(twin, g["seed"], rounds, env_kw), err_msg=f"member {i}: {g}")
         assert agent.member_memory_bytes()[i] == twin.memory_bytes(), i
         assert agent.sketch_size[i] == twin.sketch_size, i
         assert float(agent.confidence_radius()[i]) == twin.confidence_radius()
         np.testing.assert_allclose(agent.theta_hat[i].numpy(), twin.theta_hat.numpy(), rtol=1e-8, atol=1e-10)
-    # the grid matters: on one seed, members of different (lam, beta) do not all play alike
-    same_seed = [i for i, g in enumerate(grid) if g[2] == SEEDS[0]]
+    if cls is not OFUL:  # the sketches did discard mass: not OFUL in disguise
+        assert (agent.estimator.total_shrinkage > 0).sum() >= len(grid) // 2
+    # the grid matters: on one seed, members of different hyperparameters do not all play alike
+    same_seed = [i for i, g in enumerate(grid) if g["seed"] == SEEDS[0]]
     assert len({tuple(acts[i]) for i in same_seed}) > 1
 
 
@@ -98,7 +110,6 @@ def test_theory_radius_members_differing_in_lam_match_their_twins(cls, extra):
         assert float(agent.confidence_radius()[i]) == pytest.approx(twin.confidence_radius(), rel=1e-10)
 
 
-@pytest.mark.filterwarnings("ignore:.*holds .* bytes per agent")
 def test_batched_members_builds_the_batch_of_given_agents():
     singles = [SOFUL(lam=0.2, beta=0.01, sketch_size=3), SOFUL(lam=2.0, beta=0.01, sketch_size=3),
                SOFUL(lam=2.0, beta=0.3, sketch_size=3)]
@@ -119,8 +130,8 @@ def test_batched_members_builds_the_batch_of_given_agents():
 def test_batched_members_refuses_what_cannot_differ_and_names_it():
     with pytest.raises(ValueError, match=r"agents\[1\] has delta=0.1 but agents\[0\] has delta=0.05; delta cannot"):
         batched_members([OFUL(lam=1.0), OFUL(lam=2.0, delta=0.1)])
-    with pytest.raises(ValueError, match=r"agents\[1\] has sketch_size=5.*per member: lam, beta"):
-        batched_members([SOFUL(sketch_size=4), SOFUL(sketch_size=5)])
+    with pytest.raises(ValueError, match=r"agents\[1\] has fast=False.*per member: lam, beta, sketch_size"):
+        batched_members([SOFUL(sketch_size=4), SOFUL(sketch_size=5, fast=False)])
     with pytest.raises(ValueError, match=r"agents\[1\] is a SOFUL but agents\[0\] a OFUL"):
         batched_members([OFUL(), SOFUL()])
     with pytest.raises(ValueError, match="already batched"):
@@ -156,6 +167,23 @@ def test_per_member_arguments_are_validated_naming_the_member(cls):
     assert cls(batch_size=2, lam=[0.5, 0.5]).lam == 0.5
 
 
+@pytest.mark.parametrize("cls", [SOFUL, CBSCFD])
+def test_per_member_sketch_sizes_are_validated_and_reported(cls):
+    assert "sketch_size" in cls.per_member_args
+    with pytest.raises(ValueError, match=r"sketch_size\[1\] must be >= 1, got 0 \(member 1 of the batch of 3\)"):
+        cls(batch_size=3, sketch_size=[3, 0, 2])
+    with pytest.raises(ValueError, match=r"sketch_size\[2\] must be a positive int"):
+        cls(batch_size=3, sketch_size=[3, 4, 2.0])
+    with pytest.raises(ValueError, match="single agent"):
+        cls(sketch_size=[3, 4])
+    agent = cls(batch_size=3, sketch_size=[2, 4, 3], fast=False, d=6)
+    assert agent.sketch_size.tolist() == [2, 4, 3] and agent.estimator.capacity == 4
+    assert repr(agent).endswith("sketch_size=[2, 4, 3])")
+    singles = [cls(sketch_size=l, fast=False, d=6) for l in (2, 4, 3)]
+    assert agent.member_memory_bytes().tolist() == [s.memory_bytes() for s in singles]
+    assert agent.memory_bytes() >= sum(s.memory_bytes() for s in singles)  # the padded batch holds at least that
+
+
 def test_a_refused_update_leaves_a_mixed_batch_unchanged():
     agent = OFUL(batch_size=2, lam=[0.5, 3.0], beta=[0.1, 1.0])
     obs = np.random.default_rng(0).standard_normal((2, 4, 3))
@@ -174,26 +202,28 @@ def test_a_refused_update_leaves_a_mixed_batch_unchanged():
 @given(
     kinds=st.lists(st.sampled_from(KINDS), min_size=2, max_size=3),
     regs=st.lists(st.sampled_from([0.01, 0.5, 3.0, 100.0]), min_size=3, max_size=3),
+    sizes=st.lists(st.integers(1, 6), min_size=3, max_size=3), fast=st.booleans(),
     n=st.integers(1, 30), d=st.integers(2, 9), which=st.sampled_from(["exact", "fd", "rfd", "dbs-fd", "dbs-rfd"]),
     seed=st.integers(0, 2**31 - 1),
 )
-def test_estimators_with_per_member_ridges_equal_separate_ones(kinds, regs, n, d, which, seed):
-    """Huge and zero rows included (the exact inverse's repair, DBS's switch to exact updates):
-    every query of member i equals the single estimator built with ``reg[i]``."""
+def test_estimators_with_per_member_parameters_equal_separate_ones(kinds, regs, sizes, fast, n, d, which, seed):
+    """Members with their own ridge (and FD/RFD sketch size) on adversarial streams, huge and
+    zero rows included (the exact inverse's repair, DBS's switch to exact updates): every query
+    of member i equals the single estimator built with ``reg[i]`` (and ``sizes[i]``)."""
     B = len(kinds)
-    regs = regs[:B]
+    regs, sizes = regs[:B], sizes[:B]
     streams = [make_stream(kind, n, d, seed + i) for i, kind in enumerate(kinds)]
 
-    def make(reg, batch_size=None):
+    def make(reg, size, batch_size=None):
         kw = dict(reg=reg, dtype=torch.float64, batch_size=batch_size)
         if which == "exact":
             return ExactCovariance(d, keep_gram=False, **kw)
         if which in ("fd", "rfd"):
-            return (FrequentDirections if which == "fd" else RobustFrequentDirections)(d, 2, **kw)
-        return DyadicBlockSketch(d, 1, 1.0, sketch=which[4:], **kw)
+            return (FrequentDirections if which == "fd" else RobustFrequentDirections)(d, size, fast=fast, **kw)
+        return DyadicBlockSketch(d, 1, 1.0, sketch=which[4:], fast=fast, **kw)
 
-    singles = [make(r) for r in regs]
-    bat = make(regs, batch_size=B)
+    singles = [make(r, size) for r, size in zip(regs, sizes)]
+    bat = make(regs, sizes, batch_size=B)
     rng = np.random.default_rng(seed)
     for t in range(n):
         arms = torch.as_tensor(rng.standard_normal((B, 4, d)))
@@ -215,6 +245,8 @@ def test_estimators_with_per_member_ridges_equal_separate_ones(kinds, regs, n, d
             assert abs(float(np.atleast_1d(bat.total_shrinkage)[i]) - single.total_shrinkage) <= 1e-9 * scale
         if which in ("fd", "rfd"):
             assert float(bat.log_det_ratio_bound()[i]) == pytest.approx(single.log_det_ratio_bound(), rel=1e-7, abs=1e-9)
+            assert (bat.rows_in_use[i], bat.n_reductions[i], bat.sketch_size[i]) == (
+                single.rows_in_use, single.n_reductions, single.sketch_size)
 
 
 def test_estimator_ridge_per_member_is_validated_naming_the_member():
@@ -224,3 +256,5 @@ def test_estimator_ridge_per_member_is_validated_naming_the_member():
         FrequentDirections(3, 2, reg=[1.0, 2.0, 3.0], batch_size=2)
     with pytest.raises(ValueError, match="single agent"):
         ExactCovariance(3, reg=[1.0, 2.0])
+    with pytest.raises(ValueError, match=r"sketch_size\[0\] must be a positive int .*got 2.5 .*\(member 0"):
+        RobustFrequentDirections(3, [2.5, 2], batch_size=2)

@@ -130,7 +130,7 @@ import torch
 from .._torch import tensor_bytes
 from .base import CovarianceEstimator
 from .exact import repair_inverse_, sherman_morrison_
-from .fd import border_at_, border_one_, border_scattered_, safe_inverse_factor
+from .fd import _listed, border_at_, border_one_, border_scattered_, safe_inverse_factor
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
 
@@ -867,6 +867,6 @@ class DyadicBlockSketch(CovarianceEstimator):
         return tensor_bytes(self.S, self.G, self.Linv, self._z, self.A_inv, self.gram, self.b)
 
     def __repr__(self) -> str:
-        return (f"DyadicBlockSketch(d={self.d}, l0={self.l0}, eps={self.eps}, sketch={self.sketch!r}, reg={self.reg}, "
+        return (f"DyadicBlockSketch(d={self.d}, l0={self.l0}, eps={self.eps}, sketch={self.sketch!r}, reg={_listed(self.reg)}, "
                 f"fast={self.fast}, batch_size={None if self.single else self.batch_size}, "
                 f"n_blocks={self.n_blocks}, exact_mode={self.exact_mode})")
