@@ -45,9 +45,20 @@ FAMILIES = {
     "SOFUL": (SOFUL, {}, dict(sketch_size=(2, 5)), ENV_KW),
     "SOFUL-textbook": (SOFUL, dict(fast=False), dict(sketch_size=(2, 3)), ENV_KW),
     "CBSCFD": (CBSCFD, {}, dict(sketch_size=(2, 5)), ENV_KW),
-    "DBSLinUCB-FD": (DBSLinUCB, dict(l0=2, eps=4.0, sentinel=False), {}, DBS_ENV),
-    "DBSLinUCB-RFD": (DBSLinUCB, dict(l0=1, eps=4.0, sketch="rfd", fast=False), {}, DBS_ENV),
+    # l0 = 8 at d = 24: that member's first block would hold more than OFUL's inverse, so it is exact from row 1
+    "DBSLinUCB-FD": (DBSLinUCB, dict(sentinel=False), dict(l0=(1, 2), eps=(2.0, 8.0)), DBS_ENV),
+    "DBSLinUCB-RFD": (DBSLinUCB, dict(sketch="rfd", fast=False), dict(l0=(1, 8), eps=(4.0, 8.0)), DBS_ENV),
 }
+
+
+def assert_same_blocks(blocks, expected) -> None:
+    """The same DBS blocks (index, sizes, rows, state exactly; masses and shrinkages up to rounding)."""
+    assert len(blocks) == len(expected)
+    for got, want in zip(blocks, expected):
+        assert (got.index, got.sketch_size, got.n_rows, got.rows_held, got.active) == (
+            want.index, want.sketch_size, want.n_rows, want.rows_held, want.active)
+        for name in ("block_size", "shrinkage", "alpha"):
+            assert getattr(got, name) == pytest.approx(getattr(want, name), rel=1e-9, abs=1e-12), name
 
 
 def play(env, agent, seed, rounds: int) -> np.ndarray:
@@ -75,8 +86,8 @@ def play_batch(agent, seeds, rounds: int, env_kw=ENV_KW) -> np.ndarray:
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_every_member_of_a_hyperparameter_grid_chooses_as_its_single_twin(family):
-    """ONE batched agent holds the whole lam x beta (x sketch size) x seed grid; each member
-    replays its twin, and reports the twin's memory, sketch size and radius."""
+    """ONE batched agent holds the whole lam x beta (x sketch size, or x l0 x eps) x seed grid;
+    each member replays its twin, and reports the twin's memory, sketch size and radius."""
     cls, shared, axes, env_kw = FAMILIES[family]
     names = ["lam", "beta", *axes, "seed"]
     grid = [dict(zip(names, values)) for values in itertools.product(LAMS, BETAS, *axes.values(), SEEDS)]
@@ -90,6 +101,9 @@ def test_every_member_of_a_hyperparameter_grid_chooses_as_its_single_twin(family
         np.testing.assert_array_equal(acts[i], play_single(twin, g["seed"], rounds, env_kw), err_msg=f"member {i}: {g}")
         assert agent.member_memory_bytes()[i] == twin.memory_bytes(), i
         assert agent.sketch_size[i] == twin.sketch_size, i
+        if cls is DBSLinUCB:
+            assert (agent.n_blocks[i], agent.exact_mode[i]) == (twin.n_blocks, twin.exact_mode), i
+            assert_same_blocks(agent.estimator.blocks(i), twin.estimator.blocks())
         assert float(agent.confidence_radius()[i]) == twin.confidence_radius()
         np.testing.assert_allclose(agent.theta_hat[i].numpy(), twin.theta_hat.numpy(), rtol=1e-8, atol=1e-10)
     if cls is not OFUL:  # the sketches did discard mass: not OFUL in disguise
@@ -167,6 +181,26 @@ def test_per_member_arguments_are_validated_naming_the_member(cls):
     assert cls(batch_size=2, lam=[0.5, 0.5]).lam == 0.5
 
 
+def test_per_member_l0_and_eps_are_validated_naming_the_member():
+    assert {"l0", "eps"} <= set(DBSLinUCB.per_member_args)
+    with pytest.raises(ValueError, match=r"l0\[1\] \(the initial sketch size\) must be an int >= 1, got 0 \(member 1"):
+        DBSLinUCB(batch_size=2, l0=[2, 0])
+    with pytest.raises(ValueError, match=r"eps\[0\] \(the error parameter\) must be a finite number > 0, got -1.0 \(member 0"):
+        DBSLinUCB(batch_size=2, eps=[-1.0, 2.0])
+    with pytest.raises(ValueError, match=r"l0\[1\]=10 exceeds the dimension d=4.*\(member 1 of the batch of 2\)"):
+        DBSLinUCB(batch_size=2, l0=[2, 10], d=4)
+    agent = DBSLinUCB(batch_size=2, l0=[2, 10], eps=1.0)
+    with pytest.raises(ValueError, match=r"l0\[1\]=10 \(member 1\) exceeds the arm dimension d=4"):
+        agent.act(np.zeros((2, 3, 4)))
+    assert agent.estimator is None  # nothing was allocated
+    agent = DBSLinUCB(batch_size=3, l0=[1, 2, 8], eps=[1.0, 4.0, 4.0], d=24)
+    assert repr(agent) == "DBSLinUCB(batch_size=3, lam=1.0, beta=1.0, l0=[1, 2, 8], eps=[1.0, 4.0, 4.0], sketch='fd')"
+    singles = [DBSLinUCB(l0=l0, eps=eps, d=24) for l0, eps in ((1, 1.0), (2, 4.0), (8, 4.0))]
+    assert agent.estimator.block_cap.tolist() == [s.estimator.block_cap for s in singles]
+    assert agent.exact_mode.tolist() == [s.exact_mode for s in singles] == [False, False, True]
+    assert agent.member_memory_bytes().tolist() == [s.memory_bytes() for s in singles]
+
+
 @pytest.mark.parametrize("cls", [SOFUL, CBSCFD])
 def test_per_member_sketch_sizes_are_validated_and_reported(cls):
     assert "sketch_size" in cls.per_member_args
@@ -203,27 +237,31 @@ def test_a_refused_update_leaves_a_mixed_batch_unchanged():
     kinds=st.lists(st.sampled_from(KINDS), min_size=2, max_size=3),
     regs=st.lists(st.sampled_from([0.01, 0.5, 3.0, 100.0]), min_size=3, max_size=3),
     sizes=st.lists(st.integers(1, 6), min_size=3, max_size=3), fast=st.booleans(),
-    n=st.integers(1, 30), d=st.integers(2, 9), which=st.sampled_from(["exact", "fd", "rfd", "dbs-fd", "dbs-rfd"]),
+    epss=st.lists(st.sampled_from([0.5, 2.0, 8.0]), min_size=3, max_size=3), memory_cap=st.booleans(),
+    n=st.integers(1, 40), d=st.integers(2, 12), which=st.sampled_from(["exact", "fd", "rfd", "dbs-fd", "dbs-rfd"]),
     seed=st.integers(0, 2**31 - 1),
 )
-def test_estimators_with_per_member_parameters_equal_separate_ones(kinds, regs, sizes, fast, n, d, which, seed):
-    """Members with their own ridge (and FD/RFD sketch size) on adversarial streams, huge and
-    zero rows included (the exact inverse's repair, DBS's switch to exact updates): every query
-    of member i equals the single estimator built with ``reg[i]`` (and ``sizes[i]``)."""
+def test_estimators_with_per_member_parameters_equal_separate_ones(kinds, regs, sizes, fast, epss, memory_cap, n, d,
+                                                                   which, seed):
+    """Members with their own ridge (and FD/RFD sketch size, or DBS l0 and eps) on adversarial
+    streams, huge and zero rows included (the exact inverse's repair, DBS's switch to exact
+    updates): every query of member i equals the single estimator built with the i-th values."""
     B = len(kinds)
-    regs, sizes = regs[:B], sizes[:B]
+    regs, sizes, epss = regs[:B], sizes[:B], epss[:B]
     streams = [make_stream(kind, n, d, seed + i) for i, kind in enumerate(kinds)]
 
-    def make(reg, size, batch_size=None):
+    def make(reg, size, eps, batch_size=None):
         kw = dict(reg=reg, dtype=torch.float64, batch_size=batch_size)
         if which == "exact":
             return ExactCovariance(d, keep_gram=False, **kw)
         if which in ("fd", "rfd"):
             return (FrequentDirections if which == "fd" else RobustFrequentDirections)(d, size, fast=fast, **kw)
-        return DyadicBlockSketch(d, 1, 1.0, sketch=which[4:], fast=fast, **kw)
+        l0 = min(size, d) if batch_size is None else [min(v, d) for v in size]
+        # memory_cap=False: the literal block cap floor(log2(d/l0 + 1)), each member its own
+        return DyadicBlockSketch(d, l0, eps, sketch=which[4:], fast=fast, memory_cap=memory_cap, **kw)
 
-    singles = [make(r, size) for r, size in zip(regs, sizes)]
-    bat = make(regs, sizes, batch_size=B)
+    singles = [make(*values) for values in zip(regs, sizes, epss)]
+    bat = make(regs, sizes, epss, batch_size=B)
     rng = np.random.default_rng(seed)
     for t in range(n):
         arms = torch.as_tensor(rng.standard_normal((B, 4, d)))
@@ -243,10 +281,32 @@ def test_estimators_with_per_member_parameters_equal_separate_ones(kinds, regs, 
         assert bat.member_memory_bytes()[i] == single.memory_bytes()
         if which != "exact":
             assert abs(float(np.atleast_1d(bat.total_shrinkage)[i]) - single.total_shrinkage) <= 1e-9 * scale
+        if which.startswith("dbs"):
+            assert_same_blocks(bat.blocks(i), single.blocks())
+            assert bat.exact[i] == single.exact_mode
         if which in ("fd", "rfd"):
             assert float(bat.log_det_ratio_bound()[i]) == pytest.approx(single.log_det_ratio_bound(), rel=1e-7, abs=1e-9)
             assert (bat.rows_in_use[i], bat.n_reductions[i], bat.sketch_size[i]) == (
                 single.rows_in_use, single.n_reductions, single.sketch_size)
+
+
+@pytest.mark.parametrize("sketch", ["fd", "rfd"])
+def test_dbs_members_with_their_own_l0_reach_their_own_block_caps(sketch):
+    """The paper's literal cap (memory_cap=False) differs per l0: floor(log2(16/l0 + 1)) = 4, 3, 2."""
+    d, l0s, epss = 16, [1, 2, 4], [0.5, 2.0, 8.0]
+    X = torch.as_tensor(np.random.default_rng(1).standard_normal((120, d)))
+    kw = dict(sketch=sketch, reg=[0.3, 1.0, 3.0], memory_cap=False, dtype=torch.float64)
+    bat = DyadicBlockSketch(d, l0s, epss, batch_size=3, **kw)
+    singles = [DyadicBlockSketch(d, l0, eps, **dict(kw, reg=reg)) for l0, eps, reg in zip(l0s, epss, kw["reg"])]
+    assert bat.block_cap.tolist() == [s.block_cap for s in singles] == [4, 3, 2]
+    for t in range(len(X)):
+        bat.update(X[t].expand(3, d), None)
+        for i, single in enumerate(singles):
+            single.update(X[t])
+            assert_same_blocks(bat.blocks(i), single.blocks())
+    assert bat.exact.all() and bat.n_blocks.tolist() == [4, 3, 2]
+    np.testing.assert_allclose(bat.solve(X[:3]).numpy(), np.stack([s.solve(X[i]).numpy() for i, s in enumerate(singles)]),
+                               rtol=1e-9, atol=1e-12)
 
 
 def test_estimator_ridge_per_member_is_validated_naming_the_member():
