@@ -51,14 +51,14 @@ FAMILIES = {
 }
 
 
-def assert_same_blocks(blocks, expected) -> None:
+def assert_same_blocks(blocks, expected, rel: float = 1e-9) -> None:
     """The same DBS blocks (index, sizes, rows, state exactly; masses and shrinkages up to rounding)."""
     assert len(blocks) == len(expected)
     for got, want in zip(blocks, expected):
         assert (got.index, got.sketch_size, got.n_rows, got.rows_held, got.active) == (
             want.index, want.sketch_size, want.n_rows, want.rows_held, want.active)
         for name in ("block_size", "shrinkage", "alpha"):
-            assert getattr(got, name) == pytest.approx(getattr(want, name), rel=1e-9, abs=1e-12), name
+            assert getattr(got, name) == pytest.approx(getattr(want, name), rel=rel, abs=1e-12), name
 
 
 def play(env, agent, seed, rounds: int) -> np.ndarray:
@@ -84,11 +84,16 @@ def play_batch(agent, seeds, rounds: int, env_kw=ENV_KW) -> np.ndarray:
     return play(gym.make_vec(ENV, num_envs=len(seeds), **env_kw), agent, list(seeds), rounds)
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
-def test_every_member_of_a_hyperparameter_grid_chooses_as_its_single_twin(family):
+GRID_CASES = [(family, torch.float64) for family in FAMILIES] + [("SOFUL", torch.float32), ("DBSLinUCB-FD", torch.float32)]
+
+
+@pytest.mark.parametrize("family,dtype", GRID_CASES, ids=[f"{f}-{str(t)[6:]}" for f, t in GRID_CASES])
+def test_every_member_of_a_hyperparameter_grid_chooses_as_its_single_twin(family, dtype):
     """ONE batched agent holds the whole lam x beta (x sketch size, or x l0 x eps) x seed grid;
-    each member replays its twin, and reports the twin's memory, sketch size and radius."""
+    each member replays its twin, and reports the twin's memory, sketch size and radius
+    (float64 as the issue asks; float32 too on two families, as the batched path promises)."""
     cls, shared, axes, env_kw = FAMILIES[family]
+    shared = dict(shared, dtype=dtype)
     names = ["lam", "beta", *axes, "seed"]
     grid = [dict(zip(names, values)) for values in itertools.product(LAMS, BETAS, *axes.values(), SEEDS)]
     rounds = env_kw["horizon"]
@@ -96,6 +101,7 @@ def test_every_member_of_a_hyperparameter_grid_chooses_as_its_single_twin(family
     assert set(per_member) <= set(cls.per_member_args)
     agent = cls(batch_size=len(grid), noise_std=0.1, **shared, **per_member)
     acts = play_batch(agent, [g["seed"] for g in grid], rounds, env_kw)
+    exact = dtype == torch.float64
     for i, g in enumerate(grid):
         twin = cls(noise_std=0.1, **shared, **{k: v for k, v in g.items() if k != "seed"})
         np.testing.assert_array_equal(acts[i], play_single(twin, g["seed"], rounds, env_kw), err_msg=f"member {i}: {g}")
@@ -103,9 +109,10 @@ def test_every_member_of_a_hyperparameter_grid_chooses_as_its_single_twin(family
         assert agent.sketch_size[i] == twin.sketch_size, i
         if cls is DBSLinUCB:
             assert (agent.n_blocks[i], agent.exact_mode[i]) == (twin.n_blocks, twin.exact_mode), i
-            assert_same_blocks(agent.estimator.blocks(i), twin.estimator.blocks())
-        assert float(agent.confidence_radius()[i]) == twin.confidence_radius()
-        np.testing.assert_allclose(agent.theta_hat[i].numpy(), twin.theta_hat.numpy(), rtol=1e-8, atol=1e-10)
+            assert_same_blocks(agent.estimator.blocks(i), twin.estimator.blocks(), rel=1e-9 if exact else 1e-5)
+        assert float(agent.confidence_radius()[i]) == pytest.approx(twin.confidence_radius(), rel=0 if exact else 1e-6)
+        np.testing.assert_allclose(agent.theta_hat[i].numpy(), twin.theta_hat.numpy(), rtol=1e-8 if exact else 1e-4,
+                                   atol=1e-10 if exact else 1e-5)
     if cls is not OFUL:  # the sketches did discard mass: not OFUL in disguise
         assert (agent.estimator.total_shrinkage > 0).sum() >= len(grid) // 2
     # the grid matters: on one seed, members of different hyperparameters do not all play alike
