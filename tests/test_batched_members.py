@@ -120,13 +120,19 @@ def test_every_member_of_a_hyperparameter_grid_chooses_as_its_single_twin(family
     assert len({tuple(acts[i]) for i in same_seed}) > 1
 
 
-@pytest.mark.parametrize("cls,extra", [(OFUL, {}), (SOFUL, dict(sketch_size=3)), (DBSLinUCB, dict(l0=2, eps=1.0))])
-def test_theory_radius_members_differing_in_lam_match_their_twins(cls, extra):
-    lams = [0.1, 1.0, 10.0]
-    agent = cls(batch_size=3, lam=lams, beta="theory", noise_std=0.1, **extra)
-    acts = play_batch(agent, [3, 3, 3], 30)
-    for i, lam in enumerate(lams):
-        twin = cls(lam=lam, beta="theory", noise_std=0.1, **extra)
+THEORY_CASES = [(OFUL, {}), (SOFUL, dict(sketch_size=3)), (CBSCFD, dict(sketch_size=3)), (DBSLinUCB, dict(l0=2, eps=1.0))]
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["all-theory", "theory-and-numbers"])
+@pytest.mark.parametrize("cls,extra", THEORY_CASES, ids=[c[0].__name__ for c in THEORY_CASES])
+def test_theory_radius_members_match_their_twins_alone_or_mixed_with_numeric_betas(cls, extra, mixed):
+    lams = [0.1, 1.0, 10.0, 1.0]
+    betas = ["theory", 0.3, "theory", 0.0] if mixed else ["theory"] * 4
+    agent = cls(batch_size=4, lam=lams, beta=betas, noise_std=0.1, **extra)
+    assert (repr(agent).count("'theory'") == 2) if mixed else "beta='theory'" in repr(agent)
+    acts = play_batch(agent, [3] * 4, 30)
+    for i, (lam, beta) in enumerate(zip(lams, betas)):
+        twin = cls(lam=lam, beta=beta, noise_std=0.1, **extra)
         np.testing.assert_array_equal(acts[i], play_single(twin, 3, 30))
         assert float(agent.confidence_radius()[i]) == pytest.approx(twin.confidence_radius(), rel=1e-10)
 
@@ -159,8 +165,7 @@ def test_batched_members_refuses_what_cannot_differ_and_names_it():
         batched_members([OFUL(batch_size=2)])
     with pytest.raises(ValueError, match="at least one"):
         batched_members([])
-    with pytest.raises(ValueError, match=r"beta mixes strings and numbers"):
-        batched_members([OFUL(beta="theory"), OFUL(beta=0.1)])
+    assert batched_members([OFUL(beta="theory"), OFUL(beta=0.1)]).beta.tolist() == ["theory", 0.1]
 
     class MyOFUL(OFUL):
         pass
