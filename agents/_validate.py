@@ -165,7 +165,7 @@ def per_member(name: str, value: Any, batch_size: int | None, check: Callable[[s
     returns it normalised or raises a ``ValueError`` starting with ``label``); a bad value of
     one member is reported as ``name[i]`` with the member's index. Returns the one value when
     all members agree (so a uniform batch keeps the scalar code paths), else a numpy array
-    of the B values.
+    of the B values (an object array when strings and numbers mix).
 
     Raises:
         InvalidArgumentError: a sequence given to a single agent (``batch_size=None``), a
@@ -194,9 +194,6 @@ def per_member(name: str, value: Any, batch_size: int | None, check: Callable[[s
             raise InvalidArgumentError(f"{exc} (member {i} of the batch of {batch_size})") from None
     if all(c == checked[0] for c in checked[1:]):
         return checked[0]
-    if any(isinstance(c, str) for c in checked):
-        raise InvalidArgumentError(
-            f"{name} mixes strings and numbers across members ({checked!r}); one batched agent takes either "
-            f"the same string for every member or numbers: split the members into two batches"
-        )
+    if any(isinstance(c, str) for c in checked):  # e.g. beta: "theory" for some members, numbers for others
+        return np.array(checked, dtype=object)
     return np.array(checked)

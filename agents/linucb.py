@@ -89,7 +89,10 @@ class LinUCB(TorchAgent):
         noise_std: sub-Gaussian scale R of the reward noise (``"theory"`` only).
         theta_bound: bound H on ||theta*||_2 (``"theory"`` only).
         batch_size: ``None`` (one agent) or B (B independent agents; member i of ``reset(seed=s)``
-            gets seed ``s + i``, or pass a list of B seeds).
+            gets seed ``s + i``, or pass a list of B seeds). Batched, each argument named in
+            :attr:`per_member_args` (``lam``, ``beta`` here) may be B values, member i playing
+            exactly as the single agent with the i-th values (``beta`` may mix ``"theory"`` and
+            numbers); ``self.lam``/``self.beta`` are then arrays ``(B,)``.
         d, device, dtype, seed: see :class:`~agents.base.TorchAgent`.
 
     Ties in the score are broken towards the lowest index (``torch.argmax``).
@@ -115,7 +118,12 @@ class LinUCB(TorchAgent):
         # lam and beta may differ across members (one value per member, see per_member_args)
         self.lam = per_member("lam", lam, batch_size, _check_lam)
         self.beta = per_member("beta", beta, batch_size, _check_beta)
-        self._theory = isinstance(self.beta, str)
+        # which members use the "theory" radius: True/False for all, or a mask when mixed with numbers
+        if isinstance(self.beta, np.ndarray) and self.beta.dtype == object:
+            self._theory = np.array([isinstance(b, str) for b in self.beta])
+            self._beta_numbers = np.array([0.0 if isinstance(b, str) else b for b in self.beta])
+        else:
+            self._theory = isinstance(self.beta, str)
         if not (0 < delta < 1):
             raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
         if not (noise_std >= 0):
@@ -222,12 +230,16 @@ class LinUCB(TorchAgent):
     # -- the loop ------------------------------------------------------------------
     def _radius(self):
         """beta_t as a float, or per member as a float64 array ``(B,)``."""
-        if not self._theory:
+        if self._theory is False:
             return self.beta
         if self._accumulates_logdet or self.estimator is None:
-            return self.noise_std * np.sqrt(2.0 * math.log(1.0 / self.delta) + self._logdet) + np.sqrt(
+            r = self.noise_std * np.sqrt(2.0 * math.log(1.0 / self.delta) + self._logdet) + np.sqrt(
                 self.lam) * self.theta_bound
-        return self._sketch_radius()
+        else:
+            r = self._sketch_radius()
+        if self._theory is True:
+            return r
+        return np.where(self._theory, r, self._beta_numbers)  # "theory" members mixed with numeric ones
 
     def confidence_radius(self):
         """beta_t used in the current round (a float; per member when batched)."""
@@ -349,7 +361,7 @@ class LinUCB(TorchAgent):
             idx, r = self._feedback(arms.shape[1], action, reward)
             X = arms[est._members, idx]  # (B, d): each member's played arm
             cached = idx if reused else None
-        if self._theory and self._accumulates_logdet:
+        if self._theory is not False and self._accumulates_logdet:
             self._logdet = self._logdet + est.logdet_increments(X, cached).double().cpu().numpy()
         est.step(X, r, cached)
         self._scored = self._theta = None

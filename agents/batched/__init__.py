@@ -10,9 +10,11 @@ of the state. :func:`batched` builds the batched twin of an agent instance; :dat
 maps unbatched classes to their batched classes.
 
 Members may also differ in the arguments an agent class lists in ``per_member_args`` (``lam``
-and ``beta`` for every LinUCB agent): ``OFUL(lam=[0.2, 2.0], beta=[0.01, 0.1], batch_size=2)``
-gives member i ``lam[i]`` and ``beta[i]``, and still plays exactly as ``OFUL(lam=lam[i],
-beta=beta[i])``. :func:`batched_members` builds such an agent from B single agents.
+and ``beta`` for every LinUCB agent, ``sketch_size`` for SOFUL/CBSCFD, ``l0`` and ``eps`` for
+DBSLinUCB): ``SOFUL(lam=[0.2, 2.0], beta=[0.01, 0.1], sketch_size=[10, 50], batch_size=2)``
+gives member i the i-th values and still plays exactly as ``SOFUL(lam=lam[i], beta=beta[i],
+sketch_size=sketch_size[i])`` (sketch state padded to the largest member).
+:func:`batched_members` builds such an agent from B single agents.
 """
 
 from __future__ import annotations

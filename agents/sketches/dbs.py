@@ -128,9 +128,10 @@ import numpy as np
 import torch
 
 from .._torch import tensor_bytes
+from .._validate import per_member
 from .base import CovarianceEstimator
 from .exact import repair_inverse_, sherman_morrison_
-from .fd import border_at_, border_one_, border_scattered_, safe_inverse_factor
+from .fd import _listed, border_at_, border_one_, border_scattered_, safe_inverse_factor
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
 
@@ -145,31 +146,46 @@ def block_cap(d: int, l0: int) -> int:
     return c
 
 
-def check_dbs_params(l0, eps, sketch, fast=True, sentinel=True, d: int | None = None) -> float:
-    """Validate Dyadic Block Sketching's parameters (``d=None``: dimension not known yet).
+def _l0_check(d: int | None):
+    def check(name: str, l0) -> int:
+        if isinstance(l0, bool) or not isinstance(l0, numbers.Integral) or l0 < 1:
+            raise ValueError(f"{name} (the initial sketch size) must be an int >= 1, got {l0!r}")
+        if d is not None and l0 > d:
+            raise ValueError(
+                f"{name}={l0} exceeds the dimension d={d}: a sketch larger than the space is pointless and the "
+                f"block cap floor(log2(d/l0 + 1)) would be 0; choose 1 <= l0 <= d (l0 > d/3 means exact updates)"
+            )
+        return int(l0)
 
-    Raises ``ValueError`` naming the bad parameter and the fix; returns ``eps`` as a float.
-    """
-    if isinstance(l0, bool) or not isinstance(l0, numbers.Integral) or l0 < 1:
-        raise ValueError(f"l0 (the initial sketch size) must be an int >= 1, got {l0!r}")
-    if d is not None and l0 > d:
-        raise ValueError(
-            f"l0={l0} exceeds the dimension d={d}: a sketch larger than the space is pointless and the "
-            f"block cap floor(log2(d/l0 + 1)) would be 0; choose 1 <= l0 <= d (l0 > d/3 means exact updates)"
-        )
+    return check
+
+
+def _eps_check(name: str, eps) -> float:
     try:
         eps_f = float(eps)
     except (TypeError, ValueError):
         eps_f = float("nan")
     if isinstance(eps, bool) or not (math.isfinite(eps_f) and eps_f > 0):
-        raise ValueError(f"eps (the error parameter) must be a finite number > 0, got {eps!r}")
+        raise ValueError(f"{name} (the error parameter) must be a finite number > 0, got {eps!r}")
+    return eps_f
+
+
+def check_dbs_params(l0, eps, sketch, fast=True, sentinel=True, d: int | None = None, batch_size: int | None = None):
+    """Validate Dyadic Block Sketching's parameters (``d=None``: dimension not known yet).
+
+    Raises ``ValueError`` naming the bad parameter and the fix; returns ``(l0, eps)`` as an int
+    and a float, or (``batch_size`` set and the members' values differ, see
+    :func:`agents._validate.per_member`) as per-member arrays ``(B,)``.
+    """
+    l0 = per_member("l0", l0, batch_size, _l0_check(d))
+    eps = per_member("eps", eps, batch_size, _eps_check)
     if not isinstance(sketch, str) or sketch not in _SKETCHES:
         raise ValueError(f"sketch must be 'fd' or 'rfd', got {sketch!r}")
     if not isinstance(fast, bool):
         raise ValueError(f"fast must be True (fast Alg. 4) or False (Alg. 1), got {fast!r}")
     if not isinstance(sentinel, bool):
         raise ValueError(f"sentinel must be True or False, got {sentinel!r}")
-    return eps_f
+    return l0, eps
 
 
 @dataclass(frozen=True)
@@ -205,6 +221,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         l0: initial sketch size, ``1 <= l0 <= d``; block ``i`` has sketch size ``l0 * 2^i``.
         eps: error parameter > 0; a block closes once its mass would reach ``eps * l0``
             (and its sketch would have to shrink). Global error ``<= 2 eps`` (Theorem 1).
+            Batched, ``l0``, ``eps`` and ``reg`` may each give one value per member: member i then
+            runs its single sketch's blocks, threshold and cap in the row layout of the batch.
         sketch: ``"fd"`` (Frequent Directions blocks) or ``"rfd"`` (Robust FD: the discarded
             mass is added back as ``alpha I``).
         reg: the ridge ``lambda > 0`` of ``A_hat = reg I + ...``.
@@ -220,7 +238,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         batch_size: ``None`` for one sketch (unbatched shapes), or B independent sketches.
 
     Attributes (per member arrays when batched):
-        block_cap: ``floor(log2(d/l0 + 1))``, the most blocks there will ever be.
+        block_cap: ``floor(log2(d/l0 + 1))``, the most blocks there will ever be (an int array
+            ``(B,)`` when the members' ``l0`` differ).
         n_exact_rows: rows added exactly after the switch.
         frobenius_mass: ``||X||_F^2``, the squared norms of all rows so far.
     """
@@ -230,23 +249,28 @@ class DyadicBlockSketch(CovarianceEstimator):
                  batch_size: int | None = None):
         if not isinstance(d, numbers.Integral) or isinstance(d, bool) or d < 1:
             raise ValueError(f"d must be a positive int, got {d!r}")
-        eps_f = check_dbs_params(l0, eps, sketch, fast, sentinel, d=int(d))
+        l0, eps = check_dbs_params(l0, eps, sketch, fast, sentinel, d=int(d),
+                                   batch_size=None if batch_size is None else int(batch_size))
         if not isinstance(memory_cap, bool):
             raise ValueError(f"memory_cap must be True or False, got {memory_cap!r}")
         super().__init__(int(d), reg=reg, device=device, dtype=dtype, batch_size=batch_size)
-        self.l0, self.eps, self.sketch = int(l0), eps_f, sketch
+        # l0 and eps may differ across members (ints/floats when they agree, arrays (B,) otherwise);
+        # each member's blocks, threshold and cap are its single sketch's, in a layout padded to the largest
+        self.l0, self.eps, self.sketch = l0, eps, sketch
         self.robust = sketch == "rfd"
         self.fast, self.sentinel, self.memory_cap = fast, sentinel, memory_cap
         self.keep_gram = bool(keep_gram)
         self.threshold = self.eps * self.l0  # Alg. 1 line 7: BlockSize + ||x||^2 < eps * l0
-        self.block_cap = block_cap(self.d, self.l0)
+        l0s = np.broadcast_to(np.asarray(self.l0, dtype=np.int64), (self.batch_size,))
+        self._block_caps = np.array([block_cap(self.d, int(v)) for v in l0s], dtype=np.int64)
+        self.block_cap = self._block_caps if isinstance(self.l0, np.ndarray) else int(self._block_caps[0])
         self._eps = torch.finfo(self.dtype).eps
         B = self.batch_size
         ints = lambda: np.zeros(B, dtype=np.int64)  # noqa: E731
         floats = lambda: np.zeros(B, dtype=np.float64)  # noqa: E731
         self.rows, self.rows_in = ints(), ints()  # rows held: all / in frozen blocks
         self.m_act = ints()  # rows of the active block's sketch
-        self.l_act = np.full(B, self.l0, dtype=np.int64)  # its sketch size l0 2^i
+        self.l_act = l0s.copy()  # its sketch size l0 2^i
         self.act_rows, self.act_mass = ints(), floats()  # rows it received, its BlockSize
         self.act_shrink, self.act_alpha = floats(), floats()  # its FD shrinkage / RFD alpha
         self.n_frozen = ints()
@@ -266,13 +290,18 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._c_t = None  # c() as a core tensor (see _c_tensor)
         self.A_inv: torch.Tensor | None = None
         self.gram: torch.Tensor | None = None
-        start_exact = self.block_cap <= 1 or (self.memory_cap and self._layout_bytes(0, self._cap_of(self.l0)) > self._exact_bytes())
-        if start_exact:  # Alg. 1 line 3 holds from the start (or the first block costs more than OFUL)
-            self._frozen = [[BlockInfo(0, self.l0, 0.0, 0, 0, 0.0, 0.0, False)] for _ in range(B)]
-            self.n_frozen[:] = 1
-            self._switch_to_exact(np.arange(B))
-        else:
-            self._ensure_rows(self._cap_of(self.l0))
+        # Alg. 1 line 3 holds from the start (or the first block costs more than OFUL): exact from row 1
+        start_exact = (self._block_caps <= 1) | (
+            self.memory_cap & (self._layout_bytes(0, self._cap_of(l0s)) > self._exact_bytes()))
+        sketched = np.flatnonzero(~start_exact)
+        if sketched.size:
+            self._ensure_rows(int(self._cap_of(l0s[sketched]).max()))
+        exact = np.flatnonzero(start_exact)
+        if exact.size:
+            for i in exact:
+                self._frozen[i] = [BlockInfo(0, int(l0s[i]), 0.0, 0, 0, 0.0, 0.0, False)]
+            self.n_frozen[exact] = 1
+            self._switch_to_exact(exact)
 
     # -- sizes and bytes -----------------------------------------------------------------------
     def _cap_of(self, l):
@@ -517,7 +546,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             arr[idx] = 0
         for arr in (self.act_mass, self.act_shrink, self.act_alpha):
             arr[idx] = 0.0
-        over = self.n_frozen[idx] >= self.block_cap - 1
+        over = self.n_frozen[idx] >= self._block_caps[idx] - 1
         if self.memory_cap:
             over |= self._layout_bytes(self.rows_in[idx], self.cap_act[idx]) > self._exact_bytes()
         switching = idx[over]
@@ -867,6 +896,6 @@ class DyadicBlockSketch(CovarianceEstimator):
         return tensor_bytes(self.S, self.G, self.Linv, self._z, self.A_inv, self.gram, self.b)
 
     def __repr__(self) -> str:
-        return (f"DyadicBlockSketch(d={self.d}, l0={self.l0}, eps={self.eps}, sketch={self.sketch!r}, reg={self.reg}, "
+        return (f"DyadicBlockSketch(d={self.d}, l0={_listed(self.l0)}, eps={_listed(self.eps)}, sketch={self.sketch!r}, reg={_listed(self.reg)}, "
                 f"fast={self.fast}, batch_size={None if self.single else self.batch_size}, "
                 f"n_blocks={self.n_blocks}, exact_mode={self.exact_mode})")
