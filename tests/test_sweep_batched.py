@@ -326,7 +326,7 @@ def test_step_players_rejects_bad_input_and_arm_dependent_draws():
 
 # -- batches whose members differ in lam, beta, sketch_size ... (the class's per_member_args) -----
 
-# lam x beta x sketch_size x seeds; with the members' own labels (the label names every argument)
+# lam x beta x sketch_size (l0 for DBSLinUCB) x seeds; each label names the member's arguments
 MIXED = {
     "name": "mixed-grid",
     "seeds": 2,
@@ -335,20 +335,21 @@ MIXED = {
         {"name": "OFUL", "grid": {"lam": [0.5, 2.0], "beta": [0.05, 0.5]}, "label": "OFUL lam={lam} beta={beta}"},
         {"name": "SOFUL", "grid": {"lam": [0.5, 2.0], "beta": [0.05, 0.5], "sketch_size": [3, 5]},
          "label": "SOFUL l={sketch_size} lam={lam} beta={beta}", "family": "SOFUL"},
-        {"name": "DBSLinUCB", "args": {"sketch": "rfd", "l0": 2, "eps": 1.0}, "grid": {"lam": [0.5, 2.0], "beta": [0.05, 0.5]},
-         "label": "DBS lam={lam} beta={beta}"},
+        {"name": "DBSLinUCB", "args": {"sketch": "rfd", "eps": 1.0},
+         "grid": {"lam": [0.5, 2.0], "beta": [0.05, 0.5], "l0": [2, 3]}, "label": "DBS l0={l0} lam={lam} beta={beta}"},
     ],
 }
-N_MIXED = 8 + 16 + 8
+N_MIXED = 8 + 16 + 16
 
 
-def _members_per_batch(name: str, sizes: int = 1) -> int:
-    """Runs of one agent entry of MIXED in one batch: seeds x the grid arguments its class lets differ."""
+def _members_per_batch(name: str) -> int:
+    """Runs of the agent entry ``name`` of MIXED in one batch: 2 seeds x its grid's arguments that
+    the class lets members differ in (its ``per_member_args``)."""
     from agents import AGENTS
 
+    grid = next(a["grid"] for a in MIXED["agents"] if a["name"] == name)
     varying = getattr(AGENTS[name], "per_member_args", ())
-    per = 2 * (4 if {"lam", "beta"} <= set(varying) else 1)
-    return per * (sizes if "sketch_size" in varying else 1)
+    return int(2 * np.prod([len(values) for key, values in grid.items() if key in varying]))
 
 
 @pytest.fixture(scope="module")
@@ -363,10 +364,9 @@ def mixed_dirs(tmp_path_factory):
 
 def test_a_grid_over_lam_beta_sketch_size_and_seeds_gives_the_per_run_records(mixed_dirs):
     one, many, lines = mixed_dirs
-    sizes = {"OFUL": _members_per_batch("OFUL"), "SOFUL": _members_per_batch("SOFUL", 2),
-             "DBSLinUCB": _members_per_batch("DBSLinUCB")}
+    sizes = {name: _members_per_batch(name) for name in ("OFUL", "SOFUL", "DBSLinUCB")}
     assert sizes["OFUL"] == 8, "OFUL members must differ in lam and beta (agents' per_member_args)"
-    n_batches = 2 + 16 // sizes["SOFUL"]  # one OFUL, one DBSLinUCB, SOFUL per sketch size unless it may differ
+    n_batches = 1 + 16 // sizes["SOFUL"] + 16 // sizes["DBSLinUCB"]  # one per value of what may not differ
     assert any(f"batched: {N_MIXED} runs in {n_batches} batch(es) of {min(sizes.values())}-{max(sizes.values())} "
                "members" in line for line in lines), lines
     _same_runs(one, many, lambda meta: sizes[meta["config"]["agent"]["name"]])
