@@ -399,3 +399,15 @@ def test_plan_splits_members_whose_padding_would_waste_more_than_pad_ratio(monke
         sizes = [member_bytes(SOFUL(sketch_size=s.config["agent"]["args"]["sketch_size"]), 5, 16) for s in unit]
         assert max(sizes) <= PAD_RATIO * min(sizes)
     assert sorted(len(u) for u in units) == [2, 4]  # l = 2, 3 together; l = 40 on its own batch
+
+
+def test_plan_keeps_dbslinucb_members_of_different_eps_apart():
+    from linbandit_gym.experiments.packing import KEPT_APART
+
+    assert "eps" in KEPT_APART
+    cfg = parse_config({"seeds": 2, "envs": [ENV], "agents": [
+        {"name": "DBSLinUCB", "grid": {"eps": [0.5, 1.0], "l0": [2, 3], "lam": [0.5, 2.0]}}]})
+    units = pack(cfg.runs, shapes={canonical_json(cfg.runs[0].config["env"]): (5, 16)})
+    _partition_ok(units, cfg.runs)
+    assert sorted(len(u) for u in units) == [8, 8]  # l0 x lam x seeds share a batch, one batch per eps
+    assert all(len({s.config["agent"]["args"]["eps"] for s in unit}) == 1 for unit in units)
