@@ -14,8 +14,10 @@ OFUL, SOFUL l in {20, 100}, CBSCFD l = 20, DBSLinUCB-FD l0 = 50 eps = 8 and DBSL
 with lam = 0.2, beta = 0.01, over ``--seeds`` seeds of ``--horizon`` rounds. Compared, each in a
 fresh output directory, interleaved, best of ``--repeats`` wall times:
 
-* ``batched``          -- ``sweep(..., batched=None)`` (the default), 1 process;
+* ``batched``          -- ``sweep(..., batched=True)`` (``--batched``: pack all that can be packed), 1 process;
 * ``batched-w2``       -- the same with ``workers=2`` (batches go to the 2 workers as units);
+* ``default-w2``       -- ``sweep(..., workers=2)``: the default ``batched=None`` packs only runs whose
+  agent state is small (``packing.SMALL_STATE``);
 * ``no-batched-w2``    -- ``sweep(..., batched=False, workers=2)``: one run at a time on 2 workers.
 
 Printed: each mode's wall time, the ratios to ``no-batched-w2``, and the mean final regret per
@@ -51,8 +53,9 @@ from linbandit_gym.experiments.sweep import load_runs, sweep  # noqa: E402
 from linbandit_gym.experiments.tune import tune  # noqa: E402
 
 MODES = {
-    "batched": {"batched": None, "workers": 1},
-    "batched-w2": {"batched": None, "workers": 2},
+    "batched": {"batched": True, "workers": 1},
+    "batched-w2": {"batched": True, "workers": 2},
+    "default-w2": {"batched": None, "workers": 2},
     "no-batched-w2": {"batched": False, "workers": 2},
 }
 

@@ -411,3 +411,19 @@ def test_plan_keeps_dbslinucb_members_of_different_eps_apart():
     _partition_ok(units, cfg.runs)
     assert sorted(len(u) for u in units) == [8, 8]  # l0 x lam x seeds share a batch, one batch per eps
     assert all(len({s.config["agent"]["args"]["eps"] for s in unit}) == 1 for unit in units)
+
+
+def test_by_default_only_small_states_are_packed():
+    from linbandit_gym.experiments.packing import SMALL_STATE
+
+    cfg = parse_config({"seeds": 3, "envs": [ENV], "agents": [{"name": "OFUL", "grid": {"lam": [0.5, 2.0]}},
+                                                               {"name": "SOFUL", "args": {"sketch_size": 3}}]})
+    key = canonical_json(cfg.runs[0].config["env"])
+    d = 400  # OFUL's d x d inverse: 1.25 MB > SMALL_STATE; SOFUL's 6 x d sketch: far below
+    from agents import OFUL, SOFUL
+
+    assert member_bytes(OFUL(), 5, d) > SMALL_STATE >= member_bytes(SOFUL(sketch_size=3), 5, d)
+    default = pack(cfg.runs, shapes={key: (5, d)})
+    assert sorted(len(u) for u in default) == [1] * 6 + [3]  # OFUL on its own, SOFUL's seeds in one batch
+    assert sorted(len(u) for u in pack(cfg.runs, shapes={key: (5, d)}, batched=True)) == [3, 6]
+    assert sorted(len(u) for u in pack(cfg.runs, shapes={key: (5, 16)})) == [3, 6]  # small d: both packed

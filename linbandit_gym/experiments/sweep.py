@@ -237,10 +237,11 @@ def sweep(
         address: Ray cluster address (``backend="ray"``); ``None`` starts a local Ray.
         threads: torch and BLAS threads per run (default 1; ``None``: the executing process's own
             setting); see :mod:`linbandit_gym.threads`. Recorded in each run's metadata.
-        batched: ``None`` (default) or ``True``: pending runs that differ only in seed and in
-            the agent's ``per_member_args`` (lam, beta, ...) advance together as one batched
-            program when their agent and env allow it (see :mod:`.packing`), each still saved as
-            its own run; ``False``: one run at a time.
+        batched: ``True``: pending runs that differ only in seed and in the agent's
+            ``per_member_args`` (lam, beta, ...) advance together as one batched program when
+            their agent and env allow it (see :mod:`.packing`), each still saved as its own run;
+            ``None`` (default): the same for runs whose agent state is small enough for a batch
+            to be faster (:data:`.packing.SMALL_STATE`); ``False``: one run at a time.
         batch_memory: memory budget of one batch, bytes or a size such as ``"2GiB"`` (default).
         max_batch: members of one batch at most (default
             :data:`linbandit_gym.batched.DEFAULT_MAX_BATCH`).
