@@ -7,7 +7,9 @@ Workloads (``--workload``, default ``all``):
   share a batch (members differ in lam / beta / sketch_size);
 * ``reproduce`` -- ``linbandit reproduce mnist --quick`` (13 configs x 2 seeds, T = 2000, plots
   and report included);
-* ``sweep``     -- the sweep below.
+* ``sweep``     -- the sweep below;
+* ``grid``      -- a small-state grid where the default packs: Synthetic d = 50, K = 20, T = 2000,
+  OFUL and SOFUL l = 10 over lam in {0.2, 2} x beta in {0.01, 0.1, 1} x 4 seeds (48 runs).
 
 The sweep is ``mnist-quick``-like: MNIST (the shipped 5,000-image subset, target digit 0),
 OFUL, SOFUL l in {20, 100}, CBSCFD l = 20, DBSLinUCB-FD l0 = 50 eps = 8 and DBSLinUCB-RFD, all
@@ -77,6 +79,17 @@ def config(seeds: int, horizon: int) -> dict:
     }
 
 
+def grid_config() -> dict:
+    grid = {"lam": [0.2, 2.0], "beta": [0.01, 0.1, 1.0]}
+    return {
+        "name": "bench-grid",
+        "seeds": 4,
+        "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 50, "n_arms": 20, "horizon": 2000}, "label": "syn"}],
+        "agents": [{"name": "OFUL", "grid": grid, "label": "OFUL lam={lam} beta={beta}"},
+                   {"name": "SOFUL", "args": {"sketch_size": 10}, "grid": grid, "label": "SOFUL lam={lam} beta={beta}"}],
+    }
+
+
 def _final_regrets(out: str) -> dict:
     """Final regret of every run, by (agent label, seed), rounded for printing."""
     runs = load_runs(out)
@@ -85,8 +98,8 @@ def _final_regrets(out: str) -> dict:
 
 def _play(workload: str, out: str, options: dict, cfg: dict):
     """Run one workload into ``out``; return what must be identical across modes."""
-    if workload == "sweep":
-        result = sweep(cfg, out, log=None, **options)
+    if workload in ("sweep", "grid"):
+        result = sweep(cfg if workload == "sweep" else grid_config(), out, log=None, **options)
         assert result.ok, result.failed
         return _final_regrets(out)
     if workload == "tune":
@@ -123,7 +136,7 @@ def _report(workload: str, times: dict, outcomes: dict) -> bool:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", choices=["all", "tune", "reproduce", "sweep"], default="all")
+    parser.add_argument("--workload", choices=["all", "tune", "reproduce", "sweep", "grid"], default="all")
     parser.add_argument("--seeds", type=int, default=8, help="sweep workload: seeds")
     parser.add_argument("--horizon", type=int, default=1000, help="sweep workload: rounds")
     parser.add_argument("--repeats", type=int, default=2)
@@ -132,7 +145,7 @@ def main(argv=None) -> int:
     if args.quick:
         args.seeds, args.horizon, args.repeats = 4, 300, 1
     cfg = config(args.seeds, args.horizon)
-    workloads = ["tune", "reproduce", "sweep"] if args.workload == "all" else [args.workload]
+    workloads = ["tune", "reproduce", "grid", "sweep"] if args.workload == "all" else [args.workload]
     ok = True
     with threadpool_limits(1):
         for workload in workloads:
@@ -149,6 +162,7 @@ def main(argv=None) -> int:
                         shutil.rmtree(out, ignore_errors=True)
             what = {"tune": "linbandit tune on mnist-quick's tune: grid (36 runs, T = 1000)",
                     "reproduce": "linbandit reproduce mnist --quick (26 runs, T = 2000, plots and report)",
+                    "grid": "grid: Synthetic d = 50, K = 20, T = 2000, (OFUL, SOFUL l = 10) x lam x beta x 4 seeds",
                     "sweep": f"sweep: MNIST, {len(cfg['agents']) + 1} agent configs x {args.seeds} seeds, "
                              f"T = {args.horizon}"}[workload]
             print(f"{what} (best of {args.repeats})", flush=True)
