@@ -219,7 +219,11 @@ class LinUCB(TorchAgent):
 
     def _scores(self, arms: torch.Tensor) -> torch.Tensor:
         """UCB of every arm: ``(K, d) -> (K,)`` for the single agent (the estimator's B = 1 path,
-        :meth:`~agents.sketches.base.CovarianceEstimator._score_terms_one`), ``(B, K, d) -> (B, K)``."""
+        :meth:`~agents.sketches.base.CovarianceEstimator._score_terms_one`), ``(B, K, d) -> (B, K)``.
+
+        In the estimator's core dtype (float64 on CPU whatever the working dtype): the K
+        scores cost nothing to keep there, and rounding them to float32 made near-ties (up to
+        ~6e-8 relative) exact ties, which argmax breaks by index, unlike float64."""
         est = self.estimator
         mean, quad = est._score_terms_one(arms) if self.single else est.score_terms(arms)
         width = quad.sqrt()  # quad >= the estimators' valid floor >= 0 (a NaN is caught by scores())
@@ -231,7 +235,12 @@ class LinUCB(TorchAgent):
         return torch.add(mean, width, alpha=r)
 
     def scores(self, obs: Any) -> torch.Tensor:
-        """Upper confidence bounds of all arms in one batched op: ``(K,)`` (batched ``(B, K)``).
+        """Upper confidence bounds of all arms in one batched op: ``(K,)`` (batched ``(B, K)``),
+        in the working dtype (:meth:`act` compares them before that rounding, in the core dtype)."""
+        return self._checked_scores(obs).to(self.dtype)
+
+    def _checked_scores(self, obs: Any) -> torch.Tensor:
+        """:meth:`scores` in the estimator's core dtype (what :meth:`act` compares).
 
         The single agent checks its arms for NaN/inf only when the scores are not finite (any
         non-finite entry makes its arm's squared norm, hence width floor and score, non-finite),
@@ -256,7 +265,7 @@ class LinUCB(TorchAgent):
         return s
 
     def act(self, obs: Any):
-        s = self.scores(obs)
+        s = self._checked_scores(obs)
         if self.single:
             return s.argmax().item()
         actions = torch.argmax(s, dim=1)

@@ -162,6 +162,18 @@ class CovarianceEstimator(ABC):
         self._views0[key] = (tensors, views)
         return views
 
+    def _sq_norms(self, arms: torch.Tensor) -> torch.Tensor:
+        """``||x||^2`` of every row of ``arms`` (last dimension), summed in the core dtype.
+
+        Why not in the working dtype: unit-norm arms (every env of the suite normalises them)
+        make the first round an exact tie in real arithmetic (``b = 0``, width ``||x||/sqrt(reg)``),
+        decided by how far each float32 arm's norm is from 1 (~1e-8). float64 sees those
+        differences; float32 sums round them away (or invert them), so a float32 agent chose
+        another first arm than the float64 one and the two runs went different ways from round 1.
+        The cast costs ``K d`` element copies; the values of float32 arms are exact in float64,
+        so both dtypes compute the very same norms."""
+        return torch.linalg.vector_norm(arms, dim=-1, dtype=self.cdtype).square()
+
     def _floor(self, sq: torch.Tensor) -> torch.Tensor:
         """``||x||^2 / (reg + tr(X^T X))``: a lower bound on ``x^T A_hat^-1 x`` (``(B, K)``)."""
         top = self.reg + self.trace + self._alpha_total()

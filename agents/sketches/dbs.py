@@ -746,12 +746,12 @@ class DyadicBlockSketch(CovarianceEstimator):
             mean, quad = self._score_terms_one(arms[0])
             return mean.unsqueeze(0), quad.unsqueeze(0)
         c = self._c_tensor().unsqueeze(1)
-        sq = torch.linalg.vector_norm(arms, dim=2).square()
+        sq = self._sq_norms(arms)
         floor = self._floor(sq)
         U, Rm, P, e, qe = None, 0, None, None, None
         mean = quad = None
         if not self.exact.all():
-            sqc = self._core(sq)
+            sqc = sq
             xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
             Rm = int(self.rows.max()) if self._R else 0  # exact members hold no rows (0)
             if Rm:
@@ -759,26 +759,26 @@ class DyadicBlockSketch(CovarianceEstimator):
                 Linv = self.Linv[:, :Rm, :Rm]
                 W = torch.bmm(U, Linv.mT)  # rows Linv S x
                 y = torch.bmm(Linv, self._z[:, :Rm].unsqueeze(2))  # Linv S b
-                quad = self._work((sqc - W.square().sum(dim=2)) / c)
-                mean = self._work((xb - torch.bmm(W, y).squeeze(2)) / c)
+                quad = (sqc - W.square().sum(dim=2)) / c
+                mean = (xb - torch.bmm(W, y).squeeze(2)) / c
             else:
-                quad, mean = self._work(sqc / c), self._work(xb / c)
+                quad, mean = sqc / c, xb / c
             quad = torch.maximum(quad, floor)
         if self.exact.any():
             e = np.flatnonzero(self.exact)
             if e.size == self.batch_size:
                 P = torch.bmm(self.A_inv, arms.mT)  # (B, d, K)
-                quad = torch.maximum((P * arms.mT).sum(dim=1), floor)
-                mean = torch.bmm(self.b.unsqueeze(1), P).squeeze(1)
+                quad = torch.maximum(self._core((P * arms.mT).sum(dim=1)), floor)
+                mean = self._core(torch.bmm(self.b.unsqueeze(1), P).squeeze(1))
                 qe = quad
             else:
                 t = torch.as_tensor(e, device=self.device)
                 P = torch.bmm(self.A_inv[t], arms[t].mT)
-                qe = torch.maximum((P * arms[t].mT).sum(dim=1), floor[t])
+                qe = torch.maximum(self._core((P * arms[t].mT).sum(dim=1)), floor[t])
                 quad[t] = qe
                 mean[t] = torch.bmm(self.b[t].unsqueeze(1), P).squeeze(1)
         self._cache = (U, Rm, P, e, qe, sq, None)
-        return mean, quad
+        return mean, quad  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
         """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views and host
@@ -788,21 +788,21 @@ class DyadicBlockSketch(CovarianceEstimator):
             return super()._score_terms_one(arms)
         a = arms
         S, Linv, z, b = self._member0("dev", (self.S, self.Linv, self._z, self.b), host=False)
-        sq = torch.linalg.vector_norm(a, dim=1).square()
+        sq = self._sq_norms(a)
         floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # the width floor (base._floor)
         c = float(self.c()[0])
-        sqc, xb = self._core(sq), self._core(torch.mv(a, b))
+        sqc, xb = sq, self._core(torch.mv(a, b))
         Rm = int(self.rows[0])
         U = None
         if Rm:
             U = self._core(torch.mm(a, S[:Rm].T))  # the only O(K d r) step
             Li = Linv[:Rm, :Rm]
             W = torch.mm(U, Li.T)  # rows Linv S x
-            quad = self._work((sqc - torch.linalg.vecdot(W, W)) / c)
-            mean = self._work(torch.addmv(xb, W, torch.mv(Li, z[:Rm]), beta=1.0 / c, alpha=-1.0 / c))
+            quad = (sqc - torch.linalg.vecdot(W, W)) / c
+            mean = torch.addmv(xb, W, torch.mv(Li, z[:Rm]), beta=1.0 / c, alpha=-1.0 / c)
             U = U.unsqueeze(0)
         else:
-            quad, mean = self._work(sqc / c), self._work(xb / c)
+            quad, mean = sqc / c, xb / c
         self._cache = (U, Rm, None, None, None, sq.unsqueeze(0), sq.tolist())  # + ||x||^2 as host floats
         return mean, torch.maximum(quad, floor)
 

@@ -561,7 +561,7 @@ class FrequentDirections(CovarianceEstimator):
     def _project(self, arms):
         """``(sq, U, W)``: squared norms (core dtype), ``U = arms S^T`` and ``W = U Linv^T`` over the
         first ``mm`` slots (every member's rows lie there); ``U = W = None`` while all are empty."""
-        sq = self._core(torch.linalg.vector_norm(arms, dim=2).square())  # one fused pass
+        sq = self._sq_norms(arms)
         mm = int(self._m.max())
         if mm == 0:
             return sq, None, None, 0
@@ -589,8 +589,7 @@ class FrequentDirections(CovarianceEstimator):
             self._cache = (U, mm, sq)
             y = torch.bmm(self._Linv[:, :mm, :mm], self._z[:, :mm].unsqueeze(2))  # Linv S b
             mean = (xb - torch.bmm(W, y).squeeze(2)) / rho
-        quad = self._quad_from(sq, W)
-        return self._work(mean), self._work(quad)
+        return mean, self._quad_from(sq, W)  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
         """B = 1 of :meth:`score_terms`: the same terms from 2-D products on member 0's views
@@ -598,7 +597,7 @@ class FrequentDirections(CovarianceEstimator):
         projection is cached unbatched for :meth:`_step_one`. ``(K, d) -> (K,), (K,)``."""
         a = arms
         S, Linv, z, b = self._member0("dev", (self._buf, self._Linv, self._z, self.b), host=False)
-        sq = self._core(torch.linalg.vector_norm(a, dim=1).square())
+        sq = self._sq_norms(a)
         xb = self._core(torch.mv(a, b))
         rho = float(self.rho_all[0])
         floor = sq / float(self.reg + self.trace[0] + self._alpha[0])  # the width floor (base._floor)
@@ -613,7 +612,7 @@ class FrequentDirections(CovarianceEstimator):
             mean = torch.addmv(xb, W, torch.mv(Li, z[:mm]), beta=1.0 / rho, alpha=-1.0 / rho)  # (x^T b - w^T Linv S b) / rho
             quad = torch.maximum((sq - torch.linalg.vecdot(W, W)) / rho, floor)
             self._cache = (U, mm, sq.tolist())  # ||x||^2 on the host: step reads one (no select + sync)
-        return self._work(mean), self._work(quad)
+        return mean, quad
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
