@@ -619,7 +619,7 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def _tol(self, m: int, top: torch.Tensor) -> torch.Tensor:
         """FD's rounding level of an m x m Gram (eigenvalues below it count as 0)."""
-        return 2.0 * self._eps * (m + math.sqrt(self.d)) * torch.clamp(top, min=0.0)
+        return self._rank_tol(m, top)
 
     def _shrinkage_if_added(self, idx, X, norm2, g_all) -> np.ndarray:
         """willExcessSketch: the shrink value inserting x would apply to each active block now
@@ -635,13 +635,16 @@ class DyadicBlockSketch(CovarianceEstimator):
                 continue  # fewer than l rows: FD discards nothing
             t = torch.as_tensor(group, device=self.device)
             off = torch.as_tensor(self.rows_in[group], device=self.device)
-            _, gram = self._active_block(t, off, m)
-            bordered = torch.zeros(group.size, m + 1, m + 1, **self._ckw)
-            bordered[:, :m, :m] = gram
-            gx = g_all[t.unsqueeze(1), off.unsqueeze(1) + torch.arange(m, device=self.device)]  # S* x
-            bordered[:, m, :m] = gx
-            bordered[:, :m, m] = gx
-            bordered[:, m, m] = torch.as_tensor(norm2[group], **self._ckw)
+            rows, gram = self._active_block(t, off, m)
+            if self._same:
+                bordered = torch.zeros(group.size, m + 1, m + 1, **self._ckw)
+                bordered[:, :m, :m] = gram
+                gx = g_all[t.unsqueeze(1), off.unsqueeze(1) + torch.arange(m, device=self.device)]  # S* x
+                bordered[:, m, :m] = gx
+                bordered[:, :m, m] = gx
+                bordered[:, m, m] = torch.as_tensor(norm2[group], **self._ckw)
+            else:  # what _reduce_active would decompose (CovarianceEstimator._reduction_gram)
+                bordered = self._reduction_gram(torch.cat([rows, X[t].unsqueeze(1)], dim=1), None)
             evals = torch.linalg.eigvalsh(bordered).flip(-1)
             delta = evals[:, l - 1]
             delta = torch.where(delta <= self._tol(m + 1, evals[:, 0]), torch.zeros_like(delta), delta)
@@ -656,7 +659,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         n, R = idx.size, self._R
         off = torch.as_tensor(self.rows_in[idx], device=self.device)
         rows, gram = self._active_block(t, off, m)
-        evals, evecs = torch.linalg.eigh(gram)
+        evals, evecs = torch.linalg.eigh(self._reduction_gram(rows, gram))
         evals, evecs = evals.flip(-1), evecs.flip(-1)
         tol = self._tol(m, evals[:, 0])
         if m < l:
