@@ -37,6 +37,14 @@ Numerics, shared by every estimator (DESIGN.md: "make float32 a tested citizen")
   round, and it removes the squaring of the condition number from float32 runs.
 * Widths are clamped from below by the cheap valid bound ``||x||^2 / (reg + tr(X^T X))``
   (``lambda_max(A_hat) <= reg + tr``), never by 0, so rounding cannot make an arm look known.
+* float32 decides as float64 wherever float32's own error allows (issue 10; measured with
+  ``benchmarks/bench_float32.py``): ``||x||^2`` is summed in the core dtype and ``score_terms``
+  returns both UCB terms in the core dtype, so the loop compares scores there
+  (:meth:`_sq_norms`: unit-norm arms tie exactly in the first round, and float32 rounding
+  broke that tie otherwise than float64); FD/DBS reductions decide on the Gram of the stored
+  rows recomputed in the core dtype (:meth:`_reduction_gram`), so their rank cut sits at
+  float64's rounding level, not float32's. What remains is ``eps32 cond(A_hat)`` in each score
+  (the float32 rows, ``b`` and the one ``arms S^T`` product), which decides only near-ties.
 * Scalars never leave the device through ``float(tensor)`` inside a round (a float32 value
   passed back as a Python scalar can overflow), and any row whose squared norm overflows the
   working dtype is rejected before the state changes, with an error naming the fix.
@@ -104,8 +112,9 @@ class CovarianceEstimator(ABC):
     # -- the batched internals the optimistic loop calls ------------------------------------
     @abstractmethod
     def score_terms(self, arms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(x^T A_hat_i^-1 b_i, x^T A_hat_i^-1 x)`` for every arm of every member, each ``(B, K)``,
-        from one projection of the ``(B, K, d)`` arms, kept for the next :meth:`step`."""
+        """``(x^T A_hat_i^-1 b_i, x^T A_hat_i^-1 x)`` for every arm of every member, each ``(B, K)``
+        in the core dtype (the loop compares scores there), from one projection of the
+        ``(B, K, d)`` arms, kept for the next :meth:`step`."""
 
     def _score_terms_one(self, arms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """B = 1: :meth:`score_terms` of one ``(K, d)`` arm set, as ``(K,)`` terms. Estimators with

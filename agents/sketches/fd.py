@@ -56,8 +56,13 @@ Implementation choices (the seeds leave them open):
   with the same ``l``. With fewer than ``l`` rows (or rank < l) the shrink value is 0: FD of
   size l is exact on rank <= l - 1 data. Hence FD is exact (SOFUL == OFUL) for
   ``sketch_size > d``, and NOT for ``sketch_size = d`` (it keeps ``l - 1`` directions). An
-  l-th eigenvalue below the Gram's rounding level (``2 eps (m + sqrt d) lambda_max``, eps of
-  the working dtype) counts as 0, so low-rank streams report no shrinkage.
+  l-th eigenvalue below the Gram's rounding level (``2 eps (m + sqrt d) lambda_max``) counts as
+  0, so low-rank streams report no shrinkage, and so does a kept direction below it. ``eps`` is
+  float64's (plus ``eps32^2`` for the rows' own rounding) also in a float32 run, because the
+  reduction and its look-ahead decompose the Gram of the stored rows recomputed in float64
+  (:meth:`~agents.sketches.base.CovarianceEstimator._reduction_gram`, O(m^2 d) per reduction);
+  the incremental Gram built from float32 products would need float32's eps there, a cut that
+  at cond(A_hat) ~ 1e4 dropped directions worth ~15% of lam which float64 keeps.
 * Zero rows carry no information and are skipped.
 
 Example:
