@@ -16,6 +16,15 @@ of each agent is profiled by cProfile and the functions with the largest own tim
 run: a load-independent measure of the fixed per-call overhead, which at d = 784, K = 10 costs
 about as much as the arithmetic (the one big product, ``K d m`` multiply-adds with the
 ``m <= 2l`` sketch rows, or ``K d^2`` for OFUL's inverse).
+
+``--floor`` says how far each agent is from that floor: one extra run records the rows ``m`` the
+product reads every round (``d`` for OFUL and for DBSLinUCB once exact), then the same products
+alone (same shapes, same call: numpy ``arms @ S^T`` for the sketches' host path, ``torch.bmm``
+for OFUL's ``arms A^-1``) are timed over those rounds, best of --repeats. Printed per agent:
+mean ``m``, MFLOP and KiB read of one product (``2 K d m`` flops, ``8 (m + K) d`` bytes in
+float64), the product's ms/round alone, and its share of the agent's ms/round.
+
+    python benchmarks/profile_agents.py --floor --count-ops --arms 10 100
 """
 
 from __future__ import annotations
@@ -94,6 +103,43 @@ def count_ops(agent, arms, obs, theta, noise) -> float:
     return Count.n / (arms.shape[0] - 20)
 
 
+def product_rows(agent) -> int:
+    """Rows ``m`` the round's one big product reads: the sketch rows held (``d`` for an inverse)."""
+    est = agent.estimator
+    if hasattr(est, "rows_in_use"):  # FD / RFD: the buffer's rows
+        return int(est.rows_in_use)
+    if hasattr(est, "exact_mode") and not est.exact_mode:  # DBS while sketched: all blocks' rows
+        return int(est.rows[0])
+    return agent.d  # OFUL (and DBS once exact): the d x d inverse
+
+
+def floor(make_agent, arms, obs, theta, noise, repeats: int) -> tuple[float, float, float]:
+    """(mean rows m, ms/round of the one big product replayed alone, bytes read per product)."""
+    agent = make_agent()
+    rows = []
+    for t in range(arms.shape[0]):
+        rows.append(product_rows(agent))
+        a = agent.act(obs[t]) if t else 0
+        agent.update(obs[t], a, float(arms[t, a] @ theta + noise[t]))
+    k, d = arms.shape[1], arms.shape[2]
+    rng = np.random.default_rng(1)
+    rows = np.array(rows)
+    exact = rows == d
+    inv = torch.as_tensor(rng.standard_normal((1, d, d))) if exact.any() else None
+    S = rng.standard_normal((int(rows[~exact].max()) if (~exact).any() else 1, d))
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for t in range(arms.shape[0]):
+            m = rows[t]
+            if m == d and inv is not None:
+                torch.bmm(obs[t].unsqueeze(0), inv)  # ExactCovariance._proj: arms A^-1
+            elif m:
+                arms[t] @ S[:m].T  # the host path's arms S^T (fd / dbs _score_terms_one)
+        best = min(best, time.perf_counter() - start)
+    return float(rows.mean()), best / arms.shape[0] * 1e3, float(8 * (rows.mean() + k) * d)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer rounds, best of 2")
@@ -109,6 +155,8 @@ def main(argv=None) -> None:
     p.add_argument("--profile", action="store_true", help="print the cProfile top functions of each torch agent")
     p.add_argument("--top", type=int, default=18, help="functions listed per profile")
     p.add_argument("--count-ops", action="store_true", help="print the aten operations per round of each torch agent")
+    p.add_argument("--floor", action="store_true",
+                   help="print the one big product's size and its time alone against the agent's round")
     args = p.parse_args(argv)
     rounds = args.rounds or (250 if args.quick else 600)
     repeats = args.repeats or (2 if args.quick else 3)
@@ -131,6 +179,12 @@ def main(argv=None) -> None:
                     best_n = min(best_n, ms)
                 print(f"{name:>10} {k:>4} {best_t:>9.3f} {best_n:>9.3f} {best_n / best_t:>12.2f} {str(a_t == a_n):>5}",
                       flush=True)
+                if args.floor:
+                    m, ms, nbytes = floor(lambda: make(name, args.d, args.l, args.l0, args.eps)[0], arms, tensors,
+                                          theta, noise, repeats)
+                    print(f"{'':>10} {'':>4} floor: m={m:.1f} rows, {2 * k * args.d * m / 1e6:.2f} MFLOP and "
+                          f"{nbytes / 1024:.0f} KiB a product, {ms:.3f} ms/round alone = {ms / best_t:.0%} of the round",
+                          flush=True)
                 if args.count_ops:
                     print(f"{'':>10} {'':>4} {count_ops(make(name, args.d, args.l, args.l0, args.eps)[0], arms, tensors, theta, noise):.1f} torch (aten) ops/round", flush=True)
                 if args.profile:

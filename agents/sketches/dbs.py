@@ -128,7 +128,7 @@ import numpy as np
 import torch
 
 from .._torch import tensor_bytes
-from .base import CovarianceEstimator
+from .base import CovarianceEstimator, as_tensor, maximum, rowdot
 from .exact import repair_inverse_, sherman_morrison_
 from .fd import border_at_, border_one_, border_scattered_, safe_inverse_factor
 
@@ -400,11 +400,14 @@ class DyadicBlockSketch(CovarianceEstimator):
         """Add the rows (see :meth:`CovarianceEstimator.step`; ``r`` a float and ``actions`` an int
         are accepted when B = 1)."""
         cache0 = self._cache
-        if self.batch_size == 1 and actions is not None and cache0 is not None and cache0[0] is not None and (
-            self._step_one(X, r if isinstance(r, float) else float(r[0]),
-                           actions if isinstance(actions, int) else int(actions[0]), cache0)
-        ):
-            return
+        if cache0 is not None and cache0[6] is not None:  # from _score_terms_one (B = 1, unbatched views)
+            if actions is not None and cache0[0] is not None and self._step_one(
+                X, r if isinstance(r, float) else float(r[0]), actions if isinstance(actions, int) else int(actions[0]),
+                cache0,
+            ):
+                return
+            U = None if cache0[0] is None else as_tensor(cache0[0]).unsqueeze(0)  # the batched path's shapes
+            cache0 = self._cache = (U, cache0[1], None, None, None, as_tensor(cache0[5]).unsqueeze(0), None)
         if isinstance(actions, int) and cache0 is not None and cache0[5] is not None:
             xx = cache0[5][:, actions]  # ||x||^2 of the played arm was scored (and finite)
             norm2 = np.array([xx.item()])
@@ -471,20 +474,17 @@ class DyadicBlockSketch(CovarianceEstimator):
         member 0's host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`), the
         played arm's ``S x`` taken from the scored projection. Returns False, having changed
         nothing, for any other round (the general path then runs)."""
-        if cache[6] is None:
-            return False
-        norm2 = cache[6][a]  # scored, hence finite (a host float)
+        U, sq, arms = cache[0], cache[5], cache[6]  # unbatched views (numpy on the host path)
+        norm2 = float(sq[a])  # scored, hence finite
         if not (norm2 > 0.0 and self.act_mass[0] + norm2 < self.threshold):
             return False
         self._cache = None
         self._frob[0] += norm2
         self.trace[0] += norm2
-        self.b.add_(X, alpha=r)  # S b follows b, on the rows held before this one
-        Linv, G, S, z, b = self._member0("host", (self.Linv, self.G, self.S, self._z, self.b))
+        Linv, G, S, z, b = self._member0("step", (self.Linv, self.G, self.S, self._z, self.b))
         j = int(self.rows[0])
-        g, x = cache[0][0, a], X[0]  # S x: the played arm's row of arms S^T (first j slots)
-        if isinstance(S, np.ndarray):
-            g, x = g.numpy(), x.numpy()
+        x, g = arms[a], U[a]  # X[0], and S x: the played arm's row of arms S^T (first j slots)
+        b += x * r  # S b follows b, on the rows held before this one
         z[:j] += r * g
         self.act_mass[0] += norm2
         self.act_rows[0] += 1
@@ -744,7 +744,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         for the exact ones. The projections are kept for the next step."""
         if self.batch_size == 1 and not self._any_exact:
             mean, quad = self._score_terms_one(arms[0])
-            return mean.unsqueeze(0), quad.unsqueeze(0)
+            return self._work(as_tensor(mean)).unsqueeze(0), self._work(as_tensor(quad)).unsqueeze(0)
         c = self._c_tensor().unsqueeze(1)
         sq = torch.linalg.vector_norm(arms, dim=2).square()
         floor = self._floor(sq)
@@ -781,30 +781,31 @@ class DyadicBlockSketch(CovarianceEstimator):
         return mean, quad
 
     def _score_terms_one(self, arms):
-        """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views and host
-        scalars (fewer and cheaper dispatches than ``bmm`` on a batch of one); same arithmetic.
-        ``(K, d) -> (K,), (K,)``; exact mode goes through :meth:`score_terms`."""
+        """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views (numpy on
+        CPU, see :meth:`~agents.sketches.base.CovarianceEstimator._member0`, else tensors) and
+        host scalars; same arithmetic. ``(K, d) -> (K,), (K,)`` in the core dtype (float64: the
+        single agent ranks its arms there); exact mode goes through :meth:`score_terms`. The cache holds the unbatched projection, norms and arms (slot 6)."""
         if self._any_exact:
             return super()._score_terms_one(arms)
-        a = arms
-        S, Linv, z, b = self._member0("dev", (self.S, self.Linv, self._z, self.b), host=False)
-        sq = torch.linalg.vector_norm(a, dim=1).square()
+        S, Linv, z, b = self._member0("one", (self.S, self.Linv, self._z, self.b))
+        a = arms.numpy() if isinstance(S, np.ndarray) else arms
+        ac = self._core(a)
+        sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
         floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # the width floor (base._floor)
         c = float(self.c()[0])
-        sqc, xb = self._core(sq), self._core(torch.mv(a, b))
+        xb = self._core(a @ b)
         Rm = int(self.rows[0])
         U = None
         if Rm:
-            U = self._core(torch.mm(a, S[:Rm].T))  # the only O(K d r) step
+            U = self._core(a @ S[:Rm].T)  # the only O(K d r) step
             Li = Linv[:Rm, :Rm]
-            W = torch.mm(U, Li.T)  # rows Linv S x
-            quad = self._work((sqc - torch.linalg.vecdot(W, W)) / c)
-            mean = self._work(torch.addmv(xb, W, torch.mv(Li, z[:Rm]), beta=1.0 / c, alpha=-1.0 / c))
-            U = U.unsqueeze(0)
+            W = U @ Li.T  # rows Linv S x
+            quad = (sq - rowdot(W, W)) / c
+            mean = (xb - W @ (Li @ z[:Rm])) / c
         else:
-            quad, mean = self._work(sqc / c), self._work(xb / c)
-        self._cache = (U, Rm, None, None, None, sq.unsqueeze(0), sq.tolist())  # + ||x||^2 as host floats
-        return mean, torch.maximum(quad, floor)
+            quad, mean = sq / c, xb / c
+        self._cache = (U, Rm, None, None, None, sq, a)
+        return mean, maximum(quad, floor)
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
