@@ -129,7 +129,7 @@ import torch
 
 from .._torch import tensor_bytes
 from .base import CovarianceEstimator, as_tensor, maximum, rowdot
-from .exact import repair_inverse_, sherman_morrison_
+from .exact import project, repair_inverse_, sherman_morrison_
 from .fd import border_at_, border_one_, border_scattered_, safe_inverse_factor
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
@@ -462,7 +462,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             if cache is not None and cache[2] is not None and np.array_equal(cache[3], exact_rows):
                 sel = torch.as_tensor(exact_rows, device=self.device)
                 pos = torch.arange(exact_rows.size, device=self.device)
-                Ax = cache[2][pos, :, actions[sel]]
+                Ax = cache[2][pos, actions[sel]]
                 q = cache[4][pos, actions[sel]]
             self._sherman_morrison(exact_rows, X, xx, Ax, q)
         self._n_exact_rows[was_exact] += 1
@@ -740,7 +740,7 @@ class DyadicBlockSketch(CovarianceEstimator):
     # -- queries ---------------------------------------------------------------------------------
     def score_terms(self, arms):
         """``(x^T A_hat^-1 b, x^T A_hat^-1 x)`` for every arm of every member from one projection:
-        ``arms S^T`` for the sketched members (eq. 5 with ``S b`` kept up to date), ``A^-1 arms^T``
+        ``arms S^T`` for the sketched members (eq. 5 with ``S b`` kept up to date), ``arms A^-1``
         for the exact ones. The projections are kept for the next step."""
         if self.batch_size == 1 and not self._any_exact:
             mean, quad = self._score_terms_one(arms[0])
@@ -767,16 +767,16 @@ class DyadicBlockSketch(CovarianceEstimator):
         if self.exact.any():
             e = np.flatnonzero(self.exact)
             if e.size == self.batch_size:
-                P = torch.bmm(self.A_inv, arms.mT)  # (B, d, K)
-                quad = torch.maximum((P * arms.mT).sum(dim=1), floor)
-                mean = torch.bmm(self.b.unsqueeze(1), P).squeeze(1)
+                P, raw = project(arms, self.A_inv)  # (B, K, d): rows A^-1 x (OFUL's layout)
+                quad = torch.maximum(raw, floor)
+                mean = torch.bmm(P, self.b.unsqueeze(2)).squeeze(2)
                 qe = quad
             else:
                 t = torch.as_tensor(e, device=self.device)
-                P = torch.bmm(self.A_inv[t], arms[t].mT)
-                qe = torch.maximum((P * arms[t].mT).sum(dim=1), floor[t])
+                P, raw = project(arms[t], self.A_inv[t])
+                qe = torch.maximum(raw, floor[t])
                 quad[t] = qe
-                mean[t] = torch.bmm(self.b[t].unsqueeze(1), P).squeeze(1)
+                mean[t] = torch.bmm(P, self.b[t].unsqueeze(2)).squeeze(2)
         self._cache = (U, Rm, P, e, qe, sq, None)
         return mean, quad
 
@@ -824,8 +824,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         if self.exact.any():
             e = np.flatnonzero(self.exact)
             t = torch.as_tensor(e, device=self.device)
-            P = torch.bmm(self.A_inv[t], arms[t].mT)
-            out[t] = torch.maximum((P * arms[t].mT).sum(dim=1), floor[t])
+            out[t] = torch.maximum(project(arms[t], self.A_inv[t])[1], floor[t])
         return out
 
     def _solve(self, V):
