@@ -70,6 +70,27 @@ def _check_reg(name: str, reg) -> float:
     return reg_f
 
 
+_NUMPY_DTYPES = {torch.float64: np.float64, torch.float32: np.float32}
+
+
+# The B = 1 round is written once, with operators numpy arrays and torch tensors share (``@``,
+# ``*``, slicing, item stores) and these three where their spellings differ, so that it runs on
+# numpy views on CPU (:meth:`CovarianceEstimator._member0`) and on tensors elsewhere.
+def rowdot(x, y):
+    """``x_k . y_k`` for every row k (numpy arrays or tensors)."""
+    return np.einsum("ij,ij->i", x, y) if isinstance(x, np.ndarray) else torch.linalg.vecdot(x, y)
+
+
+def maximum(x, y):
+    """Elementwise maximum (numpy arrays or tensors)."""
+    return np.maximum(x, y) if isinstance(x, np.ndarray) else torch.maximum(x, y)
+
+
+def as_tensor(t) -> torch.Tensor:
+    """A tensor (a numpy result of the host path becomes a tensor sharing its memory)."""
+    return torch.from_numpy(t) if isinstance(t, np.ndarray) else t
+
+
 class CovarianceEstimator(ABC):
     """Streaming estimate of ``reg * I + X^T X`` and of ``b = sum r x``, for B members at once.
 
@@ -105,6 +126,10 @@ class CovarianceEstimator(ABC):
         self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
         self._views0: dict = {}  # see _member0
+        #: B = 1 rounds run their steps on numpy views of member 0 (:meth:`_member0`); only on
+        #: CPU, where a tensor and its ``.numpy()`` share memory. Set it False (before the first
+        #: round) to run the very same code on tensor views, as every other device does.
+        self.host = self.device.type == "cpu"
 
     # -- the batched internals the optimistic loop calls ------------------------------------
     @abstractmethod
@@ -114,7 +139,8 @@ class CovarianceEstimator(ABC):
 
     def _score_terms_one(self, arms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """B = 1: :meth:`score_terms` of one ``(K, d)`` arm set, as ``(K,)`` terms. Estimators with
-        a cheaper unbatched path (FD, DBS) override it; their cache then serves :meth:`step`."""
+        a cheaper unbatched path (FD, DBS) override it, returning the terms in the core dtype
+        (numpy arrays on the host path); their cache then serves :meth:`step`."""
         mean, quad = self.score_terms(arms.unsqueeze(0))
         return mean[0], quad[0]
 
@@ -148,13 +174,18 @@ class CovarianceEstimator(ABC):
         """``A_hat_i^-1 b_i`` per member, ``(B, d)`` (unbatched: ``(d,)``)."""
         return self._out(self._solve(self.b))
 
-    def _core(self, t: torch.Tensor) -> torch.Tensor:
-        """``t`` in the core dtype (a no-op, without a dispatch, when the dtypes agree)."""
-        return t if self._same else t.to(self.cdtype)
+    def _core(self, t):
+        """``t`` in the core dtype (a no-op, without a dispatch, when the dtypes agree); a tensor
+        or, on the B = 1 host path, a numpy array."""
+        if self._same:
+            return t
+        return t.astype(_NUMPY_DTYPES[self.cdtype]) if isinstance(t, np.ndarray) else t.to(self.cdtype)
 
-    def _work(self, t: torch.Tensor) -> torch.Tensor:
-        """``t`` in the working dtype (a no-op when the dtypes agree)."""
-        return t if self._same else t.to(self.dtype)
+    def _work(self, t):
+        """``t`` in the working dtype (a no-op when the dtypes agree); tensor or numpy array."""
+        if self._same:
+            return t
+        return t.astype(_NUMPY_DTYPES[self.dtype]) if isinstance(t, np.ndarray) else t.to(self.dtype)
 
     def _member0(self, key: str, tensors: tuple, host: bool = True) -> tuple:
         """B = 1: member 0 of each state tensor, unbatched. ``host=True`` on CPU gives numpy views
@@ -166,7 +197,7 @@ class CovarianceEstimator(ABC):
         hit = self._views0.get(key)
         if hit is not None and all(a is b for a, b in zip(hit[0], tensors)):
             return hit[1]
-        to_host = host and self.device.type == "cpu"
+        to_host = host and self.host
         views = tuple(t[0].numpy() if to_host else t[0] for t in tensors)
         self._views0[key] = (tensors, views)
         return views

@@ -82,7 +82,7 @@ import torch
 
 from .._torch import as_vector, tensor_bytes
 from .._validate import per_member
-from .base import CovarianceEstimator
+from .base import CovarianceEstimator, as_tensor, maximum, rowdot
 
 __all__ = ["FrequentDirections", "border_at_", "border_one_", "border_scattered_", "check_sketch_size", "safe_inverse_factor"]
 
@@ -416,17 +416,15 @@ class FrequentDirections(CovarianceEstimator):
         """B = 1 of :meth:`step` for the played arm ``a`` of the last scored set (the single
         agent's round): the same operations on member 0's unbatched state, the O(m) part on
         host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`)."""
-        U, j, sq = cache  # from _score_terms_one: U = arms S^T (K, j), ||arms||^2 (K host floats)
-        xx = sq[a]  # scored, hence finite (a host float)
+        U, j, sq, arms = cache  # from _score_terms_one: U = arms S^T (K, j), ||arms||^2, the arms (views)
+        xx = float(sq[a])  # scored, hence finite
         lookahead, self._lookahead = self._lookahead, None
-        self.b.add_(X, alpha=r)  # S b follows b, on the rows held before this one
+        S, G, Linv, z, b = self._member0("step", (self._buf, self._G, self._Linv, self._z, self.b))
+        x, g = arms[a], U[a]  # X[0], and S x: the played arm's row of the projection
+        b += x * r  # S b follows b, on the rows held before this one
         if not xx > 0.0:  # a zero row adds nothing to X^T X and is skipped
             self.n_rows += 1
             return
-        S, G, Linv, z, b = self._member0("host", (self._buf, self._G, self._Linv, self._z, self.b))
-        g, x = U[a], X[0]  # S x: the played arm's row of the projection
-        if isinstance(S, np.ndarray):
-            g, x = g.numpy(), x.numpy()
         z[:j] += r * g
         self.trace[0] += xx
         border_one_(Linv, G, S, z, j, x, xx, g, float(self.rho_all[0]), b, self._eps)
@@ -603,7 +601,7 @@ class FrequentDirections(CovarianceEstimator):
     def score_terms(self, arms):
         if self.batch_size == 1:
             mean, quad = self._score_terms_one(arms[0])
-            return mean.unsqueeze(0), quad.unsqueeze(0)
+            return self._work(as_tensor(mean)).unsqueeze(0), self._work(as_tensor(quad)).unsqueeze(0)
         sq, U, W, mm = self._project(arms)
         xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
         rho = self._rho()
@@ -619,26 +617,29 @@ class FrequentDirections(CovarianceEstimator):
 
     def _score_terms_one(self, arms):
         """B = 1 of :meth:`score_terms`: the same terms from 2-D products on member 0's views
-        (``mm``/``mv`` dispatch for less than ``bmm`` on a batch of one) and host scalars; the
-        projection is cached unbatched for :meth:`_step_one`. ``(K, d) -> (K,), (K,)``."""
-        a = arms
-        S, Linv, z, b = self._member0("dev", (self._buf, self._Linv, self._z, self.b), host=False)
-        sq = self._core(torch.linalg.vector_norm(a, dim=1).square())
-        xb = self._core(torch.mv(a, b))
+        (numpy on CPU, see :meth:`~agents.sketches.base.CovarianceEstimator._member0`, else
+        tensors) and host scalars; the projection is cached unbatched for :meth:`_step_one`.
+        ``(K, d) -> (K,), (K,)`` in the core dtype (float64: the single agent ranks its arms
+        there, also when working in float32), numpy arrays on the host path."""
+        S, Linv, z, b = self._member0("one", (self._buf, self._Linv, self._z, self.b))
+        a = arms.numpy() if isinstance(S, np.ndarray) else arms
+        ac = self._core(a)
+        sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
+        xb = self._core(a @ b)
         rho = float(self.rho_all[0])
         floor = sq / float(self.reg + self.trace[0] + self._alpha[0])  # the width floor (base._floor)
         mm = int(self._m[0])
         if mm == 0:
             self._cache = None
-            mean, quad = xb / rho, torch.maximum(sq / rho, floor)
+            mean, quad = xb / rho, maximum(sq / rho, floor)
         else:
-            U = self._core(torch.mm(a, S[:mm].T))  # the only O(K d m) step
+            U = self._core(a @ S[:mm].T)  # the only O(K d m) step
             Li = Linv[:mm, :mm]
-            W = torch.mm(U, Li.T)
-            mean = torch.addmv(xb, W, torch.mv(Li, z[:mm]), beta=1.0 / rho, alpha=-1.0 / rho)  # (x^T b - w^T Linv S b) / rho
-            quad = torch.maximum((sq - torch.linalg.vecdot(W, W)) / rho, floor)
-            self._cache = (U, mm, sq.tolist())  # ||x||^2 on the host: step reads one (no select + sync)
-        return self._work(mean), self._work(quad)
+            W = U @ Li.T
+            mean = (xb - W @ (Li @ z[:mm])) / rho  # (x^T b - w^T Linv S b) / rho
+            quad = maximum((sq - rowdot(W, W)) / rho, floor)
+            self._cache = (U, mm, sq, a)
+        return mean, quad
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
