@@ -251,7 +251,11 @@ class LinUCB(TorchAgent):
     def _scores(self, arms: torch.Tensor):
         """UCB of every arm: ``(K, d) -> (K,)`` for the single agent (the estimator's B = 1 path,
         :meth:`~agents.sketches.base.CovarianceEstimator._score_terms_one`; a numpy array when
-        that path ran on host views), ``(B, K, d) -> (B, K)``."""
+        that path ran on host views), ``(B, K, d) -> (B, K)``.
+
+        In the estimator's core dtype (float64 on CPU whatever the working dtype): the K
+        scores cost nothing to keep there, and rounding them to float32 made near-ties (up to
+        ~6e-8 relative) exact ties, which argmax breaks by index, unlike float64."""
         est = self.estimator
         mean, quad = est._score_terms_one(arms) if self.single else est.score_terms(arms)
         r = self._radius()
@@ -265,7 +269,8 @@ class LinUCB(TorchAgent):
         return torch.add(mean, width, alpha=r)
 
     def scores(self, obs: Any) -> torch.Tensor:
-        """Upper confidence bounds of all arms in one batched op: ``(K,)`` (batched ``(B, K)``).
+        """Upper confidence bounds of all arms in one batched op: ``(K,)`` (batched ``(B, K)``),
+        in the working dtype (:meth:`act` compares them before that rounding, in the core dtype).
 
         The single agent checks its arms for NaN/inf only when the scores are not finite (any
         non-finite entry makes its arm's squared norm, hence width floor and score, non-finite),

@@ -44,6 +44,7 @@ Numerics, shared by every estimator (DESIGN.md: "make float32 a tested citizen")
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -117,6 +118,9 @@ class CovarianceEstimator(ABC):
         self.dtype = resolve_dtype(dtype, self.device)
         self.cdtype = core_dtype(self.device)
         self._same = self.cdtype == self.dtype  # .to() calls are skipped then (each costs a dispatch)
+        # relative accuracy of the Grams the reductions decide on (see _reduction_gram)
+        self._eps_gram = torch.finfo(self.dtype).eps if self._same else (
+            torch.finfo(self.cdtype).eps + torch.finfo(self.dtype).eps ** 2)
         self.single = batch_size is None
         self.batch_size = 1 if batch_size is None else int(batch_size)
         self._kw = {"device": self.device, "dtype": self.dtype}
@@ -224,6 +228,42 @@ class CovarianceEstimator(ABC):
             return 1.0 / reg
         idx = idx.cpu().numpy() if isinstance(idx, torch.Tensor) else idx
         return torch.as_tensor(1.0 / np.asarray(self.reg)[idx], device=self.device, dtype=torch.float64)
+
+    def _reduction_gram(self, rows: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+        """The Gram ``S S^T`` ``(n, m, m)`` whose eigenvalues an FD reduction (or its look-ahead)
+        decides on, for stored rows ``rows`` ``(n, m, d)``; ``G`` is the incrementally kept one.
+
+        In float64 that is ``G``. With float32 rows, ``G``'s entries come from float32 products
+        (the scoring projection), accurate to ~``eps32 |s_i| |x|`` each, so eigenvalues below
+        ~``eps32 (m + sqrt d) lambda_max`` were noise, and FD's rank cut (``_rank_tol``) had to
+        drop every direction whose kept eigenvalue was below that: at cond(A_hat) ~ 1e4 (MNIST,
+        lam = 0.2) that is ~15% of lam, and float32 SOFUL kept 84 rows where float64 kept 90
+        (UCB scores 0.1-0.3 apart after ~600 rounds). Here the Gram of the STORED float32 rows
+        is recomputed in the core dtype instead (O(m^2 d), the order of the reduction's own
+        product, once per reduction), so float32 decides with float64's accuracy, up to the
+        rounding of the rows themselves (``eps32^2`` relative in the Gram)."""
+        if self._same:
+            return G
+        R = self._core(rows)
+        return torch.bmm(R, R.mT)
+
+    def _rank_tol(self, m: int, top: torch.Tensor) -> torch.Tensor:
+        """Eigenvalues of an m x m :meth:`_reduction_gram` below this are rounding noise (count as 0):
+        ``2 (m + sqrt d) eps_gram lambda_max`` with ``eps_gram`` the working eps when the Gram
+        comes from working-dtype products, ``eps_core + eps_work^2`` when recomputed."""
+        return 2.0 * self._eps_gram * (m + math.sqrt(self.d)) * torch.clamp(top, min=0.0)
+
+    def _sq_norms(self, arms: torch.Tensor) -> torch.Tensor:
+        """``||x||^2`` of every row of ``arms`` (last dimension), summed in the core dtype.
+
+        Why not in the working dtype: unit-norm arms (every env of the suite normalises them)
+        make the first round an exact tie in real arithmetic (``b = 0``, width ``||x||/sqrt(reg)``),
+        decided by how far each float32 arm's norm is from 1 (~1e-8). float64 sees those
+        differences; float32 sums round them away (or invert them), so a float32 agent chose
+        another first arm than the float64 one and the two runs went different ways from round 1.
+        The cast costs ``K d`` element copies; the values of float32 arms are exact in float64,
+        so both dtypes compute the very same norms."""
+        return torch.linalg.vector_norm(arms, dim=-1, dtype=self.cdtype).square()
 
     def _floor(self, sq: torch.Tensor) -> torch.Tensor:
         """``||x||^2 / (reg + tr(X^T X))``: a lower bound on ``x^T A_hat^-1 x`` (``(B, K)``)."""

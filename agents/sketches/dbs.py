@@ -648,7 +648,7 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def _tol(self, m: int, top: torch.Tensor) -> torch.Tensor:
         """FD's rounding level of an m x m Gram (eigenvalues below it count as 0)."""
-        return 2.0 * self._eps * (m + math.sqrt(self.d)) * torch.clamp(top, min=0.0)
+        return self._rank_tol(m, top)
 
     def _shrinkage_if_added(self, idx, X, norm2, g_all) -> np.ndarray:
         """willExcessSketch: the shrink value inserting x would apply to each active block now
@@ -664,13 +664,16 @@ class DyadicBlockSketch(CovarianceEstimator):
                 continue  # fewer than l rows: FD discards nothing
             t = torch.as_tensor(group, device=self.device)
             off = torch.as_tensor(self.rows_in[group], device=self.device)
-            _, gram = self._active_block(t, off, m)
-            bordered = torch.zeros(group.size, m + 1, m + 1, **self._ckw)
-            bordered[:, :m, :m] = gram
-            gx = g_all[t.unsqueeze(1), off.unsqueeze(1) + torch.arange(m, device=self.device)]  # S* x
-            bordered[:, m, :m] = gx
-            bordered[:, :m, m] = gx
-            bordered[:, m, m] = torch.as_tensor(norm2[group], **self._ckw)
+            rows, gram = self._active_block(t, off, m)
+            if self._same:
+                bordered = torch.zeros(group.size, m + 1, m + 1, **self._ckw)
+                bordered[:, :m, :m] = gram
+                gx = g_all[t.unsqueeze(1), off.unsqueeze(1) + torch.arange(m, device=self.device)]  # S* x
+                bordered[:, m, :m] = gx
+                bordered[:, :m, m] = gx
+                bordered[:, m, m] = torch.as_tensor(norm2[group], **self._ckw)
+            else:  # what _reduce_active would decompose (CovarianceEstimator._reduction_gram)
+                bordered = self._reduction_gram(torch.cat([rows, X[t].unsqueeze(1)], dim=1), None)
             evals = torch.linalg.eigvalsh(bordered).flip(-1)
             delta = evals[:, l - 1]
             delta = torch.where(delta <= self._tol(m + 1, evals[:, 0]), torch.zeros_like(delta), delta)
@@ -685,7 +688,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         n, R = idx.size, self._R
         off = torch.as_tensor(self.rows_in[idx], device=self.device)
         rows, gram = self._active_block(t, off, m)
-        evals, evecs = torch.linalg.eigh(gram)
+        evals, evecs = torch.linalg.eigh(self._reduction_gram(rows, gram))
         evals, evecs = evals.flip(-1), evecs.flip(-1)
         tol = self._tol(m, evals[:, 0])
         if m < l:
@@ -775,12 +778,12 @@ class DyadicBlockSketch(CovarianceEstimator):
             mean, quad = self._score_terms_one(arms[0])
             return self._work(as_tensor(mean)).unsqueeze(0), self._work(as_tensor(quad)).unsqueeze(0)
         c = self._c_tensor().unsqueeze(1)
-        sq = torch.linalg.vector_norm(arms, dim=2).square()
+        sq = self._sq_norms(arms)
         floor = self._floor(sq)
         U, Rm, P, e, qe = None, 0, None, None, None
         mean = quad = None
         if not self.exact.all():
-            sqc = self._core(sq)
+            sqc = sq
             xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
             Rm = int(self.rows.max()) if self._R else 0  # exact members hold no rows (0)
             if Rm:
@@ -788,26 +791,26 @@ class DyadicBlockSketch(CovarianceEstimator):
                 Linv = self.Linv[:, :Rm, :Rm]
                 W = torch.bmm(U, Linv.mT)  # rows Linv S x
                 y = torch.bmm(Linv, self._z[:, :Rm].unsqueeze(2))  # Linv S b
-                quad = self._work((sqc - W.square().sum(dim=2)) / c)
-                mean = self._work((xb - torch.bmm(W, y).squeeze(2)) / c)
+                quad = (sqc - W.square().sum(dim=2)) / c
+                mean = (xb - torch.bmm(W, y).squeeze(2)) / c
             else:
-                quad, mean = self._work(sqc / c), self._work(xb / c)
+                quad, mean = sqc / c, xb / c
             quad = torch.maximum(quad, floor)
         if self.exact.any():
             e = np.flatnonzero(self.exact)
             if e.size == self.batch_size:
                 P, raw = project(arms, self.A_inv)  # (B, K, d): rows A^-1 x (OFUL's layout)
-                quad = torch.maximum(raw, floor)
-                mean = torch.bmm(P, self.b.unsqueeze(2)).squeeze(2)
+                quad = torch.maximum(self._core(raw), floor)
+                mean = self._core(torch.bmm(P, self.b.unsqueeze(2)).squeeze(2))
                 qe = quad
             else:
                 t = torch.as_tensor(e, device=self.device)
                 P, raw = project(arms[t], self.A_inv[t])
-                qe = torch.maximum(raw, floor[t])
+                qe = torch.maximum(self._core(raw), floor[t])
                 quad[t] = qe
                 mean[t] = torch.bmm(P, self.b[t].unsqueeze(2)).squeeze(2)
         self._cache = (U, Rm, P, e, qe, sq, None)
-        return mean, quad
+        return mean, quad  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
         """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views (numpy on

@@ -61,7 +61,7 @@ def project(arms: torch.Tensor, A_inv: torch.Tensor) -> tuple[torch.Tensor, torc
 
 def sherman_morrison_(A_inv: torch.Tensor, Ax: torch.Tensor, q: torch.Tensor) -> None:
     """``A_inv <- A_inv - (A^-1 x)(A^-1 x)^T / (1 + q)`` per member, in one fused pass (in place)."""
-    scale = -1.0 / (1.0 + q)
+    scale = (-1.0 / (1.0 + q)).to(Ax.dtype)  # q may be scored in the core dtype
     if A_inv.shape[0] == 1:  # addr_ on the matrix: no (1, d, 1) views, one op
         A_inv[0].addr_(Ax[0], Ax[0], alpha=float(scale[0]))
     else:
@@ -102,11 +102,22 @@ class ExactCovariance(CovarianceEstimator):
         return W[self._members, actions]
 
     def score_terms(self, arms):
+        """Both terms in the core dtype (the loop compares scores there). A member that has
+        seen no nonzero row still holds ``A^-1 = I / reg`` exactly, and its width IS the floor
+        ``||x||^2 / reg``: it is taken from there, not from the working-dtype product, so a
+        float32 OFUL breaks the first round's tie of unit-norm arms as float64 does
+        (:meth:`~agents.sketches.base.CovarianceEstimator._sq_norms`)."""
         P, raw = self._proj(arms)
-        floor = self._floor(torch.linalg.vector_norm(arms, dim=2).square())
+        floor = self._floor(self._sq_norms(arms))
+        raw = self._core(raw)
+        fresh = self.trace == 0.0
         quad = torch.maximum(raw, floor)
+        if fresh.all():
+            quad = floor
+        elif fresh.any():
+            quad = torch.where(torch.as_tensor(fresh, device=self.device).unsqueeze(1), floor, quad)
         self._cache = (arms, P, quad, raw, floor)
-        mean = torch.bmm(P, self.b.unsqueeze(2)).squeeze(2)
+        mean = self._core(torch.bmm(P, self.b.unsqueeze(2)).squeeze(2))
         return mean, quad
 
     def _repair_if_invalid(self, raw: torch.Tensor, floor: torch.Tensor) -> bool:

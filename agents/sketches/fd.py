@@ -452,7 +452,7 @@ class FrequentDirections(CovarianceEstimator):
 
     def _tol(self, m: int, top: torch.Tensor) -> torch.Tensor:
         """Eigenvalues of an m x m Gram below this are rounding noise (module docstring)."""
-        return 2.0 * self._eps * (m + math.sqrt(self.d)) * torch.clamp(top, min=0.0)
+        return self._rank_tol(m, top)
 
     def _shrink_values(self, evals: torch.Tensor, m: int, l: int | None = None) -> torch.Tensor:
         """Alg. 2 line 5 per member: sigma_l^2 (the l-th largest eigenvalue), 0 if < l rows or
@@ -479,7 +479,10 @@ class FrequentDirections(CovarianceEstimator):
     def _reduce_group(self, idx: np.ndarray, m: int, l: int, eig=None) -> None:
         t = torch.as_tensor(idx, device=self.device)
         full = idx.size == self.batch_size
-        evals, evecs = eig if eig is not None else self._eigh_desc(self._G[:, :m, :m] if full else self._G[t, :m, :m])
+        buf = self._buf[:, :m] if full else self._buf[t, :m]
+        if eig is None:
+            eig = self._eigh_desc(self._reduction_gram(buf, self._G[:, :m, :m] if full else self._G[t, :m, :m]))
+        evals, evecs = eig
         delta = self._shrink_values(evals, m, l)
         tol = self._tol(m, evals[:, 0])
         k = min(l - 1, m)
@@ -489,7 +492,6 @@ class FrequentDirections(CovarianceEstimator):
         keep = torch.where(kept, keep, torch.zeros_like(keep))
         w = torch.where(kept, keep / evals[:, :k].clamp(min=torch.finfo(self.cdtype).tiny), torch.zeros_like(keep))
         coeff = (evecs[:, :, :k] * w.clamp(0.0, 1.0).sqrt().unsqueeze(1)).mT  # (n, k, m): new S = coeff S
-        buf = self._buf[:, :m] if full else self._buf[t, :m]
         new_rows = torch.bmm(coeff.to(self.dtype), buf)
         z_new = torch.bmm(coeff, (self._z[:, :m] if full else self._z[t, :m]).unsqueeze(2)).squeeze(2)  # S b follows S
         delta_h = delta.double().cpu().numpy()
@@ -539,12 +541,15 @@ class FrequentDirections(CovarianceEstimator):
         G = self._G[0, :m, :m]
         if x is None:
             return self._eigh_desc(G.unsqueeze(0))[0][0] if m else torch.zeros(0, **self._ckw)
-        Gb = torch.empty(m + 1, m + 1, **self._ckw)
-        Gb[:m, :m] = G
-        g = (self._buf[0, :m] @ x).to(self.cdtype)
-        Gb[m, :m] = g
-        Gb[:m, m] = g
-        Gb[m, m] = (x @ x).to(self.cdtype)
+        if self._same:
+            Gb = torch.empty(m + 1, m + 1, **self._ckw)
+            Gb[:m, :m] = G
+            g = self._buf[0, :m] @ x
+            Gb[m, :m] = g
+            Gb[:m, m] = g
+            Gb[m, m] = x @ x
+        else:  # the reduction's Gram of the stored rows (CovarianceEstimator._reduction_gram)
+            Gb = self._reduction_gram(torch.cat([self._buf[:, :m], x.view(1, 1, -1)], dim=1), None)[0]
         evals, evecs = self._eigh_desc(Gb.unsqueeze(0))
         # kept until the next update: if that update is update(x) and reduces, it reuses this
         # decomposition instead of repeating it (the look-ahead + insert pattern)
@@ -584,7 +589,7 @@ class FrequentDirections(CovarianceEstimator):
     def _project(self, arms):
         """``(sq, U, W)``: squared norms (core dtype), ``U = arms S^T`` and ``W = U Linv^T`` over the
         first ``mm`` slots (every member's rows lie there); ``U = W = None`` while all are empty."""
-        sq = self._core(torch.linalg.vector_norm(arms, dim=2).square())  # one fused pass
+        sq = self._sq_norms(arms)
         mm = int(self._m.max())
         if mm == 0:
             return sq, None, None, 0
@@ -612,8 +617,7 @@ class FrequentDirections(CovarianceEstimator):
             self._cache = (U, mm, sq)
             y = torch.bmm(self._Linv[:, :mm, :mm], self._z[:, :mm].unsqueeze(2))  # Linv S b
             mean = (xb - torch.bmm(W, y).squeeze(2)) / rho
-        quad = self._quad_from(sq, W)
-        return self._work(mean), self._work(quad)
+        return mean, self._quad_from(sq, W)  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
         """B = 1 of :meth:`score_terms`: the same terms from 2-D products on member 0's views
