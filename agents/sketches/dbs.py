@@ -808,7 +808,7 @@ class DyadicBlockSketch(CovarianceEstimator):
                 P, raw = project(arms[t], self.A_inv[t])
                 qe = torch.maximum(self._core(raw), floor[t])
                 quad[t] = qe
-                mean[t] = self._core(torch.bmm(P, self.b[t].unsqueeze(2)).squeeze(2))
+                mean[t] = self._core(torch.bmm(P, self.b[t].unsqueeze(2)).squeeze(2))  # mean is in the core dtype
         self._cache = (U, Rm, P, e, qe, sq, None)
         return mean, quad  # core dtype: the loop compares scores there
 
