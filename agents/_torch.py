@@ -77,6 +77,8 @@ def _all_finite(t: torch.Tensor) -> bool:
     (K, d) CPU tensor costs ~10x a sum, and this runs on every act/update. The sum's finiteness
     is read on the host (``math.isfinite(.item())``): torch.isfinite on the 0-d sum is itself a
     dispatched op, ~4x the cost of the sum of a (10, 784) arm matrix."""
+    if isinstance(t, np.ndarray):  # the single agent's scores on the host path
+        return bool(np.isfinite(t).all())
     return math.isfinite(t.sum().item()) or bool(torch.isfinite(t).all())
 
 

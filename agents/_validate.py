@@ -28,11 +28,14 @@ import numpy as np
 __all__ = [
     "InvalidArgumentError",
     "SHARED_KEYWORDS",
+    "check_batch_size",
     "check_int",
     "check_probability",
     "check_real",
     "check_seed",
     "check_shared_keywords",
+    "is_per_member",
+    "per_member",
 ]
 
 
@@ -134,3 +137,63 @@ def check_shared_keywords(kwargs: dict[str, Any]) -> None:
         check = SHARED_KEYWORDS.get(key)
         if check is not None:
             check(value)
+
+
+def check_batch_size(batch_size: Any) -> int | None:
+    """``None`` (one agent) or the number of members B >= 1 of a batched agent."""
+    if batch_size is not None and (isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral)
+                                   or batch_size < 1):
+        raise InvalidArgumentError(
+            f"batch_size must be an int >= 1 (the number of independent members B), got {batch_size!r}"
+        )
+    return None if batch_size is None else int(batch_size)
+
+
+def is_per_member(value: Any) -> bool:
+    """Whether ``value`` gives one value per member: a list, tuple or 1-D array/tensor (not a str)."""
+    if isinstance(value, (list, tuple)):
+        return True
+    ndim = getattr(value, "ndim", 0)
+    return not isinstance(value, (str, bytes)) and isinstance(ndim, int) and ndim >= 1
+
+
+def per_member(name: str, value: Any, batch_size: int | None, check: Callable[[str, Any], Any]) -> Any:
+    """A constructor argument that may differ across the members of a batched agent.
+
+    ``value`` is one value for every member, or (batched agents only) a list, tuple or 1-D
+    array of ``batch_size`` values. Each value is validated by ``check(label, v)`` (which
+    returns it normalised or raises a ``ValueError`` starting with ``label``); a bad value of
+    one member is reported as ``name[i]`` with the member's index. Returns the one value when
+    all members agree (so a uniform batch keeps the scalar code paths), else a numpy array
+    of the B values (an object array when strings and numbers mix).
+
+    Raises:
+        InvalidArgumentError: a sequence given to a single agent (``batch_size=None``), a
+            sequence whose length is not ``batch_size``, or a bad value of some member.
+    """
+    if not is_per_member(value):
+        return check(name, value)
+    values = value.tolist() if hasattr(value, "tolist") else list(value)
+    if batch_size is None:
+        raise InvalidArgumentError(
+            f"{name}={value!r} gives one value per member, but a single agent (batch_size=None) takes one value; "
+            f"pass batch_size={len(values)} for a batched agent whose member i uses {name}[i]"
+        )
+    if getattr(value, "ndim", 1) != 1 or any(isinstance(v, (list, tuple)) for v in values):
+        raise InvalidArgumentError(f"{name} must be one value or a flat sequence of {batch_size} values (one per "
+                                   f"member), got {value!r}")
+    if len(values) != batch_size:
+        raise InvalidArgumentError(
+            f"{name} must hold one value per member (batch_size={batch_size}), got {len(values)} values: {value!r}"
+        )
+    checked = []
+    for i, v in enumerate(values):
+        try:
+            checked.append(check(f"{name}[{i}]", v))
+        except (ValueError, TypeError) as exc:
+            raise InvalidArgumentError(f"{exc} (member {i} of the batch of {batch_size})") from None
+    if all(c == checked[0] for c in checked[1:]):
+        return checked[0]
+    if any(isinstance(c, str) for c in checked):  # e.g. beta: "theory" for some members, numbers for others
+        return np.array(checked, dtype=object)
+    return np.array(checked)

@@ -29,10 +29,13 @@ class CBSCFD(LinUCB):
             exact ``ln|A_hat|`` (an upper bound on ``ln|A|`` because ``A <= A_hat``) instead of
             the determinant-trace bound of Lemma 7, so no arm-norm bound is needed. Equals
             OFUL's radius while nothing has been discarded.
-        sketch_size: RFD sketch size ``l >= 1``.
+        sketch_size: RFD sketch size ``l >= 1``; batched, one per member allowed (the members' buffers
+            are padded to the largest; each still reduces on its own ``2 l_i`` rows).
         fast: ``True`` (default) 2l-row buffer, ``False`` textbook one-SVD-per-row RFD.
         delta, noise_std (R), theta_bound (H): used by ``beta="theory"`` only.
-        batch_size: ``None`` (one agent) or B independent agents (:class:`agents.batched.BatchedCBSCFD`).
+        batch_size: ``None`` (one agent) or B independent agents; ``lam``, ``beta`` and
+            ``sketch_size`` may then give one value per member (``per_member_args``; see
+            :class:`agents.batched.BatchedCBSCFD`).
         d, device, dtype, seed: see :class:`~agents.base.TorchAgent`.
 
     Example:
@@ -45,13 +48,14 @@ class CBSCFD(LinUCB):
     [0.5, 0.0, 0.0]
     """
 
+    per_member_args = ("lam", "beta", "sketch_size")
     _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
 
     def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, sketch_size: int = 50, fast: bool = True,
                  delta: float = 0.05, noise_std: float = 1.0, theta_bound: float = 1.0, d: int | None = None,
                  device=None, dtype=None, seed: int | None = None, batch_size: int | None = None):
-        _check_sketch_args(sketch_size, fast)
-        self._l = int(sketch_size)
+        # sketch_size may differ across members (padding keeps each member its single twin)
+        self._l = _check_sketch_args(sketch_size, fast, batch_size)
         self.fast = fast
         super().__init__(lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound,
                          batch_size=batch_size, d=d, device=device, dtype=dtype, seed=seed)

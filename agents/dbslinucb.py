@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ._validate import check_batch_size
 from .linucb import LinUCB
 from .sketches.dbs import DyadicBlockSketch, check_dbs_params
 
@@ -45,7 +46,9 @@ class DBSLinUCB(LinUCB):
         memory_cap: ``True`` (default) switch to exact updates as soon as the next block would hold
             more bytes than OFUL's d x d inverse (so ``memory_bytes()`` never exceeds OFUL's);
             ``False``: only the paper's literal block cap (see :mod:`agents.sketches.dbs`).
-        batch_size: ``None`` (one agent) or B independent agents (:class:`agents.batched.BatchedDBSLinUCB`).
+        batch_size: ``None`` (one agent) or B independent agents; ``lam``, ``beta``, ``l0`` and
+            ``eps`` may then give one value per member (``per_member_args``; see
+            :class:`agents.batched.BatchedDBSLinUCB`).
         delta, noise_std, theta_bound: used by ``beta="theory"`` only.
         d: optional dimension, allocates eagerly; read from the first observation otherwise.
         device, dtype, seed: see :class:`~agents.base.TorchAgent` (DBSLinUCB is deterministic).
@@ -65,6 +68,7 @@ class DBSLinUCB(LinUCB):
     (True, True)
     """
 
+    per_member_args = ("lam", "beta", "l0", "eps")
     _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
 
     def __init__(
@@ -89,8 +93,9 @@ class DBSLinUCB(LinUCB):
     ):
         if not isinstance(memory_cap, bool):
             raise ValueError(f"memory_cap must be True or False, got {memory_cap!r}")
-        self.eps = check_dbs_params(l0, eps, sketch, fast, sentinel, d=d if isinstance(d, int) else None)
-        self.l0 = int(l0)
+        # l0 and eps may differ across members (per_member_args): int/float, or arrays (B,)
+        self.l0, self.eps = check_dbs_params(l0, eps, sketch, fast, sentinel, d=d if isinstance(d, int) else None,
+                                             batch_size=check_batch_size(batch_size))
         self.sketch = sketch
         self.fast = fast
         self.sentinel = sentinel
@@ -105,9 +110,12 @@ class DBSLinUCB(LinUCB):
     def _allocate(self, d: int) -> None:
         # Validate against the dimension before any state is created, so a bad l0 leaves the
         # agent untouched (d still unknown) and the error names the fix.
-        if self.l0 > d:
+        over = np.flatnonzero(np.atleast_1d(self.l0) > d)
+        if over.size:
+            i = int(over[0])
+            which = f"l0={self.l0}" if isinstance(self.l0, int) else f"l0[{i}]={int(self.l0[i])} (member {i})"
             raise ValueError(
-                f"l0={self.l0} exceeds the arm dimension d={d}; choose 1 <= l0 <= d "
+                f"{which} exceeds the arm dimension d={d}; choose 1 <= l0 <= d "
                 f"(the paper uses l0 much smaller than d, e.g. l0=50 for d=500)"
             )
         super()._allocate(d)
@@ -128,7 +136,7 @@ class DBSLinUCB(LinUCB):
         base = 2.0 * math.log(1.0 / self.delta)
         if self.sketch == "fd":
             ld = (d - m) * np.log1p(s / lam) + np.where(m > 0, m * np.log1p(s / lam + T / (safe * lam)), 0.0)
-            return self.noise_std * np.sqrt(1.0 + s / lam) * np.sqrt(base + ld) + self.theta_bound * (lam + s) / math.sqrt(lam)
+            return self.noise_std * np.sqrt(1.0 + s / lam) * np.sqrt(base + ld) + self.theta_bound * (lam + s) / np.sqrt(lam)
         h = s - np.atleast_1d(est.blocks_weighted_shrinkage()) / safe
         ld = np.where(m > 0, (d - m) * np.log1p(s / lam) + m * np.log1p(np.maximum(T / safe + h, 0.0) / lam),
                       d * np.log1p(s / lam))

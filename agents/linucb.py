@@ -30,11 +30,32 @@ import numpy as np
 import torch
 
 from ._torch import NONFINITE_ARMS, _all_finite, as_arm_matrix, as_float_tensor, tensor_bytes
-from ._validate import check_seed
+from ._validate import check_batch_size, check_seed, per_member
 from .base import TorchAgent
-from .sketches.base import CovarianceEstimator
+from .sketches.base import CovarianceEstimator, as_tensor
 
 __all__ = ["LinUCB", "as_arm_batch"]
+
+
+def _check_lam(name: str, lam: Any) -> float:
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not (lam > 0 and math.isfinite(lam)):
+        raise ValueError(f"{name} (ridge lambda) must be a finite number > 0, got {lam!r}")
+    return float(lam)
+
+
+def _check_beta(name: str, beta: Any) -> float | str:
+    if isinstance(beta, str):
+        if beta != "theory":
+            raise ValueError(f"{name} must be a float >= 0 or 'theory', got {beta!r}")
+        return beta
+    if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not (beta >= 0 and math.isfinite(beta)):
+        raise ValueError(f"{name} must be a float >= 0 or 'theory', got {beta!r}")
+    return float(beta)
+
+
+def _fmt(value: Any) -> str:
+    """A parameter for a message or repr: a per-member array as a list."""
+    return repr(value.tolist()) if isinstance(value, np.ndarray) else repr(value)
 
 
 def as_arm_batch(obs: Any, device: torch.device, dtype: torch.dtype, batch_size: int, d: int | None) -> torch.Tensor:
@@ -68,7 +89,10 @@ class LinUCB(TorchAgent):
         noise_std: sub-Gaussian scale R of the reward noise (``"theory"`` only).
         theta_bound: bound H on ||theta*||_2 (``"theory"`` only).
         batch_size: ``None`` (one agent) or B (B independent agents; member i of ``reset(seed=s)``
-            gets seed ``s + i``, or pass a list of B seeds).
+            gets seed ``s + i``, or pass a list of B seeds). Batched, each argument named in
+            :attr:`per_member_args` (``lam``, ``beta`` here) may be B values, member i playing
+            exactly as the single agent with the i-th values (``beta`` may mix ``"theory"`` and
+            numbers); ``self.lam``/``self.beta`` are then arrays ``(B,)``.
         d, device, dtype, seed: see :class:`~agents.base.TorchAgent`.
 
     Ties in the score are broken towards the lowest index (``torch.argmax``).
@@ -78,6 +102,11 @@ class LinUCB(TorchAgent):
     ``obs`` in between is not looked at, or for a tensor makes ``update`` convert it afresh).
     """
 
+    #: constructor arguments that may differ across the members of a batched agent: each given
+    #: as one value (every member) or a list/tuple/1-D array of ``batch_size`` values; member i
+    #: then plays exactly as the single agent built with the i-th values
+    per_member_args: tuple[str, ...] = ("lam", "beta")
+
     #: whether ``beta="theory"`` accumulates ``log(1 + ||x||^2_{A_hat^-1})`` (OFUL's radius);
     #: the sketched agents' radii read their sketch instead, so they skip that work
     _accumulates_logdet = True
@@ -85,24 +114,22 @@ class LinUCB(TorchAgent):
     def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, delta: float = 0.05, noise_std: float = 1.0,
                  theta_bound: float = 1.0, batch_size: int | None = None, d: int | None = None, device=None,
                  dtype=None, seed: int | None = None):
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not (lam > 0 and math.isfinite(lam)):
-            raise ValueError(f"lam (ridge lambda) must be a finite number > 0, got {lam!r}")
-        if isinstance(beta, str):
-            if beta != "theory":
-                raise ValueError(f"beta must be a float >= 0 or 'theory', got {beta!r}")
-        elif isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not (beta >= 0 and math.isfinite(beta)):
-            raise ValueError(f"beta must be a float >= 0 or 'theory', got {beta!r}")
+        batch_size = check_batch_size(batch_size)
+        # lam and beta may differ across members (one value per member, see per_member_args)
+        self.lam = per_member("lam", lam, batch_size, _check_lam)
+        self.beta = per_member("beta", beta, batch_size, _check_beta)
+        # which members use the "theory" radius: True/False for all, or a mask when mixed with numbers
+        if isinstance(self.beta, np.ndarray) and self.beta.dtype == object:
+            self._theory = np.array([isinstance(b, str) for b in self.beta])
+            self._beta_numbers = np.array([0.0 if isinstance(b, str) else b for b in self.beta])
+        else:
+            self._theory = isinstance(self.beta, str)
         if not (0 < delta < 1):
             raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
         if not (noise_std >= 0):
             raise ValueError(f"noise_std must be >= 0, got {noise_std!r}")
         if not (theta_bound >= 0):
             raise ValueError(f"theta_bound must be >= 0, got {theta_bound!r}")
-        if batch_size is not None and (isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral)
-                                       or batch_size < 1):
-            raise ValueError(f"batch_size must be an int >= 1 (the number of independent members B), got {batch_size!r}")
-        self.lam = float(lam)
-        self.beta = beta if isinstance(beta, str) else float(beta)
         self.delta = float(delta)
         self.noise_std = float(noise_std)
         self.theta_bound = float(theta_bound)
@@ -188,7 +215,7 @@ class LinUCB(TorchAgent):
             if not _all_finite(theta):
                 raise FloatingPointError(
                     f"{type(self).__name__}: theta_hat = A_hat^-1 b is not finite (round {self.t}): the ridge solution "
-                    f"overflowed {self.dtype} because A_hat is too ill-conditioned for it (lam={self.lam:g} against "
+                    f"overflowed {self.dtype} because A_hat is too ill-conditioned for it (lam={_fmt(self.lam)} against "
                     f"squared row norms up to {self._max_row_sq():.3g}); rescale the features/rewards, raise lam or "
                     "use dtype=torch.float64"
                 )
@@ -203,12 +230,16 @@ class LinUCB(TorchAgent):
     # -- the loop ------------------------------------------------------------------
     def _radius(self):
         """beta_t as a float, or per member as a float64 array ``(B,)``."""
-        if self.beta != "theory":
+        if self._theory is False:
             return self.beta
         if self._accumulates_logdet or self.estimator is None:
-            return self.noise_std * np.sqrt(2.0 * math.log(1.0 / self.delta) + self._logdet) + math.sqrt(
+            r = self.noise_std * np.sqrt(2.0 * math.log(1.0 / self.delta) + self._logdet) + np.sqrt(
                 self.lam) * self.theta_bound
-        return self._sketch_radius()
+        else:
+            r = self._sketch_radius()
+        if self._theory is True:
+            return r
+        return np.where(self._theory, r, self._beta_numbers)  # "theory" members mixed with numeric ones
 
     def confidence_radius(self):
         """beta_t used in the current round (a float; per member when batched)."""
@@ -217,17 +248,20 @@ class LinUCB(TorchAgent):
             return float(r[0]) if self.single else torch.as_tensor(r, device=self.device).to(self.dtype)
         return r
 
-    def _scores(self, arms: torch.Tensor) -> torch.Tensor:
+    def _scores(self, arms: torch.Tensor):
         """UCB of every arm: ``(K, d) -> (K,)`` for the single agent (the estimator's B = 1 path,
-        :meth:`~agents.sketches.base.CovarianceEstimator._score_terms_one`), ``(B, K, d) -> (B, K)``.
+        :meth:`~agents.sketches.base.CovarianceEstimator._score_terms_one`; a numpy array when
+        that path ran on host views), ``(B, K, d) -> (B, K)``.
 
         In the estimator's core dtype (float64 on CPU whatever the working dtype): the K
         scores cost nothing to keep there, and rounding them to float32 made near-ties (up to
         ~6e-8 relative) exact ties, which argmax breaks by index, unlike float64."""
         est = self.estimator
         mean, quad = est._score_terms_one(arms) if self.single else est.score_terms(arms)
-        width = quad.sqrt()  # quad >= the estimators' valid floor >= 0 (a NaN is caught by scores())
         r = self._radius()
+        if isinstance(mean, np.ndarray):  # the same formula on the host path's arrays
+            return mean + (float(r[0]) if isinstance(r, np.ndarray) else r) * np.sqrt(quad)
+        width = quad.sqrt()  # quad >= the estimators' valid floor >= 0 (a NaN is caught by scores())
         if isinstance(r, np.ndarray):
             rt = torch.as_tensor(r, device=self.device).to(mean.dtype)
             return torch.addcmul(mean, rt.unsqueeze(1) if mean.ndim == 2 else rt, width)
@@ -236,15 +270,17 @@ class LinUCB(TorchAgent):
 
     def scores(self, obs: Any) -> torch.Tensor:
         """Upper confidence bounds of all arms in one batched op: ``(K,)`` (batched ``(B, K)``),
-        in the working dtype (:meth:`act` compares them before that rounding, in the core dtype)."""
-        return self._checked_scores(obs).to(self.dtype)
-
-    def _checked_scores(self, obs: Any) -> torch.Tensor:
-        """:meth:`scores` in the estimator's core dtype (what :meth:`act` compares).
+        in the working dtype (:meth:`act` compares them before that rounding, in the core dtype).
 
         The single agent checks its arms for NaN/inf only when the scores are not finite (any
         non-finite entry makes its arm's squared norm, hence width floor and score, non-finite),
         which saves a full pass and a host sync per round; the error is the same."""
+        s = as_tensor(self._round_scores(obs))
+        return s if s.dtype == self.dtype else s.to(self.dtype)
+
+    def _round_scores(self, obs: Any):
+        """:meth:`scores` as computed: the single agent's are in the estimator's core dtype (ranked
+        in float64 also when working in float32), a numpy array on its host path."""
         arms = self._arms(obs, check_finite=False)
         if isinstance(obs, np.ndarray) and arms.device.type == "cpu" and (
             arms.data_ptr() == obs.__array_interface__["data"][0]
@@ -257,7 +293,7 @@ class LinUCB(TorchAgent):
                 raise ValueError(NONFINITE_ARMS)
             raise FloatingPointError(
                 f"{type(self).__name__}: the UCB scores are not finite (round {self.t}): they overflowed {self.dtype} "
-                f"because A_hat = lam I + X^T X is too ill-conditioned for it (lam={self.lam:g} against squared "
+                f"because A_hat = lam I + X^T X is too ill-conditioned for it (lam={_fmt(self.lam)} against squared "
                 f"row norms up to {self._max_row_sq():.3g}); rescale the features/rewards, raise lam or use "
                 "dtype=torch.float64"
             )
@@ -265,9 +301,9 @@ class LinUCB(TorchAgent):
         return s
 
     def act(self, obs: Any):
-        s = self._checked_scores(obs)
+        s = self._round_scores(obs)
         if self.single:
-            return s.argmax().item()
+            return int(s.argmax())  # the first maximum, as torch.argmax
         actions = torch.argmax(s, dim=1)
         return actions if isinstance(obs, torch.Tensor) else actions.cpu().numpy()
 
@@ -339,7 +375,7 @@ class LinUCB(TorchAgent):
             idx, r = self._feedback(arms.shape[1], action, reward)
             X = arms[est._members, idx]  # (B, d): each member's played arm
             cached = idx if reused else None
-        if self.beta == "theory" and self._accumulates_logdet:
+        if self._theory is not False and self._accumulates_logdet:
             self._logdet = self._logdet + est.logdet_increments(X, cached).double().cpu().numpy()
         est.step(X, r, cached)
         self._scored = self._theta = None
@@ -367,7 +403,7 @@ class LinUCB(TorchAgent):
         return self.estimator._held_bytes() + tensor_bytes(self._theta)
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self._repr_params.items())
+        inner = ", ".join(f"{k}={_fmt(v)}" for k, v in self._repr_params.items())
         if not self.single:
             inner = f"batch_size={self.batch_size}" + (", " + inner if inner else "")
         return f"{type(self).__name__}({inner})"

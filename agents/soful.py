@@ -6,15 +6,17 @@ import math
 
 import numpy as np
 
+from ._validate import check_batch_size
 from .linucb import LinUCB
 from .sketches.fd import FrequentDirections, check_sketch_size
 
 __all__ = ["SOFUL"]
 
 
-def _check_sketch_args(sketch_size, fast) -> None:
-    """Validate before any state exists (TorchAgent's constructor may allocate eagerly)."""
-    check_sketch_size(sketch_size, fast)
+def _check_sketch_args(sketch_size, fast, batch_size):
+    """Validate before any state exists (TorchAgent's constructor may allocate eagerly): the
+    sketch size as an int, or an int array ``(B,)`` when the members' sizes differ."""
+    return check_sketch_size(sketch_size, fast, check_batch_size(batch_size))
 
 
 class SOFUL(LinUCB):
@@ -34,10 +36,13 @@ class SOFUL(LinUCB):
             :meth:`~agents.sketches.fd.FrequentDirections.log_det_ratio_bound` (Lemma 6 before
             ``||x|| <= L`` is used, so no arm-norm bound is needed). Equals OFUL's radius
             while nothing has been discarded.
-        sketch_size: FD sketch size ``l >= 1``.
+        sketch_size: FD sketch size ``l >= 1``; batched, one per member allowed (the members' buffers
+            are padded to the largest; each still reduces on its own ``2 l_i`` rows).
         fast: ``True`` (default) 2l-row buffer, ``False`` textbook one-SVD-per-row FD.
         delta, noise_std (R), theta_bound (H): used by ``beta="theory"`` only.
-        batch_size: ``None`` (one agent) or B independent agents (:class:`agents.batched.BatchedSOFUL`).
+        batch_size: ``None`` (one agent) or B independent agents; ``lam``, ``beta`` and
+            ``sketch_size`` may then give one value per member (``per_member_args``; see
+            :class:`agents.batched.BatchedSOFUL`).
         d, device, dtype, seed: see :class:`~agents.base.TorchAgent`.
 
     Example:
@@ -50,13 +55,14 @@ class SOFUL(LinUCB):
     [0.5, 0.0, 0.0]
     """
 
+    per_member_args = ("lam", "beta", "sketch_size")
     _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
 
     def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, sketch_size: int = 50, fast: bool = True,
                  delta: float = 0.05, noise_std: float = 1.0, theta_bound: float = 1.0, d: int | None = None,
                  device=None, dtype=None, seed: int | None = None, batch_size: int | None = None):
-        _check_sketch_args(sketch_size, fast)
-        self._l = int(sketch_size)
+        # sketch_size may differ across members (padding keeps each member its single twin)
+        self._l = _check_sketch_args(sketch_size, fast, batch_size)
         self.fast = fast
         super().__init__(lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound,
                          batch_size=batch_size, d=d, device=device, dtype=dtype, seed=seed)
@@ -73,7 +79,7 @@ class SOFUL(LinUCB):
         lam = self.lam
         return self.noise_std * np.sqrt(1.0 + sb / lam) * np.sqrt(
             2.0 * math.log(1.0 / self.delta) + logdet
-        ) + self.theta_bound * (lam + sb) / math.sqrt(lam)
+        ) + self.theta_bound * (lam + sb) / np.sqrt(lam)
 
 
 def _warn_if_larger_than_oful(agent, d: int) -> None:
@@ -83,12 +89,13 @@ def _warn_if_larger_than_oful(agent, d: int) -> None:
 
     import torch
 
-    cap = 2 * agent._l if agent.fast else agent._l
+    l = int(np.max(agent._l))  # the largest member's sketch when the sizes differ
+    cap = 2 * l if agent.fast else l
     es = torch.empty(0, dtype=agent.dtype).element_size()
     sketch = es * cap * d + 8 * (2 * cap * cap + cap)
     if sketch > es * d * d:
         warnings.warn(
-            f"{type(agent).__name__}(sketch_size={agent._l}) at d={d} holds {sketch} bytes per agent, more than "
+            f"{type(agent).__name__}(sketch_size={l}) at d={d} holds {sketch} bytes per agent, more than "
             f"OFUL's d x d inverse ({es * d * d} bytes); use sketch_size < ~{max(1, d // 3)} or OFUL",
             stacklevel=4,
         )

@@ -1,4 +1,13 @@
-"""A sweep with batched seeds vs the per-run loop: wall time and final regrets.
+"""Batched sweeps, tuning and reproductions vs the per-run loop: wall time and final regrets.
+
+Workloads (``--workload``, default ``all``):
+
+* ``tune``      -- ``linbandit tune`` on the shipped ``mnist-quick`` config with its own ``tune:`` grid
+  (4 agents x 3 beta x 3 lambda, 1 tuning seed, T = 1000): grid points of one agent family
+  share a batch (members differ in lam / beta / sketch_size);
+* ``reproduce`` -- ``linbandit reproduce mnist --quick`` (13 configs x 2 seeds, T = 2000, plots
+  and report included);
+* ``sweep``     -- the sweep below.
 
 The sweep is ``mnist-quick``-like: MNIST (the shipped 5,000-image subset, target digit 0),
 OFUL, SOFUL l in {20, 100}, CBSCFD l = 20, DBSLinUCB-FD l0 = 50 eps = 8 and DBSLinUCB-RFD, all
@@ -13,13 +22,20 @@ Printed: each mode's wall time, the ratios to ``no-batched-w2``, and the mean fi
 agent of each mode (they must agree: the records are the same apart from timing columns).
 Torch and BLAS run 1 thread per run (the sweep's default thread policy).
 
-    python benchmarks/bench_sweep_batched.py                    # 8 seeds, 1000 rounds, best of 2
-    python benchmarks/bench_sweep_batched.py --quick            # 4 seeds, 300 rounds, 1 repeat
+Each workload prints each mode's best wall time, its ratio to ``no-batched-w2``, and the final
+regrets of every run side by side (tune: the mean final regret of every grid point and the
+chosen beta / lambda; they must be identical).
+
+    python benchmarks/bench_sweep_batched.py                    # all workloads, best of 2
+    python benchmarks/bench_sweep_batched.py --workload tune --repeats 3
+    python benchmarks/bench_sweep_batched.py --workload sweep --quick   # 4 seeds, 300 rounds, 1 repeat
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import shutil
 import sys
@@ -29,7 +45,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
 from threadpoolctl import threadpool_limits  # noqa: E402
 
+from linbandit_gym.experiments.config import load_config  # noqa: E402
+from linbandit_gym.experiments.reproduce import config_path, reproduce  # noqa: E402
 from linbandit_gym.experiments.sweep import load_runs, sweep  # noqa: E402
+from linbandit_gym.experiments.tune import tune  # noqa: E402
 
 MODES = {
     "batched": {"batched": None, "workers": 1},
@@ -55,45 +74,83 @@ def config(seeds: int, horizon: int) -> dict:
     }
 
 
+def _final_regrets(out: str) -> dict:
+    """Final regret of every run, by (agent label, seed), rounded for printing."""
+    runs = load_runs(out)
+    return {(a, int(s)): round(float(r), 6) for a, s, r in zip(runs["agent"], runs["seed"], runs["final_regret"])}
+
+
+def _play(workload: str, out: str, options: dict, cfg: dict):
+    """Run one workload into ``out``; return what must be identical across modes."""
+    if workload == "sweep":
+        result = sweep(cfg, out, log=None, **options)
+        assert result.ok, result.failed
+        return _final_regrets(out)
+    if workload == "tune":
+        result = tune(load_config(config_path("mnist", quick=True)), out, log=None, **options)
+        assert result.ok, result.failed
+        return {"tuned": result.tuned, "runs": _final_regrets(out)}
+    with contextlib.redirect_stdout(io.StringIO()):  # the summary table and file list
+        code = reproduce("mnist", quick=True, out=out, log=None, **options)
+    assert code == 0
+    return _final_regrets(out)
+
+
+def _report(workload: str, times: dict, outcomes: dict) -> bool:
+    base = min(times["no-batched-w2"])
+    for mode in MODES:
+        best = min(times[mode])
+        print(f"  {mode:14s} {best:7.1f} s   speed-up vs no-batched-w2: {base / best:.2f}x   "
+              f"(all: {', '.join(f'{t:.1f}' for t in times[mode])})")
+    ref = outcomes["no-batched-w2"]
+    runs = ref["runs"] if workload == "tune" else ref
+    if workload == "tune":
+        for env, per_agent in ref["tuned"].items():
+            for agent, values in per_agent.items():
+                print(f"  tuned {agent} on {env}: beta={values.get('beta')}, lam={values.get('lam')}, "
+                      f"regret {values['final_regret']:.4f}")
+    print("  final regret per run: " + " | ".join(["run (agent, seed)"] + list(MODES)))
+    for key in runs:
+        vals = [(outcomes[m]["runs"] if workload == "tune" else outcomes[m]).get(key) for m in MODES]
+        print("    " + " | ".join([f"{key[0]} seed {key[1]}"] + [f"{v:.4f}" if v is not None else "-" for v in vals]))
+    same = all(outcomes[m] == ref for m in MODES)
+    print(f"  final regrets (and tuned values) identical across modes: {same}")
+    return same
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=8)
-    parser.add_argument("--horizon", type=int, default=1000)
+    parser.add_argument("--workload", choices=["all", "tune", "reproduce", "sweep"], default="all")
+    parser.add_argument("--seeds", type=int, default=8, help="sweep workload: seeds")
+    parser.add_argument("--horizon", type=int, default=1000, help="sweep workload: rounds")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--quick", action="store_true", help="4 seeds, 300 rounds, 1 repeat")
+    parser.add_argument("--quick", action="store_true", help="sweep workload: 4 seeds, 300 rounds; 1 repeat")
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.horizon, args.repeats = 4, 300, 1
     cfg = config(args.seeds, args.horizon)
-    times: dict[str, list[float]] = {m: [] for m in MODES}
-    regrets: dict[str, dict] = {}
+    workloads = ["tune", "reproduce", "sweep"] if args.workload == "all" else [args.workload]
+    ok = True
     with threadpool_limits(1):
-        for _ in range(args.repeats):
-            for mode, options in MODES.items():  # interleaved: load on the box hits every mode alike
-                out = tempfile.mkdtemp(prefix=f"bench-{mode}-")
-                try:
-                    start = time.perf_counter()
-                    result = sweep(cfg, out, log=None, **options)
-                    times[mode].append(time.perf_counter() - start)
-                    assert result.ok, result.failed
-                    runs = load_runs(out)
-                    regrets[mode] = runs.groupby("agent", sort=False)["final_regret"].mean().round(6).to_dict()
-                finally:
-                    shutil.rmtree(out, ignore_errors=True)
-    print(f"sweep: MNIST, {len(cfg['agents']) + 1} agent configs x {args.seeds} seeds, T = {args.horizon} "
-          f"(best of {args.repeats})")
-    base = min(times["no-batched-w2"])
-    for mode in MODES:
-        best = min(times[mode])
-        print(f"  {mode:14s} {best:7.1f} s   speed-up vs no-batched-w2: {base / best:.2f}x")
-    print("mean final regret per agent:")
-    agents = list(regrets["no-batched-w2"])
-    print("  " + " | ".join(["agent"] + list(MODES)))
-    for agent in agents:
-        print("  " + " | ".join([agent] + [f"{regrets[m][agent]:.4f}" for m in MODES]))
-    same = all(regrets[m] == regrets["no-batched-w2"] for m in MODES)
-    print(f"final regrets identical across modes: {same}")
-    return 0 if same else 1
+        for workload in workloads:
+            times: dict[str, list[float]] = {m: [] for m in MODES}
+            outcomes: dict[str, object] = {}
+            for _ in range(args.repeats):
+                for mode, options in MODES.items():  # interleaved: load on the box hits every mode alike
+                    out = tempfile.mkdtemp(prefix=f"bench-{workload}-{mode}-")
+                    try:
+                        start = time.perf_counter()
+                        outcomes[mode] = _play(workload, out, options, cfg)
+                        times[mode].append(time.perf_counter() - start)
+                    finally:
+                        shutil.rmtree(out, ignore_errors=True)
+            what = {"tune": "linbandit tune on mnist-quick's tune: grid (36 runs, T = 1000)",
+                    "reproduce": "linbandit reproduce mnist --quick (26 runs, T = 2000, plots and report)",
+                    "sweep": f"sweep: MNIST, {len(cfg['agents']) + 1} agent configs x {args.seeds} seeds, "
+                             f"T = {args.horizon}"}[workload]
+            print(f"{what} (best of {args.repeats})", flush=True)
+            ok = _report(workload, times, outcomes) and ok
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

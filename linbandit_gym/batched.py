@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 from .evaluate import RECORD_COLUMNS, agent_label, check_seeds
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 
-__all__ = ["can_batch", "run_batched", "DEFAULT_MAX_BATCH"]
+__all__ = ["can_batch", "play_members", "run_batched", "DEFAULT_MAX_BATCH"]
 
 #: seeds advanced together at most (more seeds run in consecutive chunks)
 DEFAULT_MAX_BATCH = 64
@@ -113,14 +113,14 @@ def run_batched(
     cpu, _ = cpu_clock(threads)
     try:
         for chunk in chunks:
-            venv = gym.make_vec(env_id, num_envs=len(chunk), vectorization_mode="vector_entry_point", **env_kwargs)
+            venv = _vector_env(env_id, chunk, env_kwargs)
             try:
                 if bar is None:
                     rounds = min(x for x in (venv.unwrapped.horizon, max_rounds) if x is not None)
                     bar = tqdm(total=rounds * len(seeds), disable=not show, desc=f"{a_name} on {e_name} (batched)")
                 with thread_limit(threads):
-                    frames.append(_play_chunk(venv, batched(agent, len(chunk)), chunk, a_name, e_name, max_rounds,
-                                              bar, cpu))
+                    frames.append(_play_chunk(venv, batched(agent, len(chunk)), chunk, [a_name] * len(chunk),
+                                              [e_name] * len(chunk), max_rounds, bar, cpu))
             finally:
                 venv.close()
     finally:
@@ -129,11 +129,60 @@ def run_batched(
     return pd.concat(frames, ignore_index=True)
 
 
-def _play_chunk(venv, bag, chunk: list[int], a_name: str, e_name: str, max_rounds: int | None, bar,
+def _vector_env(env_id: str, seeds: list[int], env_kwargs: dict):
+    """The vector env that plays ``seeds``: one member per distinct seed (members of a batch
+    that share a seed share its arm sets, see :meth:`~linbandit_gym.vector.LinBanditVectorEnv.step_players`)."""
+    return gym.make_vec(env_id, num_envs=len(set(seeds)), vectorization_mode="vector_entry_point", **env_kwargs)
+
+
+def play_members(
+    env: str,
+    agent: Any,
+    seeds: list[int],
+    *,
+    agent_names: list[str],
+    env_names: list[str],
+    env_kwargs: dict | None = None,
+    max_rounds: int | None = None,
+    threads: int | None = DEFAULT_THREADS,
+) -> list[pd.DataFrame]:
+    """Play one batch whose members may differ in more than their seed, and return the
+    records of each member (one frame per member, as :func:`linbandit_gym.evaluate.run` gives
+    for its run).
+
+    ``agent`` is a batched agent of B members (e.g. :func:`agents.batched.batched_members` of B
+    agents that differ in ``lam``/``beta``/...), played on one vector env of ``env`` with B
+    members; member i is seeded ``seeds[i]`` (seeds may repeat: members that differ in their
+    arguments play the same episode) and labelled ``agent_names[i]`` on ``env_names[i]``.
+    This is what a sweep batch runs (:func:`linbandit_gym.experiments.runner.execute_batch`);
+    :func:`run_batched` is the same loop over one agent's seeds.
+    """
+    seeds = check_seeds(seeds, max_rounds)
+    threads = check_threads(threads)
+    B = getattr(agent, "batch_size", None)
+    if not (len(seeds) == len(agent_names) == len(env_names) == B):
+        raise ValueError(f"a batch of {B} members needs {B} seeds, agent names and env names, got "
+                         f"{len(seeds)}, {len(agent_names)} and {len(env_names)}")
+    cpu, _ = cpu_clock(threads)
+    venv = _vector_env(env, seeds, dict(env_kwargs or {}))
+    try:
+        with tqdm(disable=True) as bar, thread_limit(threads):
+            frame = _play_chunk(venv, agent, seeds, list(agent_names), list(env_names), max_rounds, bar, cpu)
+    finally:
+        venv.close()
+    rounds = len(frame) // B
+    return [frame.iloc[i * rounds : (i + 1) * rounds].reset_index(drop=True) for i in range(B)]
+
+
+def _play_chunk(venv, bag, chunk: list[int], a_names: list[str], e_names: list[str], max_rounds: int | None, bar,
                 cpu) -> pd.DataFrame:
     B = len(chunk)
     bag.reset(seed=chunk)
-    obs, _ = venv.reset(seed=chunk)
+    env_seeds = list(dict.fromkeys(chunk))  # one env member per distinct seed
+    members = np.array([env_seeds.index(s) for s in chunk], dtype=np.int64)
+    shared = len(env_seeds) < B  # else member i plays env member i: no gather of the arm sets
+    env_obs, _ = venv.reset(seed=env_seeds)
+    obs = env_obs[members] if shared else env_obs
     horizon = venv.unwrapped.horizon
     T = horizon if max_rounds is None else min(horizon, max_rounds)
     actions = np.zeros((T, B), dtype=np.int64)
@@ -146,7 +195,8 @@ def _play_chunk(venv, bag, chunk: list[int], a_name: str, e_name: str, max_round
         start, cpu_start = time.perf_counter(), cpu()
         a = bag.act(obs)
         cpu_act, after_act = cpu(), time.perf_counter()
-        next_obs, r, terminated, truncated, info = venv.step(a)
+        env_obs, r, truncated, info = venv.unwrapped.step_players(a, members)
+        next_obs = env_obs[members] if shared else env_obs
         after_env, cpu_env = time.perf_counter(), cpu()
         bag.update(obs, a, r)
         cpu_end, end = cpu(), time.perf_counter()
@@ -162,9 +212,8 @@ def _play_chunk(venv, bag, chunk: list[int], a_name: str, e_name: str, max_round
         t += 1
         bar.update(B)
         obs = next_obs
-        done = terminated | truncated
-        if done.any():
-            if not done.all():  # every member has the same horizon; nothing else ends an episode here
+        if truncated.any():
+            if not truncated.all():  # every member has the same horizon; nothing else ends an episode here
                 raise RuntimeError("members of the vector env ended at different rounds; use run(..., batched=False)")
             break
     T = t
@@ -174,8 +223,8 @@ def _play_chunk(venv, bag, chunk: list[int], a_name: str, e_name: str, max_round
         return a[:T].T.reshape(-1)
 
     columns = {
-        "agent": np.full(B * T, a_name, dtype=object),
-        "env": np.full(B * T, e_name, dtype=object),
+        "agent": np.repeat(np.asarray(a_names, dtype=object), T),
+        "env": np.repeat(np.asarray(e_names, dtype=object), T),
         "seed": seed_col,
         "t": np.tile(np.arange(1, T + 1, dtype=np.int64), B),
         "action": per_member(actions),

@@ -242,13 +242,15 @@ class LinBanditVectorEnv(VectorEnv):
         self._reset_done = True
         return self._out(self._obs.copy()), infos
 
-    def _check_actions(self, actions: Any) -> np.ndarray:
+    def _check_actions(self, actions: Any, players: int | None = None) -> np.ndarray:
         if hasattr(actions, "detach"):  # a torch tensor, possibly on an accelerator
             actions = actions.detach().cpu().numpy()
         arr = np.asarray(actions)
-        if arr.shape != (self.num_envs,):
+        n = self.num_envs if players is None else players
+        if arr.shape != (n,):
             raise ValueError(
-                f"actions must have shape ({self.num_envs},) (one arm index per sub-env), got shape {arr.shape}"
+                f"actions must have shape ({n},) (one arm index per {'sub-env' if players is None else 'player'}), "
+                f"got shape {arr.shape}"
             )
         if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
             raise ValueError(f"actions must be integer arm indices, got dtype {arr.dtype}; pass e.g. scores.argmax(-1)")
@@ -325,6 +327,63 @@ class LinBanditVectorEnv(VectorEnv):
             if not infos[f"_{key}"].any():
                 del infos[key], infos[f"_{key}"]
         return self._out(self._obs.copy()), self._out(reward), self._out(terminated), self._out(truncated), infos
+
+    def step_players(self, actions: Any, members: Any):
+        """One round of every member for one or more *players* each: player j plays arm
+        ``actions[j]`` on member ``members[j]``. Returns ``(obs, rewards, truncated, info)``:
+        the next ``(M, K, d)`` arm sets and ``(M,)`` truncations of the members, ``(J,)`` rewards
+        and an ``info`` of ``(J,)`` arrays ``expected_reward``, ``best_expected_reward``,
+        ``regret`` and the members' ``(M,)`` ``best_arm``.
+
+        Each player gets bit for bit what its own env of the member's seed would give it: the
+        arm stream never depends on what is played (the base class draws it from its own
+        generator), and the reward's noise is the member's one draw of the round, the same
+        whichever arm is played (Gaussian noise; for other reward hooks every player's draw
+        starts from the same generator state, and a hook whose draws depend on the arm raises).
+        So runs that differ in their agent but share a seed share one member: its arm sets are
+        drawn once (this is how a sweep batch plays, :func:`linbandit_gym.batched.play_members`).
+        Every member needs a player; there is no autoreset (reset a truncated member first) and
+        nothing is rendered.
+        """
+        if not self._reset_done:
+            raise RuntimeError("call reset() before step_players()")
+        M = self.num_envs
+        members = np.asarray(members)
+        if members.ndim != 1 or not np.issubdtype(members.dtype, np.integer) or members.size == 0 or (
+                members.min() < 0 or members.max() >= M):
+            raise ValueError(f"members must be a 1-D array of member indices in [0, {M}), got {members!r}")
+        if np.bincount(members, minlength=M).min() == 0:
+            raise ValueError(f"every member needs a player, got members {members.tolist()} for {M} members")
+        actions = self._check_actions(actions, len(members))
+        if self._autoreset.any():
+            raise RuntimeError(f"members {np.flatnonzero(self._autoreset).tolist()} ended: reset them before stepping")
+        best_arm = np.argmax(self._means, axis=1)
+        expected = self._means[members, actions]
+        best = self._means[np.arange(M), best_arm][members]
+        regret = np.maximum(best - expected, 0.0)
+        if self._gaussian_noise:
+            z = np.array([env._noise_rng.standard_normal() for env in self.envs])
+            noise_std = np.array([env.noise_std for env in self.envs])
+            reward = expected + noise_std[members] * z[members]  # as each member's own step
+        else:
+            reward = np.zeros(len(members), dtype=np.float64)
+            for i, env in enumerate(self.envs):
+                rng = env._noise_rng
+                start, end = rng.bit_generator.state, None
+                for j in np.flatnonzero(members == i):
+                    rng.bit_generator.state = start
+                    reward[j] = env._sample_reward(float(expected[j]), rng)
+                    if end is None:
+                        end = rng.bit_generator.state
+                    elif rng.bit_generator.state != end:
+                        raise RuntimeError(f"{self.env_class.__name__}._sample_reward draws differently for different "
+                                           "arms: players cannot share a member; give each its own member")
+        self._t += 1
+        truncated = self._t >= self.horizon
+        self._next_round(np.flatnonzero(~truncated))
+        self._autoreset = truncated.copy()
+        info = {"expected_reward": expected, "best_expected_reward": best, "regret": regret, "best_arm": best_arm}
+        return self._out(self._obs.copy()), self._out(reward), self._out(truncated), info
 
     def _out(self, array: np.ndarray):
         """numpy, or a torch tensor on ``device`` when one was chosen."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib
 import json
 
+import gymnasium as gym
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -65,16 +67,18 @@ def batched_dir(tmp_path_factory):
     lines = []
     result = sweep(GRID, out, log=lines.append)  # batched by default
     assert result.ok and len(result.executed) == N_RUNS
-    assert any(line.startswith(f"batched: {N_RUNS} runs in 10 batch(es) of 3-3 seeds") for line in lines), lines
+    assert any(line.startswith(f"batched: {N_RUNS} runs in 5 batch(es) of 6-6 members") for line in lines), lines
     return out
 
 
-def test_records_and_metadata_equal_the_per_run_path(per_run_dir, batched_dir):
+def _same_runs(per_run_dir, batched_dir, batch_size) -> None:
+    """Records and metadata of every run equal the per-run path's apart from timing; each batched
+    run's ``batch_size`` is ``batch_size(its per-run metadata)``."""
     pd.testing.assert_frame_equal(_untimed(load_records(batched_dir)), _untimed(load_records(per_run_dir)),
                                   check_exact=True)
     for path in sorted((per_run_dir / "runs").glob("*.json")):
         one, many = json.loads(path.read_text()), json.loads((batched_dir / "runs" / path.name).read_text())
-        assert "batch_size" not in one and many["batch_size"] == 3
+        assert "batch_size" not in one and many["batch_size"] == batch_size(one)
         for key in ("run_id", "config", "seed", "agent_label", "env_label", "family", "device", "torch_threads"):
             assert many[key] == one[key], key
         untimed = {k: v for k, v in one["summary"].items() if k not in TIMING_SUMMARY}
@@ -82,33 +86,45 @@ def test_records_and_metadata_equal_the_per_run_path(per_run_dir, batched_dir):
         assert many["summary"]["agent_time_s"] > 0
 
 
-def test_kill_in_the_middle_of_a_batch_redoes_only_unfinished_runs(per_run_dir, tmp_path, monkeypatch):
+def test_records_and_metadata_equal_the_per_run_path(per_run_dir, batched_dir):
+    _same_runs(per_run_dir, batched_dir, lambda meta: 6)  # 2 betas x 3 seeds
+
+
+def _kill_saving_and_resume(cfg: dict, out, monkeypatch, kill_at: int, per_run_dir) -> list[str]:
+    """Ctrl-C while the sweep saves its ``kill_at + 1``-th run, then resume; check nothing is lost or
+    done twice and the records equal the per-run path's. Returns the log lines of the resumed sweep."""
     saved = []
     real_save = sweep_module.save_run
 
     def save_then_die(out_dir, records, meta):
-        if len(saved) == 4:  # the second member of the second batch: Ctrl-C while a batch is being saved
+        if len(saved) == kill_at:
             raise KeyboardInterrupt
         saved.append(meta["run_id"])
         return real_save(out_dir, records, meta)
 
+    specs = {spec.run_id: spec for spec in parse_config(cfg).runs}
     monkeypatch.setattr(sweep_module, "save_run", save_then_die)
-    with pytest.raises(Interrupted, match=f"4/{N_RUNS} runs saved"):
-        sweep(GRID, tmp_path, log=None)
+    with pytest.raises(Interrupted, match=f"{kill_at}/{len(specs)} runs saved"):
+        sweep(cfg, out, log=None)
     monkeypatch.setattr(sweep_module, "save_run", real_save)
-    specs = {spec.run_id: spec for spec in parse_config(GRID).runs}
-    assert [rid for rid in specs if is_finished(tmp_path, specs[rid])] == [rid for rid in specs if rid in saved]
-    before = {rid: (tmp_path / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved}
+    assert [rid for rid in specs if is_finished(out, specs[rid])] == [rid for rid in specs if rid in saved]
+    before = {rid: (out / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved}
     lines = []
-    result = sweep(GRID, tmp_path, log=lines.append)
+    result = sweep(cfg, out, log=lines.append)
     assert sorted(result.skipped) == sorted(saved)
     assert sorted(result.executed) == sorted(set(specs) - set(saved)) and result.ok
-    assert any("runs in 9 batch(es) of 2-3 seeds" in line for line in lines), lines  # the cut batch's rest is packed again
-    assert {rid: (tmp_path / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved} == before
-    assert sorted(p.stem for p in (tmp_path / "runs").glob("*.json")) == sorted(specs)  # each run exactly once
-    records = load_records(tmp_path)
+    assert {rid: (out / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved} == before
+    assert sorted(p.stem for p in (out / "runs").glob("*.json")) == sorted(specs)  # each run exactly once
+    records = load_records(out)
     assert not records.duplicated(KEYS).any()
     pd.testing.assert_frame_equal(_untimed(records), _untimed(load_records(per_run_dir)), check_exact=True)
+    return lines
+
+
+def test_kill_in_the_middle_of_a_batch_redoes_only_unfinished_runs(per_run_dir, tmp_path, monkeypatch):
+    # Ctrl-C while the fifth member of the first batch (2 betas x 3 seeds) is saved
+    lines = _kill_saving_and_resume(GRID, tmp_path, monkeypatch, 4, per_run_dir)
+    assert any("runs in 5 batch(es) of 2-6 members" in line for line in lines), lines  # the cut batch's rest is packed again
 
 
 def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
@@ -117,7 +133,7 @@ def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("injected batch failure")
 
-    monkeypatch.setattr(linbandit_gym.batched, "run_batched", broken)
+    monkeypatch.setattr(linbandit_gym.batched, "play_members", broken)
     first = sweep(cfg, tmp_path, log=None)
     assert len(first.failed) == 3 and not first.executed
     for rid in first.failed:
@@ -133,7 +149,7 @@ def test_batches_go_to_two_workers_as_units(per_run_dir, tmp_path):
     result = sweep(cfg, tmp_path, workers=2, log=None)
     assert result.ok and len(result.executed) == 12
     metas = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
-    assert {m["batch_size"] for m in metas} == {3} and len({m["pid"] for m in metas}) == 2
+    assert {m["batch_size"] for m in metas} == {6} and len({m["pid"] for m in metas}) == 2
     mine = _untimed(load_records(tmp_path))
     theirs = _untimed(load_records(per_run_dir))
     theirs = theirs[theirs["agent"].isin(set(mine["agent"]))].reset_index(drop=True)
@@ -145,7 +161,7 @@ def test_batches_go_to_two_workers_as_units(per_run_dir, tmp_path):
 def _partition_ok(units, specs):
     assert sorted(s.run_id for u in units for s in u) == sorted(s.run_id for s in specs)  # each run exactly once
     for unit in units:
-        assert len({batch_key(s) for s in unit}) == 1 and len({s.seed for s in unit}) == len(unit)
+        assert len({batch_key(s) for s in unit}) == 1 and len({s.run_id for s in unit}) == len(unit)
 
 
 @settings(max_examples=25, deadline=None)
@@ -157,11 +173,12 @@ def test_plan_partitions_the_runs_within_the_bounds(seeds, max_batch, budget_mem
     cfg = parse_config({"seeds": seeds, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}},
                                                                    {"name": "OFUL"}]})
     shapes = {canonical_json(cfg.runs[0].config["env"]): (5, 16)}
-    per_member = max(member_bytes(SOFUL(sketch_size=3), 5, 16), member_bytes(__import__("agents").OFUL(), 5, 16))
-    units = pack(cfg.runs, shapes=shapes, max_batch=max_batch, batch_memory=budget_members * per_member,
-                 workers=workers)
+    own = {"SOFUL": member_bytes(SOFUL(sketch_size=3), 5, 16), "OFUL": member_bytes(__import__("agents").OFUL(), 5, 16)}
+    budget = budget_members * max(own.values())
+    units = pack(cfg.runs, shapes=shapes, max_batch=max_batch, batch_memory=budget, workers=workers)
     _partition_ok(units, cfg.runs)
-    assert all(len(u) <= min(max_batch, budget_members) for u in units)
+    for unit in units:
+        assert len(unit) <= max_batch and (len(unit) == 1 or len(unit) * own[unit[0].config["agent"]["name"]] <= budget)
     assert len(units) >= min(workers, 2 * len(seeds))  # every worker gets a unit when there are enough runs
     if workers == 1 and max_batch >= len(seeds) and budget_members >= len(seeds):
         assert len(units) == 2  # one batch per agent
@@ -233,4 +250,152 @@ def test_tune_chooses_the_same_batched_or_not(tmp_path):
     many = tune(cfg, tmp_path / "many", log=None)
     assert one.tuned == many.tuned
     pd.testing.assert_frame_equal(one.table, many.table)
-    assert {json.loads(p.read_text()).get("batch_size") for p in (tmp_path / "many" / "runs").glob("*.json")} == {3}
+    sizes = {json.loads(p.read_text()).get("batch_size") for p in (tmp_path / "many" / "runs").glob("*.json")}
+    assert sizes == {12}  # the 4 grid points x 3 seeds in one batch (members differ in lam and beta)
+
+
+# -- players sharing a vector-env member (runs of one seed in a batch draw its arm sets once) ----
+
+def _unshared_rounds(env_id, kwargs, seeds, actions):
+    """What separate members (one per player, seeded as it) give the players, round by round."""
+    venv = gym.make_vec(env_id, num_envs=len(seeds), **kwargs)
+    obs, _ = venv.reset(seed=list(seeds))
+    out = [obs]
+    for a in actions:
+        obs, r, _, truncated, info = venv.step(np.asarray(a))
+        out.append((obs, r, truncated, info["expected_reward"], info["best_expected_reward"], info["regret"]))
+    venv.close()
+    return out
+
+
+@settings(max_examples=10, deadline=None)
+@given(members=st.lists(st.integers(0, 2), min_size=3, max_size=7).filter(lambda m: set(m) == {0, 1, 2}),
+       data=st.data())
+@pytest.mark.parametrize("env_id, kwargs", [
+    ("LinBandit-Synthetic-v0", {"d": 6, "n_arms": 4, "horizon": 5, "noise_std": 0.5}),  # Gaussian noise, batched
+    ("LinBandit-Digits-v0", {"horizon": 5}),  # its own reward hook (no noise), looped per member
+])
+def test_players_sharing_a_member_get_what_their_own_member_gives(env_id, kwargs, members, data):
+    seeds = [11, 3, 7]
+    horizon = kwargs["horizon"]
+    K = gym.make_vec(env_id, num_envs=1, **kwargs).single_action_space.n
+    actions = [data.draw(st.lists(st.integers(0, K - 1), min_size=len(members), max_size=len(members)))
+               for _ in range(horizon)]
+    want = _unshared_rounds(env_id, kwargs, [seeds[m] for m in members], actions)
+    venv = gym.make_vec(env_id, num_envs=3, **kwargs).unwrapped
+    obs, _ = venv.reset(seed=seeds)
+    np.testing.assert_array_equal(obs[members], want[0])
+    for t, a in enumerate(actions):
+        obs, r, truncated, info = venv.step_players(np.asarray(a), np.asarray(members))
+        w_obs, w_r, w_trunc, w_exp, w_best, w_regret = want[t + 1]
+        if t + 1 < horizon:  # the last round draws no next arm set
+            np.testing.assert_array_equal(obs[members], w_obs)
+        np.testing.assert_array_equal(r, w_r)  # bit for bit
+        np.testing.assert_array_equal(truncated[members], w_trunc)
+        for key, value in (("expected_reward", w_exp), ("best_expected_reward", w_best), ("regret", w_regret)):
+            np.testing.assert_array_equal(info[key], value)
+    with pytest.raises(RuntimeError, match="reset them"):
+        venv.step_players(np.zeros(len(members), dtype=np.int64), np.asarray(members))
+    venv.close()
+
+
+def test_step_players_rejects_bad_input_and_arm_dependent_draws():
+    from linbandit_gym.envs.synthetic import SyntheticLinBanditEnv
+    from linbandit_gym.vector import LinBanditVectorEnv
+
+    venv = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, d=4, n_arms=3, horizon=4).unwrapped
+    obs, _ = venv.reset(seed=[0, 1])
+    for members, match in (([0, 0], "every member needs a player"), ([0, 2], r"in \[0, 2\)"), ([], "1-D")):
+        with pytest.raises(ValueError, match=match):
+            venv.step_players(np.zeros(len(members), dtype=np.int64), np.asarray(members, dtype=np.int64))
+    with pytest.raises(ValueError, match="one arm index per player"):
+        venv.step_players(np.zeros(2, dtype=np.int64), np.asarray([0, 1, 1]))
+    assert (venv.step_players(np.zeros(2, dtype=np.int64), np.asarray([0, 1]))[0] != obs).any()  # a round was played
+
+    class ArmDependentNoise(SyntheticLinBanditEnv):
+        def _sample_reward(self, mean, rng):
+            return float(mean + (rng.standard_normal() if mean > 0 else 0.0))  # draws only for some arms
+
+    odd = LinBanditVectorEnv(1, env_class=ArmDependentNoise, d=4, n_arms=8, horizon=50)
+    odd.reset(seed=0)
+    with pytest.raises(RuntimeError, match="players cannot share a member"):
+        for _ in range(50):
+            means = odd._means[0]
+            odd.step_players(np.array([int(np.argmax(means)), int(np.argmin(means))]), np.array([0, 0]))
+
+
+# -- batches whose members differ in lam, beta, sketch_size ... (the class's per_member_args) -----
+
+# lam x beta x sketch_size x seeds; with the members' own labels (the label names every argument)
+MIXED = {
+    "name": "mixed-grid",
+    "seeds": 2,
+    "envs": [ENV],
+    "agents": [
+        {"name": "OFUL", "grid": {"lam": [0.5, 2.0], "beta": [0.05, 0.5]}, "label": "OFUL lam={lam} beta={beta}"},
+        {"name": "SOFUL", "grid": {"lam": [0.5, 2.0], "beta": [0.05, 0.5], "sketch_size": [3, 5]},
+         "label": "SOFUL l={sketch_size} lam={lam} beta={beta}", "family": "SOFUL"},
+        {"name": "DBSLinUCB", "args": {"sketch": "rfd", "l0": 2, "eps": 1.0}, "grid": {"lam": [0.5, 2.0], "beta": [0.05, 0.5]},
+         "label": "DBS lam={lam} beta={beta}"},
+    ],
+}
+N_MIXED = 8 + 16 + 8
+
+
+def _members_per_batch(name: str, sizes: int = 1) -> int:
+    """Runs of one agent entry of MIXED in one batch: seeds x the grid arguments its class lets differ."""
+    from agents import AGENTS
+
+    varying = getattr(AGENTS[name], "per_member_args", ())
+    per = 2 * (4 if {"lam", "beta"} <= set(varying) else 1)
+    return per * (sizes if "sketch_size" in varying else 1)
+
+
+@pytest.fixture(scope="module")
+def mixed_dirs(tmp_path_factory):
+    one, many = tmp_path_factory.mktemp("mixed-per-run"), tmp_path_factory.mktemp("mixed-batched")
+    assert len(sweep(MIXED, one, batched=False, log=None).executed) == N_MIXED
+    lines = []
+    result = sweep(MIXED, many, log=lines.append)
+    assert result.ok and len(result.executed) == N_MIXED
+    return one, many, lines
+
+
+def test_a_grid_over_lam_beta_sketch_size_and_seeds_gives_the_per_run_records(mixed_dirs):
+    one, many, lines = mixed_dirs
+    sizes = {"OFUL": _members_per_batch("OFUL"), "SOFUL": _members_per_batch("SOFUL", 2),
+             "DBSLinUCB": _members_per_batch("DBSLinUCB")}
+    assert sizes["OFUL"] == 8, "OFUL members must differ in lam and beta (agents' per_member_args)"
+    n_batches = 2 + 16 // sizes["SOFUL"]  # one OFUL, one DBSLinUCB, SOFUL per sketch size unless it may differ
+    assert any(f"batched: {N_MIXED} runs in {n_batches} batch(es) of {min(sizes.values())}-{max(sizes.values())} "
+               "members" in line for line in lines), lines
+    _same_runs(one, many, lambda meta: sizes[meta["config"]["agent"]["name"]])
+    for path in sorted((many / "runs").glob("*.json")):  # each member under its own label
+        meta = json.loads(path.read_text())
+        args = meta["config"]["agent"]["args"]
+        assert f"lam={args['lam']}" in meta["agent_label"] and f"beta={args['beta']}" in meta["agent_label"]
+    runs = load_runs(many)  # the report's view: each run under its own label and arguments
+    assert runs.groupby("agent")["seed"].nunique().eq(2).all() and runs["agent"].nunique() == N_MIXED // 2
+
+
+def test_kill_in_the_middle_of_a_mixed_batch_loses_and_duplicates_nothing(mixed_dirs, tmp_path, monkeypatch):
+    # Ctrl-C inside the second batch (SOFUL's lam x beta x seeds), while its members are saved
+    _kill_saving_and_resume(MIXED, tmp_path, monkeypatch, _members_per_batch("OFUL") + 3, mixed_dirs[0])
+
+
+def test_plan_splits_members_whose_padding_would_waste_more_than_pad_ratio(monkeypatch):
+    from agents import SOFUL
+
+    from linbandit_gym.experiments.packing import PAD_RATIO
+
+    # the planner only reads the class's per_member_args (no batched agent is built here)
+    monkeypatch.setattr(SOFUL, "per_member_args", tuple({*getattr(SOFUL, "per_member_args", ()), "sketch_size"}),
+                        raising=False)
+    cfg = parse_config({"seeds": 2, "envs": [ENV], "agents": [{"name": "SOFUL", "grid": {"sketch_size": [2, 3, 40]}}]})
+    shapes = {canonical_json(cfg.runs[0].config["env"]): (5, 16)}
+    units = pack(cfg.runs, shapes=shapes)
+    _partition_ok(units, cfg.runs)
+    for unit in units:
+        sizes = [member_bytes(SOFUL(sketch_size=s.config["agent"]["args"]["sketch_size"]), 5, 16) for s in unit]
+        assert max(sizes) <= PAD_RATIO * min(sizes)
+    assert sorted(len(u) for u in units) == [2, 4]  # l = 2, 3 together; l = 40 on its own batch

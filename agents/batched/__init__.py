@@ -8,6 +8,13 @@ signatures: ``BatchedOFUL(batch_size=B, **kw)`` is ``OFUL(batch_size=B, **kw)``,
 from the B rounds. Each member runs the very operations of the single agent on its own slice
 of the state. :func:`batched` builds the batched twin of an agent instance; :data:`BATCHED`
 maps unbatched classes to their batched classes.
+
+Members may also differ in the arguments an agent class lists in ``per_member_args`` (``lam``
+and ``beta`` for every LinUCB agent, ``sketch_size`` for SOFUL/CBSCFD, ``l0`` and ``eps`` for
+DBSLinUCB): ``SOFUL(lam=[0.2, 2.0], beta=[0.01, 0.1], sketch_size=[10, 50], batch_size=2)``
+gives member i the i-th values and still plays exactly as ``SOFUL(lam=lam[i], beta=beta[i],
+sketch_size=sketch_size[i])`` (sketch state padded to the largest member).
+:func:`batched_members` builds such an agent from B single agents.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ BatchedLinUCB = LinUCB  # the loop is batched-first (kept name)
 __all__ = [
     "BATCHED", "BatchedCBSCFD", "BatchedDBSLinUCB", "BatchedDyadicBlockSketch", "BatchedEstimator", "BatchedExactCovariance",
     "BatchedFrequentDirections", "BatchedLinUCB", "BatchedOFUL", "BatchedRobustFrequentDirections", "BatchedSOFUL",
-    "as_arm_batch", "batched", "supports_batched",
+    "as_arm_batch", "batched", "batched_members", "supports_batched",
 ]
 
 
@@ -113,15 +120,16 @@ def supports_batched(agent: Any) -> bool:
     return type(agent) in BATCHED
 
 
-def batched(agent: Any, batch_size: int) -> LinUCB:
-    """The batched twin of ``agent`` with ``batch_size`` members and the same parameters.
-
-    Raises ``TypeError`` for agents without a batched twin (see :func:`supports_batched`).
-    """
+def _batched_class(agent: Any) -> type:
     cls = BATCHED.get(type(agent))
     if cls is None:
         known = ", ".join(sorted(c.__name__ for c in BATCHED))
         raise TypeError(f"{type(agent).__name__} has no batched version (batched agents exist for: {known})")
+    return cls
+
+
+def _constructor_args(agent: Any, cls: type) -> dict[str, Any]:
+    """The keywords that rebuild ``agent`` (one of ours) as a member of ``cls``."""
     params = {
         "lam": agent.lam, "beta": agent.beta, "delta": agent.delta, "noise_std": agent.noise_std,
         "theta_bound": agent.theta_bound, "device": agent.device, "dtype": agent.dtype, "seed": agent.seed,
@@ -130,4 +138,68 @@ def batched(agent: Any, batch_size: int) -> LinUCB:
         params["d"] = agent._d_init
     for name in cls._params:
         params["sketch_size" if name == "_l" else name] = getattr(agent, name)
-    return cls(batch_size, **params)
+    return params
+
+
+def batched(agent: Any, batch_size: int) -> LinUCB:
+    """The batched twin of ``agent`` with ``batch_size`` members and the same parameters.
+
+    Raises ``TypeError`` for agents without a batched twin (see :func:`supports_batched`).
+    """
+    cls = _batched_class(agent)
+    return cls(batch_size, **_constructor_args(agent, cls))
+
+
+def batched_members(agents: Any) -> LinUCB:
+    """One batched agent whose member i plays exactly as ``agents[i]``.
+
+    ``agents``: B >= 1 single agents of one class with a batched twin (``DBSLinUCBFD`` and
+    ``DBSLinUCB(sketch="fd")`` count as one class), whose constructor arguments differ only in
+    that class's ``per_member_args`` (e.g. ``lam`` and ``beta``); those become per-member lists.
+    The members' seeds are kept (``reset(seed=[...])``); the LinUCB agents are deterministic.
+
+    >>> from agents import SOFUL
+    >>> agent = batched_members([SOFUL(lam=0.2, beta=0.01, sketch_size=4), SOFUL(lam=2.0, beta=0.01, sketch_size=4)])
+    >>> agent
+    SOFUL(batch_size=2, lam=[0.2, 2.0], beta=0.01, sketch_size=4)
+
+    Raises:
+        TypeError: an agent without a batched twin.
+        ValueError: no agents, a batched agent among them, agents of different classes, or
+            agents differing in an argument that cannot differ across members (named).
+    """
+    agents = list(agents)
+    if not agents:
+        raise ValueError("batched_members needs at least one agent")
+    cls = _batched_class(agents[0])
+    for i, agent in enumerate(agents):
+        if _batched_class(agent) is not cls:
+            raise ValueError(f"agents[{i}] is a {type(agent).__name__} but agents[0] a {type(agents[0]).__name__}: "
+                             "one batched agent holds members of one class; batch each class separately")
+        if not agent.single:
+            raise ValueError(f"agents[{i}] is already batched (batch_size={agent.batch_size}); pass single agents")
+    args = [_constructor_args(agent, cls) for agent in agents]
+    per_member = getattr(cls, "per_member_args", ())
+    params: dict[str, Any] = {}
+    for key in args[0]:
+        values = [a[key] for a in args]
+        differ = next((j for j, v in enumerate(values) if not _same(v, values[0])), None)
+        if differ is None or key == "seed":
+            params[key] = values[0] if differ is None else None
+        elif key in per_member:
+            params[key] = values
+        else:
+            allowed = ", ".join(per_member) or "none"
+            raise ValueError(
+                f"agents[{differ}] has {key}={values[differ]!r} but agents[0] has {key}={values[0]!r}; {key} cannot "
+                f"differ across the members of one batched {cls.single_class.__name__} (per member: {allowed}): "
+                "batch those agents separately"
+            )
+    out = cls(len(agents), **params)
+    if params["seed"] is None and any(a["seed"] is not None for a in args):
+        out.reset(seed=[a["seed"] for a in args])
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b

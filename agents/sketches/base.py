@@ -59,6 +59,7 @@ import numpy as np
 import torch
 
 from .._torch import as_vector, resolve_device, resolve_dtype
+from .._validate import per_member
 
 __all__ = ["CovarianceEstimator", "core_dtype"]
 
@@ -68,12 +69,45 @@ def core_dtype(device: torch.device) -> torch.dtype:
     return torch.float32 if device.type == "mps" else torch.float64
 
 
+def _check_reg(name: str, reg) -> float:
+    try:
+        reg_f = float(reg)
+    except (TypeError, ValueError):
+        reg_f = float("nan")
+    if isinstance(reg, bool) or not (reg_f > 0.0 and np.isfinite(reg_f)):
+        raise ValueError(f"{name} (the ridge lambda) must be a finite number > 0, got {reg!r}")
+    return reg_f
+
+
+_NUMPY_DTYPES = {torch.float64: np.float64, torch.float32: np.float32}
+
+
+# The B = 1 round is written once, with operators numpy arrays and torch tensors share (``@``,
+# ``*``, slicing, item stores) and these three where their spellings differ, so that it runs on
+# numpy views on CPU (:meth:`CovarianceEstimator._member0`) and on tensors elsewhere.
+def rowdot(x, y):
+    """``x_k . y_k`` for every row k (numpy arrays or tensors)."""
+    return np.einsum("ij,ij->i", x, y) if isinstance(x, np.ndarray) else torch.linalg.vecdot(x, y)
+
+
+def maximum(x, y):
+    """Elementwise maximum (numpy arrays or tensors)."""
+    return np.maximum(x, y) if isinstance(x, np.ndarray) else torch.maximum(x, y)
+
+
+def as_tensor(t) -> torch.Tensor:
+    """A tensor (a numpy result of the host path becomes a tensor sharing its memory)."""
+    return torch.from_numpy(t) if isinstance(t, np.ndarray) else t
+
+
 class CovarianceEstimator(ABC):
     """Streaming estimate of ``reg * I + X^T X`` and of ``b = sum r x``, for B members at once.
 
     Args:
         d: dimension of the rows.
-        reg: ridge term added to the estimate (the bandit's lambda); must be > 0.
+        reg: ridge term added to the estimate (the bandit's lambda); must be > 0. Batched, a
+            sequence of B values gives member i the ridge ``reg[i]`` (``self.reg`` is then a
+            float64 array ``(B,)``; it stays a float when the members agree).
         device, dtype: where the state lives; see :func:`agents._torch.resolve_device`.
         batch_size: ``None`` (default) for one estimator with unbatched shapes, or B >= 1.
     """
@@ -81,17 +115,13 @@ class CovarianceEstimator(ABC):
     def __init__(self, d: int, *, reg: float = 1.0, device=None, dtype=None, batch_size: int | None = None):
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
             raise ValueError(f"d must be a positive int, got {d!r}")
-        try:
-            reg_f = float(reg)
-        except (TypeError, ValueError):
-            reg_f = float("nan")
-        if isinstance(reg, bool) or not (reg_f > 0.0 and np.isfinite(reg_f)):
-            raise ValueError(f"reg (the ridge lambda) must be a finite number > 0, got {reg!r}")
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
                                        or batch_size < 1):
             raise ValueError(f"batch_size must be None or an int >= 1, got {batch_size!r}")
+        # the ridge may differ across members (a sequence of B values); one value when they agree
+        reg_v = per_member("reg", reg, None if batch_size is None else int(batch_size), _check_reg)
         self.d = int(d)
-        self.reg = reg_f
+        self.reg = reg_v  # a float, or (members differing) a float64 array (B,)
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
         self.cdtype = core_dtype(self.device)
@@ -108,6 +138,10 @@ class CovarianceEstimator(ABC):
         self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
         self._views0: dict = {}  # see _member0
+        #: B = 1 rounds run their steps on numpy views of member 0 (:meth:`_member0`); only on
+        #: CPU, where a tensor and its ``.numpy()`` share memory. Set it False (before the first
+        #: round) to run the very same code on tensor views, as every other device does.
+        self.host = self.device.type == "cpu"
 
     # -- the batched internals the optimistic loop calls ------------------------------------
     @abstractmethod
@@ -118,7 +152,8 @@ class CovarianceEstimator(ABC):
 
     def _score_terms_one(self, arms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """B = 1: :meth:`score_terms` of one ``(K, d)`` arm set, as ``(K,)`` terms. Estimators with
-        a cheaper unbatched path (FD, DBS) override it; their cache then serves :meth:`step`."""
+        a cheaper unbatched path (FD, DBS) override it, returning the terms in the core dtype
+        (numpy arrays on the host path); their cache then serves :meth:`step`."""
         mean, quad = self.score_terms(arms.unsqueeze(0))
         return mean[0], quad[0]
 
@@ -152,13 +187,18 @@ class CovarianceEstimator(ABC):
         """``A_hat_i^-1 b_i`` per member, ``(B, d)`` (unbatched: ``(d,)``)."""
         return self._out(self._solve(self.b))
 
-    def _core(self, t: torch.Tensor) -> torch.Tensor:
-        """``t`` in the core dtype (a no-op, without a dispatch, when the dtypes agree)."""
-        return t if self._same else t.to(self.cdtype)
+    def _core(self, t):
+        """``t`` in the core dtype (a no-op, without a dispatch, when the dtypes agree); a tensor
+        or, on the B = 1 host path, a numpy array."""
+        if self._same:
+            return t
+        return t.astype(_NUMPY_DTYPES[self.cdtype]) if isinstance(t, np.ndarray) else t.to(self.cdtype)
 
-    def _work(self, t: torch.Tensor) -> torch.Tensor:
-        """``t`` in the working dtype (a no-op when the dtypes agree)."""
-        return t if self._same else t.to(self.dtype)
+    def _work(self, t):
+        """``t`` in the working dtype (a no-op when the dtypes agree); tensor or numpy array."""
+        if self._same:
+            return t
+        return t.astype(_NUMPY_DTYPES[self.dtype]) if isinstance(t, np.ndarray) else t.to(self.dtype)
 
     def _member0(self, key: str, tensors: tuple, host: bool = True) -> tuple:
         """B = 1: member 0 of each state tensor, unbatched. ``host=True`` on CPU gives numpy views
@@ -170,10 +210,33 @@ class CovarianceEstimator(ABC):
         hit = self._views0.get(key)
         if hit is not None and all(a is b for a, b in zip(hit[0], tensors)):
             return hit[1]
-        to_host = host and self.device.type == "cpu"
+        to_host = host and self.host
         views = tuple(t[0].numpy() if to_host else t[0] for t in tensors)
         self._views0[key] = (tensors, views)
         return views
+
+    def _reg_of(self, idx=None):
+        """The ridge of the members ``idx`` (all when None): the float when every member shares
+        it, else a float64 host array."""
+        if isinstance(self.reg, float):
+            return self.reg
+        return self.reg if idx is None else self.reg[idx]
+
+    def _reg_tensor(self, idx=None, dtype=None) -> torch.Tensor | float:
+        """:meth:`_reg_of` as a ``(n, 1, 1)`` tensor (for ``(n, d, d)`` products), or the float."""
+        reg = self._reg_of(idx)
+        if isinstance(reg, float):
+            return reg
+        return torch.as_tensor(reg, device=self.device, dtype=dtype or self.dtype).view(-1, 1, 1)
+
+    def _inverse_ceiling(self, idx) -> float | torch.Tensor:
+        """``1 / reg`` of the members ``idx``: the largest eigenvalue a valid ``A_hat^-1`` can have
+        (the repair's upper clamp, :func:`~agents.sketches.exact.repair_inverse_`)."""
+        reg = self._reg_of(idx)
+        if isinstance(reg, float):
+            return 1.0 / reg
+        idx = idx.cpu().numpy() if isinstance(idx, torch.Tensor) else idx
+        return torch.as_tensor(1.0 / np.asarray(self.reg)[idx], device=self.device, dtype=torch.float64)
 
     def _reduction_gram(self, rows: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
         """The Gram ``S S^T`` ``(n, m, m)`` whose eigenvalues an FD reduction (or its look-ahead)

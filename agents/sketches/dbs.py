@@ -128,9 +128,10 @@ import numpy as np
 import torch
 
 from .._torch import tensor_bytes
-from .base import CovarianceEstimator
-from .exact import repair_inverse_, sherman_morrison_
-from .fd import border_at_, border_one_, border_scattered_, safe_inverse_factor
+from .._validate import per_member
+from .base import CovarianceEstimator, as_tensor, maximum, rowdot
+from .exact import project, repair_inverse_, sherman_morrison_
+from .fd import _listed, border_at_, border_one_, border_scattered_, safe_inverse_factor
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
 
@@ -145,31 +146,46 @@ def block_cap(d: int, l0: int) -> int:
     return c
 
 
-def check_dbs_params(l0, eps, sketch, fast=True, sentinel=True, d: int | None = None) -> float:
-    """Validate Dyadic Block Sketching's parameters (``d=None``: dimension not known yet).
+def _l0_check(d: int | None):
+    def check(name: str, l0) -> int:
+        if isinstance(l0, bool) or not isinstance(l0, numbers.Integral) or l0 < 1:
+            raise ValueError(f"{name} (the initial sketch size) must be an int >= 1, got {l0!r}")
+        if d is not None and l0 > d:
+            raise ValueError(
+                f"{name}={l0} exceeds the dimension d={d}: a sketch larger than the space is pointless and the "
+                f"block cap floor(log2(d/l0 + 1)) would be 0; choose 1 <= l0 <= d (l0 > d/3 means exact updates)"
+            )
+        return int(l0)
 
-    Raises ``ValueError`` naming the bad parameter and the fix; returns ``eps`` as a float.
-    """
-    if isinstance(l0, bool) or not isinstance(l0, numbers.Integral) or l0 < 1:
-        raise ValueError(f"l0 (the initial sketch size) must be an int >= 1, got {l0!r}")
-    if d is not None and l0 > d:
-        raise ValueError(
-            f"l0={l0} exceeds the dimension d={d}: a sketch larger than the space is pointless and the "
-            f"block cap floor(log2(d/l0 + 1)) would be 0; choose 1 <= l0 <= d (l0 > d/3 means exact updates)"
-        )
+    return check
+
+
+def _eps_check(name: str, eps) -> float:
     try:
         eps_f = float(eps)
     except (TypeError, ValueError):
         eps_f = float("nan")
     if isinstance(eps, bool) or not (math.isfinite(eps_f) and eps_f > 0):
-        raise ValueError(f"eps (the error parameter) must be a finite number > 0, got {eps!r}")
+        raise ValueError(f"{name} (the error parameter) must be a finite number > 0, got {eps!r}")
+    return eps_f
+
+
+def check_dbs_params(l0, eps, sketch, fast=True, sentinel=True, d: int | None = None, batch_size: int | None = None):
+    """Validate Dyadic Block Sketching's parameters (``d=None``: dimension not known yet).
+
+    Raises ``ValueError`` naming the bad parameter and the fix; returns ``(l0, eps)`` as an int
+    and a float, or (``batch_size`` set and the members' values differ, see
+    :func:`agents._validate.per_member`) as per-member arrays ``(B,)``.
+    """
+    l0 = per_member("l0", l0, batch_size, _l0_check(d))
+    eps = per_member("eps", eps, batch_size, _eps_check)
     if not isinstance(sketch, str) or sketch not in _SKETCHES:
         raise ValueError(f"sketch must be 'fd' or 'rfd', got {sketch!r}")
     if not isinstance(fast, bool):
         raise ValueError(f"fast must be True (fast Alg. 4) or False (Alg. 1), got {fast!r}")
     if not isinstance(sentinel, bool):
         raise ValueError(f"sentinel must be True or False, got {sentinel!r}")
-    return eps_f
+    return l0, eps
 
 
 @dataclass(frozen=True)
@@ -205,6 +221,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         l0: initial sketch size, ``1 <= l0 <= d``; block ``i`` has sketch size ``l0 * 2^i``.
         eps: error parameter > 0; a block closes once its mass would reach ``eps * l0``
             (and its sketch would have to shrink). Global error ``<= 2 eps`` (Theorem 1).
+            Batched, ``l0``, ``eps`` and ``reg`` may each give one value per member: member i then
+            runs its single sketch's blocks, threshold and cap in the row layout of the batch.
         sketch: ``"fd"`` (Frequent Directions blocks) or ``"rfd"`` (Robust FD: the discarded
             mass is added back as ``alpha I``).
         reg: the ridge ``lambda > 0`` of ``A_hat = reg I + ...``.
@@ -220,7 +238,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         batch_size: ``None`` for one sketch (unbatched shapes), or B independent sketches.
 
     Attributes (per member arrays when batched):
-        block_cap: ``floor(log2(d/l0 + 1))``, the most blocks there will ever be.
+        block_cap: ``floor(log2(d/l0 + 1))``, the most blocks there will ever be (an int array
+            ``(B,)`` when the members' ``l0`` differ).
         n_exact_rows: rows added exactly after the switch.
         frobenius_mass: ``||X||_F^2``, the squared norms of all rows so far.
     """
@@ -230,23 +249,28 @@ class DyadicBlockSketch(CovarianceEstimator):
                  batch_size: int | None = None):
         if not isinstance(d, numbers.Integral) or isinstance(d, bool) or d < 1:
             raise ValueError(f"d must be a positive int, got {d!r}")
-        eps_f = check_dbs_params(l0, eps, sketch, fast, sentinel, d=int(d))
+        l0, eps = check_dbs_params(l0, eps, sketch, fast, sentinel, d=int(d),
+                                   batch_size=None if batch_size is None else int(batch_size))
         if not isinstance(memory_cap, bool):
             raise ValueError(f"memory_cap must be True or False, got {memory_cap!r}")
         super().__init__(int(d), reg=reg, device=device, dtype=dtype, batch_size=batch_size)
-        self.l0, self.eps, self.sketch = int(l0), eps_f, sketch
+        # l0 and eps may differ across members (ints/floats when they agree, arrays (B,) otherwise);
+        # each member's blocks, threshold and cap are its single sketch's, in a layout padded to the largest
+        self.l0, self.eps, self.sketch = l0, eps, sketch
         self.robust = sketch == "rfd"
         self.fast, self.sentinel, self.memory_cap = fast, sentinel, memory_cap
         self.keep_gram = bool(keep_gram)
         self.threshold = self.eps * self.l0  # Alg. 1 line 7: BlockSize + ||x||^2 < eps * l0
-        self.block_cap = block_cap(self.d, self.l0)
+        l0s = np.broadcast_to(np.asarray(self.l0, dtype=np.int64), (self.batch_size,))
+        self._block_caps = np.array([block_cap(self.d, int(v)) for v in l0s], dtype=np.int64)
+        self.block_cap = self._block_caps if isinstance(self.l0, np.ndarray) else int(self._block_caps[0])
         self._eps = torch.finfo(self.dtype).eps
         B = self.batch_size
         ints = lambda: np.zeros(B, dtype=np.int64)  # noqa: E731
         floats = lambda: np.zeros(B, dtype=np.float64)  # noqa: E731
         self.rows, self.rows_in = ints(), ints()  # rows held: all / in frozen blocks
         self.m_act = ints()  # rows of the active block's sketch
-        self.l_act = np.full(B, self.l0, dtype=np.int64)  # its sketch size l0 2^i
+        self.l_act = l0s.copy()  # its sketch size l0 2^i
         self.act_rows, self.act_mass = ints(), floats()  # rows it received, its BlockSize
         self.act_shrink, self.act_alpha = floats(), floats()  # its FD shrinkage / RFD alpha
         self.n_frozen = ints()
@@ -266,13 +290,18 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._c_t = None  # c() as a core tensor (see _c_tensor)
         self.A_inv: torch.Tensor | None = None
         self.gram: torch.Tensor | None = None
-        start_exact = self.block_cap <= 1 or (self.memory_cap and self._layout_bytes(0, self._cap_of(self.l0)) > self._exact_bytes())
-        if start_exact:  # Alg. 1 line 3 holds from the start (or the first block costs more than OFUL)
-            self._frozen = [[BlockInfo(0, self.l0, 0.0, 0, 0, 0.0, 0.0, False)] for _ in range(B)]
-            self.n_frozen[:] = 1
-            self._switch_to_exact(np.arange(B))
-        else:
-            self._ensure_rows(self._cap_of(self.l0))
+        # Alg. 1 line 3 holds from the start (or the first block costs more than OFUL): exact from row 1
+        start_exact = (self._block_caps <= 1) | (
+            self.memory_cap & (self._layout_bytes(0, self._cap_of(l0s)) > self._exact_bytes()))
+        sketched = np.flatnonzero(~start_exact)
+        if sketched.size:
+            self._ensure_rows(int(self._cap_of(l0s[sketched]).max()))
+        exact = np.flatnonzero(start_exact)
+        if exact.size:
+            for i in exact:
+                self._frozen[i] = [BlockInfo(0, int(l0s[i]), 0.0, 0, 0, 0.0, 0.0, False)]
+            self.n_frozen[exact] = 1
+            self._switch_to_exact(exact)
 
     # -- sizes and bytes -----------------------------------------------------------------------
     def _cap_of(self, l):
@@ -400,11 +429,14 @@ class DyadicBlockSketch(CovarianceEstimator):
         """Add the rows (see :meth:`CovarianceEstimator.step`; ``r`` a float and ``actions`` an int
         are accepted when B = 1)."""
         cache0 = self._cache
-        if self.batch_size == 1 and actions is not None and cache0 is not None and cache0[0] is not None and (
-            self._step_one(X, r if isinstance(r, float) else float(r[0]),
-                           actions if isinstance(actions, int) else int(actions[0]), cache0)
-        ):
-            return
+        if cache0 is not None and cache0[6] is not None:  # from _score_terms_one (B = 1, unbatched views)
+            if actions is not None and cache0[0] is not None and self._step_one(
+                X, r if isinstance(r, float) else float(r[0]), actions if isinstance(actions, int) else int(actions[0]),
+                cache0,
+            ):
+                return
+            U = None if cache0[0] is None else as_tensor(cache0[0]).unsqueeze(0)  # the batched path's shapes
+            cache0 = self._cache = (U, cache0[1], None, None, None, as_tensor(cache0[5]).unsqueeze(0), None)
         if isinstance(actions, int) and cache0 is not None and cache0[5] is not None:
             xx = cache0[5][:, actions]  # ||x||^2 of the played arm was scored (and finite)
             norm2 = np.array([xx.item()])
@@ -459,7 +491,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             if cache is not None and cache[2] is not None and np.array_equal(cache[3], exact_rows):
                 sel = torch.as_tensor(exact_rows, device=self.device)
                 pos = torch.arange(exact_rows.size, device=self.device)
-                Ax = cache[2][pos, :, actions[sel]]
+                Ax = cache[2][pos, actions[sel]]
                 q = cache[4][pos, actions[sel]]
             self._sherman_morrison(exact_rows, X, xx, Ax, q)
         self._n_exact_rows[was_exact] += 1
@@ -471,20 +503,17 @@ class DyadicBlockSketch(CovarianceEstimator):
         member 0's host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`), the
         played arm's ``S x`` taken from the scored projection. Returns False, having changed
         nothing, for any other round (the general path then runs)."""
-        if cache[6] is None:
-            return False
-        norm2 = cache[6][a]  # scored, hence finite (a host float)
+        U, sq, arms = cache[0], cache[5], cache[6]  # unbatched views (numpy on the host path)
+        norm2 = float(sq[a])  # scored, hence finite
         if not (norm2 > 0.0 and self.act_mass[0] + norm2 < self.threshold):
             return False
         self._cache = None
         self._frob[0] += norm2
         self.trace[0] += norm2
-        self.b.add_(X, alpha=r)  # S b follows b, on the rows held before this one
-        Linv, G, S, z, b = self._member0("host", (self.Linv, self.G, self.S, self._z, self.b))
+        Linv, G, S, z, b = self._member0("step", (self.Linv, self.G, self.S, self._z, self.b))
         j = int(self.rows[0])
-        g, x = cache[0][0, a], X[0]  # S x: the played arm's row of arms S^T (first j slots)
-        if isinstance(S, np.ndarray):
-            g, x = g.numpy(), x.numpy()
+        x, g = arms[a], U[a]  # X[0], and S x: the played arm's row of arms S^T (first j slots)
+        b += x * r  # S b follows b, on the rows held before this one
         z[:j] += r * g
         self.act_mass[0] += norm2
         self.act_rows[0] += 1
@@ -517,7 +546,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             arr[idx] = 0
         for arr in (self.act_mass, self.act_shrink, self.act_alpha):
             arr[idx] = 0.0
-        over = self.n_frozen[idx] >= self.block_cap - 1
+        over = self.n_frozen[idx] >= self._block_caps[idx] - 1
         if self.memory_cap:
             over |= self._layout_bytes(self.rows_in[idx], self.cap_act[idx]) > self._exact_bytes()
         switching = idx[over]
@@ -546,7 +575,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             W = torch.bmm(self.Linv[t], self._core(self.S[t]))  # (n, R, d)
             A = eye - torch.bmm(W.mT, W).to(self.dtype)
             if self.gram is not None:
-                self.gram[t] = torch.bmm(self.S[t].mT, self.S[t]) + (c - self.reg) * eye
+                self.gram[t] = torch.bmm(self.S[t].mT, self.S[t]) + (c - self._reg_tensor(idx)) * eye
             self.S[t] = 0.0
             self.G[t] = 0.0
             self._z[t] = 0.0
@@ -720,7 +749,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         t = torch.as_tensor(idx, device=self.device)
         A = self.A_inv if full else self.A_inv[t]
         x = X if full else X[t]
-        top = torch.as_tensor(self.reg + self.trace[idx] + self._alpha_total()[idx], **self._kw)
+        top = torch.as_tensor(self._reg_of(idx) + self.trace[idx] + self._alpha_total()[idx], **self._kw)
         if Ax is None:
             Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
         floor = (xx if full else xx[t]) / top
@@ -729,7 +758,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         if bool(bad.any()):
             b = torch.nonzero(bad).flatten()
             sub = A[b]
-            repair_inverse_(sub, 1.0 / top[b], 1.0 / self.reg)
+            repair_inverse_(sub, 1.0 / top[b], self._inverse_ceiling(idx[b.cpu().numpy()]))
             A[b] = sub
             Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
             raw = (x * Ax).sum(dim=1)
@@ -743,11 +772,11 @@ class DyadicBlockSketch(CovarianceEstimator):
     # -- queries ---------------------------------------------------------------------------------
     def score_terms(self, arms):
         """``(x^T A_hat^-1 b, x^T A_hat^-1 x)`` for every arm of every member from one projection:
-        ``arms S^T`` for the sketched members (eq. 5 with ``S b`` kept up to date), ``A^-1 arms^T``
+        ``arms S^T`` for the sketched members (eq. 5 with ``S b`` kept up to date), ``arms A^-1``
         for the exact ones. The projections are kept for the next step."""
         if self.batch_size == 1 and not self._any_exact:
             mean, quad = self._score_terms_one(arms[0])
-            return mean.unsqueeze(0), quad.unsqueeze(0)
+            return self._work(as_tensor(mean)).unsqueeze(0), self._work(as_tensor(quad)).unsqueeze(0)
         c = self._c_tensor().unsqueeze(1)
         sq = self._sq_norms(arms)
         floor = self._floor(sq)
@@ -770,44 +799,45 @@ class DyadicBlockSketch(CovarianceEstimator):
         if self.exact.any():
             e = np.flatnonzero(self.exact)
             if e.size == self.batch_size:
-                P = torch.bmm(self.A_inv, arms.mT)  # (B, d, K)
-                quad = torch.maximum(self._core((P * arms.mT).sum(dim=1)), floor)
-                mean = self._core(torch.bmm(self.b.unsqueeze(1), P).squeeze(1))
+                P, raw = project(arms, self.A_inv)  # (B, K, d): rows A^-1 x (OFUL's layout)
+                quad = torch.maximum(self._core(raw), floor)
+                mean = self._core(torch.bmm(P, self.b.unsqueeze(2)).squeeze(2))
                 qe = quad
             else:
                 t = torch.as_tensor(e, device=self.device)
-                P = torch.bmm(self.A_inv[t], arms[t].mT)
-                qe = torch.maximum(self._core((P * arms[t].mT).sum(dim=1)), floor[t])
+                P, raw = project(arms[t], self.A_inv[t])
+                qe = torch.maximum(self._core(raw), floor[t])
                 quad[t] = qe
-                mean[t] = torch.bmm(self.b[t].unsqueeze(1), P).squeeze(1)
+                mean[t] = self._core(torch.bmm(P, self.b[t].unsqueeze(2)).squeeze(2))  # mean is in the core dtype
         self._cache = (U, Rm, P, e, qe, sq, None)
         return mean, quad  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
-        """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views and host
-        scalars (fewer and cheaper dispatches than ``bmm`` on a batch of one); same arithmetic.
-        ``(K, d) -> (K,), (K,)``; exact mode goes through :meth:`score_terms`."""
+        """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views (numpy on
+        CPU, see :meth:`~agents.sketches.base.CovarianceEstimator._member0`, else tensors) and
+        host scalars; same arithmetic. ``(K, d) -> (K,), (K,)`` in the core dtype (float64: the
+        single agent ranks its arms there); exact mode goes through :meth:`score_terms`. The cache holds the unbatched projection, norms and arms (slot 6)."""
         if self._any_exact:
             return super()._score_terms_one(arms)
-        a = arms
-        S, Linv, z, b = self._member0("dev", (self.S, self.Linv, self._z, self.b), host=False)
-        sq = self._sq_norms(a)
+        S, Linv, z, b = self._member0("one", (self.S, self.Linv, self._z, self.b))
+        a = arms.numpy() if isinstance(S, np.ndarray) else arms
+        ac = self._core(a)
+        sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
         floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # the width floor (base._floor)
         c = float(self.c()[0])
-        sqc, xb = sq, self._core(torch.mv(a, b))
+        xb = self._core(a @ b)
         Rm = int(self.rows[0])
         U = None
         if Rm:
-            U = self._core(torch.mm(a, S[:Rm].T))  # the only O(K d r) step
+            U = self._core(a @ S[:Rm].T)  # the only O(K d r) step
             Li = Linv[:Rm, :Rm]
-            W = torch.mm(U, Li.T)  # rows Linv S x
-            quad = (sqc - torch.linalg.vecdot(W, W)) / c
-            mean = torch.addmv(xb, W, torch.mv(Li, z[:Rm]), beta=1.0 / c, alpha=-1.0 / c)
-            U = U.unsqueeze(0)
+            W = U @ Li.T  # rows Linv S x
+            quad = (sq - rowdot(W, W)) / c
+            mean = (xb - W @ (Li @ z[:Rm])) / c
         else:
-            quad, mean = sqc / c, xb / c
-        self._cache = (U, Rm, None, None, None, sq.unsqueeze(0), sq.tolist())  # + ||x||^2 as host floats
-        return mean, torch.maximum(quad, floor)
+            quad, mean = sq / c, xb / c
+        self._cache = (U, Rm, None, None, None, sq, a)
+        return mean, maximum(quad, floor)
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
@@ -826,8 +856,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         if self.exact.any():
             e = np.flatnonzero(self.exact)
             t = torch.as_tensor(e, device=self.device)
-            P = torch.bmm(self.A_inv[t], arms[t].mT)
-            out[t] = torch.maximum((P * arms[t].mT).sum(dim=1), floor[t])
+            out[t] = torch.maximum(project(arms[t], self.A_inv[t])[1], floor[t])
         return out
 
     def _solve(self, V):
@@ -851,7 +880,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         cov = cov + alpha * eye
         if self.exact.any():
             t = torch.as_tensor(np.flatnonzero(self.exact), device=self.device)
-            cov[t] = self.gram[t] if self.gram is not None else torch.linalg.inv(self.A_inv[t]) - self.reg * eye
+            e = np.flatnonzero(self.exact)
+            cov[t] = self.gram[t] if self.gram is not None else torch.linalg.inv(self.A_inv[t]) - self._reg_tensor(e) * eye
         return cov
 
     # -- introspection ---------------------------------------------------------------------------
@@ -869,6 +899,6 @@ class DyadicBlockSketch(CovarianceEstimator):
         return tensor_bytes(self.S, self.G, self.Linv, self._z, self.A_inv, self.gram, self.b)
 
     def __repr__(self) -> str:
-        return (f"DyadicBlockSketch(d={self.d}, l0={self.l0}, eps={self.eps}, sketch={self.sketch!r}, reg={self.reg}, "
+        return (f"DyadicBlockSketch(d={self.d}, l0={_listed(self.l0)}, eps={_listed(self.eps)}, sketch={self.sketch!r}, reg={_listed(self.reg)}, "
                 f"fast={self.fast}, batch_size={None if self.single else self.batch_size}, "
                 f"n_blocks={self.n_blocks}, exact_mode={self.exact_mode})")

@@ -34,16 +34,29 @@ import torch
 from .._torch import tensor_bytes
 from .base import CovarianceEstimator
 
-__all__ = ["ExactCovariance", "repair_inverse_", "sherman_morrison_"]
+__all__ = ["ExactCovariance", "project", "repair_inverse_", "sherman_morrison_"]
 
 
-def repair_inverse_(A_inv: torch.Tensor, lo: torch.Tensor, hi: float) -> None:
+def repair_inverse_(A_inv: torch.Tensor, lo: torch.Tensor, hi: float | torch.Tensor) -> None:
     """Project each ``(d, d)`` inverse of the batch ``A_inv`` (in place) onto the symmetric
-    matrices with spectrum in ``[lo_i, hi]``: the valid inverses of ``reg I + X^T X``."""
+    matrices with spectrum in ``[lo_i, hi_i]``: the valid inverses of ``reg_i I + X^T X``
+    (``hi = 1 / reg``: a float shared by the batch, or one value per member)."""
     sym = 0.5 * (A_inv + A_inv.mT)
     evals, evecs = torch.linalg.eigh(sym.double())
-    evals = torch.minimum(torch.maximum(evals, lo.double().view(-1, 1)), torch.full_like(evals, hi))
+    hi_t = hi.double().view(-1, 1).expand_as(evals) if isinstance(hi, torch.Tensor) else torch.full_like(evals, hi)
+    evals = torch.minimum(torch.maximum(evals, lo.double().view(-1, 1)), hi_t)
     A_inv.copy_(((evecs * evals.unsqueeze(1)) @ evecs.mT).to(A_inv.dtype))
+
+
+def project(arms: torch.Tensor, A_inv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``W = arms A^-1`` ``(B, K, d)`` (row k is ``(A^-1 x_k)^T``, A^-1 being symmetric) and
+    ``x^T A^-1 x`` ``(B, K)``: the only O(K d^2) step of an exact round. The K-row operand goes on
+    the left for every B: measured on this project's CI machine (AMD EPYC, torch 2.13 CPU, 1
+    thread, d = 784, float64) ``arms @ A^-1`` takes 0.39-0.44 ms at K = 10 (~30 GFlop/s, near
+    one core's FMA peak) against 0.85 ms for ``A^-1 @ arms^T``, and 2.52 vs 2.61 ms at K = 100;
+    its rows are contiguous for the elementwise pass and the played arm's gather."""
+    W = torch.bmm(arms, A_inv)
+    return W, (W * arms).sum(dim=2)
 
 
 def sherman_morrison_(A_inv: torch.Tensor, Ax: torch.Tensor, q: torch.Tensor) -> None:
@@ -71,20 +84,16 @@ class ExactCovariance(CovarianceEstimator):
     def __init__(self, d: int, *, reg: float = 1.0, device=None, dtype=None, keep_gram: bool = False,
                  batch_size: int | None = None):
         super().__init__(d, reg=reg, device=device, dtype=dtype, batch_size=batch_size)
-        eye = torch.eye(self.d, **self._kw) / self.reg
-        self.A_inv = eye.expand(self.batch_size, self.d, self.d).clone()
+        eye = torch.eye(self.d, **self._kw)
+        # A^-1 = I / reg, each member its own ridge (the same division as one member's)
+        self.A_inv = (eye / self.reg if isinstance(self.reg, float) else eye / self._reg_tensor()).expand(
+            self.batch_size, self.d, self.d).clone()
         self.gram = torch.zeros_like(self.A_inv) if keep_gram else None
         self._cache = None  # (arms, W = arms A^-1 (B, K, d), quad, raw, floor) of the last score_terms
 
     def _proj(self, arms):
-        """``W = arms A^-1`` ``(B, K, d)`` (row k is ``(A^-1 x_k)^T``, A^-1 being symmetric), the
-        only O(K d^2) step, and ``x^T A^-1 x``. The K-row operand goes on the left for every B:
-        measured on this project's CI machine (AMD EPYC, torch 2.13 CPU, 1 thread, d = 784,
-        float64) ``arms @ A^-1`` takes 0.39-0.44 ms at K = 10 (~30 GFlop/s, near one core's FMA
-        peak) against 0.85 ms for ``A^-1 @ arms^T``, and 2.52 vs 2.61 ms at K = 100; its rows
-        are contiguous for the elementwise pass and the played arm's gather."""
-        W = torch.bmm(arms, self.A_inv)
-        return W, (W * arms).sum(dim=2)
+        """:func:`project` of the arms through this estimator's inverse."""
+        return project(arms, self.A_inv)
 
     def _played(self, W, actions):
         """The played arms' ``A^-1 x`` ``(B, d)`` from the projection of :meth:`_proj`."""
@@ -125,7 +134,7 @@ class ExactCovariance(CovarianceEstimator):
         t = torch.nonzero(bad).flatten()
         lo = 1.0 / torch.as_tensor(self.reg + self.trace, **self._kw)[t]
         sub = self.A_inv[t]
-        repair_inverse_(sub, lo, 1.0 / self.reg)
+        repair_inverse_(sub, lo, self._inverse_ceiling(t))
         self.A_inv[t] = sub
         return True
 
@@ -171,7 +180,7 @@ class ExactCovariance(CovarianceEstimator):
         if self.gram is not None:
             return self.gram.clone()
         # Recover X^T X = A - reg I from the inverse (diagnostics only; O(d^3)).
-        return torch.linalg.inv(self.A_inv) - self.reg * torch.eye(self.d, **self._kw)
+        return torch.linalg.inv(self.A_inv) - self._reg_tensor() * torch.eye(self.d, **self._kw)
 
     def sketch_sizes(self):
         return np.full(self.batch_size, self.d, dtype=np.int64)

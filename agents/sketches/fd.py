@@ -86,22 +86,30 @@ import numpy as np
 import torch
 
 from .._torch import as_vector, tensor_bytes
-from .base import CovarianceEstimator
+from .._validate import per_member
+from .base import CovarianceEstimator, as_tensor, maximum, rowdot
 
 __all__ = ["FrequentDirections", "border_at_", "border_one_", "border_scattered_", "check_sketch_size", "safe_inverse_factor"]
 
 
-def check_sketch_size(sketch_size, fast) -> None:
-    """Validate FD's ``sketch_size`` and ``fast`` (before any state exists)."""
+def _check_l(name: str, sketch_size) -> int:
     if isinstance(sketch_size, bool) or not isinstance(sketch_size, numbers.Integral):
         raise ValueError(
-            f"sketch_size must be a positive int (the number l of sketch rows), got {sketch_size!r} "
+            f"{name} must be a positive int (the number l of sketch rows), got {sketch_size!r} "
             f"({type(sketch_size).__name__})"
         )
     if sketch_size < 1:
-        raise ValueError(f"sketch_size must be >= 1, got {sketch_size}")
+        raise ValueError(f"{name} must be >= 1, got {sketch_size}")
+    return int(sketch_size)
+
+
+def check_sketch_size(sketch_size, fast, batch_size: int | None = None):
+    """Validate FD's ``sketch_size`` and ``fast`` (before any state exists). ``sketch_size`` may
+    give one value per member when ``batch_size`` is set (see :func:`agents._validate.per_member`):
+    returns the int, or an int array ``(B,)`` when the members' sizes differ."""
     if not isinstance(fast, bool):
         raise ValueError(f"fast must be True (2l-row buffer) or False (textbook FD), got {fast!r}")
+    return per_member("sketch_size", sketch_size, batch_size, _check_l)
 
 
 def safe_inverse_factor(G: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
@@ -210,14 +218,22 @@ def border_scattered_(Linv, G, S, z, idx, pos, X, xx, g, rho, b) -> None:
     z[idx, pos] = xb[idx].to(z.dtype)
 
 
+def _listed(value):
+    """A per-member array as a list (for repr), anything else as is."""
+    return value.tolist() if isinstance(value, np.ndarray) else value
+
+
 class FrequentDirections(CovarianceEstimator):
     """Frequent Directions sketch of ``X^T X`` with Woodbury queries of ``(rho I + S^T S)^-1``.
 
     Args:
         d: dimension of the rows.
         sketch_size: ``l >= 1``; FD keeps at most ``l - 1`` directions after a reduction and its
-            error is at most ``min_k ||X - X_[k]||_F^2 / (l - k)``.
-        reg: ridge lambda > 0 added to the estimate (``A_hat = reg I + S^T S``).
+            error is at most ``min_k ||X - X_[k]||_F^2 / (l - k)``. Batched, B values give member i
+            the size ``l_i``: the buffer is padded to the largest, and member i reduces when its
+            own ``2 l_i`` (``l_i``) rows are full, exactly as the single sketch of size ``l_i``.
+        reg: ridge lambda > 0 added to the estimate (``A_hat = reg I + S^T S``); batched, one value
+            or B values.
         fast: ``True`` for the 2l-row buffer (one reduction every ~l rows, O(d l) amortised),
             ``False`` for the textbook one-reduction-per-row Alg. 2 (O(d l^2) per row).
         device, dtype: where the state lives (float64 default on CPU).
@@ -236,11 +252,15 @@ class FrequentDirections(CovarianceEstimator):
 
     def __init__(self, d: int, sketch_size: int, *, reg: float = 1.0, fast: bool = True, device=None, dtype=None,
                  batch_size: int | None = None):
-        check_sketch_size(sketch_size, fast)
+        l = check_sketch_size(sketch_size, fast, None if batch_size is None else int(batch_size))
         super().__init__(d, reg=reg, device=device, dtype=dtype, batch_size=batch_size)
-        self._l = int(sketch_size)
+        self._l = l  # an int, or (members' sizes differing) an int array (B,)
         self.fast = fast
-        self._cap = 2 * self._l if fast else self._l
+        # per member: sketch size l_i and rows buffered before a reduction (2 l_i fast, l_i textbook);
+        # the buffer holds the largest, a smaller member's slots past its capacity stay padding
+        self._ls = np.broadcast_to(np.asarray(l, dtype=np.int64), (self.batch_size,)).copy()
+        self._caps = 2 * self._ls if fast else self._ls.copy()
+        self._cap = int(self._caps.max())
         B, cap = self.batch_size, self._cap
         self._buf = torch.zeros(B, cap, self.d, **self._kw)  # rows [0, m_i) are member i's S
         self._G = torch.zeros(B, cap, cap, **self._ckw)  # S S^T, lower triangle (eigh reads it; zero on the padding)
@@ -300,7 +320,7 @@ class FrequentDirections(CovarianceEstimator):
 
     @property
     def capacity(self) -> int:
-        """Rows allocated for the buffer (``2l`` fast, ``l`` textbook)."""
+        """Rows allocated for the buffer (``2l`` fast, ``l`` textbook; the largest member's when batched)."""
         return self._cap
 
     # -- single-sketch views (diagnostics) ----------------------------------------------------
@@ -389,7 +409,7 @@ class FrequentDirections(CovarianceEstimator):
         else:
             self.n_rows += 1
             return
-        full = live & ((self._m == self._cap) | (not self.fast))
+        full = live & ((self._m == self._caps) | (not self.fast))
         if full.any():
             eig = None
             if self.single and lookahead is not None and torch.equal(lookahead[0], X[0]):
@@ -401,17 +421,15 @@ class FrequentDirections(CovarianceEstimator):
         """B = 1 of :meth:`step` for the played arm ``a`` of the last scored set (the single
         agent's round): the same operations on member 0's unbatched state, the O(m) part on
         host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`)."""
-        U, j, sq = cache  # from _score_terms_one: U = arms S^T (K, j), ||arms||^2 (K host floats)
-        xx = sq[a]  # scored, hence finite (a host float)
+        U, j, sq, arms = cache  # from _score_terms_one: U = arms S^T (K, j), ||arms||^2, the arms (views)
+        xx = float(sq[a])  # scored, hence finite
         lookahead, self._lookahead = self._lookahead, None
-        self.b.add_(X, alpha=r)  # S b follows b, on the rows held before this one
+        S, G, Linv, z, b = self._member0("step", (self._buf, self._G, self._Linv, self._z, self.b))
+        x, g = arms[a], U[a]  # X[0], and S x: the played arm's row of the projection
+        b += x * r  # S b follows b, on the rows held before this one
         if not xx > 0.0:  # a zero row adds nothing to X^T X and is skipped
             self.n_rows += 1
             return
-        S, G, Linv, z, b = self._member0("host", (self._buf, self._G, self._Linv, self._z, self.b))
-        g, x = U[a], X[0]  # S x: the played arm's row of the projection
-        if isinstance(S, np.ndarray):
-            g, x = g.numpy(), x.numpy()
         z[:j] += r * g
         self.trace[0] += xx
         border_one_(Linv, G, S, z, j, x, xx, g, float(self.rho_all[0]), b, self._eps)
@@ -441,31 +459,36 @@ class FrequentDirections(CovarianceEstimator):
         """Eigenvalues of an m x m Gram below this are rounding noise (module docstring)."""
         return self._rank_tol(m, top)
 
-    def _shrink_values(self, evals: torch.Tensor, m: int) -> torch.Tensor:
+    def _shrink_values(self, evals: torch.Tensor, m: int, l: int | None = None) -> torch.Tensor:
         """Alg. 2 line 5 per member: sigma_l^2 (the l-th largest eigenvalue), 0 if < l rows or
-        at the rounding level."""
+        at the rounding level (``l``: the members' common sketch size, default the sketch's)."""
+        l = self._l if l is None else l
         tol = self._tol(m, evals[:, 0])
-        if m < self._l:
+        if m < l:
             return torch.zeros_like(tol)
-        delta = evals[:, self._l - 1]
+        delta = evals[:, l - 1]
         return torch.where(delta <= tol, torch.zeros_like(delta), delta)
 
     def _reduce(self, idx: np.ndarray, eig=None) -> None:
-        """FD reduction (seed 000 Alg. 2 lines 4-7) of the members ``idx``, grouped by row count."""
+        """FD reduction (seed 000 Alg. 2 lines 4-7) of the members ``idx``, grouped by row count
+        (and by sketch size when the members' sizes differ)."""
         counts = self._m[idx]
-        for m in np.unique(counts):
-            group = idx[counts == m]
-            self._reduce_group(group, int(m), eig)
+        if isinstance(self._l, int):
+            for m in np.unique(counts):
+                self._reduce_group(idx[counts == m], int(m), self._l, eig)
+            return
+        sizes = self._ls[idx]
+        for m, l in sorted(set(zip(counts.tolist(), sizes.tolist()))):
+            self._reduce_group(idx[(counts == m) & (sizes == l)], m, l, eig)
 
-    def _reduce_group(self, idx: np.ndarray, m: int, eig=None) -> None:
-        l = self._l
+    def _reduce_group(self, idx: np.ndarray, m: int, l: int, eig=None) -> None:
         t = torch.as_tensor(idx, device=self.device)
         full = idx.size == self.batch_size
         buf = self._buf[:, :m] if full else self._buf[t, :m]
         if eig is None:
             eig = self._eigh_desc(self._reduction_gram(buf, self._G[:, :m, :m] if full else self._G[t, :m, :m]))
         evals, evecs = eig
-        delta = self._shrink_values(evals, m)
+        delta = self._shrink_values(evals, m, l)
         tol = self._tol(m, evals[:, 0])
         k = min(l - 1, m)
         keep = evals[:, :k] - delta.unsqueeze(1)  # Alg. 2 line 6 on the l - 1 leading directions
@@ -588,7 +611,7 @@ class FrequentDirections(CovarianceEstimator):
     def score_terms(self, arms):
         if self.batch_size == 1:
             mean, quad = self._score_terms_one(arms[0])
-            return mean.unsqueeze(0), quad.unsqueeze(0)
+            return self._work(as_tensor(mean)).unsqueeze(0), self._work(as_tensor(quad)).unsqueeze(0)
         sq, U, W, mm = self._project(arms)
         xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
         rho = self._rho()
@@ -603,25 +626,28 @@ class FrequentDirections(CovarianceEstimator):
 
     def _score_terms_one(self, arms):
         """B = 1 of :meth:`score_terms`: the same terms from 2-D products on member 0's views
-        (``mm``/``mv`` dispatch for less than ``bmm`` on a batch of one) and host scalars; the
-        projection is cached unbatched for :meth:`_step_one`. ``(K, d) -> (K,), (K,)``."""
-        a = arms
-        S, Linv, z, b = self._member0("dev", (self._buf, self._Linv, self._z, self.b), host=False)
-        sq = self._sq_norms(a)
-        xb = self._core(torch.mv(a, b))
+        (numpy on CPU, see :meth:`~agents.sketches.base.CovarianceEstimator._member0`, else
+        tensors) and host scalars; the projection is cached unbatched for :meth:`_step_one`.
+        ``(K, d) -> (K,), (K,)`` in the core dtype (float64: the single agent ranks its arms
+        there, also when working in float32), numpy arrays on the host path."""
+        S, Linv, z, b = self._member0("one", (self._buf, self._Linv, self._z, self.b))
+        a = arms.numpy() if isinstance(S, np.ndarray) else arms
+        ac = self._core(a)
+        sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
+        xb = self._core(a @ b)
         rho = float(self.rho_all[0])
         floor = sq / float(self.reg + self.trace[0] + self._alpha[0])  # the width floor (base._floor)
         mm = int(self._m[0])
         if mm == 0:
             self._cache = None
-            mean, quad = xb / rho, torch.maximum(sq / rho, floor)
+            mean, quad = xb / rho, maximum(sq / rho, floor)
         else:
-            U = self._core(torch.mm(a, S[:mm].T))  # the only O(K d m) step
+            U = self._core(a @ S[:mm].T)  # the only O(K d m) step
             Li = Linv[:mm, :mm]
-            W = torch.mm(U, Li.T)
-            mean = torch.addmv(xb, W, torch.mv(Li, z[:mm]), beta=1.0 / rho, alpha=-1.0 / rho)  # (x^T b - w^T Linv S b) / rho
-            quad = torch.maximum((sq - torch.linalg.vecdot(W, W)) / rho, floor)
-            self._cache = (U, mm, sq.tolist())  # ||x||^2 on the host: step reads one (no select + sync)
+            W = U @ Li.T
+            mean = (xb - W @ (Li @ z[:mm])) / rho  # (x^T b - w^T Linv S b) / rho
+            quad = maximum((sq - rowdot(W, W)) / rho, floor)
+            self._cache = (U, mm, sq, a)
         return mean, quad
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
@@ -663,25 +689,24 @@ class FrequentDirections(CovarianceEstimator):
         m = self._m.astype(np.float64)
         logdiag = -torch.log(torch.diagonal(self._Linv, dim1=1, dim2=2)).sum(dim=1).double().cpu().numpy()  # padding: 0
         out = self.d * np.log1p(sig / lam)
-        exact = 2.0 * logdiag - m * math.log(lam)
+        exact = 2.0 * logdiag - m * (math.log(lam) if isinstance(lam, float) else np.array([math.log(v) for v in lam]))
         trace = torch.diagonal(self._G, dim1=1, dim2=2).sum(dim=1).double().cpu().numpy()
         amgm = m * np.log1p(np.maximum(trace, 0.0) / (np.maximum(m, 1.0) * (lam + sig)))
         return self._one(out + np.where(m > 0, np.minimum(exact, amgm), 0.0))
 
     # -- introspection ---------------------------------------------------------------------------
     def sketch_sizes(self):
-        return np.full(self.batch_size, self._l, dtype=np.int64)
+        return self._ls.copy()
 
     def member_memory_bytes(self):
         """The buffer (``cap x d``, working dtype), Gram and inverse factor (``cap x cap`` each, core
         dtype) and ``S b`` (``cap``, core): ``cap = 2l`` fast, ``l`` textbook."""
-        cap = self._cap
-        per = self._buf.element_size() * cap * self.d + self._G.element_size() * (2 * cap * cap + cap)
-        return np.full(self.batch_size, per, dtype=np.int64)
+        cap = self._caps  # each member's own capacity: what its single sketch allocates
+        return (self._buf.element_size() * cap * self.d + self._G.element_size() * (2 * cap * cap + cap)).astype(np.int64)
 
     def _held_bytes(self):
         return tensor_bytes(self._buf, self._G, self._Linv, self._z, self.b)
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(d={self.d}, sketch_size={self._l}, reg={self.reg}, fast={self.fast}, "
+        return (f"{type(self).__name__}(d={self.d}, sketch_size={_listed(self._l)}, reg={_listed(self.reg)}, fast={self.fast}, "
                 f"batch_size={None if self.single else self.batch_size}, rows_in_use={self.rows_in_use})")

@@ -29,8 +29,9 @@ def _add_exec_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
                    help="torch and BLAS threads per run (default 1: runs are small ops; use --workers for parallelism)")
     p.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
-                   help="advance the seeds of one configuration together as one batched program, each seed still "
-                   "saved as its own run (default: where the agent and env allow it; --no-batched: one run at a time)")
+                   help="advance runs that differ only in seed and in the agent's per-member arguments (lam, beta, ...) "
+                   "together as one batched program, each still saved as its own run (default: where the agent and "
+                   "env allow it; --no-batched: one run at a time)")
     p.add_argument("--batch-memory", default=DEFAULT_BATCH_MEMORY, type=_memory_size, metavar="SIZE",
                    help="memory budget of one batch, e.g. 2GiB (default), 512M")
     p.add_argument("--max-batch", type=int, default=None, metavar="B",

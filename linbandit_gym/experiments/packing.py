@@ -1,14 +1,19 @@
 """The sweep planner: which pending runs advance together as one batched tensor program.
 
-Runs that differ only in their seed -- same env id and env arguments (horizon included), same
-agent name and arguments, same labels and recording options -- are packed into *batches*:
-:func:`linbandit_gym.batched.run_batched` plays their seeds as the members of one vector env
-and one batched agent, and each member is still saved as its own run. A batch is bounded by
-``max_batch`` members and by a memory budget (``batch_memory`` bytes over a conservative
-per-member estimate, :func:`member_bytes`). Everything else runs on its own, as before: agents
-given as ``module:Class`` (no batched twin), envs without a native vector env (BAI), matrix-
-approximation sweeps, runs recording the spectral error (their diagnostics wrap one agent),
-and groups of a single pending run.
+Runs that share the env id and env arguments (horizon included), the agent name (its class),
+every agent argument except those the class lets batch members differ in (its
+``per_member_args``, e.g. ``lam``, ``beta``, ``sketch_size``) and the recording options are
+packed into *batches* (:func:`batch_key`): :func:`linbandit_gym.batched.play_members` plays
+them as the members of one vector env and one batched agent (member i seeded as its run, with
+its own arguments and labels), and each member is still saved as its own run. A batch is
+bounded by ``max_batch`` members and by a memory budget (``batch_memory`` bytes over a
+conservative per-member estimate, :func:`member_bytes`, taken at the batch's largest member
+since members are padded to it); members whose estimates differ by more than
+:data:`PAD_RATIO` go to different batches, so that a small sketch does not pay for a large
+one's padding. Everything else runs on its own, as before: agents given as ``module:Class``
+(no batched twin), envs without a native vector env (BAI), matrix-approximation sweeps, runs
+recording the spectral error (their diagnostics wrap one agent), and groups of a single
+pending run.
 
 With several workers, batches are halved (largest first) until every worker has a unit, so
 batching never leaves a core idle that the per-run path would have used.
@@ -23,10 +28,13 @@ from typing import Any
 
 from .config import RunSpec, canonical_json
 
-__all__ = ["DEFAULT_BATCH_MEMORY", "batch_key", "member_bytes", "pack", "parse_bytes"]
+__all__ = ["DEFAULT_BATCH_MEMORY", "PAD_RATIO", "batch_key", "member_bytes", "pack", "parse_bytes", "per_member_args"]
 
 #: Memory budget of one batch (bytes): 2 GiB.
 DEFAULT_BATCH_MEMORY = 2 * 1024**3
+
+#: A batch's largest member estimate (:func:`member_bytes`) is at most this many times its smallest.
+PAD_RATIO = 2.0
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
           "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
@@ -49,10 +57,30 @@ def parse_bytes(value: Any) -> int:
     return size
 
 
+def per_member_args(name: str) -> tuple[str, ...]:
+    """The arguments in which the members of a batch of agent ``name`` may differ: its class's
+    ``per_member_args`` (none for a ``module:Class`` agent, an unknown name or a class without it)."""
+    if ":" in name:
+        return ()
+    from ..cli import agent_factory
+
+    try:
+        _, cls = agent_factory(name)
+    except ValueError:
+        return ()
+    return tuple(getattr(cls, "per_member_args", ()))
+
+
 def batch_key(spec: RunSpec) -> str:
-    """What runs must share to be packed together: everything but the seed."""
+    """What runs must share to be packed together: the whole config but the seed and the
+    agent arguments named by :func:`per_member_args`. Labels are not part of it: each member
+    keeps its own (its records and metadata are its run's)."""
     config = {k: v for k, v in spec.config.items() if k != "seed"}
-    return canonical_json([config, spec.agent_label, spec.env_label, spec.family])
+    agent = config.get("agent")
+    varying = per_member_args(agent["name"]) if isinstance(agent, dict) and "name" in agent else ()
+    if varying:
+        config["agent"] = {**agent, "args": {k: v for k, v in agent["args"].items() if k not in varying}}
+    return canonical_json(config)
 
 
 def _batchable_agent(spec: RunSpec) -> Any | None:
@@ -120,14 +148,16 @@ def pack(
     max_batch: int | None = None,
     workers: int = 1,
 ) -> list[list[RunSpec]]:
-    """Units of work for ``specs``, in their order: lists of one run, or batches of runs that
-    differ only in seed (:func:`batch_key`), of at most ``max_batch`` members and
-    ``batch_memory`` bytes (:func:`member_bytes` per member).
+    """Units of work for ``specs``: lists of one run, or batches of runs with the same
+    :func:`batch_key`, of at most ``max_batch`` members and ``batch_memory`` bytes (B times
+    the largest member's :func:`member_bytes`: members are padded to it).
 
-    ``shapes`` maps ``canonical_json(env config)`` to the ``(K, d)`` of its arm sets (missing:
-    the env is built here to read them). ``batched``: ``None`` or ``True`` pack what can be
-    packed; ``False`` gives one unit per run. ``workers``: split batches until each worker has a
-    unit (see the module docstring).
+    Units come in the order of the specs' first appearance; inside a group, members are
+    ordered by their estimate (stable) and a new batch starts where the estimate passes
+    :data:`PAD_RATIO` times the batch's first. ``shapes`` maps ``canonical_json(env config)`` to
+    the ``(K, d)`` of its arm sets (missing: the env is built here to read them). ``batched``:
+    ``None`` or ``True`` pack what can be packed; ``False`` gives one unit per run.
+    ``workers``: split batches until each worker has a unit (see the module docstring).
     """
     from ..batched import DEFAULT_MAX_BATCH
 
@@ -144,8 +174,8 @@ def pack(
         if key not in groups:
             groups[key] = []
             order.append((key, None))
-        if any(other.seed == spec.seed for other in groups[key]):
-            order.append(("", spec))  # the same seed twice: cannot be two members of one batch
+        if any(other.run_id == spec.run_id for other in groups[key]):
+            order.append(("", spec))  # the same run twice: cannot be two members of one batch
         else:
             groups[key].append(spec)
     shapes = dict(shapes or {})
@@ -155,16 +185,28 @@ def pack(
             units.append([single])
             continue
         group = groups[key]
-        agent = _batchable_agent(group[0]) if len(group) > 1 else None
-        if agent is None:
-            units.extend([spec] for spec in group)
+        agents = [_batchable_agent(spec) for spec in group] if len(group) > 1 else [None] * len(group)
+        units.extend([spec] for spec, agent in zip(group, agents) if agent is None)
+        members = [(spec, agent) for spec, agent in zip(group, agents) if agent is not None]
+        if not members:
             continue
-        env_key = canonical_json(group[0].config["env"])
+        env_key = canonical_json(members[0][0].config["env"])
         if env_key not in shapes:
-            shapes[env_key] = env_shape(group[0].config["env"], group[0].seed)
+            shapes[env_key] = env_shape(members[0][0].config["env"], members[0][0].seed)
         n_arms, d = shapes[env_key]
-        size = max(1, min(max_batch, budget // max(1, member_bytes(agent, n_arms, d))))
-        units.extend(group[i : i + size] for i in range(0, len(group), size))
+        sized = sorted(((member_bytes(agent, n_arms, d), spec) for spec, agent in members), key=lambda m: m[0])
+        batch: list[RunSpec] = []
+        smallest = largest = 0
+        for size, spec in sized:
+            fits = (batch and len(batch) < max_batch and size <= PAD_RATIO * smallest
+                    and (len(batch) + 1) * max(largest, size) <= budget)
+            if not fits:
+                if batch:
+                    units.append(batch)
+                batch, smallest, largest = [], size, 0
+            batch.append(spec)
+            largest = max(largest, size)
+        units.append(batch)
     return _split(units, workers)
 
 

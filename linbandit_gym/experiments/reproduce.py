@@ -55,8 +55,9 @@ def reproduce(
     """Run experiment ``name``; write records, plots, ``summary.md`` and ``report.html`` to ``out``.
 
     ``threads``: torch and BLAS threads per run (default 1, see :mod:`linbandit_gym.threads`).
-    ``batched``, ``batch_memory``, ``max_batch``: how the seeds of each configuration are packed
-    into batched programs (:func:`.sweep.sweep`), for the tuning sweep too.
+    ``batched``, ``batch_memory``, ``max_batch``: how runs (seeds, and configs that differ only in
+    the agent's ``per_member_args``) are packed into batched programs (:func:`.sweep.sweep`), for
+    the tuning sweep too.
     Prints the summary table and, for configs with ``scaling`` plots, the fitted log-log slopes.
     Returns the exit code (0, or 1 if some runs failed).
     """

@@ -3,8 +3,9 @@
 :func:`execute_run` is a top-level function of plain-data arguments so that it pickles for
 ``spawn`` process pools and Ray. It returns the records and the run's metadata; the driver
 (:mod:`.sweep`) is the only writer, so a run is on disk completely or not at all.
-:func:`execute_batch` plays runs that differ only in their seed as one batched program
-(:func:`linbandit_gym.batched.run_batched`) and returns one such result per run;
+:func:`execute_batch` plays runs packed together by the planner (:mod:`.packing`: same env,
+agent family and arguments but the seed and the class's ``per_member_args``) as one batched
+program (:func:`linbandit_gym.batched.play_members`) and returns one such result per run;
 :func:`execute_unit` is what the backends call on a unit of the sweep planner (one run or a batch).
 
 Bandit runs go through :func:`linbandit_gym.evaluate.run` (the one evaluation loop).
@@ -197,45 +198,65 @@ def execute_run(spec: dict, threads: int | None = DEFAULT_THREADS, curve_points:
 
 
 def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curve_points: int = 200) -> list[dict]:
-    """Run the :class:`~.config.RunSpec` dicts ``specs``, which differ only in their seed, as one
-    batched program; return one ``{"run_id", "records", "meta"}`` per spec, as :func:`execute_run`.
+    """Run the :class:`~.config.RunSpec` dicts ``specs`` as one batched program; return one
+    ``{"run_id", "records", "meta"}`` per spec, as :func:`execute_run`.
 
-    The records of each member are those :func:`execute_run` gives apart from the timing columns
+    The specs share their env config, agent name and every agent argument but the seed and the
+    class's ``per_member_args`` (:func:`.packing.batch_key`); member i is spec i's agent, seeded
+    as its run and labelled with its labels (:func:`linbandit_gym.batched.play_members`). The
+    records of each member are those :func:`execute_run` gives apart from the timing columns
     (each member's share of the batch's time, see :mod:`linbandit_gym.batched`); the metadata's
     ``duration_s`` is the batch's over B and ``batch_size`` says B.
     """
-    from ..batched import run_batched
-    from ..cli import resolve_agent
+    from ..batched import play_members
 
     threads = check_threads(threads)
     first = specs[0]
     config = first["config"]
-    seeds = [int(spec["config"]["seed"]) for spec in specs]
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"a batch needs distinct seeds, got {seeds}")
+    if len({spec["run_id"] for spec in specs}) != len(specs):
+        raise ValueError(f"a batch needs distinct runs, got run ids {[spec['run_id'] for spec in specs]}")
+    if any(spec["config"]["env"] != config["env"] or spec["config"]["agent"]["name"] != config["agent"]["name"]
+           for spec in specs):
+        raise ValueError("the runs of a batch must share their env config and agent name")
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     with thread_limit(threads):
-        agent = resolve_agent(config["agent"]["name"], dict(config["agent"]["args"]))
-        frame = run_batched(
-            config["env"]["id"], agent, seeds=seeds, env_kwargs=dict(config["env"]["args"]),
-            agent_name=first["agent_label"], env_name=first["env_label"], progress=False, max_batch=len(seeds),
-            threads=threads,
+        agent = _batch_agent(specs)
+        parts = play_members(
+            config["env"]["id"], agent, [int(spec["config"]["seed"]) for spec in specs],
+            agent_names=[spec["agent_label"] for spec in specs], env_names=[spec["env_label"] for spec in specs],
+            env_kwargs=dict(config["env"]["args"]), threads=threads,
         )
         threads_used = thread_record(threads)
     duration = (time.perf_counter() - t0) / len(specs)
     extra = {"device": str(getattr(agent, "device", "cpu")), **threads_used, "batch_size": len(specs)}
-    return split_by_seed(frame, specs, extra, started, duration, curve_points)
+    return _results(parts, specs, extra, started, duration, curve_points)
+
+
+def _batch_agent(specs: list[dict]):
+    """One batched agent whose member i is the agent of ``specs[i]``."""
+    from agents.batched import batched_members
+
+    from ..cli import resolve_agent
+
+    return batched_members([resolve_agent(spec["config"]["agent"]["name"], dict(spec["config"]["agent"]["args"]))
+                            for spec in specs])
 
 
 def split_by_seed(frame: pd.DataFrame, specs: list[dict], extra: dict, started: datetime, duration_s: float,
                   curve_points: int = 200) -> list[dict]:
     """One ``{"run_id", "records", "meta"}`` per spec dict from ``frame``, the records of one
-    agent played over the specs' seeds (a batched program, or the seed-by-seed loop of
+    agent played over the specs' (distinct) seeds (the seed-by-seed loop or a batch of
     ``run --out``); each member's metadata is :func:`run_meta` with ``extra`` and its own summary."""
+    parts = [frame[frame["seed"] == int(spec["config"]["seed"])].reset_index(drop=True) for spec in specs]
+    return _results(parts, specs, extra, started, duration_s, curve_points)
+
+
+def _results(parts: list[pd.DataFrame], specs: list[dict], extra: dict, started: datetime, duration_s: float,
+             curve_points: int) -> list[dict]:
+    """``parts[i]`` (the records of ``specs[i]``) with its metadata, as :func:`execute_run` returns them."""
     results = []
-    for spec in specs:
-        part = frame[frame["seed"] == int(spec["config"]["seed"])].reset_index(drop=True)
+    for part, spec in zip(parts, specs):
         meta = run_meta(spec, {**extra, "summary": bandit_summary(part, curve_points)}, started, duration_s)
         results.append({"run_id": spec["run_id"], "records": part, "meta": meta})
     return results
@@ -243,7 +264,7 @@ def split_by_seed(frame: pd.DataFrame, specs: list[dict], extra: dict, started: 
 
 def execute_unit(unit: dict | list[dict], threads: int | None = DEFAULT_THREADS, curve_points: int = 200) -> list[dict]:
     """One unit of a sweep plan: a run (a spec dict, or a list of one) or a batch (a list of
-    spec dicts differing only in seed); returns the results of its runs in order."""
+    spec dicts with one :func:`.packing.batch_key`); returns the results of its runs in order."""
     if isinstance(unit, dict):
         return [execute_run(unit, threads, curve_points)]
     if len(unit) == 1:

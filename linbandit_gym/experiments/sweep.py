@@ -15,9 +15,10 @@ first, so a sweep killed at any moment leaves every run either finished or absen
 rerun of the same config redoes exactly the unfinished ones (and any run whose files were
 damaged since). Ids are hashes of the run configs, so a run can never be written twice
 under different names. One process writes a directory at a time (``DIR/.lock``); Ctrl-C
-keeps every finished run (:class:`Interrupted` says how many). Pending runs that differ only in
-their seed run as one batched program (:mod:`.packing`), each member saved as its own run as
-soon as the batch ends. ``linbandit run --out DIR``
+keeps every finished run (:class:`Interrupted` says how many). Pending runs of one env config
+and agent family that differ only in their seed and the arguments the agent class lets batch
+members differ in (``per_member_args``: lam, beta, ...) run as one batched program
+(:mod:`.packing`), each member saved as its own run as soon as the batch ends. ``linbandit run --out DIR``
 writes this layout too (:func:`play_into`), so ``plot`` and ``report`` read both.
 """
 
@@ -236,9 +237,10 @@ def sweep(
         address: Ray cluster address (``backend="ray"``); ``None`` starts a local Ray.
         threads: torch and BLAS threads per run (default 1; ``None``: the executing process's own
             setting); see :mod:`linbandit_gym.threads`. Recorded in each run's metadata.
-        batched: ``None`` (default) or ``True``: pending runs that differ only in seed advance
-            together as one batched program when their agent and env allow it (see
-            :mod:`.packing`), each still saved as its own run; ``False``: one run at a time.
+        batched: ``None`` (default) or ``True``: pending runs that differ only in seed and in
+            the agent's ``per_member_args`` (lam, beta, ...) advance together as one batched
+            program when their agent and env allow it (see :mod:`.packing`), each still saved as
+            its own run; ``False``: one run at a time.
         batch_memory: memory budget of one batch, bytes or a size such as ``"2GiB"`` (default).
         max_batch: members of one batch at most (default
             :data:`linbandit_gym.batched.DEFAULT_MAX_BATCH`).
@@ -286,7 +288,7 @@ def sweep(
             batches = [len(u) for u in units if len(u) > 1]
             if batches:
                 say(f"batched: {sum(batches)} runs in {len(batches)} batch(es) of {min(batches)}-{max(batches)} "
-                    f"seeds, {len(units) - len(batches)} run(s) on their own")
+                    f"members, {len(units) - len(batches)} run(s) on their own")
             _execute(cfg, units, out, result, say, backend=backend, workers=workers, threads=threads,
                      address=address)
         except KeyboardInterrupt:

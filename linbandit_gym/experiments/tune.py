@@ -93,7 +93,8 @@ def tune(
     paper's grids with 2 tuning seeds. ``horizon`` shortens the tuning episodes. ``agents``
     (glob patterns over labels) restricts what is tuned; agents that take neither ``beta``
     nor ``lam`` are skipped. ``batched``, ``batch_memory``, ``max_batch``: how the tuning sweep
-    packs the seeds of each grid point into batched programs (:func:`.sweep.sweep`).
+    packs the tuning runs into batched programs (:func:`.sweep.sweep`): the grid points and seeds of one
+    agent family share a batch when its class lets members differ in ``beta`` and ``lam``.
     """
     from .config import load_config
 
