@@ -776,7 +776,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         for the exact ones. The projections are kept for the next step."""
         if self.batch_size == 1 and not self._any_exact:
             mean, quad = self._score_terms_one(arms[0])
-            return self._work(as_tensor(mean)).unsqueeze(0), self._work(as_tensor(quad)).unsqueeze(0)
+            return as_tensor(mean).unsqueeze(0), as_tensor(quad).unsqueeze(0)  # core dtype, as below
         c = self._c_tensor().unsqueeze(1)
         sq = self._sq_norms(arms)
         floor = self._floor(sq)

@@ -611,7 +611,7 @@ class FrequentDirections(CovarianceEstimator):
     def score_terms(self, arms):
         if self.batch_size == 1:
             mean, quad = self._score_terms_one(arms[0])
-            return self._work(as_tensor(mean)).unsqueeze(0), self._work(as_tensor(quad)).unsqueeze(0)
+            return as_tensor(mean).unsqueeze(0), as_tensor(quad).unsqueeze(0)  # core dtype, as below
         sq, U, W, mm = self._project(arms)
         xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
         rho = self._rho()
