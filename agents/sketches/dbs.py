@@ -329,8 +329,9 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     @property
     def alpha(self):
-        """Total RFD counter ``sum_i alpha_i`` added back as ``alpha I`` (0 for FD blocks)."""
-        return self._one(self.c() - self.reg)
+        """Total RFD counter ``sum_i alpha_i`` added back as ``alpha I`` (0 for FD blocks); summed
+        as :attr:`total_shrinkage` is, not read back as ``c - reg`` (which rounds at ``eps reg``)."""
+        return self._one(self.alpha_in + self.act_alpha)
 
     @property
     def n_blocks(self):
