@@ -65,9 +65,12 @@ _NUMPY_DTYPES = {torch.float64: np.float64, torch.float32: np.float32}
 # The B = 1 round is written once, with operators numpy arrays and torch tensors share (``@``,
 # ``*``, slicing, item stores) and these three where their spellings differ, so that it runs on
 # numpy views on CPU (:meth:`CovarianceEstimator._member0`) and on tensors elsewhere.
+_np_rowdot = getattr(np, "vecdot", None) or (lambda x, y: np.einsum("ij,ij->i", x, y))  # the ufunc: numpy >= 2
+
+
 def rowdot(x, y):
     """``x_k . y_k`` for every row k (numpy arrays or tensors)."""
-    return np.einsum("ij,ij->i", x, y) if isinstance(x, np.ndarray) else torch.linalg.vecdot(x, y)
+    return _np_rowdot(x, y) if isinstance(x, np.ndarray) else torch.linalg.vecdot(x, y)
 
 
 def maximum(x, y):
