@@ -115,6 +115,8 @@ def as_float_tensor(obs: Any, device: torch.device, dtype: torch.dtype, what: st
     # complex input is refused: the casts below would silently drop the imaginary part
     complex_msg = f"the observation must be a real-valued {what}, got complex values; pass obs.real if that is meant"
     if isinstance(obs, torch.Tensor):
+        if obs.requires_grad:  # the agents learn by linear algebra, not autograd (and read CPU arms as numpy views)
+            obs = obs.detach()
         if obs.dtype == dtype and obs.device == device:
             return obs  # what .to() would return, without its call overhead (every act)
         if obs.is_complex():

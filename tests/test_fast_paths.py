@@ -210,3 +210,19 @@ def test_b1_round_runs_on_host_views_on_cpu_and_on_tensors_when_told(name):
             if numpy_blas_threads() == 2:  # settable here (some builds are single-threaded)
                 assert not isinstance(agent.estimator._score_terms_one(torch.as_tensor(X[0]))[0], np.ndarray)
     assert counts[True] <= 6 < counts[False]  # ~4 (the arms' views) against ~20 on tensors
+
+
+@pytest.mark.parametrize("make", [lambda: SOFUL(sketch_size=3, beta=0.3), lambda: DBSLinUCB(l0=2, eps=50.0, beta=0.3)])
+def test_arms_that_require_grad_are_read_as_plain_arms(make):
+    """A tensor obs with requires_grad (e.g. features from a network) is played like its values."""
+    x = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    agent, ref = make(), make()
+    with threadpool_limits(limits=1, user_api="blas"):  # the host path reads the arms as numpy views
+        for _ in range(3):
+            obs = x.clone().requires_grad_(True)
+            a = agent.act(obs)
+            assert a == ref.act(x)
+            agent.update(obs, a, 1.0)
+            ref.update(x, a, 1.0)
+    torch.testing.assert_close(agent.theta_hat, ref.theta_hat)
+    assert not agent.theta_hat.requires_grad
