@@ -358,8 +358,9 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     @property
     def alpha(self):
-        """Total RFD counter ``sum_i alpha_i`` added back as ``alpha I`` (0 for FD blocks)."""
-        return self._one(self.c() - self.reg)
+        """Total RFD counter ``sum_i alpha_i`` added back as ``alpha I`` (0 for FD blocks); summed
+        as :attr:`total_shrinkage` is, not read back as ``c - reg`` (which rounds at ``eps reg``)."""
+        return self._one(self.alpha_in + self.act_alpha)
 
     @property
     def n_blocks(self):
@@ -513,6 +514,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         Linv, G, S, z, b = self._member0("step", (self.Linv, self.G, self.S, self._z, self.b))
         j = int(self.rows[0])
         x, g = arms[a], U[a]  # X[0], and S x: the played arm's row of arms S^T (first j slots)
+        if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
+            x, g = x.numpy(), g.numpy()
         b += x * r  # S b follows b, on the rows held before this one
         z[:j] += r * g
         self.act_mass[0] += norm2
@@ -819,7 +822,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         single agent ranks its arms there); exact mode goes through :meth:`score_terms`. The cache holds the unbatched projection, norms and arms (slot 6)."""
         if self._any_exact:
             return super()._score_terms_one(arms)
-        S, Linv, z, b = self._member0("one", (self.S, self.Linv, self._z, self.b))
+        S, Linv, z, b = self._member0("one", (self.S, self.Linv, self._z, self.b), big=True)
         a = arms.numpy() if isinstance(S, np.ndarray) else arms
         ac = self._core(a)
         sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
