@@ -129,3 +129,36 @@ def test_dbslinucb_memory_never_above_oful_on_the_mnist_demo():
     literal = linbandit_gym.run("LinBandit-MNIST-v0", DBSLinUCB(lam=0.2, beta=0.01, l0=50, eps=8.0, memory_cap=False), **kw)
     assert (dbs["memory_bytes"] <= oful).all()
     assert literal["memory_bytes"].max() > oful
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("make", [lambda dt: OFUL(lam=1.0, beta=0.1, dtype=dt),
+                                  lambda dt: DBSLinUCB(lam=1.0, beta=0.1, l0=25, eps=1.0, dtype=dt)],
+                         ids=["OFUL", "DBSLinUCB-exact"])
+def test_a_valid_inverse_is_never_repaired(make, dtype, monkeypatch):
+    """The O(d^3) repair of the exact inverse runs only when a width proves it invalid, not when
+    raw width and floor are the same number rounded two ways (round 1: both ||x||^2 / lam)."""
+    import agents.sketches.dbs as dbs_module
+    import agents.sketches.exact as exact_module
+
+    calls = []
+    real = exact_module.repair_inverse_
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(exact_module, "repair_inverse_", counting)
+    monkeypatch.setattr(dbs_module, "repair_inverse_", counting)
+    rng = np.random.default_rng(0)
+    theta = rng.standard_normal(30)
+    agent = make(dtype)
+    agent.reset(seed=0)
+    for _ in range(40):
+        arms = rng.standard_normal((8, 30))
+        arms /= np.linalg.norm(arms, axis=1, keepdims=True)  # unit norms: round 1 raw == floor
+        a = agent.act(arms)
+        agent.update(arms, a, float(arms[a] @ theta))
+    exact = getattr(agent.estimator, "exact", np.ones(1, dtype=bool))
+    assert bool(exact.all())  # the exact path ran (DBSLinUCB: switched under its memory cap)
+    assert calls == []

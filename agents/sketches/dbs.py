@@ -130,7 +130,7 @@ import torch
 from .._torch import tensor_bytes
 from .._validate import per_member
 from .base import CovarianceEstimator, as_tensor, maximum, rowdot
-from .exact import project, repair_inverse_, sherman_morrison_
+from .exact import below_floor, project, repair_inverse_, sherman_morrison_
 from .fd import _listed, border_at_, border_one_, border_scattered_, safe_inverse_factor
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
@@ -747,7 +747,8 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def _sherman_morrison(self, idx, X, xx, Ax=None, q=None) -> None:
         """Exact rank-1 update of the members ``idx`` (Alg. 1 line 4), with the safeguard of
-        :mod:`agents.sketches.exact`: a width below the valid floor triggers a repair first."""
+        :mod:`agents.sketches.exact`: a width below the valid floor (beyond rounding,
+        :func:`~agents.sketches.exact.below_floor`) triggers a repair first."""
         full = idx.size == self.batch_size
         t = torch.as_tensor(idx, device=self.device)
         A = self.A_inv if full else self.A_inv[t]
@@ -757,7 +758,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
         floor = (xx if full else xx[t]) / top
         raw = (x * Ax).sum(dim=1)
-        bad = raw < floor
+        bad = below_floor(raw, floor, self.d, self.dtype)
         if bool(bad.any()):
             b = torch.nonzero(bad).flatten()
             sub = A[b]
