@@ -236,3 +236,36 @@ def test_float32_breaks_the_first_round_tie_as_float64(make):
         want = [make(torch.float64, None).act(arms[i]) for i in range(B)]
         assert [make(torch.float32, None).act(arms[i]) for i in range(B)] == want
         assert make(torch.float32, B).act(arms).tolist() == want
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("make", [lambda dt: OFUL(lam=1.0, beta=0.1, dtype=dt),
+                                  lambda dt: DBSLinUCB(lam=1.0, beta=0.1, l0=25, eps=1.0, dtype=dt)],
+                         ids=["OFUL", "DBSLinUCB-exact"])
+def test_a_valid_inverse_is_never_repaired(make, dtype, monkeypatch):
+    """The O(d^3) repair of the exact inverse runs only when a width proves it invalid, not when
+    raw width and floor are the same number rounded two ways (round 1: both ||x||^2 / lam)."""
+    import agents.sketches.dbs as dbs_module
+    import agents.sketches.exact as exact_module
+
+    calls = []
+    real = exact_module.repair_inverse_
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(exact_module, "repair_inverse_", counting)
+    monkeypatch.setattr(dbs_module, "repair_inverse_", counting)
+    rng = np.random.default_rng(0)
+    theta = rng.standard_normal(30)
+    agent = make(dtype)
+    agent.reset(seed=0)
+    for _ in range(40):
+        arms = rng.standard_normal((8, 30))
+        arms /= np.linalg.norm(arms, axis=1, keepdims=True)  # unit norms: round 1 raw == floor
+        a = agent.act(arms)
+        agent.update(arms, a, float(arms[a] @ theta))
+    exact = getattr(agent.estimator, "exact", np.ones(1, dtype=bool))
+    assert bool(exact.all())  # the exact path ran (DBSLinUCB: switched under its memory cap)
+    assert calls == []

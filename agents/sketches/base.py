@@ -58,7 +58,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 import torch
 
-from .._torch import as_vector, resolve_device, resolve_dtype
+from .._torch import as_vector, numpy_blas_threads, resolve_device, resolve_dtype
 from .._validate import per_member
 
 __all__ = ["CovarianceEstimator", "core_dtype"]
@@ -85,9 +85,12 @@ _NUMPY_DTYPES = {torch.float64: np.float64, torch.float32: np.float32}
 # The B = 1 round is written once, with operators numpy arrays and torch tensors share (``@``,
 # ``*``, slicing, item stores) and these three where their spellings differ, so that it runs on
 # numpy views on CPU (:meth:`CovarianceEstimator._member0`) and on tensors elsewhere.
+_np_rowdot = getattr(np, "vecdot", None) or (lambda x, y: np.einsum("ij,ij->i", x, y))  # the ufunc: numpy >= 2
+
+
 def rowdot(x, y):
     """``x_k . y_k`` for every row k (numpy arrays or tensors)."""
-    return np.einsum("ij,ij->i", x, y) if isinstance(x, np.ndarray) else torch.linalg.vecdot(x, y)
+    return _np_rowdot(x, y) if isinstance(x, np.ndarray) else torch.linalg.vecdot(x, y)
 
 
 def maximum(x, y):
@@ -138,9 +141,10 @@ class CovarianceEstimator(ABC):
         self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
         self._views0: dict = {}  # see _member0
-        #: B = 1 rounds run their steps on numpy views of member 0 (:meth:`_member0`); only on
-        #: CPU, where a tensor and its ``.numpy()`` share memory. Set it False (before the first
-        #: round) to run the very same code on tensor views, as every other device does.
+        #: B = 1 rounds run their steps on numpy views of member 0 (:meth:`_member0`): only on
+        #: CPU, where a tensor and its ``.numpy()`` share memory, and while numpy's BLAS uses one
+        #: thread (:func:`agents._torch.numpy_blas_threads`). Set it False to run the very same
+        #: code on tensor views, as every other device does.
         self.host = self.device.type == "cpu"
 
     # -- the batched internals the optimistic loop calls ------------------------------------
@@ -200,19 +204,22 @@ class CovarianceEstimator(ABC):
             return t
         return t.astype(_NUMPY_DTYPES[self.dtype]) if isinstance(t, np.ndarray) else t.to(self.dtype)
 
-    def _member0(self, key: str, tensors: tuple, host: bool = True) -> tuple:
-        """B = 1: member 0 of each state tensor, unbatched. ``host=True`` on CPU gives numpy views
-        sharing the tensors' memory: the O(m) bookkeeping of a round (item stores, m-vector
-        products) then costs ~0.1-2 us a call against ~1-4 us per torch dispatch, which at
-        d = 784, K = 10 is a large part of a round; on other devices (and ``host=False``) tensor
-        views. Cached under ``key`` while the very same tensors are held (a reduction or a growth
-        that replaces a tensor gets fresh views on the next call)."""
-        hit = self._views0.get(key)
+    def _member0(self, key: str, tensors: tuple, host: bool = True, big: bool = False) -> tuple:
+        """B = 1: member 0 of each state tensor, unbatched. ``host=True`` on CPU (with :attr:`host`
+        and one numpy BLAS thread) gives numpy views sharing the tensors' memory: a round's small
+        products, item stores and elementwise steps then cost ~0.5-2 us a call against ~2-4 us
+        per torch dispatch, which at d = 784, K = 10 is most of a round beside the one big
+        product; otherwise (other devices, ``host=False``) tensor views. ``big``: the views feed
+        products large enough for numpy's BLAS to spread over its threads (the scoring), so they
+        are numpy views only while it uses one (:func:`~agents._torch.numpy_blas_threads`); the
+        m-sized products of an append stay below that. Cached under ``key`` while the very same
+        tensors are held (a reduction or a growth that replaces a tensor gets fresh views)."""
+        to_host = host and self.host and (not big or numpy_blas_threads() == 1)
+        hit = self._views0.get((key, to_host))
         if hit is not None and all(a is b for a, b in zip(hit[0], tensors)):
             return hit[1]
-        to_host = host and self.host
         views = tuple(t[0].numpy() if to_host else t[0] for t in tensors)
-        self._views0[key] = (tensors, views)
+        self._views0[(key, to_host)] = (tensors, views)
         return views
 
     def _reg_of(self, idx=None):

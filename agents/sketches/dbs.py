@@ -130,7 +130,7 @@ import torch
 from .._torch import tensor_bytes
 from .._validate import per_member
 from .base import CovarianceEstimator, as_tensor, maximum, rowdot
-from .exact import project, repair_inverse_, sherman_morrison_
+from .exact import below_floor, project, repair_inverse_, sherman_morrison_
 from .fd import _listed, border_at_, border_one_, border_scattered_, safe_inverse_factor
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
@@ -358,8 +358,9 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     @property
     def alpha(self):
-        """Total RFD counter ``sum_i alpha_i`` added back as ``alpha I`` (0 for FD blocks)."""
-        return self._one(self.c() - self.reg)
+        """Total RFD counter ``sum_i alpha_i`` added back as ``alpha I`` (0 for FD blocks); summed
+        as :attr:`total_shrinkage` is, not read back as ``c - reg`` (which rounds at ``eps reg``)."""
+        return self._one(self.alpha_in + self.act_alpha)
 
     @property
     def n_blocks(self):
@@ -513,6 +514,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         Linv, G, S, z, b = self._member0("step", (self.Linv, self.G, self.S, self._z, self.b))
         j = int(self.rows[0])
         x, g = arms[a], U[a]  # X[0], and S x: the played arm's row of arms S^T (first j slots)
+        if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
+            x, g = x.numpy(), g.numpy()
         b += x * r  # S b follows b, on the rows held before this one
         z[:j] += r * g
         self.act_mass[0] += norm2
@@ -744,7 +747,8 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def _sherman_morrison(self, idx, X, xx, Ax=None, q=None) -> None:
         """Exact rank-1 update of the members ``idx`` (Alg. 1 line 4), with the safeguard of
-        :mod:`agents.sketches.exact`: a width below the valid floor triggers a repair first."""
+        :mod:`agents.sketches.exact`: a width below the valid floor (beyond rounding,
+        :func:`~agents.sketches.exact.below_floor`) triggers a repair first."""
         full = idx.size == self.batch_size
         t = torch.as_tensor(idx, device=self.device)
         A = self.A_inv if full else self.A_inv[t]
@@ -754,7 +758,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
         floor = (xx if full else xx[t]) / top
         raw = (x * Ax).sum(dim=1)
-        bad = raw < floor
+        bad = below_floor(raw, floor, self.d, self.dtype)
         if bool(bad.any()):
             b = torch.nonzero(bad).flatten()
             sub = A[b]
@@ -819,7 +823,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         single agent ranks its arms there); exact mode goes through :meth:`score_terms`. The cache holds the unbatched projection, norms and arms (slot 6)."""
         if self._any_exact:
             return super()._score_terms_one(arms)
-        S, Linv, z, b = self._member0("one", (self.S, self.Linv, self._z, self.b))
+        S, Linv, z, b = self._member0("one", (self.S, self.Linv, self._z, self.b), big=True)
         a = arms.numpy() if isinstance(S, np.ndarray) else arms
         ac = self._core(a)
         sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do

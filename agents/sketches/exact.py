@@ -34,7 +34,7 @@ import torch
 from .._torch import tensor_bytes
 from .base import CovarianceEstimator
 
-__all__ = ["ExactCovariance", "project", "repair_inverse_", "sherman_morrison_"]
+__all__ = ["ExactCovariance", "below_floor", "project", "repair_inverse_", "sherman_morrison_"]
 
 
 def repair_inverse_(A_inv: torch.Tensor, lo: torch.Tensor, hi: float | torch.Tensor) -> None:
@@ -57,6 +57,19 @@ def project(arms: torch.Tensor, A_inv: torch.Tensor) -> tuple[torch.Tensor, torc
     its rows are contiguous for the elementwise pass and the played arm's gather."""
     W = torch.bmm(arms, A_inv)
     return W, (W * arms).sum(dim=2)
+
+
+def below_floor(raw: torch.Tensor, floor: torch.Tensor, d: int, dtype: torch.dtype) -> torch.Tensor:
+    """Where a computed width ``x^T A^-1 x`` (``raw``) lies below the valid floor by more than a
+    few roundings: proof that the kept inverse has left the valid set and needs a repair.
+
+    On the first round raw and floor are the same number ``||x||^2 / reg`` rounded two ways, and
+    an exact comparison "repaired" there: an O(d^3) eigendecomposition, ~0.3 ms a round of a
+    300-round OFUL run at d = 784. The slack is a relative ``8 sqrt(d) eps``, the typical
+    rounding of a d-term dot product: a broken inverse (the case the repair exists for) falls
+    far below the floor, not by 1e-14. ``eps`` is that of ``dtype``, the working dtype the
+    width was computed in (``raw`` may have been cast to the core dtype since)."""
+    return raw < floor * (1.0 - 8.0 * math.sqrt(d) * torch.finfo(dtype).eps)
 
 
 def sherman_morrison_(A_inv: torch.Tensor, Ax: torch.Tensor, q: torch.Tensor) -> None:
@@ -121,14 +134,8 @@ class ExactCovariance(CovarianceEstimator):
         return mean, quad
 
     def _repair_if_invalid(self, raw: torch.Tensor, floor: torch.Tensor) -> bool:
-        """Repair the members whose widths fell below the valid floor by more than a few
-        roundings (module docstring). On the first round raw and floor are the same number
-        ``||x||^2 / reg`` rounded two ways, and an exact comparison "repaired" there: an O(d^3)
-        eigendecomposition, ~0.3 ms a round of a 300-round run at d = 784. The slack is a
-        relative ``8 sqrt(d) eps``, the typical rounding of a d-term dot product: a broken
-        inverse (the case the repair exists for) falls far below the floor, not by 1e-14."""
-        slack = 1.0 - 8.0 * math.sqrt(self.d) * torch.finfo(self.dtype).eps
-        bad = (raw < floor * slack).any(dim=1)
+        """Repair the members whose widths fell below the valid floor (:func:`below_floor`)."""
+        bad = below_floor(raw, floor, self.d, self.dtype).any(dim=1)
         if not bool(bad.any()):
             return False
         t = torch.nonzero(bad).flatten()

@@ -426,6 +426,8 @@ class FrequentDirections(CovarianceEstimator):
         lookahead, self._lookahead = self._lookahead, None
         S, G, Linv, z, b = self._member0("step", (self._buf, self._G, self._Linv, self._z, self.b))
         x, g = arms[a], U[a]  # X[0], and S x: the played arm's row of the projection
+        if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
+            x, g = x.numpy(), g.numpy()
         b += x * r  # S b follows b, on the rows held before this one
         if not xx > 0.0:  # a zero row adds nothing to X^T X and is skipped
             self.n_rows += 1
@@ -630,7 +632,7 @@ class FrequentDirections(CovarianceEstimator):
         tensors) and host scalars; the projection is cached unbatched for :meth:`_step_one`.
         ``(K, d) -> (K,), (K,)`` in the core dtype (float64: the single agent ranks its arms
         there, also when working in float32), numpy arrays on the host path."""
-        S, Linv, z, b = self._member0("one", (self._buf, self._Linv, self._z, self.b))
+        S, Linv, z, b = self._member0("one", (self._buf, self._Linv, self._z, self.b), big=True)
         a = arms.numpy() if isinstance(S, np.ndarray) else arms
         ac = self._core(a)
         sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
