@@ -77,7 +77,36 @@ def _all_finite(t: torch.Tensor) -> bool:
     (K, d) CPU tensor costs ~10x a sum, and this runs on every act/update. The sum's finiteness
     is read on the host (``math.isfinite(.item())``): torch.isfinite on the 0-d sum is itself a
     dispatched op, ~4x the cost of the sum of a (10, 784) arm matrix."""
+    if isinstance(t, np.ndarray):  # the single agent's scores on the host path
+        return bool(np.isfinite(t).all())
     return math.isfinite(t.sum().item()) or bool(torch.isfinite(t).all())
+
+
+_NUMPY_BLAS = None  # threadpoolctl's controllers of the BLAS libraries numpy/scipy loaded (found once)
+
+
+def numpy_blas_threads() -> int:
+    """Threads numpy's BLAS uses now (the largest over the BLAS libraries loaded; ~0.3 us a call
+    after the first, which asks threadpoolctl to find them, ~1 ms). Unknown (no threadpoolctl, or
+    no library found) counts as 2: callers then keep off numpy's BLAS.
+
+    Why it matters: the single agent's round runs small products on numpy views of its CPU
+    tensors (:meth:`agents.sketches.base.CovarianceEstimator._member0`), and OpenBLAS hands a
+    product to all its threads above ~2.6e5 multiply-adds (gemm; ~9e3 for gemv): at d = 784,
+    K = 10 the scoring product alone. Measured on a loaded 2-core box, SOFUL then ran 5.5x
+    slower than with one BLAS thread. Every entry point of the project sets one (the thread
+    policy of the README); elsewhere the same code runs on tensors (torch's own threads)."""
+    global _NUMPY_BLAS
+    if _NUMPY_BLAS is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _NUMPY_BLAS = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
+        except Exception:  # noqa: BLE001 (no threadpoolctl, or it failed to inspect the process)
+            _NUMPY_BLAS = []
+    if not _NUMPY_BLAS:
+        return 2
+    return max(c.num_threads for c in _NUMPY_BLAS)
 
 
 def as_float_tensor(obs: Any, device: torch.device, dtype: torch.dtype, what: str) -> torch.Tensor:
@@ -86,6 +115,8 @@ def as_float_tensor(obs: Any, device: torch.device, dtype: torch.dtype, what: st
     # complex input is refused: the casts below would silently drop the imaginary part
     complex_msg = f"the observation must be a real-valued {what}, got complex values; pass obs.real if that is meant"
     if isinstance(obs, torch.Tensor):
+        if obs.requires_grad:  # the agents learn by linear algebra, not autograd (and read CPU arms as numpy views)
+            obs = obs.detach()
         if obs.dtype == dtype and obs.device == device:
             return obs  # what .to() would return, without its call overhead (every act)
         if obs.is_complex():

@@ -32,7 +32,7 @@ import torch
 from ._torch import NONFINITE_ARMS, _all_finite, as_arm_matrix, as_float_tensor, tensor_bytes
 from ._validate import check_batch_size, check_seed, per_member
 from .base import TorchAgent
-from .sketches.base import CovarianceEstimator
+from .sketches.base import CovarianceEstimator, as_tensor
 
 __all__ = ["LinUCB", "as_arm_batch"]
 
@@ -248,13 +248,20 @@ class LinUCB(TorchAgent):
             return float(r[0]) if self.single else torch.as_tensor(r, device=self.device).to(self.dtype)
         return r
 
-    def _scores(self, arms: torch.Tensor) -> torch.Tensor:
+    def _scores(self, arms: torch.Tensor):
         """UCB of every arm: ``(K, d) -> (K,)`` for the single agent (the estimator's B = 1 path,
-        :meth:`~agents.sketches.base.CovarianceEstimator._score_terms_one`), ``(B, K, d) -> (B, K)``."""
+        :meth:`~agents.sketches.base.CovarianceEstimator._score_terms_one`; a numpy array when
+        that path ran on host views), ``(B, K, d) -> (B, K)``.
+
+        In the estimator's core dtype (float64 on CPU whatever the working dtype): the K
+        scores cost nothing to keep there, and rounding them to float32 made near-ties (up to
+        ~6e-8 relative) exact ties, which argmax breaks by index, unlike float64."""
         est = self.estimator
         mean, quad = est._score_terms_one(arms) if self.single else est.score_terms(arms)
-        width = quad.sqrt()  # quad >= the estimators' valid floor >= 0 (a NaN is caught by scores())
         r = self._radius()
+        if isinstance(mean, np.ndarray):  # the same formula on the host path's arrays
+            return mean + (float(r[0]) if isinstance(r, np.ndarray) else r) * np.sqrt(quad)
+        width = quad.sqrt()  # quad >= the estimators' valid floor >= 0 (a NaN is caught by scores())
         if isinstance(r, np.ndarray):
             rt = torch.as_tensor(r, device=self.device).to(mean.dtype)
             return torch.addcmul(mean, rt.unsqueeze(1) if mean.ndim == 2 else rt, width)
@@ -262,11 +269,18 @@ class LinUCB(TorchAgent):
         return torch.add(mean, width, alpha=r)
 
     def scores(self, obs: Any) -> torch.Tensor:
-        """Upper confidence bounds of all arms in one batched op: ``(K,)`` (batched ``(B, K)``).
+        """Upper confidence bounds of all arms in one batched op: ``(K,)`` (batched ``(B, K)``),
+        in the working dtype (:meth:`act` compares them before that rounding, in the core dtype).
 
         The single agent checks its arms for NaN/inf only when the scores are not finite (any
         non-finite entry makes its arm's squared norm, hence width floor and score, non-finite),
         which saves a full pass and a host sync per round; the error is the same."""
+        s = as_tensor(self._round_scores(obs))
+        return s if s.dtype == self.dtype else s.to(self.dtype)
+
+    def _round_scores(self, obs: Any):
+        """:meth:`scores` as computed: the single agent's are in the estimator's core dtype (ranked
+        in float64 also when working in float32), a numpy array on its host path."""
         arms = self._arms(obs, check_finite=False)
         if isinstance(obs, np.ndarray) and arms.device.type == "cpu" and (
             arms.data_ptr() == obs.__array_interface__["data"][0]
@@ -287,9 +301,9 @@ class LinUCB(TorchAgent):
         return s
 
     def act(self, obs: Any):
-        s = self.scores(obs)
+        s = self._round_scores(obs)
         if self.single:
-            return s.argmax().item()
+            return int(s.argmax())  # the first maximum, as torch.argmax
         actions = torch.argmax(s, dim=1)
         return actions if isinstance(obs, torch.Tensor) else actions.cpu().numpy()
 

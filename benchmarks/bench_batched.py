@@ -15,7 +15,7 @@ settings run 110 untimed warm-up rounds first, so that the timed rounds see full
 Environments are not timed (the arm sets are drawn beforehand).
 
     python benchmarks/bench_batched.py --quick          # fewer rounds
-    python benchmarks/bench_batched.py --threads 2      # torch threads (default 1: the box is shared)
+    python benchmarks/bench_batched.py --threads 2      # torch and BLAS threads (default 1: the box is shared)
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
 from agents import OFUL, SOFUL, DBSLinUCB  # noqa: E402
@@ -109,11 +110,12 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer rounds per setting")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 128], help="values of B")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads for both sides (default 1)")
+    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads for both sides (default 1)")
     parser.add_argument("--only", nargs="+", choices=list(SETTINGS), default=list(SETTINGS), help="settings to run")
     parser.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="both sides (default float64)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    threadpool_limits(limits=args.threads, user_api="blas")  # numpy's BLAS too (the project's thread policy)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {args.dtype} on CPU; "
           "member-rounds/s = B x timed rounds / agent seconds (after untimed warm-up rounds)")
     print(f"{'setting':<24} {'B':>4} {'rounds':>6} {'loop r/s':>10} {'batched r/s':>12} {'speed-up':>9} {'same arms':>10}")

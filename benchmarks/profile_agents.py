@@ -4,7 +4,9 @@ The four torch agents and the plain numpy versions of the same algorithms (Numpy
 bench_oful.py, numpy_fd.py, numpy_dbs.py) play the same pre-drawn stream (K unit-norm Gaussian
 arms a round, reward x^T theta* + noise of the chosen arm); ms/round is act + update, best of
 --repeats interleaved runs (torch, numpy, torch, ...), BLAS pinned to --threads on both sides,
-and "same" says whether both chose the same arm every round. With --profile, one extra torch run
+and "same" says whether both chose the same arm every round. ``--stat round`` takes each
+round's fastest repeat instead (on a loaded machine a run is preempted for milliseconds at a
+time; the per-round minimum drops those rounds' waits, for both sides alike). With --profile, one extra torch run
 of each agent is profiled by cProfile and the functions with the largest own time are printed
 (where the fixed per-call overhead of small torch ops shows up).
 
@@ -16,6 +18,15 @@ of each agent is profiled by cProfile and the functions with the largest own tim
 run: a load-independent measure of the fixed per-call overhead, which at d = 784, K = 10 costs
 about as much as the arithmetic (the one big product, ``K d m`` multiply-adds with the
 ``m <= 2l`` sketch rows, or ``K d^2`` for OFUL's inverse).
+
+``--floor`` says how far each agent is from that floor: one extra run records the rows ``m`` the
+product reads every round (``d`` for OFUL and for DBSLinUCB once exact), then the same products
+alone (same shapes, same call: numpy ``arms @ S^T`` for the sketches' host path, ``torch.bmm``
+for OFUL's ``arms A^-1``) are timed over those rounds, best of --repeats. Printed per agent:
+mean ``m``, MFLOP and KiB read of one product (``2 K d m`` flops, ``8 (m + K) d`` bytes in
+float64), the product's ms/round alone, and its share of the agent's ms/round.
+
+    python benchmarks/profile_agents.py --floor --count-ops --arms 10 100
 """
 
 from __future__ import annotations
@@ -62,10 +73,11 @@ def stream(d: int, k: int, rounds: int, seed: int = 0):
     return arms, theta, 0.1 * rng.standard_normal(rounds)
 
 
-def play(agent, arms, obs, theta, noise, numpy_side: bool):
-    """ms/round (act + update) and the actions; ``obs[t]`` is what the agent is given."""
+def play(agent, arms, obs, theta, noise, numpy_side: bool, per_round: list | None = None):
+    """ms/round (act + update) and the actions; ``obs[t]`` is what the agent is given.
+    ``per_round``: also append each round's seconds there."""
     actions = []
-    start = time.perf_counter()
+    start = now = time.perf_counter()
     for t in range(arms.shape[0]):
         a = agent.act(obs[t]) if t else 0  # round 1 is an exact tie (theta_hat = 0, unit arms): fix it
         reward = float(arms[t, a] @ theta + noise[t])
@@ -74,6 +86,9 @@ def play(agent, arms, obs, theta, noise, numpy_side: bool):
         else:
             agent.update(obs[t], a, reward)
         actions.append(a)
+        if per_round is not None:
+            last, now = now, time.perf_counter()
+            per_round.append(now - last)
     return (time.perf_counter() - start) / arms.shape[0] * 1e3, actions
 
 
@@ -94,6 +109,45 @@ def count_ops(agent, arms, obs, theta, noise) -> float:
     return Count.n / (arms.shape[0] - 20)
 
 
+def product_rows(agent) -> int:
+    """Rows ``m`` the round's one big product reads: the sketch rows held (``d`` for an inverse)."""
+    est = agent.estimator
+    if hasattr(est, "rows_in_use"):  # FD / RFD: the buffer's rows
+        return int(est.rows_in_use)
+    if hasattr(est, "exact_mode") and not est.exact_mode:  # DBS while sketched: all blocks' rows
+        return int(est.rows[0])
+    return agent.d  # OFUL (and DBS once exact): the d x d inverse
+
+
+def floor(make_agent, arms, obs, theta, noise, repeats: int, stat: str = "run") -> tuple[float, float, float]:
+    """(mean rows m, ms/round of the one big product replayed alone, bytes read per product);
+    ``stat`` as for the rounds (fastest whole replay, or each product's fastest repeat)."""
+    agent = make_agent()
+    rows = []
+    for t in range(arms.shape[0]):
+        rows.append(product_rows(agent))
+        a = agent.act(obs[t]) if t else 0
+        agent.update(obs[t], a, float(arms[t, a] @ theta + noise[t]))
+    k, d = arms.shape[1], arms.shape[2]
+    rng = np.random.default_rng(1)
+    rows = np.array(rows)
+    exact = rows == d
+    inv = torch.as_tensor(rng.standard_normal((1, d, d))) if exact.any() else None
+    S = rng.standard_normal((int(rows[~exact].max()) if (~exact).any() else 1, d))
+    times = np.zeros((repeats, arms.shape[0]))
+    for i in range(repeats):
+        for t in range(arms.shape[0]):
+            m = rows[t]
+            start = time.perf_counter()
+            if m == d and inv is not None:
+                torch.bmm(obs[t].unsqueeze(0), inv)  # exact.project: arms A^-1
+            elif m:
+                arms[t] @ S[:m].T  # the host path's arms S^T (fd / dbs _score_terms_one)
+            times[i, t] = time.perf_counter() - start
+    per = times.min(axis=0).mean() if stat == "round" else times.sum(axis=1).min() / arms.shape[0]
+    return float(rows.mean()), float(per * 1e3), float(8 * (rows.mean() + k) * d)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer rounds, best of 2")
@@ -109,11 +163,16 @@ def main(argv=None) -> None:
     p.add_argument("--profile", action="store_true", help="print the cProfile top functions of each torch agent")
     p.add_argument("--top", type=int, default=18, help="functions listed per profile")
     p.add_argument("--count-ops", action="store_true", help="print the aten operations per round of each torch agent")
+    p.add_argument("--stat", choices=("run", "round"), default="run",
+                   help="run: the fastest whole run (default); round: the mean over rounds of each round's fastest "
+                        "repeat (robust to preemption on a loaded machine)")
+    p.add_argument("--floor", action="store_true",
+                   help="print the one big product's size and its time alone against the agent's round")
     args = p.parse_args(argv)
     rounds = args.rounds or (250 if args.quick else 600)
     repeats = args.repeats or (2 if args.quick else 3)
     torch.set_num_threads(args.threads)
-    print(f"d={args.d}, l={args.l}, l0={args.l0}, eps={args.eps}, {rounds} rounds, best of {repeats} interleaved; "
+    print(f"d={args.d}, l={args.l}, l0={args.l0}, eps={args.eps}, {rounds} rounds, best of {repeats} interleaved (per {args.stat}); "
           f"{args.threads} BLAS thread(s), torch {torch.__version__}, numpy {np.__version__}, float64 CPU")
     print(f"{'agent':>10} {'K':>4} {'torch ms':>9} {'numpy ms':>9} {'numpy/torch':>12} {'same':>5}")
     with threadpool_limits(limits=args.threads):
@@ -123,14 +182,26 @@ def main(argv=None) -> None:
             for name in args.agents:
                 play(make(name, args.d, args.l, args.l0, args.eps)[0], arms[:5], tensors[:5], theta, noise, False)
                 best_t = best_n = float("inf")
+                rounds_t, rounds_n = [], []
                 for _ in range(repeats):
                     ours, twin = make(name, args.d, args.l, args.l0, args.eps)
-                    ms, a_t = play(ours, arms, tensors, theta, noise, False)
+                    rounds_t.append([])
+                    ms, a_t = play(ours, arms, tensors, theta, noise, False, rounds_t[-1])
                     best_t = min(best_t, ms)
-                    ms, a_n = play(twin, arms, arms, theta, noise, True)
+                    rounds_n.append([])
+                    ms, a_n = play(twin, arms, arms, theta, noise, True, rounds_n[-1])
                     best_n = min(best_n, ms)
+                if args.stat == "round":  # each round's fastest repeat: a preempted round does not count
+                    best_t = float(np.min(rounds_t, axis=0).mean() * 1e3)
+                    best_n = float(np.min(rounds_n, axis=0).mean() * 1e3)
                 print(f"{name:>10} {k:>4} {best_t:>9.3f} {best_n:>9.3f} {best_n / best_t:>12.2f} {str(a_t == a_n):>5}",
                       flush=True)
+                if args.floor:
+                    m, ms, nbytes = floor(lambda: make(name, args.d, args.l, args.l0, args.eps)[0], arms, tensors,
+                                          theta, noise, repeats, args.stat)
+                    print(f"{'':>10} {'':>4} floor: m={m:.1f} rows, {2 * k * args.d * m / 1e6:.2f} MFLOP and "
+                          f"{nbytes / 1024:.0f} KiB a product, {ms:.3f} ms/round alone = {ms / best_t:.0%} of the round",
+                          flush=True)
                 if args.count_ops:
                     print(f"{'':>10} {'':>4} {count_ops(make(name, args.d, args.l, args.l0, args.eps)[0], arms, tensors, theta, noise):.1f} torch (aten) ops/round", flush=True)
                 if args.profile:

@@ -213,6 +213,19 @@ def test_per_member_l0_and_eps_are_validated_naming_the_member():
     assert agent.member_memory_bytes().tolist() == [s.memory_bytes() for s in singles]
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_dbs_batch_with_exact_and_sketched_members_at_once(dtype):
+    """l0 = 8 at d = 24 is exact from the first row, l0 = 2 sketches: every round scores both kinds
+    of member in one call (in float32 the exact members' terms must join the sketched ones' dtype)."""
+    env_kw = dict(DBS_ENV, horizon=15)
+    agent = DBSLinUCB(batch_size=2, l0=[2, 8], eps=4.0, beta=0.1, dtype=dtype, d=24)
+    assert agent.exact_mode.tolist() == [False, True]
+    acts = play_batch(agent, [5, 5], 15, env_kw)
+    for i, l0 in enumerate([2, 8]):
+        twin = DBSLinUCB(l0=l0, eps=4.0, beta=0.1, dtype=dtype, d=24)
+        np.testing.assert_array_equal(acts[i], play_single(twin, 5, 15, env_kw))
+
+
 @pytest.mark.parametrize("cls", [SOFUL, CBSCFD])
 def test_per_member_sketch_sizes_are_validated_and_reported(cls):
     assert "sketch_size" in cls.per_member_args

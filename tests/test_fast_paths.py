@@ -13,11 +13,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from threadpoolctl import threadpool_limits
 from sketch_streams import KINDS, make_stream
 
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
+from agents._torch import numpy_blas_threads
 from agents.sketches import FrequentDirections, RobustFrequentDirections
 
 
@@ -106,3 +108,124 @@ def test_lazy_gram_and_factor_are_the_sketchs_own(kind, n, d, l, fast, robust, q
     rho = est.rho
     torch.testing.assert_close(L @ L.T, S @ S.T + rho * torch.eye(S.shape[0], dtype=S.dtype), rtol=1e-9, atol=1e-10)
     assert torch.equal(L, torch.tril(L))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    agent=st.sampled_from(("SOFUL", "CBSCFD", "DBS-FD", "DBS-RFD")), kind=st.sampled_from(KINDS),
+    d=st.integers(1, 9), k=st.integers(1, 5), n=st.integers(1, 30), size=st.integers(1, 5), fast=st.booleans(),
+    sentinel=st.booleans(), dtype=st.sampled_from(("float64", "float32")), seed=st.integers(0, 2**31 - 1),
+)
+def test_b1_host_path_equals_tensor_path_and_batched_members(agent, kind, d, k, n, size, fast, sentinel, dtype, seed):
+    """The single agent's round on numpy views of its CPU tensors (the host path, taken with one
+    BLAS thread), the same code on tensor views (``estimator.host = False``: what other devices
+    run) and each member of a batched agent (B = 3, the ``bmm`` path) score alike and hold the
+    same estimate, round by round, when they play the same arms (the host agent's choices, so a
+    near-tie cannot fork the runs)."""
+    # float32 results agree to ~eps32 cond(A_hat); the bursts of 1e-2..1e2 rows and the huge rows
+    # reach cond ~1e5 and beyond, where two roundings of the same code differ by more than 2e-3
+    assume(dtype == "float64" or kind not in ("orth_bursts", "huge_rows"))
+    with threadpool_limits(limits=1, user_api="blas"):
+        _host_tensor_batched(agent, kind, d, k, n, size, fast, sentinel, dtype, seed)
+
+
+def _host_tensor_batched(agent, kind, d, k, n, size, fast, sentinel, dtype, seed):
+    B = 3
+    X = make_stream(kind, n * B * k, d, seed).reshape(n, B, k, d)
+    rewards = np.random.default_rng(seed + 1).standard_normal((n, B))
+    host = [_make(agent, d, size, fast, sentinel) for _ in range(B)]
+    plain = [_make(agent, d, size, fast, sentinel) for _ in range(B)]
+    if dtype == "float32":
+        host = [type(h)(**{**_kwargs(h), "dtype": dtype}) for h in host]
+        plain = [type(h)(**{**_kwargs(h), "dtype": dtype}) for h in plain]
+    for p in plain:
+        p.estimator.host = False
+    batched = type(host[0])(**{**_kwargs(host[0]), "batch_size": B})
+    tol = dict(rtol=1e-9, atol=1e-9) if dtype == "float64" else dict(rtol=2e-3, atol=2e-3)
+    for t in range(n):
+        actions = np.array([h.act(X[t, i]) for i, h in enumerate(host)])
+        for i in range(B):
+            s_host, s_plain = host[i].scores(X[t, i]), plain[i].scores(X[t, i])
+            torch.testing.assert_close(s_host, s_plain, **tol)
+        s_batched = batched.scores(X[t])
+        if dtype == "float64":
+            for i in range(B):
+                torch.testing.assert_close(host[i].scores(X[t, i]), s_batched[i], **tol)
+        for i in range(B):
+            host[i].update(X[t, i], int(actions[i]), rewards[t, i])
+            plain[i].update(X[t, i], int(actions[i]), rewards[t, i])
+        batched.update(X[t], actions, rewards[t])
+        for i in range(B):
+            scale = 1.0 + float(host[i].theta_hat.abs().max())
+            torch.testing.assert_close(plain[i].theta_hat, host[i].theta_hat, rtol=tol["rtol"], atol=tol["atol"] * scale)
+            if dtype == "float64":
+                torch.testing.assert_close(batched.theta_hat[i], host[i].theta_hat, rtol=1e-8, atol=1e-8 * scale)
+    assert [h.sketch_size for h in host] == [p.sketch_size for p in plain]
+
+
+def _kwargs(agent) -> dict:
+    """The constructor keywords of a _make agent (to rebuild it with another dtype or batch size)."""
+    kw = dict(lam=agent.lam, beta=agent.beta, d=agent.d)
+    if isinstance(agent, DBSLinUCB):
+        est = agent.estimator
+        kw.update(l0=est.l0, eps=est.eps, sketch=est.sketch, fast=est.fast, sentinel=est.sentinel)
+    else:
+        kw.update(sketch_size=agent._l, fast=agent.fast)
+    return kw
+
+
+@pytest.mark.parametrize("name", ["SOFUL", "CBSCFD", "DBS-FD"])
+def test_b1_round_runs_on_host_views_on_cpu_and_on_tensors_when_told(name):
+    """On CPU with one BLAS thread the single agent's scoring terms come from numpy views (few torch
+    dispatches a round); with ``host = False``, or with several numpy BLAS threads (its products
+    would be spread over them), the same code runs on tensors. Counts the aten calls of the
+    common round."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.n += 1
+            return func(*args, **(kwargs or {}))
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 6, 30))
+    X /= np.linalg.norm(X, axis=2, keepdims=True)
+    counts = {}
+    for host in (True, False):
+        agent = (DBSLinUCB(l0=4, eps=100.0, beta=0.4, d=30) if name == "DBS-FD"  # sketched all along
+                 else _make(name, 30, 8, True, True))
+        agent.estimator.host = host
+        per_round = []
+        with threadpool_limits(limits=1, user_api="blas"):
+            for t in range(40):
+                obs = torch.as_tensor(X[t])
+                Count.n = 0
+                with Count():
+                    a = agent.act(obs)
+                    agent.update(obs, a, 0.5)
+                per_round.append(Count.n)
+            mean, quad = agent.estimator._score_terms_one(torch.as_tensor(X[0]))
+        assert isinstance(mean, np.ndarray) == host and isinstance(quad, np.ndarray) == host
+        counts[host] = float(np.median(per_round[5:]))
+        with threadpool_limits(limits=2, user_api="blas"):
+            if numpy_blas_threads() == 2:  # settable here (some builds are single-threaded)
+                assert not isinstance(agent.estimator._score_terms_one(torch.as_tensor(X[0]))[0], np.ndarray)
+    assert counts[True] <= 6 < counts[False]  # ~4 (the arms' views) against ~20 on tensors
+
+
+@pytest.mark.parametrize("make", [lambda: SOFUL(sketch_size=3, beta=0.3), lambda: DBSLinUCB(l0=2, eps=50.0, beta=0.3)])
+def test_arms_that_require_grad_are_read_as_plain_arms(make):
+    """A tensor obs with requires_grad (e.g. features from a network) is played like its values."""
+    x = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    agent, ref = make(), make()
+    with threadpool_limits(limits=1, user_api="blas"):  # the host path reads the arms as numpy views
+        for _ in range(3):
+            obs = x.clone().requires_grad_(True)
+            a = agent.act(obs)
+            assert a == ref.act(x)
+            agent.update(obs, a, 1.0)
+            ref.update(x, a, 1.0)
+    torch.testing.assert_close(agent.theta_hat, ref.theta_hat)
+    assert not agent.theta_hat.requires_grad

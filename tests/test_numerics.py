@@ -17,10 +17,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sketch_streams import DTYPES, KINDS, make_stream
+from sketch_streams import DTYPES, KINDS, make_stream, tol
 
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
 from agents.batched import BatchedSOFUL
+from agents.sketches import DyadicBlockSketch, FrequentDirections, RobustFrequentDirections
+from agents.sketches.diagnostics import fd_error_bound, psd_gap
 
 SCALES = (1e-6, 1e-3, 1.0, 1e3, 1e8)
 LAMS = (1e-6, 1e-2, 1.0, 1e4)
@@ -54,6 +56,66 @@ def test_state_stays_finite_at_any_scale_and_ridge(agent, stream, scale, lam, dt
         assert torch.isfinite(ag.scores(X[-1])).all()
     except (FloatingPointError, ValueError) as exc:  # never NaN silently: an error naming the cause
         assert "overflow" in str(exc) and str(dtype) in str(exc)
+
+
+#: float32 tolerance of the sketch bounds, relative to ``||X||_F^2`` (float64: the same formula
+#: with float64's eps). Why this size: the rows are stored in the working dtype, so the
+#: estimator's ``S^T S`` is a sum of products of rounded entries, each reduction's new rows
+#: ``coeff S`` are rounded again, and ``covariance()`` forms ``S^T S`` in that dtype: every step
+#: is off by a few eps of the entries' products, whose sum over rows is at most ``||X||_F^2``
+#: (spectral statements pick up the usual sqrt(d)). 50 eps (1 + sqrt d) ||X||_F^2 is
+#: ``sketch_streams.tol``, shared with test_fd/test_rfd/test_dbs; scale-free, so the same test
+#: holds from row norms 1e-6 to 1e8. It is ~6e-6 (1 + sqrt d) relative in float32.
+SKETCHES = ("FD", "RFD", "DBS-FD", "DBS-RFD")
+
+
+def _sketch(kind: str, d: int, l: int, lam: float, fast: bool, dtype):
+    if kind in ("FD", "RFD"):
+        return (FrequentDirections if kind == "FD" else RobustFrequentDirections)(d, l, reg=lam, fast=fast, dtype=dtype)
+    l0 = min(l, d)
+    return DyadicBlockSketch(d, l0=l0, eps=2.0, sketch="rfd" if kind == "DBS-RFD" else "fd", reg=lam, fast=fast,
+                             keep_gram=True, memory_cap=False, dtype=dtype)
+
+
+@settings(max_examples=60, deadline=None)
+@given(kind=st.sampled_from(SKETCHES), stream=st.sampled_from(KINDS), scale=st.sampled_from(SCALES),
+       lam=st.sampled_from(LAMS), dtype=st.sampled_from(DTYPES), d=st.integers(2, 8), l=st.integers(1, 6),
+       fast=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_sketch_bounds_hold_at_any_scale_and_ridge(kind, stream, scale, lam, dtype, d, l, fast, seed):
+    """FD: ``0 <= X^T X - S^T S <= total_shrinkage I`` and ``total_shrinkage <= min_k ||X - X_k||_F^2 / (l - k)``;
+    RFD: ``-alpha I <= X^T X - (S^T S + alpha I) <= 0``; DBS-FD/RFD: the same per its blocks, with
+    ``total_shrinkage < 2 eps``; and every width ``x^T A_hat^-1 x`` inside its valid interval
+    ``[||x||^2 / (lam + tr), ||x||^2 / lam]``. Row scales 1e-6..1e8, lam 1e-6..1e4, float32 and
+    float64, within ``sketch_streams.tol`` (see the comment above SKETCHES: 50 eps (1 + sqrt d) ||X||_F^2)."""
+    n = 40
+    X = make_stream(stream, n, d, seed) * scale
+    Xs = torch.as_tensor(X, dtype=dtype)
+    est = _sketch(kind, d, l, lam, fast, dtype)
+    for x in Xs:
+        est.update(x)
+    seen = Xs.double().numpy()  # the rows as the estimator received them (rounded to its dtype)
+    eps = tol(seen, dtype, d)
+    lo, hi = psd_gap(seen, est)
+    shrink = est.total_shrinkage
+    if kind in ("FD", "DBS-FD"):
+        assert lo >= -eps, (lo, eps)  # never over-estimates
+        assert hi <= shrink + eps, (hi, shrink, eps)
+    else:  # the discarded mass alpha = total_shrinkage is added back as alpha I
+        # DBS reports alpha as c - lam (c = lam + alpha): exact up to float64 rounding of c
+        assert est.alpha == pytest.approx(shrink, rel=1e-12, abs=8 * np.finfo(np.float64).eps * (lam + shrink))
+        assert hi <= eps, (hi, eps)
+        assert lo >= -shrink - eps, (lo, shrink, eps)
+    if kind in ("FD", "RFD"):
+        assert shrink <= fd_error_bound(seen, l) + eps
+    else:
+        assert shrink < 2 * est.eps + eps
+    arms = torch.as_tensor(make_stream("gauss", 5, d, seed + 1) * scale, dtype=dtype)
+    q = est.quad_inv(arms).double()
+    sq = (arms.double() ** 2).sum(dim=1)
+    rel = 50.0 * torch.finfo(dtype).eps * (1.0 + d)  # a width's own rounding, relative
+    assert torch.isfinite(q).all()
+    assert (q >= sq / (lam + float(np.square(seen).sum())) * (1.0 - rel)).all(), q
+    assert (q <= sq / lam * (1.0 + rel)).all(), (q, sq / lam)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -129,3 +191,81 @@ def test_dbslinucb_memory_never_above_oful_on_the_mnist_demo():
     literal = linbandit_gym.run("LinBandit-MNIST-v0", DBSLinUCB(lam=0.2, beta=0.01, l0=50, eps=8.0, memory_cap=False), **kw)
     assert (dbs["memory_bytes"] <= oful).all()
     assert literal["memory_bytes"].max() > oful
+
+
+def test_float32_reductions_keep_the_rows_float64_keeps():
+    """A stream of unit rows around one direction (cond(A_hat) ~ 2e3 at lam = 0.2, as MNIST's):
+    float32 FD and DBS hold as many rows as float64 after every update and the same covariance
+    to ~1e-6. Before the reductions decided on the float64 Gram of the stored rows
+    (CovarianceEstimator._reduction_gram), float32's rank cut dropped the small directions both
+    kept in float64: other row counts in ~290 of 400 rounds, covariances 2-4e-5 apart."""
+    rng = np.random.default_rng(0)
+    d, n = 60, 400
+    u = rng.standard_normal(d)
+    X = u / np.linalg.norm(u) + 0.01 * rng.standard_normal((n, d))
+    X = (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
+    makers = (lambda dt: FrequentDirections(d, 10, reg=0.2, dtype=dt),
+              lambda dt: DyadicBlockSketch(d, l0=4, eps=50.0, reg=0.2, dtype=dt))
+    for make in makers:
+        e32, e64 = make(torch.float32), make(torch.float64)
+        rows = (lambda e: e.rows_in_use) if isinstance(e32, FrequentDirections) else (lambda e: e.sketch_size)
+        for x in X:
+            e32.update(torch.as_tensor(x))
+            e64.update(torch.as_tensor(x, dtype=torch.float64))
+            assert rows(e32) == rows(e64)
+        c64 = e64.covariance()
+        assert float((e32.covariance().double() - c64).norm() / c64.norm()) < 2e-6
+
+
+@pytest.mark.parametrize("make", [
+    lambda dt, B: OFUL(lam=1.0, beta=0.1, dtype=dt, batch_size=B),
+    lambda dt, B: SOFUL(sketch_size=5, beta=0.1, dtype=dt, batch_size=B),
+    lambda dt, B: CBSCFD(sketch_size=5, beta=0.1, dtype=dt, batch_size=B),
+    lambda dt, B: DBSLinUCB(l0=4, eps=8.0, beta=0.1, dtype=dt, batch_size=B),
+], ids=["OFUL", "SOFUL", "CBSCFD", "DBSLinUCB"])
+def test_float32_breaks_the_first_round_tie_as_float64(make):
+    """Unit-norm arms tie exactly in the first round (b = 0, width ||x|| / sqrt(lam)); only their
+    float32 norms' distance from 1 (~1e-8) decides. float32 agents, single and batched, now
+    pick float64's arm (norms summed and scores compared in float64); before, they picked
+    another one for most arm sets, and every run went its own way from round 1."""
+    rng = np.random.default_rng(1)
+    B, K, d = 4, 20, 100
+    for _ in range(5):
+        arms = rng.standard_normal((B, K, d))
+        arms = (arms / np.linalg.norm(arms, axis=2, keepdims=True)).astype(np.float32)
+        want = [make(torch.float64, None).act(arms[i]) for i in range(B)]
+        assert [make(torch.float32, None).act(arms[i]) for i in range(B)] == want
+        assert make(torch.float32, B).act(arms).tolist() == want
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("make", [lambda dt: OFUL(lam=1.0, beta=0.1, dtype=dt),
+                                  lambda dt: DBSLinUCB(lam=1.0, beta=0.1, l0=25, eps=1.0, dtype=dt)],
+                         ids=["OFUL", "DBSLinUCB-exact"])
+def test_a_valid_inverse_is_never_repaired(make, dtype, monkeypatch):
+    """The O(d^3) repair of the exact inverse runs only when a width proves it invalid, not when
+    raw width and floor are the same number rounded two ways (round 1: both ||x||^2 / lam)."""
+    import agents.sketches.dbs as dbs_module
+    import agents.sketches.exact as exact_module
+
+    calls = []
+    real = exact_module.repair_inverse_
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(exact_module, "repair_inverse_", counting)
+    monkeypatch.setattr(dbs_module, "repair_inverse_", counting)
+    rng = np.random.default_rng(0)
+    theta = rng.standard_normal(30)
+    agent = make(dtype)
+    agent.reset(seed=0)
+    for _ in range(40):
+        arms = rng.standard_normal((8, 30))
+        arms /= np.linalg.norm(arms, axis=1, keepdims=True)  # unit norms: round 1 raw == floor
+        a = agent.act(arms)
+        agent.update(arms, a, float(arms[a] @ theta))
+    exact = getattr(agent.estimator, "exact", np.ones(1, dtype=bool))
+    assert bool(exact.all())  # the exact path ran (DBSLinUCB: switched under its memory cap)
+    assert calls == []

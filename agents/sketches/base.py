@@ -37,6 +37,14 @@ Numerics, shared by every estimator (DESIGN.md: "make float32 a tested citizen")
   round, and it removes the squaring of the condition number from float32 runs.
 * Widths are clamped from below by the cheap valid bound ``||x||^2 / (reg + tr(X^T X))``
   (``lambda_max(A_hat) <= reg + tr``), never by 0, so rounding cannot make an arm look known.
+* float32 decides as float64 wherever float32's own error allows (issue 10; measured with
+  ``benchmarks/bench_float32.py``): ``||x||^2`` is summed in the core dtype and ``score_terms``
+  returns both UCB terms in the core dtype, so the loop compares scores there
+  (:meth:`_sq_norms`: unit-norm arms tie exactly in the first round, and float32 rounding
+  broke that tie otherwise than float64); FD/DBS reductions decide on the Gram of the stored
+  rows recomputed in the core dtype (:meth:`_reduction_gram`), so their rank cut sits at
+  float64's rounding level, not float32's. What remains is ``eps32 cond(A_hat)`` in each score
+  (the float32 rows, ``b`` and the one ``arms S^T`` product), which decides only near-ties.
 * Scalars never leave the device through ``float(tensor)`` inside a round (a float32 value
   passed back as a Python scalar can overflow), and any row whose squared norm overflows the
   working dtype is rejected before the state changes, with an error naming the fix.
@@ -44,12 +52,13 @@ Numerics, shared by every estimator (DESIGN.md: "make float32 a tested citizen")
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 
 import numpy as np
 import torch
 
-from .._torch import as_vector, resolve_device, resolve_dtype
+from .._torch import as_vector, numpy_blas_threads, resolve_device, resolve_dtype
 from .._validate import per_member
 
 __all__ = ["CovarianceEstimator", "core_dtype"]
@@ -68,6 +77,30 @@ def _check_reg(name: str, reg) -> float:
     if isinstance(reg, bool) or not (reg_f > 0.0 and np.isfinite(reg_f)):
         raise ValueError(f"{name} (the ridge lambda) must be a finite number > 0, got {reg!r}")
     return reg_f
+
+
+_NUMPY_DTYPES = {torch.float64: np.float64, torch.float32: np.float32}
+
+
+# The B = 1 round is written once, with operators numpy arrays and torch tensors share (``@``,
+# ``*``, slicing, item stores) and these three where their spellings differ, so that it runs on
+# numpy views on CPU (:meth:`CovarianceEstimator._member0`) and on tensors elsewhere.
+_np_rowdot = getattr(np, "vecdot", None) or (lambda x, y: np.einsum("ij,ij->i", x, y))  # the ufunc: numpy >= 2
+
+
+def rowdot(x, y):
+    """``x_k . y_k`` for every row k (numpy arrays or tensors)."""
+    return _np_rowdot(x, y) if isinstance(x, np.ndarray) else torch.linalg.vecdot(x, y)
+
+
+def maximum(x, y):
+    """Elementwise maximum (numpy arrays or tensors)."""
+    return np.maximum(x, y) if isinstance(x, np.ndarray) else torch.maximum(x, y)
+
+
+def as_tensor(t) -> torch.Tensor:
+    """A tensor (a numpy result of the host path becomes a tensor sharing its memory)."""
+    return torch.from_numpy(t) if isinstance(t, np.ndarray) else t
 
 
 class CovarianceEstimator(ABC):
@@ -96,6 +129,9 @@ class CovarianceEstimator(ABC):
         self.dtype = resolve_dtype(dtype, self.device)
         self.cdtype = core_dtype(self.device)
         self._same = self.cdtype == self.dtype  # .to() calls are skipped then (each costs a dispatch)
+        # relative accuracy of the Grams the reductions decide on (see _reduction_gram)
+        self._eps_gram = torch.finfo(self.dtype).eps if self._same else (
+            torch.finfo(self.cdtype).eps + torch.finfo(self.dtype).eps ** 2)
         self.single = batch_size is None
         self.batch_size = 1 if batch_size is None else int(batch_size)
         self._kw = {"device": self.device, "dtype": self.dtype}
@@ -105,16 +141,23 @@ class CovarianceEstimator(ABC):
         self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
         self._views0: dict = {}  # see _member0
+        #: B = 1 rounds run their steps on numpy views of member 0 (:meth:`_member0`): only on
+        #: CPU, where a tensor and its ``.numpy()`` share memory, and while numpy's BLAS uses one
+        #: thread (:func:`agents._torch.numpy_blas_threads`). Set it False to run the very same
+        #: code on tensor views, as every other device does.
+        self.host = self.device.type == "cpu"
 
     # -- the batched internals the optimistic loop calls ------------------------------------
     @abstractmethod
     def score_terms(self, arms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(x^T A_hat_i^-1 b_i, x^T A_hat_i^-1 x)`` for every arm of every member, each ``(B, K)``,
-        from one projection of the ``(B, K, d)`` arms, kept for the next :meth:`step`."""
+        """``(x^T A_hat_i^-1 b_i, x^T A_hat_i^-1 x)`` for every arm of every member, each ``(B, K)``
+        in the core dtype (the loop compares scores there), from one projection of the
+        ``(B, K, d)`` arms, kept for the next :meth:`step`."""
 
     def _score_terms_one(self, arms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """B = 1: :meth:`score_terms` of one ``(K, d)`` arm set, as ``(K,)`` terms. Estimators with
-        a cheaper unbatched path (FD, DBS) override it; their cache then serves :meth:`step`."""
+        a cheaper unbatched path (FD, DBS) override it, returning the terms in the core dtype
+        (numpy arrays on the host path); their cache then serves :meth:`step`."""
         mean, quad = self.score_terms(arms.unsqueeze(0))
         return mean[0], quad[0]
 
@@ -148,27 +191,35 @@ class CovarianceEstimator(ABC):
         """``A_hat_i^-1 b_i`` per member, ``(B, d)`` (unbatched: ``(d,)``)."""
         return self._out(self._solve(self.b))
 
-    def _core(self, t: torch.Tensor) -> torch.Tensor:
-        """``t`` in the core dtype (a no-op, without a dispatch, when the dtypes agree)."""
-        return t if self._same else t.to(self.cdtype)
+    def _core(self, t):
+        """``t`` in the core dtype (a no-op, without a dispatch, when the dtypes agree); a tensor
+        or, on the B = 1 host path, a numpy array."""
+        if self._same:
+            return t
+        return t.astype(_NUMPY_DTYPES[self.cdtype]) if isinstance(t, np.ndarray) else t.to(self.cdtype)
 
-    def _work(self, t: torch.Tensor) -> torch.Tensor:
-        """``t`` in the working dtype (a no-op when the dtypes agree)."""
-        return t if self._same else t.to(self.dtype)
+    def _work(self, t):
+        """``t`` in the working dtype (a no-op when the dtypes agree); tensor or numpy array."""
+        if self._same:
+            return t
+        return t.astype(_NUMPY_DTYPES[self.dtype]) if isinstance(t, np.ndarray) else t.to(self.dtype)
 
-    def _member0(self, key: str, tensors: tuple, host: bool = True) -> tuple:
-        """B = 1: member 0 of each state tensor, unbatched. ``host=True`` on CPU gives numpy views
-        sharing the tensors' memory: the O(m) bookkeeping of a round (item stores, m-vector
-        products) then costs ~0.1-2 us a call against ~1-4 us per torch dispatch, which at
-        d = 784, K = 10 is a large part of a round; on other devices (and ``host=False``) tensor
-        views. Cached under ``key`` while the very same tensors are held (a reduction or a growth
-        that replaces a tensor gets fresh views on the next call)."""
-        hit = self._views0.get(key)
+    def _member0(self, key: str, tensors: tuple, host: bool = True, big: bool = False) -> tuple:
+        """B = 1: member 0 of each state tensor, unbatched. ``host=True`` on CPU (with :attr:`host`
+        and one numpy BLAS thread) gives numpy views sharing the tensors' memory: a round's small
+        products, item stores and elementwise steps then cost ~0.5-2 us a call against ~2-4 us
+        per torch dispatch, which at d = 784, K = 10 is most of a round beside the one big
+        product; otherwise (other devices, ``host=False``) tensor views. ``big``: the views feed
+        products large enough for numpy's BLAS to spread over its threads (the scoring), so they
+        are numpy views only while it uses one (:func:`~agents._torch.numpy_blas_threads`); the
+        m-sized products of an append stay below that. Cached under ``key`` while the very same
+        tensors are held (a reduction or a growth that replaces a tensor gets fresh views)."""
+        to_host = host and self.host and (not big or numpy_blas_threads() == 1)
+        hit = self._views0.get((key, to_host))
         if hit is not None and all(a is b for a, b in zip(hit[0], tensors)):
             return hit[1]
-        to_host = host and self.device.type == "cpu"
         views = tuple(t[0].numpy() if to_host else t[0] for t in tensors)
-        self._views0[key] = (tensors, views)
+        self._views0[(key, to_host)] = (tensors, views)
         return views
 
     def _reg_of(self, idx=None):
@@ -193,6 +244,42 @@ class CovarianceEstimator(ABC):
             return 1.0 / reg
         idx = idx.cpu().numpy() if isinstance(idx, torch.Tensor) else idx
         return torch.as_tensor(1.0 / np.asarray(self.reg)[idx], device=self.device, dtype=torch.float64)
+
+    def _reduction_gram(self, rows: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+        """The Gram ``S S^T`` ``(n, m, m)`` whose eigenvalues an FD reduction (or its look-ahead)
+        decides on, for stored rows ``rows`` ``(n, m, d)``; ``G`` is the incrementally kept one.
+
+        In float64 that is ``G``. With float32 rows, ``G``'s entries come from float32 products
+        (the scoring projection), accurate to ~``eps32 |s_i| |x|`` each, so eigenvalues below
+        ~``eps32 (m + sqrt d) lambda_max`` were noise, and FD's rank cut (``_rank_tol``) had to
+        drop every direction whose kept eigenvalue was below that: at cond(A_hat) ~ 1e4 (MNIST,
+        lam = 0.2) that is ~15% of lam, and float32 SOFUL kept 84 rows where float64 kept 90
+        (UCB scores 0.1-0.3 apart after ~600 rounds). Here the Gram of the STORED float32 rows
+        is recomputed in the core dtype instead (O(m^2 d), the order of the reduction's own
+        product, once per reduction), so float32 decides with float64's accuracy, up to the
+        rounding of the rows themselves (``eps32^2`` relative in the Gram)."""
+        if self._same:
+            return G
+        R = self._core(rows)
+        return torch.bmm(R, R.mT)
+
+    def _rank_tol(self, m: int, top: torch.Tensor) -> torch.Tensor:
+        """Eigenvalues of an m x m :meth:`_reduction_gram` below this are rounding noise (count as 0):
+        ``2 (m + sqrt d) eps_gram lambda_max`` with ``eps_gram`` the working eps when the Gram
+        comes from working-dtype products, ``eps_core + eps_work^2`` when recomputed."""
+        return 2.0 * self._eps_gram * (m + math.sqrt(self.d)) * torch.clamp(top, min=0.0)
+
+    def _sq_norms(self, arms: torch.Tensor) -> torch.Tensor:
+        """``||x||^2`` of every row of ``arms`` (last dimension), summed in the core dtype.
+
+        Why not in the working dtype: unit-norm arms (every env of the suite normalises them)
+        make the first round an exact tie in real arithmetic (``b = 0``, width ``||x||/sqrt(reg)``),
+        decided by how far each float32 arm's norm is from 1 (~1e-8). float64 sees those
+        differences; float32 sums round them away (or invert them), so a float32 agent chose
+        another first arm than the float64 one and the two runs went different ways from round 1.
+        The cast costs ``K d`` element copies; the values of float32 arms are exact in float64,
+        so both dtypes compute the very same norms."""
+        return torch.linalg.vector_norm(arms, dim=-1, dtype=self.cdtype).square()
 
     def _floor(self, sq: torch.Tensor) -> torch.Tensor:
         """``||x||^2 / (reg + tr(X^T X))``: a lower bound on ``x^T A_hat^-1 x`` (``(B, K)``)."""

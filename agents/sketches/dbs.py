@@ -129,8 +129,8 @@ import torch
 
 from .._torch import tensor_bytes
 from .._validate import per_member
-from .base import CovarianceEstimator
-from .exact import repair_inverse_, sherman_morrison_
+from .base import CovarianceEstimator, as_tensor, maximum, rowdot
+from .exact import below_floor, project, repair_inverse_, sherman_morrison_
 from .fd import _listed, border_at_, border_one_, border_scattered_, safe_inverse_factor
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
@@ -358,8 +358,9 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     @property
     def alpha(self):
-        """Total RFD counter ``sum_i alpha_i`` added back as ``alpha I`` (0 for FD blocks)."""
-        return self._one(self.c() - self.reg)
+        """Total RFD counter ``sum_i alpha_i`` added back as ``alpha I`` (0 for FD blocks); summed
+        as :attr:`total_shrinkage` is, not read back as ``c - reg`` (which rounds at ``eps reg``)."""
+        return self._one(self.alpha_in + self.act_alpha)
 
     @property
     def n_blocks(self):
@@ -429,11 +430,14 @@ class DyadicBlockSketch(CovarianceEstimator):
         """Add the rows (see :meth:`CovarianceEstimator.step`; ``r`` a float and ``actions`` an int
         are accepted when B = 1)."""
         cache0 = self._cache
-        if self.batch_size == 1 and actions is not None and cache0 is not None and cache0[0] is not None and (
-            self._step_one(X, r if isinstance(r, float) else float(r[0]),
-                           actions if isinstance(actions, int) else int(actions[0]), cache0)
-        ):
-            return
+        if cache0 is not None and cache0[6] is not None:  # from _score_terms_one (B = 1, unbatched views)
+            if actions is not None and cache0[0] is not None and self._step_one(
+                X, r if isinstance(r, float) else float(r[0]), actions if isinstance(actions, int) else int(actions[0]),
+                cache0,
+            ):
+                return
+            U = None if cache0[0] is None else as_tensor(cache0[0]).unsqueeze(0)  # the batched path's shapes
+            cache0 = self._cache = (U, cache0[1], None, None, None, as_tensor(cache0[5]).unsqueeze(0), None)
         if isinstance(actions, int) and cache0 is not None and cache0[5] is not None:
             xx = cache0[5][:, actions]  # ||x||^2 of the played arm was scored (and finite)
             norm2 = np.array([xx.item()])
@@ -488,7 +492,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             if cache is not None and cache[2] is not None and np.array_equal(cache[3], exact_rows):
                 sel = torch.as_tensor(exact_rows, device=self.device)
                 pos = torch.arange(exact_rows.size, device=self.device)
-                Ax = cache[2][pos, :, actions[sel]]
+                Ax = cache[2][pos, actions[sel]]
                 q = cache[4][pos, actions[sel]]
             self._sherman_morrison(exact_rows, X, xx, Ax, q)
         self._n_exact_rows[was_exact] += 1
@@ -500,20 +504,19 @@ class DyadicBlockSketch(CovarianceEstimator):
         member 0's host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`), the
         played arm's ``S x`` taken from the scored projection. Returns False, having changed
         nothing, for any other round (the general path then runs)."""
-        if cache[6] is None:
-            return False
-        norm2 = cache[6][a]  # scored, hence finite (a host float)
+        U, sq, arms = cache[0], cache[5], cache[6]  # unbatched views (numpy on the host path)
+        norm2 = float(sq[a])  # scored, hence finite
         if not (norm2 > 0.0 and self.act_mass[0] + norm2 < self.threshold):
             return False
         self._cache = None
         self._frob[0] += norm2
         self.trace[0] += norm2
-        self.b.add_(X, alpha=r)  # S b follows b, on the rows held before this one
-        Linv, G, S, z, b = self._member0("host", (self.Linv, self.G, self.S, self._z, self.b))
+        Linv, G, S, z, b = self._member0("step", (self.Linv, self.G, self.S, self._z, self.b))
         j = int(self.rows[0])
-        g, x = cache[0][0, a], X[0]  # S x: the played arm's row of arms S^T (first j slots)
-        if isinstance(S, np.ndarray):
-            g, x = g.numpy(), x.numpy()
+        x, g = arms[a], U[a]  # X[0], and S x: the played arm's row of arms S^T (first j slots)
+        if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
+            x, g = x.numpy(), g.numpy()
+        b += x * r  # S b follows b, on the rows held before this one
         z[:j] += r * g
         self.act_mass[0] += norm2
         self.act_rows[0] += 1
@@ -648,7 +651,7 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def _tol(self, m: int, top: torch.Tensor) -> torch.Tensor:
         """FD's rounding level of an m x m Gram (eigenvalues below it count as 0)."""
-        return 2.0 * self._eps * (m + math.sqrt(self.d)) * torch.clamp(top, min=0.0)
+        return self._rank_tol(m, top)
 
     def _shrinkage_if_added(self, idx, X, norm2, g_all) -> np.ndarray:
         """willExcessSketch: the shrink value inserting x would apply to each active block now
@@ -664,13 +667,16 @@ class DyadicBlockSketch(CovarianceEstimator):
                 continue  # fewer than l rows: FD discards nothing
             t = torch.as_tensor(group, device=self.device)
             off = torch.as_tensor(self.rows_in[group], device=self.device)
-            _, gram = self._active_block(t, off, m)
-            bordered = torch.zeros(group.size, m + 1, m + 1, **self._ckw)
-            bordered[:, :m, :m] = gram
-            gx = g_all[t.unsqueeze(1), off.unsqueeze(1) + torch.arange(m, device=self.device)]  # S* x
-            bordered[:, m, :m] = gx
-            bordered[:, :m, m] = gx
-            bordered[:, m, m] = torch.as_tensor(norm2[group], **self._ckw)
+            rows, gram = self._active_block(t, off, m)
+            if self._same:
+                bordered = torch.zeros(group.size, m + 1, m + 1, **self._ckw)
+                bordered[:, :m, :m] = gram
+                gx = g_all[t.unsqueeze(1), off.unsqueeze(1) + torch.arange(m, device=self.device)]  # S* x
+                bordered[:, m, :m] = gx
+                bordered[:, :m, m] = gx
+                bordered[:, m, m] = torch.as_tensor(norm2[group], **self._ckw)
+            else:  # what _reduce_active would decompose (CovarianceEstimator._reduction_gram)
+                bordered = self._reduction_gram(torch.cat([rows, X[t].unsqueeze(1)], dim=1), None)
             evals = torch.linalg.eigvalsh(bordered).flip(-1)
             delta = evals[:, l - 1]
             delta = torch.where(delta <= self._tol(m + 1, evals[:, 0]), torch.zeros_like(delta), delta)
@@ -685,7 +691,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         n, R = idx.size, self._R
         off = torch.as_tensor(self.rows_in[idx], device=self.device)
         rows, gram = self._active_block(t, off, m)
-        evals, evecs = torch.linalg.eigh(gram)
+        evals, evecs = torch.linalg.eigh(self._reduction_gram(rows, gram))
         evals, evecs = evals.flip(-1), evecs.flip(-1)
         tol = self._tol(m, evals[:, 0])
         if m < l:
@@ -741,7 +747,8 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def _sherman_morrison(self, idx, X, xx, Ax=None, q=None) -> None:
         """Exact rank-1 update of the members ``idx`` (Alg. 1 line 4), with the safeguard of
-        :mod:`agents.sketches.exact`: a width below the valid floor triggers a repair first."""
+        :mod:`agents.sketches.exact`: a width below the valid floor (beyond rounding,
+        :func:`~agents.sketches.exact.below_floor`) triggers a repair first."""
         full = idx.size == self.batch_size
         t = torch.as_tensor(idx, device=self.device)
         A = self.A_inv if full else self.A_inv[t]
@@ -751,7 +758,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
         floor = (xx if full else xx[t]) / top
         raw = (x * Ax).sum(dim=1)
-        bad = raw < floor
+        bad = below_floor(raw, floor, self.d, self.dtype)
         if bool(bad.any()):
             b = torch.nonzero(bad).flatten()
             sub = A[b]
@@ -769,18 +776,18 @@ class DyadicBlockSketch(CovarianceEstimator):
     # -- queries ---------------------------------------------------------------------------------
     def score_terms(self, arms):
         """``(x^T A_hat^-1 b, x^T A_hat^-1 x)`` for every arm of every member from one projection:
-        ``arms S^T`` for the sketched members (eq. 5 with ``S b`` kept up to date), ``A^-1 arms^T``
+        ``arms S^T`` for the sketched members (eq. 5 with ``S b`` kept up to date), ``arms A^-1``
         for the exact ones. The projections are kept for the next step."""
         if self.batch_size == 1 and not self._any_exact:
             mean, quad = self._score_terms_one(arms[0])
-            return mean.unsqueeze(0), quad.unsqueeze(0)
+            return as_tensor(mean).unsqueeze(0), as_tensor(quad).unsqueeze(0)  # core dtype, as below
         c = self._c_tensor().unsqueeze(1)
-        sq = torch.linalg.vector_norm(arms, dim=2).square()
+        sq = self._sq_norms(arms)
         floor = self._floor(sq)
         U, Rm, P, e, qe = None, 0, None, None, None
         mean = quad = None
         if not self.exact.all():
-            sqc = self._core(sq)
+            sqc = sq
             xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
             Rm = int(self.rows.max()) if self._R else 0  # exact members hold no rows (0)
             if Rm:
@@ -788,52 +795,53 @@ class DyadicBlockSketch(CovarianceEstimator):
                 Linv = self.Linv[:, :Rm, :Rm]
                 W = torch.bmm(U, Linv.mT)  # rows Linv S x
                 y = torch.bmm(Linv, self._z[:, :Rm].unsqueeze(2))  # Linv S b
-                quad = self._work((sqc - W.square().sum(dim=2)) / c)
-                mean = self._work((xb - torch.bmm(W, y).squeeze(2)) / c)
+                quad = (sqc - W.square().sum(dim=2)) / c
+                mean = (xb - torch.bmm(W, y).squeeze(2)) / c
             else:
-                quad, mean = self._work(sqc / c), self._work(xb / c)
+                quad, mean = sqc / c, xb / c
             quad = torch.maximum(quad, floor)
         if self.exact.any():
             e = np.flatnonzero(self.exact)
             if e.size == self.batch_size:
-                P = torch.bmm(self.A_inv, arms.mT)  # (B, d, K)
-                quad = torch.maximum((P * arms.mT).sum(dim=1), floor)
-                mean = torch.bmm(self.b.unsqueeze(1), P).squeeze(1)
+                P, raw = project(arms, self.A_inv)  # (B, K, d): rows A^-1 x (OFUL's layout)
+                quad = torch.maximum(self._core(raw), floor)
+                mean = self._core(torch.bmm(P, self.b.unsqueeze(2)).squeeze(2))
                 qe = quad
             else:
                 t = torch.as_tensor(e, device=self.device)
-                P = torch.bmm(self.A_inv[t], arms[t].mT)
-                qe = torch.maximum((P * arms[t].mT).sum(dim=1), floor[t])
+                P, raw = project(arms[t], self.A_inv[t])
+                qe = torch.maximum(self._core(raw), floor[t])
                 quad[t] = qe
-                mean[t] = torch.bmm(self.b[t].unsqueeze(1), P).squeeze(1)
+                mean[t] = self._core(torch.bmm(P, self.b[t].unsqueeze(2)).squeeze(2))  # mean is in the core dtype
         self._cache = (U, Rm, P, e, qe, sq, None)
-        return mean, quad
+        return mean, quad  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
-        """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views and host
-        scalars (fewer and cheaper dispatches than ``bmm`` on a batch of one); same arithmetic.
-        ``(K, d) -> (K,), (K,)``; exact mode goes through :meth:`score_terms`."""
+        """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views (numpy on
+        CPU, see :meth:`~agents.sketches.base.CovarianceEstimator._member0`, else tensors) and
+        host scalars; same arithmetic. ``(K, d) -> (K,), (K,)`` in the core dtype (float64: the
+        single agent ranks its arms there); exact mode goes through :meth:`score_terms`. The cache holds the unbatched projection, norms and arms (slot 6)."""
         if self._any_exact:
             return super()._score_terms_one(arms)
-        a = arms
-        S, Linv, z, b = self._member0("dev", (self.S, self.Linv, self._z, self.b), host=False)
-        sq = torch.linalg.vector_norm(a, dim=1).square()
+        S, Linv, z, b = self._member0("one", (self.S, self.Linv, self._z, self.b), big=True)
+        a = arms.numpy() if isinstance(S, np.ndarray) else arms
+        ac = self._core(a)
+        sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
         floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # the width floor (base._floor)
         c = float(self.c()[0])
-        sqc, xb = self._core(sq), self._core(torch.mv(a, b))
+        xb = self._core(a @ b)
         Rm = int(self.rows[0])
         U = None
         if Rm:
-            U = self._core(torch.mm(a, S[:Rm].T))  # the only O(K d r) step
+            U = self._core(a @ S[:Rm].T)  # the only O(K d r) step
             Li = Linv[:Rm, :Rm]
-            W = torch.mm(U, Li.T)  # rows Linv S x
-            quad = self._work((sqc - torch.linalg.vecdot(W, W)) / c)
-            mean = self._work(torch.addmv(xb, W, torch.mv(Li, z[:Rm]), beta=1.0 / c, alpha=-1.0 / c))
-            U = U.unsqueeze(0)
+            W = U @ Li.T  # rows Linv S x
+            quad = (sq - rowdot(W, W)) / c
+            mean = (xb - W @ (Li @ z[:Rm])) / c
         else:
-            quad, mean = self._work(sqc / c), self._work(xb / c)
-        self._cache = (U, Rm, None, None, None, sq.unsqueeze(0), sq.tolist())  # + ||x||^2 as host floats
-        return mean, torch.maximum(quad, floor)
+            quad, mean = sq / c, xb / c
+        self._cache = (U, Rm, None, None, None, sq, a)
+        return mean, maximum(quad, floor)
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
@@ -852,8 +860,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         if self.exact.any():
             e = np.flatnonzero(self.exact)
             t = torch.as_tensor(e, device=self.device)
-            P = torch.bmm(self.A_inv[t], arms[t].mT)
-            out[t] = torch.maximum((P * arms[t].mT).sum(dim=1), floor[t])
+            out[t] = torch.maximum(project(arms[t], self.A_inv[t])[1], floor[t])
         return out
 
     def _solve(self, V):

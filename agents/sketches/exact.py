@@ -34,7 +34,7 @@ import torch
 from .._torch import tensor_bytes
 from .base import CovarianceEstimator
 
-__all__ = ["ExactCovariance", "repair_inverse_", "sherman_morrison_"]
+__all__ = ["ExactCovariance", "below_floor", "project", "repair_inverse_", "sherman_morrison_"]
 
 
 def repair_inverse_(A_inv: torch.Tensor, lo: torch.Tensor, hi: float | torch.Tensor) -> None:
@@ -48,9 +48,33 @@ def repair_inverse_(A_inv: torch.Tensor, lo: torch.Tensor, hi: float | torch.Ten
     A_inv.copy_(((evecs * evals.unsqueeze(1)) @ evecs.mT).to(A_inv.dtype))
 
 
+def project(arms: torch.Tensor, A_inv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``W = arms A^-1`` ``(B, K, d)`` (row k is ``(A^-1 x_k)^T``, A^-1 being symmetric) and
+    ``x^T A^-1 x`` ``(B, K)``: the only O(K d^2) step of an exact round. The K-row operand goes on
+    the left for every B: measured on this project's CI machine (AMD EPYC, torch 2.13 CPU, 1
+    thread, d = 784, float64) ``arms @ A^-1`` takes 0.39-0.44 ms at K = 10 (~30 GFlop/s, near
+    one core's FMA peak) against 0.85 ms for ``A^-1 @ arms^T``, and 2.52 vs 2.61 ms at K = 100;
+    its rows are contiguous for the elementwise pass and the played arm's gather."""
+    W = torch.bmm(arms, A_inv)
+    return W, (W * arms).sum(dim=2)
+
+
+def below_floor(raw: torch.Tensor, floor: torch.Tensor, d: int, dtype: torch.dtype) -> torch.Tensor:
+    """Where a computed width ``x^T A^-1 x`` (``raw``) lies below the valid floor by more than a
+    few roundings: proof that the kept inverse has left the valid set and needs a repair.
+
+    On the first round raw and floor are the same number ``||x||^2 / reg`` rounded two ways, and
+    an exact comparison "repaired" there: an O(d^3) eigendecomposition, ~0.3 ms a round of a
+    300-round OFUL run at d = 784. The slack is a relative ``8 sqrt(d) eps``, the typical
+    rounding of a d-term dot product: a broken inverse (the case the repair exists for) falls
+    far below the floor, not by 1e-14. ``eps`` is that of ``dtype``, the working dtype the
+    width was computed in (``raw`` may have been cast to the core dtype since)."""
+    return raw < floor * (1.0 - 8.0 * math.sqrt(d) * torch.finfo(dtype).eps)
+
+
 def sherman_morrison_(A_inv: torch.Tensor, Ax: torch.Tensor, q: torch.Tensor) -> None:
     """``A_inv <- A_inv - (A^-1 x)(A^-1 x)^T / (1 + q)`` per member, in one fused pass (in place)."""
-    scale = -1.0 / (1.0 + q)
+    scale = (-1.0 / (1.0 + q)).to(Ax.dtype)  # q may be scored in the core dtype
     if A_inv.shape[0] == 1:  # addr_ on the matrix: no (1, d, 1) views, one op
         A_inv[0].addr_(Ax[0], Ax[0], alpha=float(scale[0]))
     else:
@@ -81,14 +105,8 @@ class ExactCovariance(CovarianceEstimator):
         self._cache = None  # (arms, W = arms A^-1 (B, K, d), quad, raw, floor) of the last score_terms
 
     def _proj(self, arms):
-        """``W = arms A^-1`` ``(B, K, d)`` (row k is ``(A^-1 x_k)^T``, A^-1 being symmetric), the
-        only O(K d^2) step, and ``x^T A^-1 x``. The K-row operand goes on the left for every B:
-        measured on this project's CI machine (AMD EPYC, torch 2.13 CPU, 1 thread, d = 784,
-        float64) ``arms @ A^-1`` takes 0.39-0.44 ms at K = 10 (~30 GFlop/s, near one core's FMA
-        peak) against 0.85 ms for ``A^-1 @ arms^T``, and 2.52 vs 2.61 ms at K = 100; its rows
-        are contiguous for the elementwise pass and the played arm's gather."""
-        W = torch.bmm(arms, self.A_inv)
-        return W, (W * arms).sum(dim=2)
+        """:func:`project` of the arms through this estimator's inverse."""
+        return project(arms, self.A_inv)
 
     def _played(self, W, actions):
         """The played arms' ``A^-1 x`` ``(B, d)`` from the projection of :meth:`_proj`."""
@@ -97,22 +115,27 @@ class ExactCovariance(CovarianceEstimator):
         return W[self._members, actions]
 
     def score_terms(self, arms):
+        """Both terms in the core dtype (the loop compares scores there). A member that has
+        seen no nonzero row still holds ``A^-1 = I / reg`` exactly, and its width IS the floor
+        ``||x||^2 / reg``: it is taken from there, not from the working-dtype product, so a
+        float32 OFUL breaks the first round's tie of unit-norm arms as float64 does
+        (:meth:`~agents.sketches.base.CovarianceEstimator._sq_norms`)."""
         P, raw = self._proj(arms)
-        floor = self._floor(torch.linalg.vector_norm(arms, dim=2).square())
+        floor = self._floor(self._sq_norms(arms))
+        raw = self._core(raw)
+        fresh = self.trace == 0.0
         quad = torch.maximum(raw, floor)
+        if fresh.all():
+            quad = floor
+        elif fresh.any():
+            quad = torch.where(torch.as_tensor(fresh, device=self.device).unsqueeze(1), floor, quad)
         self._cache = (arms, P, quad, raw, floor)
-        mean = torch.bmm(P, self.b.unsqueeze(2)).squeeze(2)
+        mean = self._core(torch.bmm(P, self.b.unsqueeze(2)).squeeze(2))
         return mean, quad
 
     def _repair_if_invalid(self, raw: torch.Tensor, floor: torch.Tensor) -> bool:
-        """Repair the members whose widths fell below the valid floor by more than a few
-        roundings (module docstring). On the first round raw and floor are the same number
-        ``||x||^2 / reg`` rounded two ways, and an exact comparison "repaired" there: an O(d^3)
-        eigendecomposition, ~0.3 ms a round of a 300-round run at d = 784. The slack is a
-        relative ``8 sqrt(d) eps``, the typical rounding of a d-term dot product: a broken
-        inverse (the case the repair exists for) falls far below the floor, not by 1e-14."""
-        slack = 1.0 - 8.0 * math.sqrt(self.d) * torch.finfo(self.dtype).eps
-        bad = (raw < floor * slack).any(dim=1)
+        """Repair the members whose widths fell below the valid floor (:func:`below_floor`)."""
+        bad = below_floor(raw, floor, self.d, self.dtype).any(dim=1)
         if not bool(bad.any()):
             return False
         t = torch.nonzero(bad).flatten()

@@ -56,8 +56,13 @@ Implementation choices (the seeds leave them open):
   with the same ``l``. With fewer than ``l`` rows (or rank < l) the shrink value is 0: FD of
   size l is exact on rank <= l - 1 data. Hence FD is exact (SOFUL == OFUL) for
   ``sketch_size > d``, and NOT for ``sketch_size = d`` (it keeps ``l - 1`` directions). An
-  l-th eigenvalue below the Gram's rounding level (``2 eps (m + sqrt d) lambda_max``, eps of
-  the working dtype) counts as 0, so low-rank streams report no shrinkage.
+  l-th eigenvalue below the Gram's rounding level (``2 eps (m + sqrt d) lambda_max``) counts as
+  0, so low-rank streams report no shrinkage, and so does a kept direction below it. ``eps`` is
+  float64's (plus ``eps32^2`` for the rows' own rounding) also in a float32 run, because the
+  reduction and its look-ahead decompose the Gram of the stored rows recomputed in float64
+  (:meth:`~agents.sketches.base.CovarianceEstimator._reduction_gram`, O(m^2 d) per reduction);
+  the incremental Gram built from float32 products would need float32's eps there, a cut that
+  at cond(A_hat) ~ 1e4 dropped directions worth ~15% of lam which float64 keeps.
 * Zero rows carry no information and are skipped.
 
 Example:
@@ -82,7 +87,7 @@ import torch
 
 from .._torch import as_vector, tensor_bytes
 from .._validate import per_member
-from .base import CovarianceEstimator
+from .base import CovarianceEstimator, as_tensor, maximum, rowdot
 
 __all__ = ["FrequentDirections", "border_at_", "border_one_", "border_scattered_", "check_sketch_size", "safe_inverse_factor"]
 
@@ -416,17 +421,17 @@ class FrequentDirections(CovarianceEstimator):
         """B = 1 of :meth:`step` for the played arm ``a`` of the last scored set (the single
         agent's round): the same operations on member 0's unbatched state, the O(m) part on
         host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`)."""
-        U, j, sq = cache  # from _score_terms_one: U = arms S^T (K, j), ||arms||^2 (K host floats)
-        xx = sq[a]  # scored, hence finite (a host float)
+        U, j, sq, arms = cache  # from _score_terms_one: U = arms S^T (K, j), ||arms||^2, the arms (views)
+        xx = float(sq[a])  # scored, hence finite
         lookahead, self._lookahead = self._lookahead, None
-        self.b.add_(X, alpha=r)  # S b follows b, on the rows held before this one
+        S, G, Linv, z, b = self._member0("step", (self._buf, self._G, self._Linv, self._z, self.b))
+        x, g = arms[a], U[a]  # X[0], and S x: the played arm's row of the projection
+        if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
+            x, g = x.numpy(), g.numpy()
+        b += x * r  # S b follows b, on the rows held before this one
         if not xx > 0.0:  # a zero row adds nothing to X^T X and is skipped
             self.n_rows += 1
             return
-        S, G, Linv, z, b = self._member0("host", (self._buf, self._G, self._Linv, self._z, self.b))
-        g, x = U[a], X[0]  # S x: the played arm's row of the projection
-        if isinstance(S, np.ndarray):
-            g, x = g.numpy(), x.numpy()
         z[:j] += r * g
         self.trace[0] += xx
         border_one_(Linv, G, S, z, j, x, xx, g, float(self.rho_all[0]), b, self._eps)
@@ -454,7 +459,7 @@ class FrequentDirections(CovarianceEstimator):
 
     def _tol(self, m: int, top: torch.Tensor) -> torch.Tensor:
         """Eigenvalues of an m x m Gram below this are rounding noise (module docstring)."""
-        return 2.0 * self._eps * (m + math.sqrt(self.d)) * torch.clamp(top, min=0.0)
+        return self._rank_tol(m, top)
 
     def _shrink_values(self, evals: torch.Tensor, m: int, l: int | None = None) -> torch.Tensor:
         """Alg. 2 line 5 per member: sigma_l^2 (the l-th largest eigenvalue), 0 if < l rows or
@@ -481,7 +486,10 @@ class FrequentDirections(CovarianceEstimator):
     def _reduce_group(self, idx: np.ndarray, m: int, l: int, eig=None) -> None:
         t = torch.as_tensor(idx, device=self.device)
         full = idx.size == self.batch_size
-        evals, evecs = eig if eig is not None else self._eigh_desc(self._G[:, :m, :m] if full else self._G[t, :m, :m])
+        buf = self._buf[:, :m] if full else self._buf[t, :m]
+        if eig is None:
+            eig = self._eigh_desc(self._reduction_gram(buf, self._G[:, :m, :m] if full else self._G[t, :m, :m]))
+        evals, evecs = eig
         delta = self._shrink_values(evals, m, l)
         tol = self._tol(m, evals[:, 0])
         k = min(l - 1, m)
@@ -491,7 +499,6 @@ class FrequentDirections(CovarianceEstimator):
         keep = torch.where(kept, keep, torch.zeros_like(keep))
         w = torch.where(kept, keep / evals[:, :k].clamp(min=torch.finfo(self.cdtype).tiny), torch.zeros_like(keep))
         coeff = (evecs[:, :, :k] * w.clamp(0.0, 1.0).sqrt().unsqueeze(1)).mT  # (n, k, m): new S = coeff S
-        buf = self._buf[:, :m] if full else self._buf[t, :m]
         new_rows = torch.bmm(coeff.to(self.dtype), buf)
         z_new = torch.bmm(coeff, (self._z[:, :m] if full else self._z[t, :m]).unsqueeze(2)).squeeze(2)  # S b follows S
         delta_h = delta.double().cpu().numpy()
@@ -541,12 +548,15 @@ class FrequentDirections(CovarianceEstimator):
         G = self._G[0, :m, :m]
         if x is None:
             return self._eigh_desc(G.unsqueeze(0))[0][0] if m else torch.zeros(0, **self._ckw)
-        Gb = torch.empty(m + 1, m + 1, **self._ckw)
-        Gb[:m, :m] = G
-        g = (self._buf[0, :m] @ x).to(self.cdtype)
-        Gb[m, :m] = g
-        Gb[:m, m] = g
-        Gb[m, m] = (x @ x).to(self.cdtype)
+        if self._same:
+            Gb = torch.empty(m + 1, m + 1, **self._ckw)
+            Gb[:m, :m] = G
+            g = self._buf[0, :m] @ x
+            Gb[m, :m] = g
+            Gb[:m, m] = g
+            Gb[m, m] = x @ x
+        else:  # the reduction's Gram of the stored rows (CovarianceEstimator._reduction_gram)
+            Gb = self._reduction_gram(torch.cat([self._buf[:, :m], x.view(1, 1, -1)], dim=1), None)[0]
         evals, evecs = self._eigh_desc(Gb.unsqueeze(0))
         # kept until the next update: if that update is update(x) and reduces, it reuses this
         # decomposition instead of repeating it (the look-ahead + insert pattern)
@@ -586,7 +596,7 @@ class FrequentDirections(CovarianceEstimator):
     def _project(self, arms):
         """``(sq, U, W)``: squared norms (core dtype), ``U = arms S^T`` and ``W = U Linv^T`` over the
         first ``mm`` slots (every member's rows lie there); ``U = W = None`` while all are empty."""
-        sq = self._core(torch.linalg.vector_norm(arms, dim=2).square())  # one fused pass
+        sq = self._sq_norms(arms)
         mm = int(self._m.max())
         if mm == 0:
             return sq, None, None, 0
@@ -603,7 +613,7 @@ class FrequentDirections(CovarianceEstimator):
     def score_terms(self, arms):
         if self.batch_size == 1:
             mean, quad = self._score_terms_one(arms[0])
-            return mean.unsqueeze(0), quad.unsqueeze(0)
+            return as_tensor(mean).unsqueeze(0), as_tensor(quad).unsqueeze(0)  # core dtype, as below
         sq, U, W, mm = self._project(arms)
         xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
         rho = self._rho()
@@ -614,31 +624,33 @@ class FrequentDirections(CovarianceEstimator):
             self._cache = (U, mm, sq)
             y = torch.bmm(self._Linv[:, :mm, :mm], self._z[:, :mm].unsqueeze(2))  # Linv S b
             mean = (xb - torch.bmm(W, y).squeeze(2)) / rho
-        quad = self._quad_from(sq, W)
-        return self._work(mean), self._work(quad)
+        return mean, self._quad_from(sq, W)  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
         """B = 1 of :meth:`score_terms`: the same terms from 2-D products on member 0's views
-        (``mm``/``mv`` dispatch for less than ``bmm`` on a batch of one) and host scalars; the
-        projection is cached unbatched for :meth:`_step_one`. ``(K, d) -> (K,), (K,)``."""
-        a = arms
-        S, Linv, z, b = self._member0("dev", (self._buf, self._Linv, self._z, self.b), host=False)
-        sq = self._core(torch.linalg.vector_norm(a, dim=1).square())
-        xb = self._core(torch.mv(a, b))
+        (numpy on CPU, see :meth:`~agents.sketches.base.CovarianceEstimator._member0`, else
+        tensors) and host scalars; the projection is cached unbatched for :meth:`_step_one`.
+        ``(K, d) -> (K,), (K,)`` in the core dtype (float64: the single agent ranks its arms
+        there, also when working in float32), numpy arrays on the host path."""
+        S, Linv, z, b = self._member0("one", (self._buf, self._Linv, self._z, self.b), big=True)
+        a = arms.numpy() if isinstance(S, np.ndarray) else arms
+        ac = self._core(a)
+        sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
+        xb = self._core(a @ b)
         rho = float(self.rho_all[0])
         floor = sq / float(self.reg + self.trace[0] + self._alpha[0])  # the width floor (base._floor)
         mm = int(self._m[0])
         if mm == 0:
             self._cache = None
-            mean, quad = xb / rho, torch.maximum(sq / rho, floor)
+            mean, quad = xb / rho, maximum(sq / rho, floor)
         else:
-            U = self._core(torch.mm(a, S[:mm].T))  # the only O(K d m) step
+            U = self._core(a @ S[:mm].T)  # the only O(K d m) step
             Li = Linv[:mm, :mm]
-            W = torch.mm(U, Li.T)
-            mean = torch.addmv(xb, W, torch.mv(Li, z[:mm]), beta=1.0 / rho, alpha=-1.0 / rho)  # (x^T b - w^T Linv S b) / rho
-            quad = torch.maximum((sq - torch.linalg.vecdot(W, W)) / rho, floor)
-            self._cache = (U, mm, sq.tolist())  # ||x||^2 on the host: step reads one (no select + sync)
-        return self._work(mean), self._work(quad)
+            W = U @ Li.T
+            mean = (xb - W @ (Li @ z[:mm])) / rho  # (x^T b - w^T Linv S b) / rho
+            quad = maximum((sq - rowdot(W, W)) / rho, floor)
+            self._cache = (U, mm, sq, a)
+        return mean, quad
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
