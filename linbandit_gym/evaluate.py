@@ -126,7 +126,9 @@ def run(
         progress: show a tqdm bar; default: only when stderr is a terminal.
         batched: ``None`` (default) advances all seeds together as one tensor program
             (:func:`linbandit_gym.batched.run_batched`: same records, same choices) when ``env`` is
-            an id with a native vector env, ``agent`` one of ours and there are >= 2 seeds;
+            an id with a native vector env, ``agent`` one of ours, there are >= 2 seeds and one
+            member's state is small (the sweep planner's ``SMALL_STATE`` rule, where a batch is
+            the faster of the two);
             ``True`` insists (error if impossible); ``False`` plays the seeds one by one.
         threads: torch intra-op and BLAS threads during the run (default 1, restored afterwards;
             ``None`` leaves the process's setting), see :mod:`linbandit_gym.threads`.
@@ -148,6 +150,18 @@ def run(
                     max_rounds=max_rounds, progress=progress, batched=batched, threads=threads)
 
 
+def _small_state(env_id: str, env_kwargs: dict | None, agent: Any, seed: int) -> bool:
+    """Whether one member of ``agent`` holds little enough state for a batch of seeds to be
+    faster than the seeds one by one: the sweep planner's rule (:data:`.experiments.packing.SMALL_STATE`).
+    A large state (OFUL's d x d inverse at d = 784: 4.9 MB) makes B interleaved members stream
+    their state through the caches every round, where one seed after another keeps one member's
+    hot: measured on MNIST, 3 batched OFUL seeds took 1.2-1.4 ms a member-round against 0.7 ms."""
+    from .experiments.packing import SMALL_STATE, env_shape, member_bytes
+
+    n_arms, d = env_shape({"id": env_id, "args": dict(env_kwargs or {})}, seed)
+    return member_bytes(agent, n_arms, d) <= SMALL_STATE
+
+
 def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_rounds, progress, batched,
          threads) -> pd.DataFrame:
     if isinstance(agent, type) or (not callable(getattr(agent, "act", None)) and callable(agent)):
@@ -158,7 +172,7 @@ def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_
     if batched is not False:  # all seeds as one tensor program (linbandit_gym.batched)
         from .batched import can_batch, run_batched
 
-        if batched or (len(seeds) > 1 and can_batch(env, agent)):
+        if batched or (len(seeds) > 1 and can_batch(env, agent) and _small_state(env, env_kwargs, agent, seeds[0])):
             return run_batched(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name,
                                env_name=env_name, max_rounds=max_rounds, progress=progress, threads=threads)
     env = make_env(env, **(env_kwargs or {}))

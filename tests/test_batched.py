@@ -523,6 +523,30 @@ def test_run_takes_the_batched_path_and_gives_the_same_records(monkeypatch):
     assert len(calls) == 1  # one seed: nothing to batch
 
 
+def test_run_batches_by_default_only_members_with_a_small_state(monkeypatch):
+    """The default follows the sweep planner's SMALL_STATE rule: OFUL's d x d inverse at d = 400
+    (1.28 MB) plays seed after seed, a SOFUL l = 4 sketch there (~26 KB) is batched; both can be
+    forced either way."""
+    from linbandit_gym.experiments.packing import SMALL_STATE
+
+    calls = []
+    real = batched_run.run_batched
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(batched_run, "run_batched", spy)
+    wide = dict(d=400, n_arms=3, horizon=3)
+    assert 8 * 400 * 400 > SMALL_STATE
+    linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=2, env_kwargs=wide)
+    assert calls == []
+    linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=2, env_kwargs=wide, batched=True)
+    assert len(calls) == 1
+    linbandit_gym.run("LinBandit-Synthetic-v0", SOFUL(beta=0.1, sketch_size=4), seeds=2, env_kwargs=wide)
+    assert len(calls) == 2
+
+
 def test_run_batched_chunks_and_max_rounds_keep_the_records():
     kw = dict(env_kwargs=SMALL, max_rounds=25)
     loop = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL, seeds=5, batched=False, **kw)
