@@ -502,7 +502,9 @@ def test_batched_dbslinucb_checks_l0_against_d_and_batches_the_rfd_subclass():
 
 # -- the batched run path ---------------------------------------------------------------
 
-def test_run_takes_the_batched_path_and_gives_the_same_records(monkeypatch):
+@pytest.fixture
+def batched_calls(monkeypatch):
+    """The calls ``run`` makes to :func:`linbandit_gym.batched.run_batched` (which still runs)."""
     calls = []
     real = batched_run.run_batched
 
@@ -511,6 +513,11 @@ def test_run_takes_the_batched_path_and_gives_the_same_records(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(batched_run, "run_batched", spy)
+    return calls
+
+
+def test_run_takes_the_batched_path_and_gives_the_same_records(batched_calls):
+    calls = batched_calls
     auto = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[4, 9, 2], env_kwargs=SMALL)
     assert len(calls) == 1
     loop = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[4, 9, 2], env_kwargs=SMALL, batched=False)
@@ -523,20 +530,13 @@ def test_run_takes_the_batched_path_and_gives_the_same_records(monkeypatch):
     assert len(calls) == 1  # one seed: nothing to batch
 
 
-def test_run_batches_by_default_only_members_with_a_small_state(monkeypatch):
+def test_run_batches_by_default_only_members_with_a_small_state(batched_calls):
     """The default follows the sweep planner's SMALL_STATE rule: OFUL's d x d inverse at d = 400
     (1.28 MB) plays seed after seed, a SOFUL l = 4 sketch there (~26 KB) is batched; both can be
     forced either way."""
     from linbandit_gym.experiments.packing import SMALL_STATE
 
-    calls = []
-    real = batched_run.run_batched
-
-    def spy(*args, **kwargs):
-        calls.append(args)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(batched_run, "run_batched", spy)
+    calls = batched_calls
     wide = dict(d=400, n_arms=3, horizon=3)
     assert 8 * 400 * 400 > SMALL_STATE
     linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=2, env_kwargs=wide)
