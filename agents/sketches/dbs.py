@@ -649,10 +649,6 @@ class DyadicBlockSketch(CovarianceEstimator):
         gram = self.G[t.view(-1, 1, 1), A.unsqueeze(2), A.unsqueeze(1)]
         return rows, gram
 
-    def _tol(self, m: int, top: torch.Tensor) -> torch.Tensor:
-        """FD's rounding level of an m x m Gram (eigenvalues below it count as 0)."""
-        return self._rank_tol(m, top)
-
     def _shrinkage_if_added(self, idx, X, norm2, g_all) -> np.ndarray:
         """willExcessSketch: the shrink value inserting x would apply to each active block now
         (0 for a zero row, or while a fast buffer is not about to fill; else the l-th eigenvalue
@@ -679,7 +675,7 @@ class DyadicBlockSketch(CovarianceEstimator):
                 bordered = self._reduction_gram(torch.cat([rows, X[t].unsqueeze(1)], dim=1), None)
             evals = torch.linalg.eigvalsh(bordered).flip(-1)
             delta = evals[:, l - 1]
-            delta = torch.where(delta <= self._tol(m + 1, evals[:, 0]), torch.zeros_like(delta), delta)
+            delta = torch.where(delta <= self._rank_tol(m + 1, evals[:, 0]), torch.zeros_like(delta), delta)
             for i, value in zip(group, delta.tolist()):
                 out[where[int(i)]] = value
         return out
@@ -693,7 +689,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         rows, gram = self._active_block(t, off, m)
         evals, evecs = torch.linalg.eigh(self._reduction_gram(rows, gram))
         evals, evecs = evals.flip(-1), evecs.flip(-1)
-        tol = self._tol(m, evals[:, 0])
+        tol = self._rank_tol(m, evals[:, 0])
         if m < l:
             delta = torch.zeros_like(tol)
         else:

@@ -457,15 +457,11 @@ class FrequentDirections(CovarianceEstimator):
         evals, evecs = torch.linalg.eigh(G)
         return evals.flip(-1), evecs.flip(-1)
 
-    def _tol(self, m: int, top: torch.Tensor) -> torch.Tensor:
-        """Eigenvalues of an m x m Gram below this are rounding noise (module docstring)."""
-        return self._rank_tol(m, top)
-
     def _shrink_values(self, evals: torch.Tensor, m: int, l: int | None = None) -> torch.Tensor:
         """Alg. 2 line 5 per member: sigma_l^2 (the l-th largest eigenvalue), 0 if < l rows or
         at the rounding level (``l``: the members' common sketch size, default the sketch's)."""
         l = self._l if l is None else l
-        tol = self._tol(m, evals[:, 0])
+        tol = self._rank_tol(m, evals[:, 0])
         if m < l:
             return torch.zeros_like(tol)
         delta = evals[:, l - 1]
@@ -491,7 +487,7 @@ class FrequentDirections(CovarianceEstimator):
             eig = self._eigh_desc(self._reduction_gram(buf, self._G[:, :m, :m] if full else self._G[t, :m, :m]))
         evals, evecs = eig
         delta = self._shrink_values(evals, m, l)
-        tol = self._tol(m, evals[:, 0])
+        tol = self._rank_tol(m, evals[:, 0])
         k = min(l - 1, m)
         keep = evals[:, :k] - delta.unsqueeze(1)  # Alg. 2 line 6 on the l - 1 leading directions
         r = (keep > tol.unsqueeze(1)).sum(dim=1)  # keep is sorted: the leading r survive
