@@ -329,7 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
     p_run.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
                        help="advance all seeds together as one tensor program (default: when env and agent "
-                       "support it); --no-batched plays the seeds one by one")
+                       "support it and one agent's state is at most 1 MiB, where a batch is faster); "
+                       "--no-batched plays the seeds one by one")
     p_run.set_defaults(func=_cmd_run)
 
     p_demo = sub.add_parser(
