@@ -202,7 +202,8 @@ class LinUCB(TorchAgent):
 
     @property
     def b(self) -> torch.Tensor | None:
-        """``sum_s r_s x_s`` (per member when batched)."""
+        """``sum_s r_s x_s`` (per member when batched), kept in the estimator's core dtype (float64 on
+        CPU whatever the working dtype: a sum of t terms, and the sketches solve with it)."""
         return None if self.estimator is None else self._one(self.estimator.b)
 
     @property
@@ -211,7 +212,7 @@ class LinUCB(TorchAgent):
         if self.estimator is None:
             return None
         if self._theta is None:
-            theta = self.estimator._solve(self.estimator.b)
+            theta = self.estimator._theta_all()
             if not _all_finite(theta):
                 raise FloatingPointError(
                     f"{type(self).__name__}: theta_hat = A_hat^-1 b is not finite (round {self.t}): the ridge solution "
@@ -388,10 +389,11 @@ class LinUCB(TorchAgent):
         return None if self.estimator is None else self.estimator.sketch_size
 
     def member_memory_bytes(self) -> np.ndarray:
-        """Per member, what the single agent's ``memory_bytes()`` reports: estimator + ``b`` + ``theta_hat``."""
+        """Per member, what the single agent's ``memory_bytes()`` reports: estimator + ``b`` (core dtype,
+        float64 on CPU) + ``theta_hat`` (working dtype)."""
         if self.estimator is None:
             return np.zeros(self.batch_size, dtype=np.int64)
-        own = 2 * self.d * torch.empty(0, dtype=self.dtype).element_size()
+        own = self.d * (self.estimator.b.element_size() + torch.empty(0, dtype=self.dtype).element_size())
         return self.estimator.member_memory_bytes() + own
 
     def memory_bytes(self) -> int:

@@ -106,6 +106,10 @@ def as_tensor(t) -> torch.Tensor:
 class CovarianceEstimator(ABC):
     """Streaming estimate of ``reg * I + X^T X`` and of ``b = sum r x``, for B members at once.
 
+    The sketches (FD, RFD, Dyadic Block Sketch: ``anchored = True``) compute the mean term
+    ``x^T A_hat^-1 b`` around an *anchor* (:meth:`_reanchor`); the exact estimator reads it off
+    its inverse, ``(A^-1 x) . b``, which does not cancel.
+
     Args:
         d: dimension of the rows.
         reg: ridge term added to the estimate (the bandit's lambda); must be > 0. Batched, a
@@ -114,6 +118,9 @@ class CovarianceEstimator(ABC):
         device, dtype: where the state lives; see :func:`agents._torch.resolve_device`.
         batch_size: ``None`` (default) for one estimator with unbatched shapes, or B >= 1.
     """
+
+    #: whether the mean term goes through an anchor ``theta0`` and the residual ``r = b - A_hat theta0``
+    anchored = False
 
     def __init__(self, d: int, *, reg: float = 1.0, device=None, dtype=None, batch_size: int | None = None):
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
@@ -137,7 +144,11 @@ class CovarianceEstimator(ABC):
         self._kw = {"device": self.device, "dtype": self.dtype}
         self._ckw = {"device": self.device, "dtype": self.cdtype}
         self._members = torch.arange(self.batch_size, device=self.device)
-        self.b = torch.zeros(self.batch_size, self.d, **self._kw)
+        # b = sum r x in the core dtype: a sum of t terms, and the anchored sketches solve with it (_reanchor)
+        self.b = torch.zeros(self.batch_size, self.d, **self._ckw)
+        #: the anchored sketches' ``[theta0; r]`` per member, ``(B, 2, d)`` core (see _reanchor); None
+        #: when not anchored (or, DBS, once every member is exact)
+        self._anchor = torch.zeros(self.batch_size, 2, self.d, **self._ckw) if self.anchored else None
         self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
         self._views0: dict = {}  # see _member0
@@ -188,8 +199,71 @@ class CovarianceEstimator(ABC):
         """Bytes one member's estimator holds (what ``memory_bytes()`` reports at B = 1): ``(B,)``."""
 
     def theta(self) -> torch.Tensor:
-        """``A_hat_i^-1 b_i`` per member, ``(B, d)`` (unbatched: ``(d,)``)."""
-        return self._out(self._solve(self.b))
+        """``A_hat_i^-1 b_i`` per member, ``(B, d)`` (unbatched: ``(d,)``), in the working dtype."""
+        return self._out(self._theta_all())
+
+    def _theta_all(self) -> torch.Tensor:
+        """``A_hat_i^-1 b_i`` for every member, ``(B, d)`` in the working dtype: the anchor plus
+        ``A_hat^-1 r`` for the anchored sketches (:meth:`_reanchor`), ``A_hat^-1 b`` otherwise."""
+        if self._anchor is None:
+            return self._solve(self._work(self.b))
+        correction = self._solve(self._work(self._anchor[:, 1]))
+        return self._work(self._anchor[:, 0] + self._core(correction))
+
+    # -- the anchored mean term (FD, RFD, Dyadic Block Sketch) ---------------------------------
+    def _reanchor(self, t, S: torch.Tensor, Linv: torch.Tensor, ridge: torch.Tensor) -> torch.Tensor:
+        """Move the anchor of the members ``t`` (an index tensor, or ``None`` for all) to their
+        ridge solution now: ``theta0 = A_hat^-1 b`` and residual ``r = b - A_hat theta0 = 0``.
+        Returns ``theta0`` ``(n, d)``; the caller zeroes ``z = S r`` of those members.
+
+        Why an anchor. The sketches' mean term used to be ``(x^T b - w^T Linv S b) / rho`` with
+        ``w = Linv S x``: two numbers of size ``|x| |b| ~ t`` whose difference is
+        ``x^T theta_hat ~ 1``. ``S x`` comes from the one big product in the working dtype, so in
+        float32 the difference carried an error ~``eps32 |x| |b|`` that grew with t: over 20,000
+        rounds float32 SOFUL (l > d, equal to OFUL in exact arithmetic) chose otherwise than
+        float64 OFUL in 2, 10, 17, 41 rounds of consecutive 5,000-round windows
+        (``benchmarks/bench_drift.py``). Now
+
+            x^T A_hat^-1 b  =  x^T theta0  +  x^T A_hat^-1 r,       r = b - A_hat theta0,
+
+        where ``x^T theta0`` is a core-dtype dot product (no cancellation) and the second term is
+        the old formula applied to ``r``: each appended row ``x`` (response ``y``) adds
+        ``(y - x^T theta0) x`` to ``r`` (``A_hat`` gains ``x x^T``, ``b`` gains ``y x``), so ``r`` sums
+        residuals, not responses, and stays small. The anchor moves whenever ``A_hat`` changes
+        otherwise than by an appended row, i.e. at every reduction (FD shrinks, RFD raises rho),
+        which also bounds the rows ``r`` collects to one buffer's worth. Cost: one O(R d) solve
+        per reduction, here, in the core dtype on the stored rows ``S`` (so exactly the ``A_hat``
+        the scores use), and per round a second column of the ``K x d`` product with ``b``.
+
+        ``S`` ``(n, R, d)`` are the members' rows (zero rows past them), ``Linv`` ``(n, R, R)`` the
+        inverse Cholesky factor of ``S S^T + ridge I`` (identity on the padding), ``ridge`` ``(n,)``."""
+        b = self.b if t is None else self.b[t]
+        Sc = self._core(S)
+        y = torch.bmm(Linv, torch.bmm(Sc, b.unsqueeze(2)))  # Linv S b
+        theta0 = (b - torch.bmm(Sc.mT, torch.bmm(Linv.mT, y)).squeeze(2)) / ridge.view(-1, 1)  # eq. 4 applied to b
+        if t is None:
+            self._anchor[:, 0] = theta0
+            self._anchor[:, 1] = 0.0
+        else:
+            self._anchor[t, 0] = theta0
+            self._anchor[t, 1] = 0.0
+        return theta0
+
+    def _advance_anchor(self, Xc: torch.Tensor, r, xt: torch.Tensor | None) -> torch.Tensor | None:
+        """Add the rows ``Xc`` ``(B, d)`` (core dtype) with responses ``r`` (a float or ``(B,)``) to ``b``
+        and to the residual ``r_b += (r - x^T theta0) x`` (:meth:`_reanchor`); ``xt``: ``x^T theta0``
+        ``(B,)``. Returns the residuals ``r - x^T theta0`` ``(B,)`` (``z = S r_b`` gains ``e S x``), or
+        None (only ``b`` moves) when there is no anchor."""
+        rc = r if isinstance(r, float) else self._core(r)
+        if isinstance(r, float):
+            self.b.add_(Xc, alpha=r)
+        else:
+            self.b.addcmul_(Xc, rc.unsqueeze(1))
+        if self._anchor is None:
+            return None
+        e = rc - xt
+        self._anchor[:, 1].addcmul_(Xc, e.unsqueeze(1))
+        return e
 
     def _core(self, t):
         """``t`` in the core dtype (a no-op, without a dispatch, when the dtypes agree); a tensor

@@ -244,6 +244,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         frobenius_mass: ``||X||_F^2``, the squared norms of all rows so far.
     """
 
+    anchored = True  # the sketched mean term goes through the anchor moved at each reduction (base._reanchor)
+
     def __init__(self, d: int, l0: int, eps: float, *, sketch: str = "fd", reg: float = 1.0, fast: bool = True,
                  sentinel: bool = True, memory_cap: bool = True, keep_gram: bool = False, device=None, dtype=None,
                  batch_size: int | None = None):
@@ -285,7 +287,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.S = torch.zeros(B, 0, self.d, **self._kw)
         self.G = torch.zeros(B, 0, 0, **self._ckw)
         self.Linv = torch.zeros(B, 0, 0, **self._ckw)
-        self._z = torch.zeros(B, 0, **self._ckw)  # S b over each member's rows, kept up to date
+        self._z = torch.zeros(B, 0, **self._ckw)  # S r over each member's rows, r = b - A_hat theta0 (base._reanchor)
         self._cache = None  # projections of the last score_terms, for the next step
         self._c_t = None  # c() as a core tensor (see _c_tensor)
         self.A_inv: torch.Tensor | None = None
@@ -309,11 +311,12 @@ class DyadicBlockSketch(CovarianceEstimator):
         return 2 * l if self.fast else l
 
     def _layout_bytes(self, r_in, cap):
-        """Bytes a member holds with ``r_in`` frozen rows and an active buffer of ``cap`` rows:
-        ``R d`` rows (working dtype), ``2 R^2 + R`` core numbers (Gram, factor, ``S b``), ``R = r_in + cap``."""
+        """Bytes a sketched member holds with ``r_in`` frozen rows and an active buffer of ``cap`` rows:
+        ``R d`` rows (working dtype), ``2 R^2 + R`` core numbers (Gram, factor, ``S r``) and the anchor's
+        ``2 d`` (``theta0``, ``r``: base._reanchor), ``R = r_in + cap``."""
         R = np.asarray(r_in) + cap
         es, ec = self.S.element_size(), self.G.element_size()
-        return es * R * self.d + ec * (2 * R * R + R)
+        return es * R * self.d + ec * (2 * R * R + R + 2 * self.d)
 
     def _exact_bytes(self):
         return self.S.element_size() * self.d * self.d * (2 if self.keep_gram else 1)
@@ -437,7 +440,8 @@ class DyadicBlockSketch(CovarianceEstimator):
             ):
                 return
             U = None if cache0[0] is None else as_tensor(cache0[0]).unsqueeze(0)  # the batched path's shapes
-            cache0 = self._cache = (U, cache0[1], None, None, None, as_tensor(cache0[5]).unsqueeze(0), None)
+            cache0 = self._cache = (U, cache0[1], None, None, None, as_tensor(cache0[5]).unsqueeze(0), None,
+                                    as_tensor(cache0[7]).unsqueeze(0))
         if isinstance(actions, int) and cache0 is not None and cache0[5] is not None:
             xx = cache0[5][:, actions]  # ||x||^2 of the played arm was scored (and finite)
             norm2 = np.array([xx.item()])
@@ -450,26 +454,28 @@ class DyadicBlockSketch(CovarianceEstimator):
             cache = None
         elif isinstance(actions, int) and cache is not None and cache[2] is not None:
             actions = torch.tensor([actions], device=self.device)  # the exact path indexes with tensors
+        pick = (lambda T: T[:, actions]) if isinstance(actions, int) else (lambda T: T[self._members, actions])
         if cache is not None and cache[0] is not None:  # S x = the played arm's row of arms S^T (first Rm slots)
-            g = cache[0][:, actions] if isinstance(actions, int) else cache[0][self._members, actions]
+            g = pick(cache[0])
         elif self._R:
             g = self._core(torch.bmm(self.S, X.unsqueeze(2)).squeeze(2))  # zero on the padding and for exact members
         else:
             g = None
-        if isinstance(r, float):
-            self.b.add_(X, alpha=r)
-            if g is not None:
-                self._z[:, : g.shape[1]].add_(g, alpha=r)  # S b for the new b, on the rows held before
-        else:
-            self.b.add_(X * r.unsqueeze(1))
-            if g is not None:
-                self._z[:, : g.shape[1]].add_(g * self._core(r).unsqueeze(1))
+        Xc = self._core(X)
+        if cache is not None and cache[7] is not None:  # x^T theta0 of the played arms, scored
+            xt = pick(cache[7])
+        else:  # (no anchor once every member is exact)
+            xt = None if self._anchor is None else torch.linalg.vecdot(Xc, self._anchor[:, 0])
+        e = self._advance_anchor(Xc, r, xt)  # b += r x, r_b += e x with e = r - x^T theta0 (exact members: unused)
+        if g is not None:
+            self._z[:, : g.shape[1]].addcmul_(g, e.unsqueeze(1))  # S r_b for the new r_b, on the rows held before
+        zx = None if self._anchor is None else torch.linalg.vecdot(Xc, self._anchor[:, 1])  # the new row's S r_b
         if g is None:
             g = torch.zeros(self.batch_size, 0, **self._ckw)
         if not self._any_exact and (self.act_mass + norm2 < self.threshold).all():
             # the common round: every member sketched and under its block's mass threshold, so
             # Alg. 1 line 7 keeps x in the active block without a look-ahead
-            self._insert_active(self._everyone, X, self._core(xx), norm2, g)
+            self._insert_active(self._everyone, X, self._core(xx), norm2, g, zx)
             self.n_rows += 1
             return
         was_exact = self.exact.copy()
@@ -485,7 +491,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             switch[self._close_active(closing, norm2)] = True
         inserting = np.flatnonzero(~was_exact & ~switch)
         if inserting.size:
-            self._insert_active(inserting, X, self._core(xx), norm2, g)
+            self._insert_active(inserting, X, self._core(xx), norm2, g, zx)
         exact_rows = np.flatnonzero(was_exact | switch)
         if exact_rows.size:
             Ax = q = None
@@ -504,23 +510,26 @@ class DyadicBlockSketch(CovarianceEstimator):
         member 0's host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`), the
         played arm's ``S x`` taken from the scored projection. Returns False, having changed
         nothing, for any other round (the general path then runs)."""
-        U, sq, arms = cache[0], cache[5], cache[6]  # unbatched views (numpy on the host path)
+        U, sq, arms, xt, ac = cache[0], cache[5], cache[6], cache[7], cache[8]  # unbatched views (numpy on the host path)
         norm2 = float(sq[a])  # scored, hence finite
         if not (norm2 > 0.0 and self.act_mass[0] + norm2 < self.threshold):
             return False
         self._cache = None
         self._frob[0] += norm2
         self.trace[0] += norm2
-        Linv, G, S, z, b = self._member0("step", (self.Linv, self.G, self.S, self._z, self.b))
+        Linv, G, S, z, b, anchor = self._member0("step", (self.Linv, self.G, self.S, self._z, self.b, self._anchor))
         j = int(self.rows[0])
-        x, g = arms[a], U[a]  # X[0], and S x: the played arm's row of arms S^T (first j slots)
+        x, xc, g = arms[a], ac[a], U[a]  # X[0] (working, core dtype), and S x: the played arm's row of arms S^T
         if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
-            x, g = x.numpy(), g.numpy()
-        b += x * r  # S b follows b, on the rows held before this one
-        z[:j] += r * g
+            x, xc, g = x.numpy(), xc.numpy(), g.numpy()
+        e = r - float(xt[a])  # base._advance_anchor on host scalars: b += r x, r_b += (r - x^T theta0) x
+        b += r * xc
+        rb = anchor[1]
+        rb += e * xc
+        z[:j] += e * g  # S r_b follows r_b, on the rows held before this one
         self.act_mass[0] += norm2
         self.act_rows[0] += 1
-        border_one_(Linv, G, S, z, j, x, norm2, g, float(self.c()[0]), b, self._eps)  # eq. 7
+        border_one_(Linv, G, S, z, j, x, norm2, g, float(self.c()[0]), float(xc @ rb), self._eps)  # eq. 7
         self.m_act[0] += 1
         self.rows[0] += 1
         m, l = int(self.m_act[0]), int(self.l_act[0])
@@ -590,19 +599,21 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._any_exact = True
         for arr in (self.rows, self.rows_in, self.m_act):
             arr[idx] = 0
-        if self.exact.all() and self._R:  # nobody is sketched any more: free the row layout
+        if self.exact.all():  # nobody is sketched any more: free the anchor and the row layout
+            self._anchor = None
+        if self.exact.all() and self._R:
             self._R = 0
             self.S = torch.zeros(self.batch_size, 0, self.d, **self._kw)
             self.G = torch.zeros(self.batch_size, 0, 0, **self._ckw)
             self.Linv = torch.zeros(self.batch_size, 0, 0, **self._ckw)
             self._z = torch.zeros(self.batch_size, 0, **self._ckw)
 
-    def _insert_active(self, idx, X, xx, norm2, g) -> None:
+    def _insert_active(self, idx, X, xx, norm2, g, zx) -> None:
         """FD update of the active blocks of ``idx`` with their rows (Alg. 4 lines 11-19)."""
         if idx is self._everyone and (norm2 > 0.0).all():  # whole-array bookkeeping, no fancy indexing
             self.act_mass += norm2
             self.act_rows += 1
-            self._append(idx, X, xx, g)
+            self._append(idx, X, xx, g, zx)
             self.m_act += 1
             self.rows += 1
             full = (self.m_act == self.cap_act) if self.fast else np.ones(self.batch_size, dtype=np.bool_)
@@ -615,32 +626,32 @@ class DyadicBlockSketch(CovarianceEstimator):
         live = idx[norm2[idx] > 0.0]  # FD skips zero rows: A_hat unchanged
         if live.size == 0:
             return
-        self._append(live, X, xx, g)
+        self._append(live, X, xx, g, zx)
         self.m_act[live] += 1
         self.rows[live] += 1
         reducing = live[self.m_act[live] == self.cap_act[live]] if self.fast else live
         for group, (m, l) in self._groups(reducing, self.m_act, self.l_act):
             self._reduce_active(group, m, l)
 
-    def _append(self, idx, X, xx, g) -> None:
+    def _append(self, idx, X, xx, g, zx) -> None:
         """eq. 7: border every factor with its member's new row (:func:`~agents.sketches.fd.border_at_`)."""
         pos_h = self.rows if idx is self._everyone else self.rows[idx]
         j = int(pos_h[0])
         if self.batch_size == 1 and idx.size == 1:  # the O(r) bordering on host views (fd.border_one_)
-            Linv, G, S, z, b = self._member0("host", (self.Linv, self.G, self.S, self._z, self.b))
+            Linv, G, S, z = self._member0("host", (self.Linv, self.G, self.S, self._z))
             gj, x = (g[0, :j] if j else None), X[0]
             if isinstance(S, np.ndarray):
                 gj, x = (gj.numpy() if j else None), x.numpy()
-            border_one_(Linv, G, S, z, j, x, float(xx[0]), gj, float(self.c()[0]), b, self._eps)
+            border_one_(Linv, G, S, z, j, x, float(xx[0]), gj, float(self.c()[0]), float(zx[0]), self._eps)
             return
         if idx.size == self.batch_size and (self.batch_size == 1 or (pos_h == j).all()):
-            border_at_(self.Linv, self.G, self.S, self._z, j, X, xx, g, self._c_tensor(), self.b, self._eps)
+            border_at_(self.Linv, self.G, self.S, self._z, j, X, xx, g, self._c_tensor(), zx, self._eps)
             return
         if g.shape[1] < self._R:
             g = torch.nn.functional.pad(g, (0, self._R - g.shape[1]))
         t = torch.as_tensor(idx, device=self.device)
         pos = torch.as_tensor(pos_h, device=self.device)
-        border_scattered_(self.Linv, self.G, self.S, self._z, t, pos, X, xx, g, self._c_tensor(), self.b)
+        border_scattered_(self.Linv, self.G, self.S, self._z, t, pos, X, xx, g, self._c_tensor(), zx)
 
     def _active_block(self, t: torch.Tensor, off: torch.Tensor, m: int):
         """The active blocks' rows ``(n, m, d)`` and Gram ``(n, m, m)`` at per-member offsets."""
@@ -710,9 +721,6 @@ class DyadicBlockSketch(CovarianceEstimator):
         Ak = off.unsqueeze(1) + torch.arange(k, device=self.device)
         ar = torch.arange(n, device=self.device).unsqueeze(1)
         S[ar, Ak] = new_rows
-        z = self._z[t] * frozen
-        z_act = self._z[t.unsqueeze(1), off.unsqueeze(1) + torch.arange(m, device=self.device)]
-        z[ar, Ak] = torch.bmm(coeff, z_act.unsqueeze(2)).squeeze(2)  # S b follows S
         cross = self._core(torch.bmm(new_rows, S.mT)) * frozen.unsqueeze(1)  # (n, k, R)
         cross.scatter_(2, Ak.unsqueeze(2), keep.unsqueeze(2))
         G = self.G[t] * (frozen.unsqueeze(2) & frozen.unsqueeze(1))
@@ -726,8 +734,12 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.m_act[idx] = kept_n.cpu().numpy()
         self.rows[idx] = self.rows_in[idx] + self.m_act[idx]
         self.trace[idx] = torch.diagonal(G, dim1=1, dim2=2).sum(dim=1).double().cpu().numpy()
-        self.S[t], self.G[t], self._z[t] = S, G, z
-        self.Linv[t] = self._inverse_factor(G, self.rows[idx], self.c()[idx])
+        self.S[t], self.G[t] = S, G
+        Linv = self._inverse_factor(G, self.rows[idx], self.c()[idx])
+        self.Linv[t] = Linv
+        # A_hat changed otherwise than by a row: the anchor moves to it (base._reanchor), r_b = 0
+        self._reanchor(t, S, Linv, self._c_tensor(idx))
+        self._z[t] = 0.0
 
     def _inverse_factor(self, G: torch.Tensor, r: np.ndarray, c: np.ndarray) -> torch.Tensor:
         """Inverse Cholesky factors of ``G + c I`` on each member's first r rows, identity on the
@@ -780,52 +792,55 @@ class DyadicBlockSketch(CovarianceEstimator):
         c = self._c_tensor().unsqueeze(1)
         sq = self._sq_norms(arms)
         floor = self._floor(sq)
-        U, Rm, P, e, qe = None, 0, None, None, None
+        U, Rm, P, e, qe, xt = None, 0, None, None, None, None
         mean = quad = None
         if not self.exact.all():
             sqc = sq
-            xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
+            tr = torch.bmm(self._core(arms), self._anchor.mT)  # (B, K, 2): x^T theta0, x^T r (base._reanchor)
+            xt, xr = tr[:, :, 0], tr[:, :, 1]
             Rm = int(self.rows.max()) if self._R else 0  # exact members hold no rows (0)
             if Rm:
                 U = self._core(torch.bmm(arms, self.S[:, :Rm].mT))  # (B, K, Rm): the only O(B K d r) step
                 Linv = self.Linv[:, :Rm, :Rm]
                 W = torch.bmm(U, Linv.mT)  # rows Linv S x
-                y = torch.bmm(Linv, self._z[:, :Rm].unsqueeze(2))  # Linv S b
+                y = torch.bmm(Linv, self._z[:, :Rm].unsqueeze(2))  # Linv S r
                 quad = (sqc - W.square().sum(dim=2)) / c
-                mean = (xb - torch.bmm(W, y).squeeze(2)) / c
+                mean = xt + (xr - torch.bmm(W, y).squeeze(2)) / c
             else:
-                quad, mean = sqc / c, xb / c
+                quad, mean = sqc / c, xt + xr / c
             quad = torch.maximum(quad, floor)
         if self.exact.any():
             e = np.flatnonzero(self.exact)
             if e.size == self.batch_size:
                 P, raw = project(arms, self.A_inv)  # (B, K, d): rows A^-1 x (OFUL's layout)
                 quad = torch.maximum(self._core(raw), floor)
-                mean = self._core(torch.bmm(P, self.b.unsqueeze(2)).squeeze(2))
+                mean = self._core(torch.bmm(P, self._work(self.b).unsqueeze(2)).squeeze(2))
                 qe = quad
             else:
                 t = torch.as_tensor(e, device=self.device)
                 P, raw = project(arms[t], self.A_inv[t])
                 qe = torch.maximum(self._core(raw), floor[t])
                 quad[t] = qe
-                mean[t] = self._core(torch.bmm(P, self.b[t].unsqueeze(2)).squeeze(2))  # mean is in the core dtype
-        self._cache = (U, Rm, P, e, qe, sq, None)
+                mean[t] = self._core(torch.bmm(P, self._work(self.b[t]).unsqueeze(2)).squeeze(2))  # core dtype
+        self._cache = (U, Rm, P, e, qe, sq, None, xt, None)
         return mean, quad  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
         """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views (numpy on
         CPU, see :meth:`~agents.sketches.base.CovarianceEstimator._member0`, else tensors) and
         host scalars; same arithmetic. ``(K, d) -> (K,), (K,)`` in the core dtype (float64: the
-        single agent ranks its arms there); exact mode goes through :meth:`score_terms`. The cache holds the unbatched projection, norms and arms (slot 6)."""
+        single agent ranks its arms there); exact mode goes through :meth:`score_terms`. The cache holds the unbatched projection, norms and arms
+        (slot 6), ``arms theta0`` (slot 7; batched too) and the arms in the core dtype (slot 8)."""
         if self._any_exact:
             return super()._score_terms_one(arms)
-        S, Linv, z, b = self._member0("one", (self.S, self.Linv, self._z, self.b), big=True)
+        S, Linv, z, anchor = self._member0("one", (self.S, self.Linv, self._z, self._anchor), big=True)
         a = arms.numpy() if isinstance(S, np.ndarray) else arms
         ac = self._core(a)
         sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
         floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # the width floor (base._floor)
         c = float(self.c()[0])
-        xb = self._core(a @ b)
+        tr = ac @ anchor.T  # (K, 2): x^T theta0, x^T r (base._reanchor)
+        xt, xr = tr[:, 0], tr[:, 1]
         Rm = int(self.rows[0])
         U = None
         if Rm:
@@ -833,10 +848,10 @@ class DyadicBlockSketch(CovarianceEstimator):
             Li = Linv[:Rm, :Rm]
             W = U @ Li.T  # rows Linv S x
             quad = (sq - rowdot(W, W)) / c
-            mean = (xb - W @ (Li @ z[:Rm])) / c
+            mean = xt + (xr - W @ (Li @ z[:Rm])) / c  # x^T theta0 + (x^T r - w^T Linv S r) / c
         else:
-            quad, mean = sq / c, xb / c
-        self._cache = (U, Rm, None, None, None, sq, a)
+            quad, mean = sq / c, xt + xr / c
+        self._cache = (U, Rm, None, None, None, sq, a, xt, ac)
         return mean, maximum(quad, floor)
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
@@ -871,6 +886,16 @@ class DyadicBlockSketch(CovarianceEstimator):
             out[t] = torch.bmm(self.A_inv[t], V[t].unsqueeze(2)).squeeze(2)
         return out
 
+    def _theta_all(self):
+        """The anchored ridge solution for sketched members; ``A^-1 b`` for exact ones."""
+        if self._anchor is None:  # every member exact
+            return super()._theta_all()
+        out = super()._theta_all()
+        if self.exact.any():
+            t = torch.as_tensor(np.flatnonzero(self.exact), device=self.device)
+            out[t] = torch.bmm(self.A_inv[t], self._work(self.b[t]).unsqueeze(2)).squeeze(2)
+        return out
+
     def _covariance(self):
         """``sum_i S_i^T S_i (+ alpha I for RFD)``; after the switch the exact Gram (``keep_gram``) or
         ``A_hat - reg I`` recovered from the inverse (O(d^3), accurate to ~eps cond(A_hat))."""
@@ -891,12 +916,12 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def member_memory_bytes(self):
         """What one member holds: its frozen rows and the active block's full buffer with their
-        Gram, factor and ``S b`` (:meth:`_layout_bytes`), or the d x d inverse once exact."""
+        Gram, factor, ``S r`` and anchor (:meth:`_layout_bytes`), or the d x d inverse once exact."""
         sketched = self._layout_bytes(self.rows_in, self.cap_act)
         return np.where(self.exact, self._exact_bytes(), sketched).astype(np.int64)
 
     def _held_bytes(self):
-        return tensor_bytes(self.S, self.G, self.Linv, self._z, self.A_inv, self.gram, self.b)
+        return tensor_bytes(self.S, self.G, self.Linv, self._z, self.A_inv, self.gram, self.b, self._anchor)
 
     def __repr__(self) -> str:
         return (f"DyadicBlockSketch(d={self.d}, l0={_listed(self.l0)}, eps={_listed(self.eps)}, sketch={self.sketch!r}, reg={_listed(self.reg)}, "

@@ -130,7 +130,7 @@ class ExactCovariance(CovarianceEstimator):
         elif fresh.any():
             quad = torch.where(torch.as_tensor(fresh, device=self.device).unsqueeze(1), floor, quad)
         self._cache = (arms, P, quad, raw, floor)
-        mean = self._core(torch.bmm(P, self.b.unsqueeze(2)).squeeze(2))
+        mean = self._core(torch.bmm(P, self._work(self.b).unsqueeze(2)).squeeze(2))  # b is kept in the core dtype
         return mean, quad
 
     def _repair_if_invalid(self, raw: torch.Tensor, floor: torch.Tensor) -> bool:
@@ -166,7 +166,7 @@ class ExactCovariance(CovarianceEstimator):
         if isinstance(r, float):
             self.b.add_(X, alpha=r)
         else:
-            self.b.add_(X * r.unsqueeze(1))
+            self.b.add_(self._core(X) * self._core(r).unsqueeze(1))
         self.trace += xx_h
         self.n_rows += 1
 

@@ -45,8 +45,11 @@ Implementation choices (the seeds leave them open):
   ``[-(c^T Linv) / s, 1/s]``. Same O(m d + m^2) cost as seed 000 eq. 7, batched as products.
 * **Both UCB terms from one projection.** ``U = arms S^T`` (the only O(K d m) step) gives
   ``W = U Linv^T`` and ``x^T A_hat^-1 x = (||x||^2 - ||w||^2) / rho`` and, with ``y = Linv z``,
-  ``x^T A_hat^-1 b = (x^T b - w^T y) / rho``. The played arm's row of ``U`` is the ``S x`` of
-  its append: the buffer is read once a round for scoring and written once for the new row.
+  ``z = S r``, the mean ``x^T A_hat^-1 b = x^T theta0 + (x^T r - w^T y) / rho`` around the anchor
+  ``theta0`` (the ridge solution at the last reduction, residual ``r = b - A_hat theta0``; see
+  :meth:`~agents.sketches.base.CovarianceEstimator._reanchor`: ``(x^T b - w^T Linv S b) / rho``
+  cancelled to ~``eps32 |x| |b|``, an error growing with t). The played arm's row of ``U`` is the
+  ``S x`` of its append: the buffer is read once a round for scoring and written once for the new row.
   The width is clamped below by ``||x||^2 / (rho + tr S^T S)`` (valid: ``lambda_max(A_hat)``
   is at most that), not by 0. Its relative accuracy is about ``eps_dtype * cond(A_hat)``:
   float32 matches float64's choices while ``cond(A_hat) = (rho + sigma_1^2)/rho`` stays below
@@ -136,12 +139,13 @@ def safe_inverse_factor(G: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
     return torch.linalg.solve_triangular(L, eye, upper=False)
 
 
-def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, b, eps: float) -> None:
+def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, zx, eps: float) -> None:
     """Append row ``X[i]`` of every member at slot ``j`` of its sketch (FD's append, and eq. 7 of
     Dyadic Block Sketching, which is the same bordering): with ``c = Linv S x`` and the Schur
     complement ``s^2 = ||x||^2 + rho - ||c||^2 = rho (1 + x^T A_hat^-1 x) >= rho`` (clamped at
     rho against rounding, never at 0), the new row of ``Linv`` is ``[-(c^T Linv) / s, 1/s]``.
-    ``g = S x`` over the first ``j`` slots (core dtype), ``xx = ||x||^2`` and ``rho`` ``(B,)``
+    ``g = S x`` over the first ``j`` slots (core dtype), ``xx = ||x||^2``, ``rho`` and ``zx`` (the new
+    row's entry of ``z = S r``, :meth:`~agents.sketches.base.CovarianceEstimator._reanchor`) ``(B,)``
     core tensors; ``G`` gets the new row of its lower triangle (all its readers read that).
 
     Safeguard: ``s^2`` is a difference of numbers of size ``||x||^2``, computed from ``S x`` in
@@ -152,7 +156,7 @@ def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, b, eps: float) -> None:
     One member (B = 1) goes through :func:`border_one_` (the same arithmetic, host scalars)."""
     if X.shape[0] == 1:
         gj = g[0, :j] if j else None
-        border_one_(Linv[0], G[0], S[0], z[0], j, X[0], float(xx[0]), gj, float(rho[0]), b[0], eps)
+        border_one_(Linv[0], G[0], S[0], z[0], j, X[0], float(xx[0]), gj, float(rho[0]), float(zx[0]), eps)
         return
     if j:
         Li = Linv[:, :j, :j]
@@ -168,16 +172,16 @@ def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, b, eps: float) -> None:
     Linv[:, j, j] = s.reciprocal_()
     G[:, j, j] = xx
     S[:, j] = X
-    z[:, j] = (X * b).sum(dim=1)
+    z[:, j] = zx
     if noisy is not None and bool(noisy.any()):
         t = torch.nonzero(noisy).flatten()
         Linv[t, : j + 1, : j + 1] = safe_inverse_factor(G[t, : j + 1, : j + 1], rho[t])
 
 
-def border_one_(Linv, G, S, z, j: int, x, xx: float, g, rho: float, b, eps: float) -> None:
+def border_one_(Linv, G, S, z, j: int, x, xx: float, g, rho: float, zx: float, eps: float) -> None:
     """:func:`border_at_` for ONE member, on its unbatched state: ``Linv``, ``G`` ``(cap, cap)``,
-    ``S`` ``(cap, d)``, ``z`` ``(cap,)``, the row ``x`` and ``b`` ``(d,)``, ``g = S x`` ``(j,)``,
-    and the Schur complement as a Python float (same arithmetic as the batched rule).
+    ``S`` ``(cap, d)``, ``z`` ``(cap,)``, the row ``x`` ``(d,)``, ``g = S x`` ``(j,)``, ``xx``, ``rho``,
+    ``zx`` and the Schur complement as Python floats (same arithmetic as the batched rule).
 
     Written with operators numpy arrays and torch tensors share (``@``, ``*``, slicing, item
     stores), so the caller may pass either: on CPU the estimators pass numpy views of their
@@ -196,26 +200,25 @@ def border_one_(Linv, G, S, z, j: int, x, xx: float, g, rho: float, b, eps: floa
     Linv[j, j] = 1.0 / s
     G[j, j] = xx
     S[j] = x
-    z[j] = float(x @ b)
+    z[j] = zx
     if j and raw < 8.0 * eps * xx:  # rounding noise: rebuild the factor (see border_at_)
         Gt = torch.as_tensor(G)  # shares the memory of a numpy view
         fresh = safe_inverse_factor(Gt[: j + 1, : j + 1].unsqueeze(0), torch.tensor([rho], dtype=Gt.dtype, device=Gt.device))[0]
         Linv[: j + 1, : j + 1] = fresh.cpu().numpy() if isinstance(Linv, np.ndarray) else fresh
 
 
-def border_scattered_(Linv, G, S, z, idx, pos, X, xx, g, rho, b) -> None:
+def border_scattered_(Linv, G, S, z, idx, pos, X, xx, g, rho, zx) -> None:
     """:func:`border_at_` for the members ``idx`` at their own slots ``pos`` (index tensors);
-    ``g`` spans the full capacity (zero past each member's rows)."""
+    ``g`` spans the full capacity (zero past each member's rows), ``zx`` ``(B,)`` as there."""
     c = torch.bmm(Linv, g.unsqueeze(2)).squeeze(2)  # zero on the padding
     s = torch.maximum(xx + rho - c.square().sum(dim=1), rho).sqrt_()
     new_row = -torch.bmm(c.unsqueeze(1), Linv).squeeze(1) / s.unsqueeze(1)
-    xb = (X * b).sum(dim=1)
     Linv[idx, pos] = new_row[idx]
     Linv[idx, pos, pos] = 1.0 / s[idx]
     G[idx, pos] = g[idx]
     G[idx, pos, pos] = xx[idx]
     S[idx, pos] = X[idx]
-    z[idx, pos] = xb[idx].to(z.dtype)
+    z[idx, pos] = zx[idx]
 
 
 def _listed(value):
@@ -249,6 +252,7 @@ class FrequentDirections(CovarianceEstimator):
     """
 
     robust = False
+    anchored = True  # the mean term goes through the anchor moved at each reduction (base._reanchor)
 
     def __init__(self, d: int, sketch_size: int, *, reg: float = 1.0, fast: bool = True, device=None, dtype=None,
                  batch_size: int | None = None):
@@ -265,7 +269,7 @@ class FrequentDirections(CovarianceEstimator):
         self._buf = torch.zeros(B, cap, self.d, **self._kw)  # rows [0, m_i) are member i's S
         self._G = torch.zeros(B, cap, cap, **self._ckw)  # S S^T, lower triangle (eigh reads it; zero on the padding)
         self._Linv = torch.eye(cap, **self._ckw).expand(B, cap, cap).clone()  # identity on the padding
-        self._z = torch.zeros(B, cap, **self._ckw)  # S b
+        self._z = torch.zeros(B, cap, **self._ckw)  # S r, r = b - A_hat theta0 (the anchor's residual)
         self._m = np.zeros(B, dtype=np.int64)
         self._n_orth = np.zeros(B, dtype=np.int64)  # leading rows known orthogonal (since the last reduction)
         self._alpha = np.zeros(B)  # RFD's added-back mass (stays 0 for FD)
@@ -274,7 +278,7 @@ class FrequentDirections(CovarianceEstimator):
         self._shrinkages: list[list[float]] = [[] for _ in range(B)]
         self._rho_t = None  # rho as a (B, 1) core tensor, refreshed when alpha changes
         self._eps = torch.finfo(self.dtype).eps
-        self._cache = None  # (U = arms S^T (B, K, mm) core, mm) of the last score_terms
+        self._cache = None  # (U = arms S^T (B, K, mm) core, mm, ||arms||^2, arms theta0) of the last score_terms
         self._lookahead = None  # single sketch: (x, eigh of the bordered Gram) from shrinkage_if_added
 
     # -- per-member scalars ------------------------------------------------------------------
@@ -383,29 +387,26 @@ class FrequentDirections(CovarianceEstimator):
         j = int(m[0])
         uniform = self.batch_size == 1 or bool((m == j).all())  # every member's next row goes to slot j
         mm = j if uniform else int(m.max())
-        if mm == 0:
-            g = None
-        elif actions is not None and cache is not None:  # S x = the played arm's row of U = arms S^T
-            g = cache[0][:, actions] if isinstance(actions, int) else cache[0][self._members, actions]
+        Xc = self._core(X)
+        if actions is not None and cache is not None:  # the played arm's rows of the scored projections
+            pick = (lambda T: T[:, actions]) if isinstance(actions, int) else (lambda T: T[self._members, actions])
+            g, xt = (None if mm == 0 else pick(cache[0])), pick(cache[3])  # S x, x^T theta0
         else:
-            g = self._core(torch.bmm(self._buf[:, :mm], X.unsqueeze(2)).squeeze(2))
-        if isinstance(r, float):  # S b follows b, on the rows held before this one
-            self.b.add_(X, alpha=r)
-            if g is not None:
-                self._z[:, :mm].add_(g, alpha=r)
-        else:
-            self.b.add_(X * r.unsqueeze(1))
-            if g is not None:
-                self._z[:, :mm].add_(g * self._core(r).unsqueeze(1))
+            g = None if mm == 0 else self._core(torch.bmm(self._buf[:, :mm], X.unsqueeze(2)).squeeze(2))
+            xt = torch.linalg.vecdot(Xc, self._anchor[:, 0])
+        e = self._advance_anchor(Xc, r, xt)  # b += r x, r_b += e x with e = r - x^T theta0
+        if g is not None:  # S r_b follows r_b, on the rows held before this one
+            self._z[:, :mm].addcmul_(g, e.unsqueeze(1))
+        zx = torch.linalg.vecdot(Xc, self._anchor[:, 1])  # the new row's entry of S r_b
         self.trace += xx_h
         live = xx_h > 0.0  # a zero row adds nothing to X^T X and is skipped
         if live.all() and uniform:
-            self._append_at(j, X, self._core(xx), g)
+            self._append_at(j, X, self._core(xx), g, zx)
         elif live.any():
             gp = torch.zeros(self.batch_size, self._cap, **self._ckw)
             if g is not None:
                 gp[:, :mm] = g
-            self._append(np.flatnonzero(live), X, self._core(xx), gp)
+            self._append(np.flatnonzero(live), X, self._core(xx), gp, zx)
         else:
             self.n_rows += 1
             return
@@ -421,36 +422,41 @@ class FrequentDirections(CovarianceEstimator):
         """B = 1 of :meth:`step` for the played arm ``a`` of the last scored set (the single
         agent's round): the same operations on member 0's unbatched state, the O(m) part on
         host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`)."""
-        U, j, sq, arms = cache  # from _score_terms_one: U = arms S^T (K, j), ||arms||^2, the arms (views)
+        # from _score_terms_one: U = arms S^T (K, j), ||arms||^2, the arms, arms theta0, the arms in the core dtype
+        U, j, sq, arms, xt, ac = cache
         xx = float(sq[a])  # scored, hence finite
         lookahead, self._lookahead = self._lookahead, None
-        S, G, Linv, z, b = self._member0("step", (self._buf, self._G, self._Linv, self._z, self.b))
-        x, g = arms[a], U[a]  # X[0], and S x: the played arm's row of the projection
-        if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
-            x, g = x.numpy(), g.numpy()
-        b += x * r  # S b follows b, on the rows held before this one
+        S, G, Linv, z, b, anchor = self._member0("step", (self._buf, self._G, self._Linv, self._z, self.b, self._anchor))
+        x, xc, g = arms[a], ac[a], (U[a] if j else None)  # X[0] (working, core dtype); S x: the played arm's row of U
+        if isinstance(S, np.ndarray) and not isinstance(x, np.ndarray):  # scored on tensors (see _member0)
+            x, xc, g = x.numpy(), xc.numpy(), (g.numpy() if j else None)
+        e = r - float(xt[a])  # base._advance_anchor on host scalars: b += r x, r_b += (r - x^T theta0) x
+        b += r * xc
+        rb = anchor[1]
+        rb += e * xc
         if not xx > 0.0:  # a zero row adds nothing to X^T X and is skipped
             self.n_rows += 1
             return
-        z[:j] += r * g
+        if j:
+            z[:j] += e * g  # S r_b follows r_b, on the rows held before this one
         self.trace[0] += xx
-        border_one_(Linv, G, S, z, j, x, xx, g, float(self.rho_all[0]), b, self._eps)
+        border_one_(Linv, G, S, z, j, x, xx, g, float(self.rho_all[0]), float(xc @ rb), self._eps)
         self._m += 1
         if self._m[0] == self._cap or not self.fast:
             eig = lookahead[1] if lookahead is not None and torch.equal(lookahead[0], X[0]) else None
             self._reduce(np.zeros(1, dtype=np.int64), eig)
         self.n_rows += 1
 
-    def _append_at(self, j: int, X, xx, g) -> None:
+    def _append_at(self, j: int, X, xx, g, zx) -> None:
         """Every member appends its row at slot ``j`` (the common case; no index tensors)."""
-        border_at_(self._Linv, self._G, self._buf, self._z, j, X, xx, g, self._rho()[:, 0], self.b, self._eps)
+        border_at_(self._Linv, self._G, self._buf, self._z, j, X, xx, g, self._rho()[:, 0], zx, self._eps)
         self._m += 1
 
-    def _append(self, idx: np.ndarray, X, xx, g) -> None:
+    def _append(self, idx: np.ndarray, X, xx, g, zx) -> None:
         """The live members ``idx`` append at their own slots; ``g`` spans the capacity."""
         t = torch.as_tensor(idx, device=self.device)
         pos = torch.as_tensor(self._m[idx], device=self.device)
-        border_scattered_(self._Linv, self._G, self._buf, self._z, t, pos, X, xx, g, self._rho()[:, 0], self.b)
+        border_scattered_(self._Linv, self._G, self._buf, self._z, t, pos, X, xx, g, self._rho()[:, 0], zx)
         self._m[idx] += 1
 
     def _eigh_desc(self, G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -496,7 +502,6 @@ class FrequentDirections(CovarianceEstimator):
         w = torch.where(kept, keep / evals[:, :k].clamp(min=torch.finfo(self.cdtype).tiny), torch.zeros_like(keep))
         coeff = (evecs[:, :, :k] * w.clamp(0.0, 1.0).sqrt().unsqueeze(1)).mT  # (n, k, m): new S = coeff S
         new_rows = torch.bmm(coeff.to(self.dtype), buf)
-        z_new = torch.bmm(coeff, (self._z[:, :m] if full else self._z[t, :m]).unsqueeze(2)).squeeze(2)  # S b follows S
         delta_h = delta.double().cpu().numpy()
         r_h = r.cpu().numpy()
         if self.robust:  # Alg. 3 line 5: alpha <- alpha + sigma, before rho is read below
@@ -509,8 +514,7 @@ class FrequentDirections(CovarianceEstimator):
             # batched, fresh tensors measured faster than strided in-place writes
             self._buf[:, :k] = new_rows
             self._buf[:, k:m] = 0.0
-            self._z[:, :k] = z_new
-            self._z[:, k:m] = 0.0
+            self._z[:, :m] = 0.0  # the anchor moves to the new A_hat below: r_b = 0
             self._G[:, :m, :m] = 0.0
             torch.diagonal(self._G[:, :k, :k], dim1=1, dim2=2).copy_(keep)
             self._Linv[:, :m, :m] = torch.eye(m, **self._ckw)
@@ -520,8 +524,7 @@ class FrequentDirections(CovarianceEstimator):
             n = idx.size
             S = torch.zeros(n, cap, self.d, **self._kw)
             S[:, :k] = new_rows
-            z = torch.zeros(n, cap, **self._ckw)
-            z[:, :k] = z_new
+            z = torch.zeros(n, cap, **self._ckw)  # the anchor moves to the new A_hat below: r_b = 0
             G = torch.zeros(n, cap, cap, **self._ckw)
             G[:, :k, :k] = torch.diag_embed(keep)
             Linv = torch.eye(cap, **self._ckw).repeat(n, 1, 1)
@@ -530,6 +533,8 @@ class FrequentDirections(CovarianceEstimator):
                 self._buf, self._z, self._G, self._Linv = S, z, G, Linv
             else:
                 self._buf[t], self._z[t], self._G[t], self._Linv[t] = S, z, G, Linv
+        # the anchor moves to the new A_hat (base._reanchor): its rows are the k new, orthogonal ones
+        self._reanchor(None if full else t, new_rows, torch.diag_embed(linv_diag), rho.view(-1))
         self._m[idx] = r_h
         self._n_orth[idx] = r_h
         self._shrink[idx] += delta_h
@@ -611,15 +616,15 @@ class FrequentDirections(CovarianceEstimator):
             mean, quad = self._score_terms_one(arms[0])
             return as_tensor(mean).unsqueeze(0), as_tensor(quad).unsqueeze(0)  # core dtype, as below
         sq, U, W, mm = self._project(arms)
-        xb = self._core(torch.bmm(arms, self.b.unsqueeze(2)).squeeze(2))
+        tr = torch.bmm(self._core(arms), self._anchor.mT)  # (B, K, 2): x^T theta0, x^T r (base._reanchor)
+        xt, xr = tr[:, :, 0], tr[:, :, 1]
         rho = self._rho()
+        self._cache = (U, mm, sq, xt)
         if W is None:
-            self._cache = None
-            mean = xb / rho
+            mean = xt + xr / rho
         else:
-            self._cache = (U, mm, sq)
-            y = torch.bmm(self._Linv[:, :mm, :mm], self._z[:, :mm].unsqueeze(2))  # Linv S b
-            mean = (xb - torch.bmm(W, y).squeeze(2)) / rho
+            y = torch.bmm(self._Linv[:, :mm, :mm], self._z[:, :mm].unsqueeze(2))  # Linv S r
+            mean = xt + (xr - torch.bmm(W, y).squeeze(2)) / rho
         return mean, self._quad_from(sq, W)  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
@@ -628,24 +633,25 @@ class FrequentDirections(CovarianceEstimator):
         tensors) and host scalars; the projection is cached unbatched for :meth:`_step_one`.
         ``(K, d) -> (K,), (K,)`` in the core dtype (float64: the single agent ranks its arms
         there, also when working in float32), numpy arrays on the host path."""
-        S, Linv, z, b = self._member0("one", (self._buf, self._Linv, self._z, self.b), big=True)
+        S, Linv, z, anchor = self._member0("one", (self._buf, self._Linv, self._z, self._anchor), big=True)
         a = arms.numpy() if isinstance(S, np.ndarray) else arms
         ac = self._core(a)
         sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
-        xb = self._core(a @ b)
+        tr = ac @ anchor.T  # (K, 2): x^T theta0, x^T r (base._reanchor)
+        xt, xr = tr[:, 0], tr[:, 1]
         rho = float(self.rho_all[0])
         floor = sq / float(self.reg + self.trace[0] + self._alpha[0])  # the width floor (base._floor)
         mm = int(self._m[0])
         if mm == 0:
-            self._cache = None
-            mean, quad = xb / rho, maximum(sq / rho, floor)
+            U = None
+            mean, quad = xt + xr / rho, maximum(sq / rho, floor)
         else:
             U = self._core(a @ S[:mm].T)  # the only O(K d m) step
             Li = Linv[:mm, :mm]
             W = U @ Li.T
-            mean = (xb - W @ (Li @ z[:mm])) / rho  # (x^T b - w^T Linv S b) / rho
+            mean = xt + (xr - W @ (Li @ z[:mm])) / rho  # x^T theta0 + (x^T r - w^T Linv S r) / rho
             quad = maximum((sq - rowdot(W, W)) / rho, floor)
-            self._cache = (U, mm, sq, a)
+        self._cache = (U, mm, sq, a, xt, ac)
         return mean, quad
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
@@ -698,12 +704,14 @@ class FrequentDirections(CovarianceEstimator):
 
     def member_memory_bytes(self):
         """The buffer (``cap x d``, working dtype), Gram and inverse factor (``cap x cap`` each, core
-        dtype) and ``S b`` (``cap``, core): ``cap = 2l`` fast, ``l`` textbook."""
+        dtype), ``S r`` (``cap``, core) and the anchor (``theta0``, ``r``: ``2 d``, core;
+        base._reanchor): ``cap = 2l`` fast, ``l`` textbook."""
         cap = self._caps  # each member's own capacity: what its single sketch allocates
-        return (self._buf.element_size() * cap * self.d + self._G.element_size() * (2 * cap * cap + cap)).astype(np.int64)
+        ec = self._G.element_size()
+        return (self._buf.element_size() * cap * self.d + ec * (2 * cap * cap + cap + 2 * self.d)).astype(np.int64)
 
     def _held_bytes(self):
-        return tensor_bytes(self._buf, self._G, self._Linv, self._z, self.b)
+        return tensor_bytes(self._buf, self._G, self._Linv, self._z, self.b, self._anchor)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(d={self.d}, sketch_size={_listed(self._l)}, reg={_listed(self.reg)}, fast={self.fast}, "
