@@ -129,7 +129,7 @@ import torch
 
 from .._torch import tensor_bytes
 from .._validate import per_member
-from .base import CovarianceEstimator, as_tensor, maximum, rowdot
+from .base import CovarianceEstimator, as_tensor, axpy_, maximum, rowdot
 from .exact import below_floor, project, repair_inverse_, sherman_morrison_
 from .fd import _listed, border_at_, border_one_, border_scattered_, safe_inverse_factor
 
@@ -523,10 +523,10 @@ class DyadicBlockSketch(CovarianceEstimator):
         if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
             x, xc, g = x.numpy(), xc.numpy(), g.numpy()
         e = r - float(xt[a])  # base._advance_anchor on host scalars: b += r x, r_b += (r - x^T theta0) x
-        b += r * xc
         rb = anchor[1]
-        rb += e * xc
-        z[:j] += e * g  # S r_b follows r_b, on the rows held before this one
+        axpy_(b, r, xc)
+        axpy_(rb, e, xc)
+        axpy_(z[:j], e, g)  # S r_b follows r_b, on the rows held before this one
         self.act_mass[0] += norm2
         self.act_rows[0] += 1
         border_one_(Linv, G, S, z, j, x, norm2, g, float(self.c()[0]), float(xc @ rb), self._eps)  # eq. 7

@@ -90,7 +90,7 @@ import torch
 
 from .._torch import as_vector, tensor_bytes
 from .._validate import per_member
-from .base import CovarianceEstimator, as_tensor, maximum, rowdot
+from .base import CovarianceEstimator, as_tensor, axpy_, eigh_desc, maximum, ridge_solution, rowdot
 
 __all__ = ["FrequentDirections", "border_at_", "border_one_", "border_scattered_", "check_sketch_size", "safe_inverse_factor"]
 
@@ -431,20 +431,20 @@ class FrequentDirections(CovarianceEstimator):
         if isinstance(S, np.ndarray) and not isinstance(x, np.ndarray):  # scored on tensors (see _member0)
             x, xc, g = x.numpy(), xc.numpy(), (g.numpy() if j else None)
         e = r - float(xt[a])  # base._advance_anchor on host scalars: b += r x, r_b += (r - x^T theta0) x
-        b += r * xc
         rb = anchor[1]
-        rb += e * xc
+        axpy_(b, r, xc)
+        axpy_(rb, e, xc)
         if not xx > 0.0:  # a zero row adds nothing to X^T X and is skipped
             self.n_rows += 1
             return
         if j:
-            z[:j] += e * g  # S r_b follows r_b, on the rows held before this one
+            axpy_(z[:j], e, g)  # S r_b follows r_b, on the rows held before this one
         self.trace[0] += xx
-        border_one_(Linv, G, S, z, j, x, xx, g, float(self.rho_all[0]), float(xc @ rb), self._eps)
+        border_one_(Linv, G, S, z, j, x, xx, g, float(self.reg + self._alpha[0]), float(xc @ rb), self._eps)
         self._m += 1
         if self._m[0] == self._cap or not self.fast:
             eig = lookahead[1] if lookahead is not None and torch.equal(lookahead[0], X[0]) else None
-            self._reduce(np.zeros(1, dtype=np.int64), eig)
+            self._reduce_one(eig)
         self.n_rows += 1
 
     def _append_at(self, j: int, X, xx, g, zx) -> None:
@@ -459,19 +459,47 @@ class FrequentDirections(CovarianceEstimator):
         border_scattered_(self._Linv, self._G, self._buf, self._z, t, pos, X, xx, g, self._rho()[:, 0], zx)
         self._m[idx] += 1
 
-    def _eigh_desc(self, G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        evals, evecs = torch.linalg.eigh(G)
-        return evals.flip(-1), evecs.flip(-1)
+    def _eigh_desc(self, G):
+        """The reductions' one decomposition (:func:`~agents.sketches.base.eigh_desc`; a method so
+        tests can count the calls)."""
+        return eigh_desc(G)
 
-    def _shrink_values(self, evals: torch.Tensor, m: int, l: int | None = None) -> torch.Tensor:
+    def _shrink_values(self, evals, m: int, l: int | None = None):
         """Alg. 2 line 5 per member: sigma_l^2 (the l-th largest eigenvalue), 0 if < l rows or
-        at the rounding level (``l``: the members' common sketch size, default the sketch's)."""
+        at the rounding level (``l``: the members' common sketch size, default the sketch's).
+        ``evals`` ``(n, m)`` descending, a tensor or (B = 1 host path) a numpy array."""
         l = self._l if l is None else l
         tol = self._rank_tol(m, evals[:, 0])
         if m < l:
-            return torch.zeros_like(tol)
+            return tol * 0.0
         delta = evals[:, l - 1]
-        return torch.where(delta <= tol, torch.zeros_like(delta), delta)
+        return delta * (delta > tol)
+
+    def _shrink_plan(self, evals, evecs, m: int, l: int):
+        """Alg. 2 lines 5-6 for a stack of n members with m rows each (eigenpairs of their Grams,
+        descending; tensors, or numpy arrays on the B = 1 host path): ``(delta, keep, kept, coeff)``
+        with the shrink values ``(n,)``, the kept squared singular values ``(n, k)`` (0 where
+        dropped), the mask of kept directions ``(n, k)`` and ``coeff`` ``(n, k, m)``, the new rows
+        being ``coeff S`` (``k = min(l - 1, m)``)."""
+        delta = self._shrink_values(evals, m, l)
+        tol = self._rank_tol(m, evals[:, 0])
+        k = min(l - 1, m)
+        keep = evals[:, :k] - delta[:, None]  # Alg. 2 line 6 on the l - 1 leading directions
+        kept = keep > tol[:, None]  # keep is sorted: the leading ones survive
+        keep = keep * kept
+        w = (keep / evals[:, :k].clip(min=torch.finfo(self.cdtype).tiny)).clip(0.0, 1.0)  # in [0, 1]: never over-estimates
+        coeff = (evecs[:, :, :k] * w[:, None, :] ** 0.5).swapaxes(-1, -2)
+        return delta, keep, kept, coeff
+
+    def _after_reduction(self, idx: np.ndarray, delta_h: np.ndarray, rows: np.ndarray, trace: np.ndarray) -> None:
+        """Host bookkeeping of a reduction of the members ``idx`` (shrink values, rows kept, ``tr S^T S``)."""
+        self._m[idx] = rows
+        self._n_orth[idx] = rows
+        self._shrink[idx] += delta_h
+        self._n_red[idx] += 1
+        self.trace[idx] = trace  # tr S^T S now (the width floor's bound)
+        for i, v in zip(idx, delta_h):
+            self._shrinkages[i].append(float(v))
 
     def _reduce(self, idx: np.ndarray, eig=None) -> None:
         """FD reduction (seed 000 Alg. 2 lines 4-7) of the members ``idx``, grouped by row count
@@ -491,16 +519,9 @@ class FrequentDirections(CovarianceEstimator):
         buf = self._buf[:, :m] if full else self._buf[t, :m]
         if eig is None:
             eig = self._eigh_desc(self._reduction_gram(buf, self._G[:, :m, :m] if full else self._G[t, :m, :m]))
-        evals, evecs = eig
-        delta = self._shrink_values(evals, m, l)
-        tol = self._rank_tol(m, evals[:, 0])
-        k = min(l - 1, m)
-        keep = evals[:, :k] - delta.unsqueeze(1)  # Alg. 2 line 6 on the l - 1 leading directions
-        r = (keep > tol.unsqueeze(1)).sum(dim=1)  # keep is sorted: the leading r survive
-        kept = torch.arange(k, device=self.device).unsqueeze(0) < r.unsqueeze(1)
-        keep = torch.where(kept, keep, torch.zeros_like(keep))
-        w = torch.where(kept, keep / evals[:, :k].clamp(min=torch.finfo(self.cdtype).tiny), torch.zeros_like(keep))
-        coeff = (evecs[:, :, :k] * w.clamp(0.0, 1.0).sqrt().unsqueeze(1)).mT  # (n, k, m): new S = coeff S
+        delta, keep, kept, coeff = self._shrink_plan(*eig, m, l)
+        k = keep.shape[1]
+        r = kept.sum(dim=1)
         new_rows = torch.bmm(coeff.to(self.dtype), buf)
         delta_h = delta.double().cpu().numpy()
         r_h = r.cpu().numpy()
@@ -535,13 +556,40 @@ class FrequentDirections(CovarianceEstimator):
                 self._buf[t], self._z[t], self._G[t], self._Linv[t] = S, z, G, Linv
         # the anchor moves to the new A_hat (base._reanchor): its rows are the k new, orthogonal ones
         self._reanchor(None if full else t, new_rows, torch.diag_embed(linv_diag), rho.view(-1))
-        self._m[idx] = r_h
-        self._n_orth[idx] = r_h
-        self._shrink[idx] += delta_h
-        self._n_red[idx] += 1
-        self.trace[idx] = keep.sum(dim=1).double().cpu().numpy()  # tr S^T S now (the width floor's bound)
-        for i, v in zip(idx, delta_h):
-            self._shrinkages[i].append(float(v))
+        self._after_reduction(idx, delta_h, r_h, keep.sum(dim=1).double().cpu().numpy())
+
+    def _reduce_one(self, eig=None) -> None:
+        """B = 1 of :meth:`_reduce_group` (the single agent's reduction), in place on member 0's views
+        (:meth:`~agents.sketches.base.CovarianceEstimator._member0`): numpy on CPU, where the ~40 small
+        torch calls of the batched code cost ~0.8 ms a reduction inside a run (their code is cold
+        after a round of numpy work: ~20 us each; d = 784, l = 50: ~15 us a round amortised, as
+        much as the rest of the round's small steps), tensors elsewhere. The same plan
+        (:meth:`_shrink_plan`) and the same arithmetic; ``eig``: a look-ahead's decomposition."""
+        m, l, cap = int(self._m[0]), int(self._ls[0]), self._cap
+        S, G, Linv, z, anchor, b = self._member0("step", (self._buf, self._G, self._Linv, self._z, self._anchor, self.b))
+        if eig is None:
+            evals, evecs = self._eigh_desc(self._reduction_gram(S[None, :m], G[None, :m, :m]))
+        else:
+            evals, evecs = (eig[0].cpu().numpy(), eig[1].cpu().numpy()) if isinstance(S, np.ndarray) else eig
+        delta, keep, kept, coeff = self._shrink_plan(evals, evecs, m, l)
+        k = keep.shape[1]
+        delta_h = np.array([float(delta[0])])
+        if self.robust:  # Alg. 3 line 5: alpha <- alpha + sigma, before rho is read below
+            self._alpha[0] += delta_h[0]
+            self._rho_t = None
+        rho = float(self.rho_all[0])
+        S[:k] = self._work(coeff[0]) @ S[:m]  # the right side is formed before the rows are overwritten
+        S[k:m] = 0.0
+        z[:m] = 0.0  # the anchor moves to the new A_hat below: r_b = 0
+        # Alg. 2 line 7: the rows are now orthogonal, so G and Linv are diagonal (identity on freed slots)
+        G[:m, :m] = 0.0
+        Linv[:m, :m] = 0.0
+        Linv.reshape(-1)[0 : m * (cap + 1) : cap + 1] = 1.0  # (flat strided views of the diagonals)
+        G.reshape(-1)[0 : k * (cap + 1) : cap + 1] = keep[0]
+        Linv.reshape(-1)[0 : k * (cap + 1) : cap + 1] = (keep[0] + rho) ** -0.5 * kept[0] + ~kept[0]
+        anchor[0] = ridge_solution(b, self._core(S[:k]), Linv[:k, :k], rho)  # base._reanchor
+        anchor[1] = 0.0
+        self._after_reduction(np.zeros(1, dtype=np.int64), delta_h, np.array([int(kept.sum())]), np.array([float(keep.sum())]))
 
     # -- look-ahead (state unchanged; one sketch) ---------------------------------------------
     def _bordered_evals(self, x: torch.Tensor | None) -> torch.Tensor:
@@ -639,7 +687,7 @@ class FrequentDirections(CovarianceEstimator):
         sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
         tr = ac @ anchor.T  # (K, 2): x^T theta0, x^T r (base._reanchor)
         xt, xr = tr[:, 0], tr[:, 1]
-        rho = float(self.rho_all[0])
+        rho = float(self.reg + self._alpha[0])  # rho_all[0] without the array
         floor = sq / float(self.reg + self.trace[0] + self._alpha[0])  # the width floor (base._floor)
         mm = int(self._m[0])
         if mm == 0:
