@@ -81,7 +81,7 @@ class NumpyDBS:
         G[:m, m] = g
         G[m, m] = x @ x
         lam = np.linalg.eigvalsh(G)[::-1]
-        tol = 2.0 * self.eps_mach * (m + 1 + math.sqrt(self.d)) * max(lam[0], 0.0)
+        tol = 64.0 * self.eps_mach * (m + 1 + math.sqrt(self.d)) * max(lam[0], 0.0)
         return m + 1 >= fd.l and lam[fd.l - 1] > tol
 
     # -- streaming -------------------------------------------------------------------------

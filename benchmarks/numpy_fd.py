@@ -62,7 +62,7 @@ class NumpyFD:
         m, l = self.m, self.l
         lam, U = np.linalg.eigh(self.G[:m, :m])
         lam, U = lam[::-1], U[:, ::-1]
-        tol = 2.0 * self.eps * (m + math.sqrt(self.d)) * max(lam[0], 0.0)
+        tol = 64.0 * self.eps * (m + math.sqrt(self.d)) * max(lam[0], 0.0)
         delta = lam[l - 1] if m >= l else 0.0
         if delta <= tol:
             delta = 0.0

@@ -59,7 +59,7 @@ Implementation choices (the seeds leave them open):
   with the same ``l``. With fewer than ``l`` rows (or rank < l) the shrink value is 0: FD of
   size l is exact on rank <= l - 1 data. Hence FD is exact (SOFUL == OFUL) for
   ``sketch_size > d``, and NOT for ``sketch_size = d`` (it keeps ``l - 1`` directions). An
-  l-th eigenvalue below the Gram's rounding level (``2 eps (m + sqrt d) lambda_max``) counts as
+  l-th eigenvalue below the Gram's rounding level (``64 eps (m + sqrt d) lambda_max``, base._rank_tol) counts as
   0, so low-rank streams report no shrinkage, and so does a kept direction below it. ``eps`` is
   float64's (plus ``eps32^2`` for the rows' own rounding) also in a float32 run, because the
   reduction and its look-ahead decompose the Gram of the stored rows recomputed in float64
@@ -578,7 +578,10 @@ class FrequentDirections(CovarianceEstimator):
             self._alpha[0] += delta_h[0]
             self._rho_t = None
         rho = float(self.rho_all[0])
-        S[:k] = self._work(coeff[0]) @ S[:m]  # the right side is formed before the rows are overwritten
+        # the new rows by torch's GEMM on the tensor itself, as the batched reduction (bit for bit: a
+        # stream whose eigenvalues tie exactly is then cut alike by both paths in later reductions)
+        new_rows = torch.bmm(as_tensor(self._work(coeff)), self._buf[:, :m])[0]
+        S[:k] = new_rows.numpy() if isinstance(S, np.ndarray) else new_rows
         S[k:m] = 0.0
         z[:m] = 0.0  # the anchor moves to the new A_hat below: r_b = 0
         # Alg. 2 line 7: the rows are now orthogonal, so G and Linv are diagonal (identity on freed slots)
