@@ -267,7 +267,11 @@ class CovarianceEstimator(ABC):
         ``(y - x^T theta0) x`` to ``r`` (``A_hat`` gains ``x x^T``, ``b`` gains ``y x``), so ``r`` sums
         residuals, not responses, and stays small. The anchor moves whenever ``A_hat`` changes
         otherwise than by an appended row, i.e. at every reduction (FD shrinks, RFD raises rho),
-        which also bounds the rows ``r`` collects to one buffer's worth. Cost: one O(R d) solve
+        which also bounds the rows ``r`` collects to one buffer's worth, and whenever ``|r| > |b|``
+        (:meth:`_stale_anchors`): the anchor is then a worse guess than 0 (the old formula), which
+        happens when ``A_hat`` moved far since it was set (a huge row right after a reduction that
+        kept nothing: the correction cancelled ``theta0`` to ~eps (|x|^2/rho)^2, 1e-3 relative in a
+        hypothesis stream). Never in a stream of comparable rows. Cost: one O(R d) solve
         per reduction, here, in the core dtype on the stored rows ``S`` (so exactly the ``A_hat``
         the scores use), and per round a second column of the ``K x d`` product with ``b``.
 
@@ -282,6 +286,19 @@ class CovarianceEstimator(ABC):
             self._anchor[t, 0] = theta0
             self._anchor[t, 1] = 0.0
         return theta0
+
+    def _stale_anchors(self) -> np.ndarray:
+        """Members whose residual outgrew ``b`` (``|r| > |b|``: the anchor is worse than none; see
+        :meth:`_reanchor`), to re-anchor now. An empty array without an anchor."""
+        if self._anchor is None:
+            return np.zeros(0, dtype=np.int64)
+        rb = self._anchor[:, 1]
+        stale = torch.linalg.vecdot(rb, rb) > torch.linalg.vecdot(self.b, self.b)
+        return np.flatnonzero(stale.cpu().numpy())
+
+    def _stale_anchor_one(self, rb, b) -> bool:
+        """:meth:`_stale_anchors` for member 0's views (numpy or tensors): one comparison of two dots."""
+        return float(rb @ rb) > float(b @ b)
 
     def _advance_anchor(self, Xc: torch.Tensor, r, xt: torch.Tensor | None) -> torch.Tensor | None:
         """Add the rows ``Xc`` ``(B, d)`` (core dtype) with responses ``r`` (a float or ``(B,)``) to ``b``
@@ -385,6 +402,33 @@ class CovarianceEstimator(ABC):
         kept different numbers of rows. At 64 the cut sits ~6x above that spread and still ~1e-12
         ``lambda_max`` at m = 100, d = 784: below anything float64 resolves in a sketch."""
         return 64.0 * self._eps_gram * (m + math.sqrt(self.d)) * top.clip(min=0.0)  # tensors or numpy (host path)
+
+    # -- Frequent Directions' reduction plan (FD and the blocks of Dyadic Block Sketching) ------
+    def _shrink_values(self, evals, m: int, l: int):
+        """Alg. 2 line 5 per member: sigma_l^2 (the l-th largest eigenvalue), 0 if < l rows or
+        at the rounding level (:meth:`_rank_tol`); ``l`` the members' common sketch size.
+        ``evals`` ``(n, m)`` descending, a tensor or (B = 1 host path) a numpy array."""
+        tol = self._rank_tol(m, evals[:, 0])
+        if m < l:
+            return tol * 0.0
+        delta = evals[:, l - 1]
+        return delta * (delta > tol)
+
+    def _shrink_plan(self, evals, evecs, m: int, l: int):
+        """Alg. 2 lines 5-6 for a stack of n members with m rows each (eigenpairs of their Grams,
+        descending; tensors, or numpy arrays on the B = 1 host path): ``(delta, keep, kept, coeff)``
+        with the shrink values ``(n,)``, the kept squared singular values ``(n, k)`` (0 where
+        dropped), the mask of kept directions ``(n, k)`` and ``coeff`` ``(n, k, m)``, the new rows
+        being ``coeff S`` (``k = min(l - 1, m)``)."""
+        delta = self._shrink_values(evals, m, l)
+        tol = self._rank_tol(m, evals[:, 0])
+        k = min(l - 1, m)
+        keep = evals[:, :k] - delta[:, None]  # Alg. 2 line 6 on the l - 1 leading directions
+        kept = keep > tol[:, None]  # keep is sorted: the leading ones survive
+        keep = keep * kept
+        w = (keep / evals[:, :k].clip(min=torch.finfo(self.cdtype).tiny)).clip(0.0, 1.0)  # in [0, 1]: never over-estimates
+        coeff = (evecs[:, :, :k] * w[:, None, :] ** 0.5).swapaxes(-1, -2)
+        return delta, keep, kept, coeff
 
     def _sq_norms(self, arms: torch.Tensor) -> torch.Tensor:
         """``||x||^2`` of every row of ``arms`` (last dimension), summed in the core dtype.

@@ -411,12 +411,23 @@ class FrequentDirections(CovarianceEstimator):
             self.n_rows += 1
             return
         full = live & ((self._m == self._caps) | (not self.fast))
+        stale = np.setdiff1d(self._stale_anchors(), np.flatnonzero(full))  # (a reduction re-anchors anyway)
+        if stale.size:
+            self._reanchor_rows(stale)
         if full.any():
             eig = None
             if self.single and lookahead is not None and torch.equal(lookahead[0], X[0]):
                 eig = lookahead[1]  # shrinkage_if_added(x) just decomposed this very Gram
             self._reduce(np.flatnonzero(full), eig)
         self.n_rows += 1
+
+    def _reanchor_rows(self, idx: np.ndarray) -> None:
+        """Move the anchor of the members ``idx`` to their ridge solution now (base._reanchor), from
+        their rows and factor as they stand (not orthogonal between reductions)."""
+        t = torch.as_tensor(idx, device=self.device)
+        mm = int(self._m[idx].max())
+        self._reanchor(t, self._buf[t, :mm], self._Linv[t, :mm, :mm], self._rho()[t].view(-1))
+        self._z[t] = 0.0
 
     def _step_one(self, X, r: float, a: int, cache) -> None:
         """B = 1 of :meth:`step` for the played arm ``a`` of the last scored set (the single
@@ -445,6 +456,11 @@ class FrequentDirections(CovarianceEstimator):
         if self._m[0] == self._cap or not self.fast:
             eig = lookahead[1] if lookahead is not None and torch.equal(lookahead[0], X[0]) else None
             self._reduce_one(eig)
+        elif self._stale_anchor_one(rb, b):  # the anchor is worse than none: move it now (base._reanchor)
+            m = j + 1
+            anchor[0] = ridge_solution(b, self._core(S[:m]), Linv[:m, :m], float(self.reg + self._alpha[0]))
+            anchor[1] = 0.0
+            z[:m] = 0.0
         self.n_rows += 1
 
     def _append_at(self, j: int, X, xx, g, zx) -> None:
@@ -463,33 +479,6 @@ class FrequentDirections(CovarianceEstimator):
         """The reductions' one decomposition (:func:`~agents.sketches.base.eigh_desc`; a method so
         tests can count the calls)."""
         return eigh_desc(G)
-
-    def _shrink_values(self, evals, m: int, l: int | None = None):
-        """Alg. 2 line 5 per member: sigma_l^2 (the l-th largest eigenvalue), 0 if < l rows or
-        at the rounding level (``l``: the members' common sketch size, default the sketch's).
-        ``evals`` ``(n, m)`` descending, a tensor or (B = 1 host path) a numpy array."""
-        l = self._l if l is None else l
-        tol = self._rank_tol(m, evals[:, 0])
-        if m < l:
-            return tol * 0.0
-        delta = evals[:, l - 1]
-        return delta * (delta > tol)
-
-    def _shrink_plan(self, evals, evecs, m: int, l: int):
-        """Alg. 2 lines 5-6 for a stack of n members with m rows each (eigenpairs of their Grams,
-        descending; tensors, or numpy arrays on the B = 1 host path): ``(delta, keep, kept, coeff)``
-        with the shrink values ``(n,)``, the kept squared singular values ``(n, k)`` (0 where
-        dropped), the mask of kept directions ``(n, k)`` and ``coeff`` ``(n, k, m)``, the new rows
-        being ``coeff S`` (``k = min(l - 1, m)``)."""
-        delta = self._shrink_values(evals, m, l)
-        tol = self._rank_tol(m, evals[:, 0])
-        k = min(l - 1, m)
-        keep = evals[:, :k] - delta[:, None]  # Alg. 2 line 6 on the l - 1 leading directions
-        kept = keep > tol[:, None]  # keep is sorted: the leading ones survive
-        keep = keep * kept
-        w = (keep / evals[:, :k].clip(min=torch.finfo(self.cdtype).tiny)).clip(0.0, 1.0)  # in [0, 1]: never over-estimates
-        coeff = (evecs[:, :, :k] * w[:, None, :] ** 0.5).swapaxes(-1, -2)
-        return delta, keep, kept, coeff
 
     def _after_reduction(self, idx: np.ndarray, delta_h: np.ndarray, rows: np.ndarray, trace: np.ndarray) -> None:
         """Host bookkeeping of a reduction of the members ``idx`` (shrink values, rows kept, ``tr S^T S``)."""
@@ -619,7 +608,7 @@ class FrequentDirections(CovarianceEstimator):
         m = evals.shape[0]
         if m == 0:
             return 0.0
-        return float(self._shrink_values(evals.unsqueeze(0), m)[0])
+        return float(self._shrink_values(evals.unsqueeze(0), m, self._l)[0])
 
     def shrinkage_if_added(self, x) -> float:
         """The shrink value that ``update(x)`` would apply now (0.0 if no reduction would happen
