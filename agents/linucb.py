@@ -270,7 +270,7 @@ class LinUCB(TorchAgent):
         est = self.estimator
         if self.single:
             mean, quad = est._score_terms_one(arms)
-            if not isinstance(mean, np.ndarray) and mean.device.type == "cpu":
+            if not isinstance(mean, np.ndarray) and mean.is_cpu:
                 mean, quad = mean.numpy(), quad.numpy()  # views: the scores below are fresh arrays
         else:
             mean, quad = est.score_terms(arms)
