@@ -100,9 +100,8 @@ class LinUCB(TorchAgent):
     Ties in the score are broken towards the lowest index (``torch.argmax``).
 
     ``update(obs, a, r)`` called with the same numpy array or tensor object that ``act`` just
-    scored (or an equal view of the same memory, such as ``arms[t]`` indexed again) learns from
-    the arm set as ``act`` saw it (validated once; an in-place change of ``obs`` in between is
-    not looked at, or for a tensor makes ``update`` convert it afresh).
+    scored learns from the arm set as ``act`` saw it (validated once; an in-place change of
+    ``obs`` in between is not looked at, or for a tensor makes ``update`` convert it afresh).
     """
 
     #: constructor arguments that may differ across the members of a batched agent: each given
@@ -322,19 +321,18 @@ class LinUCB(TorchAgent):
     def _remember_scored(self, obs: Any, arms: torch.Tensor) -> None:
         """Keep act's validated arms for update() of the same obs object (the usual loop).
 
-        Holding ``obs`` keeps its id from being reused, and its memory from being freed. A tensor
-        obs (or an equal view of the same memory, e.g. ``arms[t]`` indexed twice) is tied to its
-        in-place version counter. A numpy obs (or an equal view of the same memory: same data
-        address, shape, strides and dtype, e.g. ``arms[t]`` indexed twice) was copied by
-        :meth:`scores` (``own=True``), so an in-place change before update() cannot make the row
-        update() learns from differ from what was scored (the estimators reuse the scored
-        projection of it): update() learns from the arms as act() saw them. Other inputs (lists)
-        are converted afresh by update().
+        Holding ``obs`` keeps its id from being reused. A tensor obs (or an equal view of the
+        same memory, e.g. ``arms[t]`` indexed twice) is tied to its in-place version counter. A
+        numpy obs (the very object, with the same shape) was copied by :meth:`scores`
+        (``own=True``), so an in-place change before update() cannot make the row update()
+        learns from differ from what was scored (the estimators reuse the scored projection of
+        it): update() learns from the arms as act() saw them. Other inputs (lists, another numpy
+        view of the same memory) are converted afresh by update().
         """
         if isinstance(obs, torch.Tensor):
             self._scored = (obs, arms, obs._version, self.estimator.n_rows)
         elif isinstance(obs, np.ndarray):
-            self._scored = (obs, arms, None, self.estimator.n_rows, obs.shape, obs.strides, obs.dtype)  # as act saw it
+            self._scored = (obs, arms, None, self.estimator.n_rows, obs.shape)  # the shape as act saw it
         else:
             self._scored = None
 
@@ -345,12 +343,8 @@ class LinUCB(TorchAgent):
         if sc is None or sc[3] != self.estimator.n_rows:  # _scored is set only once the estimator exists
             return None
         seen = sc[0]
-        if sc[2] is None:  # numpy
-            if seen is obs:  # the very object, same shape (numpy lets obs.shape be reassigned in place)
-                same = obs.shape == sc[4]
-            else:  # an equal view of the same memory (arms[t] twice): data address, shape, strides, dtype
-                same = type(obs) is np.ndarray and obs.shape == sc[4] and obs.strides == sc[5] and (
-                    obs.dtype == sc[6]) and obs.__array_interface__["data"][0] == seen.__array_interface__["data"][0]
+        if sc[2] is None:  # numpy: the very object, same shape (numpy lets obs.shape be reassigned in place)
+            same = seen is obs and obs.shape == sc[4]
         else:  # torch: the same tensor or an equal view of it (arms[t] twice), unmodified since
             same = isinstance(obs, torch.Tensor) and obs._version == sc[2] and (seen is obs or (
                 obs.data_ptr() == seen.data_ptr() and obs.shape == seen.shape and obs.stride() == seen.stride()
