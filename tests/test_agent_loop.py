@@ -222,3 +222,20 @@ def test_non_finite_arms_are_refused_by_act_with_nothing_changed(name):
         with pytest.raises(ValueError, match="NaN or infinite"):
             agent.act(arms)
         assert agent.t == 1 and agent._scored is None
+
+
+@pytest.mark.parametrize("view", [
+    lambda o: o[:-1],  # same address, fewer arms
+    lambda o: o.view(torch.int64),  # same memory, sizes and strides, another dtype
+    lambda o: o.as_strided(o.shape, (o.stride(0), 0)),  # same address and sizes, other strides
+    lambda o: o.clone(),  # same values, other memory
+    lambda o: o.t().t().contiguous().view(-1).view(o.shape).clone(),
+])
+def test_other_tensors_are_converted_afresh(view, monkeypatch):
+    """Only the very tensor or a view of the same memory, sizes, strides and dtype is act's arm set."""
+    obs = torch.as_tensor(np.random.default_rng(2).standard_normal((4, 3)))
+    for same in (lambda o: o, lambda o: o[:], lambda o: o.view(4, 3)):
+        actions, a = _played(SOFUL(sketch_size=2, beta=0.3, d=3), obs, monkeypatch, same)
+        assert actions == a  # reused
+    actions, a = _played(SOFUL(sketch_size=2, beta=0.3, d=3), obs, monkeypatch, view)
+    assert actions is None
