@@ -74,12 +74,16 @@ def test_owned_conversion_has_the_values_of_the_plain_one_and_never_shares(data,
     assert torch.equal(owned, before)
 
 
-def test_unowned_float64_conversion_still_shares_the_array():
-    """own=False (update()'s conversion, used at once) stays a zero-copy view of a float64 array."""
-    x = np.arange(12.0).reshape(3, 4)
-    t = as_float_tensor(x, CPU, torch.float64, "x")
+@pytest.mark.parametrize("obs_dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_unowned_conversion_shares_exactly_what_it_shared_before(obs_dtype, dtype):
+    """own=False (update()'s conversion, used at once; other agents' arm sets) stays a zero-copy
+    view of a float64 array for float64, and a copy otherwise (a float32 agent holding float32
+    env arms does not see the env's buffer change)."""
+    x = np.arange(12.0).reshape(3, 4).astype(obs_dtype)
+    t = as_float_tensor(x, CPU, dtype, "x")
     x[0, 0] = 99.0
-    assert float(t[0, 0]) == 99.0
+    assert (float(t[0, 0]) == 99.0) == (obs_dtype is np.float64 and dtype == torch.float64)
 
 
 class _Float(float):
