@@ -243,3 +243,23 @@ def test_other_tensors_are_converted_afresh(view, monkeypatch):
         assert actions == a  # reused
     actions, a = _played(SOFUL(sketch_size=2, beta=0.3, d=3), obs, monkeypatch, view)
     assert actions is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_theory_radius_of_the_single_agent_is_the_batched_members(dtype):
+    """The single OFUL's "theory" radius (host floats) and log-det sum (a numpy view of float64
+    increments) are exactly a batched OFUL member's (numpy arrays, .double().cpu())."""
+    rng = np.random.default_rng(6)
+    kw = dict(lam=0.7, beta="theory", delta=0.1, noise_std=0.5, theta_bound=2.0, dtype=dtype)
+    single, batched = OFUL(**kw), OFUL(batch_size=2, **kw)
+    for _ in range(8):
+        arms = rng.standard_normal((2, 5, 3))
+        obs = arms[0]  # one object for act and update, as for the batched agent: both reuse the scored widths
+        a = single.act(obs)
+        actions = batched.act(arms)
+        assert actions[0] == a
+        assert isinstance(single.confidence_radius(), float)
+        assert single.confidence_radius() == float(batched._radius()[0])  # float64 (the batched public one is in dtype)
+        single.update(obs, a, 1.0)
+        batched.update(arms, actions, np.ones(2))
+        assert single.logdet_ratio == float(batched.logdet_ratio[0]) > 0.0
