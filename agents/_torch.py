@@ -124,9 +124,10 @@ def as_float_tensor(obs: Any, device: torch.device, dtype: torch.dtype, what: st
 
     ``own=True``: a numpy ``obs`` is always copied (never shared with the tensor), so a later
     in-place change of the array cannot reach the tensor (the single agent's snapshot of the
-    arms it scored); otherwise a float64 array on CPU is shared, anything else copied. A float32/float64 array bound for the CPU is cast by numpy, which copies
-    at most once (~1.5 us at K = 10, d = 784, against ~3-4 us for ``as_tensor(...).to(...)``
-    and a separate ``clone``); the values are the same (one round-to-nearest cast either way)."""
+    arms it scored); otherwise a float64 array on CPU is shared, anything else copied. A
+    float32/float64 array bound for the CPU is cast by numpy, which copies at most once (~1.5 us
+    at K = 10, d = 784, against ~3-4 us for ``as_tensor(...).to(...)`` and a separate
+    ``clone``); the values are the same (one round-to-nearest cast either way)."""
     if isinstance(obs, torch.Tensor):
         if obs.requires_grad:  # the agents learn by linear algebra, not autograd (and read CPU arms as numpy views)
             obs = obs.detach()

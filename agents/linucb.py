@@ -265,15 +265,16 @@ class LinUCB(TorchAgent):
         scores cost nothing to keep there, and rounding them to float32 made near-ties (up to
         ~6e-8 relative) exact ties, which argmax breaks by index, unlike float64.
 
-        The single agent on CPU forms its K scores on numpy views of the two terms also when
-        the estimator returned tensors (OFUL's exact estimator, DBS once exact): the formula,
-        the finiteness test and the argmax are then ~0.5 us numpy calls instead of ~2-3 us
-        torch dispatches (~6 us a round at K = 10), and every single agent ranks with the same
-        arithmetic (``mean + beta * sqrt(quad)``, two roundings)."""
+        The single agent on CPU (the estimator's :attr:`~agents.sketches.base.CovarianceEstimator.host`)
+        forms its K scores on numpy views of the two terms also when the estimator returned
+        tensors (OFUL's exact estimator, DBS once exact): the formula, the finiteness test and
+        the argmax are then ~0.3-1 us numpy calls instead of ~2-3 us torch dispatches, and every
+        single agent ranks with the same arithmetic (``mean + beta * sqrt(quad)``, two roundings).
+        ``estimator.host = False`` keeps the whole round on tensors, as on other devices."""
         est = self.estimator
         if self.single:
             mean, quad = est._score_terms_one(arms)
-            if not isinstance(mean, np.ndarray) and mean.is_cpu:
+            if not isinstance(mean, np.ndarray) and est.host and mean.is_cpu:
                 mean, quad = mean.numpy(), quad.numpy()  # views: the scores below are fresh arrays
         else:
             mean, quad = est.score_terms(arms)

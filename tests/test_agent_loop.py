@@ -211,6 +211,12 @@ def test_oful_scores_on_host_views_are_the_estimator_terms(dtype):
         torch.testing.assert_close(torch.from_numpy(s), (mean + 0.3 * quad.sqrt())[0], rtol=0, atol=0)
         a = agent.act(arms)
         assert a == int(np.argmax(s))
+        agent.estimator.host = False  # the round on tensors, as on other devices: the same scores
+        on_tensors = agent._round_scores(arms)
+        agent.estimator.host = True
+        assert isinstance(on_tensors, torch.Tensor)
+        torch.testing.assert_close(on_tensors, torch.from_numpy(s), rtol=1e-15, atol=1e-15)
+        agent._round_scores(arms)
         agent.update(arms, a, float(rng.standard_normal()))
 
 
