@@ -163,7 +163,14 @@ class TorchAgent(Agent):
 
         ``stop_actions``: the best-arm-identification encoding, where ``a in [K, 2K)`` stops
         and recommends arm ``a - K`` (``n_arms`` is still K, the number of arms).
+
+        An ``int`` action in range with a finite ``float`` (or numpy float64) reward, what every
+        loop passes, returns at once (~0.1 us, against ~1.5 us for the general checks below,
+        whose ``numbers.Integral`` test is an ABC lookup); anything else takes those checks.
         """
+        if type(action) is int and 0 <= action < (2 * n_arms if stop_actions else n_arms) and (
+                type(reward) is float or type(reward) is np.float64) and math.isfinite(reward):
+            return action, float(reward)
         if isinstance(action, (np.ndarray, torch.Tensor)) and action.ndim == 0:
             action = action.item()
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, numbers.Integral):

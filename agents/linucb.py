@@ -58,9 +58,11 @@ def _fmt(value: Any) -> str:
     return repr(value.tolist()) if isinstance(value, np.ndarray) else repr(value)
 
 
-def as_arm_batch(obs: Any, device: torch.device, dtype: torch.dtype, batch_size: int, d: int | None) -> torch.Tensor:
-    """A ``(B, K, d)`` finite tensor on the device, or a ``ValueError`` saying what was wrong."""
-    arms = as_float_tensor(obs, device, dtype, "(B, K, d) batch of arm sets")
+def as_arm_batch(obs: Any, device: torch.device, dtype: torch.dtype, batch_size: int, d: int | None,
+                 own: bool = False) -> torch.Tensor:
+    """A ``(B, K, d)`` finite tensor on the device, or a ``ValueError`` saying what was wrong
+    (``own``: see :func:`~agents._torch.as_float_tensor`)."""
+    arms = as_float_tensor(obs, device, dtype, "(B, K, d) batch of arm sets", own)
     if arms.ndim != 3 or arms.shape[0] != batch_size or arms.shape[1] < 1 or arms.shape[2] < 1:
         raise ValueError(
             f"the observation must be a (B={batch_size}, K, d) batch of arm sets (one per member), "
@@ -179,15 +181,17 @@ class LinUCB(TorchAgent):
         super()._allocate(d)
         self.estimator = self._make_estimator(d)
 
-    def _arms(self, obs: Any, check_finite: bool = True) -> torch.Tensor:
+    def _arms(self, obs: Any, check_finite: bool = True, own: bool = False) -> torch.Tensor:
         """The round's validated arms: ``(K, d)`` for the single agent, ``(B, K, d)`` batched.
         ``check_finite=False`` (single agent, dimension known) leaves the NaN/inf test to
-        :meth:`scores`, which runs it only when the scores are not finite."""
+        :meth:`scores`, which runs it only when the scores are not finite. ``own``: a numpy
+        ``obs`` is copied, never shared (:func:`~agents._torch.as_float_tensor`)."""
         if self.single:
-            arms = as_arm_matrix(obs, self.device, self.dtype, self.d, check_finite=check_finite or self.d is None)
+            arms = as_arm_matrix(obs, self.device, self.dtype, self.d, check_finite=check_finite or self.d is None,
+                                 own=own)
             d = arms.shape[1]
         else:
-            arms = as_arm_batch(obs, self.device, self.dtype, self.batch_size, self.d)
+            arms = as_arm_batch(obs, self.device, self.dtype, self.batch_size, self.d, own)
             d = arms.shape[2]
         if self.d is None:
             self._allocate(int(d))
@@ -233,6 +237,10 @@ class LinUCB(TorchAgent):
         """beta_t as a float, or per member as a float64 array ``(B,)``."""
         if self._theory is False:
             return self.beta
+        if self.single and self._accumulates_logdet:  # the same IEEE operations as below, on host floats
+            # (~0.5 us a round against ~3 us for numpy calls on (1,) arrays)
+            return self.noise_std * math.sqrt(2.0 * math.log(1.0 / self.delta) + float(self._logdet[0])) + math.sqrt(
+                self.lam) * self.theta_bound
         if self._accumulates_logdet or self.estimator is None:
             r = self.noise_std * np.sqrt(2.0 * math.log(1.0 / self.delta) + self._logdet) + np.sqrt(
                 self.lam) * self.theta_bound
@@ -256,9 +264,21 @@ class LinUCB(TorchAgent):
 
         In the estimator's core dtype (float64 on CPU whatever the working dtype): the K
         scores cost nothing to keep there, and rounding them to float32 made near-ties (up to
-        ~6e-8 relative) exact ties, which argmax breaks by index, unlike float64."""
+        ~6e-8 relative) exact ties, which argmax breaks by index, unlike float64.
+
+        The single agent on CPU (the estimator's :attr:`~agents.sketches.base.CovarianceEstimator.host`)
+        forms its K scores on numpy views of the two terms also when the estimator returned
+        tensors (OFUL's exact estimator, DBS once exact): the formula, the finiteness test and
+        the argmax are then ~0.3-1 us numpy calls instead of ~2-3 us torch dispatches, and every
+        single agent ranks with the same arithmetic (``mean + beta * sqrt(quad)``, two roundings).
+        ``estimator.host = False`` keeps the whole round on tensors, as on other devices."""
         est = self.estimator
-        mean, quad = est._score_terms_one(arms) if self.single else est.score_terms(arms)
+        if self.single:
+            mean, quad = est._score_terms_one(arms)
+            if not isinstance(mean, np.ndarray) and est.host and mean.is_cpu:
+                mean, quad = mean.numpy(), quad.numpy()  # views: the scores below are fresh arrays
+        else:
+            mean, quad = est.score_terms(arms)
         r = self._radius()
         if isinstance(mean, np.ndarray):  # the same formula on the host path's arrays
             return mean + (float(r[0]) if isinstance(r, np.ndarray) else r) * np.sqrt(quad)
@@ -282,11 +302,7 @@ class LinUCB(TorchAgent):
     def _round_scores(self, obs: Any):
         """:meth:`scores` as computed: the single agent's are in the estimator's core dtype (ranked
         in float64 also when working in float32), a numpy array on its host path."""
-        arms = self._arms(obs, check_finite=False)
-        if isinstance(obs, np.ndarray) and arms.device.type == "cpu" and (
-            arms.data_ptr() == obs.__array_interface__["data"][0]
-        ):
-            arms = arms.clone()  # a snapshot, see _remember_scored
+        arms = self._arms(obs, check_finite=False, own=True)  # own: a snapshot of a numpy obs, see _remember_scored
         s = self._scores(arms)
         if not _all_finite(s):
             self._scored = None  # the estimator's projection cache now holds these arms
@@ -313,34 +329,39 @@ class LinUCB(TorchAgent):
 
         Holding ``obs`` keeps its id from being reused. A tensor obs (or an equal view of the
         same memory, e.g. ``arms[t]`` indexed twice) is tied to its in-place version counter. A
-        numpy obs whose memory the tensor would share (float64 on CPU) was snapshotted by
-        :meth:`scores`, so an in-place change before update() cannot make the row update() learns
-        from differ from what was scored (the estimators reuse the scored projection of it).
-        Other inputs (lists, float32 arrays) were copied by the conversion already.
+        numpy obs (the very object, with the same shape) was copied by :meth:`scores`
+        (``own=True``), so an in-place change before update() cannot make the row update()
+        learns from differ from what was scored (the estimators reuse the scored projection of
+        it): update() learns from the arms as act() saw them. Other inputs (lists, another numpy
+        view of the same memory) are converted afresh by update().
         """
         if isinstance(obs, torch.Tensor):
             self._scored = (obs, arms, obs._version, self.estimator.n_rows)
         elif isinstance(obs, np.ndarray):
-            self._scored = (obs, arms, None, self.estimator.n_rows)
+            self._scored = (obs, arms, None, self.estimator.n_rows, obs.shape)  # the shape as act saw it
         else:
             self._scored = None
 
+    def _scored_arms(self, obs: Any) -> torch.Tensor | None:
+        """act's validated arms when ``obs`` is the arm set act just scored, by the rules of
+        :meth:`_remember_scored` (its projection is then reusable), else None. Changes nothing."""
+        sc = self._scored
+        if sc is None or sc[3] != self.estimator.n_rows:  # _scored is set only once the estimator exists
+            return None
+        seen = sc[0]
+        if sc[2] is None:  # numpy: the very object, same shape (numpy lets obs.shape be reassigned in place)
+            same = seen is obs and obs.shape == sc[4]
+        else:  # torch: the same tensor or an equal view of it (arms[t] twice), unmodified since
+            # (is_set_to: same storage, offset, sizes and strides, in one call (~0.3 us against ~1.1 us
+            # for comparing data_ptr, shape, stride and device); it ignores the dtype, compared here)
+            same = isinstance(obs, torch.Tensor) and obs._version == sc[2] and (
+                seen is obs or (obs.is_set_to(seen) and obs.dtype is seen.dtype))
+        return sc[1] if same else None
+
     def _round_arms(self, obs: Any) -> tuple[torch.Tensor, bool]:
         """The round's validated arms (as :meth:`_arms`), and whether they are act's (projection reusable)."""
-        sc = self._scored
-        if sc is not None and self.estimator is not None and sc[3] == self.estimator.n_rows:
-            seen = sc[0]
-            shape = tuple(sc[1].shape)
-            if sc[2] is None:  # numpy: the very object, same shape
-                same = seen is obs and obs.shape == shape
-            else:  # torch: the same tensor or an equal view of it (arms[t] twice), unmodified since
-                same = isinstance(obs, torch.Tensor) and (seen is obs or (
-                    obs.data_ptr() == seen.data_ptr() and obs.shape == seen.shape and obs.stride() == seen.stride()
-                    and obs.dtype == seen.dtype and obs.device == seen.device
-                )) and obs._version == sc[2]
-            if same:
-                return sc[1], True
-        return self._arms(obs), False
+        arms = self._scored_arms(obs)
+        return (self._arms(obs), False) if arms is None else (arms, True)
 
     def _feedback(self, n_arms: int, actions: Any, rewards: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """Validate the round's feedback before any state changes: ``(B,)`` actions and rewards."""
@@ -365,19 +386,25 @@ class LinUCB(TorchAgent):
         return torch.as_tensor(a, device=self.device), torch.as_tensor(r, device=self.device).to(self.dtype)
 
     def update(self, obs: Any, action: Any, reward: Any) -> None:
-        if self.single:  # feedback checked before _round_arms, which fixes d on the first round
-            a, r = self._check_feedback(self._n_arms(obs), action, reward)
-        arms, reused = self._round_arms(obs)
-        est = self.estimator
         if self.single:  # ints and floats, basic indexing: no index tensors for one member
+            arms = self._scored_arms(obs)  # act's arms (K known) or None; nothing changes yet
+            # feedback checked before _arms, which fixes d on the first round
+            a, r = self._check_feedback(self._n_arms(obs) if arms is None else arms.shape[0], action, reward)
+            cached = None if arms is None else a
+            if arms is None:
+                arms = self._arms(obs)
             X = arms[a : a + 1]  # (1, d), a view
-            cached = a if reused else None
         else:
+            arms, reused = self._round_arms(obs)
             idx, r = self._feedback(arms.shape[1], action, reward)
-            X = arms[est._members, idx]  # (B, d): each member's played arm
+            X = arms[self.estimator._members, idx]  # (B, d): each member's played arm
             cached = idx if reused else None
+        est = self.estimator
         if self._theory is not False and self._accumulates_logdet:
-            self._logdet = self._logdet + est.logdet_increments(X, cached).double().cpu().numpy()
+            inc = est.logdet_increments(X, cached)
+            # a float64 CPU tensor is read as a numpy view (.double().cpu() would be two dispatches doing nothing)
+            self._logdet = self._logdet + (inc.numpy() if inc.is_cpu and inc.dtype is torch.float64 else
+                                           inc.double().cpu().numpy())
         est.step(X, r, cached)
         self._scored = self._theta = None
         self.t += 1
