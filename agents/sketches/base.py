@@ -53,6 +53,7 @@ Numerics, shared by every estimator (DESIGN.md: "make float32 a tested citizen")
 from __future__ import annotations
 
 import math
+import operator
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -296,9 +297,6 @@ class CovarianceEstimator(ABC):
         stale = torch.linalg.vecdot(rb, rb) > torch.linalg.vecdot(self.b, self.b)
         return np.flatnonzero(stale.cpu().numpy())
 
-    def _stale_anchor_one(self, rb, b) -> bool:
-        """:meth:`_stale_anchors` for member 0's views (numpy or tensors): one comparison of two dots."""
-        return float(rb @ rb) > float(b @ b)
 
     def _advance_anchor(self, Xc: torch.Tensor, r, xt: torch.Tensor | None) -> torch.Tensor | None:
         """Add the rows ``Xc`` ``(B, d)`` (core dtype) with responses ``r`` (a float or ``(B,)``) to ``b``
@@ -341,7 +339,7 @@ class CovarianceEstimator(ABC):
         tensors are held (a reduction or a growth that replaces a tensor gets fresh views)."""
         to_host = host and self.host and (not big or numpy_blas_threads() == 1)
         hit = self._views0.get((key, to_host))
-        if hit is not None and all(a is b for a, b in zip(hit[0], tensors)):
+        if hit is not None and all(map(operator.is_, hit[0], tensors)):
             return hit[1]
         views = tuple(t[0].numpy() if to_host else t[0] for t in tensors)
         self._views0[(key, to_host)] = (tensors, views)

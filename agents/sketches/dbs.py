@@ -547,7 +547,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         m, l = int(self.m_act[0]), int(self.l_act[0])
         if m == self._cap_of(l) or not self.fast:
             self._reduce_active_one(m, l)
-        elif self._stale_anchor_one(rb, b):  # the anchor is worse than none: move it now (base._reanchor)
+        elif float(rb @ rb) > float(b @ b):  # |r| > |b|: the anchor is worse than none (base._stale_anchors)
             R = j + 1
             anchor[0] = ridge_solution(b, self._core(S[:R]), Linv[:R, :R], float(self.c()[0]))
             anchor[1] = 0.0
@@ -876,8 +876,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
         floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # the width floor (base._floor)
         c = float(self.c()[0])
-        tr = ac @ anchor.T  # (K, 2): x^T theta0, x^T r (base._reanchor)
-        xt, xr = tr[:, 0], tr[:, 1]
+        xt, xr = ac @ anchor[0], ac @ anchor[1]  # x^T theta0, x^T r (base._reanchor); two GEMVs beat one (K, 2) product
         Rm = int(self.rows[0])
         U = None
         if Rm:

@@ -452,11 +452,11 @@ class FrequentDirections(CovarianceEstimator):
             axpy_(z[:j], e, g)  # S r_b follows r_b, on the rows held before this one
         self.trace[0] += xx
         border_one_(Linv, G, S, z, j, x, xx, g, float(self.reg + self._alpha[0]), float(xc @ rb), self._eps)
-        self._m += 1
+        self._m[0] += 1
         if self._m[0] == self._cap or not self.fast:
             eig = lookahead[1] if lookahead is not None and torch.equal(lookahead[0], X[0]) else None
             self._reduce_one(eig)
-        elif self._stale_anchor_one(rb, b):  # the anchor is worse than none: move it now (base._reanchor)
+        elif float(rb @ rb) > float(b @ b):  # |r| > |b|: the anchor is worse than none (base._stale_anchors)
             m = j + 1
             anchor[0] = ridge_solution(b, self._core(S[:m]), Linv[:m, :m], float(self.reg + self._alpha[0]))
             anchor[1] = 0.0
@@ -677,8 +677,7 @@ class FrequentDirections(CovarianceEstimator):
         a = arms.numpy() if isinstance(S, np.ndarray) else arms
         ac = self._core(a)
         sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
-        tr = ac @ anchor.T  # (K, 2): x^T theta0, x^T r (base._reanchor)
-        xt, xr = tr[:, 0], tr[:, 1]
+        xt, xr = ac @ anchor[0], ac @ anchor[1]  # x^T theta0, x^T r (base._reanchor); two GEMVs beat one (K, 2) product
         rho = float(self.reg + self._alpha[0])  # rho_all[0] without the array
         floor = sq / float(self.reg + self.trace[0] + self._alpha[0])  # the width floor (base._floor)
         mm = int(self._m[0])
