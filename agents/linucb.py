@@ -393,7 +393,9 @@ class LinUCB(TorchAgent):
             cached = None if arms is None else a
             if arms is None:
                 arms = self._arms(obs)
-            X = arms[a : a + 1]  # (1, d), a view
+            # (1, d), a view; FD and DBS read a scored row from their own cache (a torch view is ~1.5 us)
+            X = None if cached is not None and self.estimator.row_from_cache and not (
+                self._theory is not False and self._accumulates_logdet) else arms[a : a + 1]
         else:
             arms, reused = self._round_arms(obs)
             idx, r = self._feedback(arms.shape[1], action, reward)

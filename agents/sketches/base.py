@@ -158,6 +158,9 @@ class CovarianceEstimator(ABC):
 
     #: whether the mean term goes through an anchor ``theta0`` and the residual ``r = b - A_hat theta0``
     anchored = False
+    #: whether :meth:`step` at B = 1 takes ``X = None`` for a scored arm (``actions`` an int right
+    #: after :meth:`_score_terms_one`): the row is then read from the scoring cache (FD, DBS)
+    row_from_cache = False
 
     def __init__(self, d: int, *, reg: float = 1.0, device=None, dtype=None, batch_size: int | None = None):
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
@@ -213,7 +216,8 @@ class CovarianceEstimator(ABC):
     def step(self, X: torch.Tensor, r: torch.Tensor, actions: torch.Tensor | None = None) -> None:
         """Add row ``X[i]`` with response ``r[i]`` to member i. ``actions``: ``X[i]`` is row
         ``actions[i]`` of the arms of the last :meth:`score_terms` (unchanged since), so its
-        projection may be reused; ``None``: no such promise. ``X`` is validated (finite)."""
+        projection may be reused; ``None``: no such promise. ``X`` is validated (finite); it may be
+        ``None`` where :attr:`row_from_cache` says so."""
 
     @abstractmethod
     def _quad(self, arms: torch.Tensor) -> torch.Tensor:

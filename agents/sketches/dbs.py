@@ -331,6 +331,11 @@ class DyadicBlockSketch(CovarianceEstimator):
         """The ridge of ``A_hat_i``: reg, plus every block's alpha for RFD (host float64 ``(B,)``)."""
         return self.reg + self.alpha_in + self.act_alpha
 
+    @property
+    def row_from_cache(self) -> bool:
+        """B = 1 while sketched: step(None, r, a) after _score_terms_one (base.row_from_cache)."""
+        return not self._any_exact
+
     def _c_tensor(self, idx=None) -> torch.Tensor:
         if idx is not None:
             return torch.as_tensor(self.c()[idx], **self._ckw)
@@ -439,6 +444,9 @@ class DyadicBlockSketch(CovarianceEstimator):
                 cache0,
             ):
                 return
+            if X is None:  # row_from_cache: the scored arm, as a (1, d) tensor
+                a = actions if isinstance(actions, int) else int(actions[0])
+                X = as_tensor(cache0[6])[a : a + 1]
             U = None if cache0[0] is None else as_tensor(cache0[0]).unsqueeze(0)  # the batched path's shapes
             cache0 = self._cache = (U, cache0[1], None, None, None, as_tensor(cache0[5]).unsqueeze(0), None,
                                     as_tensor(cache0[7]).unsqueeze(0))

@@ -253,6 +253,7 @@ class FrequentDirections(CovarianceEstimator):
 
     robust = False
     anchored = True  # the mean term goes through the anchor moved at each reduction (base._reanchor)
+    row_from_cache = True  # B = 1: step(None, r, a) after _score_terms_one (the single agent's round)
 
     def __init__(self, d: int, sketch_size: int, *, reg: float = 1.0, fast: bool = True, device=None, dtype=None,
                  batch_size: int | None = None):
@@ -454,7 +455,8 @@ class FrequentDirections(CovarianceEstimator):
         border_one_(Linv, G, S, z, j, x, xx, g, float(self.reg + self._alpha[0]), float(xc @ rb), self._eps)
         self._m[0] += 1
         if self._m[0] == self._cap or not self.fast:
-            eig = lookahead[1] if lookahead is not None and torch.equal(lookahead[0], X[0]) else None
+            same = lookahead is not None and torch.equal(lookahead[0], as_tensor(arms[a]))
+            eig = lookahead[1] if same else None
             self._reduce_one(eig)
         elif float(rb @ rb) > float(b @ b):  # |r| > |b|: the anchor is worse than none (base._stale_anchors)
             m = j + 1
