@@ -337,7 +337,7 @@ def test_no_dxd_matrix_before_the_cap():
         assert max(t.numel() for t in tensors) < d * d
         R = int(dbs.rows_in[0] + dbs.cap_act[0])  # frozen rows + the active buffer's capacity
         assert R < d and dbs.sketch_size <= R and dbs.S.shape[1] == R  # allocated exactly: no spare rows
-        assert dbs.memory_bytes() == 8 * (R * d + 2 * R * R + R + 2 * d)  # + the anchor (theta0, r)
+        assert dbs.memory_bytes() == 8 * (R * d + 2 * R * R + R + 3 * d)  # + the anchor (theta0, r / c, u)
         n_checked += 1
     assert n_checked > 300 and dbs.n_blocks == dbs.block_cap == 5
     assert max(t.numel() for t in _tensors(dbs)) == d * d  # the exact part

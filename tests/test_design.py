@@ -56,10 +56,12 @@ def np_xy(x, w, active=None):
 
 
 def logdet_span(x, w):
-    """log det of V(w) restricted to span(x) (sum of log of its non-zero eigenvalues)."""
+    """log det of V(w) restricted to span(x) (sum of log of its non-zero eigenvalues). A design
+    that leaves part of the span unweighted (Dirichlet weights down to 1e-17) has an eigenvalue
+    that rounds to 0 or below: its log det is -inf up to rounding, clamped at log(tiny)."""
     r = np_rank(x)
     evals = np.linalg.eigvalsh((x * w[:, None]).T @ x)
-    return float(np.log(np.sort(evals)[-r:]).sum())
+    return float(np.log(np.maximum(np.sort(evals)[-r:], np.finfo(np.float64).tiny)).sum())
 
 
 def arm_set(seed: int, k: int, d: int, kind: str) -> np.ndarray:

@@ -142,6 +142,11 @@ def _host_tensor_batched(agent, kind, d, k, n, size, fast, sentinel, dtype, seed
         p.estimator.host = False
     batched = type(host[0])(**{**_kwargs(host[0]), "batch_size": B})
     tol = dict(rtol=1e-9, atol=1e-9) if dtype == "float64" else dict(rtol=2e-3, atol=2e-3)
+    if dtype == "float64" and kind == "huge_rows":
+        # rows of norm up to 1e4 against lam = 0.7: cond(A_hat) ~ 1e8, and two roundings of the same
+        # Woodbury formula (numpy on the host, torch bmm batched) differ by ~eps64 cond ~ 2e-8 relative
+        # (agent SOFUL, d=4, k=3, n=19, size=5, fast=False, seed=0 failed at 1e-9 on the session's base too)
+        tol = dict(rtol=1e-6, atol=1e-6)
     for t in range(n):
         actions = np.array([h.act(X[t, i]) for i, h in enumerate(host)])
         for i in range(B):

@@ -185,14 +185,14 @@ def test_fast_fd_reduces_once_every_l_plus_one_rows_and_sizes_memory():
     _feed(est, X, torch.float64)
     # after the first fill (2l rows) each reduction keeps l - 1 rows, so the next comes l + 1 rows later
     assert est.n_reductions == 1 + (200 - 2 * l) // (l + 1)
-    # buffer 2l x d, Gram and inverse factor 2l x 2l, S r (2l), the anchor (2d): the README's formula
-    assert est.memory_bytes() == 8 * (2 * l * d + 2 * (2 * l) ** 2 + 2 * l + 2 * d)
+    # buffer 2l x d, Gram and inverse factor 2l x 2l, S r / rho (2l), the anchor (3d): the README's formula
+    assert est.memory_bytes() == 8 * (2 * l * d + 2 * (2 * l) ** 2 + 2 * l + 3 * d)
     textbook = FrequentDirections(d, l, fast=False)
     _feed(textbook, X, torch.float64)
     assert textbook.n_reductions == 200
-    assert textbook.memory_bytes() == 8 * (l * d + 2 * l * l + l + 2 * d)
+    assert textbook.memory_bytes() == 8 * (l * d + 2 * l * l + l + 3 * d)
     big = FrequentDirections(784, 20, dtype=torch.float32)  # float32 rows, float64 core
-    assert big.memory_bytes() == 4 * 40 * 784 + 8 * (2 * 40 * 40 + 40 + 2 * 784) < 0.1 * 784 * 784 * 4
+    assert big.memory_bytes() == 4 * 40 * 784 + 8 * (2 * 40 * 40 + 40 + 3 * 784) < 0.1 * 784 * 784 * 4
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True, "4", None, np.float64(3.0)])

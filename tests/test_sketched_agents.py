@@ -121,9 +121,9 @@ def test_memory_reflects_the_sketch_not_d_squared():
     cbscfd = CBSCFD(d=d, sketch_size=20, fast=False)
     assert oful.memory_bytes() >= 8 * d * d
     # fast buffer 2l x d plus the 2l x 2l Gram and inverse factor and S r (2l), plus the anchor
-    # (theta0, r), b and theta_hat
-    assert soful.memory_bytes() == 8 * (40 * d + 2 * 40 * 40 + 40 + 4 * d)
-    assert cbscfd.memory_bytes() == 8 * (20 * d + 2 * 20 * 20 + 20 + 4 * d)
+    # (theta0, r / rho, u), b and theta_hat
+    assert soful.memory_bytes() == 8 * (40 * d + 2 * 40 * 40 + 40 + 5 * d)
+    assert cbscfd.memory_bytes() == 8 * (20 * d + 2 * 20 * 20 + 20 + 5 * d)
     assert soful.memory_bytes() < 0.07 * oful.memory_bytes()  # 2l/d = 5.1% plus the core and anchor
     assert SOFUL(sketch_size=20).memory_bytes() == 0  # nothing allocated before the first observation
 

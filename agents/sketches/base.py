@@ -131,6 +131,14 @@ def eigh_desc(G):
     return evals.flip(-1), evecs.flip(-1)
 
 
+def set_anchor_(anchor, theta0) -> None:
+    """Anchor rows ``[theta0; r / rho; u]`` (``(..., 3, d)``, numpy or tensor) set to a fresh anchor
+    ``theta0`` ``(..., d)``: residual 0, ``u = theta0`` (``CovarianceEstimator._reanchor``)."""
+    anchor[..., 0, :] = theta0
+    anchor[..., 1, :] = 0.0
+    anchor[..., 2, :] = theta0
+
+
 def ridge_solution(b, S, Linv, ridge):
     """``A_hat^-1 b = (b - S^T Linv^T Linv S b) / ridge`` (seed 000 eq. 4 applied to ``b``) for a stack
     of members: ``b`` ``(..., d)``, rows ``S`` ``(..., R, d)`` and the inverse Cholesky factor ``Linv``
@@ -186,9 +194,9 @@ class CovarianceEstimator(ABC):
         self._members = torch.arange(self.batch_size, device=self.device)
         # b = sum r x in the core dtype: a sum of t terms, and the anchored sketches solve with it (_reanchor)
         self.b = torch.zeros(self.batch_size, self.d, **self._ckw)
-        #: the anchored sketches' ``[theta0; r]`` per member, ``(B, 2, d)`` core (see _reanchor); None
+        #: the anchored sketches' ``[theta0; r / rho; u]`` per member, ``(B, 3, d)`` core (see _reanchor); None
         #: when not anchored (or, DBS, once every member is exact)
-        self._anchor = torch.zeros(self.batch_size, 2, self.d, **self._ckw) if self.anchored else None
+        self._anchor = torch.zeros(self.batch_size, 3, self.d, **self._ckw) if self.anchored else None
         self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
         self._views0: dict = {}  # see _member0
@@ -248,14 +256,19 @@ class CovarianceEstimator(ABC):
         ``A_hat^-1 r`` for the anchored sketches (:meth:`_reanchor`), ``A_hat^-1 b`` otherwise."""
         if self._anchor is None:
             return self._solve(self._work(self.b))
-        correction = self._solve(self._work(self._anchor[:, 1]))
-        return self._work(self._anchor[:, 0] + self._core(correction))
+        r = self._anchor[:, 1] * self._ridge().unsqueeze(1)  # the residual (kept divided by the ridge)
+        return self._work(self._anchor[:, 0] + self._core(self._solve(self._work(r))))
+
+    def _ridge(self) -> torch.Tensor:
+        """The ridge of ``A_hat`` per member, ``(B,)`` core tensor (``rho``, or DBS's ``c``); the
+        anchored sketches define it."""
+        raise NotImplementedError
 
     # -- the anchored mean term (FD, RFD, Dyadic Block Sketch) ---------------------------------
     def _reanchor(self, t, S: torch.Tensor, Linv: torch.Tensor, ridge: torch.Tensor) -> torch.Tensor:
         """Move the anchor of the members ``t`` (an index tensor, or ``None`` for all) to their
         ridge solution now: ``theta0 = A_hat^-1 b`` and residual ``r = b - A_hat theta0 = 0``.
-        Returns ``theta0`` ``(n, d)``; the caller zeroes ``z = S r`` of those members.
+        Returns ``theta0`` ``(n, d)``; the caller zeroes ``z`` of those members.
 
         Why an anchor. The sketches' mean term used to be ``(x^T b - w^T Linv S b) / rho`` with
         ``w = Linv S x``: two numbers of size ``|x| |b| ~ t`` whose difference is
@@ -265,31 +278,33 @@ class CovarianceEstimator(ABC):
         float64 OFUL in 2, 10, 17, 41 rounds of consecutive 5,000-round windows
         (``benchmarks/bench_drift.py``). Now
 
-            x^T A_hat^-1 b  =  x^T theta0  +  x^T A_hat^-1 r,       r = b - A_hat theta0,
+            x^T A_hat^-1 b  =  x^T theta0  +  x^T A_hat^-1 r  =  x^T u - w^T Linv z,
+            r = b - A_hat theta0,   u = theta0 + r / rho,   z = S r / rho,
 
-        where ``x^T theta0`` is a core-dtype dot product (no cancellation) and the second term is
-        the old formula applied to ``r``: each appended row ``x`` (response ``y``) adds
-        ``(y - x^T theta0) x`` to ``r`` (``A_hat`` gains ``x x^T``, ``b`` gains ``y x``), so ``r`` sums
-        residuals, not responses, and stays small. The anchor moves whenever ``A_hat`` changes
-        otherwise than by an appended row, i.e. at every reduction (FD shrinks, RFD raises rho),
-        which also bounds the rows ``r`` collects to one buffer's worth, and whenever ``|r| > |b|``
-        (:meth:`_stale_anchors`): the anchor is then a worse guess than 0 (the old formula), which
-        happens when ``A_hat`` moved far since it was set (a huge row right after a reduction that
-        kept nothing: the correction cancelled ``theta0`` to ~eps (|x|^2/rho)^2, 1e-3 relative in a
-        hypothesis stream). Never in a stream of comparable rows. Cost: one O(R d) solve
-        per reduction, here, in the core dtype on the stored rows ``S`` (so exactly the ``A_hat``
-        the scores use), and per round a second column of the ``K x d`` product with ``b``.
+        (Woodbury applied to ``r``), where ``x^T u`` is a core-dtype product without cancellation:
+        each appended row ``x`` (response ``y``) adds ``(y - x^T theta0) x`` to ``r`` (``A_hat``
+        gains ``x x^T``, ``b`` gains ``y x``), so ``r`` sums residuals, not responses, and stays
+        small. The state is ``[theta0; r / rho; u]`` (``_anchor``, ``(B, 3, d)``): one K x d product
+        with ``u`` gives the mean's large part, and ``rho`` changes only where the anchor moves.
+        The anchor moves whenever ``A_hat`` changes otherwise than by an appended row, i.e. at
+        every reduction (FD shrinks, RFD raises rho), which also bounds the rows ``r`` collects to
+        one buffer's worth, and whenever ``|r| > |b|`` (:meth:`_stale_anchors`): the anchor is
+        then a worse guess than 0 (the old formula), which happens when ``A_hat`` moved far since
+        it was set (a huge row right after a reduction that kept nothing: the correction
+        cancelled ``theta0`` to ~eps (|x|^2/rho)^2, 1e-3 relative in a hypothesis stream). Never
+        in a stream of comparable rows. Cost: one O(R d) solve per reduction, here, in the core
+        dtype on the stored rows ``S`` (so exactly the ``A_hat`` the scores use).
 
         ``S`` ``(n, R, d)`` are the members' rows (zero rows past them), ``Linv`` ``(n, R, R)`` the
         inverse Cholesky factor of ``S S^T + ridge I`` (identity on the padding), ``ridge`` ``(n,)``."""
         b = self.b if t is None else self.b[t]
         theta0 = ridge_solution(b, self._core(S), Linv, ridge.view(-1, 1))
         if t is None:
-            self._anchor[:, 0] = theta0
-            self._anchor[:, 1] = 0.0
+            set_anchor_(self._anchor, theta0)
         else:
-            self._anchor[t, 0] = theta0
-            self._anchor[t, 1] = 0.0
+            anchor = self._anchor[t]
+            set_anchor_(anchor, theta0)
+            self._anchor[t] = anchor
         return theta0
 
     def _stale_anchors(self) -> np.ndarray:
@@ -297,16 +312,15 @@ class CovarianceEstimator(ABC):
         :meth:`_reanchor`), to re-anchor now. An empty array without an anchor."""
         if self._anchor is None:
             return np.zeros(0, dtype=np.int64)
-        rb = self._anchor[:, 1]
-        stale = torch.linalg.vecdot(rb, rb) > torch.linalg.vecdot(self.b, self.b)
+        r = self._anchor[:, 1] * self._ridge().unsqueeze(1)
+        stale = torch.linalg.vecdot(r, r) > torch.linalg.vecdot(self.b, self.b)
         return np.flatnonzero(stale.cpu().numpy())
 
-
-    def _advance_anchor(self, Xc: torch.Tensor, r, xt: torch.Tensor | None) -> torch.Tensor | None:
-        """Add the rows ``Xc`` ``(B, d)`` (core dtype) with responses ``r`` (a float or ``(B,)``) to ``b``
-        and to the residual ``r_b += (r - x^T theta0) x`` (:meth:`_reanchor`); ``xt``: ``x^T theta0``
-        ``(B,)``. Returns the residuals ``r - x^T theta0`` ``(B,)`` (``z = S r_b`` gains ``e S x``), or
-        None (only ``b`` moves) when there is no anchor."""
+    def _advance_anchor(self, Xc: torch.Tensor, r) -> torch.Tensor | None:
+        """Add the rows ``Xc`` ``(B, d)`` (core dtype) with responses ``r`` (a float or ``(B,)``) to
+        ``b`` and, with ``e = r - x^T theta0``, ``e x / rho`` to the residual and to ``u``
+        (:meth:`_reanchor`). Returns ``e / rho`` ``(B,)`` (``z = S r / rho`` gains ``(e / rho) S x``),
+        or None (only ``b`` moves) when there is no anchor."""
         rc = r if isinstance(r, float) else self._core(r)
         if isinstance(r, float):
             self.b.add_(Xc, alpha=r)
@@ -314,9 +328,9 @@ class CovarianceEstimator(ABC):
             self.b.addcmul_(Xc, rc.unsqueeze(1))
         if self._anchor is None:
             return None
-        e = rc - xt
-        self._anchor[:, 1].addcmul_(Xc, e.unsqueeze(1))
-        return e
+        step = (rc - torch.linalg.vecdot(Xc, self._anchor[:, 0])) / self._ridge()
+        self._anchor[:, 1:].addcmul_(Xc.unsqueeze(1), step.view(-1, 1, 1))  # r / rho and u together
+        return step
 
     def _core(self, t):
         """``t`` in the core dtype (a no-op, without a dispatch, when the dtypes agree); a tensor

@@ -129,7 +129,7 @@ import torch
 
 from .._torch import tensor_bytes
 from .._validate import per_member
-from .base import CovarianceEstimator, as_tensor, axpy_, eigh_desc, maximum, ridge_solution, rowdot
+from .base import CovarianceEstimator, as_tensor, axpy_, eigh_desc, maximum, ridge_solution, rowdot, set_anchor_
 from .exact import below_floor, project, repair_inverse_, sherman_morrison_
 from .fd import _listed, border_at_, border_one_, border_scattered_, safe_inverse_factor
 
@@ -287,7 +287,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.S = torch.zeros(B, 0, self.d, **self._kw)
         self.G = torch.zeros(B, 0, 0, **self._ckw)
         self.Linv = torch.zeros(B, 0, 0, **self._ckw)
-        self._z = torch.zeros(B, 0, **self._ckw)  # S r over each member's rows, r = b - A_hat theta0 (base._reanchor)
+        self._z = torch.zeros(B, 0, **self._ckw)  # S r / c over each member's rows, r = b - A_hat theta0 (base._reanchor)
         self._cache = None  # projections of the last score_terms, for the next step
         self._c_t = None  # c() as a core tensor (see _c_tensor)
         self.A_inv: torch.Tensor | None = None
@@ -312,11 +312,11 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def _layout_bytes(self, r_in, cap):
         """Bytes a sketched member holds with ``r_in`` frozen rows and an active buffer of ``cap`` rows:
-        ``R d`` rows (working dtype), ``2 R^2 + R`` core numbers (Gram, factor, ``S r``) and the anchor's
-        ``2 d`` (``theta0``, ``r``: base._reanchor), ``R = r_in + cap``."""
+        ``R d`` rows (working dtype), ``2 R^2 + R`` core numbers (Gram, factor, ``S r / c``) and the anchor's
+        ``3 d`` (``theta0``, ``r / c``, ``u``: base._reanchor), ``R = r_in + cap``."""
         R = np.asarray(r_in) + cap
         es, ec = self.S.element_size(), self.G.element_size()
-        return es * R * self.d + ec * (2 * R * R + R + 2 * self.d)
+        return es * R * self.d + ec * (2 * R * R + R + 3 * self.d)
 
     def _exact_bytes(self):
         return self.S.element_size() * self.d * self.d * (2 if self.keep_gram else 1)
@@ -335,6 +335,9 @@ class DyadicBlockSketch(CovarianceEstimator):
     def row_from_cache(self) -> bool:
         """B = 1 while sketched: step(None, r, a) after _score_terms_one (base.row_from_cache)."""
         return not self._any_exact
+
+    def _ridge(self) -> torch.Tensor:
+        return self._c_tensor()
 
     def _c_tensor(self, idx=None) -> torch.Tensor:
         if idx is not None:
@@ -448,8 +451,7 @@ class DyadicBlockSketch(CovarianceEstimator):
                 a = actions if isinstance(actions, int) else int(actions[0])
                 X = as_tensor(cache0[6])[a : a + 1]
             U = None if cache0[0] is None else as_tensor(cache0[0]).unsqueeze(0)  # the batched path's shapes
-            cache0 = self._cache = (U, cache0[1], None, None, None, as_tensor(cache0[5]).unsqueeze(0), None,
-                                    as_tensor(cache0[7]).unsqueeze(0))
+            cache0 = self._cache = (U, cache0[1], None, None, None, as_tensor(cache0[5]).unsqueeze(0), None, None)
         if isinstance(actions, int) and cache0 is not None and cache0[5] is not None:
             xx = cache0[5][:, actions]  # ||x||^2 of the played arm was scored (and finite)
             norm2 = np.array([xx.item()])
@@ -470,14 +472,11 @@ class DyadicBlockSketch(CovarianceEstimator):
         else:
             g = None
         Xc = self._core(X)
-        if cache is not None and cache[7] is not None:  # x^T theta0 of the played arms, scored
-            xt = pick(cache[7])
-        else:  # (no anchor once every member is exact)
-            xt = None if self._anchor is None else torch.linalg.vecdot(Xc, self._anchor[:, 0])
-        e = self._advance_anchor(Xc, r, xt)  # b += r x, r_b += e x with e = r - x^T theta0 (exact members: unused)
-        if g is not None:
-            self._z[:, : g.shape[1]].addcmul_(g, e.unsqueeze(1))  # S r_b for the new r_b, on the rows held before
-        zx = None if self._anchor is None else torch.linalg.vecdot(Xc, self._anchor[:, 1])  # the new row's S r_b
+        # b += r x; r / c and u gain (r - x^T theta0) x / c (exact members: unused; no anchor once all are)
+        step = self._advance_anchor(Xc, r)
+        if g is not None and step is not None:
+            self._z[:, : g.shape[1]].addcmul_(g, step.unsqueeze(1))  # S r / c follows, on the rows held before
+        zx = None if self._anchor is None else torch.linalg.vecdot(Xc, self._anchor[:, 1])  # the new row's S r / c
         if g is None:
             g = torch.zeros(self.batch_size, 0, **self._ckw)
         if not self._any_exact and (self.act_mass + norm2 < self.threshold).all():
@@ -530,7 +529,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         member 0's host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`), the
         played arm's ``S x`` taken from the scored projection. Returns False, having changed
         nothing, for any other round (the general path then runs)."""
-        U, sq, arms, xt, ac = cache[0], cache[5], cache[6], cache[7], cache[8]  # unbatched views (numpy on the host path)
+        U, sq, arms, ac = cache[0], cache[5], cache[6], cache[7]  # unbatched views (numpy on the host path)
         norm2 = float(sq[a])  # scored, hence finite
         if not (norm2 > 0.0 and self.act_mass[0] + norm2 < self.threshold):
             return False
@@ -542,23 +541,25 @@ class DyadicBlockSketch(CovarianceEstimator):
         x, xc, g = arms[a], ac[a], U[a]  # X[0] (working, core dtype), and S x: the played arm's row of arms S^T
         if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
             x, xc, g = x.numpy(), xc.numpy(), g.numpy()
-        e = r - float(xt[a])  # base._advance_anchor on host scalars: b += r x, r_b += (r - x^T theta0) x
-        rb = anchor[1]
+        c = float(self.c()[0])
+        # base._advance_anchor on host scalars: b += r x; r / c and u gain (r - x^T theta0) x / c
+        step = (r - float(xc @ anchor[0])) / c
+        rr = anchor[1]
         axpy_(b, r, xc)
-        axpy_(rb, e, xc)
-        axpy_(z[:j], e, g)  # S r_b follows r_b, on the rows held before this one
+        axpy_(rr, step, xc)
+        axpy_(anchor[2], step, xc)
+        axpy_(z[:j], step, g)  # S r / c follows, on the rows held before this one
         self.act_mass[0] += norm2
         self.act_rows[0] += 1
-        border_one_(Linv, G, S, z, j, x, norm2, g, float(self.c()[0]), float(xc @ rb), self._eps)  # eq. 7
+        border_one_(Linv, G, S, z, j, x, norm2, g, c, float(xc @ rr), self._eps)  # eq. 7
         self.m_act[0] += 1
         self.rows[0] += 1
         m, l = int(self.m_act[0]), int(self.l_act[0])
         if m == self._cap_of(l) or not self.fast:
             self._reduce_active_one(m, l)
-        elif float(rb @ rb) > float(b @ b):  # |r| > |b|: the anchor is worse than none (base._stale_anchors)
+        elif c * c * float(rr @ rr) > float(b @ b):  # |r| > |b|: the anchor is worse than none (base._stale_anchors)
             R = j + 1
-            anchor[0] = ridge_solution(b, self._core(S[:R]), Linv[:R, :R], float(self.c()[0]))
-            anchor[1] = 0.0
+            set_anchor_(anchor, ridge_solution(b, self._core(S[:R]), Linv[:R, :R], c))
             z[:R] = 0.0
         self.n_rows += 1
         return True
@@ -837,22 +838,21 @@ class DyadicBlockSketch(CovarianceEstimator):
         c = self._c_tensor().unsqueeze(1)
         sq = self._sq_norms(arms)
         floor = self._floor(sq)
-        U, Rm, P, e, qe, xt = None, 0, None, None, None, None
+        U, Rm, P, e, qe = None, 0, None, None, None
         mean = quad = None
         if not self.exact.all():
             sqc = sq
-            tr = torch.bmm(self._core(arms), self._anchor.mT)  # (B, K, 2): x^T theta0, x^T r (base._reanchor)
-            xt, xr = tr[:, :, 0], tr[:, :, 1]
+            mean = torch.bmm(self._core(arms), self._anchor[:, 2].unsqueeze(2)).squeeze(2)  # x^T u (base._reanchor)
             Rm = int(self.rows.max()) if self._R else 0  # exact members hold no rows (0)
             if Rm:
                 U = self._core(torch.bmm(arms, self.S[:, :Rm].mT))  # (B, K, Rm): the only O(B K d r) step
                 Linv = self.Linv[:, :Rm, :Rm]
                 W = torch.bmm(U, Linv.mT)  # rows Linv S x
-                y = torch.bmm(Linv, self._z[:, :Rm].unsqueeze(2))  # Linv S r
+                y = torch.bmm(Linv, self._z[:, :Rm].unsqueeze(2))  # Linv S r / c
                 quad = (sqc - W.square().sum(dim=2)) / c
-                mean = xt + (xr - torch.bmm(W, y).squeeze(2)) / c
+                mean = mean - torch.bmm(W, y).squeeze(2)
             else:
-                quad, mean = sqc / c, xt + xr / c
+                quad = sqc / c
             quad = torch.maximum(quad, floor)
         if self.exact.any():
             e = np.flatnonzero(self.exact)
@@ -867,7 +867,7 @@ class DyadicBlockSketch(CovarianceEstimator):
                 qe = torch.maximum(self._core(raw), floor[t])
                 quad[t] = qe
                 mean[t] = self._core(torch.bmm(P, self._work(self.b[t]).unsqueeze(2)).squeeze(2))  # core dtype
-        self._cache = (U, Rm, P, e, qe, sq, None, xt, None)
+        self._cache = (U, Rm, P, e, qe, sq, None, None)
         return mean, quad  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
@@ -875,7 +875,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         CPU, see :meth:`~agents.sketches.base.CovarianceEstimator._member0`, else tensors) and
         host scalars; same arithmetic. ``(K, d) -> (K,), (K,)`` in the core dtype (float64: the
         single agent ranks its arms there); exact mode goes through :meth:`score_terms`. The cache holds the unbatched projection, norms and arms
-        (slot 6), ``arms theta0`` (slot 7; batched too) and the arms in the core dtype (slot 8)."""
+        (slot 6) and the arms in the core dtype (slot 7)."""
         if self._any_exact:
             return super()._score_terms_one(arms)
         S, Linv, z, anchor = self._member0("one", (self.S, self.Linv, self._z, self._anchor), big=True)
@@ -884,7 +884,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
         floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # the width floor (base._floor)
         c = float(self.c()[0])
-        xt, xr = ac @ anchor[0], ac @ anchor[1]  # x^T theta0, x^T r (base._reanchor); two GEMVs beat one (K, 2) product
+        xu = ac @ anchor[2]  # x^T u, u = theta0 + r / c (base._reanchor)
         Rm = int(self.rows[0])
         U = None
         if Rm:
@@ -892,10 +892,10 @@ class DyadicBlockSketch(CovarianceEstimator):
             Li = Linv[:Rm, :Rm]
             W = U @ Li.T  # rows Linv S x
             quad = (sq - rowdot(W, W)) / c
-            mean = xt + (xr - W @ (Li @ z[:Rm])) / c  # x^T theta0 + (x^T r - w^T Linv S r) / c
+            mean = xu - W @ (Li @ z[:Rm])  # x^T theta0 + (x^T r - w^T Linv S r) / c
         else:
-            quad, mean = sq / c, xt + xr / c
-        self._cache = (U, Rm, None, None, None, sq, a, xt, ac)
+            quad, mean = sq / c, xu
+        self._cache = (U, Rm, None, None, None, sq, a, ac)
         return mean, maximum(quad, floor)
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:

@@ -45,8 +45,8 @@ Implementation choices (the seeds leave them open):
   ``[-(c^T Linv) / s, 1/s]``. Same O(m d + m^2) cost as seed 000 eq. 7, batched as products.
 * **Both UCB terms from one projection.** ``U = arms S^T`` (the only O(K d m) step) gives
   ``W = U Linv^T`` and ``x^T A_hat^-1 x = (||x||^2 - ||w||^2) / rho`` and, with ``y = Linv z``,
-  ``z = S r``, the mean ``x^T A_hat^-1 b = x^T theta0 + (x^T r - w^T y) / rho`` around the anchor
-  ``theta0`` (the ridge solution at the last reduction, residual ``r = b - A_hat theta0``; see
+  ``z = S r / rho``, the mean ``x^T A_hat^-1 b = x^T u - w^T y`` around the anchor ``theta0`` (the
+  ridge solution at the last reduction, residual ``r = b - A_hat theta0``, ``u = theta0 + r / rho``; see
   :meth:`~agents.sketches.base.CovarianceEstimator._reanchor`: ``(x^T b - w^T Linv S b) / rho``
   cancelled to ~``eps32 |x| |b|``, an error growing with t). The played arm's row of ``U`` is the
   ``S x`` of its append: the buffer is read once a round for scoring and written once for the new row.
@@ -90,7 +90,7 @@ import torch
 
 from .._torch import as_vector, tensor_bytes
 from .._validate import per_member
-from .base import CovarianceEstimator, as_tensor, axpy_, eigh_desc, maximum, ridge_solution, rowdot
+from .base import CovarianceEstimator, as_tensor, axpy_, eigh_desc, maximum, ridge_solution, rowdot, set_anchor_
 
 __all__ = ["FrequentDirections", "border_at_", "border_one_", "border_scattered_", "check_sketch_size", "safe_inverse_factor"]
 
@@ -270,7 +270,7 @@ class FrequentDirections(CovarianceEstimator):
         self._buf = torch.zeros(B, cap, self.d, **self._kw)  # rows [0, m_i) are member i's S
         self._G = torch.zeros(B, cap, cap, **self._ckw)  # S S^T, lower triangle (eigh reads it; zero on the padding)
         self._Linv = torch.eye(cap, **self._ckw).expand(B, cap, cap).clone()  # identity on the padding
-        self._z = torch.zeros(B, cap, **self._ckw)  # S r, r = b - A_hat theta0 (the anchor's residual)
+        self._z = torch.zeros(B, cap, **self._ckw)  # S r / rho, r = b - A_hat theta0 (the anchor's residual)
         self._m = np.zeros(B, dtype=np.int64)
         self._n_orth = np.zeros(B, dtype=np.int64)  # leading rows known orthogonal (since the last reduction)
         self._alpha = np.zeros(B)  # RFD's added-back mass (stays 0 for FD)
@@ -279,7 +279,7 @@ class FrequentDirections(CovarianceEstimator):
         self._shrinkages: list[list[float]] = [[] for _ in range(B)]
         self._rho_t = None  # rho as a (B, 1) core tensor, refreshed when alpha changes
         self._eps = torch.finfo(self.dtype).eps
-        self._cache = None  # (U = arms S^T (B, K, mm) core, mm, ||arms||^2, arms theta0) of the last score_terms
+        self._cache = None  # (U = arms S^T (B, K, mm) core, mm, ||arms||^2) of the last score_terms
         self._lookahead = None  # single sketch: (x, eigh of the bordered Gram) from shrinkage_if_added
 
     # -- per-member scalars ------------------------------------------------------------------
@@ -293,6 +293,9 @@ class FrequentDirections(CovarianceEstimator):
     def rho(self):
         """``reg`` for FD, ``reg + alpha`` for RFD (per member when batched)."""
         return self._one(self.rho_all)
+
+    def _ridge(self) -> torch.Tensor:
+        return self._rho()[:, 0]
 
     def _rho(self) -> torch.Tensor:
         if self._rho_t is None:
@@ -389,16 +392,16 @@ class FrequentDirections(CovarianceEstimator):
         uniform = self.batch_size == 1 or bool((m == j).all())  # every member's next row goes to slot j
         mm = j if uniform else int(m.max())
         Xc = self._core(X)
-        if actions is not None and cache is not None:  # the played arm's rows of the scored projections
-            pick = (lambda T: T[:, actions]) if isinstance(actions, int) else (lambda T: T[self._members, actions])
-            g, xt = (None if mm == 0 else pick(cache[0])), pick(cache[3])  # S x, x^T theta0
+        if mm == 0:
+            g = None
+        elif actions is not None and cache is not None:  # S x = the played arm's row of U = arms S^T
+            g = cache[0][:, actions] if isinstance(actions, int) else cache[0][self._members, actions]
         else:
-            g = None if mm == 0 else self._core(torch.bmm(self._buf[:, :mm], X.unsqueeze(2)).squeeze(2))
-            xt = torch.linalg.vecdot(Xc, self._anchor[:, 0])
-        e = self._advance_anchor(Xc, r, xt)  # b += r x, r_b += e x with e = r - x^T theta0
-        if g is not None:  # S r_b follows r_b, on the rows held before this one
-            self._z[:, :mm].addcmul_(g, e.unsqueeze(1))
-        zx = torch.linalg.vecdot(Xc, self._anchor[:, 1])  # the new row's entry of S r_b
+            g = self._core(torch.bmm(self._buf[:, :mm], X.unsqueeze(2)).squeeze(2))
+        step = self._advance_anchor(Xc, r)  # b += r x; r / rho and u gain (r - x^T theta0) x / rho
+        if g is not None:  # S r / rho follows, on the rows held before this one
+            self._z[:, :mm].addcmul_(g, step.unsqueeze(1))
+        zx = torch.linalg.vecdot(Xc, self._anchor[:, 1])  # the new row's entry of S r / rho
         self.trace += xx_h
         live = xx_h > 0.0  # a zero row adds nothing to X^T X and is skipped
         if live.all() and uniform:
@@ -434,34 +437,36 @@ class FrequentDirections(CovarianceEstimator):
         """B = 1 of :meth:`step` for the played arm ``a`` of the last scored set (the single
         agent's round): the same operations on member 0's unbatched state, the O(m) part on
         host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`)."""
-        # from _score_terms_one: U = arms S^T (K, j), ||arms||^2, the arms, arms theta0, the arms in the core dtype
-        U, j, sq, arms, xt, ac = cache
+        # from _score_terms_one: U = arms S^T (K, j), ||arms||^2, the arms, the arms in the core dtype
+        U, j, sq, arms, ac = cache
         xx = float(sq[a])  # scored, hence finite
         lookahead, self._lookahead = self._lookahead, None
         S, G, Linv, z, b, anchor = self._member0("step", (self._buf, self._G, self._Linv, self._z, self.b, self._anchor))
         x, xc, g = arms[a], ac[a], (U[a] if j else None)  # X[0] (working, core dtype); S x: the played arm's row of U
         if isinstance(S, np.ndarray) and not isinstance(x, np.ndarray):  # scored on tensors (see _member0)
             x, xc, g = x.numpy(), xc.numpy(), (g.numpy() if j else None)
-        e = r - float(xt[a])  # base._advance_anchor on host scalars: b += r x, r_b += (r - x^T theta0) x
-        rb = anchor[1]
+        rho = float(self.reg + self._alpha[0])
+        # base._advance_anchor on host scalars: b += r x; r / rho and u gain (r - x^T theta0) x / rho
+        step = (r - float(xc @ anchor[0])) / rho
+        rr = anchor[1]
         axpy_(b, r, xc)
-        axpy_(rb, e, xc)
+        axpy_(rr, step, xc)
+        axpy_(anchor[2], step, xc)
         if not xx > 0.0:  # a zero row adds nothing to X^T X and is skipped
             self.n_rows += 1
             return
         if j:
-            axpy_(z[:j], e, g)  # S r_b follows r_b, on the rows held before this one
+            axpy_(z[:j], step, g)  # S r / rho follows, on the rows held before this one
         self.trace[0] += xx
-        border_one_(Linv, G, S, z, j, x, xx, g, float(self.reg + self._alpha[0]), float(xc @ rb), self._eps)
+        border_one_(Linv, G, S, z, j, x, xx, g, rho, float(xc @ rr), self._eps)
         self._m[0] += 1
         if self._m[0] == self._cap or not self.fast:
             same = lookahead is not None and torch.equal(lookahead[0], as_tensor(arms[a]))
             eig = lookahead[1] if same else None
             self._reduce_one(eig)
-        elif float(rb @ rb) > float(b @ b):  # |r| > |b|: the anchor is worse than none (base._stale_anchors)
+        elif rho * rho * float(rr @ rr) > float(b @ b):  # |r| > |b|: the anchor is worse than none (base._stale_anchors)
             m = j + 1
-            anchor[0] = ridge_solution(b, self._core(S[:m]), Linv[:m, :m], float(self.reg + self._alpha[0]))
-            anchor[1] = 0.0
+            set_anchor_(anchor, ridge_solution(b, self._core(S[:m]), Linv[:m, :m], rho))
             z[:m] = 0.0
         self.n_rows += 1
 
@@ -581,8 +586,7 @@ class FrequentDirections(CovarianceEstimator):
         Linv.reshape(-1)[0 : m * (cap + 1) : cap + 1] = 1.0  # (flat strided views of the diagonals)
         G.reshape(-1)[0 : k * (cap + 1) : cap + 1] = keep[0]
         Linv.reshape(-1)[0 : k * (cap + 1) : cap + 1] = (keep[0] + rho) ** -0.5 * kept[0] + ~kept[0]
-        anchor[0] = ridge_solution(b, self._core(S[:k]), Linv[:k, :k], rho)  # base._reanchor
-        anchor[1] = 0.0
+        set_anchor_(anchor, ridge_solution(b, self._core(S[:k]), Linv[:k, :k], rho))  # base._reanchor
         self._after_reduction(np.zeros(1, dtype=np.int64), delta_h, np.array([int(kept.sum())]), np.array([float(keep.sum())]))
 
     # -- look-ahead (state unchanged; one sketch) ---------------------------------------------
@@ -658,15 +662,11 @@ class FrequentDirections(CovarianceEstimator):
             mean, quad = self._score_terms_one(arms[0])
             return as_tensor(mean).unsqueeze(0), as_tensor(quad).unsqueeze(0)  # core dtype, as below
         sq, U, W, mm = self._project(arms)
-        tr = torch.bmm(self._core(arms), self._anchor.mT)  # (B, K, 2): x^T theta0, x^T r (base._reanchor)
-        xt, xr = tr[:, :, 0], tr[:, :, 1]
-        rho = self._rho()
-        self._cache = (U, mm, sq, xt)
-        if W is None:
-            mean = xt + xr / rho
-        else:
-            y = torch.bmm(self._Linv[:, :mm, :mm], self._z[:, :mm].unsqueeze(2))  # Linv S r
-            mean = xt + (xr - torch.bmm(W, y).squeeze(2)) / rho
+        mean = torch.bmm(self._core(arms), self._anchor[:, 2].unsqueeze(2)).squeeze(2)  # x^T u (base._reanchor)
+        self._cache = (U, mm, sq)
+        if W is not None:
+            y = torch.bmm(self._Linv[:, :mm, :mm], self._z[:, :mm].unsqueeze(2))  # Linv S r / rho
+            mean = mean - torch.bmm(W, y).squeeze(2)
         return mean, self._quad_from(sq, W)  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
@@ -679,20 +679,20 @@ class FrequentDirections(CovarianceEstimator):
         a = arms.numpy() if isinstance(S, np.ndarray) else arms
         ac = self._core(a)
         sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
-        xt, xr = ac @ anchor[0], ac @ anchor[1]  # x^T theta0, x^T r (base._reanchor); two GEMVs beat one (K, 2) product
+        xu = ac @ anchor[2]  # x^T u, u = theta0 + r / rho (base._reanchor)
         rho = float(self.reg + self._alpha[0])  # rho_all[0] without the array
         floor = sq / float(self.reg + self.trace[0] + self._alpha[0])  # the width floor (base._floor)
         mm = int(self._m[0])
         if mm == 0:
             U = None
-            mean, quad = xt + xr / rho, maximum(sq / rho, floor)
+            mean, quad = xu, maximum(sq / rho, floor)
         else:
             U = self._core(a @ S[:mm].T)  # the only O(K d m) step
             Li = Linv[:mm, :mm]
             W = U @ Li.T
-            mean = xt + (xr - W @ (Li @ z[:mm])) / rho  # x^T theta0 + (x^T r - w^T Linv S r) / rho
+            mean = xu - W @ (Li @ z[:mm])  # x^T theta0 + (x^T r - w^T Linv S r) / rho
             quad = maximum((sq - rowdot(W, W)) / rho, floor)
-        self._cache = (U, mm, sq, a, xt, ac)
+        self._cache = (U, mm, sq, a, ac)
         return mean, quad
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
@@ -745,11 +745,11 @@ class FrequentDirections(CovarianceEstimator):
 
     def member_memory_bytes(self):
         """The buffer (``cap x d``, working dtype), Gram and inverse factor (``cap x cap`` each, core
-        dtype), ``S r`` (``cap``, core) and the anchor (``theta0``, ``r``: ``2 d``, core;
+        dtype), ``S r / rho`` (``cap``, core) and the anchor (``theta0``, ``r / rho``, ``u``: ``3 d``, core;
         base._reanchor): ``cap = 2l`` fast, ``l`` textbook."""
         cap = self._caps  # each member's own capacity: what its single sketch allocates
         ec = self._G.element_size()
-        return (self._buf.element_size() * cap * self.d + ec * (2 * cap * cap + cap + 2 * self.d)).astype(np.int64)
+        return (self._buf.element_size() * cap * self.d + ec * (2 * cap * cap + cap + 3 * self.d)).astype(np.int64)
 
     def _held_bytes(self):
         return tensor_bytes(self._buf, self._G, self._Linv, self._z, self.b, self._anchor)
