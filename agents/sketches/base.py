@@ -43,8 +43,10 @@ Numerics, shared by every estimator (DESIGN.md: "make float32 a tested citizen")
   (:meth:`_sq_norms`: unit-norm arms tie exactly in the first round, and float32 rounding
   broke that tie otherwise than float64); FD/DBS reductions decide on the Gram of the stored
   rows recomputed in the core dtype (:meth:`_reduction_gram`), so their rank cut sits at
-  float64's rounding level, not float32's. What remains is ``eps32 cond(A_hat)`` in each score
-  (the float32 rows, ``b`` and the one ``arms S^T`` product), which decides only near-ties.
+  float64's rounding level, not float32's; ``b`` is summed in the core dtype and the sketches'
+  mean goes through an anchor (:meth:`_reanchor`), so no term of size ``|b| ~ t`` cancels. What
+  remains is ~``eps32 lambda_max / rho`` in each score (the float32 rows and the one ``arms S^T``
+  product in the Woodbury form), which decides only near-ties (``benchmarks/bench_drift.py``).
 * Scalars never leave the device through ``float(tensor)`` inside a round (a float32 value
   passed back as a Python scalar can overflow), and any row whose squared norm overflows the
   working dtype is rejected before the state changes, with an error naming the fix.
@@ -106,7 +108,7 @@ _AXPY = {np.dtype(np.float64): daxpy, np.dtype(np.float32): saxpy}
 def axpy_(y, a: float, x) -> None:
     """``y += a x`` in place (numpy arrays or tensors). On the host path BLAS's axpy on the
     contiguous views: ~0.25 us against ~1.6 us for numpy's ``y += a * x`` (a temporary and two
-    passes), and the single agent's round makes three such updates (``b``, the residual, ``S r``)."""
+    passes), and the single agent's round makes four such updates (``b``, ``r / rho``, ``u``, ``z``)."""
     if isinstance(y, np.ndarray):
         _AXPY[y.dtype](x, y, a=a)  # f2py updates y in place (a contiguous array of its dtype)
     else:
@@ -276,7 +278,7 @@ class CovarianceEstimator(ABC):
         float32 the difference carried an error ~``eps32 |x| |b|`` that grew with t: over 20,000
         rounds float32 SOFUL (l > d, equal to OFUL in exact arithmetic) chose otherwise than
         float64 OFUL in 2, 10, 17, 41 rounds of consecutive 5,000-round windows
-        (``benchmarks/bench_drift.py``). Now
+        (``benchmarks/bench_drift.py``; anchored: 2, 0, 5, 4). Now
 
             x^T A_hat^-1 b  =  x^T theta0  +  x^T A_hat^-1 r  =  x^T u - w^T Linv z,
             r = b - A_hat theta0,   u = theta0 + r / rho,   z = S r / rho,

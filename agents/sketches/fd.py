@@ -145,7 +145,7 @@ def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, zx, eps: float) -> None:
     complement ``s^2 = ||x||^2 + rho - ||c||^2 = rho (1 + x^T A_hat^-1 x) >= rho`` (clamped at
     rho against rounding, never at 0), the new row of ``Linv`` is ``[-(c^T Linv) / s, 1/s]``.
     ``g = S x`` over the first ``j`` slots (core dtype), ``xx = ||x||^2``, ``rho`` and ``zx`` (the new
-    row's entry of ``z = S r``, :meth:`~agents.sketches.base.CovarianceEstimator._reanchor`) ``(B,)``
+    row's entry of ``z = S r / rho``, :meth:`~agents.sketches.base.CovarianceEstimator._reanchor`) ``(B,)``
     core tensors; ``G`` gets the new row of its lower triangle (all its readers read that).
 
     Safeguard: ``s^2`` is a difference of numbers of size ``||x||^2``, computed from ``S x`` in
