@@ -318,6 +318,37 @@ class CovarianceEstimator(ABC):
         stale = torch.linalg.vecdot(r, r) > torch.linalg.vecdot(self.b, self.b)
         return np.flatnonzero(stale.cpu().numpy())
 
+    def _reanchor_stale(self, S: torch.Tensor, Linv: torch.Tensor, z: torch.Tensor, skip: np.ndarray | None = None) -> None:
+        """Re-anchor now the members whose anchor went stale (:meth:`_stale_anchors`), from their
+        rows ``S`` ``(B, R, d)`` and factor ``Linv`` ``(B, R, R)`` as they stand (zero rows and identity
+        past each member's rows), and zero their ``z`` ``(B, R)``; ``skip``: a ``(B,)`` mask of
+        members without a live anchor (DBS's exact ones)."""
+        stale = self._stale_anchors()
+        if skip is not None and stale.size:
+            stale = stale[~skip[stale]]
+        if stale.size:
+            t = torch.as_tensor(stale, device=self.device)
+            self._reanchor(t, S[t], Linv[t], self._ridge()[t])
+            z[t] = 0.0
+
+    def _advance_anchor_one(self, anchor, b, xc, r: float, ridge: float) -> float:
+        """:meth:`_advance_anchor` for member 0's views (B = 1, numpy or tensors; host floats):
+        ``b += r x``; ``r / ridge`` and ``u`` gain ``step x``, ``step = (r - x^T theta0) / ridge``
+        (returned, for ``z``). BLAS axpy on the host path (:func:`axpy_`)."""
+        step = (r - float(xc @ anchor[0])) / ridge
+        axpy_(b, r, xc)
+        axpy_(anchor[1], step, xc)
+        axpy_(anchor[2], step, xc)
+        return step
+
+    def _reanchor_one_if_stale(self, anchor, b, S, Linv, z, ridge: float) -> None:
+        """:meth:`_reanchor_stale` for member 0's views: ``S`` ``(m, d)`` its rows, ``Linv`` ``(m, m)``
+        their factor, ``z`` ``(>= m,)``. Two dot products a round; the solve only when stale."""
+        rr = anchor[1]
+        if ridge * ridge * float(rr @ rr) > float(b @ b):  # |r| > |b|: the anchor is worse than none
+            set_anchor_(anchor, ridge_solution(b, self._core(S), Linv, ridge))
+            z[: S.shape[0]] = 0.0
+
     def _advance_anchor(self, Xc: torch.Tensor, r) -> torch.Tensor | None:
         """Add the rows ``Xc`` ``(B, d)`` (core dtype) with responses ``r`` (a float or ``(B,)``) to
         ``b`` and, with ``e = r - x^T theta0``, ``e x / rho`` to the residual and to ``u``

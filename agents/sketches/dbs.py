@@ -129,7 +129,7 @@ import torch
 
 from .._torch import tensor_bytes
 from .._validate import per_member
-from .base import CovarianceEstimator, as_tensor, axpy_, eigh_desc, maximum, ridge_solution, rowdot, set_anchor_
+from .base import CovarianceEstimator, as_tensor, axpy_, eigh_desc, maximum, rowdot
 from .exact import below_floor, project, repair_inverse_, sherman_morrison_
 from .fd import _listed, border_at_, border_one_, border_scattered_, safe_inverse_factor
 
@@ -443,8 +443,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         cache0 = self._cache
         if cache0 is not None and cache0[6] is not None:  # from _score_terms_one (B = 1, unbatched views)
             if actions is not None and cache0[0] is not None and self._step_one(
-                X, r if isinstance(r, float) else float(r[0]), actions if isinstance(actions, int) else int(actions[0]),
-                cache0,
+                r if isinstance(r, float) else float(r[0]), actions if isinstance(actions, int) else int(actions[0]), cache0,
             ):
                 return
             if X is None:  # row_from_cache: the scored arm, as a (1, d) tensor
@@ -483,7 +482,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             # the common round: every member sketched and under its block's mass threshold, so
             # Alg. 1 line 7 keeps x in the active block without a look-ahead
             self._insert_active(self._everyone, X, self._core(xx), norm2, g, zx)
-            self._reanchor_stale()
+            self._reanchor_stale(self.S, self.Linv, self._z, skip=self.exact)
             self.n_rows += 1
             return
         was_exact = self.exact.copy()
@@ -510,20 +509,10 @@ class DyadicBlockSketch(CovarianceEstimator):
                 q = cache[4][pos, actions[sel]]
             self._sherman_morrison(exact_rows, X, xx, Ax, q)
         self._n_exact_rows[was_exact] += 1
-        self._reanchor_stale()
+        self._reanchor_stale(self.S, self.Linv, self._z, skip=self.exact)
         self.n_rows += 1
 
-    def _reanchor_stale(self) -> None:
-        """Sketched members whose anchor went stale (base._stale_anchors) move it to their ridge
-        solution now, from their whole row stack and factor."""
-        stale = self._stale_anchors()
-        stale = stale[~self.exact[stale]] if stale.size else stale
-        if stale.size:
-            t = torch.as_tensor(stale, device=self.device)
-            self._reanchor(t, self.S[t], self.Linv[t], self._c_tensor(stale))
-            self._z[t] = 0.0
-
-    def _step_one(self, X, r: float, a: int, cache) -> bool:
+    def _step_one(self, r: float, a: int, cache) -> bool:
         """B = 1, sketched, the common round (a nonzero row that Alg. 1 line 7 keeps in the active
         block by the mass test alone): :meth:`step` and :meth:`_insert_active` on host scalars and
         member 0's host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`), the
@@ -542,25 +531,18 @@ class DyadicBlockSketch(CovarianceEstimator):
         if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
             x, xc, g = x.numpy(), xc.numpy(), g.numpy()
         c = float(self.c()[0])
-        # base._advance_anchor on host scalars: b += r x; r / c and u gain (r - x^T theta0) x / c
-        step = (r - float(xc @ anchor[0])) / c
-        rr = anchor[1]
-        axpy_(b, r, xc)
-        axpy_(rr, step, xc)
-        axpy_(anchor[2], step, xc)
+        step = self._advance_anchor_one(anchor, b, xc, r, c)  # b += r x; r / c and u gain step x
         axpy_(z[:j], step, g)  # S r / c follows, on the rows held before this one
         self.act_mass[0] += norm2
         self.act_rows[0] += 1
-        border_one_(Linv, G, S, z, j, x, norm2, g, c, float(xc @ rr), self._eps)  # eq. 7
+        border_one_(Linv, G, S, z, j, x, norm2, g, c, float(xc @ anchor[1]), self._eps)  # eq. 7
         self.m_act[0] += 1
         self.rows[0] += 1
         m, l = int(self.m_act[0]), int(self.l_act[0])
         if m == self._cap_of(l) or not self.fast:
             self._reduce_active_one(m, l)
-        elif c * c * float(rr @ rr) > float(b @ b):  # |r| > |b|: the anchor is worse than none (base._stale_anchors)
-            R = j + 1
-            set_anchor_(anchor, ridge_solution(b, self._core(S[:R]), Linv[:R, :R], c))
-            z[:R] = 0.0
+        else:
+            self._reanchor_one_if_stale(anchor, b, S[: j + 1], Linv[: j + 1, : j + 1], z, c)
         self.n_rows += 1
         return True
 

@@ -378,8 +378,8 @@ class FrequentDirections(CovarianceEstimator):
         ``actions`` an int when B = 1 (the single agent's loop: no index tensors are built)."""
         cache, self._cache = self._cache, None
         if self.batch_size == 1 and cache is not None and actions is not None:
-            self._step_one(X, r if isinstance(r, float) else float(r[0]),
-                           actions if isinstance(actions, int) else int(actions[0]), cache)
+            self._step_one(r if isinstance(r, float) else float(r[0]), actions if isinstance(actions, int) else int(actions[0]),
+                           cache)
             return
         if isinstance(actions, int) and cache is not None:  # ||x||^2 of the played arm was scored (and finite)
             xx = cache[2][:, actions]
@@ -415,25 +415,15 @@ class FrequentDirections(CovarianceEstimator):
             self.n_rows += 1
             return
         full = live & ((self._m == self._caps) | (not self.fast))
-        stale = np.setdiff1d(self._stale_anchors(), np.flatnonzero(full))  # (a reduction re-anchors anyway)
-        if stale.size:
-            self._reanchor_rows(stale)
         if full.any():
             eig = None
             if self.single and lookahead is not None and torch.equal(lookahead[0], X[0]):
                 eig = lookahead[1]  # shrinkage_if_added(x) just decomposed this very Gram
             self._reduce(np.flatnonzero(full), eig)
+        self._reanchor_stale(self._buf, self._Linv, self._z)  # (a reduction just re-anchored: r = 0, never stale)
         self.n_rows += 1
 
-    def _reanchor_rows(self, idx: np.ndarray) -> None:
-        """Move the anchor of the members ``idx`` to their ridge solution now (base._reanchor), from
-        their rows and factor as they stand (not orthogonal between reductions)."""
-        t = torch.as_tensor(idx, device=self.device)
-        mm = int(self._m[idx].max())
-        self._reanchor(t, self._buf[t, :mm], self._Linv[t, :mm, :mm], self._rho()[t].view(-1))
-        self._z[t] = 0.0
-
-    def _step_one(self, X, r: float, a: int, cache) -> None:
+    def _step_one(self, r: float, a: int, cache) -> None:
         """B = 1 of :meth:`step` for the played arm ``a`` of the last scored set (the single
         agent's round): the same operations on member 0's unbatched state, the O(m) part on
         host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`)."""
@@ -446,28 +436,21 @@ class FrequentDirections(CovarianceEstimator):
         if isinstance(S, np.ndarray) and not isinstance(x, np.ndarray):  # scored on tensors (see _member0)
             x, xc, g = x.numpy(), xc.numpy(), (g.numpy() if j else None)
         rho = float(self.reg + self._alpha[0])
-        # base._advance_anchor on host scalars: b += r x; r / rho and u gain (r - x^T theta0) x / rho
-        step = (r - float(xc @ anchor[0])) / rho
-        rr = anchor[1]
-        axpy_(b, r, xc)
-        axpy_(rr, step, xc)
-        axpy_(anchor[2], step, xc)
+        step = self._advance_anchor_one(anchor, b, xc, r, rho)  # b += r x; r / rho and u gain step x
         if not xx > 0.0:  # a zero row adds nothing to X^T X and is skipped
             self.n_rows += 1
             return
         if j:
             axpy_(z[:j], step, g)  # S r / rho follows, on the rows held before this one
         self.trace[0] += xx
-        border_one_(Linv, G, S, z, j, x, xx, g, rho, float(xc @ rr), self._eps)
+        border_one_(Linv, G, S, z, j, x, xx, g, rho, float(xc @ anchor[1]), self._eps)
         self._m[0] += 1
         if self._m[0] == self._cap or not self.fast:
             same = lookahead is not None and torch.equal(lookahead[0], as_tensor(arms[a]))
             eig = lookahead[1] if same else None
             self._reduce_one(eig)
-        elif rho * rho * float(rr @ rr) > float(b @ b):  # |r| > |b|: the anchor is worse than none (base._stale_anchors)
-            m = j + 1
-            set_anchor_(anchor, ridge_solution(b, self._core(S[:m]), Linv[:m, :m], rho))
-            z[:m] = 0.0
+        else:
+            self._reanchor_one_if_stale(anchor, b, S[: j + 1], Linv[: j + 1, : j + 1], z, rho)
         self.n_rows += 1
 
     def _append_at(self, j: int, X, xx, g, zx) -> None:
@@ -500,6 +483,9 @@ class FrequentDirections(CovarianceEstimator):
     def _reduce(self, idx: np.ndarray, eig=None) -> None:
         """FD reduction (seed 000 Alg. 2 lines 4-7) of the members ``idx``, grouped by row count
         (and by sketch size when the members' sizes differ)."""
+        if self.batch_size == 1:  # the single sketch: in place on member 0's views
+            self._reduce_one(eig)
+            return
         counts = self._m[idx]
         if isinstance(self._l, int):
             for m in np.unique(counts):
@@ -525,31 +511,22 @@ class FrequentDirections(CovarianceEstimator):
             self._alpha[idx] += delta_h
             self._rho_t = None
         rho = self._rho()[t] if not full else self._rho()
-        # Alg. 2 line 7: the rows are now orthogonal, so G and Linv are diagonal.
+        # Alg. 2 line 7: the rows are now orthogonal, so G and Linv are diagonal. Fresh tensors
+        # (measured faster than strided in-place writes batched; B = 1 is _reduce_one, in place)
         linv_diag = torch.where(kept, (keep + rho).rsqrt(), torch.ones_like(keep))
-        if full and self.batch_size == 1:  # in place (slots [m, cap) are clean: zero rows, identity factor);
-            # batched, fresh tensors measured faster than strided in-place writes
-            self._buf[:, :k] = new_rows
-            self._buf[:, k:m] = 0.0
-            self._z[:, :m] = 0.0  # the anchor moves to the new A_hat below: r_b = 0
-            self._G[:, :m, :m] = 0.0
-            torch.diagonal(self._G[:, :k, :k], dim1=1, dim2=2).copy_(keep)
-            self._Linv[:, :m, :m] = torch.eye(m, **self._ckw)
-            torch.diagonal(self._Linv[:, :k, :k], dim1=1, dim2=2).copy_(linv_diag)
+        cap = self._cap
+        n = idx.size
+        S = torch.zeros(n, cap, self.d, **self._kw)
+        S[:, :k] = new_rows
+        z = torch.zeros(n, cap, **self._ckw)  # the anchor moves to the new A_hat below: r_b = 0
+        G = torch.zeros(n, cap, cap, **self._ckw)
+        G[:, :k, :k] = torch.diag_embed(keep)
+        Linv = torch.eye(cap, **self._ckw).repeat(n, 1, 1)
+        Linv[:, :k, :k] = torch.diag_embed(linv_diag)
+        if full:
+            self._buf, self._z, self._G, self._Linv = S, z, G, Linv
         else:
-            cap = self._cap
-            n = idx.size
-            S = torch.zeros(n, cap, self.d, **self._kw)
-            S[:, :k] = new_rows
-            z = torch.zeros(n, cap, **self._ckw)  # the anchor moves to the new A_hat below: r_b = 0
-            G = torch.zeros(n, cap, cap, **self._ckw)
-            G[:, :k, :k] = torch.diag_embed(keep)
-            Linv = torch.eye(cap, **self._ckw).repeat(n, 1, 1)
-            Linv[:, :k, :k] = torch.diag_embed(linv_diag)
-            if full:
-                self._buf, self._z, self._G, self._Linv = S, z, G, Linv
-            else:
-                self._buf[t], self._z[t], self._G[t], self._Linv[t] = S, z, G, Linv
+            self._buf[t], self._z[t], self._G[t], self._Linv[t] = S, z, G, Linv
         # the anchor moves to the new A_hat (base._reanchor): its rows are the k new, orthogonal ones
         self._reanchor(None if full else t, new_rows, torch.diag_embed(linv_diag), rho.view(-1))
         self._after_reduction(idx, delta_h, r_h, keep.sum(dim=1).double().cpu().numpy())
