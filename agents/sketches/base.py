@@ -108,7 +108,7 @@ _AXPY = {np.dtype(np.float64): daxpy, np.dtype(np.float32): saxpy}
 def axpy_(y, a: float, x) -> None:
     """``y += a x`` in place (numpy arrays or tensors). On the host path BLAS's axpy on the
     contiguous views: ~0.25 us against ~1.6 us for numpy's ``y += a * x`` (a temporary and two
-    passes), and the single agent's round makes four such updates (``b``, ``r / rho``, ``u``, ``z``)."""
+    passes), and the single agent's round makes four such updates (``b``, ``r / rho``, ``u``, ``y``)."""
     if isinstance(y, np.ndarray):
         _AXPY[y.dtype](x, y, a=a)  # f2py updates y in place (a contiguous array of its dtype)
     else:
@@ -199,6 +199,7 @@ class CovarianceEstimator(ABC):
         #: the anchored sketches' ``[theta0; r / rho; u]`` per member, ``(B, 3, d)`` core (see _reanchor); None
         #: when not anchored (or, DBS, once every member is exact)
         self._anchor = torch.zeros(self.batch_size, 3, self.d, **self._ckw) if self.anchored else None
+        self._unanchored = np.zeros(self.batch_size, dtype=np.bool_)  # members to re-anchor (see _unanchor)
         self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
         self._views0: dict = {}  # see _member0
@@ -221,6 +222,33 @@ class CovarianceEstimator(ABC):
         (numpy arrays on the host path); their cache then serves :meth:`step`."""
         mean, quad = self.score_terms(arms.unsqueeze(0))
         return mean[0], quad[0]
+
+    def _woodbury_terms_one(self, arms: torch.Tensor, S: torch.Tensor, Linv: torch.Tensor, y: torch.Tensor, rows: int,
+                            ridge: float) -> tuple:
+        """The sketches' (FD, DBS) :meth:`_score_terms_one` from member 0 of their rows ``S``
+        ``(1, R, d)``, inverse factor ``Linv`` ``(1, R, R)`` of ``S S^T + ridge I`` and ``y = Linv S r / ridge``
+        ``(1, R)``, of which the first ``rows`` are held: 2-D products on member 0's views (numpy on
+        CPU, :meth:`_member0`, else tensors) and host scalars, the same arithmetic as their
+        batched ``score_terms``. Returns ``(mean, quad, (U, W, sq, a, ac))`` with the ``(K,)`` terms in
+        the core dtype (float64: the single agent ranks its arms there also when working in
+        float32) and, for the estimator's :meth:`step`, ``U = arms S^T``, ``W = U Linv^T`` (``(K, rows)``,
+        None without rows), ``||arms||^2``, the arms and the arms in the core dtype (numpy arrays on
+        the host path):
+
+            mean = x^T u - w^T y   (= x^T theta0 + x^T A_hat^-1 r, :meth:`_reanchor`)
+            quad = max((||x||^2 - ||w||^2) / ridge, ||x||^2 / (reg + tr X^T X + alpha))  (:meth:`_floor`)"""
+        S, Linv, y, anchor = self._member0("one", (S, Linv, y, self._anchor), big=True)
+        a = arms.numpy() if isinstance(S, np.ndarray) else arms
+        ac = self._core(a)
+        sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
+        xu = ac @ anchor[2]  # x^T u, u = theta0 + r / ridge
+        floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # host floats: no (1, 1) arrays
+        if rows == 0:
+            return xu, maximum(sq / ridge, floor), (None, None, sq, a, ac)
+        U = self._core(a @ S[:rows].T)  # the only O(K d R) step
+        W = U @ Linv[:rows, :rows].T  # rows Linv S x
+        mean = xu - W @ y[:rows]
+        return mean, maximum((sq - rowdot(W, W)) / ridge, floor), (U, W, sq, a, ac)
 
     @abstractmethod
     def step(self, X: torch.Tensor, r: torch.Tensor, actions: torch.Tensor | None = None) -> None:
@@ -270,7 +298,7 @@ class CovarianceEstimator(ABC):
     def _reanchor(self, t, S: torch.Tensor, Linv: torch.Tensor, ridge: torch.Tensor) -> torch.Tensor:
         """Move the anchor of the members ``t`` (an index tensor, or ``None`` for all) to their
         ridge solution now: ``theta0 = A_hat^-1 b`` and residual ``r = b - A_hat theta0 = 0``.
-        Returns ``theta0`` ``(n, d)``; the caller zeroes ``z`` of those members.
+        Returns ``theta0`` ``(n, d)``; the caller zeroes ``y = Linv z`` of those members.
 
         Why an anchor. The sketches' mean term used to be ``(x^T b - w^T Linv S b) / rho`` with
         ``w = Linv S x``: two numbers of size ``|x| |b| ~ t`` whose difference is
@@ -280,14 +308,16 @@ class CovarianceEstimator(ABC):
         float64 OFUL in 2, 10, 17, 41 rounds of consecutive 5,000-round windows
         (``benchmarks/bench_drift.py``; anchored: 2, 0, 5, 4). Now
 
-            x^T A_hat^-1 b  =  x^T theta0  +  x^T A_hat^-1 r  =  x^T u - w^T Linv z,
-            r = b - A_hat theta0,   u = theta0 + r / rho,   z = S r / rho,
+            x^T A_hat^-1 b  =  x^T theta0  +  x^T A_hat^-1 r  =  x^T u - w^T y,
+            r = b - A_hat theta0,   u = theta0 + r / rho,   y = Linv z,   z = S r / rho,
 
         (Woodbury applied to ``r``), where ``x^T u`` is a core-dtype product without cancellation:
-        each appended row ``x`` (response ``y``) adds ``(y - x^T theta0) x`` to ``r`` (``A_hat``
-        gains ``x x^T``, ``b`` gains ``y x``), so ``r`` sums residuals, not responses, and stays
+        each appended row ``x`` (response ``v``) adds ``(v - x^T theta0) x`` to ``r`` (``A_hat``
+        gains ``x x^T``, ``b`` gains ``v x``), so ``r`` sums residuals, not responses, and stays
         small. The state is ``[theta0; r / rho; u]`` (``_anchor``, ``(B, 3, d)``): one K x d product
         with ``u`` gives the mean's large part, and ``rho`` changes only where the anchor moves.
+        The sketch keeps ``y`` itself (``(B, R)``), updated in O(R) per append from the append's
+        own ``Linv S x`` (:func:`~agents.sketches.fd.border_at_`), so no R^2 product a round forms it.
         The anchor moves whenever ``A_hat`` changes otherwise than by an appended row, i.e. at
         every reduction (FD shrinks, RFD raises rho), which also bounds the rows ``r`` collects to
         one buffer's worth, and whenever ``|r| > |b|`` (:meth:`_stale_anchors`): the anchor is
@@ -309,19 +339,28 @@ class CovarianceEstimator(ABC):
             self._anchor[t] = anchor
         return theta0
 
+    def _unanchor(self, t: torch.Tensor | None) -> None:
+        """Mark the members ``t`` (an index tensor; None: nobody) for a new anchor at the round's
+        end (:meth:`_reanchor_stale`): their factor was rebuilt (:func:`~agents.sketches.fd.border_at_`),
+        so the kept ``y = Linv z`` no longer matches it, and a new anchor makes it 0 (O(R d), rare)."""
+        if t is not None:
+            self._unanchored[t.cpu().numpy()] = True
+
     def _stale_anchors(self) -> np.ndarray:
         """Members whose residual outgrew ``b`` (``|r| > |b|``: the anchor is worse than none; see
-        :meth:`_reanchor`), to re-anchor now. An empty array without an anchor."""
+        :meth:`_reanchor`) or marked by :meth:`_unanchor`, to re-anchor now (the marks are
+        cleared). An empty array without an anchor."""
         if self._anchor is None:
             return np.zeros(0, dtype=np.int64)
         r = self._anchor[:, 1] * self._ridge().unsqueeze(1)
-        stale = torch.linalg.vecdot(r, r) > torch.linalg.vecdot(self.b, self.b)
-        return np.flatnonzero(stale.cpu().numpy())
+        stale = (torch.linalg.vecdot(r, r) > torch.linalg.vecdot(self.b, self.b)).cpu().numpy() | self._unanchored
+        self._unanchored[:] = False
+        return np.flatnonzero(stale)
 
-    def _reanchor_stale(self, S: torch.Tensor, Linv: torch.Tensor, z: torch.Tensor, skip: np.ndarray | None = None) -> None:
+    def _reanchor_stale(self, S: torch.Tensor, Linv: torch.Tensor, y: torch.Tensor, skip: np.ndarray | None = None) -> None:
         """Re-anchor now the members whose anchor went stale (:meth:`_stale_anchors`), from their
         rows ``S`` ``(B, R, d)`` and factor ``Linv`` ``(B, R, R)`` as they stand (zero rows and identity
-        past each member's rows), and zero their ``z`` ``(B, R)``; ``skip``: a ``(B,)`` mask of
+        past each member's rows), and zero their ``y`` ``(B, R)``; ``skip``: a ``(B,)`` mask of
         members without a live anchor (DBS's exact ones)."""
         stale = self._stale_anchors()
         if skip is not None and stale.size:
@@ -329,30 +368,31 @@ class CovarianceEstimator(ABC):
         if stale.size:
             t = torch.as_tensor(stale, device=self.device)
             self._reanchor(t, S[t], Linv[t], self._ridge()[t])
-            z[t] = 0.0
+            y[t] = 0.0
 
     def _advance_anchor_one(self, anchor, b, xc, r: float, ridge: float) -> float:
         """:meth:`_advance_anchor` for member 0's views (B = 1, numpy or tensors; host floats):
         ``b += r x``; ``r / ridge`` and ``u`` gain ``step x``, ``step = (r - x^T theta0) / ridge``
-        (returned, for ``z``). BLAS axpy on the host path (:func:`axpy_`)."""
+        (returned, for ``y``). BLAS axpy on the host path (:func:`axpy_`)."""
         step = (r - float(xc @ anchor[0])) / ridge
         axpy_(b, r, xc)
         axpy_(anchor[1], step, xc)
         axpy_(anchor[2], step, xc)
         return step
 
-    def _reanchor_one_if_stale(self, anchor, b, S, Linv, z, ridge: float) -> None:
+    def _reanchor_one_if_stale(self, anchor, b, S, Linv, y, ridge: float, rebuilt: bool = False) -> None:
         """:meth:`_reanchor_stale` for member 0's views: ``S`` ``(m, d)`` its rows, ``Linv`` ``(m, m)``
-        their factor, ``z`` ``(>= m,)``. Two dot products a round; the solve only when stale."""
+        their factor, ``y`` ``(>= m,)``; ``rebuilt``: the append rebuilt the factor (:meth:`_unanchor`).
+        Two dot products a round; the solve only when stale."""
         rr = anchor[1]
-        if ridge * ridge * float(rr @ rr) > float(b @ b):  # |r| > |b|: the anchor is worse than none
+        if rebuilt or ridge * ridge * float(rr @ rr) > float(b @ b):  # |r| > |b|: the anchor is worse than none
             set_anchor_(anchor, ridge_solution(b, self._core(S), Linv, ridge))
-            z[: S.shape[0]] = 0.0
+            y[: S.shape[0]] = 0.0
 
     def _advance_anchor(self, Xc: torch.Tensor, r) -> torch.Tensor | None:
         """Add the rows ``Xc`` ``(B, d)`` (core dtype) with responses ``r`` (a float or ``(B,)``) to
         ``b`` and, with ``e = r - x^T theta0``, ``e x / rho`` to the residual and to ``u``
-        (:meth:`_reanchor`). Returns ``e / rho`` ``(B,)`` (``z = S r / rho`` gains ``(e / rho) S x``),
+        (:meth:`_reanchor`). Returns ``e / rho`` ``(B,)`` (``z = S r / rho`` gains ``(e / rho) S x``, ``y = Linv z`` gains ``(e / rho) Linv S x``),
         or None (only ``b`` moves) when there is no anchor."""
         rc = r if isinstance(r, float) else self._core(r)
         if isinstance(r, float):

@@ -129,7 +129,7 @@ import torch
 
 from .._torch import tensor_bytes
 from .._validate import per_member
-from .base import CovarianceEstimator, as_tensor, axpy_, eigh_desc, maximum, rowdot
+from .base import CovarianceEstimator, as_tensor, eigh_desc
 from .exact import below_floor, project, repair_inverse_, sherman_morrison_
 from .fd import _listed, border_at_, border_one_, border_scattered_, safe_inverse_factor
 
@@ -287,7 +287,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.S = torch.zeros(B, 0, self.d, **self._kw)
         self.G = torch.zeros(B, 0, 0, **self._ckw)
         self.Linv = torch.zeros(B, 0, 0, **self._ckw)
-        self._z = torch.zeros(B, 0, **self._ckw)  # S r / c over each member's rows, r = b - A_hat theta0 (base._reanchor)
+        self._y = torch.zeros(B, 0, **self._ckw)  # Linv S r / c over each member's rows, r = b - A_hat theta0 (base._reanchor)
         self._cache = None  # projections of the last score_terms, for the next step
         self._c_t = None  # c() as a core tensor (see _c_tensor)
         self.A_inv: torch.Tensor | None = None
@@ -422,10 +422,10 @@ class DyadicBlockSketch(CovarianceEstimator):
         S = torch.zeros(B, R, self.d, **self._kw)
         G = torch.zeros(B, R, R, **self._ckw)
         Linv = torch.eye(R, **self._ckw).repeat(B, 1, 1)
-        z = torch.zeros(B, R, **self._ckw)
+        y = torch.zeros(B, R, **self._ckw)
         if old:
-            S[:, :old], G[:, :old, :old], Linv[:, :old, :old], z[:, :old] = self.S, self.G, self.Linv, self._z
-        self.S, self.G, self.Linv, self._z, self._R = S, G, Linv, z, R
+            S[:, :old], G[:, :old, :old], Linv[:, :old, :old], y[:, :old] = self.S, self.G, self.Linv, self._y
+        self.S, self.G, self.Linv, self._y, self._R = S, G, Linv, y, R
 
     def _groups(self, idx: np.ndarray, *keys: np.ndarray):
         """Split member indices ``idx`` by the values of ``keys`` (one batched op per group)."""
@@ -450,7 +450,7 @@ class DyadicBlockSketch(CovarianceEstimator):
                 a = actions if isinstance(actions, int) else int(actions[0])
                 X = as_tensor(cache0[6])[a : a + 1]
             U = None if cache0[0] is None else as_tensor(cache0[0]).unsqueeze(0)  # the batched path's shapes
-            cache0 = self._cache = (U, cache0[1], None, None, None, as_tensor(cache0[5]).unsqueeze(0), None, None)
+            cache0 = self._cache = (U, cache0[1], None, None, None, as_tensor(cache0[5]).unsqueeze(0), None, None, None)
         if isinstance(actions, int) and cache0 is not None and cache0[5] is not None:
             xx = cache0[5][:, actions]  # ||x||^2 of the played arm was scored (and finite)
             norm2 = np.array([xx.item()])
@@ -473,16 +473,14 @@ class DyadicBlockSketch(CovarianceEstimator):
         Xc = self._core(X)
         # b += r x; r / c and u gain (r - x^T theta0) x / c (exact members: unused; no anchor once all are)
         step = self._advance_anchor(Xc, r)
-        if g is not None and step is not None:
-            self._z[:, : g.shape[1]].addcmul_(g, step.unsqueeze(1))  # S r / c follows, on the rows held before
         zx = None if self._anchor is None else torch.linalg.vecdot(Xc, self._anchor[:, 1])  # the new row's S r / c
         if g is None:
             g = torch.zeros(self.batch_size, 0, **self._ckw)
         if not self._any_exact and (self.act_mass + norm2 < self.threshold).all():
             # the common round: every member sketched and under its block's mass threshold, so
             # Alg. 1 line 7 keeps x in the active block without a look-ahead
-            self._insert_active(self._everyone, X, self._core(xx), norm2, g, zx)
-            self._reanchor_stale(self.S, self.Linv, self._z, skip=self.exact)
+            self._insert_active(self._everyone, X, self._core(xx), norm2, g, zx, step)
+            self._reanchor_stale(self.S, self.Linv, self._y, skip=self.exact)
             self.n_rows += 1
             return
         was_exact = self.exact.copy()
@@ -498,7 +496,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             switch[self._close_active(closing, norm2)] = True
         inserting = np.flatnonzero(~was_exact & ~switch)
         if inserting.size:
-            self._insert_active(inserting, X, self._core(xx), norm2, g, zx)
+            self._insert_active(inserting, X, self._core(xx), norm2, g, zx, step)
         exact_rows = np.flatnonzero(was_exact | switch)
         if exact_rows.size:
             Ax = q = None
@@ -509,7 +507,7 @@ class DyadicBlockSketch(CovarianceEstimator):
                 q = cache[4][pos, actions[sel]]
             self._sherman_morrison(exact_rows, X, xx, Ax, q)
         self._n_exact_rows[was_exact] += 1
-        self._reanchor_stale(self.S, self.Linv, self._z, skip=self.exact)
+        self._reanchor_stale(self.S, self.Linv, self._y, skip=self.exact)
         self.n_rows += 1
 
     def _step_one(self, r: float, a: int, cache) -> bool:
@@ -518,31 +516,31 @@ class DyadicBlockSketch(CovarianceEstimator):
         member 0's host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`), the
         played arm's ``S x`` taken from the scored projection. Returns False, having changed
         nothing, for any other round (the general path then runs)."""
-        U, sq, arms, ac = cache[0], cache[5], cache[6], cache[7]  # unbatched views (numpy on the host path)
+        U, sq, arms, ac, W = cache[0], cache[5], cache[6], cache[7], cache[8]  # unbatched views (numpy on the host path)
         norm2 = float(sq[a])  # scored, hence finite
         if not (norm2 > 0.0 and self.act_mass[0] + norm2 < self.threshold):
             return False
         self._cache = None
         self._frob[0] += norm2
         self.trace[0] += norm2
-        Linv, G, S, z, b, anchor = self._member0("step", (self.Linv, self.G, self.S, self._z, self.b, self._anchor))
+        Linv, G, S, y, b, anchor = self._member0("step", (self.Linv, self.G, self.S, self._y, self.b, self._anchor))
         j = int(self.rows[0])
-        x, xc, g = arms[a], ac[a], U[a]  # X[0] (working, core dtype), and S x: the played arm's row of arms S^T
+        # X[0] (working, core dtype), and S x, Linv S x: the played arm's rows of arms S^T and of W
+        x, xc, g, w = arms[a], ac[a], U[a], W[a]
         if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
-            x, xc, g = x.numpy(), xc.numpy(), g.numpy()
+            x, xc, g, w = x.numpy(), xc.numpy(), g.numpy(), w.numpy()
         c = float(self.c()[0])
         step = self._advance_anchor_one(anchor, b, xc, r, c)  # b += r x; r / c and u gain step x
-        axpy_(z[:j], step, g)  # S r / c follows, on the rows held before this one
         self.act_mass[0] += norm2
         self.act_rows[0] += 1
-        border_one_(Linv, G, S, z, j, x, norm2, g, c, float(xc @ anchor[1]), self._eps)  # eq. 7
+        rebuilt = border_one_(Linv, G, S, y, j, x, norm2, g, c, float(xc @ anchor[1]), step, self._eps, w)  # eq. 7
         self.m_act[0] += 1
         self.rows[0] += 1
         m, l = int(self.m_act[0]), int(self.l_act[0])
         if m == self._cap_of(l) or not self.fast:
             self._reduce_active_one(m, l)
         else:
-            self._reanchor_one_if_stale(anchor, b, S[: j + 1], Linv[: j + 1, : j + 1], z, c)
+            self._reanchor_one_if_stale(anchor, b, S[: j + 1], Linv[: j + 1, : j + 1], y, c, rebuilt)
         self.n_rows += 1
         return True
 
@@ -598,7 +596,7 @@ class DyadicBlockSketch(CovarianceEstimator):
                 self.gram[t] = torch.bmm(self.S[t].mT, self.S[t]) + (c - self._reg_tensor(idx)) * eye
             self.S[t] = 0.0
             self.G[t] = 0.0
-            self._z[t] = 0.0
+            self._y[t] = 0.0
             self.Linv[t] = torch.eye(self._R, **self._ckw)
         else:
             A = eye.expand(idx.size, self.d, self.d).clone()
@@ -614,14 +612,14 @@ class DyadicBlockSketch(CovarianceEstimator):
             self.S = torch.zeros(self.batch_size, 0, self.d, **self._kw)
             self.G = torch.zeros(self.batch_size, 0, 0, **self._ckw)
             self.Linv = torch.zeros(self.batch_size, 0, 0, **self._ckw)
-            self._z = torch.zeros(self.batch_size, 0, **self._ckw)
+            self._y = torch.zeros(self.batch_size, 0, **self._ckw)
 
-    def _insert_active(self, idx, X, xx, norm2, g, zx) -> None:
+    def _insert_active(self, idx, X, xx, norm2, g, zx, step) -> None:
         """FD update of the active blocks of ``idx`` with their rows (Alg. 4 lines 11-19)."""
         if idx is self._everyone and (norm2 > 0.0).all():  # whole-array bookkeeping, no fancy indexing
             self.act_mass += norm2
             self.act_rows += 1
-            self._append(idx, X, xx, g, zx)
+            self._append(idx, X, xx, g, zx, step)
             self.m_act += 1
             self.rows += 1
             full = (self.m_act == self.cap_act) if self.fast else np.ones(self.batch_size, dtype=np.bool_)
@@ -634,32 +632,34 @@ class DyadicBlockSketch(CovarianceEstimator):
         live = idx[norm2[idx] > 0.0]  # FD skips zero rows: A_hat unchanged
         if live.size == 0:
             return
-        self._append(live, X, xx, g, zx)
+        self._append(live, X, xx, g, zx, step)
         self.m_act[live] += 1
         self.rows[live] += 1
         reducing = live[self.m_act[live] == self.cap_act[live]] if self.fast else live
         for group, (m, l) in self._groups(reducing, self.m_act, self.l_act):
             self._reduce_active(group, m, l)
 
-    def _append(self, idx, X, xx, g, zx) -> None:
+    def _append(self, idx, X, xx, g, zx, step) -> None:
         """eq. 7: border every factor with its member's new row (:func:`~agents.sketches.fd.border_at_`)."""
         pos_h = self.rows if idx is self._everyone else self.rows[idx]
         j = int(pos_h[0])
         if self.batch_size == 1 and idx.size == 1:  # the O(r) bordering on host views (fd.border_one_)
-            Linv, G, S, z = self._member0("host", (self.Linv, self.G, self.S, self._z))
+            Linv, G, S, y = self._member0("host", (self.Linv, self.G, self.S, self._y))
             gj, x = (g[0, :j] if j else None), X[0]
             if isinstance(S, np.ndarray):
                 gj, x = (gj.numpy() if j else None), x.numpy()
-            border_one_(Linv, G, S, z, j, x, float(xx[0]), gj, float(self.c()[0]), float(zx[0]), self._eps)
+            self._unanchored[0] |= border_one_(Linv, G, S, y, j, x, float(xx[0]), gj, float(self.c()[0]), float(zx[0]),
+                                               float(step[0]), self._eps)
             return
         if idx.size == self.batch_size and (self.batch_size == 1 or (pos_h == j).all()):
-            border_at_(self.Linv, self.G, self.S, self._z, j, X, xx, g, self._c_tensor(), zx, self._eps)
+            self._unanchor(border_at_(self.Linv, self.G, self.S, self._y, j, X, xx, g, self._c_tensor(), zx, step,
+                                      self._eps))
             return
         if g.shape[1] < self._R:
             g = torch.nn.functional.pad(g, (0, self._R - g.shape[1]))
         t = torch.as_tensor(idx, device=self.device)
         pos = torch.as_tensor(pos_h, device=self.device)
-        border_scattered_(self.Linv, self.G, self.S, self._z, t, pos, X, xx, g, self._c_tensor(), zx)
+        border_scattered_(self.Linv, self.G, self.S, self._y, t, pos, X, xx, g, self._c_tensor(), zx, step)
 
     def _active_block(self, t: torch.Tensor, off: torch.Tensor, m: int):
         """The active blocks' rows ``(n, m, d)`` and Gram ``(n, m, m)`` at per-member offsets."""
@@ -732,7 +732,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.Linv[t] = Linv
         # A_hat changed otherwise than by a row: the anchor moves to it (base._reanchor), r_b = 0
         self._reanchor(t, S, Linv, self._c_tensor(idx))
-        self._z[t] = 0.0
+        self._y[t] = 0.0
 
     def _reduce_active_one(self, m: int, l: int) -> None:
         """B = 1 of :meth:`_reduce_active` (the single agent's reduction), in place on member 0's slices:
@@ -767,7 +767,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.Linv.copy_(self._inverse_factor(self.G, self.rows[:1], self.c()[:1]))
         # A_hat changed otherwise than by a row: the anchor moves to it (base._reanchor), r_b = 0
         self._reanchor(None, self.S, self.Linv, self._c_tensor())
-        self._z.zero_()
+        self._y.zero_()
 
     def _inverse_factor(self, G: torch.Tensor, r: np.ndarray, c: np.ndarray) -> torch.Tensor:
         """Inverse Cholesky factors of ``G + c I`` on each member's first r rows, identity on the
@@ -830,9 +830,8 @@ class DyadicBlockSketch(CovarianceEstimator):
                 U = self._core(torch.bmm(arms, self.S[:, :Rm].mT))  # (B, K, Rm): the only O(B K d r) step
                 Linv = self.Linv[:, :Rm, :Rm]
                 W = torch.bmm(U, Linv.mT)  # rows Linv S x
-                y = torch.bmm(Linv, self._z[:, :Rm].unsqueeze(2))  # Linv S r / c
                 quad = (sqc - W.square().sum(dim=2)) / c
-                mean = mean - torch.bmm(W, y).squeeze(2)
+                mean = mean - torch.bmm(W, self._y[:, :Rm].unsqueeze(2)).squeeze(2)  # y = Linv S r / c (fd.border_at_)
             else:
                 quad = sqc / c
             quad = torch.maximum(quad, floor)
@@ -849,36 +848,19 @@ class DyadicBlockSketch(CovarianceEstimator):
                 qe = torch.maximum(self._core(raw), floor[t])
                 quad[t] = qe
                 mean[t] = self._core(torch.bmm(P, self._work(self.b[t]).unsqueeze(2)).squeeze(2))  # core dtype
-        self._cache = (U, Rm, P, e, qe, sq, None, None)
+        self._cache = (U, Rm, P, e, qe, sq, None, None, None)
         return mean, quad  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
-        """B = 1, sketched: :meth:`score_terms` from 2-D products on member 0's views (numpy on
-        CPU, see :meth:`~agents.sketches.base.CovarianceEstimator._member0`, else tensors) and
-        host scalars; same arithmetic. ``(K, d) -> (K,), (K,)`` in the core dtype (float64: the
-        single agent ranks its arms there); exact mode goes through :meth:`score_terms`. The cache holds the unbatched projection, norms and arms
-        (slot 6) and the arms in the core dtype (slot 7)."""
+        """B = 1, sketched: :meth:`score_terms` (:meth:`~agents.sketches.base.CovarianceEstimator._woodbury_terms_one`);
+        exact mode goes through :meth:`score_terms`. The cache holds the unbatched projection
+        ``U`` (slot 0), norms (5), arms (6), arms in the core dtype (7) and ``W = U Linv^T`` (8)."""
         if self._any_exact:
             return super()._score_terms_one(arms)
-        S, Linv, z, anchor = self._member0("one", (self.S, self.Linv, self._z, self._anchor), big=True)
-        a = arms.numpy() if isinstance(S, np.ndarray) else arms
-        ac = self._core(a)
-        sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
-        floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # the width floor (base._floor)
-        c = float(self.c()[0])
-        xu = ac @ anchor[2]  # x^T u, u = theta0 + r / c (base._reanchor)
         Rm = int(self.rows[0])
-        U = None
-        if Rm:
-            U = self._core(a @ S[:Rm].T)  # the only O(K d r) step
-            Li = Linv[:Rm, :Rm]
-            W = U @ Li.T  # rows Linv S x
-            quad = (sq - rowdot(W, W)) / c
-            mean = xu - W @ (Li @ z[:Rm])  # x^T theta0 + (x^T r - w^T Linv S r) / c
-        else:
-            quad, mean = sq / c, xu
-        self._cache = (U, Rm, None, None, None, sq, a, ac)
-        return mean, maximum(quad, floor)
+        mean, quad, (U, W, sq, a, ac) = self._woodbury_terms_one(arms, self.S, self.Linv, self._y, Rm, float(self.c()[0]))
+        self._cache = (U, Rm, None, None, None, sq, a, ac, W)
+        return mean, quad
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
         return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
@@ -948,7 +930,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         return np.where(self.exact, self._exact_bytes(), sketched).astype(np.int64)
 
     def _held_bytes(self):
-        return tensor_bytes(self.S, self.G, self.Linv, self._z, self.A_inv, self.gram, self.b, self._anchor)
+        return tensor_bytes(self.S, self.G, self.Linv, self._y, self.A_inv, self.gram, self.b, self._anchor)
 
     def __repr__(self) -> str:
         return (f"DyadicBlockSketch(d={self.d}, l0={_listed(self.l0)}, eps={_listed(self.eps)}, sketch={self.sketch!r}, reg={_listed(self.reg)}, "

@@ -27,7 +27,7 @@ Implementation choices (the seeds leave them open):
 
 * **The small core in float64.** ``G = S S^T`` (kept incrementally: each append costs the
   O(m d) product ``S x`` that the scoring computed already), the inverse Cholesky factor
-  ``Linv`` of ``G + rho I`` and ``z = S b`` are ``m x m`` / ``m`` tensors in float64 whatever
+  ``Linv`` of ``G + rho I`` and ``y = Linv S r / rho`` are ``m x m`` / ``m`` tensors in float64 whatever
   the working dtype (float32 only on MPS). ``G`` squares the condition number of ``S``; in
   float32 that alone loses the small directions once rows are large (1e3 and up), in float64
   it costs O(m^2) a round. The big ``(cap, d)`` buffer stays in the working dtype, so float32
@@ -44,12 +44,14 @@ Implementation choices (the seeds leave them open):
   ``= rho (1 + ||x||^2_{A_hat^-1}) >= rho``, clamped at rho, never at 0), the new row is
   ``[-(c^T Linv) / s, 1/s]``. Same O(m d + m^2) cost as seed 000 eq. 7, batched as products.
 * **Both UCB terms from one projection.** ``U = arms S^T`` (the only O(K d m) step) gives
-  ``W = U Linv^T`` and ``x^T A_hat^-1 x = (||x||^2 - ||w||^2) / rho`` and, with ``y = Linv z``,
-  ``z = S r / rho``, the mean ``x^T A_hat^-1 b = x^T u - w^T y`` around the anchor ``theta0`` (the
+  ``W = U Linv^T`` and ``x^T A_hat^-1 x = (||x||^2 - ||w||^2) / rho`` and, with ``y = Linv S r / rho``
+  (kept up to date in O(m) per append, :func:`border_at_`), the mean
+  ``x^T A_hat^-1 b = x^T u - w^T y`` around the anchor ``theta0`` (the
   ridge solution at the last reduction, residual ``r = b - A_hat theta0``, ``u = theta0 + r / rho``; see
   :meth:`~agents.sketches.base.CovarianceEstimator._reanchor`: ``(x^T b - w^T Linv S b) / rho``
   cancelled to ~``eps32 |x| |b|``, an error growing with t). The played arm's row of ``U`` is the
-  ``S x`` of its append: the buffer is read once a round for scoring and written once for the new row.
+  ``S x`` of its append, and its row of ``W`` the append's ``c = Linv S x``: the buffer is read
+  once a round for scoring and written once for the new row.
   The width is clamped below by ``||x||^2 / (rho + tr S^T S)`` (valid: ``lambda_max(A_hat)``
   is at most that), not by 0. Its relative accuracy is about ``eps_dtype * cond(A_hat)``:
   float32 matches float64's choices while ``cond(A_hat) = (rho + sigma_1^2)/rho`` stays below
@@ -90,7 +92,7 @@ import torch
 
 from .._torch import as_vector, tensor_bytes
 from .._validate import per_member
-from .base import CovarianceEstimator, as_tensor, axpy_, eigh_desc, maximum, ridge_solution, rowdot, set_anchor_
+from .base import CovarianceEstimator, as_tensor, axpy_, eigh_desc, ridge_solution, set_anchor_
 
 __all__ = ["FrequentDirections", "border_at_", "border_one_", "border_scattered_", "check_sketch_size", "safe_inverse_factor"]
 
@@ -139,25 +141,33 @@ def safe_inverse_factor(G: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
     return torch.linalg.solve_triangular(L, eye, upper=False)
 
 
-def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, zx, eps: float) -> None:
+def border_at_(Linv, G, S, y, j: int, X, xx, g, rho, zx, step, eps: float):
     """Append row ``X[i]`` of every member at slot ``j`` of its sketch (FD's append, and eq. 7 of
     Dyadic Block Sketching, which is the same bordering): with ``c = Linv S x`` and the Schur
     complement ``s^2 = ||x||^2 + rho - ||c||^2 = rho (1 + x^T A_hat^-1 x) >= rho`` (clamped at
     rho against rounding, never at 0), the new row of ``Linv`` is ``[-(c^T Linv) / s, 1/s]``.
-    ``g = S x`` over the first ``j`` slots (core dtype), ``xx = ||x||^2``, ``rho`` and ``zx`` (the new
-    row's entry of ``z = S r / rho``, :meth:`~agents.sketches.base.CovarianceEstimator._reanchor`) ``(B,)``
-    core tensors; ``G`` gets the new row of its lower triangle (all its readers read that).
+    ``g = S x`` over the first ``j`` slots (core dtype), ``xx = ||x||^2``, ``rho`` ``(B,)`` core
+    tensors; ``G`` gets the new row of its lower triangle (all its readers read that).
+
+    ``y = Linv z`` (``z = S r / rho``, the anchor's residual seen by the rows,
+    :meth:`~agents.sketches.base.CovarianceEstimator._reanchor`) follows in O(j): the caller's
+    anchor step ``step = (r - x^T theta0) / rho`` moves ``z`` on the held rows by ``step g``, so
+    ``y`` by ``step c``, and the new entry is ``(zx - c . y) / s`` with ``zx = x^T r / rho`` (the
+    new row's entry of ``z``). The scores then read ``y`` as it is (no m^2 product a round).
 
     Safeguard: ``s^2`` is a difference of numbers of size ``||x||^2``, computed from ``S x`` in
     the working precision ``eps``. When it falls below ``8 eps ||x||^2`` (x inside the sketch's
     span with rows much larger than ``sqrt(rho)``: ``cond(A_hat) > ~1/eps``) it is rounding
     noise, and the bordered row would be too (entries up to ``||c|| / sqrt(rho)``). Those members'
-    factors are then rebuilt from their Gram by :func:`safe_inverse_factor` (O(j^3), only then).
-    One member (B = 1) goes through :func:`border_one_` (the same arithmetic, host scalars)."""
+    factors are then rebuilt from their Gram by :func:`safe_inverse_factor` (O(j^3), only then),
+    their ``y`` no longer matches, and the index tensor of them is returned (None when there are
+    none): the caller moves their anchors (``y = 0``). One member (B = 1) goes through
+    :func:`border_one_` (the same arithmetic, host scalars)."""
     if X.shape[0] == 1:
         gj = g[0, :j] if j else None
-        border_one_(Linv[0], G[0], S[0], z[0], j, X[0], float(xx[0]), gj, float(rho[0]), float(zx[0]), eps)
-        return
+        rebuilt = border_one_(Linv[0], G[0], S[0], y[0], j, X[0], float(xx[0]), gj, float(rho[0]), float(zx[0]),
+                              float(step[0]), eps)
+        return torch.zeros(1, dtype=torch.long, device=Linv.device) if rebuilt else None
     if j:
         Li = Linv[:, :j, :j]
         c = torch.bmm(Li, g[:, :j].unsqueeze(2))  # (B, j, 1)
@@ -165,23 +175,31 @@ def border_at_(Linv, G, S, z, j: int, X, xx, g, rho, zx, eps: float) -> None:
         s = torch.maximum(raw, rho).sqrt_()
         torch.div(torch.bmm(c.mT, Li), -s.view(-1, 1, 1), out=Linv[:, j : j + 1, :j])
         G[:, j, :j] = g[:, :j]
+        y[:, :j].addcmul_(c[:, :, 0], step.unsqueeze(1))
+        y[:, j] = (zx - torch.linalg.vecdot(c[:, :, 0], y[:, :j])) / s
         noisy = raw < 8.0 * eps * xx
     else:
         s = (xx + rho).sqrt_()
+        y[:, j] = zx / s
         noisy = None
     Linv[:, j, j] = s.reciprocal_()
     G[:, j, j] = xx
     S[:, j] = X
-    z[:, j] = zx
     if noisy is not None and bool(noisy.any()):
         t = torch.nonzero(noisy).flatten()
         Linv[t, : j + 1, : j + 1] = safe_inverse_factor(G[t, : j + 1, : j + 1], rho[t])
+        return t
+    return None
 
 
-def border_one_(Linv, G, S, z, j: int, x, xx: float, g, rho: float, zx: float, eps: float) -> None:
+def border_one_(Linv, G, S, y, j: int, x, xx: float, g, rho: float, zx: float, step: float, eps: float,
+                c=None) -> bool:
     """:func:`border_at_` for ONE member, on its unbatched state: ``Linv``, ``G`` ``(cap, cap)``,
-    ``S`` ``(cap, d)``, ``z`` ``(cap,)``, the row ``x`` ``(d,)``, ``g = S x`` ``(j,)``, ``xx``, ``rho``,
-    ``zx`` and the Schur complement as Python floats (same arithmetic as the batched rule).
+    ``S`` ``(cap, d)``, ``y`` ``(cap,)``, the row ``x`` ``(d,)``, ``g = S x`` ``(j,)``, ``xx``, ``rho``,
+    ``zx``, ``step`` and the Schur complement as Python floats (same arithmetic as the batched
+    rule). ``c = Linv S x`` when the caller has it (the scoring's ``W = U Linv^T`` holds it as the
+    played arm's row: one m^2 product fewer). Returns whether the factor was rebuilt (``y`` then
+    needs a new anchor).
 
     Written with operators numpy arrays and torch tensors share (``@``, ``*``, slicing, item
     stores), so the caller may pass either: on CPU the estimators pass numpy views of their
@@ -190,35 +208,42 @@ def border_one_(Linv, G, S, z, j: int, x, xx: float, g, rho: float, zx: float, e
     elsewhere the tensors themselves."""
     if j:
         Li = Linv[:j, :j]
-        c = Li @ g
+        if c is None:
+            c = Li @ g
         raw = xx + rho - float(c @ c)
         s = math.sqrt(max(raw, rho))
         Linv[j, :j] = (Li.T @ c) * (-1.0 / s)
         G[j, :j] = g
+        axpy_(y[:j], step, c)
+        y[j] = (zx - float(c @ y[:j])) / s
     else:
         raw, s = xx + rho, math.sqrt(xx + rho)
+        y[j] = zx / s
     Linv[j, j] = 1.0 / s
     G[j, j] = xx
     S[j] = x
-    z[j] = zx
     if j and raw < 8.0 * eps * xx:  # rounding noise: rebuild the factor (see border_at_)
         Gt = torch.as_tensor(G)  # shares the memory of a numpy view
         fresh = safe_inverse_factor(Gt[: j + 1, : j + 1].unsqueeze(0), torch.tensor([rho], dtype=Gt.dtype, device=Gt.device))[0]
         Linv[: j + 1, : j + 1] = fresh.cpu().numpy() if isinstance(Linv, np.ndarray) else fresh
+        return True
+    return False
 
 
-def border_scattered_(Linv, G, S, z, idx, pos, X, xx, g, rho, zx) -> None:
+def border_scattered_(Linv, G, S, y, idx, pos, X, xx, g, rho, zx, step) -> None:
     """:func:`border_at_` for the members ``idx`` at their own slots ``pos`` (index tensors);
-    ``g`` spans the full capacity (zero past each member's rows), ``zx`` ``(B,)`` as there."""
+    ``g`` spans the full capacity (zero past each member's rows), ``zx``, ``step`` ``(B,)`` as there."""
     c = torch.bmm(Linv, g.unsqueeze(2)).squeeze(2)  # zero on the padding
     s = torch.maximum(xx + rho - c.square().sum(dim=1), rho).sqrt_()
     new_row = -torch.bmm(c.unsqueeze(1), Linv).squeeze(1) / s.unsqueeze(1)
+    y_held = y[idx] + step[idx].unsqueeze(1) * c[idx]  # (zero past each member's rows, as c)
+    y_held[torch.arange(idx.numel(), device=idx.device), pos] = (zx[idx] - torch.linalg.vecdot(c[idx], y_held)) / s[idx]
+    y[idx] = y_held
     Linv[idx, pos] = new_row[idx]
     Linv[idx, pos, pos] = 1.0 / s[idx]
     G[idx, pos] = g[idx]
     G[idx, pos, pos] = xx[idx]
     S[idx, pos] = X[idx]
-    z[idx, pos] = zx[idx]
 
 
 def _listed(value):
@@ -270,7 +295,7 @@ class FrequentDirections(CovarianceEstimator):
         self._buf = torch.zeros(B, cap, self.d, **self._kw)  # rows [0, m_i) are member i's S
         self._G = torch.zeros(B, cap, cap, **self._ckw)  # S S^T, lower triangle (eigh reads it; zero on the padding)
         self._Linv = torch.eye(cap, **self._ckw).expand(B, cap, cap).clone()  # identity on the padding
-        self._z = torch.zeros(B, cap, **self._ckw)  # S r / rho, r = b - A_hat theta0 (the anchor's residual)
+        self._y = torch.zeros(B, cap, **self._ckw)  # Linv S r / rho, r = b - A_hat theta0 (border_at_, base._reanchor)
         self._m = np.zeros(B, dtype=np.int64)
         self._n_orth = np.zeros(B, dtype=np.int64)  # leading rows known orthogonal (since the last reduction)
         self._alpha = np.zeros(B)  # RFD's added-back mass (stays 0 for FD)
@@ -279,7 +304,7 @@ class FrequentDirections(CovarianceEstimator):
         self._shrinkages: list[list[float]] = [[] for _ in range(B)]
         self._rho_t = None  # rho as a (B, 1) core tensor, refreshed when alpha changes
         self._eps = torch.finfo(self.dtype).eps
-        self._cache = None  # (U = arms S^T (B, K, mm) core, mm, ||arms||^2) of the last score_terms
+        self._cache = None  # (U = arms S^T (B, K, mm) core, mm, ||arms||^2) of the last score_terms (B = 1: _score_terms_one's)
         self._lookahead = None  # single sketch: (x, eigh of the bordered Gram) from shrinkage_if_added
 
     # -- per-member scalars ------------------------------------------------------------------
@@ -399,18 +424,16 @@ class FrequentDirections(CovarianceEstimator):
         else:
             g = self._core(torch.bmm(self._buf[:, :mm], X.unsqueeze(2)).squeeze(2))
         step = self._advance_anchor(Xc, r)  # b += r x; r / rho and u gain (r - x^T theta0) x / rho
-        if g is not None:  # S r / rho follows, on the rows held before this one
-            self._z[:, :mm].addcmul_(g, step.unsqueeze(1))
         zx = torch.linalg.vecdot(Xc, self._anchor[:, 1])  # the new row's entry of S r / rho
         self.trace += xx_h
-        live = xx_h > 0.0  # a zero row adds nothing to X^T X and is skipped
+        live = xx_h > 0.0  # a zero row adds nothing to X^T X (and g = S x = 0 leaves y): skipped
         if live.all() and uniform:
-            self._append_at(j, X, self._core(xx), g, zx)
+            self._append_at(j, X, self._core(xx), g, zx, step)
         elif live.any():
             gp = torch.zeros(self.batch_size, self._cap, **self._ckw)
             if g is not None:
                 gp[:, :mm] = g
-            self._append(np.flatnonzero(live), X, self._core(xx), gp, zx)
+            self._append(np.flatnonzero(live), X, self._core(xx), gp, zx, step)
         else:
             self.n_rows += 1
             return
@@ -420,49 +443,49 @@ class FrequentDirections(CovarianceEstimator):
             if self.single and lookahead is not None and torch.equal(lookahead[0], X[0]):
                 eig = lookahead[1]  # shrinkage_if_added(x) just decomposed this very Gram
             self._reduce(np.flatnonzero(full), eig)
-        self._reanchor_stale(self._buf, self._Linv, self._z)  # (a reduction just re-anchored: r = 0, never stale)
+        self._reanchor_stale(self._buf, self._Linv, self._y)  # (a reduction just re-anchored: r = 0, never stale)
         self.n_rows += 1
 
     def _step_one(self, r: float, a: int, cache) -> None:
         """B = 1 of :meth:`step` for the played arm ``a`` of the last scored set (the single
         agent's round): the same operations on member 0's unbatched state, the O(m) part on
         host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`)."""
-        # from _score_terms_one: U = arms S^T (K, j), ||arms||^2, the arms, the arms in the core dtype
-        U, j, sq, arms, ac = cache
+        # from _score_terms_one: U = arms S^T and W = U Linv^T (K, j), ||arms||^2, the arms, the arms in the core dtype
+        j, U, W, sq, arms, ac = cache
         xx = float(sq[a])  # scored, hence finite
         lookahead, self._lookahead = self._lookahead, None
-        S, G, Linv, z, b, anchor = self._member0("step", (self._buf, self._G, self._Linv, self._z, self.b, self._anchor))
-        x, xc, g = arms[a], ac[a], (U[a] if j else None)  # X[0] (working, core dtype); S x: the played arm's row of U
+        S, G, Linv, y, b, anchor = self._member0("step", (self._buf, self._G, self._Linv, self._y, self.b, self._anchor))
+        # X[0] (working, core dtype); S x and Linv S x: the played arm's rows of U and W
+        x, xc, g, c = arms[a], ac[a], (U[a] if j else None), (W[a] if j else None)
         if isinstance(S, np.ndarray) and not isinstance(x, np.ndarray):  # scored on tensors (see _member0)
-            x, xc, g = x.numpy(), xc.numpy(), (g.numpy() if j else None)
+            x, xc, g, c = x.numpy(), xc.numpy(), (g.numpy() if j else None), (c.numpy() if j else None)
         rho = float(self.reg + self._alpha[0])
         step = self._advance_anchor_one(anchor, b, xc, r, rho)  # b += r x; r / rho and u gain step x
-        if not xx > 0.0:  # a zero row adds nothing to X^T X and is skipped
+        if not xx > 0.0:  # a zero row adds nothing to X^T X (and g = c = 0 leave y) and is skipped
             self.n_rows += 1
             return
-        if j:
-            axpy_(z[:j], step, g)  # S r / rho follows, on the rows held before this one
         self.trace[0] += xx
-        border_one_(Linv, G, S, z, j, x, xx, g, rho, float(xc @ anchor[1]), self._eps)
+        rebuilt = border_one_(Linv, G, S, y, j, x, xx, g, rho, float(xc @ anchor[1]), step, self._eps, c)
         self._m[0] += 1
         if self._m[0] == self._cap or not self.fast:
             same = lookahead is not None and torch.equal(lookahead[0], as_tensor(arms[a]))
             eig = lookahead[1] if same else None
             self._reduce_one(eig)
         else:
-            self._reanchor_one_if_stale(anchor, b, S[: j + 1], Linv[: j + 1, : j + 1], z, rho)
+            self._reanchor_one_if_stale(anchor, b, S[: j + 1], Linv[: j + 1, : j + 1], y, rho, rebuilt)
         self.n_rows += 1
 
-    def _append_at(self, j: int, X, xx, g, zx) -> None:
+    def _append_at(self, j: int, X, xx, g, zx, step) -> None:
         """Every member appends its row at slot ``j`` (the common case; no index tensors)."""
-        border_at_(self._Linv, self._G, self._buf, self._z, j, X, xx, g, self._rho()[:, 0], zx, self._eps)
+        self._unanchor(border_at_(self._Linv, self._G, self._buf, self._y, j, X, xx, g, self._rho()[:, 0], zx, step,
+                                  self._eps))
         self._m += 1
 
-    def _append(self, idx: np.ndarray, X, xx, g, zx) -> None:
+    def _append(self, idx: np.ndarray, X, xx, g, zx, step) -> None:
         """The live members ``idx`` append at their own slots; ``g`` spans the capacity."""
         t = torch.as_tensor(idx, device=self.device)
         pos = torch.as_tensor(self._m[idx], device=self.device)
-        border_scattered_(self._Linv, self._G, self._buf, self._z, t, pos, X, xx, g, self._rho()[:, 0], zx)
+        border_scattered_(self._Linv, self._G, self._buf, self._y, t, pos, X, xx, g, self._rho()[:, 0], zx, step)
         self._m[idx] += 1
 
     def _eigh_desc(self, G):
@@ -518,15 +541,15 @@ class FrequentDirections(CovarianceEstimator):
         n = idx.size
         S = torch.zeros(n, cap, self.d, **self._kw)
         S[:, :k] = new_rows
-        z = torch.zeros(n, cap, **self._ckw)  # the anchor moves to the new A_hat below: r_b = 0
+        y = torch.zeros(n, cap, **self._ckw)  # the anchor moves to the new A_hat below: r_b = 0
         G = torch.zeros(n, cap, cap, **self._ckw)
         G[:, :k, :k] = torch.diag_embed(keep)
         Linv = torch.eye(cap, **self._ckw).repeat(n, 1, 1)
         Linv[:, :k, :k] = torch.diag_embed(linv_diag)
         if full:
-            self._buf, self._z, self._G, self._Linv = S, z, G, Linv
+            self._buf, self._y, self._G, self._Linv = S, y, G, Linv
         else:
-            self._buf[t], self._z[t], self._G[t], self._Linv[t] = S, z, G, Linv
+            self._buf[t], self._y[t], self._G[t], self._Linv[t] = S, y, G, Linv
         # the anchor moves to the new A_hat (base._reanchor): its rows are the k new, orthogonal ones
         self._reanchor(None if full else t, new_rows, torch.diag_embed(linv_diag), rho.view(-1))
         self._after_reduction(idx, delta_h, r_h, keep.sum(dim=1).double().cpu().numpy())
@@ -539,7 +562,7 @@ class FrequentDirections(CovarianceEstimator):
         much as the rest of the round's small steps), tensors elsewhere. The same plan
         (:meth:`_shrink_plan`) and the same arithmetic; ``eig``: a look-ahead's decomposition."""
         m, l, cap = int(self._m[0]), int(self._ls[0]), self._cap
-        S, G, Linv, z, anchor, b = self._member0("step", (self._buf, self._G, self._Linv, self._z, self._anchor, self.b))
+        S, G, Linv, y, b, anchor = self._member0("step", (self._buf, self._G, self._Linv, self._y, self.b, self._anchor))
         if eig is None:
             evals, evecs = self._eigh_desc(self._reduction_gram(S[None, :m], G[None, :m, :m]))
         else:
@@ -556,7 +579,7 @@ class FrequentDirections(CovarianceEstimator):
         new_rows = torch.bmm(as_tensor(self._work(coeff)), self._buf[:, :m])[0]
         S[:k] = new_rows.numpy() if isinstance(S, np.ndarray) else new_rows
         S[k:m] = 0.0
-        z[:m] = 0.0  # the anchor moves to the new A_hat below: r_b = 0
+        y[:m] = 0.0  # the anchor moves to the new A_hat below: r_b = 0
         # Alg. 2 line 7: the rows are now orthogonal, so G and Linv are diagonal (identity on freed slots)
         G[:m, :m] = 0.0
         Linv[:m, :m] = 0.0
@@ -641,35 +664,16 @@ class FrequentDirections(CovarianceEstimator):
         sq, U, W, mm = self._project(arms)
         mean = torch.bmm(self._core(arms), self._anchor[:, 2].unsqueeze(2)).squeeze(2)  # x^T u (base._reanchor)
         self._cache = (U, mm, sq)
-        if W is not None:
-            y = torch.bmm(self._Linv[:, :mm, :mm], self._z[:, :mm].unsqueeze(2))  # Linv S r / rho
-            mean = mean - torch.bmm(W, y).squeeze(2)
+        if W is not None:  # - w^T Linv S r / rho (y kept by border_at_)
+            mean = mean - torch.bmm(W, self._y[:, :mm].unsqueeze(2)).squeeze(2)
         return mean, self._quad_from(sq, W)  # core dtype: the loop compares scores there
 
     def _score_terms_one(self, arms):
-        """B = 1 of :meth:`score_terms`: the same terms from 2-D products on member 0's views
-        (numpy on CPU, see :meth:`~agents.sketches.base.CovarianceEstimator._member0`, else
-        tensors) and host scalars; the projection is cached unbatched for :meth:`_step_one`.
-        ``(K, d) -> (K,), (K,)`` in the core dtype (float64: the single agent ranks its arms
-        there, also when working in float32), numpy arrays on the host path."""
-        S, Linv, z, anchor = self._member0("one", (self._buf, self._Linv, self._z, self._anchor), big=True)
-        a = arms.numpy() if isinstance(S, np.ndarray) else arms
-        ac = self._core(a)
-        sq = rowdot(ac, ac)  # ||x||^2 in the core dtype: float32 runs rank near-tied widths as float64 runs do
-        xu = ac @ anchor[2]  # x^T u, u = theta0 + r / rho (base._reanchor)
-        rho = float(self.reg + self._alpha[0])  # rho_all[0] without the array
-        floor = sq / float(self.reg + self.trace[0] + self._alpha[0])  # the width floor (base._floor)
+        """B = 1 of :meth:`score_terms` (:meth:`~agents.sketches.base.CovarianceEstimator._woodbury_terms_one`);
+        its projection is cached unbatched, with the row count, for :meth:`_step_one`."""
         mm = int(self._m[0])
-        if mm == 0:
-            U = None
-            mean, quad = xu, maximum(sq / rho, floor)
-        else:
-            U = self._core(a @ S[:mm].T)  # the only O(K d m) step
-            Li = Linv[:mm, :mm]
-            W = U @ Li.T
-            mean = xu - W @ (Li @ z[:mm])  # x^T theta0 + (x^T r - w^T Linv S r) / rho
-            quad = maximum((sq - rowdot(W, W)) / rho, floor)
-        self._cache = (U, mm, sq, a, ac)
+        mean, quad, one = self._woodbury_terms_one(arms, self._buf, self._Linv, self._y, mm, float(self.reg + self._alpha[0]))
+        self._cache = (mm, *one)
         return mean, quad
 
     def logdet_increments(self, X, actions=None) -> torch.Tensor:
@@ -729,7 +733,7 @@ class FrequentDirections(CovarianceEstimator):
         return (self._buf.element_size() * cap * self.d + ec * (2 * cap * cap + cap + 3 * self.d)).astype(np.int64)
 
     def _held_bytes(self):
-        return tensor_bytes(self._buf, self._G, self._Linv, self._z, self.b, self._anchor)
+        return tensor_bytes(self._buf, self._G, self._Linv, self._y, self.b, self._anchor)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(d={self.d}, sketch_size={_listed(self._l)}, reg={_listed(self.reg)}, fast={self.fast}, "
