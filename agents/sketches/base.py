@@ -224,7 +224,7 @@ class CovarianceEstimator(ABC):
         return mean[0], quad[0]
 
     def _woodbury_terms_one(self, arms: torch.Tensor, S: torch.Tensor, Linv: torch.Tensor, y: torch.Tensor, rows: int,
-                            ridge: float) -> tuple:
+                            ridge: float, diag: int = 0) -> tuple:
         """The sketches' (FD, DBS) :meth:`_score_terms_one` from member 0 of their rows ``S``
         ``(1, R, d)``, inverse factor ``Linv`` ``(1, R, R)`` of ``S S^T + ridge I`` and ``y = Linv S r / ridge``
         ``(1, R)``, of which the first ``rows`` are held: 2-D products on member 0's views (numpy on
@@ -236,7 +236,12 @@ class CovarianceEstimator(ABC):
         the host path):
 
             mean = x^T u - w^T y   (= x^T theta0 + x^T A_hat^-1 r, :meth:`_reanchor`)
-            quad = max((||x||^2 - ||w||^2) / ridge, ||x||^2 / (reg + tr X^T X + alpha))  (:meth:`_floor`)"""
+            quad = max((||x||^2 - ||w||^2) / ridge, ||x||^2 / (reg + tr X^T X + alpha))  (:meth:`_floor`)
+
+        ``diag``: the leading rows of ``Linv`` that are diagonal (FD's rows kept by its last
+        reduction, Alg. 2 line 7): their columns of ``W`` are ``U`` scaled, and only the rows
+        appended since go through the product, ``K (rows - diag) rows`` multiply-adds instead of
+        ``K rows^2`` (~3x fewer on average at l = 50)."""
         S, Linv, y, anchor = self._member0("one", (S, Linv, y, self._anchor), big=True)
         a = arms.numpy() if isinstance(S, np.ndarray) else arms
         ac = self._core(a)
@@ -246,7 +251,12 @@ class CovarianceEstimator(ABC):
         if rows == 0:
             return xu, maximum(sq / ridge, floor), (None, None, sq, a, ac)
         U = self._core(a @ S[:rows].T)  # the only O(K d R) step
-        W = U @ Linv[:rows, :rows].T  # rows Linv S x
+        Li = Linv[:rows, :rows]
+        if diag:
+            W = U * Li.diagonal()  # right on the first diag columns (numpy arrays and tensors alike)
+            W[:, diag:] = U @ Li[diag:].T
+        else:
+            W = U @ Li.T  # rows Linv S x
         mean = xu - W @ y[:rows]
         return mean, maximum((sq - rowdot(W, W)) / ridge, floor), (U, W, sq, a, ac)
 

@@ -193,13 +193,14 @@ def border_at_(Linv, G, S, y, j: int, X, xx, g, rho, zx, step, eps: float):
 
 
 def border_one_(Linv, G, S, y, j: int, x, xx: float, g, rho: float, zx: float, step: float, eps: float,
-                c=None) -> bool:
+                c=None, diag: int = 0) -> bool:
     """:func:`border_at_` for ONE member, on its unbatched state: ``Linv``, ``G`` ``(cap, cap)``,
     ``S`` ``(cap, d)``, ``y`` ``(cap,)``, the row ``x`` ``(d,)``, ``g = S x`` ``(j,)``, ``xx``, ``rho``,
     ``zx``, ``step`` and the Schur complement as Python floats (same arithmetic as the batched
     rule). ``c = Linv S x`` when the caller has it (the scoring's ``W = U Linv^T`` holds it as the
-    played arm's row: one m^2 product fewer). Returns whether the factor was rebuilt (``y`` then
-    needs a new anchor).
+    played arm's row: one m^2 product fewer); ``diag``: the leading rows of ``Linv`` known diagonal
+    (FD's since its last reduction), whose part of ``c^T Linv`` is then elementwise. Returns
+    whether the factor was rebuilt (``y`` then needs a new anchor, ``diag`` is void).
 
     Written with operators numpy arrays and torch tensors share (``@``, ``*``, slicing, item
     stores), so the caller may pass either: on CPU the estimators pass numpy views of their
@@ -212,7 +213,10 @@ def border_one_(Linv, G, S, y, j: int, x, xx: float, g, rho: float, zx: float, s
             c = Li @ g
         raw = xx + rho - float(c @ c)
         s = math.sqrt(max(raw, rho))
-        Linv[j, :j] = (Li.T @ c) * (-1.0 / s)
+        row = Li[diag:].T @ c[diag:]  # c^T Linv: the rows past diag by a product ...
+        if diag:  # ... the diagonal ones elementwise
+            row[:diag] += Li[:diag, :diag].diagonal() * c[:diag]
+        Linv[j, :j] = row * (-1.0 / s)
         G[j, :j] = g
         axpy_(y[:j], step, c)
         y[j] = (zx - float(c @ y[:j])) / s
@@ -297,7 +301,8 @@ class FrequentDirections(CovarianceEstimator):
         self._Linv = torch.eye(cap, **self._ckw).expand(B, cap, cap).clone()  # identity on the padding
         self._y = torch.zeros(B, cap, **self._ckw)  # Linv S r / rho, r = b - A_hat theta0 (border_at_, base._reanchor)
         self._m = np.zeros(B, dtype=np.int64)
-        self._n_orth = np.zeros(B, dtype=np.int64)  # leading rows known orthogonal (since the last reduction)
+        # leading rows known orthogonal, their rows of Linv diagonal (kept by the last reduction; 0 after a rebuilt factor)
+        self._n_orth = np.zeros(B, dtype=np.int64)
         self._alpha = np.zeros(B)  # RFD's added-back mass (stays 0 for FD)
         self._shrink = np.zeros(B)
         self._n_red = np.zeros(B, dtype=np.int64)
@@ -465,7 +470,10 @@ class FrequentDirections(CovarianceEstimator):
             self.n_rows += 1
             return
         self.trace[0] += xx
-        rebuilt = border_one_(Linv, G, S, y, j, x, xx, g, rho, float(xc @ anchor[1]), step, self._eps, c)
+        rebuilt = border_one_(Linv, G, S, y, j, x, xx, g, rho, float(xc @ anchor[1]), step, self._eps, c,
+                              int(self._n_orth[0]))
+        if rebuilt:
+            self._n_orth[0] = 0
         self._m[0] += 1
         if self._m[0] == self._cap or not self.fast:
             same = lookahead is not None and torch.equal(lookahead[0], as_tensor(arms[a]))
@@ -477,8 +485,10 @@ class FrequentDirections(CovarianceEstimator):
 
     def _append_at(self, j: int, X, xx, g, zx, step) -> None:
         """Every member appends its row at slot ``j`` (the common case; no index tensors)."""
-        self._unanchor(border_at_(self._Linv, self._G, self._buf, self._y, j, X, xx, g, self._rho()[:, 0], zx, step,
-                                  self._eps))
+        rebuilt = border_at_(self._Linv, self._G, self._buf, self._y, j, X, xx, g, self._rho()[:, 0], zx, step, self._eps)
+        if rebuilt is not None:
+            self._n_orth[rebuilt.cpu().numpy()] = 0
+        self._unanchor(rebuilt)
         self._m += 1
 
     def _append(self, idx: np.ndarray, X, xx, g, zx, step) -> None:
@@ -672,7 +682,8 @@ class FrequentDirections(CovarianceEstimator):
         """B = 1 of :meth:`score_terms` (:meth:`~agents.sketches.base.CovarianceEstimator._woodbury_terms_one`);
         its projection is cached unbatched, with the row count, for :meth:`_step_one`."""
         mm = int(self._m[0])
-        mean, quad, one = self._woodbury_terms_one(arms, self._buf, self._Linv, self._y, mm, float(self.reg + self._alpha[0]))
+        mean, quad, one = self._woodbury_terms_one(arms, self._buf, self._Linv, self._y, mm, float(self.reg + self._alpha[0]),
+                                                   int(self._n_orth[0]))
         self._cache = (mm, *one)
         return mean, quad
 
