@@ -355,7 +355,9 @@ def test_the_kept_y_is_linv_s_r_over_rho_after_every_row(kind, stream, scale, la
     (huge rows, tiny lam), where the kept ``y`` no longer fits the new factor and the anchor must
     move (``_unanchor``). Without that move the gap reached 4e-10 (float64) and 1e29 (float32)
     on these streams, against ~5e-14 and ~2e-5 with it. Batched members (``batch=2``, each its
-    own stream) go through the batched append, one sketch through the host one; odd rounds add
+    own stream) go through the batched append, one sketch through the host one; after every
+    round no anchor is stale (``|r| <= |b|``), and the bounds by which the host round skips that
+    test hold (``|r| <= _r_hi``, ``|b| >= _b_lo``). Odd rounds add
     the row as the played arm of a scored set (the agents' round: ``score_terms`` then
     ``step(X, r, actions)``, which reuses the scoring's ``Linv S x``), even rounds by ``update``."""
     n = 40
@@ -386,3 +388,50 @@ def test_the_kept_y_is_linv_s_r_over_rho_after_every_row(kind, stream, scale, la
         else:
             est.update(X[0] if batch is None else X, float(r[0]) if batch is None else r)
         assert _y_gap(est) <= bound, (t, _y_gap(est), bound)
+        if est._anchor is not None:  # and no anchor is left stale at a round's end: |r| <= |b| (base._reanchor)
+            r_norm = torch.linalg.vector_norm(est._anchor[:, 1], dim=1) * est._ridge()
+            b_norm = torch.linalg.vector_norm(est.b, dim=1)
+            sketched = torch.as_tensor(~getattr(est, "exact", np.zeros(est.batch_size, dtype=bool)))  # DBS: anchored
+            assert (r_norm <= b_norm * (1 + 1e-9))[sketched].all(), t
+            if est._r_hi is not None:  # the host round's bounds hold: |r| <= _r_hi, |b| >= _b_lo
+                assert float(r_norm[0]) <= est._r_hi * (1 + 1e-9) + 1e-300, (t, float(r_norm[0]), est._r_hi)
+                assert float(b_norm[0]) >= est._b_lo * (1 - 1e-9) - 1e-300, (t, float(b_norm[0]), est._b_lo)
+
+
+def _own_ridge_mean_any(est, arms: torch.Tensor) -> torch.Tensor:
+    """:func:`_own_ridge_mean` for member 0 of an FD or DBS estimator (batched layout, its own ridge)."""
+    held = int((est._m if isinstance(est, FrequentDirections) else est.rows)[0])
+    S = (est._buf if isinstance(est, FrequentDirections) else est.S)[0, :held].double()
+    A = float(est._ridge()[0]) * torch.eye(S.shape[1], dtype=torch.float64) + S.T @ S
+    return arms.double() @ torch.linalg.solve(A, est.b[0].double())
+
+
+@pytest.mark.parametrize("scored", [False, True], ids=["update", "scored-round"])
+@pytest.mark.parametrize("make", [
+    lambda dt: FrequentDirections(8, 2, dtype=dt),
+    lambda dt: DyadicBlockSketch(8, l0=2, eps=1e9, memory_cap=False, dtype=dt),
+], ids=["fd", "dbs"])
+def test_a_stale_anchor_moves_before_the_mean_cancels(make, scored):
+    """The anchor moves when ``|r| > |b|`` (``base._stale_anchors``, and on the single agent's host
+    round ``_reanchor_one_if_stale``, which skips the exact test while bounds on ``|r|`` and ``|b|``
+    carried in host floats say it cannot hold). The case it exists for: a reduction that keeps
+    nothing (four orthonormal rows of equal norm, l = 2) moves the anchor to ``b / lam``; a row of
+    norm ~3e4 then makes ``r = (v - x^T theta0) x`` far larger than ``b``, and the mean
+    ``x^T theta0 + x^T A_hat^-1 r`` cancelled: 12-13 relative error in float32 without the move
+    (on either path), against < 1e-3 with it; float64 stays below 1e-6 either way."""
+    g = torch.Generator().manual_seed(0)
+    big = 1e4 * torch.randn(8, generator=g, dtype=torch.float64)
+    probe = torch.randn(3, 8, generator=g, dtype=torch.float64)
+    for dtype, bound in ((torch.float32, 1e-2), (torch.float64, 1e-6)):
+        est = make(dtype)
+        rows = [torch.eye(8, dtype=dtype)[i] for i in range(4)] + [big.to(dtype)]
+        for x, r in zip(rows, [1.0, -1.0, 0.5, 2.0, 3.0]):
+            if scored:  # the agents' round: scored with another arm, then played as arm 1
+                est.score_terms(torch.stack([probe[0].to(dtype), x]).unsqueeze(0))
+                est.step(None if est.row_from_cache else x.unsqueeze(0), r, 1)
+            else:
+                est.update(x, r)
+        assert est.total_shrinkage == pytest.approx(1.0)  # the reduction happened and kept nothing
+        mean = est.score_terms(probe.to(dtype).unsqueeze(0))[0][0].double()
+        own = _own_ridge_mean_any(est, probe)
+        assert float((mean - own).abs().max() / own.abs().max()) < bound

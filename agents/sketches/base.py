@@ -200,6 +200,7 @@ class CovarianceEstimator(ABC):
         #: when not anchored (or, DBS, once every member is exact)
         self._anchor = torch.zeros(self.batch_size, 3, self.d, **self._ckw) if self.anchored else None
         self._unanchored = np.zeros(self.batch_size, dtype=np.bool_)  # members to re-anchor (see _unanchor)
+        self._r_hi = self._b_lo = None  # B = 1 host rounds: bounds |r| <= _r_hi, |b| >= _b_lo (_reanchor_one_if_stale)
         self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
         self._views0: dict = {}  # see _member0
@@ -380,24 +381,40 @@ class CovarianceEstimator(ABC):
             self._reanchor(t, S[t], Linv[t], self._ridge()[t])
             y[t] = 0.0
 
-    def _advance_anchor_one(self, anchor, b, xc, r: float, ridge: float) -> float:
+    def _advance_anchor_one(self, anchor, b, xc, r: float, ridge: float, xx: float) -> float:
         """:meth:`_advance_anchor` for member 0's views (B = 1, numpy or tensors; host floats):
         ``b += r x``; ``r / ridge`` and ``u`` gain ``step x``, ``step = (r - x^T theta0) / ridge``
-        (returned, for ``y``). BLAS axpy on the host path (:func:`axpy_`)."""
-        step = (r - float(xc @ anchor[0])) / ridge
+        (returned, for ``y``). BLAS axpy on the host path (:func:`axpy_`). ``xx = ||x||^2`` moves the
+        bounds of :meth:`_reanchor_one_if_stale` (the triangle inequality, host floats)."""
+        e = r - float(xc @ anchor[0])
+        step = e / ridge
         axpy_(b, r, xc)
         axpy_(anchor[1], step, xc)
         axpy_(anchor[2], step, xc)
+        if self._r_hi is not None:
+            norm = math.sqrt(xx)
+            self._r_hi += abs(e) * norm  # r gains e x
+            self._b_lo -= abs(r) * norm  # b gains r x
         return step
 
     def _reanchor_one_if_stale(self, anchor, b, S, Linv, y, ridge: float, rebuilt: bool = False) -> None:
         """:meth:`_reanchor_stale` for member 0's views: ``S`` ``(m, d)`` its rows, ``Linv`` ``(m, m)``
         their factor, ``y`` ``(>= m,)``; ``rebuilt``: the append rebuilt the factor (:meth:`_unanchor`).
-        Two dot products a round; the solve only when stale."""
+
+        The test ``|r| > |b|`` costs two dot products of length d; most rounds skip them: an upper
+        bound on ``|r|`` and a lower bound on ``|b|`` follow each row in host floats
+        (:meth:`_advance_anchor_one`), and while the bounds say ``|r| <= |b|`` the anchor is not
+        stale. Otherwise the exact test runs and resets them (a reduction's new anchor, r = 0,
+        leaves them valid; a round on the batched path, :meth:`_advance_anchor`, voids them)."""
+        if not rebuilt and self._r_hi is not None and self._r_hi <= self._b_lo:
+            return
         rr = anchor[1]
-        if rebuilt or ridge * ridge * float(rr @ rr) > float(b @ b):  # |r| > |b|: the anchor is worse than none
+        r_norm, b_norm = ridge * math.sqrt(float(rr @ rr)), math.sqrt(float(b @ b))
+        if rebuilt or r_norm > b_norm:  # |r| > |b|: the anchor is worse than none
             set_anchor_(anchor, ridge_solution(b, self._core(S), Linv, ridge))
             y[: S.shape[0]] = 0.0
+            r_norm = 0.0
+        self._r_hi, self._b_lo = r_norm, b_norm
 
     def _advance_anchor(self, Xc: torch.Tensor, r) -> torch.Tensor | None:
         """Add the rows ``Xc`` ``(B, d)`` (core dtype) with responses ``r`` (a float or ``(B,)``) to
@@ -405,6 +422,7 @@ class CovarianceEstimator(ABC):
         (:meth:`_reanchor`). Returns ``e / rho`` ``(B,)`` (``z = S r / rho`` gains ``(e / rho) S x``, ``y = Linv z`` gains ``(e / rho) Linv S x``),
         or None (only ``b`` moves) when there is no anchor."""
         rc = r if isinstance(r, float) else self._core(r)
+        self._r_hi = None  # the host path's bounds on |r| and |b| (_reanchor_one_if_stale) no longer hold
         if isinstance(r, float):
             self.b.add_(Xc, alpha=r)
         else:

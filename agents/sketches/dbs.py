@@ -530,7 +530,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
             x, xc, g, w = x.numpy(), xc.numpy(), g.numpy(), w.numpy()
         c = float(self.c()[0])
-        step = self._advance_anchor_one(anchor, b, xc, r, c)  # b += r x; r / c and u gain step x
+        step = self._advance_anchor_one(anchor, b, xc, r, c, norm2)  # b += r x; r / c and u gain step x
         self.act_mass[0] += norm2
         self.act_rows[0] += 1
         rebuilt = border_one_(Linv, G, S, y, j, x, norm2, g, c, float(xc @ anchor[1]), step, self._eps, w)  # eq. 7

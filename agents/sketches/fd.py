@@ -465,7 +465,7 @@ class FrequentDirections(CovarianceEstimator):
         if isinstance(S, np.ndarray) and not isinstance(x, np.ndarray):  # scored on tensors (see _member0)
             x, xc, g, c = x.numpy(), xc.numpy(), (g.numpy() if j else None), (c.numpy() if j else None)
         rho = float(self.reg + self._alpha[0])
-        step = self._advance_anchor_one(anchor, b, xc, r, rho)  # b += r x; r / rho and u gain step x
+        step = self._advance_anchor_one(anchor, b, xc, r, rho, xx)  # b += r x; r / rho and u gain step x
         if not xx > 0.0:  # a zero row adds nothing to X^T X (and g = c = 0 leave y) and is skipped
             self.n_rows += 1
             return
