@@ -251,7 +251,10 @@ class CovarianceEstimator(ABC):
         floor = sq / float(self.reg + self.trace[0] + self._alpha_total()[0])  # host floats: no (1, 1) arrays
         if rows == 0:
             return xu, maximum(sq / ridge, floor), (None, None, sq, a, ac)
-        U = self._core(a @ S[:rows].T)  # the only O(K d R) step
+        # the only O(K d R) step. On the host path as (S a^T)^T, a transposed view: numpy's BLAS runs
+        # that orientation ~6% faster at K = 10, d = 784 (measured inside the loop: ~41 against
+        # ~44 us at R = 75); torch's runs the other one faster (S a^T: ~2x slower on CPU)
+        U = self._core((S[:rows] @ a.T).T if isinstance(S, np.ndarray) else a @ S[:rows].T)
         Li = Linv[:rows, :rows]
         if diag:
             W = U * Li.diagonal()  # right on the first diag columns (numpy arrays and tensors alike)
