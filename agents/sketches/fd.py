@@ -570,7 +570,8 @@ class FrequentDirections(CovarianceEstimator):
         torch calls of the batched code cost ~0.8 ms a reduction inside a run (their code is cold
         after a round of numpy work: ~20 us each; d = 784, l = 50: ~15 us a round amortised, as
         much as the rest of the round's small steps), tensors elsewhere. The same plan
-        (:meth:`_shrink_plan`) and the same arithmetic; ``eig``: a look-ahead's decomposition."""
+        (:meth:`_shrink_plan`) and the same arithmetic (on numpy's LAPACK and BLAS there,
+        :func:`~agents.sketches.base.eigh_desc`); ``eig``: a look-ahead's decomposition."""
         m, l, cap = int(self._m[0]), int(self._ls[0]), self._cap
         S, G, Linv, y, b, anchor = self._member0("step", (self._buf, self._G, self._Linv, self._y, self.b, self._anchor))
         if eig is None:
@@ -584,10 +585,7 @@ class FrequentDirections(CovarianceEstimator):
             self._alpha[0] += delta_h[0]
             self._rho_t = None
         rho = float(self.rho_all[0])
-        # the new rows by torch's GEMM on the tensor itself, as the batched reduction (bit for bit: a
-        # stream whose eigenvalues tie exactly is then cut alike by both paths in later reductions)
-        new_rows = torch.bmm(as_tensor(self._work(coeff)), self._buf[:, :m])[0]
-        S[:k] = new_rows.numpy() if isinstance(S, np.ndarray) else new_rows
+        S[:k] = self._work(coeff[0]) @ S[:m]  # the new rows (formed before any row is overwritten)
         S[k:m] = 0.0
         y[:m] = 0.0  # the anchor moves to the new A_hat below: r_b = 0
         # Alg. 2 line 7: the rows are now orthogonal, so G and Linv are diagonal (identity on freed slots)
