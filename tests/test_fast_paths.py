@@ -121,12 +121,25 @@ def test_b1_host_path_equals_tensor_path_and_batched_members(agent, kind, d, k, 
     BLAS thread), the same code on tensor views (``estimator.host = False``: what other devices
     run) and each member of a batched agent (B = 3, the ``bmm`` path) score alike and hold the
     same estimate, round by round, when they play the same arms (the host agent's choices, so a
-    near-tie cannot fork the runs)."""
+    near-tie cannot fork the runs); every factor stays the identity past its rows."""
     # float32 results agree to ~eps32 cond(A_hat); the bursts of 1e-2..1e2 rows and the huge rows
     # reach cond ~1e5 and beyond, where two roundings of the same code differ by more than 2e-3
     assume(dtype == "float64" or kind not in ("orth_bursts", "huge_rows"))
     with threadpool_limits(limits=1, user_api="blas"):
         _host_tensor_batched(agent, kind, d, k, n, size, fast, sentinel, dtype, seed)
+
+
+def _assert_identity_past_the_rows(est) -> None:
+    """Every member's inverse factor is the identity past its held rows (zero off the diagonal there):
+    the batched products (``bmm`` over all R slots, the switch to exact updates' ``Linv S``) read it."""
+    is_fd = hasattr(est, "_m")
+    L_all, held = (est._Linv, est._m) if is_fd else (est.Linv, est.rows)
+    for i in range(est.batch_size):
+        m, R = int(held[i]), L_all.shape[-1]
+        if R == 0 or (not is_fd and est.exact[i]):
+            continue
+        torch.testing.assert_close(L_all[i, m:], torch.eye(R, dtype=L_all.dtype)[m:], rtol=0, atol=0)
+        assert (L_all[i, :m, m:] == 0).all()
 
 
 def _host_tensor_batched(agent, kind, d, k, n, size, fast, sentinel, dtype, seed):
@@ -160,6 +173,8 @@ def _host_tensor_batched(agent, kind, d, k, n, size, fast, sentinel, dtype, seed
             host[i].update(X[t, i], int(actions[i]), rewards[t, i])
             plain[i].update(X[t, i], int(actions[i]), rewards[t, i])
         batched.update(X[t], actions, rewards[t])
+        for est in [h.estimator for h in host] + [p.estimator for p in plain] + [batched.estimator]:
+            _assert_identity_past_the_rows(est)
         for i in range(B):
             scale = 1.0 + float(host[i].theta_hat.abs().max())
             torch.testing.assert_close(plain[i].theta_hat, host[i].theta_hat, rtol=tol["rtol"], atol=tol["atol"] * scale)
@@ -234,3 +249,34 @@ def test_arms_that_require_grad_are_read_as_plain_arms(make):
             ref.update(x, a, 1.0)
     torch.testing.assert_close(agent.theta_hat, ref.theta_hat)
     assert not agent.theta_hat.requires_grad
+
+
+def test_dbs_host_reductions_keep_the_factor_identity_past_the_rows_and_match_batched_members():
+    """DBSLinUCB's single-agent reduction (``_reduce_active_one``: numpy views and LAPACK on CPU,
+    the same code on tensor views with ``host = False``) leaves its inverse factor the identity past
+    the held rows, which the batched products and the switch to exact updates read, and holds the
+    estimate of a batched agent's members (``_reduce_active``, the bmm path). 80 rounds at l0 = 2,
+    eps = 300: ~10 reductions on the single agent's round, some with frozen blocks before the
+    active one (eq. 3's cross terms), then the switch to exact updates."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 3, 30))
+    single = [DBSLinUCB(l0=2, eps=300.0, beta=0.3, d=30, memory_cap=False) for _ in range(2)]
+    single[1].estimator.host = False
+    batched = DBSLinUCB(l0=2, eps=300.0, beta=0.3, d=30, memory_cap=False, batch_size=2)
+    offsets = []
+    for ag in single:
+        original = ag.estimator._reduce_active_one
+        ag.estimator._reduce_active_one = lambda m, l, f=original, e=ag.estimator: offsets.append(int(e.rows_in[0])) or f(m, l)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for t in range(80):
+            obs = X[t]  # one object for act and update (a numpy view made twice is not known as the scored one)
+            a = single[0].act(obs)
+            single[1].act(obs)
+            batched.act(np.stack([obs, obs]))
+            for ag in single:
+                ag.update(obs, a, float(obs[a].sum()))
+                _assert_identity_past_the_rows(ag.estimator)
+            batched.update(np.stack([obs, obs]), np.array([a, a]), np.full(2, float(obs[a].sum())))
+            for ag in single:
+                torch.testing.assert_close(ag.theta_hat, batched.theta_hat[0], rtol=1e-8, atol=1e-8)
+    assert len(offsets) >= 2 * 8 and max(offsets) > 0 and single[0].estimator.exact_mode

@@ -326,6 +326,8 @@ def _y_gap(est) -> float:
     worst = 0.0
     for i in range(est.batch_size):
         m = int(held[i])
+        pad = L_all[i, m:]  # the factor is the identity past the held rows (the batched products read it)
+        assert (pad[:, :m] == 0).all() and (L_all[i, :m, m:] == 0).all() and (pad[:, m:] == torch.eye(pad.shape[0])).all()
         if m == 0 or est._anchor is None:
             continue
         S, L, rr = S_all[i, :m].double(), L_all[i, :m, :m].double(), est._anchor[i, 1]

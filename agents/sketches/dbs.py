@@ -129,9 +129,9 @@ import torch
 
 from .._torch import tensor_bytes
 from .._validate import per_member
-from .base import CovarianceEstimator, as_tensor, eigh_desc
+from .base import CovarianceEstimator, as_tensor, eigh_desc, ridge_solution, set_anchor_
 from .exact import below_floor, project, repair_inverse_, sherman_morrison_
-from .fd import _listed, border_at_, border_one_, border_scattered_, safe_inverse_factor
+from .fd import _listed, border_at_, border_one_, border_scattered_, inverse_factor_one, safe_inverse_factor
 
 __all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
 
@@ -735,39 +735,43 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._y[t] = 0.0
 
     def _reduce_active_one(self, m: int, l: int) -> None:
-        """B = 1 of :meth:`_reduce_active` (the single agent's reduction), in place on member 0's slices:
-        the same plan and the same products (bit for bit), without the batched code's gathers and
-        masked copies of the whole row stack (~0.6 ms of a ~4.6 ms reduction at d = 784, R ~ 300)."""
-        off, R = int(self.rows_in[0]), self._R
+        """B = 1 of :meth:`_reduce_active` (the single agent's reduction), in place on member 0's views
+        (:meth:`~agents.sketches.base.CovarianceEstimator._member0`: numpy on CPU, tensors elsewhere),
+        as FD's :meth:`~agents.sketches.fd.FrequentDirections._reduce_one`: the same plan, without the
+        batched code's gathers and masked copies of the whole row stack, and on numpy's LAPACK
+        (:func:`~agents.sketches.base.eigh_desc`, :func:`~agents.sketches.fd.inverse_factor_one`)
+        where the round runs."""
+        off = int(self.rows_in[0])
+        S, G, Linv, y, b, anchor = self._member0("step", (self.S, self.G, self.Linv, self._y, self.b, self._anchor))
         act = slice(off, off + m)
-        S, G = self.S[0], self.G[0]
-        evals, evecs = eigh_desc(self._reduction_gram(self.S[:, act], self.G[:, act, act]))
+        evals, evecs = eigh_desc(self._reduction_gram(S[None, act], G[None, act, act]))
         delta, keep, kept, coeff = self._shrink_plan(evals, evecs, m, l)  # new S* = coeff S*
         k = keep.shape[1]
-        new_rows = torch.bmm(coeff.to(self.dtype), self.S[:, act])  # (1, k, d), formed before the rows are replaced
-        S[off : off + k] = new_rows[0]
+        S[off : off + k] = self._work(coeff[0]) @ S[act]  # (formed before any row is overwritten)
         S[off + k : off + m] = 0.0
         # eq. 3's off-diagonal blocks: the new rows against the frozen ones, the active Gram diag(keep)
-        cross = self._core(torch.bmm(new_rows, self.S[:, :R].mT))[0]  # (k, R)
-        cross[:, off:] = 0.0
-        ar = torch.arange(k, device=self.device)
-        cross[ar, off + ar] = keep[0]
+        cross = self._core(S[off : off + k] @ S[:off].T)  # (k, off)
         G[off:] = 0.0
         G[:, off:] = 0.0
-        G[off : off + k] = cross
-        G[:, off : off + k] = cross.mT
+        G[off : off + k, :off] = cross  # (the lower triangle: every reader of G reads that)
+        R = self._R
+        G.reshape(-1)[off * (R + 1) : (off + k) * (R + 1) : R + 1] = keep[0]  # (a flat strided view of the diagonal)
         delta_h = float(delta[0])
         self.act_shrink[0] += delta_h
         if self.robust:  # Alg. 3 line 5: alpha += sigma, before c is used below
             self.act_alpha[0] += delta_h
             self._c_t = None
         self.m_act[0] = int(kept.sum())
-        self.rows[0] = self.rows_in[0] + self.m_act[0]
-        self.trace[0] = float(torch.diagonal(G).sum())
-        self.Linv.copy_(self._inverse_factor(self.G, self.rows[:1], self.c()[:1]))
+        rows = self.rows[0] = off + self.m_act[0]
+        self.trace[0] = float(G.trace())
+        c = float(self.c()[0])
+        Linv[rows:] = 0.0  # identity on the padding
+        Linv[:, rows:] = 0.0
+        Linv.reshape(-1)[rows * (R + 1) :: R + 1] = 1.0
+        Linv[:rows, :rows] = inverse_factor_one(G[:rows, :rows], c)
         # A_hat changed otherwise than by a row: the anchor moves to it (base._reanchor), r_b = 0
-        self._reanchor(None, self.S, self.Linv, self._c_tensor())
-        self._y.zero_()
+        set_anchor_(anchor, ridge_solution(b, self._core(S[:rows]), Linv[:rows, :rows], c))
+        y[:] = 0.0
 
     def _inverse_factor(self, G: torch.Tensor, r: np.ndarray, c: np.ndarray) -> torch.Tensor:
         """Inverse Cholesky factors of ``G + c I`` on each member's first r rows, identity on the

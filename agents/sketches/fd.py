@@ -89,12 +89,16 @@ import numbers
 
 import numpy as np
 import torch
+from scipy.linalg.lapack import dtrtri, strtri
 
 from .._torch import as_vector, tensor_bytes
 from .._validate import per_member
 from .base import CovarianceEstimator, as_tensor, axpy_, eigh_desc, ridge_solution, set_anchor_
 
 __all__ = ["FrequentDirections", "border_at_", "border_one_", "border_scattered_", "check_sketch_size", "safe_inverse_factor"]
+
+
+_TRTRI = {np.dtype(np.float64): dtrtri, np.dtype(np.float32): strtri}
 
 
 def _check_l(name: str, sketch_size) -> int:
@@ -139,6 +143,22 @@ def safe_inverse_factor(G: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
         L[j] = Lj
     eye = torch.eye(G.shape[-1], dtype=G.dtype, device=G.device).expand_as(L)
     return torch.linalg.solve_triangular(L, eye, upper=False)
+
+
+def inverse_factor_one(G, rho: float):
+    """:func:`safe_inverse_factor` of ONE Gram ``G`` ``(r, r)`` (lower triangle read): on a numpy
+    array (the B = 1 host path) numpy's Cholesky and LAPACK's triangular inverse (``dtrtri``), with
+    the safeguarded tensor route only where that factorization fails; a tensor goes that route."""
+    if isinstance(G, np.ndarray):
+        try:
+            L = np.linalg.cholesky(G + rho * np.eye(G.shape[0], dtype=G.dtype))
+            Linv, info = _TRTRI[G.dtype](L, lower=1)
+            if info == 0:
+                return Linv
+        except np.linalg.LinAlgError:
+            pass
+        return safe_inverse_factor(torch.from_numpy(G)[None], torch.tensor([rho], dtype=torch.float64))[0].numpy()
+    return safe_inverse_factor(G[None], torch.tensor([rho], dtype=G.dtype, device=G.device))[0]
 
 
 def border_at_(Linv, G, S, y, j: int, X, xx, g, rho, zx, step, eps: float):
