@@ -523,13 +523,17 @@ class FrequentDirections(CovarianceEstimator):
         tests can count the calls)."""
         return eigh_desc(G)
 
-    def _after_reduction(self, idx: np.ndarray, delta_h: np.ndarray, rows: np.ndarray, trace: np.ndarray) -> None:
-        """Host bookkeeping of a reduction of the members ``idx`` (shrink values, rows kept, ``tr S^T S``)."""
+    def _after_reduction(self, idx: np.ndarray | slice, delta_h, rows, trace) -> None:
+        """Host bookkeeping of a reduction of the members ``idx`` (shrink values, rows kept, ``tr S^T S``):
+        arrays, or (the single sketch: basic indexing, no index arrays) ``slice(0, 1)`` and floats."""
         self._m[idx] = rows
         self._n_orth[idx] = rows
         self._shrink[idx] += delta_h
         self._n_red[idx] += 1
         self.trace[idx] = trace  # tr S^T S now (the width floor's bound)
+        if isinstance(idx, slice):
+            self._shrinkages[0].append(float(delta_h))
+            return
         for i, v in zip(idx, delta_h):
             self._shrinkages[i].append(float(v))
 
@@ -600,9 +604,9 @@ class FrequentDirections(CovarianceEstimator):
             evals, evecs = (eig[0].cpu().numpy(), eig[1].cpu().numpy()) if isinstance(S, np.ndarray) else eig
         delta, keep, kept, coeff = self._shrink_plan(evals, evecs, m, l)
         k = keep.shape[1]
-        delta_h = np.array([float(delta[0])])
+        delta_h = float(delta[0])
         if self.robust:  # Alg. 3 line 5: alpha <- alpha + sigma, before rho is read below
-            self._alpha[0] += delta_h[0]
+            self._alpha[0] += delta_h
             self._rho_t = None
         rho = float(self.rho_all[0])
         S[:k] = self._work(coeff[0]) @ S[:m]  # the new rows (formed before any row is overwritten)
@@ -615,7 +619,7 @@ class FrequentDirections(CovarianceEstimator):
         G.reshape(-1)[0 : k * (cap + 1) : cap + 1] = keep[0]
         Linv.reshape(-1)[0 : k * (cap + 1) : cap + 1] = (keep[0] + rho) ** -0.5 * kept[0] + ~kept[0]
         set_anchor_(anchor, ridge_solution(b, self._core(S[:k]), Linv[:k, :k], rho))  # base._reanchor
-        self._after_reduction(np.zeros(1, dtype=np.int64), delta_h, np.array([int(kept.sum())]), np.array([float(keep.sum())]))
+        self._after_reduction(slice(0, 1), delta_h, int(kept.sum()), float(keep.sum()))
 
     # -- look-ahead (state unchanged; one sketch) ---------------------------------------------
     def _bordered_evals(self, x: torch.Tensor | None) -> torch.Tensor:
