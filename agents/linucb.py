@@ -295,9 +295,16 @@ class LinUCB(TorchAgent):
 
         The single agent checks its arms for NaN/inf only when the scores are not finite (any
         non-finite entry makes its arm's squared norm, hence width floor and score, non-finite),
-        which saves a full pass and a host sync per round; the error is the same."""
+        which saves a full pass and a host sync per round; the error is the same. Scores finite in
+        the core dtype but beyond the working dtype's range (float32 past ~3.4e38) raise the same
+        ``FloatingPointError`` as non-finite ones, never come back as inf."""
         s = as_tensor(self._round_scores(obs))
-        return s if s.dtype == self.dtype else s.to(self.dtype)
+        if s.dtype == self.dtype:
+            return s
+        out = s.to(self.dtype)
+        if not _all_finite(out):  # finite in the core dtype, beyond the working one's range
+            raise self._overflow_error(f"up to {float(s.abs().max()):.3g} in size")
+        return out
 
     def _round_scores(self, obs: Any):
         """:meth:`scores` as computed: the single agent's are in the estimator's core dtype (ranked
@@ -308,14 +315,18 @@ class LinUCB(TorchAgent):
             self._scored = None  # the estimator's projection cache now holds these arms
             if self.single and not _all_finite(arms):
                 raise ValueError(NONFINITE_ARMS)
-            raise FloatingPointError(
-                f"{type(self).__name__}: the UCB scores are not finite (round {self.t}): they overflowed {self.dtype} "
-                f"because A_hat = lam I + X^T X is too ill-conditioned for it (lam={_fmt(self.lam)} against squared "
-                f"row norms up to {self._max_row_sq():.3g}); rescale the features/rewards, raise lam or use "
-                "dtype=torch.float64"
-            )
+            raise self._overflow_error("not finite")
         self._remember_scored(obs, arms)
         return s
+
+    def _overflow_error(self, size: str) -> FloatingPointError:
+        """The error for UCB scores that ``self.dtype`` cannot hold (``size``: what they were)."""
+        return FloatingPointError(
+            f"{type(self).__name__}: the UCB scores are {size} (round {self.t}): they overflowed {self.dtype} "
+            f"because A_hat = lam I + X^T X is too ill-conditioned for it (lam={_fmt(self.lam)} against squared "
+            f"row norms up to {self._max_row_sq():.3g}); rescale the features/rewards, raise lam or use "
+            "dtype=torch.float64"
+        )
 
     def act(self, obs: Any):
         s = self._round_scores(obs)
