@@ -280,8 +280,11 @@ class LinUCB(TorchAgent):
         else:
             mean, quad = est.score_terms(arms)
         r = self._radius()
-        if isinstance(mean, np.ndarray):  # the same formula on the host path's arrays
-            return mean + (float(r[0]) if isinstance(r, np.ndarray) else r) * np.sqrt(quad)
+        if isinstance(mean, np.ndarray):  # the same formula on the host path's arrays (quad may be cached: not in place)
+            width = np.sqrt(quad)
+            width *= float(r[0]) if isinstance(r, np.ndarray) else r
+            width += mean
+            return width
         width = quad.sqrt()  # quad >= the estimators' valid floor >= 0 (a NaN is caught by scores())
         if isinstance(r, np.ndarray):
             rt = torch.as_tensor(r, device=self.device).to(mean.dtype)

@@ -21,7 +21,7 @@ about as much as the arithmetic (the one big product, ``K d m`` multiply-adds wi
 
 ``--floor`` says how far each agent is from that floor: one extra run records the rows ``m`` the
 product reads every round (``d`` for OFUL and for DBSLinUCB once exact), then the same products
-alone (same shapes, same call: numpy ``arms @ S^T`` for the sketches' host path, ``torch.bmm``
+alone (same shapes, same call: numpy ``(S arms^T)^T`` for the sketches' host path, ``torch.bmm``
 for OFUL's ``arms A^-1``) are timed over those rounds, best of --repeats. Printed per agent:
 mean ``m``, MFLOP and KiB read of one product (``2 K d m`` flops, ``8 (m + K) d`` bytes in
 float64), the product's ms/round alone, and its share of the agent's ms/round.
@@ -142,7 +142,7 @@ def floor(make_agent, arms, obs, theta, noise, repeats: int, stat: str = "run") 
             if m == d and inv is not None:
                 torch.bmm(obs[t].unsqueeze(0), inv)  # exact.project: arms A^-1
             elif m:
-                arms[t] @ S[:m].T  # the host path's arms S^T (fd / dbs _score_terms_one)
+                (S[:m] @ arms[t].T).T  # the host path's arms S^T (base._woodbury_terms_one)
             times[i, t] = time.perf_counter() - start
     per = times.min(axis=0).mean() if stat == "round" else times.sum(axis=1).min() / arms.shape[0]
     return float(rows.mean()), float(per * 1e3), float(8 * (rows.mean() + k) * d)

@@ -266,8 +266,11 @@ class CovarianceEstimator(ABC):
             W[:, diag:] = U @ Li[diag:].T
         else:
             W = U @ Li.T  # rows Linv S x
-        mean = xu - W @ y[:rows]
-        return mean, maximum((sq - rowdot(W, W)) / ridge, floor), (U, W, sq, a, ac)
+        xu -= W @ y[:rows]  # the mean (in place on fresh arrays: the same arithmetic, no temporaries)
+        ww = rowdot(W, W)
+        ww -= sq
+        ww /= -ridge  # (||x||^2 - ||w||^2) / ridge
+        return xu, maximum(ww, floor), (U, W, sq, a, ac)
 
     @abstractmethod
     def step(self, X: torch.Tensor, r: torch.Tensor, actions: torch.Tensor | None = None) -> None:
