@@ -31,10 +31,12 @@ Layout (one implementation, batch dimension first: ``batch_size=B`` members, ``N
 sketch). Member i's rows ``[S~_i; S*_i]`` (frozen blocks, then the active block's FD buffer)
 sit in slots ``[0, r_i)`` of ``S (B, R, d)`` (working dtype, zero rows after); the Gram
 ``G = S S^T`` and the inverse Cholesky factor ``Linv`` of ``G + c I`` (identity on the
-padding) are ``(B, R, R)`` and ``z = S b`` is ``(B, R)``, all three in float64 (the small core,
-see :mod:`agents.sketches.base`). ``M = (S S^T + c I)^-1 = Linv^T Linv`` (eq. 3, corrected
+padding) are ``(B, R, R)`` and ``y = Linv S r / c`` (the anchored mean's term,
+:meth:`~agents.sketches.base.CovarianceEstimator._reanchor`) is ``(B, R)``, all three in float64
+(the small core, see :mod:`agents.sketches.base`). ``M = (S S^T + c I)^-1 = Linv^T Linv`` (eq. 3, corrected
 below) is never formed: eq. 7's bordering is the bordering of ``Linv`` (as in FD), and after a
-reduction of the active block ``Linv`` is rebuilt by one Cholesky of ``G + c I``. Members close
+reduction of the active block ``Linv`` is rebuilt by one Cholesky of ``G + c I`` (the single
+agent's on numpy's LAPACK, :func:`~agents.sketches.fd.inverse_factor_one`). Members close
 blocks on their own rounds; the decisions of Alg. 1 line 7 are taken for all at once with
 masks, reductions and look-aheads are grouped by (rows, sketch size) into batched ``eigh`` calls.
 
