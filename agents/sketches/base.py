@@ -409,9 +409,10 @@ class CovarianceEstimator(ABC):
             self._b_lo -= abs(r) * norm  # b gains r x
         return step
 
-    def _reanchor_one_if_stale(self, anchor, b, S, Linv, y, ridge: float, rebuilt: bool = False) -> None:
-        """:meth:`_reanchor_stale` for member 0's views: ``S`` ``(m, d)`` its rows, ``Linv`` ``(m, m)``
-        their factor, ``y`` ``(>= m,)``; ``rebuilt``: the append rebuilt the factor (:meth:`_unanchor`).
+    def _reanchor_one_if_stale(self, anchor, b, S, Linv, y, rows: int, ridge: float, rebuilt: bool = False) -> None:
+        """:meth:`_reanchor_stale` for member 0's views: ``S`` ``(>= m, d)`` with its ``rows = m`` rows
+        first, ``Linv`` ``(>= m, >= m)`` their factor, ``y`` ``(>= m,)``; ``rebuilt``: the append rebuilt
+        the factor (:meth:`_unanchor`).
 
         The test ``|r| > |b|`` costs two dot products of length d; most rounds skip them: an upper
         bound on ``|r|`` and a lower bound on ``|b|`` follow each row in host floats
@@ -423,8 +424,8 @@ class CovarianceEstimator(ABC):
         rr = anchor[1]
         r_norm, b_norm = ridge * math.sqrt(float(rr @ rr)), math.sqrt(float(b @ b))
         if rebuilt or r_norm > b_norm:  # |r| > |b|: the anchor is worse than none
-            set_anchor_(anchor, ridge_solution(b, self._core(S), Linv, ridge))
-            y[: S.shape[0]] = 0.0
+            set_anchor_(anchor, ridge_solution(b, self._core(S[:rows]), Linv[:rows, :rows], ridge))
+            y[:rows] = 0.0
             r_norm = 0.0
         self._r_hi, self._b_lo = r_norm, b_norm
 

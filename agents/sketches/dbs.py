@@ -542,7 +542,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         if m == self._cap_of(l) or not self.fast:
             self._reduce_active_one(m, l)
         else:
-            self._reanchor_one_if_stale(anchor, b, S[: j + 1], Linv[: j + 1, : j + 1], y, c, rebuilt)
+            self._reanchor_one_if_stale(anchor, b, S, Linv, y, j + 1, c, rebuilt)
         self.n_rows += 1
         return True
 

@@ -344,6 +344,10 @@ class FrequentDirections(CovarianceEstimator):
     def _ridge(self) -> torch.Tensor:
         return self._rho()[:, 0]
 
+    def _rho_one(self) -> float:
+        """``rho`` of the single sketch as a host float (``reg`` itself for FD: no numpy scalar op)."""
+        return float(self.reg + self._alpha[0]) if self.robust else self.reg
+
     def _rho(self) -> torch.Tensor:
         if self._rho_t is None:
             self._rho_t = torch.as_tensor(self.rho_all, **self._ckw).unsqueeze(1)
@@ -478,10 +482,11 @@ class FrequentDirections(CovarianceEstimator):
         lookahead, self._lookahead = self._lookahead, None
         S, G, Linv, y, b, anchor = self._member0("step", (self._buf, self._G, self._Linv, self._y, self.b, self._anchor))
         # X[0] (working, core dtype); S x and Linv S x: the played arm's rows of U and W
-        x, xc, g, c = arms[a], ac[a], (U[a] if j else None), (W[a] if j else None)
+        x, g, c = arms[a], (U[a] if j else None), (W[a] if j else None)
+        xc = x if ac is arms else ac[a]
         if isinstance(S, np.ndarray) and not isinstance(x, np.ndarray):  # scored on tensors (see _member0)
             x, xc, g, c = x.numpy(), xc.numpy(), (g.numpy() if j else None), (c.numpy() if j else None)
-        rho = float(self.reg + self._alpha[0])
+        rho = self._rho_one()
         step = self._advance_anchor_one(anchor, b, xc, r, rho, xx)  # b += r x; r / rho and u gain step x
         if not xx > 0.0:  # a zero row adds nothing to X^T X (and g = c = 0 leave y) and is skipped
             self.n_rows += 1
@@ -496,7 +501,7 @@ class FrequentDirections(CovarianceEstimator):
             eig = lookahead[1] if same else None
             self._reduce_one(eig)
         else:
-            self._reanchor_one_if_stale(anchor, b, S[: j + 1], Linv[: j + 1, : j + 1], y, rho, rebuilt)
+            self._reanchor_one_if_stale(anchor, b, S, Linv, y, j + 1, rho, rebuilt)
         self.n_rows += 1
 
     def _append_at(self, j: int, X, xx, g, zx, step) -> None:
@@ -700,7 +705,7 @@ class FrequentDirections(CovarianceEstimator):
         """B = 1 of :meth:`score_terms` (:meth:`~agents.sketches.base.CovarianceEstimator._woodbury_terms_one`);
         its projection is cached unbatched, with the row count, for :meth:`_step_one`."""
         mm = int(self._m[0])
-        mean, quad, one = self._woodbury_terms_one(arms, self._buf, self._Linv, self._y, mm, float(self.reg + self._alpha[0]),
+        mean, quad, one = self._woodbury_terms_one(arms, self._buf, self._Linv, self._y, mm, self._rho_one(),
                                                    int(self._n_orth[0]))
         self._cache = (mm, *one)
         return mean, quad
