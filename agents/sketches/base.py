@@ -31,8 +31,8 @@ reusing that projection). No bandit logic lives here: this is pure linear algebr
 
 Numerics, shared by every estimator (DESIGN.md: "make float32 a tested citizen"):
 
-* The d-sized state (rows, ``b``, the exact inverse) lives in the working dtype; the small
-  ``m x m`` core of a sketch (Gram, inverse Cholesky factor, ``S b``) lives in float64
+* The big state (rows, the exact inverse) lives in the working dtype; ``b``, the sketches' anchor
+  and the small ``m x m`` core of a sketch (Gram, inverse Cholesky factor, ``y = Linv S r / rho``) live in float64
   (float32 on MPS, which has no float64) whatever the working dtype. Its cost is O(m^2) a
   round, and it removes the squaring of the condition number from float32 runs.
 * Widths are clamped from below by the cheap valid bound ``||x||^2 / (reg + tr(X^T X))``

@@ -314,7 +314,7 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     def _layout_bytes(self, r_in, cap):
         """Bytes a sketched member holds with ``r_in`` frozen rows and an active buffer of ``cap`` rows:
-        ``R d`` rows (working dtype), ``2 R^2 + R`` core numbers (Gram, factor, ``S r / c``) and the anchor's
+        ``R d`` rows (working dtype), ``2 R^2 + R`` core numbers (Gram, factor, ``y = Linv S r / c``) and the anchor's
         ``3 d`` (``theta0``, ``r / c``, ``u``: base._reanchor), ``R = r_in + cap``."""
         R = np.asarray(r_in) + cap
         es, ec = self.S.element_size(), self.G.element_size()
@@ -528,7 +528,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         Linv, G, S, y, b, anchor = self._member0("step", (self.Linv, self.G, self.S, self._y, self.b, self._anchor))
         j = int(self.rows[0])
         # X[0] (working, core dtype), and S x, Linv S x: the played arm's rows of arms S^T and of W
-        x, xc, g, w = arms[a], ac[a], U[a], W[a]
+        x, g, w = arms[a], U[a], W[a]
+        xc = x if ac is arms else ac[a]
         if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
             x, xc, g, w = x.numpy(), xc.numpy(), g.numpy(), w.numpy()
         c = float(self.c()[0])
@@ -744,7 +745,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         (:func:`~agents.sketches.base.eigh_desc`, :func:`~agents.sketches.fd.inverse_factor_one`)
         where the round runs."""
         off = int(self.rows_in[0])
-        S, G, Linv, y, b, anchor = self._member0("step", (self.S, self.G, self.Linv, self._y, self.b, self._anchor))
+        # (the views of _step_one, in its order: one cache entry under the key, not two evicting each other)
+        Linv, G, S, y, b, anchor = self._member0("step", (self.Linv, self.G, self.S, self._y, self.b, self._anchor))
         act = slice(off, off + m)
         evals, evecs = eigh_desc(self._reduction_gram(S[None, act], G[None, act, act]))
         delta, keep, kept, coeff = self._shrink_plan(evals, evecs, m, l)  # new S* = coeff S*
@@ -818,8 +820,8 @@ class DyadicBlockSketch(CovarianceEstimator):
     # -- queries ---------------------------------------------------------------------------------
     def score_terms(self, arms):
         """``(x^T A_hat^-1 b, x^T A_hat^-1 x)`` for every arm of every member from one projection:
-        ``arms S^T`` for the sketched members (eq. 5 with ``S b`` kept up to date), ``arms A^-1``
-        for the exact ones. The projections are kept for the next step."""
+        ``arms S^T`` for the sketched members (eq. 5 around the anchor, with ``y = Linv S r / c`` kept
+        up to date), ``arms A^-1`` for the exact ones. The projections are kept for the next step."""
         if self.batch_size == 1 and not self._any_exact:
             mean, quad = self._score_terms_one(arms[0])
             return as_tensor(mean).unsqueeze(0), as_tensor(quad).unsqueeze(0)  # core dtype, as below

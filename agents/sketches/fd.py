@@ -609,7 +609,7 @@ class FrequentDirections(CovarianceEstimator):
         if self.robust:  # Alg. 3 line 5: alpha <- alpha + sigma, before rho is read below
             self._alpha[0] += delta_h
             self._rho_t = None
-        rho = float(self.rho_all[0])
+        rho = self._rho_one()
         S[:k] = self._work(coeff[0]) @ S[:m]  # the new rows (formed before any row is overwritten)
         S[k:m] = 0.0
         y[:m] = 0.0  # the anchor moves to the new A_hat below: r_b = 0
@@ -760,7 +760,7 @@ class FrequentDirections(CovarianceEstimator):
 
     def member_memory_bytes(self):
         """The buffer (``cap x d``, working dtype), Gram and inverse factor (``cap x cap`` each, core
-        dtype), ``S r / rho`` (``cap``, core) and the anchor (``theta0``, ``r / rho``, ``u``: ``3 d``, core;
+        dtype), ``y = Linv S r / rho`` (``cap``, core) and the anchor (``theta0``, ``r / rho``, ``u``: ``3 d``, core;
         base._reanchor): ``cap = 2l`` fast, ``l`` textbook."""
         cap = self._caps  # each member's own capacity: what its single sketch allocates
         ec = self._G.element_size()
