@@ -7,12 +7,13 @@ the same clear message, and so that no module ever writes a ``.cuda()`` literal.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["resolve_device", "resolve_dtype", "as_arm_matrix", "as_vector", "tensor_bytes"]
+__all__ = ["resolve_device", "resolve_dtype", "as_arm_matrix", "as_float_array", "as_vector", "obs_token", "same_obs",
+           "tensor_bytes"]
 
 _DTYPES = {
     "float64": torch.float64,
@@ -86,54 +87,6 @@ def _all_finite(t: torch.Tensor) -> bool:
     return math.isfinite(t.sum().item()) or bool(torch.isfinite(t).all())
 
 
-_NUMPY_BLAS = None  # one thread-count getter per BLAS library numpy/scipy loaded (found once)
-
-
-def _thread_getter(controller) -> Callable[[], int]:
-    """The thread count of one threadpoolctl BLAS controller as a zero-argument callable. For
-    OpenBLAS (numpy's and scipy's wheels) the library's own ``openblas_get_num_threads`` through
-    ctypes, found by threadpoolctl's symbol lookup (it knows the wheels' prefixed names): ~0.1 us
-    a call against ~0.6 us through ``controller.num_threads``, and the single agent asks every
-    round. Anything else (or a threadpoolctl without that lookup): the public property."""
-    if getattr(controller, "internal_api", None) == "openblas":
-        try:
-            get = controller._get_symbol("openblas_get_num_threads")
-        except Exception:  # noqa: BLE001 (a threadpoolctl version without the lookup)
-            get = None
-        if get is not None:
-            return get
-    return lambda: controller.num_threads
-
-
-def numpy_blas_threads() -> int:
-    """Threads numpy's BLAS uses now (the largest over the BLAS libraries loaded; ~0.4 us a call
-    after the first, which asks threadpoolctl to find them, ~1 ms). Unknown (no threadpoolctl, or
-    no library found) counts as 2: callers then keep off numpy's BLAS.
-
-    Why it matters: the single agent's round runs small products on numpy views of its CPU
-    tensors (:meth:`agents.sketches.base.CovarianceEstimator._member0`), and OpenBLAS hands a
-    product to all its threads above ~2.6e5 multiply-adds (gemm; ~9e3 for gemv): at d = 784,
-    K = 10 the scoring product alone. Measured on a loaded 2-core box, SOFUL then ran 5.5x
-    slower than with one BLAS thread. Every entry point of the project sets one (the thread
-    policy of the README); elsewhere the same code runs on tensors (torch's own threads)."""
-    global _NUMPY_BLAS
-    if _NUMPY_BLAS is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-
-            _NUMPY_BLAS = [_thread_getter(c) for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
-        except Exception:  # noqa: BLE001 (no threadpoolctl, or it failed to inspect the process)
-            _NUMPY_BLAS = []
-    if not _NUMPY_BLAS:
-        return 2
-    most = 0
-    for get in _NUMPY_BLAS:  # (a loop: max() over a generator costs ~0.4 us more, a round's worth)
-        n = get()
-        if n > most:
-            most = n
-    return most
-
-
 _NUMPY_OF = {torch.float64: np.float64, torch.float32: np.float32}
 _HOST_FLOATS = (np.dtype(np.float64), np.dtype(np.float32))  # native byte order
 _CPU = torch.device("cpu")  # compared with ==: device.type builds a str each call (~0.3 us)
@@ -177,6 +130,33 @@ def as_float_tensor(obs: Any, device: torch.device, dtype: torch.dtype, what: st
     return t
 
 
+def as_float_array(obs: Any, dtype: torch.dtype, what: str, own: bool = False) -> np.ndarray:
+    """:func:`as_float_tensor` for an estimator on the numpy backend: ``obs`` as a numpy array of
+    ``dtype`` (a CPU tensor's memory is shared; ``own``: a numpy ``obs`` is copied, never shared)."""
+    if isinstance(obs, torch.Tensor):
+        if obs.requires_grad:
+            obs = obs.detach()
+        if obs.is_complex():
+            raise ValueError(_complex_message(what))
+        return obs.to(device=_CPU, dtype=dtype).numpy()
+    if type(obs) is np.ndarray and obs.dtype in _HOST_FLOATS:
+        return obs.astype(_NUMPY_OF[dtype], copy=own or obs.dtype is not _HOST_FLOATS[0])
+    try:
+        arr = np.asarray(obs)
+        is_complex = arr.dtype.kind == "c"
+        if not is_complex:
+            arr = arr.astype(_NUMPY_OF[dtype], copy=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the observation must be a numeric {what}, got {type(obs).__name__}") from exc
+    if is_complex:
+        raise ValueError(_complex_message(what))
+    if type(arr) is not np.ndarray:  # a subclass (np.matrix): a plain array of its values
+        arr = np.array(arr)
+    elif own and isinstance(obs, np.ndarray) and np.shares_memory(arr, obs):
+        arr = arr.copy()
+    return arr
+
+
 def _complex_message(what: str) -> str:
     # complex input is refused: the casts would silently drop the imaginary part
     return f"the observation must be a real-valued {what}, got complex values; pass obs.real if that is meant"
@@ -186,8 +166,9 @@ NONFINITE_ARMS = "the arm matrix contains NaN or infinite entries"
 
 
 def as_arm_matrix(obs: Any, device: torch.device, dtype: torch.dtype, d: int | None,
-                  check_finite: bool = True, own: bool = False) -> torch.Tensor:
-    """Convert an arm set (numpy array, tensor or nested list) of shape (K, d) to a tensor.
+                  check_finite: bool = True, own: bool = False, host: bool = False) -> torch.Tensor:
+    """Convert an arm set (numpy array, tensor or nested list) of shape (K, d) to a tensor (``host``: to
+    a numpy array, :func:`as_float_array`, for an estimator on the numpy backend).
 
     Raises ``ValueError`` with the received shape when the input is not a finite 2-D array
     whose second dimension matches ``d`` (when ``d`` is already known). ``check_finite=False``
@@ -195,7 +176,8 @@ def as_arm_matrix(obs: Any, device: torch.device, dtype: torch.dtype, d: int | N
     from the arms (LinUCB does it only when the scores come out non-finite, which non-finite
     arms always make them). ``own``: see :func:`as_float_tensor`.
     """
-    arms = as_float_tensor(obs, device, dtype, "(K, d) arm matrix", own)
+    what = "(K, d) arm matrix"
+    arms = as_float_array(obs, dtype, what, own) if host else as_float_tensor(obs, device, dtype, what, own)
     shape = arms.shape  # read once: each .shape builds a torch.Size (this runs every act)
     if len(shape) != 2 or shape[0] < 1 or shape[1] < 1:
         raise ValueError(
@@ -221,6 +203,29 @@ def as_vector(v: Any, device: torch.device, dtype: torch.dtype, d: int, name: st
     if not _all_finite(t):
         raise ValueError(f"{name} contains NaN or infinite entries")
     return t
+
+
+def obs_token(obs: Any) -> tuple | None:
+    """What identifies an observation object between an agent's ``act`` and ``update`` (its scoring is then
+    reused): a tensor together with its in-place version counter; a numpy array (which ``act`` copied)
+    together with its shape (numpy lets ``obs.shape`` be reassigned in place). Other inputs (lists, ...)
+    are not identified: None."""
+    if isinstance(obs, torch.Tensor):
+        return obs, obs._version, None
+    if isinstance(obs, np.ndarray):
+        return obs, None, obs.shape
+    return None
+
+
+def same_obs(token: tuple, obs: Any) -> bool:
+    """Whether ``obs`` is the observation of :func:`obs_token`'s ``token``, unchanged: the very numpy array
+    with the same shape, or the same tensor or an equal view of it (``arms[t]`` indexed twice: same
+    storage, offset, sizes, strides and dtype) whose version counter has not moved."""
+    seen, version, shape = token
+    if version is None:
+        return seen is obs and obs.shape == shape
+    return isinstance(obs, torch.Tensor) and obs._version == version and (
+        seen is obs or (obs.is_set_to(seen) and obs.dtype is seen.dtype))
 
 
 def tensor_bytes(*tensors: torch.Tensor | None) -> int:

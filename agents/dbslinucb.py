@@ -45,7 +45,10 @@ class DBSLinUCB(LinUCB):
         sentinel: App. B.1's willExcessSketch sentinel (see :mod:`agents.sketches.dbs`).
         memory_cap: ``True`` (default) switch to exact updates as soon as the next block would hold
             more bytes than OFUL's d x d inverse (so ``memory_bytes()`` never exceeds OFUL's);
-            ``False``: only the paper's literal block cap (see :mod:`agents.sketches.dbs`).
+            ``False``: not for memory (see :mod:`agents.sketches.dbs`).
+        time_cap: ``True`` (default) switch to exact updates as soon as the next block would cost more
+            multiply-adds per round at its peak than OFUL's round (``K`` arms: ``(K + 1) d^2``);
+            ``False``: not for time. With both off, only the paper's literal block cap applies.
         batch_size: ``None`` (one agent) or B independent agents; ``lam``, ``beta``, ``l0`` and
             ``eps`` may then give one value per member (``per_member_args``; see
             :class:`agents.batched.BatchedDBSLinUCB`).
@@ -82,6 +85,7 @@ class DBSLinUCB(LinUCB):
         fast: bool = True,
         sentinel: bool = True,
         memory_cap: bool = True,
+        time_cap: bool = True,
         delta: float = 0.05,
         noise_std: float = 1.0,
         theta_bound: float = 1.0,
@@ -91,8 +95,9 @@ class DBSLinUCB(LinUCB):
         seed: int | None = None,
         batch_size: int | None = None,
     ):
-        if not isinstance(memory_cap, bool):
-            raise ValueError(f"memory_cap must be True or False, got {memory_cap!r}")
+        for name, flag in (("memory_cap", memory_cap), ("time_cap", time_cap)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{name} must be True or False, got {flag!r}")
         # l0 and eps may differ across members (per_member_args): int/float, or arrays (B,)
         self.l0, self.eps = check_dbs_params(l0, eps, sketch, fast, sentinel, d=d if isinstance(d, int) else None,
                                              batch_size=check_batch_size(batch_size))
@@ -100,6 +105,7 @@ class DBSLinUCB(LinUCB):
         self.fast = fast
         self.sentinel = sentinel
         self.memory_cap = memory_cap
+        self.time_cap = time_cap
         self.name = f"DBSLinUCB-{sketch.upper()}"
         super().__init__(
             lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound, d=d, device=device, dtype=dtype,
@@ -123,7 +129,8 @@ class DBSLinUCB(LinUCB):
     def _make_estimator(self, d: int) -> DyadicBlockSketch:
         return DyadicBlockSketch(
             d, self.l0, self.eps, sketch=self.sketch, reg=self.lam, fast=self.fast, sentinel=self.sentinel,
-            memory_cap=self.memory_cap, device=self.device, dtype=self.dtype, batch_size=self._est_batch,
+            memory_cap=self.memory_cap, time_cap=self.time_cap, device=self.device, dtype=self.dtype,
+            batch_size=self._est_batch,
         )
 
     def _sketch_radius(self) -> np.ndarray:

@@ -83,19 +83,18 @@ class SOFUL(LinUCB):
 
 
 def _warn_if_larger_than_oful(agent, d: int) -> None:
-    """A SOFUL/CBSCFD sketch whose buffer, Gram and factor hold more than OFUL's d x d inverse
-    saves nothing: say so (and how to fix it) once, when the dimension becomes known."""
+    """A SOFUL/CBSCFD sketch that holds more than OFUL's d x d inverse saves nothing: say so (and how
+    to fix it) once, when the dimension becomes known."""
     import warnings
 
-    import torch
+    from .sketches.exact import ExactCovariance
 
     l = int(np.max(agent._l))  # the largest member's sketch when the sizes differ
-    cap = 2 * l if agent.fast else l
-    es = torch.empty(0, dtype=agent.dtype).element_size()
-    sketch = es * cap * d + 8 * (2 * cap * cap + cap)
-    if sketch > es * d * d:
+    sketch = FrequentDirections.peak_member_bytes(d, l, agent.fast, agent.dtype)
+    oful = ExactCovariance.peak_member_bytes(d, agent.dtype)
+    if sketch > oful:
         warnings.warn(
             f"{type(agent).__name__}(sketch_size={l}) at d={d} holds {sketch} bytes per agent, more than "
-            f"OFUL's d x d inverse ({es * d * d} bytes); use sketch_size < ~{max(1, d // 3)} or OFUL",
+            f"OFUL's d x d inverse ({oful} bytes); use sketch_size < ~{max(1, d // 3)} or OFUL",
             stacklevel=4,
         )

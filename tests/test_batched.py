@@ -311,7 +311,8 @@ def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(kinds
         a = rng.integers(0, 5, B)
         arms[np.arange(B), a] = [stream[t] for stream in streams]
         arms = torch.as_tensor(arms)
-        mean, quad = bat.score_terms(arms)
+        terms = bat.score_terms(arms)
+        mean, quad = terms.mean, terms.quad
         for i, single in enumerate(singles):
             theta = single.solve(torch.as_tensor(b[i])).numpy()
             scale = 1.0 + np.abs(arms[i].numpy()).max() ** 2 * (1.0 + np.abs(b[i]).max())
@@ -322,7 +323,10 @@ def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(kinds
             single.update(torch.as_tensor(stream[t]))
             b[i] += r[i] * stream[t]
         X = torch.as_tensor(np.stack([stream[t] for stream in streams]))
-        bat.update(X, torch.as_tensor(r), torch.as_tensor(a) if t % 2 else None)
+        if t % 2:  # the played arms of the scored set: their projections are reused
+            bat.step(X, r, terms, a)
+        else:
+            bat.update(X, torch.as_tensor(r))
         sol, logdet = bat.solve(arms[:, 0]), bat.log_det_ratio_bound()
         for i, single in enumerate(singles):
             assert (single.rows_in_use, single.n_reductions) == (bat.rows_in_use[i], bat.n_reductions[i])
@@ -415,6 +419,7 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
     l0, B = min(l0, d), len(kinds)
     streams = [make_stream(kind, n, d, seed + i) * scales[i] for i, kind in enumerate(kinds)]
     kw = dict(sketch=sketch, fast=fast, sentinel=sentinel, dtype=torch.float64)
+    kw["time_cap"] = False  # it follows the arms a round scores: the batch is scored, its single twins are not
     singles = [DyadicBlockSketch(d, l0, eps, reg=0.5, **kw) for _ in range(B)]
     bat = BatchedDyadicBlockSketch(B, d, l0, eps, reg=0.5, device=torch.device("cpu"), **kw)
     rng = np.random.default_rng(seed)
@@ -424,7 +429,8 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
         a = rng.integers(0, 5, B)
         arms[np.arange(B), a] = [stream[t] for stream in streams]
         arms = torch.as_tensor(arms)
-        mean, quad = bat.score_terms(arms)
+        terms = bat.score_terms(arms)
+        mean, quad = terms.mean, terms.quad
         for i, single in enumerate(singles):
             scale = 1.0 + np.abs(arms[i].numpy()).max() ** 2 * (1.0 + np.abs(b[i]).max())
             theta = single.solve(torch.as_tensor(b[i])).numpy()
@@ -435,7 +441,10 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
             single.update(torch.as_tensor(stream[t]))
             b[i] += r[i] * stream[t]
         X = torch.as_tensor(np.stack([stream[t] for stream in streams]))
-        bat.update(X, torch.as_tensor(r), torch.as_tensor(a) if t % 2 else None)
+        if t % 2:  # the played arms of the scored set: their projections are reused
+            bat.step(X, r, terms, a)
+        else:
+            bat.update(X, torch.as_tensor(r))
         quad, sol = bat.quad_inv(arms), bat.solve(arms[:, 0])
         for i, single in enumerate(singles):
             assert (single.exact_mode, single.n_blocks, single.sketch_size, single.active_sketch_size) == (

@@ -282,8 +282,9 @@ def test_estimators_with_per_member_parameters_equal_separate_ones(kinds, regs, 
         if which in ("fd", "rfd"):
             return (FrequentDirections if which == "fd" else RobustFrequentDirections)(d, size, fast=fast, **kw)
         l0 = min(size, d) if batch_size is None else [min(v, d) for v in size]
-        # memory_cap=False: the literal block cap floor(log2(d/l0 + 1)), each member its own
-        return DyadicBlockSketch(d, l0, eps, sketch=which[4:], fast=fast, memory_cap=memory_cap, **kw)
+        # memory_cap=False: the literal block cap floor(log2(d/l0 + 1)), each member its own; the time cap
+        # follows the arms a round scores (the batch is scored, its single twins are not): off
+        return DyadicBlockSketch(d, l0, eps, sketch=which[4:], fast=fast, memory_cap=memory_cap, time_cap=False, **kw)
 
     singles = [make(*values) for values in zip(regs, sizes, epss)]
     bat = make(regs, sizes, epss, batch_size=B)
@@ -292,9 +293,12 @@ def test_estimators_with_per_member_parameters_equal_separate_ones(kinds, regs, 
         arms = torch.as_tensor(rng.standard_normal((B, 4, d)))
         a = rng.integers(0, 4, B)
         arms[np.arange(B), a] = torch.as_tensor(np.stack([s[t] for s in streams]))
-        bat.score_terms(arms)
+        terms = bat.score_terms(arms)
         X = torch.as_tensor(np.stack([s[t] for s in streams]))
-        bat.update(X, None, torch.as_tensor(a) if t % 2 else None)
+        if t % 2:  # the played arms of the scored set: their projections are reused
+            bat.step(X, np.zeros(B), terms, a)
+        else:
+            bat.update(X)
         for single, stream in zip(singles, streams):
             single.update(torch.as_tensor(stream[t]))
     quad, sol, cov = bat.quad_inv(arms), bat.solve(arms[:, 0]), bat.covariance()
@@ -317,15 +321,15 @@ def test_estimators_with_per_member_parameters_equal_separate_ones(kinds, regs, 
 
 @pytest.mark.parametrize("sketch", ["fd", "rfd"])
 def test_dbs_members_with_their_own_l0_reach_their_own_block_caps(sketch):
-    """The paper's literal cap (memory_cap=False) differs per l0: floor(log2(16/l0 + 1)) = 4, 3, 2."""
+    """The paper's literal cap (memory_cap=False, time_cap=False) differs per l0: floor(log2(16/l0 + 1)) = 4, 3, 2."""
     d, l0s, epss = 16, [1, 2, 4], [0.5, 2.0, 8.0]
     X = torch.as_tensor(np.random.default_rng(1).standard_normal((120, d)))
-    kw = dict(sketch=sketch, reg=[0.3, 1.0, 3.0], memory_cap=False, dtype=torch.float64)
+    kw = dict(sketch=sketch, reg=[0.3, 1.0, 3.0], memory_cap=False, time_cap=False, dtype=torch.float64)
     bat = DyadicBlockSketch(d, l0s, epss, batch_size=3, **kw)
     singles = [DyadicBlockSketch(d, l0, eps, **dict(kw, reg=reg)) for l0, eps, reg in zip(l0s, epss, kw["reg"])]
     assert bat.block_cap.tolist() == [s.block_cap for s in singles] == [4, 3, 2]
     for t in range(len(X)):
-        bat.update(X[t].expand(3, d), None)
+        bat.update(X[t].expand(3, d))
         for i, single in enumerate(singles):
             single.update(X[t])
             assert_same_blocks(bat.blocks(i), single.blocks())

@@ -15,11 +15,9 @@ import pytest
 import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from threadpoolctl import threadpool_limits
 from sketch_streams import KINDS, make_stream
 
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
-from agents._torch import numpy_blas_threads
 from agents.sketches import FrequentDirections, RobustFrequentDirections
 
 
@@ -112,94 +110,85 @@ def test_lazy_gram_and_factor_are_the_sketchs_own(kind, n, d, l, fast, robust, q
 
 @settings(max_examples=30, deadline=None)
 @given(
-    agent=st.sampled_from(("SOFUL", "CBSCFD", "DBS-FD", "DBS-RFD")), kind=st.sampled_from(KINDS),
+    agent=st.sampled_from(("OFUL", "SOFUL", "CBSCFD", "DBS-FD", "DBS-RFD")), kind=st.sampled_from(KINDS),
     d=st.integers(1, 9), k=st.integers(1, 5), n=st.integers(1, 30), size=st.integers(1, 5), fast=st.booleans(),
     sentinel=st.booleans(), dtype=st.sampled_from(("float64", "float32")), seed=st.integers(0, 2**31 - 1),
 )
-def test_b1_host_path_equals_tensor_path_and_batched_members(agent, kind, d, k, n, size, fast, sentinel, dtype, seed):
-    """The single agent's round on numpy views of its CPU tensors (the host path, taken with one
-    BLAS thread), the same code on tensor views (``estimator.host = False``: what other devices
-    run) and each member of a batched agent (B = 3, the ``bmm`` path) score alike and hold the
-    same estimate, round by round, when they play the same arms (the host agent's choices, so a
-    near-tie cannot fork the runs); every factor stays the identity past its rows."""
+def test_the_backends_agree_and_batched_members_equal_single_agents(agent, kind, d, k, n, size, fast, sentinel, dtype,
+                                                                    seed):
+    """One implementation, two backends (agents.sketches.backend): the single agent runs its estimator's
+    kernels on numpy (one estimator on CPU), a one-member batch the very same kernels on torch tensors,
+    and each member of a batched agent (B = 3) on its slice of the batch. Playing the same arms (the
+    numpy agent's choices, so a near-tie cannot fork the runs), they score alike and hold the same
+    estimate round by round; every array is zero past each member's rows and basis."""
     # float32 results agree to ~eps32 cond(A_hat); the bursts of 1e-2..1e2 rows and the huge rows
     # reach cond ~1e5 and beyond, where two roundings of the same code differ by more than 2e-3
     assume(dtype == "float64" or kind not in ("orth_bursts", "huge_rows"))
-    with threadpool_limits(limits=1, user_api="blas"):
-        _host_tensor_batched(agent, kind, d, k, n, size, fast, sentinel, dtype, seed)
-
-
-def _assert_identity_past_the_rows(est) -> None:
-    """Every member's inverse factor is the identity past its held rows (zero off the diagonal there):
-    the batched products (``bmm`` over all R slots, the switch to exact updates' ``Linv S``) read it."""
-    is_fd = hasattr(est, "_m")
-    L_all, held = (est._Linv, est._m) if is_fd else (est.Linv, est.rows)
-    for i in range(est.batch_size):
-        m, R = int(held[i]), L_all.shape[-1]
-        if R == 0 or (not is_fd and est.exact[i]):
-            continue
-        torch.testing.assert_close(L_all[i, m:], torch.eye(R, dtype=L_all.dtype)[m:], rtol=0, atol=0)
-        assert (L_all[i, :m, m:] == 0).all()
-
-
-def _host_tensor_batched(agent, kind, d, k, n, size, fast, sentinel, dtype, seed):
     B = 3
     X = make_stream(kind, n * B * k, d, seed).reshape(n, B, k, d)
     rewards = np.random.default_rng(seed + 1).standard_normal((n, B))
-    host = [_make(agent, d, size, fast, sentinel) for _ in range(B)]
-    plain = [_make(agent, d, size, fast, sentinel) for _ in range(B)]
-    if dtype == "float32":
-        host = [type(h)(**{**_kwargs(h), "dtype": dtype}) for h in host]
-        plain = [type(h)(**{**_kwargs(h), "dtype": dtype}) for h in plain]
-    for p in plain:
-        p.estimator.host = False
-    batched = type(host[0])(**{**_kwargs(host[0]), "batch_size": B})
+    single = [_rebuilt(_make(agent, d, size, fast, sentinel), dtype=dtype) for _ in range(B)]
+    one = [_rebuilt(_make(agent, d, size, fast, sentinel), dtype=dtype, batch_size=1) for _ in range(B)]
+    batched = _rebuilt(single[0], dtype=dtype, batch_size=B)
+    assert single[0].estimator.xp.is_numpy and not one[0].estimator.xp.is_numpy
     tol = dict(rtol=1e-9, atol=1e-9) if dtype == "float64" else dict(rtol=2e-3, atol=2e-3)
     if dtype == "float64" and kind == "huge_rows":
         # rows of norm up to 1e4 against lam = 0.7: cond(A_hat) ~ 1e8, and two roundings of the same
-        # Woodbury formula (numpy on the host, torch bmm batched) differ by ~eps64 cond ~ 2e-8 relative
-        # (agent SOFUL, d=4, k=3, n=19, size=5, fast=False, seed=0 failed at 1e-9 on the session's base too)
+        # formulas (numpy's BLAS and LAPACK, torch's) differ by ~eps64 cond ~ 2e-8 relative
         tol = dict(rtol=1e-6, atol=1e-6)
     for t in range(n):
-        actions = np.array([h.act(X[t, i]) for i, h in enumerate(host)])
+        actions = np.array([s.act(X[t, i]) for i, s in enumerate(single)])
         for i in range(B):
-            s_host, s_plain = host[i].scores(X[t, i]), plain[i].scores(X[t, i])
-            torch.testing.assert_close(s_host, s_plain, **tol)
+            torch.testing.assert_close(single[i].scores(X[t, i]), one[i].scores(X[t, i][None])[0], **tol)
         s_batched = batched.scores(X[t])
         if dtype == "float64":
             for i in range(B):
-                torch.testing.assert_close(host[i].scores(X[t, i]), s_batched[i], **tol)
+                torch.testing.assert_close(single[i].scores(X[t, i]), s_batched[i], **tol)
         for i in range(B):
-            host[i].update(X[t, i], int(actions[i]), rewards[t, i])
-            plain[i].update(X[t, i], int(actions[i]), rewards[t, i])
+            single[i].update(X[t, i], int(actions[i]), rewards[t, i])
+            one[i].update(X[t, i][None], actions[i:i + 1], rewards[t, i:i + 1])
         batched.update(X[t], actions, rewards[t])
-        for est in [h.estimator for h in host] + [p.estimator for p in plain] + [batched.estimator]:
-            _assert_identity_past_the_rows(est)
+        for ag in single + one + [batched]:
+            _assert_zero_padding(ag.estimator)
         for i in range(B):
-            scale = 1.0 + float(host[i].theta_hat.abs().max())
-            torch.testing.assert_close(plain[i].theta_hat, host[i].theta_hat, rtol=tol["rtol"], atol=tol["atol"] * scale)
+            scale = 1.0 + float(single[i].theta_hat.abs().max())
+            torch.testing.assert_close(one[i].theta_hat[0], single[i].theta_hat, rtol=tol["rtol"], atol=tol["atol"] * scale)
             if dtype == "float64":
-                torch.testing.assert_close(batched.theta_hat[i], host[i].theta_hat, rtol=1e-8, atol=1e-8 * scale)
-    assert [h.sketch_size for h in host] == [p.sketch_size for p in plain]
+                torch.testing.assert_close(batched.theta_hat[i], single[i].theta_hat, rtol=1e-8, atol=1e-8 * scale)
+    assert [s.sketch_size for s in single] == [int(o.sketch_size[0]) for o in one]
 
 
-def _kwargs(agent) -> dict:
-    """The constructor keywords of a _make agent (to rebuild it with another dtype or batch size)."""
+def _assert_zero_padding(est) -> None:
+    """Every member's basis, coordinates and core inverse are zero past its basis size and rows: the
+    batched products over the padded widths (and the switch to exact updates) read them."""
+    core = getattr(est, "core", None)
+    if core is None:
+        return
+    xp = est.xp
+    for i in range(est.batch_size):
+        if getattr(est, "exact", np.zeros(est.batch_size, dtype=bool))[i]:
+            continue
+        R, N = int(core.R[i]), int(core.N[i])
+        assert not xp.host(core.V[i, R:]).any() and not xp.host(core.H[i, R:]).any() and not xp.host(core.H[i, :, R:]).any()
+        assert not xp.host(core.C[i, N:]).any() and not xp.host(core.C[i, :, R:]).any()
+        assert not xp.host(core.bV[i, R:]).any() and not xp.host(core.t[i, R:]).any()
+
+
+def _rebuilt(agent, **changes):
+    """A _make agent built again with some keywords changed (dtype, batch size)."""
     kw = dict(lam=agent.lam, beta=agent.beta, d=agent.d)
     if isinstance(agent, DBSLinUCB):
         est = agent.estimator
         kw.update(l0=est.l0, eps=est.eps, sketch=est.sketch, fast=est.fast, sentinel=est.sentinel)
-    else:
+    elif not isinstance(agent, OFUL):
         kw.update(sketch_size=agent._l, fast=agent.fast)
-    return kw
+    return type(agent)(**{**kw, **changes})
 
 
-@pytest.mark.parametrize("name", ["SOFUL", "CBSCFD", "DBS-FD"])
-def test_b1_round_runs_on_host_views_on_cpu_and_on_tensors_when_told(name):
-    """On CPU with one BLAS thread the single agent's scoring terms come from numpy views (few torch
-    dispatches a round); with ``host = False``, or with several numpy BLAS threads (its products
-    would be spread over them), the same code runs on tensors. Counts the aten calls of the
-    common round."""
+@pytest.mark.parametrize("name", ["OFUL", "SOFUL", "CBSCFD", "DBS-FD"])
+def test_the_backend_is_chosen_once_numpy_for_one_estimator_on_cpu(name):
+    """One estimator on CPU runs numpy (its round dispatches no torch operation once the arms are
+    numpy arrays); a batch, even of one, runs torch. Counts the aten calls of a round."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Count(TorchDispatchMode):
@@ -213,26 +202,20 @@ def test_b1_round_runs_on_host_views_on_cpu_and_on_tensors_when_told(name):
     X = rng.standard_normal((40, 6, 30))
     X /= np.linalg.norm(X, axis=2, keepdims=True)
     counts = {}
-    for host in (True, False):
-        agent = (DBSLinUCB(l0=4, eps=100.0, beta=0.4, d=30) if name == "DBS-FD"  # sketched all along
-                 else _make(name, 30, 8, True, True))
-        agent.estimator.host = host
+    for batch in (None, 1):
+        agent = (DBSLinUCB(l0=4, eps=100.0, beta=0.4, d=30, batch_size=batch) if name == "DBS-FD"  # sketched all along
+                 else _rebuilt(_make(name, 30, 8, True, True), batch_size=batch))
+        assert agent.estimator.xp.is_numpy == (batch is None)
         per_round = []
-        with threadpool_limits(limits=1, user_api="blas"):
-            for t in range(40):
-                obs = torch.as_tensor(X[t])
-                Count.n = 0
-                with Count():
-                    a = agent.act(obs)
-                    agent.update(obs, a, 0.5)
-                per_round.append(Count.n)
-            mean, quad = agent.estimator._score_terms_one(torch.as_tensor(X[0]))
-        assert isinstance(mean, np.ndarray) == host and isinstance(quad, np.ndarray) == host
-        counts[host] = float(np.median(per_round[5:]))
-        with threadpool_limits(limits=2, user_api="blas"):
-            if numpy_blas_threads() == 2:  # settable here (some builds are single-threaded)
-                assert not isinstance(agent.estimator._score_terms_one(torch.as_tensor(X[0]))[0], np.ndarray)
-    assert counts[True] <= 6 < counts[False]  # ~4 (the arms' views) against ~20 on tensors
+        for t in range(40):
+            obs = X[t] if batch is None else X[t][None]
+            Count.n = 0
+            with Count():
+                a = agent.act(obs)
+                agent.update(obs, a, 0.5 if batch is None else np.array([0.5]))
+            per_round.append(Count.n)
+        counts[batch] = float(np.median(per_round[5:]))
+    assert counts[None] == 0 < counts[1]
 
 
 @pytest.mark.parametrize("make", [lambda: SOFUL(sketch_size=3, beta=0.3), lambda: DBSLinUCB(l0=2, eps=50.0, beta=0.3)])
@@ -240,43 +223,38 @@ def test_arms_that_require_grad_are_read_as_plain_arms(make):
     """A tensor obs with requires_grad (e.g. features from a network) is played like its values."""
     x = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     agent, ref = make(), make()
-    with threadpool_limits(limits=1, user_api="blas"):  # the host path reads the arms as numpy views
-        for _ in range(3):
-            obs = x.clone().requires_grad_(True)
-            a = agent.act(obs)
-            assert a == ref.act(x)
-            agent.update(obs, a, 1.0)
-            ref.update(x, a, 1.0)
+    for _ in range(3):
+        obs = x.clone().requires_grad_(True)
+        a = agent.act(obs)
+        assert a == ref.act(x)
+        agent.update(obs, a, 1.0)
+        ref.update(x, a, 1.0)
     torch.testing.assert_close(agent.theta_hat, ref.theta_hat)
     assert not agent.theta_hat.requires_grad
 
 
-def test_dbs_host_reductions_keep_the_factor_identity_past_the_rows_and_match_batched_members():
-    """DBSLinUCB's single-agent reduction (``_reduce_active_one``: numpy views and LAPACK on CPU,
-    the same code on tensor views with ``host = False``) leaves its inverse factor the identity past
-    the held rows, which the batched products and the switch to exact updates read, and holds the
-    estimate of a batched agent's members (``_reduce_active``, the bmm path). 80 rounds at l0 = 2,
-    eps = 300: ~10 reductions on the single agent's round, some with frozen blocks before the
-    active one (eq. 3's cross terms), then the switch to exact updates."""
+def test_dbs_shrinks_and_switch_keep_the_padding_and_match_batched_members():
+    """DBSLinUCB's shrinks of its active block (the core's shrink of a range of rows after frozen ones:
+    eq. 3's refactorization over the stacked rows) and its switch to exact updates, single (numpy) and
+    as the member of a batch (torch): the same estimate round by round, zero padding throughout. 80
+    rounds at l0 = 2, eps = 300: ~10 shrinks, some with frozen blocks before the active one, then the
+    switch."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((80, 3, 30))
-    single = [DBSLinUCB(l0=2, eps=300.0, beta=0.3, d=30, memory_cap=False) for _ in range(2)]
-    single[1].estimator.host = False
-    batched = DBSLinUCB(l0=2, eps=300.0, beta=0.3, d=30, memory_cap=False, batch_size=2)
-    offsets = []
-    for ag in single:
-        original = ag.estimator._reduce_active_one
-        ag.estimator._reduce_active_one = lambda m, l, f=original, e=ag.estimator: offsets.append(int(e.rows_in[0])) or f(m, l)
-    with threadpool_limits(limits=1, user_api="blas"):
-        for t in range(80):
-            obs = X[t]  # one object for act and update (a numpy view made twice is not known as the scored one)
-            a = single[0].act(obs)
-            single[1].act(obs)
-            batched.act(np.stack([obs, obs]))
-            for ag in single:
-                ag.update(obs, a, float(obs[a].sum()))
-                _assert_identity_past_the_rows(ag.estimator)
-            batched.update(np.stack([obs, obs]), np.array([a, a]), np.full(2, float(obs[a].sum())))
-            for ag in single:
-                torch.testing.assert_close(ag.theta_hat, batched.theta_hat[0], rtol=1e-8, atol=1e-8)
-    assert len(offsets) >= 2 * 8 and max(offsets) > 0 and single[0].estimator.exact_mode
+    single = DBSLinUCB(l0=2, eps=300.0, beta=0.3, d=30, memory_cap=False, time_cap=False)
+    batched = DBSLinUCB(l0=2, eps=300.0, beta=0.3, d=30, memory_cap=False, time_cap=False, batch_size=2)
+    reductions, offsets = 0, []
+    for t in range(80):
+        obs = X[t]
+        a = single.act(obs)
+        batched.act(np.stack([obs, obs]))
+        before = single.estimator.m_act.copy()
+        single.update(obs, a, float(obs[a].sum()))
+        if single.estimator.core is not None and single.estimator.m_act[0] < before[0]:
+            reductions += 1
+            offsets.append(int(single.estimator.rows_in[0]))
+        _assert_zero_padding(single.estimator)
+        batched.update(np.stack([obs, obs]), np.array([a, a]), np.full(2, float(obs[a].sum())))
+        _assert_zero_padding(batched.estimator)
+        torch.testing.assert_close(single.theta_hat, batched.theta_hat[0], rtol=1e-8, atol=1e-8)
+    assert reductions >= 8 and max(offsets) > 0 and single.estimator.exact_mode

@@ -16,6 +16,10 @@ import agents.sketches.fd as fd_module
 from agents.sketches import FrequentDirections
 from agents.sketches.diagnostics import fd_error_bound, psd_gap, spectral_error
 
+# streams at every scale (rows up to 1e3 against lam ~1, in float32): the precision warning is due for some;
+# it has its own tests (test_probe_numerics.py)
+pytestmark = pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
+
 
 def _feed(est, X, dtype):
     for x in X:
@@ -131,7 +135,11 @@ def test_shrinkage_if_added_predicts_and_leaves_state_unchanged(kind, n, d, l, s
         n_red = est.n_reductions
         est.update(x)
         applied = est.last_shrinkage if est.n_reductions > n_red else 0.0
-        assert predicted == pytest.approx(applied, rel=1e-12, abs=0.0)
+        # the look-ahead decomposes the bordered Gram, the update the Gram of the stored rows: the same
+        # eigenvalue to the rounding of a spectral statement about the rows seen (0 stays exactly 0)
+        seen = X[: est.n_rows]
+        assert predicted == pytest.approx(applied, rel=1e-12, abs=tol(seen, dtype, d))
+        assert (predicted == 0.0) == (applied == 0.0)
 
 
 @settings(max_examples=40, deadline=None)
@@ -185,14 +193,38 @@ def test_fast_fd_reduces_once_every_l_plus_one_rows_and_sizes_memory():
     _feed(est, X, torch.float64)
     # after the first fill (2l rows) each reduction keeps l - 1 rows, so the next comes l + 1 rows later
     assert est.n_reductions == 1 + (200 - 2 * l) // (l + 1)
-    # buffer 2l x d, Gram and inverse factor 2l x 2l, S r / rho (2l), the anchor (3d): the README's formula
-    assert est.memory_bytes() == 8 * (2 * l * d + 2 * (2 * l) ** 2 + 2 * l + 3 * d)
+    # a basis of 2l x d (working dtype); in the core dtype the coordinates (2l x 2l), the core inverse
+    # (2l x 2l), bV and t (2 x 2l) and b_perp (d): the README's formula
+    assert est.memory_bytes() == 8 * (2 * l * d + 2 * (2 * l) ** 2 + 2 * 2 * l + d)
     textbook = FrequentDirections(d, l, fast=False)
     _feed(textbook, X, torch.float64)
     assert textbook.n_reductions == 200
-    assert textbook.memory_bytes() == 8 * (l * d + 2 * l * l + l + 3 * d)
-    big = FrequentDirections(784, 20, dtype=torch.float32)  # float32 rows, float64 core
-    assert big.memory_bytes() == 4 * 40 * 784 + 8 * (2 * 40 * 40 + 40 + 3 * 784) < 0.1 * 784 * 784 * 4
+    assert textbook.memory_bytes() == 8 * (l * d + 2 * l * l + 2 * l + d)
+    big = FrequentDirections(784, 20, dtype=torch.float32)  # float32 basis, float64 core
+    assert big.memory_bytes() == 4 * 40 * 784 + 8 * (2 * 40 * 40 + 80 + 784) < 0.1 * 784 * 784 * 4
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("d,l", [(50, 5), (10, 3), (10, 6), (10, 5000), (7, 7)])
+def test_buffers_are_sized_by_what_can_be_used_and_peak_bytes_agree(fast, dtype, d, l):
+    """FD never holds more than min(buffer, d) basis vectors and one coordinate row more: a huge
+    sketch_size at a small d allocates what OFUL would, not 2l x d. ``peak_member_bytes`` (no state
+    built) equals what an estimator reports at every step, single and batched, and the arrays hold it."""
+    est = FrequentDirections(d, l, fast=fast, dtype=dtype)
+    peak = FrequentDirections.peak_member_bytes(d, l, fast=fast, dtype=dtype)
+    basis = min(2 * l if fast else l, d)
+    rows = min(2 * l if fast else l, basis + 1)
+    es = torch.empty(0, dtype=dtype).element_size()
+    assert peak == es * basis * d + 8 * (rows * basis + basis * basis + 2 * basis + d)
+    X = make_stream("gauss", 3 * d, d, 1)
+    for x in X:
+        est.update(torch.as_tensor(x, dtype=dtype))
+        assert est.memory_bytes() == peak == est._held_bytes()
+    bat = FrequentDirections(d, [l, l], fast=fast, dtype=dtype, batch_size=2)
+    assert bat.member_memory_bytes().tolist() == [peak, peak] and bat.memory_bytes() == 2 * peak
+    if l == 5000:
+        assert peak < 4 * (8 * d * d + 8 * d)  # a few times OFUL's d x d, not the 2l x d buffer of 10 000 rows
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True, "4", None, np.float64(3.0)])
@@ -241,23 +273,16 @@ def test_doctests():
         assert doctest.testmod(mod).failed == 0
 
 
-def test_look_ahead_then_update_decomposes_once_and_matches_plain_updates():
-    """shrinkage_if_added(x); update(x) (the DBS pattern) reuses the look-ahead's eigh: same sketch
-    (``S^T S``: the look-ahead decomposes with torch's LAPACK, the single sketch's own reduction with
-    numpy's, whose eigenvectors may carry other signs, so rows of ``S`` may differ in sign)."""
+def test_look_ahead_then_update_matches_plain_updates():
+    """shrinkage_if_added(x); update(x) (the DBS pattern) leaves the sketch as plain updates do."""
     X = make_stream("powerlaw", 200, 30, 4)
     plain = FrequentDirections(30, 6)
     _feed(plain, X, torch.float64)
     looked = FrequentDirections(30, 6)
-    calls = []
-    original = looked._eigh_desc
-    looked._eigh_desc = lambda G: calls.append(G.shape[0]) or original(G)
     for x in X:
         x = torch.as_tensor(x)
         looked.shrinkage_if_added(x)
         looked.update(x)
     assert plain.rows_in_use == looked.rows_in_use
-    torch.testing.assert_close(plain.S.abs(), looked.S.abs(), rtol=1e-10, atol=1e-12)
-    torch.testing.assert_close(plain.S.T @ plain.S, looked.S.T @ looked.S, rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(plain.shrinkages, looked.shrinkages, rtol=1e-10)
-    assert len(calls) == looked.n_reductions  # one eigh per reduction, none repeated
+    torch.testing.assert_close(plain.S, looked.S, rtol=0, atol=0)
+    np.testing.assert_array_equal(plain.shrinkages, looked.shrinkages)

@@ -15,6 +15,11 @@ import agents.sketches.rfd as rfd_module
 from agents.sketches import FrequentDirections, RobustFrequentDirections
 from agents.sketches.diagnostics import fd_error_bound, psd_gap, spectral_error
 
+# streams at every scale (rows up to 1e3 against lam ~1, in float32): the precision warning is due for some;
+# it has its own tests (test_probe_numerics.py)
+pytestmark = pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
+
+
 
 def _feed(est, X, dtype):
     for x in X:
@@ -74,7 +79,10 @@ def test_quad_inv_and_solve_match_dense_with_alpha(kind, n, d, l, seed, fast, dt
 @settings(max_examples=30, deadline=None)
 @given(**stream_args)
 def test_rfd_is_better_conditioned_thm8(kind, n, d, l, seed, fast, dtype):
-    """cond(S^T S + (alpha + reg) I) <= cond(S^T S + reg I) and <= cond(X^T X + reg I)."""
+    """Wen et al. (2025), Thm. 8, as its proof supports it: cond(S^T S + (alpha + reg) I) <=
+    cond(S^T S + reg I) and <= (sigma_max(X^T X) + reg) / reg. The theorem's last step also claims
+    <= cond(X^T X + reg I), which takes sigma_min(X^T X) = 0: false once X^T X is well conditioned
+    (an orth_bursts stream of 35 rows in d = 5, l = 3: 3.04 against 2.44)."""
     X = make_stream(kind, n, d, seed)
     X = X / max(1.0, np.abs(X).max())
     reg = 0.5
@@ -83,9 +91,9 @@ def test_rfd_is_better_conditioned_thm8(kind, n, d, l, seed, fast, dtype):
     S = est.S.double().numpy()
     c_rfd = np.linalg.cond(S.T @ S + (reg + est.alpha) * np.eye(d))
     c_fd = np.linalg.cond(S.T @ S + reg * np.eye(d))
-    c_full = np.linalg.cond(X.T @ X + reg * np.eye(d))
+    bound = (np.linalg.eigvalsh(X.T @ X)[-1] + reg) / reg
     rel = 1e-9 if dtype == torch.float64 else 1e-4
-    assert c_rfd <= c_fd * (1 + rel) and c_rfd <= c_full * (1 + rel)
+    assert c_rfd <= c_fd * (1 + rel) and c_rfd <= bound * (1 + rel)
 
 
 @settings(max_examples=30, deadline=None)

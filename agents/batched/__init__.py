@@ -87,9 +87,10 @@ class BatchedDyadicBlockSketch(DyadicBlockSketch):
     """
 
     def __init__(self, batch_size: int, d: int, l0: int, eps: float, *, sketch: str = "fd", reg: float,
-                 fast: bool = True, sentinel: bool = True, memory_cap: bool = True, device=None, dtype=None):
+                 fast: bool = True, sentinel: bool = True, memory_cap: bool = True, time_cap: bool = True, device=None,
+                 dtype=None):
         super().__init__(d, l0, eps, sketch=sketch, reg=reg, fast=fast, sentinel=sentinel, memory_cap=memory_cap,
-                         device=device, dtype=dtype, batch_size=batch_size)
+                         time_cap=time_cap, device=device, dtype=dtype, batch_size=batch_size)
 
 
 def _batched_agent(single: type, params: tuple[str, ...]) -> type:
@@ -108,7 +109,7 @@ def _batched_agent(single: type, params: tuple[str, ...]) -> type:
 BatchedOFUL = _batched_agent(OFUL, ())
 BatchedSOFUL = _batched_agent(SOFUL, ("_l", "fast"))
 BatchedCBSCFD = _batched_agent(CBSCFD, ("_l", "fast"))
-BatchedDBSLinUCB = _batched_agent(DBSLinUCB, ("l0", "eps", "sketch", "fast", "sentinel", "memory_cap"))
+BatchedDBSLinUCB = _batched_agent(DBSLinUCB, ("l0", "eps", "sketch", "fast", "sentinel", "memory_cap", "time_cap"))
 
 #: unbatched class -> batched class (exact classes: a user's subclass may change the loop)
 BATCHED: dict[type, type] = {cls.single_class: cls for cls in (BatchedOFUL, BatchedSOFUL, BatchedCBSCFD, BatchedDBSLinUCB)}

@@ -3,11 +3,11 @@
 Pure linear algebra: nothing here knows about arms, rewards or regret.
 """
 
-from .base import CovarianceEstimator
+from .base import CovarianceEstimator, PrecisionWarning
 from .exact import ExactCovariance
 from .fd import FrequentDirections
 from .rfd import RobustFrequentDirections
 from .dbs import DyadicBlockSketch
 
 __all__ = ["CovarianceEstimator", "ExactCovariance", "FrequentDirections", "RobustFrequentDirections"]
-__all__ += ["DyadicBlockSketch"]
+__all__ += ["DyadicBlockSketch", "PrecisionWarning"]

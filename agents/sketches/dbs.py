@@ -1,4 +1,4 @@
-"""Dyadic Block Sketching (seed 000 Sec. 3: Alg. 1, fast Alg. 4, eq. 3, eq. 7, Theorem 1).
+"""Dyadic Block Sketching (Wen et al. (2025), Sec. 3: Alg. 1, fast Alg. 4, eq. 3, eq. 7, Theorem 1).
 
 The stream of rows is cut into consecutive *blocks*. Block ``i`` is summarised by its own
 Frequent Directions (or Robust FD) sketch of size ``l_i = l0 * 2^i``; only the last block is
@@ -28,31 +28,34 @@ blocks the discarded mass is added back, ``alpha = sum_i alpha_i = total_shrinka
     -alpha I  <=  X^T X - (S^T S + alpha I)  <=  0,   i.e.  ||X^T X - covariance()||_2 <= alpha < 2 eps.
 
 Layout (one implementation, batch dimension first: ``batch_size=B`` members, ``None`` = one
-sketch). Member i's rows ``[S~_i; S*_i]`` (frozen blocks, then the active block's FD buffer)
-sit in slots ``[0, r_i)`` of ``S (B, R, d)`` (working dtype, zero rows after); the Gram
-``G = S S^T`` and the inverse Cholesky factor ``Linv`` of ``G + c I`` (identity on the
-padding) are ``(B, R, R)`` and ``y = Linv S r / c`` (the anchored mean's term,
-:meth:`~agents.sketches.base.CovarianceEstimator._reanchor`) is ``(B, R)``, all three in float64
-(the small core, see :mod:`agents.sketches.base`). ``M = (S S^T + c I)^-1 = Linv^T Linv`` (eq. 3, corrected
-below) is never formed: eq. 7's bordering is the bordering of ``Linv`` (as in FD), and after a
-reduction of the active block ``Linv`` is rebuilt by one Cholesky of ``G + c I`` (the single
-agent's on numpy's LAPACK, :func:`~agents.sketches.fd.inverse_factor_one`). Members close
-blocks on their own rounds; the decisions of Alg. 1 line 7 are taken for all at once with
-masks, reductions and look-aheads are grouped by (rows, sketch size) into batched ``eigh`` calls.
+sketch). Member i's rows ``[S~_i; S*_i]`` (frozen blocks, then the active block's FD buffer) live
+in the basis state of :mod:`agents.sketches.core`: an orthonormal basis ``V`` of their span whose
+first ``Rf_i`` vectors span the frozen rows, the rows' coordinates ``C`` (frozen rows first) and
+``H = (C^T C + c I)^-1``, so ``A_hat^-1 = (I - V^T V) / c + V^T H V`` is eq. 5 evaluated without
+cancellation. eq. 7 (a row appended to the active block) is the core's bordered append; eq. 3
+(the inverse of the stacked Gram after the active block shrinks) is its refactorization; the
+active block's FD shrink is the core's shrink of the rows ``[rows_in_i, N_i)``, which leaves the
+frozen rows and their basis as they are. Members close blocks on their own rounds; the decisions
+of Alg. 1 line 7 are taken for all at once with masks, shrinks and look-aheads are grouped by
+(rows, sketch size) into batched decompositions. A member that switches to exact updates hands
+its ``A_hat^-1`` (formed once from the basis state) and ``b`` to an
+:class:`~agents.sketches.exact.ExactCovariance`, which holds every exact member.
 
-Cost (``fast=True``, Alg. 4): O(K d r + K r^2) to score K arms (one product with ``S``), O(d r + r^2)
-to insert, O(d r l + r^3) per reduction (once per ~l rows). ``fast=False`` runs Alg. 1 over
-textbook FD blocks (one reduction per row).
+Cost (``fast=True``, Alg. 4): O(K d R + K R^2) to score K arms (one product with the basis),
+O(d R + R^2) to insert, O(R^3 + l R d) per shrink (once per ~l rows). ``fast=False`` runs Alg. 1
+over textbook FD blocks (one shrink per row).
 
-**Memory never above OFUL (``memory_cap=True``, the default; our extension of Invariant 2).**
-A sketched member holds ``R = r_in + cap`` rows (frozen rows plus the active block's full FD
-buffer, ``cap = 2 l_B`` fast, ``l_B`` textbook; allocated once per block, no spare capacity):
-``es * R d + es64 * (2 R^2 + R)`` bytes, against ``es * d^2`` for OFUL's inverse. When closing a
-block would open one whose layout costs more than the d x d inverse, the sketch switches to
-exact updates at that moment (as at the cap: the new row is folded into the inverse), so its
-memory never exceeds OFUL's (the exact mode holds exactly OFUL's ``d^2``). With
-``memory_cap=False`` only the literal cap of Alg. 1 line 3 applies (the paper's rule; its peak
-can be ~2x OFUL's at d = 784, l0 = 50). Both keep Theorem 1: exact rows add no error.
+**Never above OFUL, in memory or in time (``memory_cap=True``, ``time_cap=True``, the defaults; our
+extension of Invariant 2).** When closing a block would open one whose layout holds more bytes
+than OFUL's ``d x d`` inverse (:meth:`DyadicBlockSketch.layout_bytes`), or whose cost per round at
+its peak, the scoring product ``K d R`` (``R`` basis vectors, ``K`` the arms of the last scored
+round) plus its appends and its shrinks amortised over the rows between them
+(:func:`block_round_cost`), would pass OFUL's ``(K + 1) d^2`` (:func:`exact_round_cost`), the
+member switches to exact updates at that moment (as at the cap: the new row is folded into the
+inverse). Both are operation counts, not timings, so the switch is deterministic. Before the
+switch nothing changes: the blocks and choices are the paper's. With both caps off only the
+literal cap of Alg. 1 line 3 applies (the paper's rule; its peak can be ~2x OFUL's memory at
+d = 784, l0 = 50). All keep Theorem 1: exact rows add no error.
 
 Paper slips and gaps, settled here (tests in ``tests/test_dbs.py``):
 
@@ -75,12 +78,13 @@ Paper slips and gaps, settled here (tests in ``tests/test_dbs.py``):
   block_cap`` in exact mode, and the sketch sizes of all blocks sum to ``<= d``. If ``C = 1``
   (``l0 > d/3``) the algorithm is exact (OFUL) from the first row; ``l0 > d`` (C = 0, a sketch
   larger than the space) is rejected.
-* **threshold.** Seed 000 (Alg. 1 line 7 and Alg. 4 line 9) keeps x in the block iff
-  ``BlockSize + ||x||^2 < eps l0`` (strict) or not willExcessSketch; v1's fast algorithm used
-  ``eps/2``, we follow seed 000 (``eps l0`` for both variants).
+* **threshold.** Wen et al. (2025) (Alg. 1 line 7 and Alg. 4 line 9) keeps x in the block iff
+  ``BlockSize + ||x||^2 < eps l0`` (strict) or not willExcessSketch; Wen et al. (2024)'s fast algorithm
+  used ``eps/2``, we follow Wen et al. (2025) (``eps l0`` for both variants).
 * **willExcessSketch.** Computed as the paper says, by inserting x into a temporary copy of the
-  active sketch and reading the shrink value (``FrequentDirections.shrinkage_if_added``, which
-  already treats rounding-level values as 0 so low-rank streams are not split). With the fast
+  active block and reading FD's shrink value (:func:`~agents.sketches.core.fd_shrink` on the
+  eigenvalues of the bordered Gram, which treats rounding-level values as 0, so low-rank streams
+  are not split). With the fast
   2l buffer a shrink happens only when x fills the buffer, so a block may keep absorbing
   (exactly held) rows past the mass threshold until that moment: Theorem 1's proof only needs
   "a block never discards mass once its BlockSize reaches eps l0", which this keeps.
@@ -129,13 +133,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._torch import tensor_bytes
 from .._validate import per_member
-from .base import CovarianceEstimator, as_tensor, eigh_desc, ridge_solution, set_anchor_
-from .exact import below_floor, project, repair_inverse_, sherman_morrison_
-from .fd import _listed, border_at_, border_one_, border_scattered_, inverse_factor_one, safe_inverse_factor
+from .base import CovarianceEstimator, ScoreTerms
+from .core import SketchCore, fd_shrink
+from .exact import ExactCovariance
+from .fd import _listed
 
-__all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params"]
+__all__ = ["DyadicBlockSketch", "BlockInfo", "block_cap", "check_dbs_params", "block_round_cost", "exact_round_cost"]
 
 _SKETCHES = ("fd", "rfd")
 
@@ -146,6 +150,25 @@ def block_cap(d: int, l0: int) -> int:
     while l0 * (2 ** (c + 1) - 1) <= d:
         c += 1
     return c
+
+
+def exact_round_cost(d: int, n_arms) -> np.ndarray:
+    """Multiply-adds of one exact (OFUL) round: scoring ``K d^2`` (``arms A^-1``) and the rank-1 update ``d^2``."""
+    return (np.asarray(n_arms, dtype=np.float64) + 1.0) * d * d
+
+
+def block_round_cost(d: int, n_arms, rows, l, fast: bool) -> np.ndarray:
+    """Multiply-adds of one round of a sketched member whose block of sketch size ``l`` is at its peak,
+    ``rows`` held rows (frozen plus the full buffer; the basis has ``R = min(rows, d)`` vectors):
+    scoring ``K d R`` (``arms V^T``) and ``K R^2`` (``P H``); the append ``d R`` (its residual) and
+    ``3 R^2`` (the core inverse's bordered update and ``H bV``); and the shrink every ``l + 1`` rows
+    (fast; every row textbook) amortised: the range's Gram ``2 l R^2``, its eigendecomposition and
+    the refactorization ``5 R^3``, the rotation of the new basis ``l R d``."""
+    R = np.minimum(np.asarray(rows, dtype=np.float64), d)
+    l = np.asarray(l, dtype=np.float64)
+    K = np.asarray(n_arms, dtype=np.float64)
+    per_shrink = 2.0 * l * R * R + 5.0 * R ** 3 + l * R * d
+    return K * d * R + K * R * R + d * R + 3.0 * R * R + per_shrink / (l + 1.0 if fast else 1.0)
 
 
 def _l0_check(d: int | None):
@@ -197,7 +220,7 @@ class BlockInfo:
     Attributes:
         index: 0-based block index ``i``.
         sketch_size: ``l_i = l0 * 2^i``.
-        block_size: squared Frobenius mass of the rows the block received (seed 000's BlockSize).
+        block_size: squared Frobenius mass of the rows the block received (Wen et al. (2025)'s BlockSize).
         n_rows: rows the block received.
         rows_held: sketch rows it holds now (0 once folded into the exact part).
         shrinkage: sum of its FD shrink values (its sigma_bar_i).
@@ -216,7 +239,7 @@ class BlockInfo:
 
 
 class DyadicBlockSketch(CovarianceEstimator):
-    """Dyadic Block Sketching over FD or RFD blocks, with eq. 5 Woodbury queries of ``A_hat^-1``.
+    """Dyadic Block Sketching over FD or RFD blocks, with eq. 5 queries of ``A_hat^-1``.
 
     Args:
         d: dimension of the rows.
@@ -228,12 +251,14 @@ class DyadicBlockSketch(CovarianceEstimator):
         sketch: ``"fd"`` (Frequent Directions blocks) or ``"rfd"`` (Robust FD: the discarded
             mass is added back as ``alpha I``).
         reg: the ridge ``lambda > 0`` of ``A_hat = reg I + ...``.
-        fast: ``True``: fast Alg. 4 (2l-row FD buffers, bordered factor between reductions);
-            ``False``: Alg. 1 over textbook FD (the factor rebuilt every row).
+        fast: ``True``: fast Alg. 4 (2l-row FD buffers, one shrink per ~l rows); ``False``: Alg. 1
+            over textbook FD (a shrink per row).
         sentinel: App. B.1's sentinel (see the module docstring); ``True`` follows the paper.
         memory_cap: ``True`` (default): also switch to exact updates as soon as the next block's
             layout would hold more bytes than OFUL's d x d inverse (module docstring);
-            ``False``: only the literal block cap of Alg. 1 line 3.
+            ``False``: only the literal block cap of Alg. 1 line 3 (and ``time_cap``).
+        time_cap: ``True`` (default): also switch as soon as the next block would cost more
+            multiply-adds per round at its peak than an exact round (module docstring).
         keep_gram: also keep the d x d Gram after the switch to exact updates, so that
             :meth:`covariance` is exact there (diagnostics and tests).
         device, dtype: where the state lives (float64 default on CPU).
@@ -246,33 +271,30 @@ class DyadicBlockSketch(CovarianceEstimator):
         frobenius_mass: ``||X||_F^2``, the squared norms of all rows so far.
     """
 
-    anchored = True  # the sketched mean term goes through the anchor moved at each reduction (base._reanchor)
-
     def __init__(self, d: int, l0: int, eps: float, *, sketch: str = "fd", reg: float = 1.0, fast: bool = True,
-                 sentinel: bool = True, memory_cap: bool = True, keep_gram: bool = False, device=None, dtype=None,
-                 batch_size: int | None = None):
+                 sentinel: bool = True, memory_cap: bool = True, time_cap: bool = True, keep_gram: bool = False,
+                 device=None, dtype=None, batch_size: int | None = None):
         if not isinstance(d, numbers.Integral) or isinstance(d, bool) or d < 1:
             raise ValueError(f"d must be a positive int, got {d!r}")
         l0, eps = check_dbs_params(l0, eps, sketch, fast, sentinel, d=int(d),
                                    batch_size=None if batch_size is None else int(batch_size))
-        if not isinstance(memory_cap, bool):
-            raise ValueError(f"memory_cap must be True or False, got {memory_cap!r}")
+        for name, flag in (("memory_cap", memory_cap), ("time_cap", time_cap)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{name} must be True or False, got {flag!r}")
         super().__init__(int(d), reg=reg, device=device, dtype=dtype, batch_size=batch_size)
-        # l0 and eps may differ across members (ints/floats when they agree, arrays (B,) otherwise);
-        # each member's blocks, threshold and cap are its single sketch's, in a layout padded to the largest
         self.l0, self.eps, self.sketch = l0, eps, sketch
         self.robust = sketch == "rfd"
-        self.fast, self.sentinel, self.memory_cap = fast, sentinel, memory_cap
+        self.fast, self.sentinel, self.memory_cap, self.time_cap = fast, sentinel, memory_cap, time_cap
         self.keep_gram = bool(keep_gram)
         self.threshold = self.eps * self.l0  # Alg. 1 line 7: BlockSize + ||x||^2 < eps * l0
-        l0s = np.broadcast_to(np.asarray(self.l0, dtype=np.int64), (self.batch_size,))
-        self._block_caps = np.array([block_cap(self.d, int(v)) for v in l0s], dtype=np.int64)
-        self.block_cap = self._block_caps if isinstance(self.l0, np.ndarray) else int(self._block_caps[0])
-        self._eps = torch.finfo(self.dtype).eps
         B = self.batch_size
+        l0s = np.broadcast_to(np.asarray(self.l0, dtype=np.int64), (B,))
+        self._block_caps = np.array([block_cap(self.d, int(v)) for v in l0s], dtype=np.int64)
+        self.block_cap = self._block_caps if np.ndim(self.l0) else int(self._block_caps[0])
         ints = lambda: np.zeros(B, dtype=np.int64)  # noqa: E731
         floats = lambda: np.zeros(B, dtype=np.float64)  # noqa: E731
-        self.rows, self.rows_in = ints(), ints()  # rows held: all / in frozen blocks
+        self.rows_in = ints()  # rows held by the frozen blocks (the first rows of the core)
+        self.frozen_basis = ints()  # basis vectors spanning them (the first ones of the core)
         self.m_act = ints()  # rows of the active block's sketch
         self.l_act = l0s.copy()  # its sketch size l0 2^i
         self.act_rows, self.act_mass = ints(), floats()  # rows it received, its BlockSize
@@ -283,23 +305,16 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._n_exact_rows = ints()
         self._frob = floats()
         self._frozen: list[list[BlockInfo]] = [[] for _ in range(B)]
-        self._everyone = np.arange(B)
-        self._any_exact = False  # kept equal to self.exact.any() (a host bool read every round)
-        self._R = 0
-        self.S = torch.zeros(B, 0, self.d, **self._kw)
-        self.G = torch.zeros(B, 0, 0, **self._ckw)
-        self.Linv = torch.zeros(B, 0, 0, **self._ckw)
-        self._y = torch.zeros(B, 0, **self._ckw)  # Linv S r / c over each member's rows, r = b - A_hat theta0 (base._reanchor)
-        self._cache = None  # projections of the last score_terms, for the next step
-        self._c_t = None  # c() as a core tensor (see _c_tensor)
-        self.A_inv: torch.Tensor | None = None
-        self.gram: torch.Tensor | None = None
+        self._n_arms = 1  # arms per round of the last scoring (the time cap's K)
+        self._exact_est: ExactCovariance | None = None  # holds every exact member
+        self._exact_pos = np.full(B, -1, dtype=np.int64)  # member -> its row in _exact_est
+        self.core: SketchCore | None = SketchCore(self.xp, B, self.d, self.dtype, self.cdtype, 0, 0, self._reg_host())
         # Alg. 1 line 3 holds from the start (or the first block costs more than OFUL): exact from row 1
-        start_exact = (self._block_caps <= 1) | (
-            self.memory_cap & (self._layout_bytes(0, self._cap_of(l0s)) > self._exact_bytes()))
+        start_exact = (self._block_caps <= 1) | self._over_caps(np.arange(B))
         sketched = np.flatnonzero(~start_exact)
         if sketched.size:
-            self._ensure_rows(int(self._cap_of(l0s[sketched]).max()))
+            rows = int((self._cap_of(l0s[sketched])).max())
+            self.core.ensure(rows, rows)
         exact = np.flatnonzero(start_exact)
         if exact.size:
             for i in exact:
@@ -307,87 +322,126 @@ class DyadicBlockSketch(CovarianceEstimator):
             self.n_frozen[exact] = 1
             self._switch_to_exact(exact)
 
-    # -- sizes and bytes -----------------------------------------------------------------------
+    # -- sizes, bytes and costs ------------------------------------------------------------------
     def _cap_of(self, l):
         """Rows an FD block of sketch size l buffers at most (2l fast, l textbook)."""
-        return 2 * l if self.fast else l
+        return 2 * np.asarray(l) if self.fast else np.asarray(l)
 
-    def _layout_bytes(self, r_in, cap):
-        """Bytes a sketched member holds with ``r_in`` frozen rows and an active buffer of ``cap`` rows:
-        ``R d`` rows (working dtype), ``2 R^2 + R`` core numbers (Gram, factor, ``y = Linv S r / c``) and the anchor's
-        ``3 d`` (``theta0``, ``r / c``, ``u``: base._reanchor), ``R = r_in + cap``."""
-        R = np.asarray(r_in) + cap
-        es, ec = self.S.element_size(), self.G.element_size()
-        return es * R * self.d + ec * (2 * R * R + R + 3 * self.d)
+    def layout_bytes(self, rows_in, cap):
+        """Bytes a sketched member holds with ``rows_in`` frozen rows and an active buffer of ``cap`` rows
+        (:meth:`agents.sketches.core.SketchCore.layout_bytes` with ``rows_in + cap`` rows and as many
+        basis vectors, at most ``d``)."""
+        rows = np.asarray(rows_in) + cap
+        es = torch.empty(0, dtype=self.dtype).element_size()
+        ec = torch.empty(0, dtype=self.cdtype).element_size()
+        return SketchCore.layout_bytes(self.d, rows, np.minimum(rows, self.d), es, ec)
 
-    def _exact_bytes(self):
-        return self.S.element_size() * self.d * self.d * (2 if self.keep_gram else 1)
+    def _exact_bytes(self) -> int:
+        ec = torch.empty(0, dtype=self.cdtype).element_size()
+        return ExactCovariance.peak_member_bytes(self.d, self.dtype, self.keep_gram, ec)
+
+    def _over_caps(self, idx: np.ndarray) -> np.ndarray:
+        """Whether the members ``idx``, about to open their block ``l_act`` after ``rows_in`` frozen rows,
+        would hold more than OFUL (``memory_cap``) or cost more per round (``time_cap``)."""
+        over = np.zeros(idx.size, dtype=bool)
+        rows_in, cap = self.rows_in[idx], self._cap_of(self.l_act[idx])
+        if self.memory_cap:
+            over |= self.layout_bytes(rows_in, cap) > self._exact_bytes()
+        if self.time_cap:
+            over |= block_round_cost(self.d, self._n_arms, rows_in + cap, self.l_act[idx], self.fast) > (
+                exact_round_cost(self.d, self._n_arms))
+        return over
+
+    def _set_n_arms(self, k: int) -> None:
+        """The arms per round the time cap assumes (``K``, seen at scoring). Members that have not
+        received a row yet decide their first block's cap again with it (nothing to convert)."""
+        self._n_arms = k
+        fresh = np.flatnonzero(~self.exact & (self.n_frozen == 0) & (self.act_rows == 0))
+        if self.time_cap and fresh.size:
+            over = self._over_caps(fresh)
+            if over.any():
+                for i in fresh[over]:
+                    self._frozen[i] = [BlockInfo(0, int(self.l_act[i]), 0.0, 0, 0, 0.0, 0.0, False)]
+                self.n_frozen[fresh[over]] = 1
+                self._switch_to_exact(fresh[over])
 
     @property
     def cap_act(self) -> np.ndarray:
         return self._cap_of(self.l_act)
 
-    # -- per-member scalars ----------------------------------------------------------------------
+    @classmethod
+    def peak_member_bytes(cls, d: int, l0: int, fast: bool = True, dtype: torch.dtype = torch.float64,
+                          memory_cap: bool = True, keep_gram: bool = False, core_dtype: torch.dtype = torch.float64) -> int:
+        """Bytes one member can hold at its peak, without building anything: the largest layout of the
+        blocks it may open (block ``i`` after at most ``sum_{j<i} (cap_j - 1)`` frozen rows, a block
+        closing with up to one row less than its buffer, while Alg. 1 line 3's cap and, with
+        ``memory_cap``, OFUL's bytes allow) and the exact inverse it ends with. The time cap only ever
+        switches earlier, so it does not raise the peak."""
+        es = torch.empty(0, dtype=dtype).element_size()
+        ec = torch.empty(0, dtype=core_dtype).element_size()
+        exact = ExactCovariance.peak_member_bytes(d, dtype, keep_gram, ec)
+        cap_blocks = block_cap(d, l0)
+        peak, rows_in, l = exact, 0, l0
+        for i in range(max(cap_blocks - 1, 0)):
+            rows = rows_in + (2 * l if fast else l)
+            layout = int(SketchCore.layout_bytes(d, rows, min(rows, d), es, ec))
+            if memory_cap and layout > exact:
+                break
+            peak = max(peak, layout)
+            rows_in += (2 * l if fast else l) - 1
+            l *= 2
+        return int(peak)
 
+    # -- per-member scalars ------------------------------------------------------------------------
     def c(self) -> np.ndarray:
         """The ridge of ``A_hat_i``: reg, plus every block's alpha for RFD (host float64 ``(B,)``)."""
-        return self.reg + self.alpha_in + self.act_alpha
-
-    @property
-    def row_from_cache(self) -> bool:
-        """B = 1 while sketched: step(None, r, a) after _score_terms_one (base.row_from_cache)."""
-        return not self._any_exact
-
-    def _ridge(self) -> torch.Tensor:
-        return self._c_tensor()
-
-    def _c_tensor(self, idx=None) -> torch.Tensor:
-        if idx is not None:
-            return torch.as_tensor(self.c()[idx], **self._ckw)
-        if self._c_t is None:  # cached: rebuilt only when an alpha changes (a reduction or a close)
-            self._c_t = torch.as_tensor(self.c(), **self._ckw)
-        return self._c_t
+        return self._reg_host() + self.alpha_in + self.act_alpha
 
     def _alpha_total(self):
         return self.alpha_in + self.act_alpha
 
     @property
+    def rows(self) -> np.ndarray:
+        """Sketch rows held per member (0 once exact)."""
+        return np.where(self.exact, 0, self.core.N if self.core is not None else 0)
+
+    @property
     def exact_mode(self):
         """Whether the sketch switched to exact (OFUL-like) rank-1 updates."""
-        return self._one(self.exact)
+        return self._host_out(self.exact)
 
     @property
     def n_exact_rows(self):
-        return self._one(self._n_exact_rows)
+        return self._host_out(self._n_exact_rows)
 
     @property
     def frobenius_mass(self):
-        return self._one(self._frob)
+        return self._host_out(self._frob)
 
     @property
     def total_shrinkage(self):
         """``sum_i sigma_bar_i``: bounds ``X^T X - S^T S``; ``< 2 eps`` (Theorem 1)."""
-        return self._one(self.frozen_shrink + np.where(self.exact, 0.0, self.act_shrink))
+        return self._host_out(self.frozen_shrink + np.where(self.exact, 0.0, self.act_shrink))
 
     @property
     def alpha(self):
         """Total RFD counter ``sum_i alpha_i`` added back as ``alpha I`` (0 for FD blocks); summed
         as :attr:`total_shrinkage` is, not read back as ``c - reg`` (which rounds at ``eps reg``)."""
-        return self._one(self.alpha_in + self.act_alpha)
+        return self._host_out(self.alpha_in + self.act_alpha)
 
     @property
     def n_blocks(self):
         """Blocks so far, inactive and active (<= :attr:`block_cap`)."""
-        return self._one(self.n_frozen + (~self.exact))
+        return self._host_out(self.n_frozen + (~self.exact))
 
     @property
     def active_sketch_size(self):
         """``l_{B_t}``: sketch size of the active block (of the last block in exact mode)."""
-        return self._one(self.l_act)
+        return self._host_out(self.l_act)
 
     def blocks_weighted_shrinkage(self):
         """``sum_i l_i sigma_bar_i`` over each member's blocks (DBSLinUCB-RFD's theory radius)."""
-        return self._one(self.frozen_ls + np.where(self.exact, 0.0, self.l_act * self.act_shrink))
+        return self._host_out(self.frozen_ls + np.where(self.exact, 0.0, self.l_act * self.act_shrink))
 
     def blocks(self, member: int = 0) -> list[BlockInfo]:
         """A snapshot of every block of ``member`` (0 for one sketch), oldest first (the last one is
@@ -399,13 +453,15 @@ class DyadicBlockSketch(CovarianceEstimator):
                                  float(self.act_alpha[member]), True))
         return out
 
-    def active_rows(self, member: int = 0) -> torch.Tensor:
-        """The active block's sketch rows ``S*`` of ``member`` (a view: do not modify)."""
-        return self.S[member, self.rows_in[member]: self.rows[member]]
-
     def held_rows(self, member: int = 0) -> torch.Tensor:
-        """All sketch rows ``[S~; S*]`` of ``member``, in the factor's order (a view)."""
-        return self.S[member, : self.rows[member]]
+        """All sketch rows ``[S~; S*]`` of ``member`` ``(rows, d)`` in the working dtype (a copy)."""
+        if self.exact[member]:
+            return torch.zeros(0, self.d, dtype=self.dtype)
+        return self.xp.to_torch(self.xp.astype(self.core.rows(member), self.dtype))
+
+    def active_rows(self, member: int = 0) -> torch.Tensor:
+        """The active block's sketch rows ``S*`` of ``member`` (a copy)."""
+        return self.held_rows(member)[int(self.rows_in[member]):]
 
     def stats(self) -> dict:
         """Flat scalars for a per-round history (e.g. ``records.append(dbs.stats())``)."""
@@ -415,142 +471,113 @@ class DyadicBlockSketch(CovarianceEstimator):
             "total_shrinkage": self.total_shrinkage, "alpha": self.alpha,
         }
 
-    # -- storage ---------------------------------------------------------------------------------
-    def _ensure_rows(self, n: int) -> None:
-        """Grow the row capacity R to ``n`` exactly (once per block opening: no spare capacity)."""
-        if n <= self._R:
-            return
-        R, B, old = n, self.batch_size, self._R
-        S = torch.zeros(B, R, self.d, **self._kw)
-        G = torch.zeros(B, R, R, **self._ckw)
-        Linv = torch.eye(R, **self._ckw).repeat(B, 1, 1)
-        y = torch.zeros(B, R, **self._ckw)
-        if old:
-            S[:, :old], G[:, :old, :old], Linv[:, :old, :old], y[:, :old] = self.S, self.G, self.Linv, self._y
-        self.S, self.G, self.Linv, self._y, self._R = S, G, Linv, y, R
-
-    def _groups(self, idx: np.ndarray, *keys: np.ndarray):
-        """Split member indices ``idx`` by the values of ``keys`` (one batched op per group)."""
-        if idx.size == 0:
-            return
-        stacked = np.stack([k[idx] for k in keys], axis=1)
-        values, inverse = np.unique(stacked, axis=0, return_inverse=True)
-        for j, value in enumerate(values):
-            yield idx[inverse.reshape(-1) == j], [int(v) for v in value]
-
-    # -- streaming -------------------------------------------------------------------------------
-    def step(self, X, r, actions=None):
-        """Add the rows (see :meth:`CovarianceEstimator.step`; ``r`` a float and ``actions`` an int
-        are accepted when B = 1)."""
-        cache0 = self._cache
-        if cache0 is not None and cache0[6] is not None:  # from _score_terms_one (B = 1, unbatched views)
-            if actions is not None and cache0[0] is not None and self._step_one(
-                r if isinstance(r, float) else float(r[0]), actions if isinstance(actions, int) else int(actions[0]), cache0,
-            ):
-                return
-            if X is None:  # row_from_cache: the scored arm, as a (1, d) tensor
-                a = actions if isinstance(actions, int) else int(actions[0])
-                X = as_tensor(cache0[6])[a : a + 1]
-            U = None if cache0[0] is None else as_tensor(cache0[0]).unsqueeze(0)  # the batched path's shapes
-            cache0 = self._cache = (U, cache0[1], None, None, None, as_tensor(cache0[5]).unsqueeze(0), None, None, None)
-        if isinstance(actions, int) and cache0 is not None and cache0[5] is not None:
-            xx = cache0[5][:, actions]  # ||x||^2 of the played arm was scored (and finite)
-            norm2 = np.array([xx.item()])
+    # -- streaming ---------------------------------------------------------------------------------
+    def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
+        """Add the rows (see :meth:`CovarianceEstimator.step`): Alg. 1 (fast: Alg. 4) for every member at
+        once, with masks for the decisions of line 7."""
+        xp = self.xp
+        fresh = self._fresh(terms, actions)
+        if fresh:
+            xx = self._pick(terms.sq, actions)
+            xx_h = xp.host(xx).astype(np.float64)
         else:
-            xx, norm2 = self._check_rows(X)
-        self._frob += norm2
-        self.trace += norm2
-        cache, self._cache = self._cache, None
-        if actions is None:
-            cache = None
-        elif isinstance(actions, int) and cache is not None and cache[2] is not None:
-            actions = torch.tensor([actions], device=self.device)  # the exact path indexes with tensors
-        pick = (lambda T: T[:, actions]) if isinstance(actions, int) else (lambda T: T[self._members, actions])
-        if cache is not None and cache[0] is not None:  # S x = the played arm's row of arms S^T (first Rm slots)
-            g = pick(cache[0])
-        elif self._R:
-            g = self._core(torch.bmm(self.S, X.unsqueeze(2)).squeeze(2))  # zero on the padding and for exact members
-        else:
-            g = None
-        Xc = self._core(X)
-        # b += r x; r / c and u gain (r - x^T theta0) x / c (exact members: unused; no anchor once all are)
-        step = self._advance_anchor(Xc, r)
-        zx = None if self._anchor is None else torch.linalg.vecdot(Xc, self._anchor[:, 1])  # the new row's S r / c
-        if g is None:
-            g = torch.zeros(self.batch_size, 0, **self._ckw)
-        if not self._any_exact and (self.act_mass + norm2 < self.threshold).all():
-            # the common round: every member sketched and under its block's mass threshold, so
-            # Alg. 1 line 7 keeps x in the active block without a look-ahead
-            self._insert_active(self._everyone, X, self._core(xx), norm2, g, zx, step)
-            self._reanchor_stale(self.S, self.Linv, self._y, skip=self.exact)
-            self.n_rows += 1
-            return
+            xx, xx_h = self._row_norms(X)
+        self._frob += xx_h
+        self.trace += xx_h
+        rr = r if isinstance(r, float) else np.asarray(r, dtype=np.float64)
         was_exact = self.exact.copy()
-        # Alg. 1 line 7 for every sketched member at once (the look-ahead only where the mass test fails)
-        need = ~was_exact & ~(self.act_mass + norm2 < self.threshold)
-        close = need & self.sentinel & (self.act_rows > 0) & (self.act_rows < self.l_act)  # App. B.1's sentinel
-        look = np.flatnonzero(need & ~close)
-        if look.size:
-            close[look] = self._shrinkage_if_added(look, X, norm2, g) > 0.0
-        switch = np.zeros(self.batch_size, dtype=np.bool_)
-        closing = np.flatnonzero(close)
-        if closing.size:
-            switch[self._close_active(closing, norm2)] = True
-        inserting = np.flatnonzero(~was_exact & ~switch)
-        if inserting.size:
-            self._insert_active(inserting, X, self._core(xx), norm2, g, zx, step)
-        exact_rows = np.flatnonzero(was_exact | switch)
+        sketched = ~was_exact
+        p = None
+        if fresh and terms.parts is not None and terms.parts.sketched is not None:
+            p = self._pick(terms.parts.sketched.proj, actions)
+        ex = None
+        insert = sketched & (self.act_mass + xx_h < self.threshold)  # Alg. 1 line 7 keeps x: the common round
+        need = sketched & ~insert
+        if np.count_nonzero(need):
+            close = need & self.sentinel & (self.act_rows > 0) & (self.act_rows < self.l_act)  # App. B.1's sentinel
+            look = need & ~close
+            if look.any():
+                ex = self.core.expand(X, xx, p)
+                close[look] = self._shrinkage_if_added(np.flatnonzero(look), ex, xx_h) > 0.0
+            switch = np.zeros(self.batch_size, dtype=bool)
+            closing = np.flatnonzero(close)
+            if closing.size:
+                switch[self._close_active(closing, xx_h)] = True
+            insert = insert | (need & ~switch)
+        if np.count_nonzero(insert):
+            if ex is None:
+                ex = self.core.expand(X, xx, p)
+            self._insert_active(insert, ex, rr, xx_h)
+        exact_rows = np.flatnonzero(self.exact)
         if exact_rows.size:
-            Ax = q = None
-            if cache is not None and cache[2] is not None and np.array_equal(cache[3], exact_rows):
-                sel = torch.as_tensor(exact_rows, device=self.device)
-                pos = torch.arange(exact_rows.size, device=self.device)
-                Ax = cache[2][pos, actions[sel]]
-                q = cache[4][pos, actions[sel]]
-            self._sherman_morrison(exact_rows, X, xx, Ax, q)
+            sub_terms = terms.parts.exact if fresh and terms.parts is not None else None
+            if sub_terms is not None and not np.array_equal(terms.parts.exact_members, exact_rows):
+                sub_terms = None  # a member switched this round: its row is folded in afresh
+            self._exact_step(exact_rows, X, rr, sub_terms, actions)
         self._n_exact_rows[was_exact] += 1
-        self._reanchor_stale(self.S, self.Linv, self._y, skip=self.exact)
         self.n_rows += 1
 
-    def _step_one(self, r: float, a: int, cache) -> bool:
-        """B = 1, sketched, the common round (a nonzero row that Alg. 1 line 7 keeps in the active
-        block by the mass test alone): :meth:`step` and :meth:`_insert_active` on host scalars and
-        member 0's host views (:meth:`~agents.sketches.base.CovarianceEstimator._member0`), the
-        played arm's ``S x`` taken from the scored projection. Returns False, having changed
-        nothing, for any other round (the general path then runs)."""
-        U, sq, arms, ac, W = cache[0], cache[5], cache[6], cache[7], cache[8]  # unbatched views (numpy on the host path)
-        norm2 = float(sq[a])  # scored, hence finite
-        if not (norm2 > 0.0 and self.act_mass[0] + norm2 < self.threshold):
-            return False
-        self._cache = None
-        self._frob[0] += norm2
-        self.trace[0] += norm2
-        Linv, G, S, y, b, anchor = self._member0("step", (self.Linv, self.G, self.S, self._y, self.b, self._anchor))
-        j = int(self.rows[0])
-        # X[0] (working, core dtype), and S x, Linv S x: the played arm's rows of arms S^T and of W
-        x, g, w = arms[a], U[a], W[a]
-        xc = x if ac is arms else ac[a]
-        if isinstance(S, np.ndarray) and not isinstance(g, np.ndarray):  # scored on tensors (see _member0)
-            x, xc, g, w = x.numpy(), xc.numpy(), g.numpy(), w.numpy()
-        c = float(self.c()[0])
-        step = self._advance_anchor_one(anchor, b, xc, r, c, norm2)  # b += r x; r / c and u gain step x
-        self.act_mass[0] += norm2
-        self.act_rows[0] += 1
-        rebuilt = border_one_(Linv, G, S, y, j, x, norm2, g, c, float(xc @ anchor[1]), step, self._eps, w)  # eq. 7
-        self.m_act[0] += 1
-        self.rows[0] += 1
-        m, l = int(self.m_act[0]), int(self.l_act[0])
-        if m == self._cap_of(l) or not self.fast:
-            self._reduce_active_one(m, l)
-        else:
-            self._reanchor_one_if_stale(anchor, b, S, Linv, y, j + 1, c, rebuilt)
-        self.n_rows += 1
-        return True
+    def _insert_active(self, insert: np.ndarray, ex, r, xx_h) -> None:
+        """FD update of the active blocks of the members ``insert`` (Alg. 4 lines 11-19; eq. 7): the
+        append, and the shrink of the blocks whose buffer it fills."""
+        xp, core = self.xp, self.core
+        self.act_mass[insert] += xx_h[insert]
+        self.act_rows[insert] += 1
+        live = insert & (xx_h > 0.0)  # FD skips zero rows: A_hat unchanged
+        if not np.count_nonzero(live):
+            return
+        fills = live & ((self.m_act + 1 >= self.cap_act) | (not self.fast))
+        rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
+        core.append(ex, rc, live=live, fold=not fills[live].all())
+        self.m_act += live
+        if fills.any():
+            self._shrink_active(np.flatnonzero(fills))
 
-    def _close_active(self, idx: np.ndarray, norm2: np.ndarray) -> np.ndarray:
-        """Alg. 1 lines 10-12: freeze the active blocks of ``idx`` (their rows stay where they
-        are, now counted as frozen) and open blocks of twice the size; members reaching the cap
-        (or, with ``memory_cap``, whose next block would cost more than OFUL) switch to exact
+    def _shrink_active(self, idx: np.ndarray) -> None:
+        """FD shrink (Wen et al. (2025), Alg. 2 lines 4-7) of the active blocks of ``idx``, grouped by
+        their rows and sketch size; then eq. 3, the core inverse of all rows refactored."""
+        core = self.core
+        keys = np.stack([self.m_act[idx], self.l_act[idx]], axis=1)
+        for key in np.unique(keys, axis=0):
+            group = idx[(keys == key).all(axis=1)]
+            plan = core.shrink(group, self.rows_in[group], int(key[1]), self.frozen_basis[group])
+            delta = self.xp.host(plan.delta).astype(np.float64).reshape(-1) * np.ones(group.size)
+            self.act_shrink[group] += delta
+            if self.robust:  # Alg. 3 line 5: alpha += sigma, before H is refactored with the new ridge
+                self.act_alpha[group] += delta
+                core.set_ridge(group, self.c()[group])
+            core.refactor(group)
+            self.m_act[group] = plan.kept
+        self.trace[idx] = core.frob2()[idx]  # tr(S^T S) of the rows held now (the width floor's bound)
+
+    def _shrinkage_if_added(self, idx: np.ndarray, ex, xx_h) -> np.ndarray:
+        """willExcessSketch: the shrink value inserting x would apply to each active block now (0 for a
+        zero row, or while a fast buffer is not about to fill; else FD's shrink value of the bordered
+        Gram, rounding-level -> 0)."""
+        out = np.zeros(idx.size)
+        cand = xx_h[idx] > 0.0
+        if self.fast:
+            cand &= self.m_act[idx] + 1 >= self.cap_act[idx]
+        where = {int(i): j for j, i in enumerate(idx)}
+        sel = idx[cand]
+        if sel.size == 0:
+            return out
+        keys = np.stack([self.m_act[sel], self.l_act[sel]], axis=1)
+        for key in np.unique(keys, axis=0):
+            m, l = int(key[0]), int(key[1])
+            group = sel[(keys == key).all(axis=1)]
+            if m + 1 < l:
+                continue  # fewer than l rows: FD discards nothing
+            lam, noise = self.core.range_eigvals(group, self.rows_in[group], ex)
+            delta = self.xp.host(fd_shrink(self.xp, lam, l, noise).delta).reshape(-1) * np.ones(group.size)
+            for i, value in zip(group, delta):
+                out[where[int(i)]] = value
+        return out
+
+    def _close_active(self, idx: np.ndarray, xx_h: np.ndarray) -> np.ndarray:
+        """Alg. 1 lines 10-12: freeze the active blocks of ``idx`` (their rows and basis stay where they
+        are, now counted as frozen) and open blocks of twice the size; members reaching the cap (or
+        whose next block would cost more than OFUL, in bytes or in operations) switch to exact
         updates (returned)."""
         for i in idx:
             self._frozen[i].append(BlockInfo(len(self._frozen[i]), int(self.l_act[i]), float(self.act_mass[i]),
@@ -558,389 +585,194 @@ class DyadicBlockSketch(CovarianceEstimator):
                                              float(self.act_alpha[i]), False))
         self.frozen_shrink[idx] += self.act_shrink[idx]
         self.alpha_in[idx] += self.act_alpha[idx]
-        self._c_t = None
         self.frozen_ls[idx] += self.l_act[idx] * self.act_shrink[idx]
         self.n_frozen[idx] += 1
-        self.rows_in[idx] = self.rows[idx]
+        self.rows_in[idx] = self.core.N[idx]
+        self.frozen_basis[idx] = self.core.R[idx]
         self.l_act[idx] *= 2
         for arr in (self.m_act, self.act_rows):
             arr[idx] = 0
         for arr in (self.act_mass, self.act_shrink, self.act_alpha):
             arr[idx] = 0.0
-        over = self.n_frozen[idx] >= self._block_caps[idx] - 1
-        if self.memory_cap:
-            over |= self._layout_bytes(self.rows_in[idx], self.cap_act[idx]) > self._exact_bytes()
+        over = (self.n_frozen[idx] >= self._block_caps[idx] - 1) | self._over_caps(idx)
         switching = idx[over]
         if switching.size:
             for i in switching:  # the new block holds x alone, exactly
-                self._frozen[i].append(BlockInfo(len(self._frozen[i]), int(self.l_act[i]), float(norm2[i]), 1, 0,
+                self._frozen[i].append(BlockInfo(len(self._frozen[i]), int(self.l_act[i]), float(xx_h[i]), 1, 0,
                                                  0.0, 0.0, False))
             self.n_frozen[switching] += 1
             self._switch_to_exact(switching)
         opening = idx[~over]
         if opening.size:
-            self._ensure_rows(int((self.rows_in[opening] + self.cap_act[opening]).max()))
+            rows = int((self.rows_in[opening] + self.cap_act[opening]).max())
+            self.core.ensure(rows, rows)
         return switching
 
     def _switch_to_exact(self, idx: np.ndarray) -> None:
-        """Form ``A_hat^-1 = (I - W^T W) / c`` with ``W = Linv S`` (eq. 5) once (O(d^2 r)); the
-        sketches live on inside it and are dropped."""
-        if self.A_inv is None:
-            self.A_inv = torch.zeros(self.batch_size, self.d, self.d, **self._kw)
-            if self.keep_gram:
-                self.gram = torch.zeros(self.batch_size, self.d, self.d, **self._kw)
-        t = torch.as_tensor(idx, device=self.device)
-        eye = torch.eye(self.d, **self._kw)
-        c = self._c_tensor(idx).to(self.dtype).view(-1, 1, 1)
-        if self._R:
-            W = torch.bmm(self.Linv[t], self._core(self.S[t]))  # (n, R, d)
-            A = eye - torch.bmm(W.mT, W).to(self.dtype)
-            if self.gram is not None:
-                self.gram[t] = torch.bmm(self.S[t].mT, self.S[t]) + (c - self._reg_tensor(idx)) * eye
-            self.S[t] = 0.0
-            self.G[t] = 0.0
-            self._y[t] = 0.0
-            self.Linv[t] = torch.eye(self._R, **self._ckw)
-        else:
-            A = eye.expand(idx.size, self.d, self.d).clone()
-        self.A_inv[t] = A / c
+        """Form ``A_hat^-1 = (I - V^T V) / c + V^T H V`` (eq. 5) and ``b`` of the members ``idx`` once
+        (O(d^2 R)) and hand them to the exact estimator; their sketch is dropped."""
+        xp, core = self.xp, self.core
+        ii = xp.index(idx)
+        c = self.c()[idx]
+        Rw = int(core.R[idx].max()) if idx.size else 0
+        eye = xp.eye(self.d, self.cdtype)
+        Vc = xp.astype(core.V[ii, :Rw], self.cdtype)
+        A_inv = (eye[None] - Vc.mT @ Vc) / xp.asarray(c, self.cdtype)[:, None, None] + Vc.mT @ core.H[ii, :Rw, :Rw] @ Vc
+        A_inv = 0.5 * (A_inv + A_inv.mT)
+        b = core.b()[ii]
+        gram = None
+        if self.keep_gram:
+            M = core.gram()[ii]
+            Mw = M[:, :Rw, :Rw] if M.shape[-1] >= Rw else M
+            gram = Vc.mT @ Mw @ Vc
+        self._adopt_exact(idx, A_inv, b, gram, c)
         self.exact[idx] = True
-        self._any_exact = True
-        for arr in (self.rows, self.rows_in, self.m_act):
-            arr[idx] = 0
-        if self.exact.all():  # nobody is sketched any more: free the anchor and the row layout
-            self._anchor = None
-        if self.exact.all() and self._R:
-            self._R = 0
-            self.S = torch.zeros(self.batch_size, 0, self.d, **self._kw)
-            self.G = torch.zeros(self.batch_size, 0, 0, **self._ckw)
-            self.Linv = torch.zeros(self.batch_size, 0, 0, **self._ckw)
-            self._y = torch.zeros(self.batch_size, 0, **self._ckw)
+        # the members' sketch state is dropped (zeroed; freed with the core once nobody is sketched)
+        core.N[idx] = 0
+        core.R[idx] = 0
+        for arr in (core.V, core.C, core.H, core.bV, core.t, core.bperp):
+            arr[ii] = 0.0
+        self.rows_in[idx] = 0
+        self.frozen_basis[idx] = 0
+        self.m_act[idx] = 0
+        if self.exact.all():
+            self.core = None
 
-    def _insert_active(self, idx, X, xx, norm2, g, zx, step) -> None:
-        """FD update of the active blocks of ``idx`` with their rows (Alg. 4 lines 11-19)."""
-        if idx is self._everyone and (norm2 > 0.0).all():  # whole-array bookkeeping, no fancy indexing
-            self.act_mass += norm2
-            self.act_rows += 1
-            self._append(idx, X, xx, g, zx, step)
-            self.m_act += 1
-            self.rows += 1
-            full = (self.m_act == self.cap_act) if self.fast else np.ones(self.batch_size, dtype=np.bool_)
-            if full.any():
-                for group, (m, l) in self._groups(np.flatnonzero(full), self.m_act, self.l_act):
-                    self._reduce_active(group, m, l)
-            return
-        self.act_mass[idx] += norm2[idx]
-        self.act_rows[idx] += 1
-        live = idx[norm2[idx] > 0.0]  # FD skips zero rows: A_hat unchanged
-        if live.size == 0:
-            return
-        self._append(live, X, xx, g, zx, step)
-        self.m_act[live] += 1
-        self.rows[live] += 1
-        reducing = live[self.m_act[live] == self.cap_act[live]] if self.fast else live
-        for group, (m, l) in self._groups(reducing, self.m_act, self.l_act):
-            self._reduce_active(group, m, l)
+    def _adopt_exact(self, idx: np.ndarray, A_inv, b, gram, c: np.ndarray) -> None:
+        """Add the members ``idx`` to the exact estimator (built at the first switch, rebuilt with the
+        new members after; its rows follow the members' order)."""
+        xp = self.xp
+        old = self._exact_est
+        members, reg, trace = idx, c, self.trace[idx]
+        A_inv = xp.astype(A_inv, self.dtype)
+        gram = None if gram is None else xp.astype(gram, self.dtype)
+        if old is not None:
+            held = np.flatnonzero(self._exact_pos >= 0)  # in order, as the old rows are
+            members = np.concatenate([held, idx])
+            A_inv = xp.concat(old.A_inv, A_inv, axis=0)
+            b = xp.concat(old._b, b, axis=0)
+            gram = None if gram is None else xp.concat(old.gram, gram, axis=0)
+            reg, trace = np.concatenate([old._reg_host(), c]), np.concatenate([old.trace, trace])
+        order = np.argsort(members, kind="stable")
+        oi = xp.index(order)
+        n = members.size
+        self._exact_est = ExactCovariance.from_state(
+            A_inv[oi], b[oi], trace[order], 0, reg[order].tolist() if n > 1 else float(reg[0]), device=self.device,
+            dtype=self.dtype, gram=None if gram is None else gram[oi], batch_size=self.members.of(n))
+        self._exact_pos[members[order]] = np.arange(n)
+        self._exact_est._warned_dtype = True  # the sketch's own check covers its exact members
 
-    def _append(self, idx, X, xx, g, zx, step) -> None:
-        """eq. 7: border every factor with its member's new row (:func:`~agents.sketches.fd.border_at_`)."""
-        pos_h = self.rows if idx is self._everyone else self.rows[idx]
-        j = int(pos_h[0])
-        if self.batch_size == 1 and idx.size == 1:  # the O(r) bordering on host views (fd.border_one_)
-            Linv, G, S, y = self._member0("host", (self.Linv, self.G, self.S, self._y))
-            gj, x = (g[0, :j] if j else None), X[0]
-            if isinstance(S, np.ndarray):
-                gj, x = (gj.numpy() if j else None), x.numpy()
-            self._unanchored[0] |= border_one_(Linv, G, S, y, j, x, float(xx[0]), gj, float(self.c()[0]), float(zx[0]),
-                                               float(step[0]), self._eps)
-            return
-        if idx.size == self.batch_size and (self.batch_size == 1 or (pos_h == j).all()):
-            self._unanchor(border_at_(self.Linv, self.G, self.S, self._y, j, X, xx, g, self._c_tensor(), zx, step,
-                                      self._eps))
-            return
-        if g.shape[1] < self._R:
-            g = torch.nn.functional.pad(g, (0, self._R - g.shape[1]))
-        t = torch.as_tensor(idx, device=self.device)
-        pos = torch.as_tensor(pos_h, device=self.device)
-        border_scattered_(self.Linv, self.G, self.S, self._y, t, pos, X, xx, g, self._c_tensor(), zx, step)
+    def _exact_step(self, idx: np.ndarray, X, r, terms: ScoreTerms | None, actions) -> None:
+        """Exact rank-1 updates (Alg. 1 line 4) of the members ``idx`` through the exact estimator."""
+        xp = self.xp
+        est = self._exact_est
+        pos = self._exact_pos[idx]
+        if pos.size != est.batch_size or not np.array_equal(pos, np.arange(pos.size)):
+            raise AssertionError("exact members out of order")  # pragma: no cover (kept sorted by _adopt_exact)
+        Xe = X if idx.size == self.batch_size else X[xp.index(idx)]
+        re = r if isinstance(r, float) else r[idx]
+        sub_actions = None
+        if terms is not None:
+            sub_actions = actions if isinstance(actions, (int, np.integer)) else np.asarray(actions)[idx]
+            terms = ScoreTerms(terms.arms, terms.sq, terms.mean, terms.quad, terms.proj, est.n_rows, terms.raw)
+        est.step(Xe, re, terms, sub_actions)
 
-    def _active_block(self, t: torch.Tensor, off: torch.Tensor, m: int):
-        """The active blocks' rows ``(n, m, d)`` and Gram ``(n, m, m)`` at per-member offsets."""
-        A = off.unsqueeze(1) + torch.arange(m, device=self.device)
-        rows = self.S[t.unsqueeze(1), A]
-        gram = self.G[t.view(-1, 1, 1), A.unsqueeze(2), A.unsqueeze(1)]
-        return rows, gram
-
-    def _shrinkage_if_added(self, idx, X, norm2, g_all) -> np.ndarray:
-        """willExcessSketch: the shrink value inserting x would apply to each active block now
-        (0 for a zero row, or while a fast buffer is not about to fill; else the l-th eigenvalue
-        of the bordered Gram, rounding-level -> 0)."""
-        out = np.zeros(idx.size)
-        cand = norm2[idx] > 0.0
-        if self.fast:
-            cand &= self.m_act[idx] + 1 >= self.cap_act[idx]
-        where = {int(i): j for j, i in enumerate(idx)}
-        for group, (m, l) in self._groups(idx[cand], self.m_act, self.l_act):
-            if m + 1 < l:
-                continue  # fewer than l rows: FD discards nothing
-            t = torch.as_tensor(group, device=self.device)
-            off = torch.as_tensor(self.rows_in[group], device=self.device)
-            rows, gram = self._active_block(t, off, m)
-            if self._same:
-                bordered = torch.zeros(group.size, m + 1, m + 1, **self._ckw)
-                bordered[:, :m, :m] = gram
-                gx = g_all[t.unsqueeze(1), off.unsqueeze(1) + torch.arange(m, device=self.device)]  # S* x
-                bordered[:, m, :m] = gx
-                bordered[:, :m, m] = gx
-                bordered[:, m, m] = torch.as_tensor(norm2[group], **self._ckw)
-            else:  # what _reduce_active would decompose (CovarianceEstimator._reduction_gram)
-                bordered = self._reduction_gram(torch.cat([rows, X[t].unsqueeze(1)], dim=1), None)
-            delta = self._shrink_values(torch.linalg.eigvalsh(bordered).flip(-1), m + 1, l)
-            for i, value in zip(group, delta.tolist()):
-                out[where[int(i)]] = value
-        return out
-
-    def _reduce_active(self, idx: np.ndarray, m: int, l: int) -> None:
-        """FD reduction (seed 000 Alg. 2 lines 4-7) of the active blocks of ``idx`` (all with m
-        rows and sketch size l), then eq. 3: the combined factor rebuilt from the Gram."""
-        t = torch.as_tensor(idx, device=self.device)
-        n, R = idx.size, self._R
-        off = torch.as_tensor(self.rows_in[idx], device=self.device)
-        rows, gram = self._active_block(t, off, m)
-        delta, keep, kept, coeff = self._shrink_plan(*eigh_desc(self._reduction_gram(rows, gram)), m, l)  # new S* = coeff S*
-        k, kept_n = keep.shape[1], kept.sum(dim=1)
-        new_rows = torch.bmm(coeff.to(self.dtype), rows)  # (n, k, d)
-        # Frozen rows stay; the active block's rows are replaced, its Gram becomes diag(keep)
-        # and its cross terms with the frozen rows are recomputed (eq. 3's off-diagonal blocks).
-        frozen = torch.arange(R, device=self.device).unsqueeze(0) < off.unsqueeze(1)  # (n, R)
-        S = self.S[t] * frozen.unsqueeze(2)
-        Ak = off.unsqueeze(1) + torch.arange(k, device=self.device)
-        ar = torch.arange(n, device=self.device).unsqueeze(1)
-        S[ar, Ak] = new_rows
-        cross = self._core(torch.bmm(new_rows, S.mT)) * frozen.unsqueeze(1)  # (n, k, R)
-        cross.scatter_(2, Ak.unsqueeze(2), keep.unsqueeze(2))
-        G = self.G[t] * (frozen.unsqueeze(2) & frozen.unsqueeze(1))
-        G[ar, Ak] = cross
-        G[ar, :, Ak] = cross
-        delta_np = delta.double().cpu().numpy()
-        self.act_shrink[idx] += delta_np
-        if self.robust:  # Alg. 3 line 5: alpha += sigma, before c is used below
-            self.act_alpha[idx] += delta_np
-            self._c_t = None
-        self.m_act[idx] = kept_n.cpu().numpy()
-        self.rows[idx] = self.rows_in[idx] + self.m_act[idx]
-        self.trace[idx] = torch.diagonal(G, dim1=1, dim2=2).sum(dim=1).double().cpu().numpy()
-        self.S[t], self.G[t] = S, G
-        Linv = self._inverse_factor(G, self.rows[idx], self.c()[idx])
-        self.Linv[t] = Linv
-        # A_hat changed otherwise than by a row: the anchor moves to it (base._reanchor), r_b = 0
-        self._reanchor(t, S, Linv, self._c_tensor(idx))
-        self._y[t] = 0.0
-
-    def _reduce_active_one(self, m: int, l: int) -> None:
-        """B = 1 of :meth:`_reduce_active` (the single agent's reduction), in place on member 0's views
-        (:meth:`~agents.sketches.base.CovarianceEstimator._member0`: numpy on CPU, tensors elsewhere),
-        as FD's :meth:`~agents.sketches.fd.FrequentDirections._reduce_one`: the same plan, without the
-        batched code's gathers and masked copies of the whole row stack, and on numpy's LAPACK
-        (:func:`~agents.sketches.base.eigh_desc`, :func:`~agents.sketches.fd.inverse_factor_one`)
-        where the round runs."""
-        off = int(self.rows_in[0])
-        # (the views of _step_one, in its order: one cache entry under the key, not two evicting each other)
-        Linv, G, S, y, b, anchor = self._member0("step", (self.Linv, self.G, self.S, self._y, self.b, self._anchor))
-        act = slice(off, off + m)
-        evals, evecs = eigh_desc(self._reduction_gram(S[None, act], G[None, act, act]))
-        delta, keep, kept, coeff = self._shrink_plan(evals, evecs, m, l)  # new S* = coeff S*
-        k = keep.shape[1]
-        S[off : off + k] = self._work(coeff[0]) @ S[act]  # (formed before any row is overwritten)
-        S[off + k : off + m] = 0.0
-        # eq. 3's off-diagonal blocks: the new rows against the frozen ones, the active Gram diag(keep)
-        cross = self._core(S[off : off + k] @ S[:off].T)  # (k, off)
-        G[off:] = 0.0
-        G[:, off:] = 0.0
-        G[off : off + k, :off] = cross  # (the lower triangle: every reader of G reads that)
-        R = self._R
-        G.reshape(-1)[off * (R + 1) : (off + k) * (R + 1) : R + 1] = keep[0]  # (a flat strided view of the diagonal)
-        delta_h = float(delta[0])
-        self.act_shrink[0] += delta_h
-        if self.robust:  # Alg. 3 line 5: alpha += sigma, before c is used below
-            self.act_alpha[0] += delta_h
-            self._c_t = None
-        self.m_act[0] = int(kept.sum())
-        rows = self.rows[0] = off + self.m_act[0]
-        self.trace[0] = float(G.trace())
-        c = float(self.c()[0])
-        Linv[rows:] = 0.0  # identity on the padding
-        Linv[:, rows:] = 0.0
-        Linv.reshape(-1)[rows * (R + 1) :: R + 1] = 1.0
-        Linv[:rows, :rows] = inverse_factor_one(G[:rows, :rows], c)
-        # A_hat changed otherwise than by a row: the anchor moves to it (base._reanchor), r_b = 0
-        set_anchor_(anchor, ridge_solution(b, self._core(S[:rows]), Linv[:rows, :rows], c))
-        y[:] = 0.0
-
-    def _inverse_factor(self, G: torch.Tensor, r: np.ndarray, c: np.ndarray) -> torch.Tensor:
-        """Inverse Cholesky factors of ``G + c I`` on each member's first r rows, identity on the
-        padding (:func:`~agents.sketches.fd.safe_inverse_factor`: safeguarded, bounded entries)."""
-        R = G.shape[1]
-        real = torch.arange(R, device=self.device).unsqueeze(0) < torch.as_tensor(r, device=self.device).unsqueeze(1)
-        ct = torch.as_tensor(c, **self._ckw)
-        # padding rows: G is zero there, so (G + diag(c on the real rows, 1 - c elsewhere... )) is
-        # factored as the identity by giving them the value 1 through the mask
-        Gm = torch.where(real.unsqueeze(2) & real.unsqueeze(1), G, torch.zeros_like(G))
-        Gm = Gm + torch.diag_embed((~real).to(G.dtype) * (1.0 - ct.unsqueeze(1)))
-        return safe_inverse_factor(Gm, ct)
-
-    def _sherman_morrison(self, idx, X, xx, Ax=None, q=None) -> None:
-        """Exact rank-1 update of the members ``idx`` (Alg. 1 line 4), with the safeguard of
-        :mod:`agents.sketches.exact`: a width below the valid floor (beyond rounding,
-        :func:`~agents.sketches.exact.below_floor`) triggers a repair first."""
-        full = idx.size == self.batch_size
-        t = torch.as_tensor(idx, device=self.device)
-        A = self.A_inv if full else self.A_inv[t]
-        x = X if full else X[t]
-        top = torch.as_tensor(self._reg_of(idx) + self.trace[idx] + self._alpha_total()[idx], **self._kw)
-        if Ax is None:
-            Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
-        floor = (xx if full else xx[t]) / top
-        raw = (x * Ax).sum(dim=1)
-        bad = below_floor(raw, floor, self.d, self.dtype)
-        if bool(bad.any()):
-            b = torch.nonzero(bad).flatten()
-            sub = A[b]
-            repair_inverse_(sub, 1.0 / top[b], self._inverse_ceiling(idx[b.cpu().numpy()]))
-            A[b] = sub
-            Ax = torch.bmm(A, x.unsqueeze(2)).squeeze(2)
-            raw = (x * Ax).sum(dim=1)
-        q = torch.maximum(raw, floor)
-        sherman_morrison_(A, Ax, q)
-        if not full:
-            self.A_inv[t] = A
-        if self.gram is not None:
-            self.gram[t] += torch.bmm(x.unsqueeze(2), x.unsqueeze(1))
-
-    # -- queries ---------------------------------------------------------------------------------
-    def score_terms(self, arms):
-        """``(x^T A_hat^-1 b, x^T A_hat^-1 x)`` for every arm of every member from one projection:
-        ``arms S^T`` for the sketched members (eq. 5 around the anchor, with ``y = Linv S r / c`` kept
-        up to date), ``arms A^-1`` for the exact ones. The projections are kept for the next step."""
-        if self.batch_size == 1 and not self._any_exact:
-            mean, quad = self._score_terms_one(arms[0])
-            return as_tensor(mean).unsqueeze(0), as_tensor(quad).unsqueeze(0)  # core dtype, as below
-        c = self._c_tensor().unsqueeze(1)
-        sq = self._sq_norms(arms)
-        floor = self._floor(sq)
-        U, Rm, P, e, qe = None, 0, None, None, None
-        mean = quad = None
-        if not self.exact.all():
-            sqc = sq
-            mean = torch.bmm(self._core(arms), self._anchor[:, 2].unsqueeze(2)).squeeze(2)  # x^T u (base._reanchor)
-            Rm = int(self.rows.max()) if self._R else 0  # exact members hold no rows (0)
-            if Rm:
-                U = self._core(torch.bmm(arms, self.S[:, :Rm].mT))  # (B, K, Rm): the only O(B K d r) step
-                Linv = self.Linv[:, :Rm, :Rm]
-                W = torch.bmm(U, Linv.mT)  # rows Linv S x
-                quad = (sqc - W.square().sum(dim=2)) / c
-                mean = mean - torch.bmm(W, self._y[:, :Rm].unsqueeze(2)).squeeze(2)  # y = Linv S r / c (fd.border_at_)
+    # -- queries -----------------------------------------------------------------------------------
+    def score_terms(self, arms) -> ScoreTerms:
+        """Both terms for every arm of every member: eq. 5 through the basis state for the sketched
+        members (one product ``arms V^T``), the exact estimator's for the exact ones."""
+        xp = self.xp
+        if int(arms.shape[1]) != self._n_arms:
+            self._set_n_arms(int(arms.shape[1]))
+        arms_c, sq = self._arm_norms(arms)
+        sk = sub = None
+        if self.core is not None:
+            P = self.core.project(arms)
+            mean, quad = self.core.score(arms, arms_c, sq, P)
+            quad = xp.maximum(quad, self._floor(sq))
+            sk = ScoreTerms(arms, sq, mean, quad, P, self.n_rows)
+        e = np.flatnonzero(self.exact)
+        if e.size:
+            ei = xp.index(e)
+            sub = self._exact_est.score_terms(arms if e.size == self.batch_size else arms[ei])
+            if sk is None:
+                mean, quad = sub.mean, sub.quad
             else:
-                quad = sqc / c
-            quad = torch.maximum(quad, floor)
-        if self.exact.any():
-            e = np.flatnonzero(self.exact)
-            if e.size == self.batch_size:
-                P, raw = project(arms, self.A_inv)  # (B, K, d): rows A^-1 x (OFUL's layout)
-                quad = torch.maximum(self._core(raw), floor)
-                mean = self._core(torch.bmm(P, self._work(self.b).unsqueeze(2)).squeeze(2))
-                qe = quad
-            else:
-                t = torch.as_tensor(e, device=self.device)
-                P, raw = project(arms[t], self.A_inv[t])
-                qe = torch.maximum(self._core(raw), floor[t])
-                quad[t] = qe
-                mean[t] = self._core(torch.bmm(P, self._work(self.b[t]).unsqueeze(2)).squeeze(2))  # core dtype
-        self._cache = (U, Rm, P, e, qe, sq, None, None, None)
-        return mean, quad  # core dtype: the loop compares scores there
-
-    def _score_terms_one(self, arms):
-        """B = 1, sketched: :meth:`score_terms` (:meth:`~agents.sketches.base.CovarianceEstimator._woodbury_terms_one`);
-        exact mode goes through :meth:`score_terms`. The cache holds the unbatched projection
-        ``U`` (slot 0), norms (5), arms (6), arms in the core dtype (7) and ``W = U Linv^T`` (8)."""
-        if self._any_exact:
-            return super()._score_terms_one(arms)
-        Rm = int(self.rows[0])
-        mean, quad, (U, W, sq, a, ac) = self._woodbury_terms_one(arms, self.S, self.Linv, self._y, Rm, float(self.c()[0]))
-        self._cache = (U, Rm, None, None, None, sq, a, ac, W)
-        return mean, quad
-
-    def logdet_increments(self, X, actions=None) -> torch.Tensor:
-        return torch.log1p(self._quad(X.unsqueeze(1))[:, 0])
+                mean[ei], quad[ei] = sub.mean, sub.quad
+        return ScoreTerms(arms, sq, mean, quad, None, self.n_rows, parts=_Parts(sk, sub, e))
 
     def _quad(self, arms):
-        """eq. 5 per sketched member, ``x^T A_inv x`` per exact member: ``(B, K, d) -> (B, K)``."""
-        sq = torch.linalg.vector_norm(arms, dim=2).square()
-        floor = self._floor(sq)
-        out = sq.clone()
-        if not self.exact.all():
-            q = self._core(sq)
-            if self._R:
-                W = torch.bmm(self._core(torch.bmm(arms, self.S.mT)), self.Linv.mT)
-                q = q - W.square().sum(dim=2)
-            out = torch.maximum((q / self._c_tensor().unsqueeze(1)).to(self.dtype), floor)
-        if self.exact.any():
-            e = np.flatnonzero(self.exact)
-            t = torch.as_tensor(e, device=self.device)
-            out[t] = torch.maximum(project(arms[t], self.A_inv[t])[1], floor[t])
+        xp = self.xp
+        arms_c, sq = self._arm_norms(arms)
+        out = sq / xp.asarray(self.c(), self.cdtype)[:, None]
+        if self.core is not None:
+            out = xp.maximum(self.core.score(arms, arms_c, sq, self.core.project(arms))[1], self._floor(sq))
+        e = np.flatnonzero(self.exact)
+        if e.size:
+            ei = xp.index(e)
+            out[ei] = self._exact_est._quad(arms[ei])
+        return out
+
+    def _per_member(self, sketched, exact_fn):
+        """The sketched members' values from ``sketched`` (core dtype ``(B, ...)``), the exact members'
+        from ``exact_fn(exact_estimator)``."""
+        out = sketched
+        e = np.flatnonzero(self.exact)
+        if e.size:
+            vals = exact_fn(self._exact_est)
+            if out is None:
+                return vals
+            out[self.xp.index(e)] = vals
         return out
 
     def _solve(self, V):
-        """``A_hat_i^-1 v_i`` per member (eq. 5, or the exact inverse past the switch)."""
-        c = self._c_tensor().unsqueeze(1)
-        out = (self._core(V) / c).to(self.dtype)
-        if not self.exact.all() and self._R:
-            y = torch.bmm(self.Linv.mT, torch.bmm(self.Linv, torch.bmm(self.S, V.unsqueeze(2)).to(self.cdtype)))
-            out = ((self._core(V) - self._core(torch.bmm(y.mT.to(self.dtype), self.S).squeeze(1))) / c).to(self.dtype)
-        if self.exact.any():
-            t = torch.as_tensor(np.flatnonzero(self.exact), device=self.device)
-            out[t] = torch.bmm(self.A_inv[t], V[t].unsqueeze(2)).squeeze(2)
-        return out
+        e = self.exact
+        out = self.core.solve(V) if self.core is not None else None
+        return self._per_member(out, lambda est: est._solve(V[self.xp.index(np.flatnonzero(e))]))
 
     def _theta_all(self):
-        """The anchored ridge solution for sketched members; ``A^-1 b`` for exact ones."""
-        if self._anchor is None:  # every member exact
-            return super()._theta_all()
-        out = super()._theta_all()
-        if self.exact.any():
-            t = torch.as_tensor(np.flatnonzero(self.exact), device=self.device)
-            out[t] = torch.bmm(self.A_inv[t], self._work(self.b[t]).unsqueeze(2)).squeeze(2)
-        return out
+        out = self.core.theta() if self.core is not None else None
+        return self._per_member(out, lambda est: est._theta_all())
+
+    def _b_all(self):
+        out = self.core.b() if self.core is not None else None
+        return self._per_member(out, lambda est: est._b_all())
 
     def _covariance(self):
         """``sum_i S_i^T S_i (+ alpha I for RFD)``; after the switch the exact Gram (``keep_gram``) or
-        ``A_hat - reg I`` recovered from the inverse (O(d^3), accurate to ~eps cond(A_hat))."""
-        eye = torch.eye(self.d, **self._kw)
-        # the summed alpha (as the alpha property), not c - reg, which rounds at eps * reg
-        alpha = torch.as_tensor(self.alpha_in + self.act_alpha, **self._kw).view(-1, 1, 1)
-        cov = (torch.bmm(self.S.mT, self.S) if self._R else torch.zeros(self.batch_size, self.d, self.d, **self._kw))
-        cov = cov + alpha * eye
-        if self.exact.any():
-            t = torch.as_tensor(np.flatnonzero(self.exact), device=self.device)
-            e = np.flatnonzero(self.exact)
-            cov[t] = self.gram[t] if self.gram is not None else torch.linalg.inv(self.A_inv[t]) - self._reg_tensor(e) * eye
-        return cov
+        ``A_hat - c I`` recovered from the inverse (O(d^3), accurate to ~eps cond(A_hat)), plus alpha I."""
+        xp = self.xp
+        alpha = xp.asarray(self.alpha_in + self.act_alpha, self.cdtype)[:, None, None] * xp.eye(self.d, self.cdtype)
+        cov = self.core.covariance() if self.core is not None else xp.zeros((self.batch_size, self.d, self.d), self.cdtype)
+        cov = self._per_member(cov, lambda est: xp.astype(est._covariance(), self.cdtype))
+        return cov + alpha
 
-    # -- introspection ---------------------------------------------------------------------------
+    # -- introspection -----------------------------------------------------------------------------
     def sketch_sizes(self):
         """Rows held per member (``d`` once exact): the paper's adaptive sketch size."""
         return np.where(self.exact, self.d, self.rows)
 
     def member_memory_bytes(self):
-        """What one member holds: its frozen rows and the active block's full buffer with their
-        Gram, factor, ``S r`` and anchor (:meth:`_layout_bytes`), or the d x d inverse once exact."""
-        sketched = self._layout_bytes(self.rows_in, self.cap_act)
+        """What one member holds: its frozen rows and the active block's full buffer in the basis state
+        (:meth:`layout_bytes`), or the exact inverse (and ``b``) once exact."""
+        sketched = self.layout_bytes(self.rows_in, self.cap_act)
         return np.where(self.exact, self._exact_bytes(), sketched).astype(np.int64)
 
     def _held_bytes(self):
-        return tensor_bytes(self.S, self.G, self.Linv, self._y, self.A_inv, self.gram, self.b, self._anchor)
+        core = self.core.held_bytes() if self.core is not None else 0
+        return core + (self._exact_est._held_bytes() if self._exact_est is not None else 0)
 
     def __repr__(self) -> str:
-        return (f"DyadicBlockSketch(d={self.d}, l0={_listed(self.l0)}, eps={_listed(self.eps)}, sketch={self.sketch!r}, reg={_listed(self.reg)}, "
-                f"fast={self.fast}, batch_size={None if self.single else self.batch_size}, "
+        return (f"DyadicBlockSketch(d={self.d}, l0={_listed(self.l0)}, eps={_listed(self.eps)}, sketch={self.sketch!r}, "
+                f"reg={_listed(self.reg)}, fast={self.fast}, batch_size={self.members.given}, "
                 f"n_blocks={self.n_blocks}, exact_mode={self.exact_mode})")
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """Dyadic Block Sketching's terms of its sketched members (the basis state's, all B rows) and of its
+    exact members (the exact estimator's, rows ``exact_members``)."""
+
+    sketched: ScoreTerms | None
+    exact: ScoreTerms | None
+    exact_members: np.ndarray

@@ -1,4 +1,4 @@
-"""Robust Frequent Directions (seed 000 Alg. 3; "SCFD", Alg. 1 of Chen et al. 2020).
+"""Robust Frequent Directions (Wen et al. (2025), Alg. 3; "SCFD", Alg. 1 of Chen et al. 2020).
 
 RFD runs Frequent Directions (:mod:`agents.sketches.fd`) and adds the discarded mass back as a
 multiple of the identity: ``X^T X`` is approximated by ``S^T S + alpha I`` with
@@ -8,22 +8,23 @@ multiple of the identity: ``X^T X`` is approximated by ``S^T S + alpha I`` with
 so that, since FD gives ``0 <= X^T X - S^T S <= alpha I``,
 
     S^T S  <=  X^T X  <=  S^T S + alpha I,
-    A_hat_t = (reg + alpha_t) I + S_t^T S_t   grows monotonically in PSD order (seed 000 Thm. 7).
+    A_hat_t = (reg + alpha_t) I + S_t^T S_t   grows monotonically in PSD order (Wen et al. (2025), Thm. 7).
 
 Settled slips:
 
-* ``alpha += sigma`` (the full shrink value), as in seed 000 Alg. 3 and its proofs
+* ``alpha += sigma`` (the full shrink value), as in Wen et al. (2025), Alg. 3 and its proofs
   (``sum_i alpha_i = sum_i sigma_bar_i``, App. E.3), i.e. Chen et al.'s SCFD. Luo et al.'s
   original RFD adds ``sigma / 2`` (error centred), which loses both the upper bound
   ``X^T X <= S^T S + alpha I`` and the monotonicity the bandit proofs use; we use ``sigma``.
 * Alg. 3 line 7 prints the first entry of M as ``1/(lambda + sigma_l^2 - sigma + alpha)``; it is
-  ``1/(lambda + sigma_1^2 - sigma + alpha)`` (v1's Alg. 5 has sigma_1). Here M is kept implicitly
-  through the inverse Cholesky factor of ``S S^T + (reg + alpha) I``.
-* The prefactor of the Woodbury inverse is ``1/(reg + alpha)``, not the ``1/lambda`` of seed 000
-  eq. 5 / Alg. 5 line 8 (that is the FD case alpha = 0).
+  ``1/(lambda + sigma_1^2 - sigma + alpha)`` (Wen et al. (2024)'s Alg. 5 has sigma_1). Here no M is
+  formed: the core inverse ``(M + (reg + alpha) I)^-1`` of :mod:`agents.sketches.core` is refactored
+  with the new ridge after each shrink.
+* The ridge outside the sketch's span is ``reg + alpha``, not the ``lambda`` of Wen et al. (2025),
+  eq. 5 / Alg. 5 line 8's prefactor ``1/lambda`` (that is the FD case alpha = 0).
 
 It is the same class as FD (one implementation, batch dimension first) with ``robust = True``:
-the reduction adds its shrink value to ``alpha`` before the diagonal factor is rebuilt.
+each shrink adds its shrink value to ``alpha`` before the core inverse is refactored.
 
 Example:
 
@@ -39,9 +40,7 @@ Example:
 
 from __future__ import annotations
 
-
 import numpy as np
-import torch
 
 from .fd import FrequentDirections
 
@@ -61,18 +60,14 @@ class RobustFrequentDirections(FrequentDirections):
 
     @property
     def alpha(self):
-        return self._one(self._alpha)
+        return self._host_out(self._alpha)
 
     def log_det_ratio_bound(self):
-        """``ln det(A_hat) - d ln(reg)`` exactly, O(m) from the inverse factor's diagonal.
+        """``ln det(A_hat) - d ln(reg)`` exactly, from the log-determinant kept with the core inverse:
+        ``ln det(A_hat) = d ln(rho) + ln det(M + rho I) - R ln(rho)``.
 
         RFD gives ``reg I + X^T X <= A_hat``, so this upper-bounds ``ln(|A|/|reg I|)`` of the
-        un-sketched matrix (the step ``|A| <= |A_hat|`` of seed 000 App. E.3).
+        un-sketched matrix (the step ``|A| <= |A_hat|`` of Wen et al. (2025), App. E.3).
         """
         rho = self.rho_all
-        m = self._m.astype(np.float64)
-        logdiag = -torch.log(torch.diagonal(self._Linv, dim1=1, dim2=2)).sum(dim=1).double().cpu().numpy()
-        out = self.d * np.log(rho / self.reg) + np.where(m > 0, 2.0 * logdiag - m * np.log(rho), 0.0)
-        return self._one(out)
-
-
+        return self._host_out(self.d * np.log(rho / self._reg_host()) + self.core.logdet())
