@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._torch import NONFINITE_ARMS, _all_finite, as_arm_matrix, as_float_tensor, obs_token, same_obs
+from ._torch import NONFINITE_ARMS, _all_finite, as_arm_matrix, as_float_tensor, obs_token, resolve_device, same_obs
 from ._validate import check_batch_size, check_seed, per_member
 from .base import TorchAgent
 from .sketches.backend import choose_backend
@@ -155,6 +155,8 @@ class LinUCB(TorchAgent):
         self.theta_bound = float(theta_bound)
         self.members = Members(batch_size)
         self.batch_size = self.members.B
+        # one agent's arms go to its estimator's backend: numpy for one estimator on CPU
+        self._host_arms = batch_size is None and choose_backend(resolve_device(device), None).is_numpy
         self._repr_params = {"lam": self.lam, "beta": self.beta}
         self.estimator: CovarianceEstimator | None = None
         super().__init__(d=d, device=device, dtype=dtype, seed=seed)
@@ -198,7 +200,7 @@ class LinUCB(TorchAgent):
         ``own``: a numpy ``obs`` is copied, never shared (:func:`~agents._torch.as_float_tensor`)."""
         if self.members.unbatched:  # (K, d): numpy for one estimator on CPU (agents.sketches.backend)
             arms = as_arm_matrix(obs, self.device, self.dtype, self.d, check_finite=check_finite or self.d is None,
-                                 own=own, host=choose_backend(self.device, None).is_numpy)[None]
+                                 own=own, host=self._host_arms)[None]
         else:
             arms = as_arm_batch(obs, self.device, self.dtype, self.batch_size, self.d, own)
         if self.d is None:

@@ -194,14 +194,14 @@ def test_fast_fd_reduces_once_every_l_plus_one_rows_and_sizes_memory():
     # after the first fill (2l rows) each reduction keeps l - 1 rows, so the next comes l + 1 rows later
     assert est.n_reductions == 1 + (200 - 2 * l) // (l + 1)
     # a basis of 2l x d (working dtype); in the core dtype the coordinates (2l x 2l), the core inverse
-    # (2l x 2l), bV and t (2 x 2l) and b_perp (d): the README's formula
-    assert est.memory_bytes() == 8 * (2 * l * d + 2 * (2 * l) ** 2 + 2 * 2 * l + d)
+    # (2l x 2l), bV (2l) and b_perp (d): the README's formula
+    assert est.memory_bytes() == 8 * (2 * l * d + 2 * (2 * l) ** 2 + 2 * l + d)
     textbook = FrequentDirections(d, l, fast=False)
     _feed(textbook, X, torch.float64)
     assert textbook.n_reductions == 200
-    assert textbook.memory_bytes() == 8 * (l * d + 2 * l * l + 2 * l + d)
+    assert textbook.memory_bytes() == 8 * (l * d + 2 * l * l + l + d)
     big = FrequentDirections(784, 20, dtype=torch.float32)  # float32 basis, float64 core
-    assert big.memory_bytes() == 4 * 40 * 784 + 8 * (2 * 40 * 40 + 80 + 784) < 0.1 * 784 * 784 * 4
+    assert big.memory_bytes() == 4 * 40 * 784 + 8 * (2 * 40 * 40 + 40 + 784) < 0.1 * 784 * 784 * 4
 
 
 @pytest.mark.parametrize("fast", [True, False])
@@ -216,7 +216,7 @@ def test_buffers_are_sized_by_what_can_be_used_and_peak_bytes_agree(fast, dtype,
     basis = min(2 * l if fast else l, d)
     rows = min(2 * l if fast else l, basis + 1)
     es = torch.empty(0, dtype=dtype).element_size()
-    assert peak == es * basis * d + 8 * (rows * basis + basis * basis + 2 * basis + d)
+    assert peak == es * basis * d + 8 * (rows * basis + basis * basis + basis + d)
     X = make_stream("gauss", 3 * d, d, 1)
     for x in X:
         est.update(torch.as_tensor(x, dtype=dtype))

@@ -120,10 +120,10 @@ def test_memory_reflects_the_sketch_not_d_squared():
     soful = SOFUL(d=d, sketch_size=20)
     cbscfd = CBSCFD(d=d, sketch_size=20, fast=False)
     assert oful.memory_bytes() >= 8 * d * d
-    # a basis of 2l x d, plus the coordinates and the core inverse (2l x 2l each), bV and t (2l each),
-    # b_perp (d) and theta_hat (d)
-    assert soful.memory_bytes() == 8 * (40 * d + 2 * 40 * 40 + 2 * 40 + 2 * d)
-    assert cbscfd.memory_bytes() == 8 * (20 * d + 2 * 20 * 20 + 2 * 20 + 2 * d)
+    # a basis of 2l x d, plus the coordinates and the core inverse (2l x 2l each), bV (2l), b_perp (d)
+    # and theta_hat (d)
+    assert soful.memory_bytes() == 8 * (40 * d + 2 * 40 * 40 + 40 + 2 * d)
+    assert cbscfd.memory_bytes() == 8 * (20 * d + 2 * 20 * 20 + 20 + 2 * d)
     assert soful.memory_bytes() < 0.07 * oful.memory_bytes()  # 2l/d = 5.1% plus the core
     assert SOFUL(sketch_size=20).memory_bytes() == 0  # nothing allocated before the first observation
 

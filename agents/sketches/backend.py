@@ -122,6 +122,10 @@ class Backend:
     def log1p(self, x):
         return np.log1p(x) if self.is_numpy else torch.log1p(x)
 
+    def matvec(self, A, x):
+        """``A_i x_i`` for stacks ``A`` ``(B, n, m)`` and ``x`` ``(B, m)``."""
+        return np.matvec(A, x) if self.is_numpy else (A @ x[:, :, None])[:, :, 0]
+
     def sqrt(self, x):
         return np.sqrt(x) if self.is_numpy else torch.sqrt(x)
 
@@ -146,6 +150,8 @@ class Backend:
         """Whether every entry of ``x`` is finite, from its sum (one pass: an inf or NaN entry makes
         the sum inf or NaN; only a finite sum that overflowed is checked entrywise)."""
         if self.is_numpy:
+            if x.size <= 64:  # a sum of Python floats: overflows to inf without a warning
+                return math.isfinite(sum(x.ravel().tolist())) or bool(np.isfinite(x).all())
             with np.errstate(over="ignore", invalid="ignore"):  # (huge finite entries may overflow the sum)
                 return math.isfinite(float(x.sum())) or bool(np.isfinite(x).all())
         return math.isfinite(float(x.sum())) or bool(torch.isfinite(x).all())
@@ -208,24 +214,17 @@ class Backend:
         return torch.linalg.qr(A)
 
     def rank1_update_(self, A, x, alpha) -> None:
-        """``A_i += alpha_i x_i x_i^T`` in place for a stack ``A`` ``(B, n, n)``, ``x`` ``(B, n)``, ``alpha``
-        ``(B,)`` (host floats or an array): BLAS ``ger`` per member on numpy (one pass, no ``n x n``
-        temporary), one fused ``baddbmm`` on torch."""
+        """``A_i += alpha_i x_i x_i^T`` in place for a stack of symmetric ``A`` ``(B, n, n)``, ``x`` ``(B, n)``,
+        ``alpha`` ``(B,)``: BLAS ``ger`` per member on numpy (one pass, no ``n x n`` temporary), one fused
+        ``baddbmm`` on torch."""
         if self.is_numpy:
-            alpha = np.asarray(alpha, dtype=np.float64).reshape(-1)
-            for i in range(A.shape[0]):
-                ger = _GER[A.dtype]
-                # A is symmetric: updating A^T (Fortran-ordered) in place is updating A
-                out = ger(float(alpha[i]), x[i], x[i], a=A[i].T, overwrite_a=1)
-                if not np.shares_memory(out, A[i]):  # pragma: no cover (a BLAS that copied)
-                    A[i] = out.T
+            ger = _GER[A.dtype]
+            for i, a in enumerate(np.asarray(alpha, dtype=np.float64).reshape(-1).tolist()):
+                At = A[i].T  # A is symmetric: updating A^T (Fortran-ordered) in place is updating A
+                if ger(a, x[i], x[i], a=At, overwrite_a=1) is not At:  # pragma: no cover (a wrapper that copied)
+                    raise RuntimeError("BLAS ger did not update in place")
             return
-        if A.shape[0] == 1:
-            a = float(alpha[0]) if not isinstance(alpha, torch.Tensor) else float(alpha.reshape(-1)[0])
-            A[0].addr_(x[0], x[0], alpha=a)
-            return
-        a = alpha if isinstance(alpha, torch.Tensor) else torch.as_tensor(np.asarray(alpha), dtype=A.dtype, device=A.device)
-        A.baddbmm_((x * a.to(A.dtype).reshape(-1, 1)).unsqueeze(2), x.unsqueeze(1))
+        A.baddbmm_((x * alpha.to(A.dtype).reshape(-1, 1)).unsqueeze(2), x.unsqueeze(1))
 
     def inv_spd(self, A):
         """Inverses of the symmetric positive definite ``A`` (``(..., n, n)``), via Cholesky; a

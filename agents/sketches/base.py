@@ -120,7 +120,7 @@ class Members:
             raise AttributeError(f"{what} is a view of one estimator; index the batched results instead")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ScoreTerms:
     """What :meth:`CovarianceEstimator.score_terms` computed for a ``(B, K, d)`` arm set, handed to
     :meth:`CovarianceEstimator.step` of the same round (which reuses the played arm's projection).

@@ -16,8 +16,9 @@ The rows are not stored as such. Member ``i`` keeps (padding is zero):
       A_hat^-1 = (I - V^T V) / c + V^T H V,
       x^T A_hat^-1 x = ||x - V^T p||^2 / c + p^T H p,          p = V x;
 
-* ``b = b_perp + V^T bV`` split into its part outside the span and its coordinates, and
-  ``t = H bV``, so that ``theta_hat = A_hat^-1 b = b_perp / c + V^T t``.
+* ``b = b_perp + V^T bV`` split into its part outside the span (kept as ``theta_perp = b_perp / c``)
+  and its coordinates, so that ``theta_hat = A_hat^-1 b = theta_perp + V^T H bV`` and
+  ``x^T theta_hat = x . theta_perp + p^T H bV``.
 
 Why a basis. The Woodbury form ``(||x||^2 - ||Linv S x||^2) / c`` subtracts two numbers of size
 ``||x||^2`` whose difference is ``c x^T A_hat^-1 x``: it keeps ``eps ||x||^2 / c`` of absolute
@@ -41,6 +42,11 @@ The four operations (batch dimension first; ``xp`` is the :class:`~agents.sketch
   ``den = c (1 + q) + ||e||^2``,
 
       H <- [[H - (c / den) h h^T,  -(||e|| / den) h], [-(||e|| / den) h^T,  (1 + q) / den]].
+
+  ``b`` gains ``r x = r (V^T p + ||e|| v)``: ``r p`` on the old coordinates, and the new coordinate
+  ``r ||e||`` plus ``b_perp``'s share of ``v``, moved out of ``b_perp``. (Adding ``r e`` to ``b_perp`` and
+  taking ``v``'s share out again would subtract numbers of size ``|r x|``, leaving ``eps |r x|`` there,
+  which the mean reads amplified by ``|x| / c``.)
 
 * :meth:`SketchCore.shrink`: the Frequent Directions shrink (Ghashami et al. 2016, Alg. 2; Wen
   et al. (2025), Alg. 2 lines 4-7) of a range of rows: the SVD of the range's coordinates
@@ -141,24 +147,32 @@ def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
     return FDPlan(delta, keep, xp.host(alive).sum(axis=1).astype(np.int64))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Expansion:
     """A row's coordinates in the basis extended by its residual direction (:meth:`SketchCore.expand`):
     ``p`` ``(B, Rw)`` core, ``nu`` ``(B,)`` core (``||e||``, 0 where no new direction), ``v`` ``(B, d)``
-    working (the new unit vector, 0 where none), ``e`` ``(B, d)`` core (the residual kept), ``new``
-    ``(B,)`` host bools, ``xx`` ``(B,)`` core ``||x||^2``."""
+    working (the new unit vector ``e / ||e||``, 0 where none), ``new`` ``(B,)`` host bools, ``xx`` ``(B,)``
+    core ``||x||^2``."""
 
     p: Array
     nu: Array
     v: Array
-    e: Array
     new: np.ndarray
     xx: Array
 
 
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+#: A bordered Sherman-Morrison step of ``H`` multiplies the rounding it meets by ``1 + q`` (``q = p^T H p``:
+#: how much more the row weighs in its directions than the sketch held there, relative to ``c``). A
+#: step beyond this refactors ``H`` from the coordinates instead (O(R^3), rare: early rows against a
+#: tiny ridge), so a kept ``H`` is the inverse to ~``AMPLIFICATION_LIMIT eps`` per row since its factorization.
+AMPLIFICATION_LIMIT = 2.0 ** 10
+
+
 class SketchCore:
     """The basis state of ``B`` sketches (see the module docstring). Host bookkeeping (``N``, ``R``,
-    ``c``) is numpy; the arrays are the backend's.
+    ``c``) is numpy; the arrays are the backend's, padded with zeros past each member's rows and basis.
 
     Args:
         xp: the backend (numpy or torch).
@@ -175,15 +189,15 @@ class SketchCore:
         self.eps_w, self.eps_c = torch.finfo(dtype).eps, torch.finfo(cdtype).eps
         self.N = np.zeros(B, dtype=np.int64)  # rows held
         self.R = np.zeros(B, dtype=np.int64)  # basis size
-        self.c = np.broadcast_to(np.asarray(c, dtype=np.float64), (B,)).copy()
-        self.c_arr = xp.asarray(self.c, cdtype)
+        self.Rmax = 0  # R.max(), the width every member's products run over
+        self.c = np.zeros(B)
         self.V = xp.zeros((B, 0, d), dtype)
         self.C = xp.zeros((B, 0, 0), cdtype)
         self.H = xp.zeros((B, 0, 0), cdtype)
         self.bV = xp.zeros((B, 0), cdtype)
-        self.t = xp.zeros((B, 0), cdtype)
-        self.bperp = xp.zeros((B, d), cdtype)
-        self.members = xp.arange(B)
+        self.tperp = xp.zeros((B, d), cdtype)  # theta_perp = b_perp / c
+        self._pp = xp.zeros((B, 0), cdtype)  # scratch: a coordinate row padded to the capacity
+        self.set_ridge(np.arange(B), np.broadcast_to(np.asarray(c, dtype=np.float64), (B,)))
         self.ensure(rows, basis)
 
     # -- storage -----------------------------------------------------------------------------------
@@ -206,52 +220,61 @@ class SketchCore:
         C = xp.zeros((B, rows, basis), self.cdtype)
         H = xp.zeros((B, basis, basis), self.cdtype)
         bV = xp.zeros((B, basis), self.cdtype)
-        t = xp.zeros((B, basis), self.cdtype)
-        V[:, :r0], C[:, :n0, :r0], H[:, :r0, :r0], bV[:, :r0], t[:, :r0] = self.V, self.C, self.H, self.bV, self.t
-        self.V, self.C, self.H, self.bV, self.t = V, C, H, bV, t
+        V[:, :r0], C[:, :n0, :r0], H[:, :r0, :r0], bV[:, :r0] = self.V, self.C, self.H, self.bV
+        self.V, self.C, self.H, self.bV = V, C, H, bV
+        self._pp = xp.zeros((B, basis), self.cdtype)
 
     def held_bytes(self) -> int:
-        xp = self.xp
-        arrays = (self.V, self.C, self.H, self.bV, self.t, self.bperp)
-        return int(sum(a.nbytes for a in arrays) if xp.is_numpy else sum(a.element_size() * a.nelement() for a in arrays))
+        arrays = (self.V, self.C, self.H, self.bV, self.tperp)
+        if self.xp.is_numpy:
+            return int(sum(a.nbytes for a in arrays))
+        return int(sum(a.element_size() * a.nelement() for a in arrays))
 
     @staticmethod
     def layout_bytes(d: int, rows, basis, work_bytes: int, core_bytes: int):
         """Bytes one member holds with capacities ``rows`` x ``basis``: the basis (``basis x d``, working
-        dtype); in the core dtype its coordinates (``rows x basis``), ``H`` (``basis^2``), ``bV`` and ``t``
-        (``2 basis``) and ``b_perp`` (``d``). Accepts numpy int arrays."""
-        return work_bytes * basis * d + core_bytes * (rows * basis + basis * basis + 2 * basis + d)
+        dtype); in the core dtype its coordinates (``rows x basis``), ``H`` (``basis^2``), ``bV``
+        (``basis``) and ``theta_perp`` (``d``). Accepts numpy int arrays."""
+        return work_bytes * basis * d + core_bytes * (rows * basis + basis * basis + basis + d)
 
     def set_ridge(self, idx: np.ndarray, c: np.ndarray) -> None:
-        """New ridges ``c`` for the members ``idx`` (the caller refactors their ``H`` next)."""
+        """New ridges ``c`` for the members ``idx``: ``theta_perp = b_perp / c`` follows; the caller
+        refactors their ``H`` next (:meth:`refactor`)."""
+        old = self.c[idx].copy()
         self.c[idx] = c
-        self.c_arr = self.xp.asarray(self.c, self.cdtype)
+        xp = self.xp
+        self.c_arr = xp.asarray(self.c, self.cdtype)
+        self.inv_c = xp.asarray(1.0 / self.c, self.cdtype)[:, None]
+        if (old > 0).all():
+            self.tperp[self._sel(idx)] = self.tperp[self._sel(idx)] * xp.asarray(old / self.c[idx], self.cdtype)[:, None]
+
+    def _set_R(self, R: np.ndarray) -> None:
+        self.R = R
+        self.Rmax = max(R.tolist())
 
     # -- reading the state -------------------------------------------------------------------------
+    def _basis_c(self):
+        """The basis over every member's width, in the core dtype."""
+        return self.xp.astype(self.V[:, :self.Rmax], self.cdtype)
+
     def b(self):
         """``b = b_perp + V^T bV`` ``(B, d)``, core dtype."""
-        Rw = int(self.R.max())
-        if Rw == 0:
-            return self.xp.copy(self.bperp)
-        return self.bperp + (self.bV[:, None, :Rw] @ self.xp.astype(self.V[:, :Rw], self.cdtype))[:, 0]
+        return self.tperp * self.c_arr[:, None] + (self.bV[:, None, :self.Rmax] @ self._basis_c())[:, 0]
 
     def theta(self):
-        """``A_hat^-1 b = b_perp / c + V^T t`` ``(B, d)``, core dtype."""
-        out = self.bperp / self.c_arr[:, None]
-        Rw = int(self.R.max())
-        if Rw:
-            out = out + (self.t[:, None, :Rw] @ self.xp.astype(self.V[:, :Rw], self.cdtype))[:, 0]
-        return out
+        """``A_hat^-1 b = theta_perp + V^T H bV`` ``(B, d)``, core dtype."""
+        Rw = self.Rmax
+        t = (self.H[:, :Rw, :Rw] @ self.bV[:, :Rw, None])[:, :, 0]
+        return self.tperp + (t[:, None, :] @ self._basis_c())[:, 0]
 
     def gram(self):
         """``M = C^T C`` ``(B, Rw, Rw)`` over the rows held (core dtype)."""
-        Rw, Nw = int(self.R.max()), int(self.N.max())
-        Cw = self.C[:, :Nw, :Rw]
+        Cw = self.C[:, :int(self.N.max()), :self.Rmax]
         return Cw.mT @ Cw
 
     def logdet(self) -> np.ndarray:
         """``log det(M + c I) - R log c = -log det(H) - R log c`` per member (host float64; O(R^3))."""
-        Rw = int(self.R.max())
+        Rw = self.Rmax
         real = np.arange(Rw)[None, :] < self.R[:, None]
         Hw = self.H[:, :Rw, :Rw] + self.xp.cast_like(~real, self.H)[:, :, None] * self.xp.eye(Rw, self.cdtype)
         return -self.xp.logdet(Hw) - self.R * np.log(self.c)
@@ -263,8 +286,7 @@ class SketchCore:
 
     def covariance(self):
         """``S^T S = V^T M V`` ``(B, d, d)`` in the core dtype."""
-        Rw = int(self.R.max())
-        Vc = self.xp.astype(self.V[:, :Rw], self.cdtype)
+        Vc = self._basis_c()
         return Vc.mT @ self.gram() @ Vc
 
     def rows(self, i: int):
@@ -275,12 +297,14 @@ class SketchCore:
     # -- score and solve ---------------------------------------------------------------------------
     def project(self, arms):
         """``P = arms V^T`` ``(B, K, Rw)`` in the core dtype: the only ``K d R`` product of a round."""
-        Rw = int(self.R.max())
-        return self.xp.astype(arms @ self.V[:, :Rw].mT, self.cdtype)
+        return self.xp.astype(arms @ self.V[:, :self.Rmax].mT, self.cdtype)
 
     def score(self, arms, arms_c, sq, P, rel: float = 2.0 ** -10):
         """``(x^T theta_hat, x^T A_hat^-1 x)`` ``(B, K)`` (core dtype) for the arms ``(B, K, d)`` (working
-        dtype; ``arms_c`` the same in the core dtype, ``sq`` their ``||x||^2``, ``P`` from :meth:`project`).
+        dtype; ``arms_c`` the same in the core dtype, ``sq`` their ``||x||^2``, ``P`` from :meth:`project`):
+
+            x^T theta_hat    = x . theta_perp + p^T H bV,
+            x^T A_hat^-1 x   = ||x - V^T p||^2 / c + p^T H p,          p = V x.
 
         The residual ``||x - V^T p||^2`` is taken as ``||x||^2 - ||p||^2`` except where the rounding of
         that difference, ``2 sqrt(R d) eps_work ||x||^2`` (``p`` comes from ``R`` dot products of length
@@ -288,41 +312,41 @@ class SketchCore:
         arms' residuals are formed explicitly (one more ``K d R`` product, only in such rounds). A
         member whose basis spans ``R^d`` has no residual."""
         xp = self.xp
-        c = self.c_arr[:, None]
         Rw = P.shape[-1]
-        mean = (arms_c @ (self.bperp / self.c_arr[:, None])[:, :, None])[:, :, 0]
+        mean = xp.matvec(arms_c, self.tperp)
         if Rw == 0:
-            return mean, sq / c
-        core = xp.vecdot(P @ self.H[:, :Rw, :Rw], P)
-        mean = mean + (P @ self.t[:, :Rw, None])[:, :, 0]
-        res = sq - xp.vecdot(P, P)
-        open_ = self.R < self.d
-        slack = 2.0 * math.sqrt(Rw * self.d) * self.eps_w / rel
-        cancels = slack * sq > res + c * core
-        if not open_.all():
-            cancels = cancels & (xp.asarray(open_, self.cdtype)[:, None] > 0)
-            res = res * xp.asarray(open_, self.cdtype)[:, None]
-        if xp.any(cancels):
+            return mean, sq * self.inv_c
+        PH = P @ self.H[:, :Rw, :Rw]
+        mean += xp.matvec(PH, self.bV[:, :Rw])
+        quad = (sq - xp.vecdot(P, P)) * self.inv_c
+        if self.Rmax >= self.d:  # members whose basis spans R^d have no residual
+            quad *= xp.cast_like(self.R < self.d, quad)[:, None]
+        quad += xp.vecdot(PH, P)
+        # the rounding of the residual against rel of the width: (2 sqrt(R d) eps / rel) ||x||^2 / c > quad
+        cancels = sq * ((2.0 * math.sqrt(Rw * self.d) * self.eps_w / rel) * self.inv_c) > quad
+        if cancels.any():
+            if self.Rmax >= self.d:
+                cancels &= xp.cast_like(self.R < self.d, quad)[:, None] > 0
             E = arms - xp.astype(P, self.dtype) @ self.V[:, :Rw]
-            res = xp.where(cancels, xp.norm_sq(E, self.cdtype), res)
-        return mean, xp.maximum(res, 0.0) / c + core
+            quad = xp.where(cancels, xp.norm_sq(E, self.cdtype) * self.inv_c + xp.vecdot(PH, P), quad)
+        return mean, quad
 
     def solve(self, v):
         """``A_hat^-1 v = (v - V^T V v) / c + V^T H V v`` for ``v`` ``(B, d)`` (core dtype)."""
         xp = self.xp
-        Rw = int(self.R.max())
+        Rw = self.Rmax
         if Rw == 0:
-            return v / self.c_arr[:, None]
-        Vc = xp.astype(self.V[:, :Rw], self.cdtype)
+            return v * self.inv_c
+        Vc = self._basis_c()
         pv = (Vc @ v[:, :, None])[:, :, 0]
-        perp = (v - (pv[:, None, :] @ Vc)[:, 0]) * xp.asarray(self.R < self.d, self.cdtype)[:, None]
-        return perp / self.c_arr[:, None] + ((self.H[:, :Rw, :Rw] @ pv[:, :, None]).mT @ Vc)[:, 0]
+        perp = (v - (pv[:, None, :] @ Vc)[:, 0]) * xp.cast_like(self.R < self.d, v)[:, None]
+        return perp * self.inv_c + ((self.H[:, :Rw, :Rw] @ pv[:, :, None]).mT @ Vc)[:, 0]
 
     # -- the row append ----------------------------------------------------------------------------
-    def expand(self, X, xx, p=None) -> Expansion:
-        """The rows ``X`` ``(B, d)`` (working dtype; ``xx = ||x||^2`` ``(B,)`` core) in the basis extended by
-        their residual directions; ``p = V x`` ``(B, Rw)`` when the caller has it (the played arm's row
-        of the scoring's ``P``). Changes nothing.
+    def expand(self, X, xx, xx_h: np.ndarray, p=None) -> Expansion:
+        """The rows ``X`` ``(B, d)`` (working dtype; ``xx = ||x||^2`` ``(B,)`` core, ``xx_h`` on the host) in
+        the basis extended by their residual directions; ``p = V x`` ``(B, Rw)`` when the caller has it
+        (the played arm's row of the scoring's ``P``). Changes nothing.
 
         Classical Gram-Schmidt against the basis; a second pass where the first kept less than half
         the squared norm; a new direction where the last pass kept at least half of what it was
@@ -331,172 +355,155 @@ class SketchCore:
         ``x`` in the span, ``8 sqrt((R + 1) d) eps ||x||`` (``R`` dot products of length ``d`` to form
         ``p``, ``R`` terms in each entry of ``V^T p``), and there is room (``R < basis capacity``)."""
         xp = self.xp
-        Rw = int(self.R.max())
+        Rw = self.Rmax
+        norms = np.maximum(xx_h, np.finfo(np.float64).tiny)
         if Rw == 0:
             p = xp.zeros((self.B, 0), self.cdtype)
             e, nu2 = X, xx
-            accept = np.ones(self.B, dtype=bool)
-            ratio = (xp.host(xx) > 0.0).astype(np.float64)  # all of a nonzero row is new
+            ratio = (xx_h > 0.0).astype(np.float64)  # all of a nonzero row is new
         else:
             Vw = self.V[:, :Rw]
             if p is None:
                 p = xp.astype((Vw @ X[:, :, None])[:, :, 0], self.cdtype)
             e = X - (xp.astype(p, self.dtype)[:, None, :] @ Vw)[:, 0]
             nu2 = xp.norm_sq(e, self.cdtype)
-            ratio = xp.host(nu2) / np.maximum(xp.host(xx), np.finfo(np.float64).tiny)
+            ratio = xp.host(nu2) / norms
             again = ratio < 0.5
-            accept = ~again
             if np.count_nonzero(again):
                 w = xp.cast_like(again, p)
                 c2 = (Vw @ e[:, :, None])[:, :, 0] * xp.astype(w, self.dtype)[:, None]
                 e = e - (c2[:, None, :] @ Vw)[:, 0]
                 p = p + xp.astype(c2, self.cdtype)
-                nu2b = xp.norm_sq(e, self.cdtype)
-                ratio2 = xp.host(nu2b) / np.maximum(xp.host(xx), np.finfo(np.float64).tiny)
-                accept = accept | (ratio2 >= 0.5 * ratio)
-                ratio = np.where(again, ratio2, ratio)
-                nu2 = nu2b
-        new = accept & (ratio > 64.0 * (self.R + 1) * self.d * self.eps_w ** 2) & (self.R < self.basis_cap)
+                nu2 = xp.norm_sq(e, self.cdtype)
+                ratio2 = xp.host(nu2) / norms
+                ratio = np.where(again & (ratio2 < 0.5 * ratio), 0.0, np.where(again, ratio2, ratio))
+        new = ratio > 64.0 * (Rw + 1) * self.d * self.eps_w ** 2
+        if Rw >= self.basis_cap - 1:
+            new &= self.R < self.basis_cap
         if np.count_nonzero(new) == self.B:
             nu = xp.sqrt(nu2)
-            return Expansion(p, nu, e * xp.astype(1.0 / nu, self.dtype)[:, None], xp.astype(e, self.cdtype), new, xx)
+            return Expansion(p, nu, e / xp.astype(nu, self.dtype)[:, None], new, xx)
         w = xp.cast_like(new, nu2)
         nu = xp.sqrt(nu2) * w
-        inv = w / (nu + (1.0 - w))
-        return Expansion(p, nu, e * xp.astype(inv, self.dtype)[:, None], xp.astype(e, self.cdtype) * w[:, None], new, xx)
+        return Expansion(p, nu, e * xp.astype(w / (nu + (1.0 - w)), self.dtype)[:, None], new, xx)
 
     def append(self, ex: Expansion, r, live: np.ndarray | None = None, fold: bool = True) -> None:
         """Commit the expanded rows ``ex`` with responses ``r`` (a float, or core ``(B,)``) to the members
         where ``live`` (host bools; all when None): the new basis vectors and coordinate rows, ``b``
-        and (``fold``) ``H`` and ``t`` by the bordered Sherman-Morrison step of the module docstring;
-        a member whose step would amplify rounding by more than ``1 / sqrt(eps_core)`` (``1 + q``
-        large: the row carries far more mass in a direction than the sketch holds there) is
-        refactored from ``C`` instead (:meth:`refactor`). ``fold=False`` leaves ``H`` and ``t`` stale for
-        a caller that refactors next (a shrink)."""
+        and (``fold``) ``H`` by the bordered Sherman-Morrison step of the module docstring; a member
+        whose step amplified rounding by more than :data:`AMPLIFICATION_LIMIT` (``1 + q`` large: the row
+        carries far more mass in a direction than the sketch held there) is refactored from ``C``
+        instead (:meth:`refactor`). ``fold=False`` leaves ``H`` stale for a caller that refactors next
+        (a shrink)."""
         xp = self.xp
         new, p, nu = ex.new, ex.p, ex.nu
-        everyone = live is None or np.count_nonzero(live) == self.B
-        if not everyone:
+        if live is not None:
             new = new & live
             w = xp.cast_like(live, p)
             p, nu = p * w[:, None], nu * w
             r = r * w
         Rw = p.shape[1]
         R, N = self.R, self.N
-        # the slots the rows and the new basis vectors go to: one shared slot, or one per member
-        shared = everyone and _same(R) and _same(N)
-        rc = r if isinstance(r, float) else r[:, None]
+        fresh = np.count_nonzero(new)
+        # one slot for every member's row and new vector, or one each
+        shared = live is None and _same(R) and _same(N) and fresh in (0, self.B)
         if shared:
             n0, r0 = int(N[0]), int(R[0])
             self.C[:, n0, :Rw] = p
         else:
-            idx = np.flatnonzero(live) if not everyone else np.arange(self.B)
-            self.C[xp.index(idx), xp.index(N[idx]), :Rw] = p[xp.index(idx)]
-        fresh = np.count_nonzero(new)
+            idx = np.arange(self.B) if live is None else np.flatnonzero(live)
+            ii = xp.index(idx)
+            self.C[ii, xp.index(N[idx]), :Rw] = p[ii]
         if fresh:
-            vc = xp.astype(ex.v, self.cdtype)
-            if shared and fresh == self.B:
-                self.V[:, r0] = ex.v
+            v = ex.v
+            vc = xp.astype(v, self.cdtype)
+            # b_perp's share of v moves to bV: theta_perp loses (v . theta_perp) v, bV[R] = c (v . theta_perp) + r nu
+            beta = xp.vecdot(vc, self.tperp)
+            self.tperp -= beta[:, None] * vc
+            slot_b = beta * self.c_arr + r * nu
+            if shared:
+                self.V[:, r0] = v
                 self.C[:, n0, r0] = nu
+                self.bV[:, r0] = slot_b
             else:
                 wi, ri = xp.index(np.flatnonzero(new)), xp.index(R[new])
-                self.V[wi, ri] = ex.v[wi]
+                self.V[wi, ri] = v[wi]
                 self.C[wi, xp.index(N[new]), ri] = nu[wi]
-        # b = b_perp + V^T bV gains r x = r (V^T p + nu v): r p on the old coordinates and, with the new
-        # direction v, r nu on its own plus b_perp's share of v (moved out of b_perp: no r e is ever
-        # added to b_perp and taken out again, a difference of numbers of size |r x| that would leave
-        # eps |r x| there, amplified by |x| / c in the mean)
-        self.bV[:, :Rw] += rc * p
-        if fresh:
-            beta = xp.vecdot(vc, self.bperp)
-            self.bperp -= beta[:, None] * vc
-            self._put(self.bV, beta + (r if isinstance(r, float) else r) * nu, new, R, shared)
-        if fold:
-            stale = self._fold(p, nu, new, R, shared and fresh == self.B)
-        self.R = R + new
-        self.N = N + (1 if everyone else live)
-        if fresh:
+                self.bV[wi, ri] = slot_b[wi]
+        self.bV[:, :Rw] += (r if isinstance(r, float) else r[:, None]) * p
+        stale = self._fold(p, nu, new, R, shared) if fold else _EMPTY
+        self._set_R(R + new)
+        self.N = N + (1 if live is None else live)
+        if fresh and self.Rmax >= self.d:
             self._no_perp_once_spanning(np.flatnonzero(new & (self.R >= self.d)))
-        if fold:
-            self.t[...] = (self.H @ self.bV[:, :, None])[:, :, 0]
-            if stale.size:
-                self.refactor(stale)
+        if stale.size:
+            self.refactor(stale)
 
     def _no_perp_once_spanning(self, idx: np.ndarray) -> None:
-        """``b_perp = 0`` for the members ``idx`` whose basis spans ``R^d``: nothing lies outside it, and what
-        rounding left there would reach the mean as ``x^T b_perp / c``, amplified by ``|x| / c``."""
+        """``theta_perp = 0`` for the members ``idx`` whose basis spans ``R^d``: nothing lies outside it, and
+        what rounding left there would reach the mean as ``x . theta_perp``."""
         if idx.size:
-            self.bperp[self.xp.index(idx)] = 0.0
-
-    def _put(self, arr, values, new: np.ndarray, R: np.ndarray, shared: bool) -> None:
-        """``arr[i, R_i] = values[i]`` where ``new``."""
-        if shared and np.count_nonzero(new) == self.B:
-            arr[:, int(R[0])] = values
-            return
-        xp = self.xp
-        wi = xp.index(np.flatnonzero(new))
-        arr[wi, xp.index(R[new])] = values[wi]
+            self.tperp[self.xp.index(idx)] = 0.0
 
     def _fold(self, p, nu, new: np.ndarray, R: np.ndarray, shared: bool) -> np.ndarray:
         """``H <- ([[M, 0], [0, 0]] + [p, nu] [p, nu]^T + c I)^-1`` (bordered where ``new``, at slot ``R_i``);
-        returns the members whose step amplified rounding past ``1 / sqrt(eps_core)``."""
+        returns the members whose step amplified rounding past :data:`AMPLIFICATION_LIMIT`. ``H`` is updated
+        whole (its padding is zero, and so stays): one BLAS rank-1 update per member."""
         xp = self.xp
-        Rw = p.shape[1]
-        pp = xp.zeros((self.B, self.basis_cap), self.cdtype)  # H is updated whole (zero padding): BLAS rank-1
-        pp[:, :Rw] = p
-        h = (self.H @ pp[:, :, None])[:, :, 0]
-        q = xp.vecdot(pp, h)
-        c = self.c_arr
-        den = c * (1.0 + q) + nu * nu
-        xp.rank1_update_(self.H, h, -c / den)
+        pp = self._pp
+        pp[:, :p.shape[1]] = p  # (entries past it are stale but meet H's zero rows and columns)
+        h = xp.matvec(self.H, pp)
+        q1 = 1.0 + xp.vecdot(pp, h)
+        den = self.c_arr * q1 + nu * nu
+        xp.rank1_update_(self.H, h, -self.c_arr / den)
         if np.count_nonzero(new):
             col = h * (-nu / den)[:, None]
-            diag = (1.0 + q) / den
             if shared:
                 r0 = int(R[0])
                 self.H[:, r0] = col
                 self.H[:, :, r0] = col
-                self.H[:, r0, r0] = diag
+                self.H[:, r0, r0] = q1 / den
             else:
                 wi, ri = xp.index(np.flatnonzero(new)), xp.index(R[new])
                 self.H[wi, ri] = col[wi]
                 self.H[wi, :, ri] = col[wi]
-                self.H[wi, ri, ri] = diag[wi]
-        return np.flatnonzero(xp.host(q) > 1.0 / math.sqrt(self.eps_c))
+                self.H[wi, ri, ri] = (q1 / den)[wi]
+        over = xp.host(q1) > AMPLIFICATION_LIMIT
+        return np.flatnonzero(over) if np.count_nonzero(over) else _EMPTY
 
     # -- factorizations ----------------------------------------------------------------------------
     def refactor(self, idx: np.ndarray | None = None) -> None:
-        """``H = (C^T C + c I)^-1``, ``t = H bV`` and the log-determinant of the members ``idx`` (all
-        when None) from their coordinates, by Cholesky (identity on the padding)."""
+        """``H = (C^T C + c I)^-1`` of the members ``idx`` (all when None) from their coordinates, by
+        Cholesky (identity on the padding, then zeroed)."""
         xp = self.xp
         idx = np.arange(self.B) if idx is None else np.asarray(idx)
         if idx.size == 0:
             return
         Rw, Nw = int(self.R[idx].max()), int(self.N[idx].max())
-        full = idx.size == self.B
-        ii = None if full else xp.index(idx)
-        C = self.C[:, :Nw, :Rw] if full else self.C[ii, :Nw, :Rw]
-        c = self.c_arr if full else self.c_arr[ii]
-        real = xp.asarray((np.arange(Rw)[None, :] < self.R[idx][:, None]), self.cdtype)  # (n, Rw)
+        ii = self._sel(idx)
+        C = self.C[ii, :Nw, :Rw]
+        real = xp.cast_like((np.arange(Rw)[None, :] < self.R[idx][:, None]), C)  # (n, Rw)
+        c = self.c_arr[ii]
         A = C.mT @ C + (c[:, None] * real + (1.0 - real))[:, :, None] * xp.eye(Rw, self.cdtype)
-        H = xp.inv_spd(A) * (real[:, :, None] * real[:, None, :])
-        bV = self.bV[:, :Rw] if full else self.bV[ii, :Rw]
-        t = (H @ bV[:, :, None])[:, :, 0]
-        if full:
-            self.H[:, :Rw, :Rw], self.t[:, :Rw] = H, t
-        else:
-            self.H[ii, :Rw, :Rw], self.t[ii, :Rw] = H, t
+        self.H[ii] = 0.0
+        self.H[ii, :Rw, :Rw] = xp.inv_spd(A) * (real[:, :, None] * real[:, None, :])
 
     # -- the Frequent Directions shrink of a range of rows -----------------------------------------
     def _range(self, idx: np.ndarray, start: np.ndarray, nr: int, Rw: int):
         """Rows ``[start_i, start_i + nr)`` of the members ``idx``: ``(n, nr, Rw)`` coordinates."""
         xp = self.xp
-        ii = xp.index(idx)
-        if (start == start[0]).all():
+        ii = self._sel(idx)
+        if _same(start):
             s0 = int(start[0])
             return self.C[ii, s0:s0 + nr, :Rw]
         rows = xp.index(start[:, None] + np.arange(nr)[None, :])
         return self.C[ii[:, None], rows, :Rw]
+
+    def _sel(self, idx: np.ndarray):
+        """The members ``idx`` as an index: a plain slice when they are all members in order (views, no
+        copies), else the backend's index array."""
+        return slice(None) if idx.size == self.B and (idx.size == 1 or bool((np.diff(idx) == 1).all())) \
+            else self.xp.index(idx)
 
     def _place(self, dst, idx: np.ndarray, offset: np.ndarray, src, count: np.ndarray) -> None:
         """``dst[idx_i, offset_i + j, :w] = src[i, j]`` for ``j < count_i`` (rows along axis 1; ``w`` the
@@ -504,6 +511,15 @@ class SketchCore:
         xp = self.xp
         count = np.asarray(count, dtype=np.int64)
         if count.sum() == 0:
+            return
+        offset = np.asarray(offset)
+        if _same(offset) and _same(count):  # one block for every member: basic slicing
+            o, c = int(offset[0]), int(count[0])
+            sel = self._sel(idx)
+            if src.ndim == 3:
+                dst[sel, o:o + c, :src.shape[2]] = src[:, :c]
+            else:
+                dst[sel, o:o + c] = src[:, :c]
             return
         which = np.repeat(np.arange(idx.size), count)
         j = np.arange(which.size) - np.repeat(np.cumsum(count) - count, count)
@@ -519,8 +535,12 @@ class SketchCore:
         xp = self.xp
         if width == 0:
             return
+        keep_below = np.asarray(keep_below)
+        if _same(keep_below):
+            a[self._sel(idx), int(keep_below[0]):width] = 0.0
+            return
         ii = xp.index(idx)
-        m = xp.cast_like(np.arange(width)[None, :] < np.asarray(keep_below)[:, None], a)
+        m = xp.cast_like(np.arange(width)[None, :] < keep_below[:, None], a)
         shape = (idx.size, width) + (1,) * (a.ndim - 2)
         a[ii, :width] = a[ii, :width] * m.reshape(shape)
 
@@ -559,11 +579,11 @@ class SketchCore:
         ``diag(sqrt(s_i^2 - delta)) W_k^T`` in the old basis. The basis
         keeps the old frozen vectors and an orthonormal basis ``Q`` of the new rows' part beyond them,
         rotated into ``d`` dimensions as ``Q V`` (``W_k`` itself when nothing is frozen, since ``W``'s rows
-        are orthonormal). ``bV``'s share of the dropped directions moves to ``b_perp``. ``H`` and ``t`` are left
-        zero: the caller refactors them (:meth:`refactor`), after raising the ridge for RFD."""
+        are orthonormal). ``bV``'s share of the dropped directions moves to ``b_perp``. ``H`` is left zero: the
+        caller refactors it (:meth:`refactor`), after raising the ridge for RFD."""
         xp = self.xp
         n = idx.size
-        ii = xp.index(idx)
+        ii = self._sel(idx)
         nr = int(self.N[idx[0]] - start[0])
         Rw = int(self.R[idx].max())
         Rf = np.asarray(Rf, dtype=np.int64)
@@ -595,7 +615,7 @@ class SketchCore:
         qb = (Q @ bVold[:, :, None])[:, :, 0]  # bV's coordinates on Q
         frozen = xp.asarray(np.arange(Rw)[None, :] < Rf[:, None], self.cdtype)
         lost = bVold * (1.0 - frozen) - (qb[:, None, :] @ Q)[:, 0]  # bV's part in dropped directions
-        self.bperp[ii] = self.bperp[ii] + (lost[:, None, :] @ xp.astype(Vold, self.cdtype))[:, 0]
+        self.tperp[ii] = self.tperp[ii] + (lost[:, None, :] @ xp.astype(Vold, self.cdtype))[:, 0] * self.inv_c[ii]
         coords_new = Y @ Q.mT  # (n, k, kq): the new rows on Q
         coords_frozen = Y * frozen[:, None, :]  # (n, k, Rw): on the frozen vectors (0 without)
         # write back: basis [frozen | Q V], the range's rows, bV
@@ -609,15 +629,16 @@ class SketchCore:
         self._place(shifted, np.arange(n), Rf, coords_new.mT, nq)
         self._place(self.C, idx, start, coords_frozen + shifted.mT, kept)
         self.N[idx] = start + kept
-        self.R[idx] = Rf + nq
-        # b_perp keeps b's part outside the new span only: what rounding left inside it moves to bV
+        R = self.R.copy()
+        R[idx] = Rf + nq
+        self._set_R(R)
+        # theta_perp keeps b's part outside the new span only: what rounding left inside it moves to bV
         Vn = xp.astype(self.V[ii, :Rw], self.cdtype)
-        inside = (Vn @ self.bperp[ii][:, :, None])[:, :, 0]
-        self.bperp[ii] = self.bperp[ii] - (inside[:, None, :] @ Vn)[:, 0]
-        self.bV[ii, :Rw] = self.bV[ii, :Rw] + inside
+        inside = (Vn @ self.tperp[ii][:, :, None])[:, :, 0]
+        self.tperp[ii] = self.tperp[ii] - (inside[:, None, :] @ Vn)[:, 0]
+        self.bV[ii, :Rw] = self.bV[ii, :Rw] + inside * self.c_arr[ii][:, None]
         self._no_perp_once_spanning(idx[self.R[idx] >= self.d])
         self.H[ii] = 0.0  # stale past the new basis; the caller refactors (with a new ridge, for RFD)
-        self.t[ii] = 0.0
         return plan
 
     def compress(self, idx: np.ndarray, start: np.ndarray) -> None:

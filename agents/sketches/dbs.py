@@ -497,7 +497,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             close = need & self.sentinel & (self.act_rows > 0) & (self.act_rows < self.l_act)  # App. B.1's sentinel
             look = need & ~close
             if look.any():
-                ex = self.core.expand(X, xx, p)
+                ex = self.core.expand(X, xx, xx_h, p)
                 close[look] = self._shrinkage_if_added(np.flatnonzero(look), ex, xx_h) > 0.0
             switch = np.zeros(self.batch_size, dtype=bool)
             closing = np.flatnonzero(close)
@@ -506,7 +506,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             insert = insert | (need & ~switch)
         if np.count_nonzero(insert):
             if ex is None:
-                ex = self.core.expand(X, xx, p)
+                ex = self.core.expand(X, xx, xx_h, p)
             self._insert_active(insert, ex, rr, xx_h)
         exact_rows = np.flatnonzero(self.exact)
         if exact_rows.size:
@@ -629,8 +629,10 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.exact[idx] = True
         # the members' sketch state is dropped (zeroed; freed with the core once nobody is sketched)
         core.N[idx] = 0
-        core.R[idx] = 0
-        for arr in (core.V, core.C, core.H, core.bV, core.t, core.bperp):
+        R = core.R.copy()
+        R[idx] = 0
+        core._set_R(R)
+        for arr in (core.V, core.C, core.H, core.bV, core.tperp):
             arr[ii] = 0.0
         self.rows_in[idx] = 0
         self.frozen_basis[idx] = 0

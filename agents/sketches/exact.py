@@ -67,7 +67,7 @@ def guarded_sherman_morrison_(est: "ExactCovariance", Ax, raw, floor, X) -> None
         Ax = (est.A_inv @ X[:, :, None])[:, :, 0]
         raw = xp.astype(xp.vecdot(Ax, X), est.cdtype)
     q = xp.maximum(raw, floor)
-    est.xp.rank1_update_(est.A_inv, Ax, xp.host(-1.0 / (1.0 + q)))
+    xp.rank1_update_(est.A_inv, Ax, xp.astype(-1.0 / (1.0 + q), est.dtype))
 
 
 class ExactCovariance(CovarianceEstimator):
@@ -146,7 +146,7 @@ class ExactCovariance(CovarianceEstimator):
         floor = xx / xp.asarray(self._reg_host() + self.trace, self.cdtype)
         guarded_sherman_morrison_(self, Ax, raw, floor, X)
         if self.gram is not None:
-            xp.rank1_update_(self.gram, X, np.ones(self.batch_size))
+            xp.rank1_update_(self.gram, X, xp.asarray(np.ones(self.batch_size), self.dtype))
         Xc = xp.astype(X, self.cdtype)
         self._b += (r if isinstance(r, float) else xp.asarray(r, self.cdtype)[:, None]) * Xc
         self.trace += xx_h

@@ -246,23 +246,27 @@ class FrequentDirections(CovarianceEstimator):
         p = None
         if self._fresh(terms, actions):
             xx = self._pick(terms.sq, actions)
-            xx_h = xp.host(xx).astype(np.float64)
+            xx_h = xp.host(xx)
             p = self._pick(terms.proj, actions)
         else:
             xx, xx_h = self._row_norms(X)
         live = xx_h > 0.0  # a zero row adds nothing to X^T X nor to b: skipped
         self.trace += xx_h
-        if live.any():
-            crowded = live & (core.N >= core.rows_cap)
-            if crowded.any():  # more rows than a basis can use: their QR factor stands for them
-                core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
-            ex = core.expand(X, xx, p)
-            fills = live & ((self._m + 1 >= self._caps) | (not self.fast))
+        n_live = np.count_nonzero(live)
+        if n_live:
+            if core.rows_cap < self._caps.max():  # a basis of d vectors: rows past d + 1 are redundant
+                crowded = live & (core.N >= core.rows_cap)
+                if crowded.any():  # their QR factor stands for them (the same S^T S, fewer rows)
+                    core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
+            ex = core.expand(X, xx, xx_h, p)
+            fills = self._m + 1 >= self._caps if self.fast else live  # FD's buffer fills: a shrink follows
+            n_fill = np.count_nonzero(fills & live)
             rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
-            core.append(ex, rc, live=live, fold=not fills[live].all())
+            everyone = n_live == self.batch_size
+            core.append(ex, rc, live=None if everyone else live, fold=n_fill < n_live)
             self._m += live
-            if fills.any():
-                self._reduce(np.flatnonzero(fills))
+            if n_fill:
+                self._reduce(np.flatnonzero(fills & live))
         self.n_rows += 1
 
     def _reduce(self, idx: np.ndarray) -> None:
@@ -296,7 +300,8 @@ class FrequentDirections(CovarianceEstimator):
         ex = None
         if x is not None:
             X = xp.asarray(x, self.dtype)[None]
-            ex = core.expand(X, xp.norm_sq(X, self.cdtype))
+            xx = xp.norm_sq(X, self.cdtype)
+            ex = core.expand(X, xx, xp.host(xx))
         lam, noise = core.range_eigvals(zero, zero, ex)
         return float(xp.host(fd_shrink(xp, lam, int(self._ls[0]), noise).delta).reshape(-1)[0])
 
