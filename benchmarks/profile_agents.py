@@ -1,30 +1,31 @@
 """Per-round cost of OFUL, SOFUL, CBSCFD and DBSLinUCB against their numpy twins, with a profile.
 
-The four torch agents and the plain numpy versions of the same algorithms (NumpyOFUL of
+The four agents (at B = 1 on the CPU they run on the numpy backend, ``agents.sketches.backend``)
+and the plain numpy versions of the same algorithms (NumpyOFUL of
 bench_oful.py, numpy_fd.py, numpy_dbs.py) play the same pre-drawn stream (K unit-norm Gaussian
 arms a round, reward x^T theta* + noise of the chosen arm); ms/round is act + update, best of
---repeats interleaved runs (torch, numpy, torch, ...), BLAS pinned to --threads on both sides,
+--repeats interleaved runs (ours, numpy, ours, ...), BLAS pinned to --threads on both sides,
 and "same" says whether both chose the same arm every round. ``--stat round`` takes each
 round's fastest repeat instead (on a loaded machine a run is preempted for milliseconds at a
-time; the per-round minimum drops those rounds' waits, for both sides alike). With --profile, one extra torch run
+time; the per-round minimum drops those rounds' waits, for both sides alike). With --profile, one extra run
 of each agent is profiled by cProfile and the functions with the largest own time are printed
-(where the fixed per-call overhead of small torch ops shows up).
+(where the fixed per-call overhead of small array operations shows up).
 
     python benchmarks/profile_agents.py --quick                  # d = 784, K in {10, 100}, l = 50
     python benchmarks/profile_agents.py --profile --agents SOFUL --arms 10
     python benchmarks/profile_agents.py --count-ops --arms 10    # + torch (aten) calls per round
 
-``--count-ops`` counts the aten operations dispatched per round (views included) in one extra
-run: a load-independent measure of the fixed per-call overhead, which at d = 784, K = 10 costs
-about as much as the arithmetic (the one big product, ``K d m`` multiply-adds with the
-``m <= 2l`` sketch rows, or ``K d^2`` for OFUL's inverse).
+``--count-ops`` counts the torch (aten) operations dispatched per round (views included) in one
+extra run: a load-independent measure of the fixed per-call overhead on the torch backend (0 on
+the numpy backend, which B = 1 on the CPU uses).
 
-``--floor`` says how far each agent is from that floor: one extra run records the rows ``m`` the
-product reads every round (``d`` for OFUL and for DBSLinUCB once exact), then the same products
-alone (same shapes, same call: numpy ``(S arms^T)^T`` for the sketches' host path, ``torch.bmm``
-for OFUL's ``arms A^-1``) are timed over those rounds, best of --repeats. Printed per agent:
-mean ``m``, MFLOP and KiB read of one product (``2 K d m`` flops, ``8 (m + K) d`` bytes in
-float64), the product's ms/round alone, and its share of the agent's ms/round.
+``--floor`` says how far each agent is from the floor of its arithmetic, the one big product a
+round (``K d m`` multiply-adds: the arms against the ``m`` basis vectors of the sketch, or against
+OFUL's ``d x d`` inverse): one extra run records the ``m`` the product reads every round (``d`` for
+OFUL and for DBSLinUCB once exact), then the same products alone (numpy ``arms V^T``, ``arms A^-1``)
+are timed over those rounds, best of --repeats. Printed per agent: mean ``m``, MFLOP and KiB read of
+one product (``2 K d m`` flops, ``8 (m + K) d`` bytes in float64), the product's ms/round alone,
+and its share of the agent's ms/round.
 
     python benchmarks/profile_agents.py --floor --count-ops --arms 10 100
 """
@@ -55,7 +56,7 @@ AGENT_NAMES = ("OFUL", "SOFUL", "CBSCFD", "DBSLinUCB")
 
 
 def make(name: str, d: int, l: int, l0: int, eps: float, lam: float = 1.0, beta: float = 0.1):
-    """(our torch agent, its numpy twin) with the same parameters."""
+    """(our agent, its numpy twin) with the same parameters."""
     if name == "OFUL":
         return OFUL(lam=lam, beta=beta, d=d), NumpyOFUL(d, lam, beta)
     if name in ("SOFUL", "CBSCFD"):
@@ -110,12 +111,12 @@ def count_ops(agent, arms, obs, theta, noise) -> float:
 
 
 def product_rows(agent) -> int:
-    """Rows ``m`` the round's one big product reads: the sketch rows held (``d`` for an inverse)."""
+    """Rows ``m`` the round's one big product reads: the basis vectors of the sketch (``d`` for an
+    inverse)."""
     est = agent.estimator
-    if hasattr(est, "rows_in_use"):  # FD / RFD: the buffer's rows
-        return int(est.rows_in_use)
-    if hasattr(est, "exact_mode") and not est.exact_mode:  # DBS while sketched: all blocks' rows
-        return int(est.rows[0])
+    core = getattr(est, "core", None)
+    if core is not None and not getattr(est, "exact_mode", False):  # FD / RFD / DBS while sketched
+        return int(core.Rmax)
     return agent.d  # OFUL (and DBS once exact): the d x d inverse
 
 
@@ -132,7 +133,7 @@ def floor(make_agent, arms, obs, theta, noise, repeats: int, stat: str = "run") 
     rng = np.random.default_rng(1)
     rows = np.array(rows)
     exact = rows == d
-    inv = torch.as_tensor(rng.standard_normal((1, d, d))) if exact.any() else None
+    inv = rng.standard_normal((d, d)) if exact.any() else None
     S = rng.standard_normal((int(rows[~exact].max()) if (~exact).any() else 1, d))
     times = np.zeros((repeats, arms.shape[0]))
     for i in range(repeats):
@@ -140,9 +141,9 @@ def floor(make_agent, arms, obs, theta, noise, repeats: int, stat: str = "run") 
             m = rows[t]
             start = time.perf_counter()
             if m == d and inv is not None:
-                torch.bmm(obs[t].unsqueeze(0), inv)  # exact.project: arms A^-1
+                arms[t] @ inv  # the exact estimator's arms A^-1
             elif m:
-                (S[:m] @ arms[t].T).T  # the host path's arms S^T (base._woodbury_terms_one)
+                arms[t] @ S[:m].T  # the sketch's projection arms V^T
             times[i, t] = time.perf_counter() - start
     per = times.min(axis=0).mean() if stat == "round" else times.sum(axis=1).min() / arms.shape[0]
     return float(rows.mean()), float(per * 1e3), float(8 * (rows.mean() + k) * d)
@@ -160,9 +161,9 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=None, help="default 600, quick 250")
     p.add_argument("--repeats", type=int, default=None, help="default 3, quick 2")
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--profile", action="store_true", help="print the cProfile top functions of each torch agent")
+    p.add_argument("--profile", action="store_true", help="print the cProfile top functions of each of our agents")
     p.add_argument("--top", type=int, default=18, help="functions listed per profile")
-    p.add_argument("--count-ops", action="store_true", help="print the aten operations per round of each torch agent")
+    p.add_argument("--count-ops", action="store_true", help="print the torch (aten) operations per round of each of our agents")
     p.add_argument("--stat", choices=("run", "round"), default="run",
                    help="run: the fastest whole run (default); round: the mean over rounds of each round's fastest "
                         "repeat (robust to preemption on a loaded machine)")
@@ -174,7 +175,7 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     print(f"d={args.d}, l={args.l}, l0={args.l0}, eps={args.eps}, {rounds} rounds, best of {repeats} interleaved (per {args.stat}); "
           f"{args.threads} BLAS thread(s), torch {torch.__version__}, numpy {np.__version__}, float64 CPU")
-    print(f"{'agent':>10} {'K':>4} {'torch ms':>9} {'numpy ms':>9} {'numpy/torch':>12} {'same':>5}")
+    print(f"{'agent':>10} {'K':>4} {'ours ms':>9} {'numpy ms':>9} {'numpy/ours':>12} {'same':>5}")
     with threadpool_limits(limits=args.threads):
         for k in args.arms:
             arms, theta, noise = stream(args.d, k, rounds)

@@ -159,7 +159,12 @@ def warn_if_beyond_dtype(est: "CovarianceEstimator", stacklevel: int = 3, who: s
     any estimator (OFUL's exact inverse included); the fixes are named. Called by the public entry
     points after a step (``estimator.update``, ``agent.update``): ``stacklevel=3`` is their caller; ``who``
     names the agent the warning is about (the estimator's class by default)."""
-    if est._warned_dtype or not np.count_nonzero(est.trace + est._alpha_total() > est._trace_limit):
+    if est._warned_dtype:
+        return
+    alpha = est._alpha_total()
+    if max(est.trace.tolist()) + max(alpha.tolist()) <= est._trace_room:  # (no member near the limit)
+        return
+    if not np.count_nonzero(est.trace + alpha > est._trace_limit):
         return
     est._warned_dtype = True
     eps = torch.finfo(est.dtype).eps
@@ -207,6 +212,10 @@ class CovarianceEstimator(ABC):
         self._warned_dtype = False
         # tr X^T X + alpha beyond which (reg + tr + alpha) / reg > BEYOND_DTYPE / eps (warn_if_beyond_dtype)
         self._trace_limit = (BEYOND_DTYPE / torch.finfo(self.dtype).eps - 1.0) * self._reg_host()
+        self._trace_room = float(self._trace_limit.min())  # below it no member needs the exact check
+        self._no_alpha = np.zeros(self.batch_size)
+        self._max_norm_sq = float(torch.finfo(self.dtype).max)  # a row's ||x||^2 beyond it overflows the dtype
+        self._no_response = self.members.host(np.zeros(self.batch_size))  # update()'s default r (read only)
 
     # -- the batched internals the optimistic loop calls ----------------------------------------
     @abstractmethod
@@ -258,8 +267,8 @@ class CovarianceEstimator(ABC):
         return self._reg_arr
 
     def _alpha_total(self) -> np.ndarray:
-        """Mass added back as ``alpha I`` (RFD); 0 otherwise."""
-        return np.zeros(self.batch_size)
+        """Mass added back as ``alpha I`` (RFD); 0 otherwise (read only)."""
+        return self._no_alpha
 
     def _floor(self, sq):
         """``||x||^2 / (reg + tr(X^T X) + alpha)``: a lower bound on ``x^T A_hat^-1 x`` (``(B, K)``)."""
@@ -290,8 +299,11 @@ class CovarianceEstimator(ABC):
         """``||x||^2`` per row (core ``(B,)`` and host float64), or a ``ValueError`` (state untouched)
         when it overflows the working dtype."""
         xx = self.xp.norm_sq(X, self.cdtype)
-        xx_h = self.xp.host(xx).astype(np.float64)
-        if not (np.isfinite(xx_h).all() and (xx_h <= torch.finfo(self.dtype).max).all()):
+        xx_h = self.xp.host(xx).astype(np.float64, copy=False)
+        top = max(xx_h.tolist())  # NaN when some entry is NaN; inf when one is infinite or the sum overflows
+        if not top <= self._max_norm_sq:
+            if not self.xp.all_finite(X):
+                raise ValueError("x contains NaN or infinite entries")
             raise ValueError(
                 f"a row's squared norm overflows {self.dtype} (|x| up to {float(np.abs(self.xp.host(X)).max()):.3g}); "
                 "rescale the features or use dtype=torch.float64"
@@ -310,8 +322,9 @@ class CovarianceEstimator(ABC):
     def _host_out(self, a):
         return self.members.host(a)
 
-    def _rows_in(self, x, name: str = "x"):
-        """``x`` as a validated backend array ``(B, d)`` in the working dtype."""
+    def _rows_in(self, x, name: str = "x", finite: bool = True):
+        """``x`` as a validated backend array ``(B, d)`` in the working dtype (``finite=False``: the caller
+        checks the entries, as :meth:`_row_norms` does through the norms)."""
         xp = self.xp
         try:
             X = xp.asarray(x, self.dtype)
@@ -320,7 +333,7 @@ class CovarianceEstimator(ABC):
         want = self.members.shape(self.d)
         if tuple(X.shape) != want:
             raise ValueError(f"{name} must have shape {want}, got {tuple(X.shape)}")
-        if not xp.all_finite(X):
+        if finite and not xp.all_finite(X):
             raise ValueError(f"{name} contains NaN or infinite entries")
         return self.members.take(X)
 
@@ -338,12 +351,15 @@ class CovarianceEstimator(ABC):
     def update(self, x, r=None) -> None:
         """Add one row per member (``(d,)`` unbatched) with response ``r`` (default 0). Validates
         before touching any state."""
-        X = self._rows_in(x)
-        arr = np.zeros(self.batch_size) if r is None else np.asarray(
-            r.detach().cpu() if isinstance(r, torch.Tensor) else r, dtype=np.float64).reshape(-1)
-        if arr.shape != (self.batch_size,) or not np.isfinite(arr).all():
-            raise ValueError(f"r must be {self.batch_size} finite response(s), got {r!r}")
-        self.step(X, self.members.host(arr))  # a float for one estimator, (B,) for a batch
+        X = self._rows_in(x, finite=False)  # (step checks the entries through the rows' norms)
+        if r is None:
+            r = self._no_response
+        else:
+            arr = np.asarray(r.detach().cpu() if isinstance(r, torch.Tensor) else r, dtype=np.float64).reshape(-1)
+            if arr.shape != (self.batch_size,) or not np.isfinite(arr).all():
+                raise ValueError(f"r must be {self.batch_size} finite response(s), got {r!r}")
+            r = self.members.host(arr)  # a float for one estimator, (B,) for a batch
+        self.step(X, r)
         warn_if_beyond_dtype(self)
 
     def quad_inv(self, arms) -> torch.Tensor:

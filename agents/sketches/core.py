@@ -85,12 +85,12 @@ Array = Any  # a numpy array or a torch tensor, as the backend says
 
 @dataclass(frozen=True)
 class Rounding:
-    """The rounding level of a range's eigenvalues ``lambda_i = s_i^2`` (``(n,)`` each, backend arrays):
-    ``coord`` bounds ``||delta C_r||_2``, the rounding of the coordinates themselves, and ``gram`` that of
-    forming and decomposing their Gram (:func:`rounding`)."""
+    """The rounding of a range's eigenvalues ``lambda_i = s_i^2`` (host float64 ``(n,)`` each, per
+    member): ``coord`` bounds ``||delta C_r||_2``, the rounding of the coordinates themselves, and
+    ``gram`` that of forming and decomposing their Gram (:func:`rounding`)."""
 
-    coord: Array
-    gram: Array
+    coord: np.ndarray
+    gram: np.ndarray
 
 
 def rounding(xp: Backend, eps_work: float, eps_core: float, n: int, lam) -> Rounding:
@@ -104,20 +104,22 @@ def rounding(xp: Backend, eps_work: float, eps_core: float, n: int, lam) -> Roun
     product's rounding), so ``lambda_i`` within ``2 s_i ||delta C_r|| + ||delta C_r||^2``. Forming the Gram
     and its symmetric eigendecomposition are backward stable: each eigenvalue within
     ``n eps_core ||M_r||_2`` more (LAPACK's bound, linear in the size)."""
-    frob2 = lam.sum(axis=1)
-    coord = (eps_work + eps_core) * math.sqrt(n) * xp.sqrt(frob2)
-    return Rounding(coord, n * eps_core * lam[:, 0])
+    lam = xp.host(lam).astype(np.float64, copy=False)
+    coord = ((eps_work + eps_core) * math.sqrt(n)) * np.sqrt(lam.sum(axis=1))
+    return Rounding(coord, (n * eps_core) * lam[:, 0])
 
 
 @dataclass(frozen=True)
 class FDPlan:
     """Frequent Directions' shrink of one group of ranges (Alg. 2 lines 5-6), per member:
-    ``delta`` the shrink value ``(n,)``, ``keep`` the kept squared singular values ``(n, k)`` (0
-    where dropped), ``kept`` how many survive ``(n,)`` host ints."""
+    ``delta`` the shrink value (host float64 ``(n,)``), ``keep`` the kept squared singular values
+    ``(n, k)`` (backend array, 0 where dropped), ``kept`` how many survive (host ints ``(n,)``; always
+    the leading ones) and ``mass`` their sum ``tr(S_new^T S_new)`` (host float64 ``(n,)``)."""
 
-    delta: Array
+    delta: np.ndarray
     keep: Array
     kept: np.ndarray
+    mass: np.ndarray
 
 
 def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
@@ -130,21 +132,23 @@ def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
     the rounding of a zero eigenvalue, ``||delta C||^2 + n eps ||M||``, cannot be told from 0, so the
     shrink value is 0 (FD of size l is exact on rank < l, and a low-rank stream reports no
     shrinkage); a kept ``lambda_i - delta`` below the rounding of that difference, ``4 s_i ||delta C||
-    + 2 n eps ||M||``, is a tie of ``lambda_i`` with ``lambda_l`` and is dropped. Either way the mass left
-    unaccounted is at the rounding level of the rows: FD's bounds hold up to it."""
-    m = lam.shape[-1]
-    zero_level = noise.coord * noise.coord + noise.gram
-    if m >= l:
-        ll = lam[:, l - 1]
-        delta = ll * xp.cast_like(xp.host(ll > zero_level), ll)
-    else:
-        delta = 0.0 * zero_level
+    + 2 n eps ||M||``, is a tie of ``lambda_i`` with ``lambda_l`` and is dropped, with every smaller
+    one. Either way the mass left unaccounted is at the rounding level of the rows: FD's bounds hold
+    up to it. (Host arithmetic on the ``n x m`` eigenvalues.)"""
+    lam_h = xp.host(lam).astype(np.float64, copy=False)
+    n, m = lam_h.shape
     k = min(l - 1, m)
-    lead = lam[:, :k]
-    keep = lead - delta[:, None]
-    alive = keep > 4.0 * noise.coord[:, None] * xp.sqrt(xp.maximum(lead, 0.0)) + 2.0 * noise.gram[:, None]
-    keep = keep * xp.cast_like(xp.host(alive), keep)
-    return FDPlan(delta, keep, xp.host(alive).sum(axis=1).astype(np.int64))
+    lead = lam_h[:, :k]
+    if m >= l:
+        ll = lam_h[:, l - 1]
+        delta = np.where(ll > noise.coord * noise.coord + noise.gram, ll, 0.0)
+        keep = lead - delta[:, None]
+    else:
+        delta, keep = np.zeros(n), lead
+    alive = keep > (4.0 * noise.coord)[:, None] * np.sqrt(lead) + (2.0 * noise.gram)[:, None]
+    alive = np.logical_and.accumulate(alive, axis=1)  # (a prefix: past a tie, every smaller one goes)
+    keep = np.where(alive, keep, 0.0)
+    return FDPlan(delta, xp.cast_like(keep, lam), alive.sum(axis=1), keep.sum(axis=1))
 
 
 @dataclass(slots=True)
@@ -187,8 +191,14 @@ class SketchCore:
         self.xp, self.B, self.d = xp, B, d
         self.dtype, self.cdtype = dtype, cdtype
         self.eps_w, self.eps_c = torch.finfo(dtype).eps, torch.finfo(cdtype).eps
-        self.N = np.zeros(B, dtype=np.int64)  # rows held
+        self.N = np.zeros(B, dtype=np.int64)  # rows held in coordinates
         self.R = np.zeros(B, dtype=np.int64)  # basis size
+        #: rows held raw, not yet in the basis (a sketch nobody queries: :meth:`append_raw`); they sit in the
+        #: basis buffer's free slots ``[R_i, R_i + pend_i)``
+        self._pend = np.zeros(B, dtype=np.int64)
+        self._plag = 0  # appended to every member's pend, not yet added in (pend)
+        self.Pmax = 0  # pend.max()
+        self._uniform = True  # every member holds as many basis vectors and raw rows (the same free slot)
         self.Rmax = 0  # R.max(), the width every member's products run over
         self.c = np.zeros(B)
         self.V = xp.zeros((B, 0, d), dtype)
@@ -250,7 +260,23 @@ class SketchCore:
 
     def _set_R(self, R: np.ndarray) -> None:
         self.R = R
-        self.Rmax = max(R.tolist())
+        sizes = R.tolist()
+        self.Rmax = max(sizes)
+        self._uniform = min(sizes) == self.Rmax and (self.Pmax == 0 or _same(self.pend))
+
+    @property
+    def pend(self) -> np.ndarray:
+        """Raw rows held per member (host ints ``(B,)``)."""
+        if self._plag:
+            self._pend += self._plag
+            self._plag = 0
+        return self._pend
+
+    @pend.setter
+    def pend(self, value: np.ndarray) -> None:
+        self._pend, self._plag = value, 0
+        self.Pmax = max(value.tolist())
+        self._uniform = _same(self.R) and _same(value)
 
     # -- reading the state -------------------------------------------------------------------------
     def _basis_c(self):
@@ -285,14 +311,70 @@ class SketchCore:
         return self.xp.host(self.xp.vecdot(Cf, Cf)).astype(np.float64)
 
     def covariance(self):
-        """``S^T S = V^T M V`` ``(B, d, d)`` in the core dtype."""
+        """``S^T S = V^T M V`` (plus the raw rows' ``X^T X``) ``(B, d, d)`` in the core dtype."""
         Vc = self._basis_c()
-        return Vc.mT @ self.gram() @ Vc
+        cov = Vc.mT @ self.gram() @ Vc
+        if self.pend.any():
+            raw = self._raw_rows()
+            cov = cov + raw.mT @ raw
+        return cov
 
     def rows(self, i: int):
-        """Member ``i``'s rows ``S = C V`` ``(N_i, d)`` (core dtype; diagnostics)."""
-        n, r = int(self.N[i]), int(self.R[i])
-        return self.C[i, :n, :r] @ self.xp.astype(self.V[i, :r], self.cdtype)
+        """Member ``i``'s rows ``S`` ``(N_i + pend_i, d)``: ``C V``, then the raw ones (core dtype; diagnostics)."""
+        n, r, k = int(self.N[i]), int(self.R[i]), int(self.pend[i])
+        held = self.C[i, :n, :r] @ self.xp.astype(self.V[i, :r], self.cdtype)
+        return self.xp.concat(held, self.xp.astype(self.V[i, r:r + k], self.cdtype), axis=0)
+
+    # -- raw rows (a sketch nobody queries) ----------------------------------------------------------
+    def raw_room(self) -> bool:
+        """Whether every member has a free basis slot for one more raw row (:meth:`append_raw`)."""
+        return self.Rmax + self.Pmax < self.basis_cap
+
+    def append_raw(self, X, live: np.ndarray | None = None) -> None:
+        """Keep the rows ``X`` ``(B, d)`` raw (no response: ``b`` is unchanged) in the free slots of the basis
+        buffer, for a sketch nobody queries: O(d) a row. Their coordinates are formed when the basis is
+        needed (the caller absorbs them, :meth:`take_raw`) or the shrink takes them with the rest
+        (:meth:`shrink_rows`). The caller makes sure there is a free slot (:meth:`raw_room`)."""
+        xp = self.xp
+        if live is None and self._uniform:  # one free slot for every member
+            self.V[:, self.Rmax + self.Pmax] = X
+            self._plag += 1
+            self.Pmax += 1
+            return
+        idx = np.arange(self.B) if live is None else np.flatnonzero(live)
+        ii = xp.index(idx)
+        pend = self.pend.copy()
+        self.V[ii, xp.index(self.R[idx] + pend[idx])] = X[ii]
+        pend[idx] += 1
+        self.pend = pend
+
+    def _raw_block(self, idx: np.ndarray, src):
+        """The raw rows of the members ``idx`` in ``src`` (the basis buffer, or a copy of it):
+        ``(n, P, d)``, ``P = max pend``, zero rows past each member's (a view when they share the slots)."""
+        if idx.size == self.B and self._uniform:
+            return src[:, self.Rmax:self.Rmax + self.Pmax]
+        R, pend = self.R[idx], self.pend[idx]
+        P = int(pend.max())
+        if _same(R) and _same(pend):
+            r0 = int(R[0])
+            return src[self._sel(idx), r0:r0 + P]
+        out = self.xp.zeros((idx.size, P, self.d), self.dtype)
+        which = np.repeat(np.arange(idx.size), pend)
+        j = np.arange(which.size) - np.repeat(np.cumsum(pend) - pend, pend)
+        xp = self.xp
+        out[xp.index(which), xp.index(j)] = src[xp.index(idx[which]), xp.index(R[which] + j)]
+        return out
+
+    def _raw_rows(self):
+        """The raw rows ``(B, P, d)`` (core dtype, zero rows past each member's), ``P = max pend``."""
+        return self.xp.astype(self._raw_block(np.arange(self.B), self.V), self.cdtype)
+
+    def take_raw(self):
+        """Hand the raw rows over (``(B, P, d)`` working dtype, zero past each member's) and free their slots."""
+        out = self.xp.copy(self._raw_block(np.arange(self.B), self.V))
+        self._mask_rows(self.V, np.arange(self.B), self.R, self.basis_cap)
+        self.pend = np.zeros(self.B, dtype=np.int64)
+        return out
 
     # -- score and solve ---------------------------------------------------------------------------
     def project(self, arms):
@@ -639,6 +721,61 @@ class SketchCore:
         self.bV[ii, :Rw] = self.bV[ii, :Rw] + inside * self.c_arr[ii][:, None]
         self._no_perp_once_spanning(idx[self.R[idx] >= self.d])
         self.H[ii] = 0.0  # stale past the new basis; the caller refactors (with a new ridge, for RFD)
+        return plan
+
+    def held_rows(self, idx: np.ndarray):
+        """The members ``idx``' rows as rows of ``d`` numbers, ``C V`` then the raw ones, ``(n, N + pend, d)`` in
+        the core dtype (every member of ``idx`` holds as many)."""
+        xp = self.xp
+        everyone = idx.size == self.B
+        raw = xp.astype(self._raw_block(idx, self.V), self.cdtype) \
+            if (self.Pmax if everyone else self.pend[idx].any()) else None
+        if not (self.Rmax if everyone else self.N[idx].any()):
+            return raw
+        ii = self._sel(idx)
+        Rw, Nw = int(self.R[idx].max()), int(self.N[idx].max())
+        held = self.C[ii, :Nw, :Rw] @ xp.astype(self.V[ii, :Rw], self.cdtype)
+        return held if raw is None else xp.concat(held, raw, axis=1)
+
+    def row_eigvals(self, idx: np.ndarray, x=None):
+        """:meth:`range_eigvals` of all rows of the members ``idx`` from their row-space Gram (rows of ``d``
+        numbers: raw rows need no basis), with the rows ``x`` ``(n, d)`` appended when given."""
+        xp = self.xp
+        S = self.held_rows(idx)
+        if x is not None:
+            S = xp.concat(S, xp.astype(x, self.cdtype)[:, None, :], axis=1)
+        lam = xp.maximum(xp.eigvalsh_desc(S @ S.mT), 0.0)
+        return lam, rounding(xp, self.eps_w, self.eps_c, S.shape[1] + self.d, lam)
+
+    def shrink_rows(self, idx: np.ndarray, l: int) -> FDPlan:
+        """The Frequent Directions shrink (:func:`fd_shrink`) of all rows of the members ``idx`` (raw ones
+        included) as Liberty's and Ghashami et al.'s sketch does it, for members without responses
+        (``b = 0``): from the rows' own ``n x n`` Gram ``S S^T = U diag(s^2) U^T``, the ``k`` new rows
+        ``diag(sqrt(w)) U_k^T S`` with ``w = (s^2 - delta) / s^2`` in [0, 1] (so ``S_new^T S_new <= S^T S``
+        however ``U`` is rounded; they are orthogonal to the rounding of ``U``). They are kept raw: the
+        members hold no basis after it (``N = R = 0``) until a query settles them."""
+        xp = self.xp
+        ii = self._sel(idx)
+        S = self.held_rows(idx)
+        lam, U = xp.eigh_desc(S @ S.mT)
+        lam = xp.maximum(lam, 0.0)
+        plan = fd_shrink(xp, lam, l, rounding(xp, self.eps_w, self.eps_c, S.shape[1] + self.d, lam))
+        k = plan.keep.shape[1]  # (at most min(l - 1, rows) directions; kept <= basis_cap: a rank <= d)
+        w = plan.keep / xp.maximum(lam[:, :k], np.finfo(np.float64).tiny)
+        S_new = (U[:, :, :k].mT * xp.sqrt(w)[:, :, None]) @ S  # (n, k, d); zero rows past each member's kept
+        k = min(k, self.basis_cap)
+        if self.N[idx].any():  # (rows held in coordinates: the basis goes; the caller refactors nothing)
+            self.C[ii] = 0.0
+            self.H[ii] = 0.0
+            self.N[idx] = 0
+            R = self.R.copy()
+            R[idx] = 0
+            self._set_R(R)
+        self.V[ii, :k] = xp.astype(S_new[:, :k], self.dtype)
+        self.V[ii, k:] = 0.0
+        pend = self.pend.copy()
+        pend[idx] = plan.kept
+        self.pend = pend
         return plan
 
     def compress(self, idx: np.ndarray, start: np.ndarray) -> None:

@@ -306,6 +306,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._frob = floats()
         self._frozen: list[list[BlockInfo]] = [[] for _ in range(B)]
         self._n_arms = 1  # arms per round of the last scoring (the time cap's K)
+        self._all = np.arange(B)
         self._exact_est: ExactCovariance | None = None  # holds every exact member
         self._exact_pos = np.full(B, -1, dtype=np.int64)  # member -> its row in _exact_est
         self.core: SketchCore | None = SketchCore(self.xp, B, self.d, self.dtype, self.cdtype, 0, 0, self._reg_host())
@@ -479,11 +480,16 @@ class DyadicBlockSketch(CovarianceEstimator):
         fresh = self._fresh(terms, actions)
         if fresh:
             xx = self._pick(terms.sq, actions)
-            xx_h = xp.host(xx).astype(np.float64)
+            xx_h = xp.host(xx)
         else:
             xx, xx_h = self._row_norms(X)
         self._frob += xx_h
         self.trace += xx_h
+        if self.core is None:  # every member exact: the exact estimator's rank-1 updates (Alg. 1 line 4)
+            self._exact_est.step(X, r, terms.parts.exact if fresh else None, actions if fresh else None)
+            self._n_exact_rows += 1
+            self.n_rows += 1
+            return
         rr = r if isinstance(r, float) else np.asarray(r, dtype=np.float64)
         was_exact = self.exact.copy()
         sketched = ~was_exact
@@ -541,7 +547,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         for key in np.unique(keys, axis=0):
             group = idx[(keys == key).all(axis=1)]
             plan = core.shrink(group, self.rows_in[group], int(key[1]), self.frozen_basis[group])
-            delta = self.xp.host(plan.delta).astype(np.float64).reshape(-1) * np.ones(group.size)
+            delta = plan.delta
             self.act_shrink[group] += delta
             if self.robust:  # Alg. 3 line 5: alpha += sigma, before H is refactored with the new ridge
                 self.act_alpha[group] += delta
@@ -569,7 +575,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             if m + 1 < l:
                 continue  # fewer than l rows: FD discards nothing
             lam, noise = self.core.range_eigvals(group, self.rows_in[group], ex)
-            delta = self.xp.host(fd_shrink(self.xp, lam, l, noise).delta).reshape(-1) * np.ones(group.size)
+            delta = fd_shrink(self.xp, lam, l, noise).delta
             for i, value in zip(group, delta):
                 out[where[int(i)]] = value
         return out
@@ -676,7 +682,6 @@ class DyadicBlockSketch(CovarianceEstimator):
         sub_actions = None
         if terms is not None:
             sub_actions = actions if isinstance(actions, (int, np.integer)) else np.asarray(actions)[idx]
-            terms = ScoreTerms(terms.arms, terms.sq, terms.mean, terms.quad, terms.proj, est.n_rows, terms.raw)
         est.step(Xe, re, terms, sub_actions)
 
     # -- queries -----------------------------------------------------------------------------------
@@ -686,6 +691,9 @@ class DyadicBlockSketch(CovarianceEstimator):
         xp = self.xp
         if int(arms.shape[1]) != self._n_arms:
             self._set_n_arms(int(arms.shape[1]))
+        if self.core is None:  # every member exact: the exact estimator's terms
+            sub = self._exact_est.score_terms(arms)
+            return ScoreTerms(arms, sub.sq, sub.mean, sub.quad, None, self.n_rows, parts=_Parts(None, sub, self._all))
         arms_c, sq = self._arm_norms(arms)
         sk = sub = None
         if self.core is not None:

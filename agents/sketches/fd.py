@@ -63,7 +63,7 @@ import torch
 from .._torch import as_vector
 from .._validate import per_member
 from .base import CovarianceEstimator, ScoreTerms
-from .core import SketchCore, fd_shrink
+from .core import SketchCore, _same, fd_shrink
 
 __all__ = ["FrequentDirections", "check_sketch_size"]
 
@@ -140,6 +140,9 @@ class FrequentDirections(CovarianceEstimator):
         self.core = SketchCore(self.xp, B, self.d, self.dtype, self.cdtype, int(self._rows_caps.max()),
                                int(self._basis_caps.max()), self._reg_host())
         self._m = np.zeros(B, dtype=np.int64)  # rows in FD's buffer (a shrink when it reaches the buffer size)
+        self._unanswered = True  # every response so far 0: rows may stay raw (core.append_raw)
+        self._m_lag = 0  # rows appended raw to every member, not yet counted in _m (_sync_m)
+        self._until_fill = 0  # rows until some member's buffer fills (0: not known; _step_raw counts)
         self._alpha = np.zeros(B)  # RFD's added-back mass (stays 0 for FD)
         self._shrink = np.zeros(B)
         self._n_red = np.zeros(B, dtype=np.int64)
@@ -189,7 +192,7 @@ class FrequentDirections(CovarianceEstimator):
 
     @property
     def rows_in_use(self):
-        return self._host_out(self.core.N)
+        return self._host_out(self.core.N + self.core.pend)
 
     @property
     def capacity(self) -> int:
@@ -212,11 +215,10 @@ class FrequentDirections(CovarianceEstimator):
 
     @property
     def gram(self) -> torch.Tensor:
-        """``S S^T = C C^T`` (``(m, m)``, working dtype)."""
+        """``S S^T`` (``(m, m)``, working dtype)."""
         self._need_single("gram")
-        n, r = int(self.core.N[0]), int(self.core.R[0])
-        Cm = self.xp.to_torch(self.core.C[0, :n, :r])
-        return (Cm @ Cm.mT).to(self.dtype)
+        S = self.xp.to_torch(self.core.rows(0))
+        return (S @ S.mT).to(self.dtype)
 
     @property
     def chol(self) -> torch.Tensor:
@@ -227,7 +229,7 @@ class FrequentDirections(CovarianceEstimator):
 
     @property
     def is_orthogonal(self) -> bool:
-        """True when the rows of ``S`` are mutually orthogonal (right after a shrink)."""
+        """True when the rows of ``S`` are mutually orthogonal to the last bit (:attr:`gram` diagonal)."""
         self._need_single("is_orthogonal")
         G = self.gram
         return bool(torch.equal(G, torch.diag(torch.diagonal(G))))
@@ -250,43 +252,114 @@ class FrequentDirections(CovarianceEstimator):
             p = self._pick(terms.proj, actions)
         else:
             xx, xx_h = self._row_norms(X)
-        live = xx_h > 0.0  # a zero row adds nothing to X^T X nor to b: skipped
         self.trace += xx_h
-        n_live = np.count_nonzero(live)
-        if n_live:
-            if core.rows_cap < self._caps.max():  # a basis of d vectors: rows past d + 1 are redundant
-                crowded = live & (core.N >= core.rows_cap)
-                if crowded.any():  # their QR factor stands for them (the same S^T S, fewer rows)
-                    core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
-            ex = core.expand(X, xx, xx_h, p)
-            fills = self._m + 1 >= self._caps if self.fast else live  # FD's buffer fills: a shrink follows
-            n_fill = np.count_nonzero(fills & live)
-            rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
-            everyone = n_live == self.batch_size
-            core.append(ex, rc, live=None if everyone else live, fold=n_fill < n_live)
-            self._m += live
-            if n_fill:
-                self._reduce(np.flatnonzero(fills & live))
+        everyone = min(xx_h.tolist()) > 0.0
+        if p is None and self._unanswered and (r == 0.0 if isinstance(r, float) else not r.any()) \
+                and core.raw_room():
+            # a row nobody scored, without a response, to a sketch without any: kept raw until a query or
+            # the shrink needs it (the cost of Liberty's sketch: a copy a row, one decomposition a shrink)
+            self._step_raw(X, None if everyone else xx_h > 0.0)
+        else:
+            self._step_basis(X, xx, xx_h, p, r, np.ones(self.batch_size, dtype=bool) if everyone else xx_h > 0.0)
         self.n_rows += 1
+
+    def _step_raw(self, X, live: np.ndarray | None) -> None:
+        """Append the rows raw (``live``: the members whose row is not zero, None for all), and shrink the
+        members whose buffer they fill."""
+        if live is None:
+            self.core.append_raw(X)
+            self._m_lag += 1  # (every member's buffer grows by one: counted in when next read)
+            if self._until_fill > 1:  # no buffer fills with this row
+                self._until_fill -= 1
+                return
+        elif live.any():
+            self.core.append_raw(X, live)
+            self._sync_m()
+            self._m += live
+        else:
+            return
+        self._sync_m()
+        fills = self._m >= self._caps if self.fast else np.ones(self.batch_size, dtype=bool) if live is None else live
+        if fills.any():
+            self._reduce(np.flatnonzero(fills))
+        self._until_fill = int((self._caps - self._m).min()) if self.fast else 1
+
+    def _sync_m(self) -> None:
+        """Count the uniform raw appends into ``_m`` (FD's buffer fill per member)."""
+        if self._m_lag:
+            self._m += self._m_lag
+            self._m_lag = 0
+
+    def _step_basis(self, X, xx, xx_h, p, r, live: np.ndarray) -> None:
+        """Append the rows to the basis state (:meth:`SketchCore.append`; zero rows skipped), and shrink
+        the members whose buffer they fill."""
+        core, xp = self.core, self.xp
+        n_live = np.count_nonzero(live)
+        if not n_live:
+            return
+        self._settle()
+        self._sync_m()
+        self._unanswered = self._unanswered and (r == 0.0 if isinstance(r, float) else not r.any())
+        if core.rows_cap < self._caps.max():  # a basis of d vectors: rows past d + 1 are redundant
+            crowded = live & (core.N >= core.rows_cap)
+            if crowded.any():  # their QR factor stands for them (the same S^T S, fewer rows)
+                core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
+        ex = core.expand(X, xx, xx_h, p)
+        fills = self._m + 1 >= self._caps if self.fast else live  # FD's buffer fills: a shrink follows
+        n_fill = np.count_nonzero(fills & live)
+        rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
+        core.append(ex, rc, live=None if n_live == self.batch_size else live, fold=n_fill < n_live)
+        self._m += live
+        if n_fill:
+            self._reduce(np.flatnonzero(fills & live))
+        self._until_fill = 0  # (unknown: counted again by the next raw row)
+
+    def _settle(self) -> None:
+        """Give the raw rows their coordinates (the row append, each in turn) before the basis serves a
+        query or a scored row: O(d R) a raw row, what a queried sketch pays as it goes."""
+        core, xp = self.core, self.xp
+        if not core.Pmax:
+            return
+        count = core.pend.copy()
+        raw = core.take_raw()
+        for j in range(int(count.max())):
+            live = count > j
+            X = raw[:, j]
+            xx = xp.norm_sq(X, self.cdtype)
+            crowded = live & (core.N >= core.rows_cap)
+            if crowded.any():
+                core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
+            core.append(core.expand(X, xx, xp.host(xx)), 0.0, live=None if live.all() else live)
 
     def _reduce(self, idx: np.ndarray) -> None:
         """FD's shrink (Wen et al. (2025), Alg. 2 lines 4-7) of the members ``idx``, grouped by the rows
-        they hold and their sketch size."""
+        they hold and their sketch size: from the rows' own Gram while some are raw (the sketch nobody
+        queries), from their coordinates in the basis otherwise."""
         core = self.core
-        keys = np.stack([core.N[idx], self._ls[idx]], axis=1)
-        for key in np.unique(keys, axis=0):
-            group = idx[(keys == key).all(axis=1)]
-            zero = np.zeros(group.size, dtype=np.int64)
-            plan = core.shrink(group, zero, int(key[1]), zero)
-            delta = self.xp.host(plan.delta).astype(np.float64).reshape(-1) * np.ones(group.size)
+        self._sync_m()
+        held, ls = core.N[idx] + core.pend[idx], self._ls[idx]
+        if _same(held) and _same(ls):
+            groups = [(idx, int(ls[0]))]
+        else:
+            keys = np.stack([held, ls], axis=1)
+            groups = [(idx[(keys == key).all(axis=1)], int(key[1])) for key in np.unique(keys, axis=0)]
+        for group, l in groups:
+            raw = bool(core.pend[group].any())
+            if raw:
+                plan = core.shrink_rows(group, l)
+            else:
+                zero = np.zeros(group.size, dtype=np.int64)
+                plan = core.shrink(group, zero, l, zero)
+            delta = plan.delta
             if self.robust:  # Alg. 3 line 5: alpha <- alpha + sigma, before H is refactored with the new ridge
                 self._alpha[group] += delta
                 core.set_ridge(group, self.rho_all[group])
-            core.refactor(group)
+            if not raw:  # (a shrink of raw rows leaves them raw: no basis, no H)
+                core.refactor(group)
             self._m[group] = plan.kept
             self._shrink[group] += delta
             self._n_red[group] += 1
-            self.trace[group] = self.xp.host(plan.keep.sum(axis=1)).astype(np.float64)  # tr S^T S now
+            self.trace[group] = plan.mass  # tr S^T S now
             for i, v in zip(group, delta):
                 self._shrinkages[i].append(float(v))
 
@@ -295,15 +368,18 @@ class FrequentDirections(CovarianceEstimator):
         """FD's shrink value of the held rows (with ``x`` appended when given), the state unchanged."""
         core, xp = self.core, self.xp
         zero = np.zeros(1, dtype=np.int64)
-        if core.N[0] == 0 and x is None:
+        if core.N[0] + core.pend[0] == 0 and x is None:
             return 0.0
+        X = None if x is None else xp.asarray(x, self.dtype)[None]
+        if core.pend[0]:  # raw rows: from the rows themselves
+            lam, noise = core.row_eigvals(zero, X)
+            return float(fd_shrink(xp, lam, int(self._ls[0]), noise).delta[0])
         ex = None
-        if x is not None:
-            X = xp.asarray(x, self.dtype)[None]
+        if X is not None:
             xx = xp.norm_sq(X, self.cdtype)
             ex = core.expand(X, xx, xp.host(xx))
         lam, noise = core.range_eigvals(zero, zero, ex)
-        return float(xp.host(fd_shrink(xp, lam, int(self._ls[0]), noise).delta).reshape(-1)[0])
+        return float(fd_shrink(xp, lam, int(self._ls[0]), noise).delta[0])
 
     def shrinkage_if_added(self, x) -> float:
         """The shrink value that ``update(x)`` would apply now (0.0 if no shrink would happen or it
@@ -313,6 +389,7 @@ class FrequentDirections(CovarianceEstimator):
         x = as_vector(x, self.device, self.dtype, self.d)
         if not float(x @ x) > 0.0:  # the test update() uses to skip zero rows
             return 0.0
+        self._sync_m()
         if self.fast and self._m[0] + 1 < self._caps[0]:
             return 0.0
         return self._shrink_value(x)
@@ -330,20 +407,24 @@ class FrequentDirections(CovarianceEstimator):
     # -- queries -----------------------------------------------------------------------------------
     def score_terms(self, arms) -> ScoreTerms:
         xp, core = self.xp, self.core
+        self._settle()
         arms_c, sq = self._arm_norms(arms)
         P = core.project(arms)
         mean, quad = core.score(arms, arms_c, sq, P)
         return ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows)
 
     def _quad(self, arms):
+        self._settle()
         xp = self.xp
         arms_c, sq = self._arm_norms(arms)
         return xp.maximum(self.core.score(arms, arms_c, sq, self.core.project(arms))[1], self._floor(sq))
 
     def _solve(self, V):
+        self._settle()
         return self.core.solve(V)
 
     def _theta_all(self):
+        self._settle()
         return self.core.theta()
 
     def _b_all(self):
@@ -364,6 +445,7 @@ class FrequentDirections(CovarianceEstimator):
         of ``sum_j ln(1 + s_j^2/reg) = ln det(M + reg I) - R ln reg`` (kept with the core inverse) and the
         trace/AM-GM bound ``R ln(1 + ||S||_F^2/(R (reg + sigma_bar)))``. Exact when nothing was
         discarded. RFD (overridden): ``ln det(A_hat) - d ln(reg)`` exactly (``A <= A_hat``)."""
+        self._settle()
         lam, sig = self._reg_host(), self._shrink
         m = self.core.R.astype(np.float64)
         out = self.d * np.log1p(sig / lam)
