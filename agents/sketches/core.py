@@ -166,6 +166,7 @@ class Expansion:
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+_TINY = np.finfo(np.float64).tiny
 
 #: A bordered Sherman-Morrison step of ``H`` multiplies the rounding it meets by ``1 + q`` (``q = p^T H p``:
 #: how much more the row weighs in its directions than the sketch held there, relative to ``c``). A
@@ -438,7 +439,7 @@ class SketchCore:
         ``p``, ``R`` terms in each entry of ``V^T p``), and there is room (``R < basis capacity``)."""
         xp = self.xp
         Rw = self.Rmax
-        norms = np.maximum(xx_h, np.finfo(np.float64).tiny)
+        norms = np.maximum(xx_h, _TINY)
         if Rw == 0:
             p = xp.zeros((self.B, 0), self.cdtype)
             e, nu2 = X, xx
@@ -450,8 +451,8 @@ class SketchCore:
             e = X - (xp.astype(p, self.dtype)[:, None, :] @ Vw)[:, 0]
             nu2 = xp.norm_sq(e, self.cdtype)
             ratio = xp.host(nu2) / norms
-            again = ratio < 0.5
-            if np.count_nonzero(again):
+            if min(ratio.tolist()) < 0.5:
+                again = ratio < 0.5
                 w = xp.cast_like(again, p)
                 c2 = (Vw @ e[:, :, None])[:, :, 0] * xp.astype(w, self.dtype)[:, None]
                 e = e - (c2[:, None, :] @ Vw)[:, 0]
@@ -462,7 +463,7 @@ class SketchCore:
         new = ratio > 64.0 * (Rw + 1) * self.d * self.eps_w ** 2
         if Rw >= self.basis_cap - 1:
             new &= self.R < self.basis_cap
-        if np.count_nonzero(new) == self.B:
+        if new.all():
             nu = xp.sqrt(nu2)
             return Expansion(p, nu, e / xp.astype(nu, self.dtype)[:, None], new, xx)
         w = xp.cast_like(new, nu2)
@@ -488,7 +489,7 @@ class SketchCore:
         R, N = self.R, self.N
         fresh = np.count_nonzero(new)
         # one slot for every member's row and new vector, or one each
-        shared = live is None and _same(R) and _same(N) and fresh in (0, self.B)
+        shared = live is None and self._uniform and _same(N) and fresh in (0, self.B)
         if shared:
             n0, r0 = int(N[0]), int(R[0])
             self.C[:, n0, :Rw] = p
@@ -550,8 +551,8 @@ class SketchCore:
                 self.H[wi, ri] = col[wi]
                 self.H[wi, :, ri] = col[wi]
                 self.H[wi, ri, ri] = (q1 / den)[wi]
-        over = xp.host(q1) > AMPLIFICATION_LIMIT
-        return np.flatnonzero(over) if np.count_nonzero(over) else _EMPTY
+        q1_h = xp.host(q1)
+        return np.flatnonzero(q1_h > AMPLIFICATION_LIMIT) if max(q1_h.tolist()) > AMPLIFICATION_LIMIT else _EMPTY
 
     # -- factorizations ----------------------------------------------------------------------------
     def refactor(self, idx: np.ndarray | None = None) -> None:

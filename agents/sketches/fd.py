@@ -142,7 +142,8 @@ class FrequentDirections(CovarianceEstimator):
         self._m = np.zeros(B, dtype=np.int64)  # rows in FD's buffer (a shrink when it reaches the buffer size)
         self._unanswered = True  # every response so far 0: rows may stay raw (core.append_raw)
         self._m_lag = 0  # rows appended raw to every member, not yet counted in _m (_sync_m)
-        self._until_fill = 0  # rows until some member's buffer fills (0: not known; _step_raw counts)
+        self._until_fill = 0  # rows until some member's buffer fills, _m_lag counted in (0: not known)
+        self._cap_max = int(self._caps.max())
         self._alpha = np.zeros(B)  # RFD's added-back mass (stays 0 for FD)
         self._shrink = np.zeros(B)
         self._n_red = np.zeros(B, dtype=np.int64)
@@ -260,7 +261,7 @@ class FrequentDirections(CovarianceEstimator):
             # the shrink needs it (the cost of Liberty's sketch: a copy a row, one decomposition a shrink)
             self._step_raw(X, None if everyone else xx_h > 0.0)
         else:
-            self._step_basis(X, xx, xx_h, p, r, np.ones(self.batch_size, dtype=bool) if everyone else xx_h > 0.0)
+            self._step_basis(X, xx, xx_h, p, r, None if everyone else xx_h > 0.0)
         self.n_rows += 1
 
     def _step_raw(self, X, live: np.ndarray | None) -> None:
@@ -290,29 +291,36 @@ class FrequentDirections(CovarianceEstimator):
             self._m += self._m_lag
             self._m_lag = 0
 
-    def _step_basis(self, X, xx, xx_h, p, r, live: np.ndarray) -> None:
-        """Append the rows to the basis state (:meth:`SketchCore.append`; zero rows skipped), and shrink
-        the members whose buffer they fill."""
+    def _step_basis(self, X, xx, xx_h, p, r, live: np.ndarray | None) -> None:
+        """Append the rows to the basis state (:meth:`SketchCore.append`; ``live``: the members whose row
+        is not zero, None for all), and shrink the members whose buffer they fill."""
         core, xp = self.core, self.xp
-        n_live = np.count_nonzero(live)
-        if not n_live:
+        if live is not None and not live.any():
             return
         self._settle()
-        self._sync_m()
         self._unanswered = self._unanswered and (r == 0.0 if isinstance(r, float) else not r.any())
-        if core.rows_cap < self._caps.max():  # a basis of d vectors: rows past d + 1 are redundant
-            crowded = live & (core.N >= core.rows_cap)
+        if core.rows_cap < self._cap_max:  # a basis of d vectors: rows past d + 1 are redundant
+            crowded = core.N >= core.rows_cap
+            if live is not None:
+                crowded &= live
             if crowded.any():  # their QR factor stands for them (the same S^T S, fewer rows)
                 core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
         ex = core.expand(X, xx, xx_h, p)
-        fills = self._m + 1 >= self._caps if self.fast else live  # FD's buffer fills: a shrink follows
-        n_fill = np.count_nonzero(fills & live)
         rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
-        core.append(ex, rc, live=None if n_live == self.batch_size else live, fold=n_fill < n_live)
-        self._m += live
+        if live is None and self._until_fill > 1:  # no buffer fills with this row
+            core.append(ex, rc)
+            self._m_lag += 1
+            self._until_fill -= 1
+            return
+        self._sync_m()
+        mask = np.ones(self.batch_size, dtype=bool) if live is None else live
+        fills = (self._m + 1 >= self._caps if self.fast else mask) & mask  # FD's buffer fills: a shrink follows
+        n_fill = np.count_nonzero(fills)
+        core.append(ex, rc, live=live, fold=n_fill < np.count_nonzero(mask))
+        self._m += mask
         if n_fill:
-            self._reduce(np.flatnonzero(fills & live))
-        self._until_fill = 0  # (unknown: counted again by the next raw row)
+            self._reduce(np.flatnonzero(fills))
+        self._until_fill = int((self._caps - self._m).min()) if self.fast else 1
 
     def _settle(self) -> None:
         """Give the raw rows their coordinates (the row append, each in turn) before the basis serves a
