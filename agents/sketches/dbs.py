@@ -530,11 +530,12 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.act_mass[insert] += xx_h[insert]
         self.act_rows[insert] += 1
         live = insert & (xx_h > 0.0)  # FD skips zero rows: A_hat unchanged
-        if not np.count_nonzero(live):
+        n_live = np.count_nonzero(live)
+        if not n_live:
             return
         fills = live & ((self.m_act + 1 >= self.cap_act) | (not self.fast))
         rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
-        core.append(ex, rc, live=live, fold=not fills[live].all())
+        core.append(ex, rc, live=None if n_live == self.batch_size else live, fold=np.count_nonzero(fills) < n_live)
         self.m_act += live
         if fills.any():
             self._shrink_active(np.flatnonzero(fills))
