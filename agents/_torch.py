@@ -72,16 +72,13 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
 
 
 def _all_finite(t: torch.Tensor) -> bool:
-    """``bool(torch.isfinite(t).all())``, faster: a sum is finite only if every entry is (an inf
-    or NaN entry makes it inf/NaN), and the elementwise check runs only when the sum is not
-    finite (NaN/inf present, or a legitimate overflow of huge entries). torch.isfinite on a
-    (K, d) CPU tensor costs ~10x a sum, and this runs on every act/update. The sum's finiteness
-    is read on the host (``math.isfinite(.item())``): torch.isfinite on the 0-d sum is itself a
-    dispatched op, ~4x the cost of the sum of a (10, 784) arm matrix."""
-    if isinstance(t, np.ndarray):  # the single agent's scores on the host path
-        if t.size <= 64:  # the same sum test on Python floats: ~0.35 us for K = 10 scores, against
-            # ~1.7 us for np.isfinite(t).all() (whose cost is the call's up to ~100 entries); a
-            # Python float sum overflows to inf without a warning, unlike numpy reductions
+    """``bool(torch.isfinite(t).all())`` (or of a numpy array) from one pass: a sum is finite only if
+    every entry is (an inf or NaN entry makes it inf/NaN), and the elementwise check runs only when
+    the sum is not finite (NaN/inf present, or a legitimate overflow of huge entries). The sum's
+    finiteness is read on the host (``math.isfinite(.item())``), not by another dispatched op."""
+    if isinstance(t, np.ndarray):
+        if t.size <= 64:  # a few scores: the sum of Python floats (which overflows to inf without a
+            # warning, unlike numpy reductions) costs less than a numpy call
             return math.isfinite(sum(t.ravel().tolist())) or bool(np.isfinite(t).all())
         return bool(np.isfinite(t).all())
     return math.isfinite(t.sum().item()) or bool(torch.isfinite(t).all())
@@ -89,7 +86,7 @@ def _all_finite(t: torch.Tensor) -> bool:
 
 _NUMPY_OF = {torch.float64: np.float64, torch.float32: np.float32}
 _HOST_FLOATS = (np.dtype(np.float64), np.dtype(np.float32))  # native byte order
-_CPU = torch.device("cpu")  # compared with ==: device.type builds a str each call (~0.3 us)
+_CPU = torch.device("cpu")  # compared with ==: device.type builds a str each call
 
 
 def as_float_tensor(obs: Any, device: torch.device, dtype: torch.dtype, what: str, own: bool = False) -> torch.Tensor:
@@ -99,9 +96,9 @@ def as_float_tensor(obs: Any, device: torch.device, dtype: torch.dtype, what: st
     ``own=True``: a numpy ``obs`` is always copied (never shared with the tensor), so a later
     in-place change of the array cannot reach the tensor (the single agent's snapshot of the
     arms it scored); otherwise a float64 array on CPU is shared, anything else copied. A
-    float32/float64 array bound for the CPU is cast by numpy, which copies at most once (~1.5 us
-    at K = 10, d = 784, against ~3-4 us for ``as_tensor(...).to(...)`` and a separate
-    ``clone``); the values are the same (one round-to-nearest cast either way)."""
+    float32/float64 array bound for the CPU is cast by numpy, which copies at most once (where
+    ``as_tensor(...).to(...)`` and a separate ``clone`` would copy twice); the values are the same
+    (one round-to-nearest cast either way)."""
     if isinstance(obs, torch.Tensor):
         if obs.requires_grad:  # the agents learn by linear algebra, not autograd (and read CPU arms as numpy views)
             obs = obs.detach()

@@ -16,15 +16,15 @@ __all__ = ["CBSCFD"]
 class CBSCFD(LinUCB):
     """Sketched OFUL with Robust Frequent Directions: ``A_hat = (lam + alpha) I + S^T S``.
 
-    Seed 000 Sec. 2.3 / App. C.2 and Alg. 3: the mass FD discards is added back as ``alpha I``,
+    Wen et al. (2025), Sec. 2.3 / App. C.2 and Alg. 3: the mass FD discards is added back as ``alpha I``,
     so ``A_hat`` never under-estimates ``lam I + X^T X`` and grows monotonically.
     ``A_hat^-1 = (1/(lam + alpha))(I - S^T M S)``, ``M = (S S^T + (lam + alpha) I)^-1`` (the
-    ``1/lambda`` prefactor of seed 000 eq. 5 is the FD case alpha = 0). O(K d l) scoring,
+    ``1/lambda`` prefactor of Wen et al. (2025), eq. 5 is the FD case alpha = 0). O(K d l) scoring,
     O(d l) amortised updates, O(d l) memory. Exact (== OFUL) when ``sketch_size > d``.
 
     Args:
         lam: ridge lambda > 0.
-        beta: constant radius (float) or ``"theory"``: seed 000 Thm. 6 specialised to one RFD
+        beta: constant radius (float) or ``"theory"``: Wen et al. (2025), Thm. 6 specialised to one RFD
             block, ``R sqrt(2 ln(1/delta) + ln(|A_hat|/|lam I|)) + H sqrt(lam + alpha)``, with the
             exact ``ln|A_hat|`` (an upper bound on ``ln|A|`` because ``A <= A_hat``) instead of
             the determinant-trace bound of Lemma 7, so no arm-norm bound is needed. Equals

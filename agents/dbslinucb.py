@@ -1,4 +1,4 @@
-"""DBSLinUCB (seed 000 Sec. 4, Alg. 5): optimistic linear bandit over Dyadic Block Sketching."""
+"""DBSLinUCB (Wen et al. (2025), Sec. 4, Alg. 5): optimistic linear bandit over Dyadic Block Sketching."""
 
 from __future__ import annotations
 
@@ -14,19 +14,20 @@ __all__ = ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]
 
 
 class DBSLinUCB(LinUCB):
-    """LinUCB whose Gram matrix is a Dyadic Block Sketch (seed 000 Alg. 5, fast Alg. 4 inside).
+    """LinUCB whose Gram matrix is a Dyadic Block Sketch (Wen et al. (2025), Alg. 5, fast Alg. 4 inside).
 
     Every round (Alg. 5): score the K arms at once with ``x^T theta_hat + beta ||x||_{A_hat^-1}``
     (eq. 6), play the argmax, insert it into the sketch (Alg. 1 / Alg. 4) and refit
-    ``theta_hat = A_hat^-1 sum_s r_s x_s`` by Woodbury (eq. 5), never forming a d x d matrix until
-    the block cap is reached (then the sketch switches to exact rank-1 updates, i.e. OFUL).
-    Per round O(K d r + K r^2) with r the rows held (``sketch_size``); the sketch size grows
-    l0, 2 l0, 4 l0, ... with the data, so regret stays sublinear without knowing the spectrum.
+    ``theta_hat = A_hat^-1 sum_s r_s x_s`` (eq. 5's matrix, applied through the sketch's basis state,
+    :mod:`agents.sketches.core`), never forming a d x d matrix until the block cap or the time cap
+    is reached (then the sketch switches to exact rank-1 updates, i.e. OFUL). Per round
+    O(K d R + K R^2) with R the dimension of the rows' span; the sketch size grows l0, 2 l0, 4 l0,
+    ... with the data, so regret stays sublinear without knowing the spectrum.
 
     Args:
         lam: ridge lambda > 0.
         beta: a constant radius (float; the paper tunes it in {1e-4, ..., 1}) or ``"theory"``:
-            the radius of seed 000 Theorem 2 (FD blocks) / Theorem 6 (RFD blocks), App. E,
+            the radius of Wen et al. (2025), Theorem 2 (FD blocks) / Theorem 6 (RFD blocks), App. E,
             with the tracked shrinkage ``sigma_bar = sum_i sigma_bar_i`` (< 2 eps, Theorem 1)::
 
                 FD:  R sqrt(1 + s/lam) sqrt(2 ln(1/delta) + LD) + H (lam + s) / sqrt(lam)
@@ -134,7 +135,7 @@ class DBSLinUCB(LinUCB):
         )
 
     def _sketch_radius(self) -> np.ndarray:
-        """seed 000's Theorem 2 / 6 radius per member (see the class docstring)."""
+        """Wen et al.'s (2025) Theorem 2 / 6 radius per member (see the class docstring)."""
         est, lam, d = self.estimator, self.lam, self.d
         s = np.atleast_1d(est.total_shrinkage).astype(np.float64)
         T = np.atleast_1d(est.frobenius_mass).astype(np.float64)

@@ -262,8 +262,8 @@ class LinUCB(TorchAgent):
         :class:`~agents.sketches.base.ScoreTerms` they came from.
 
         The UCBs stay in the core dtype (float64 on CPU whatever the working dtype): the K scores
-        cost nothing to keep there, and rounding them to float32 made near-ties (up to ~6e-8
-        relative) exact ties, which argmax breaks by index, unlike float64."""
+        cost nothing to keep there, and rounding them to float32 would make near-ties (within
+        float32's eps relative) exact ties, which argmax breaks by index."""
         arms = self._arms(obs, check_finite=False, own=True)  # own: a snapshot of a numpy obs (_remember_scored)
         est = self.estimator
         xp = est.xp

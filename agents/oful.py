@@ -11,7 +11,7 @@ __all__ = ["OFUL"]
 class OFUL(LinUCB):
     """Optimism in the Face of Uncertainty for Linear bandits, with the exact Gram matrix.
 
-    Keeps ``A^-1`` with ``A = lam I + sum_s x_s x_s^T`` by Sherman-Morrison (seed 000 Sec. 2.2,
+    Keeps ``A^-1`` with ``A = lam I + sum_s x_s x_s^T`` by Sherman-Morrison (Wen et al. (2025), Sec. 2.2,
     eq. 2): O(d^2) time and memory a round, all K arms scored in one matmul.
 
     Args:

@@ -22,14 +22,14 @@ def _check_sketch_args(sketch_size, fast, batch_size):
 class SOFUL(LinUCB):
     """Sketched OFUL: the optimistic loop with ``A_hat = lam I + S^T S`` from Frequent Directions.
 
-    Seed 000 Sec. 2.3 (eqs. 3-4): ``A_hat^-1 = (1/lam)(I - S^T M S)``, ``M = (S S^T + lam I)^-1``;
+    Wen et al. (2025), Sec. 2.3 (eqs. 3-4): ``A_hat^-1 = (1/lam)(I - S^T M S)``, ``M = (S S^T + lam I)^-1``;
     all K arms scored in one O(K d l) batched op, updates O(d l) amortised with the fast 2l-row
     buffer (Remark 1; the papers' experiments use it), memory O(d l). FD keeps ``l - 1``
     directions, so SOFUL equals OFUL exactly when ``sketch_size > d`` (not at ``= d``).
 
     Args:
         lam: ridge lambda > 0.
-        beta: constant radius (float, as in the papers' experiments) or ``"theory"``: seed 000
+        beta: constant radius (float, as in the papers' experiments) or ``"theory"``: Wen et al. (2025)
             Thm. 2 (App. E.1, eq. before Lemma 6) specialised to one FD block,
             ``R sqrt(1 + sb/lam) sqrt(2 ln(1/delta) + ln(|A|/|lam I|)) + H (lam + sb)/sqrt(lam)``
             with ``sb`` the total FD shrinkage and ``ln(|A|/|lam I|)`` replaced by the data bound

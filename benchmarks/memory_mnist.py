@@ -1,4 +1,4 @@
-"""Peak memory_bytes() of each agent on MNIST (T=2000, seed 0), next to seed 000 v2's Table 2.
+"""Peak memory_bytes() of each agent on MNIST (T=2000, seed 0), next to Wen et al. (2025), Table 2.
 
     python benchmarks/memory_mnist.py [--horizon 2000]
 

@@ -6,7 +6,7 @@ closes when ``BlockSize + ||x||^2 >= eps l0`` and willExcessSketch (App. B.1 sen
 block has received fewer than ``l_i`` rows, else "would this insert make FD discard mass");
 after ``floor(log2(d/l0 + 1)) - 1`` closed blocks every row is added exactly (Sherman-Morrison
 on a d x d inverse). ``M = (S S^T + c I)^-1`` over the stacked rows is grown by the bordered
-inverse (seed 000 eq. 7) and re-formed by eq. 3 (Cholesky of the Gram, frozen part cached)
+inverse (Wen et al. (2025), eq. 7) and re-formed by eq. 3 (Cholesky of the Gram, frozen part cached)
 after each reduction of the active block. Only numpy and scipy.linalg, no validation: the lean
 reference for timing, and a cross-check of the torch agent's choices.
 """

@@ -1,6 +1,6 @@
 """Plain numpy SOFUL / CBSCFD: the same algorithm as agents.soful / agents.cbscfd, as a baseline.
 
-Fast Frequent Directions with a 2l-row buffer (seed 000 Remark 1, seed 003 Sec. 3.2): the
+Fast Frequent Directions with a 2l-row buffer (Wen et al. (2025), Remark 1, Yang et al. (2025), Sec. 3.2): the
 Gram ``S S^T`` and the Cholesky factor of ``S S^T + rho I`` are bordered at each appended row;
 when the buffer is full one ``eigh`` of the small Gram shrinks every squared singular value by
 the l-th largest and keeps at most ``l - 1`` rows. Robust FD (``robust=True``) adds the shrink

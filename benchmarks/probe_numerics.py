@@ -2,13 +2,13 @@
 
 The probe of the sketches' accuracy against OFUL's in the same dtype: Synthetic d = 10, K = 5,
 T = 2000, beta = 0.1 (one seed); the agents see the env's unit-norm arms multiplied by
-``--scale`` (the rewards, hence the regret, stay the env's). SOFUL and CBSCFD with sketch sizes
+a scale (``--cells scale:lam ...``; the rewards, hence the regret, stay the env's). SOFUL and CBSCFD with sketch sizes
 l > d hold the exact ``lam I + X^T X``, and DBSLinUCB's blocks are exact until they close, so in
 exact arithmetic every sketched agent here plays as OFUL: any gap is rounding. A cell is
 "beyond the dtype" when ``(lam + tr X^T X) / lam`` at the end exceeds ~1/eps of the dtype.
 
     python benchmarks/probe_numerics.py                       # the default grid
-    python benchmarks/probe_numerics.py --scale 1e8 --lam 1 --dtypes float64
+    python benchmarks/probe_numerics.py --cells 1e8:1 --dtypes float64   # scale:lam pairs
 """
 
 from __future__ import annotations

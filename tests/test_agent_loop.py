@@ -2,11 +2,11 @@
 
 Each shortcut of :class:`agents.linucb.LinUCB`'s B = 1 loop has a test here that fails if it
 took a wrong turn: the finiteness test of the scores by a Python float sum (against the
-elementwise test), the owned numpy conversion (values of the old conversion, never shared with
-the array), the int/float feedback fast path (the general checks' outcome, message included, for
+elementwise test), the owned numpy conversion (the values of a plain ``torch.as_tensor``
+conversion, never shared with the array), the int/float feedback fast path (the general checks' outcome, message included, for
 every value), update()'s match of act's arms (reused for the same object or an equal tensor view,
-refused otherwise, state untouched by a refused update) and the scores formed on host views
-(the estimator's terms).
+refused otherwise, state untouched by a refused update) and the scores formed from the
+estimator's terms.
 """
 
 from __future__ import annotations

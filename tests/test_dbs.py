@@ -1,4 +1,4 @@
-"""Dyadic Block Sketching (seed 000 Sec. 3, Alg. 1/4, eq. 3/5/7, Theorem 1).
+"""Dyadic Block Sketching (Wen et al. (2025), Sec. 3, Alg. 1/4, eq. 3/5/7, Theorem 1).
 
 The invariants are checked with hypothesis on random, low-rank, heavy-tailed and adversarial
 streams, in float64 and float32, for FD and RFD blocks, fast (Alg. 4) and textbook (Alg. 1):
@@ -29,7 +29,7 @@ from agents.sketches.dbs import DyadicBlockSketch, block_cap
 pytestmark = pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
 
 KINDS = (
-    "gauss",  # isotropic: flat spectrum, the heavy tail of seed 000 Sec. 5
+    "gauss",  # isotropic: flat spectrum, the heavy tail of Wen et al. (2025), Sec. 5
     "unit",  # l2-normalised Gaussian rows (the paper's data, L = 1)
     "lowrank",  # rank k < d
     "powerlaw",  # spectrum i^-a, rotated
@@ -203,7 +203,7 @@ def test_theorem1_global_error_and_block_structure(dtype, kind, n, d, l0_frac, e
     "d,l0,cap", [(500, 50, 3), (784, 50, 4), (784, 100, 3), (784, 200, 2), (500, 16, 5), (3, 1, 2), (7, 1, 3), (10, 10, 1), (10, 4, 1), (10, 3, 2)]
 )
 def test_block_cap_is_floor_log2(d, l0, cap):
-    # seed 000 Invariant 2 with log base 2 (reference notes' worked table).
+    # Wen et al. (2025), Invariant 2 with log base 2 (reference notes' worked table).
     assert block_cap(d, l0) == cap == math.floor(math.log2(d / l0 + 1))
     assert l0 * (2**cap - 1) <= d < l0 * (2 ** (cap + 1) - 1)  # the blocks' sizes fit in d, one more would not
     assert DBS(d, l0, 1.0).block_cap == cap
@@ -405,7 +405,7 @@ def test_an_empty_block_is_not_closed_by_the_sentinel():
 
 
 def test_invariant1_as_printed_is_not_maintained_but_the_bound_is():
-    # Seed 000's "or willExcessSketch is False": a block that already shrank keeps absorbing
+    # Wen et al.'s (2025) "or willExcessSketch is False": a block that already shrank keeps absorbing
     # in-span rows past eps l0 (Invariant 1 literally violated); no mass is discarded after
     # the threshold, so its shrinkage stays < eps l0 / l (what Theorem 1 needs).
     rng = np.random.default_rng(0)
@@ -447,7 +447,7 @@ def test_low_rank_stream_stops_splitting(fast, k, l0, seed):
 
 
 # ---------------------------------------------------------------------------------------
-# seed 000 App. F.2 (matrix approximation, Fig. 4)
+# Wen et al. (2025), App. F.2 (matrix approximation, Fig. 4)
 # ---------------------------------------------------------------------------------------
 
 
@@ -477,13 +477,13 @@ def _fig4(n, d, l0, l_fd):
 
 
 def test_matrix_approximation_fig4_scaled_down():
-    # seed 000 App. F.2 at a third of the size: n = 400 normalised Gaussian rows, d = 120.
+    # Wen et al. (2025), App. F.2 at a third of the size: n = 400 normalised Gaussian rows, d = 120.
     _fig4(400, 120, 4, 12)
 
 
 @pytest.mark.slow
 def test_matrix_approximation_fig4():
-    # seed 000 App. F.2 as stated: n = 1250, d = 500, DBS l0 = 16, eps in {5, 10, 20}; FD l = 50.
+    # Wen et al. (2025), App. F.2 as stated: n = 1250, d = 500, DBS l0 = 16, eps in {5, 10, 20}; FD l = 50.
     _fig4(1250, 500, 16, 50)
 
 

@@ -1,6 +1,6 @@
-"""DBSLinUCB (seed 000 Alg. 5): agent contract, degeneration to OFUL, theory radius, bad input.
+"""DBSLinUCB (Wen et al. (2025), Alg. 5): agent contract, degeneration to OFUL, theory radius, bad input.
 
-The slow test at the end reproduces seed 000 Fig. 1a/1b (synthetic, d = 500, K = 100).
+The slow test at the end reproduces Wen et al. (2025), Fig. 1a/1b (synthetic, d = 500, K = 100).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_sketch_size_is_recorded_and_adapts():
 
 @pytest.mark.parametrize("sketch", ["fd", "rfd"])
 def test_theory_radius_covers_theta_star(sketch):
-    # seed 000 Thm. 2 (FD) / Thm. 6 (RFD): ||theta_hat - theta*||_{A_hat} <= beta_t w.p. 1 - delta.
+    # Wen et al. (2025), Thm. 2 (FD) / Thm. 6 (RFD): ||theta_hat - theta*||_{A_hat} <= beta_t w.p. 1 - delta.
     # With eps large enough that the blocks really discard mass, check it on every seed.
     noise = 0.1
     for seed in range(4):
@@ -102,7 +102,7 @@ def test_theory_radius_covers_theta_star(sketch):
 
 
 def test_theory_radius_formula_fd():
-    # The FD radius by hand from the agent's tracked quantities (seed 000 App. E.1).
+    # The FD radius by hand from the agent's tracked quantities (Wen et al. (2025), App. E.1).
     env = synth(d=16, horizon=80)
     agent = DBSLinUCB(lam=2.0, beta="theory", l0=2, eps=2.0, noise_std=0.3, theta_bound=1.5, delta=0.1)
     run(env, agent, seeds=[0], max_rounds=25)
@@ -189,7 +189,7 @@ def test_bad_feedback_leaves_state_unchanged():
 
 
 # ---------------------------------------------------------------------------------------
-# seed 000 Fig. 1a / 1b (slow)
+# Wen et al. (2025), Fig. 1a / 1b (slow)
 # ---------------------------------------------------------------------------------------
 
 FIG1_T = 2000
@@ -199,7 +199,7 @@ FIG1_NOISE = 0.01
 
 @pytest.mark.slow
 def test_fig1_synthetic_regret():
-    # seed 000 Fig. 1a (FD family) / 1b (RFD family): d = 500, K = 100 unit-norm Gaussian arms a
+    # Wen et al. (2025), Fig. 1a (FD family) / 1b (RFD family): d = 500, K = 100 unit-norm Gaussian arms a
     # round, SOFUL/CBSCFD with l = 50 against DBSLinUCB (l0 = 50, eps = 8) and OFUL.
     # The paper states neither the noise nor T. With the env's default noise_std = 0.1 and unit
     # arms, theta* is not learnable by T = 2000 for ANY agent (ridge error^2 ~ sigma^2 d^2 / t ~ 1;

@@ -1,4 +1,4 @@
-"""Frequent Directions (seed 000 Alg. 2, Remark 1; seed 003 fast FD): guarantees and queries."""
+"""Frequent Directions (Wen et al. (2025), Alg. 2, Remark 1; Yang et al. (2025), fast FD): guarantees and queries."""
 
 from __future__ import annotations
 

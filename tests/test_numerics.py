@@ -315,8 +315,8 @@ def _mean(est, arms, member: int = 0):
 def test_the_mean_term_does_not_cancel_as_b_grows(make):
     """``x^T A_hat^-1 b`` is ``x^T b_perp / c + (V x)^T H bV`` with ``b`` split into its part outside the
     sketch's span and its coordinates (agents.sketches.core): neither term is a difference of numbers
-    of size ``|b| ~ t`` (the Woodbury form ``(x^T b - w^T Linv S b) / rho`` cancelled to ``x^T theta_hat ~ 1``
-    with an error ~``eps32 |x| |b|`` growing with t). 8,000 unit rows, > 100 reductions: the float32
+    of size ``|b| ~ t`` (as the Woodbury form ``(x^T b - w^T Linv S b) / rho`` is, whose result
+    ``x^T theta_hat ~ 1`` carries an error ~``eps32 |x| |b|`` growing with t). 8,000 unit rows, > 100 reductions: the float32
     mean against a dense float64 solve with the estimator's own rows and ``b``, and in float64 the
     same comparison and ``theta()``."""
     n, d = 8000, 10
@@ -429,8 +429,8 @@ def test_a_huge_row_after_a_shrink_that_kept_nothing_keeps_the_mean(make, scored
     """A shrink that keeps nothing (four orthonormal rows of equal norm, l = 2) moves all of ``b`` outside
     the span; a row of norm ~3e4 then enters with a response far from its prediction. The mean
     ``x^T b_perp / c + p^T H bV`` of probe arms stays within the working dtype's reach of a dense
-    float64 solve with the estimator's own rows and ``b`` (the anchored Woodbury form it replaced
-    cancelled to 12-13 relative error in float32 here unless its anchor moved), on either path."""
+    float64 solve with the estimator's own rows and ``b`` (a Woodbury form anchored at a past
+    ``theta`` cancels to a relative error above 1 in float32 here), on either path."""
     g = torch.Generator().manual_seed(0)
     big = 1e4 * torch.randn(8, generator=g, dtype=torch.float64)
     probe = torch.randn(3, 8, generator=g, dtype=torch.float64)

@@ -1,4 +1,4 @@
-"""Robust Frequent Directions (seed 000 Alg. 3, Lemma 4, Thm. 7, Thm. 8): guarantees and queries."""
+"""Robust Frequent Directions (Wen et al. (2025), Alg. 3, Lemma 4, Thm. 7, Thm. 8): guarantees and queries."""
 
 from __future__ import annotations
 

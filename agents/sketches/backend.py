@@ -9,9 +9,9 @@ that adds no per-call cost on the hot path.
 :func:`choose_backend` decides, once, when an estimator is built:
 
 * ``batch_size=None`` (one estimator) on CPU: numpy arrays with a leading batch dimension of one.
-  A round of a single agent is ~40 small operations beside its one big product; a numpy call
-  costs ~0.5-1 us where a torch dispatch costs ~2-4 us, and numpy's BLAS runs the products of
-  these shapes at least as fast.
+  A round of a single agent is a few dozen small operations beside its one big product, and a
+  numpy call has a smaller fixed cost than a torch dispatch (``benchmarks/profile_agents.py``
+  measures both sides).
 * anything else (a batch of members, or any other device): torch tensors on that device.
 
 Both run the very same kernels; the tests compare them on the same streams. Public accessors of

@@ -60,6 +60,13 @@ The four operations (batch dimension first; ``xp`` is the :class:`~agents.sketch
 FD is one range (all rows), RFD the same with ``c`` raised at each shrink, Dyadic Block Sketching
 frozen blocks (rows ``[0, start)``, which live on the first ``Rf`` basis vectors) plus the
 active block's range.
+
+A sketch nobody queries (rows without responses, no scoring: matrix approximation) needs none of
+``V``, ``C`` or ``H`` between queries. Its rows are kept raw in the basis buffer's free slots
+(:meth:`SketchCore.append_raw`: a copy a row) and shrunk from their own ``n x n`` Gram
+(:meth:`SketchCore.shrink_rows`), as Liberty's (2013) and Ghashami et al.'s (2016) reference
+algorithm does with an SVD of its buffer; the first query gives them coordinates, one row append
+each, and from then on the state is the one above.
 """
 
 from __future__ import annotations

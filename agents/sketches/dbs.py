@@ -54,8 +54,7 @@ round) plus its appends and its shrinks amortised over the rows between them
 member switches to exact updates at that moment (as at the cap: the new row is folded into the
 inverse). Both are operation counts, not timings, so the switch is deterministic. Before the
 switch nothing changes: the blocks and choices are the paper's. With both caps off only the
-literal cap of Alg. 1 line 3 applies (the paper's rule; its peak can be ~2x OFUL's memory at
-d = 784, l0 = 50). All keep Theorem 1: exact rows add no error.
+literal cap of Alg. 1 line 3 applies (the paper's rule; its peak can pass OFUL's memory). All keep Theorem 1: exact rows add no error.
 
 Paper slips and gaps, settled here (tests in ``tests/test_dbs.py``):
 
@@ -303,10 +302,10 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.frozen_shrink, self.alpha_in, self.frozen_ls = floats(), floats(), floats()  # sums over frozen blocks
         self.exact = np.zeros(B, dtype=np.bool_)
         self._n_exact_rows = ints()
-        self._frob = floats()
+        self._frob = floats()  # the rows' Frobenius mass (beyond the trace once _shared_trace)
+        self._shared_trace = False  # every member exact and the trace the exact estimator's (step)
         self._frozen: list[list[BlockInfo]] = [[] for _ in range(B)]
         self._n_arms = 1  # arms per round of the last scoring (the time cap's K)
-        self._all = np.arange(B)
         self._exact_est: ExactCovariance | None = None  # holds every exact member
         self._exact_pos = np.full(B, -1, dtype=np.int64)  # member -> its row in _exact_est
         self.core: SketchCore | None = SketchCore(self.xp, B, self.d, self.dtype, self.cdtype, 0, 0, self._reg_host())
@@ -417,7 +416,7 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     @property
     def frobenius_mass(self):
-        return self._host_out(self._frob)
+        return self._host_out(self._frob + self.trace if self._shared_trace else self._frob)
 
     @property
     def total_shrinkage(self):
@@ -477,6 +476,17 @@ class DyadicBlockSketch(CovarianceEstimator):
         """Add the rows (see :meth:`CovarianceEstimator.step`): Alg. 1 (fast: Alg. 4) for every member at
         once, with masks for the decisions of line 7."""
         xp = self.xp
+        if self.core is None:  # every member exact: the exact estimator's rank-1 updates (Alg. 1 line 4),
+            # with its own terms (score_terms hands them out as they are); it keeps the trace (shared)
+            own = terms is not None and terms.parts is None
+            if not self._shared_trace:  # the exact estimator's trace is the width floor's from now on (>= the
+                # rows' own: a row that switched a member counts twice there); the Frobenius mass follows it
+                self._frob -= self._exact_est.trace
+                self.trace, self._shared_trace = self._exact_est.trace, True
+            self._exact_est.step(X, r, terms if own else None, actions if own else None)
+            self._n_exact_rows += 1
+            self.n_rows += 1
+            return
         fresh = self._fresh(terms, actions)
         if fresh:
             xx = self._pick(terms.sq, actions)
@@ -485,11 +495,6 @@ class DyadicBlockSketch(CovarianceEstimator):
             xx, xx_h = self._row_norms(X)
         self._frob += xx_h
         self.trace += xx_h
-        if self.core is None:  # every member exact: the exact estimator's rank-1 updates (Alg. 1 line 4)
-            self._exact_est.step(X, r, terms.parts.exact if fresh else None, actions if fresh else None)
-            self._n_exact_rows += 1
-            self.n_rows += 1
-            return
         rr = r if isinstance(r, float) else np.asarray(r, dtype=np.float64)
         was_exact = self.exact.copy()
         sketched = ~was_exact
@@ -644,7 +649,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.rows_in[idx] = 0
         self.frozen_basis[idx] = 0
         self.m_act[idx] = 0
-        if self.exact.all():
+        if self.exact.all():  # from now on the exact estimator does all (step shares its trace)
             self.core = None
 
     def _adopt_exact(self, idx: np.ndarray, A_inv, b, gram, c: np.ndarray) -> None:
@@ -692,9 +697,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         xp = self.xp
         if int(arms.shape[1]) != self._n_arms:
             self._set_n_arms(int(arms.shape[1]))
-        if self.core is None:  # every member exact: the exact estimator's terms
-            sub = self._exact_est.score_terms(arms)
-            return ScoreTerms(arms, sub.sq, sub.mean, sub.quad, None, self.n_rows, parts=_Parts(None, sub, self._all))
+        if self.core is None:  # every member exact: the exact estimator's terms, as they are
+            return self._exact_est.score_terms(arms)
         arms_c, sq = self._arm_norms(arms)
         sk = sub = None
         if self.core is not None:

@@ -39,6 +39,12 @@ Implementation choices (the papers leave them open):
   replaced by their ``R x R`` QR factor (the same ``S^T S``; :meth:`~agents.sketches.core.SketchCore.compress`),
   while the shrinks still happen at FD's own row counts. ``SOFUL(sketch_size=5000)`` at ``d = 10``
   holds ``10`` basis vectors and ``11`` coordinate rows of 10 numbers.
+* **A sketch nobody queries** (rows without responses and no scoring between them, e.g. matrix
+  approximation) keeps its rows raw and shrinks them from their own ``n x n`` Gram, Liberty's and
+  Ghashami et al.'s buffer algorithm (:meth:`~agents.sketches.core.SketchCore.shrink_rows`): a copy a
+  row and one ``2 l x 2 l`` eigendecomposition a shrink. The basis state is built when a query or
+  a row with a response comes (one row append per raw row) and kept from then on; both routes
+  shrink at the same rows by the same values.
 * Zero rows carry no information and are skipped.
 
 Example:
@@ -193,7 +199,10 @@ class FrequentDirections(CovarianceEstimator):
 
     @property
     def rows_in_use(self):
-        return self._host_out(self.core.N + self.core.pend)
+        """FD's rows in use, the count its buffer fills by (at most ``2 l - 1`` fast, ``l - 1`` textbook,
+        between rows): the rows held, or as many when a basis of ``d`` vectors lets fewer stand for
+        them (their QR factor)."""
+        return self._host_out(self._m + self._m_lag)
 
     @property
     def capacity(self) -> int:
