@@ -232,3 +232,26 @@ def test_fig1_synthetic_regret():
         assert late[dbs] < 0.5 * first[dbs]
         assert late[dbs] < 0.7 * late[base] and final[dbs] < final[base]
     assert late["OFUL"] < 0.2 * first["OFUL"]
+
+
+def test_after_the_switch_to_exact_updates_reuse_the_scored_terms(monkeypatch):
+    """Once a member switched to exact updates, its update reuses act's projection ``A^-1 x`` (as OFUL's
+    does: one ``d^2`` product a round less than recomputing it); only the round of the switch folds
+    its row in afresh."""
+    import agents.sketches.exact as exact_module
+
+    seen = []
+    step = exact_module.ExactCovariance.step
+
+    def spy(self, X, r, terms=None, actions=None):
+        seen.append(self._fresh(terms, actions))
+        return step(self, X, r, terms, actions)
+
+    monkeypatch.setattr(exact_module.ExactCovariance, "step", spy)
+    rng = np.random.default_rng(0)
+    agent = DBSLinUCB(lam=0.2, beta=0.01, l0=4, eps=2.0, d=24, time_cap=False)  # the memory cap switches mid-run
+    for _ in range(300):
+        arms = rng.standard_normal((6, 24))
+        agent.update(arms, agent.act(arms), 0.1)
+    assert agent.estimator.exact_mode and len(seen) > 100
+    assert seen.count(False) == 1 and not seen[0]

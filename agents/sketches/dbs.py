@@ -670,8 +670,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         order = np.argsort(members, kind="stable")
         oi = xp.index(order)
         n = members.size
-        self._exact_est = ExactCovariance.from_state(
-            A_inv[oi], b[oi], trace[order], 0, reg[order].tolist() if n > 1 else float(reg[0]), device=self.device,
+        self._exact_est = ExactCovariance.from_state(  # (its row count is the sketch's: their terms compare)
+            A_inv[oi], b[oi], trace[order], self.n_rows, reg[order].tolist() if n > 1 else float(reg[0]), device=self.device,
             dtype=self.dtype, gram=None if gram is None else gram[oi], batch_size=self.members.of(n))
         self._exact_pos[members[order]] = np.arange(n)
         self._exact_est._warned_dtype = True  # the sketch's own check covers its exact members
