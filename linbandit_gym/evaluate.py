@@ -18,60 +18,14 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+import linbandit_gym.batched as batched_path  # the module, so that its functions are looked up per call
+
+from .loop import RECORD_COLUMNS, agent_label, check_seeds, make_env
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 
 __all__ = ["RECORD_COLUMNS", "run", "make_env", "summarize"]
 
-#: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
-#: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
-RECORD_COLUMNS = [
-    "agent",
-    "env",
-    "seed",
-    "t",
-    "action",
-    "reward",
-    "expected_reward",
-    "best_expected_reward",
-    "regret",
-    "cumulative_regret",
-    "agent_time",
-    "agent_wall_time",
-    "wall_time",
-    "memory_bytes",
-    "sketch_size",
-]
-
 _STANDARD_INFO = {"expected_reward", "best_expected_reward", "regret", "best_arm"}
-
-
-def make_env(env: str | gym.Env | Callable[[], gym.Env], **env_kwargs: Any) -> gym.Env:
-    """An env from an id (``gym.make(id, **env_kwargs)``), an instance, or a factory."""
-    if isinstance(env, str):
-        import linbandit_gym  # noqa: F401  (registers the ids)
-
-        return gym.make(env, **env_kwargs)
-    if isinstance(env, gym.Env):
-        if env_kwargs:
-            raise ValueError("env_kwargs can only be given with an env id, not with an env instance")
-        return env
-    if callable(env):
-        return env(**env_kwargs)
-    raise TypeError(f"env must be an env id, a gymnasium.Env or a factory, got {type(env).__name__}")
-
-
-def check_seeds(seeds: int | Iterable[int], max_rounds: int | None = None) -> list[int]:
-    """``seeds`` as a list (an int ``n`` means seeds ``0..n-1``); checks ``max_rounds`` too."""
-    if isinstance(seeds, numbers.Integral):
-        if seeds < 1:
-            raise ValueError(f"seeds as an int is a count and must be >= 1, got {seeds}")
-        seeds = range(int(seeds))
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds is empty: give at least one seed")
-    if max_rounds is not None and max_rounds < 1:
-        raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
-    return seeds
 
 
 def _env_name(env: gym.Env, given: str | None) -> str:
@@ -81,13 +35,6 @@ def _env_name(env: gym.Env, given: str | None) -> str:
     if spec is not None and spec.id:
         return spec.id
     return type(env.unwrapped).__name__
-
-
-def agent_label(agent: Any, given: str | None) -> str:
-    if given is not None:
-        return given
-    name = getattr(agent, "name", None)
-    return name if isinstance(name, str) and name else type(agent).__name__
 
 
 def _sketch_size(agent: Any) -> float:
@@ -127,8 +74,8 @@ def run(
         batched: ``None`` (default) advances all seeds together as one tensor program
             (:func:`linbandit_gym.batched.run_batched`: same records, same choices) when ``env`` is
             an id with a native vector env, ``agent`` one of ours, there are >= 2 seeds and one
-            member's state is small (the sweep planner's ``SMALL_STATE`` rule, where a batch is
-            the faster of the two);
+            member's state is small (:func:`linbandit_gym.batched.member_state_is_small`, where a
+            batch is the faster of the two);
             ``True`` insists (error if impossible); ``False`` plays the seeds one by one.
         threads: torch intra-op and BLAS threads during the run (default 1, restored afterwards;
             ``None`` leaves the process's setting), see :mod:`linbandit_gym.threads`.
@@ -150,18 +97,6 @@ def run(
                     max_rounds=max_rounds, progress=progress, batched=batched, threads=threads)
 
 
-def _small_state(env_id: str, env_kwargs: dict | None, agent: Any, seed: int) -> bool:
-    """Whether one member of ``agent`` holds little enough state for a batch of seeds to be
-    faster than the seeds one by one: the sweep planner's rule (:data:`.experiments.packing.SMALL_STATE`).
-    A large state (OFUL's d x d inverse at d = 784: 4.9 MB) makes B interleaved members stream
-    their state through the caches every round, where one seed after another keeps one member's
-    hot: measured on MNIST, 3 batched OFUL seeds took 1.2-1.4 ms a member-round against 0.7 ms."""
-    from .experiments.packing import SMALL_STATE, env_shape, member_bytes
-
-    n_arms, d = env_shape({"id": env_id, "args": dict(env_kwargs or {})}, seed)
-    return member_bytes(agent, n_arms, d) <= SMALL_STATE
-
-
 def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_rounds, progress, batched,
          threads) -> pd.DataFrame:
     if isinstance(agent, type) or (not callable(getattr(agent, "act", None)) and callable(agent)):
@@ -170,11 +105,11 @@ def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_
         if not callable(getattr(agent, method, None)):
             raise TypeError(f"agent has no {method}() method; see agents.Agent for the contract")
     if batched is not False:  # all seeds as one tensor program (linbandit_gym.batched)
-        from .batched import can_batch, run_batched
-
-        if batched or (len(seeds) > 1 and can_batch(env, agent) and _small_state(env, env_kwargs, agent, seeds[0])):
-            return run_batched(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name,
-                               env_name=env_name, max_rounds=max_rounds, progress=progress, threads=threads)
+        if batched or (len(seeds) > 1 and batched_path.can_batch(env, agent)
+                       and batched_path.member_state_is_small(env, env_kwargs, agent, seeds[0])):
+            return batched_path.run_batched(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name,
+                                            env_name=env_name, max_rounds=max_rounds, progress=progress,
+                                            threads=threads)
     env = make_env(env, **(env_kwargs or {}))
     e_name, a_name = _env_name(env, env_name), agent_label(agent, agent_name)
     has_memory = callable(getattr(agent, "memory_bytes", None))

@@ -61,7 +61,9 @@ from typing import Any
 
 import yaml
 
-from ..specs import args_label, check_env_args, did_you_mean, load_object
+from ..registration import ENV_IDS
+from ..registry import lookup_agent
+from ..specs import args_label, check_env_args, did_you_mean
 
 __all__ = [
     "ConfigError",
@@ -323,27 +325,14 @@ def _curve_points(raw: dict) -> int:
 
 
 def _resolve_agent_factory(name: Any, where: str):
-    from agents import AGENTS
-
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"{where}: expected an agent name (see `linbandit list`) or module:Class, got {name!r}")
-    if ":" in name:
-        try:
-            return load_object(name)  # the current directory first, like python -m
-        except ValueError as exc:
-            raise ConfigError(f"{where}: agent: {exc}") from None
-    by_lower = {k.lower(): k for k in AGENTS}
-    if name.lower() not in by_lower:
-        raise ConfigError(
-            f"{where}: unknown agent {name!r}{did_you_mean(name, AGENTS)}; known: {', '.join(sorted(AGENTS))} "
-            "(or give package.module:Class)"
-        )
-    return AGENTS[by_lower[name.lower()]]
+    """The class (or factory) of agent ``name`` (:func:`linbandit_gym.registry.lookup_agent`)."""
+    try:
+        return lookup_agent(name).factory
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _check_env_id(env_id: Any, where: str) -> str:
-    from ..registration import ENV_IDS
-
     if not isinstance(env_id, str) or not env_id:
         raise ConfigError(f"{where}: expected an env id (see `linbandit list`), got {env_id!r}")
     if env_id not in ENV_IDS:

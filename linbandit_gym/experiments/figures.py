@@ -18,7 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import plots as P
+from ..plots import (
+    plot_cumulative_regret, plot_fronts, plot_matrix_error, plot_param_effect, plot_pareto, plot_scaling,
+    plot_sketch_size, plot_spectral_exponent, save_figure,
+)
 from .config import select_labels
 from .sweep import load_records, load_runs, read_sweep_config, summary_table
 
@@ -172,12 +175,12 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         specs = raw.get("plots") or [{"kind": "matrix_error"}]
         for i, spec in enumerate(specs):
             labels = select_labels(records["agent"], spec.get("agents"))
-            fig = P.plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
+            fig = plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
             data = raw.get("data") or {}
             caption = (f"N(0, I) rows, normalised: n={data.get('n')}, d={data.get('d')}, "
                        f"{runs['seed'].nunique()} seed(s)")
             _title(fig.axes[0], spec.get("title") or "spectral norm error of the sketch", caption)
-            written += P.save_figure(fig, plot_dir / (spec.get("name") or f"matrix_error_{i}"), formats)
+            written += save_figure(fig, plot_dir / (spec.get("name") or f"matrix_error_{i}"), formats)
         return written
 
     spectral = spectral_series(out, runs)
@@ -204,7 +207,7 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                     records = load_records(out, columns=["agent", "env", "seed", "t", "cumulative_regret", "sketch_size"])
                 sub = records[(records["env"] == env) & records["agent"].isin(labels)]
                 if kind == "regret":
-                    fig = P.plot_cumulative_regret(sub)
+                    fig = plot_cumulative_regret(sub)
                     default = f"{env}: cumulative regret (mean ± std over seeds)"
                     _title(fig.axes[0], spec.get("title") or default, caption)
                 else:
@@ -213,31 +216,31 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                     sub = sub[sub["agent"].isin(keep)]
                     if sub.empty or sub["sketch_size"].isna().all():
                         continue
-                    fig = P.plot_sketch_size(sub)
+                    fig = plot_sketch_size(sub)
                     _title(fig.axes[0], spec.get("title") or f"{env}: sketch size over time", caption)
-                written += P.save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats)
+                written += save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats)
             elif kind == "pareto":
                 table = summary_table(env_runs[env_runs["agent"].isin(labels)])
                 for x, tag in (("time_s", "time"), ("peak_memory_kib", "memory")):
-                    fig = P.plot_pareto(table, x)
+                    fig = plot_pareto(table, x)
                     _title(fig.axes[0], spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)", caption)
-                    written += P.save_figure(fig, plot_dir / f"{name or 'pareto'}_{tag}{suffix}", formats)
+                    written += save_figure(fig, plot_dir / f"{name or 'pareto'}_{tag}{suffix}", formats)
             elif kind == "spectral":
                 sub = spectral[(spectral["env"] == env) & spectral["agent"].isin(labels)] if not spectral.empty else spectral
                 if sub.empty:
                     continue
-                fig = P.plot_spectral_exponent(sub)
+                fig = plot_spectral_exponent(sub)
                 _title(fig.axes[0], spec.get("title") or f"{env}: spectral error exponent log(Δ_t)/log t", caption)
-                written += P.save_figure(fig, plot_dir / f"{name or 'spectral_exponent'}{suffix}", formats)
+                written += save_figure(fig, plot_dir / f"{name or 'spectral_exponent'}{suffix}", formats)
             elif kind == "param":
                 fam = env_runs[(env_runs["family"] == spec["family"]) & env_runs["agent"].isin(labels)]
                 if fam.empty or f"arg.{spec['x']}" not in fam:
                     continue
-                fig = P.plot_param_effect(fam, spec["x"], spec.get("group"))
+                fig = plot_param_effect(fam, spec["x"], spec.get("group"))
                 default = f"{env}: {spec['family']} vs {spec['x']}"
                 fig.suptitle((spec.get("title") or default) + "\n" + caption, fontsize=10)
                 fig.tight_layout()
-                written += P.save_figure(fig, plot_dir / f"{name or 'param_' + _slug(spec['family'])}{suffix}", formats)
+                written += save_figure(fig, plot_dir / f"{name or 'param_' + _slug(spec['family'])}{suffix}", formats)
             elif kind == "matrix_error":
                 continue
     return written
@@ -265,11 +268,11 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
     xs = sorted(points[x].unique())
     caption = _caption({**same, "id": first["id"]}, runs) + f"; {x} in {{{', '.join(f'{v:g}' for v in xs)}}}"
     if kind == "scaling":
-        fig, slopes = P.plot_scaling(points, x=x)
+        fig, slopes = plot_scaling(points, x=x)
         fig.suptitle((spec.get("title") or f"cost against {x}, log-log (fitted slope in the legend)") + "\n" + caption,
                      fontsize=10)
         fig.tight_layout()
-        written = P.save_figure(fig, plot_dir / name, formats)
+        written = save_figure(fig, plot_dir / name, formats)
         slopes.to_csv(plot_dir / f"{name}_slopes.csv", index=False)
         names = {"ms_per_round": "ms/round", "peak_memory_bytes": "peak memory"}
         wide = pd.DataFrame({"agent": list(dict.fromkeys(slopes["agent"]))})
@@ -284,11 +287,11 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
     order = points.drop_duplicates("env").sort_values(x)["env"].tolist()
     tables = {env: summary_table(runs[runs["env"] == env]) for env in order}
     titles = {env: f"{x} = {settings[env].get(x):g}" for env in order}
-    fig = P.plot_fronts(tables, titles=titles)
+    fig = plot_fronts(tables, titles=titles)
     fig.suptitle((spec.get("title") or "final regret against agent CPU time (top) and peak memory (bottom)") + "\n"
                  + caption, fontsize=10)
     fig.tight_layout(rect=fig._legend_rect)
-    return P.save_figure(fig, plot_dir / name, formats)
+    return save_figure(fig, plot_dir / name, formats)
 
 
 def markdown_table(frame: pd.DataFrame) -> str:

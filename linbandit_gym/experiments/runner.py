@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._version import __version__
+from ..registry import resolve_agent
 from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit, thread_record
 
 __all__ = ["execute_run", "execute_batch", "execute_unit", "split_by_seed", "run_meta", "bandit_summary", "library_versions",
@@ -36,14 +38,12 @@ def library_versions() -> dict[str, str]:
     """Versions of what produced a record: python, torch, numpy, pandas, linbandit."""
     import torch
 
-    import linbandit_gym
-
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "numpy": np.__version__,
         "pandas": pd.__version__,
-        "linbandit": linbandit_gym.__version__,
+        "linbandit": __version__,
         "platform": platform.platform(),
     }
 
@@ -237,8 +237,6 @@ def _batch_agent(specs: list[dict]):
     """One batched agent whose member i is the agent of ``specs[i]``."""
     from agents.batched import batched_members
 
-    from ..cli import resolve_agent
-
     return batched_members([resolve_agent(spec["config"]["agent"]["name"], dict(spec["config"]["agent"]["args"]))
                             for spec in specs])
 
@@ -294,7 +292,6 @@ def run_meta(spec: dict, extra: dict, started: datetime, duration_s: float) -> d
 
 
 def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.DataFrame, dict]:
-    from ..cli import resolve_agent
     from ..evaluate import run
 
     config = spec["config"]
@@ -326,8 +323,6 @@ def _matrix_approx(spec: dict, threads: int | None) -> tuple[pd.DataFrame, dict]
     import importlib
 
     import torch
-
-    from ..cli import resolve_agent
 
     config = spec["config"]
     n, d, every = (int(config["env"]["args"][k]) for k in ("n", "d", "every"))

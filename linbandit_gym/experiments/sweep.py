@@ -50,6 +50,7 @@ from ..records import (
     write_records,
     write_text_atomic,
 )
+from ..registry import registered_name
 from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
 from .backends import iter_results, local_workers
 from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config, run_id
@@ -183,7 +184,7 @@ def _preflight(config: SweepConfig, specs: list[RunSpec]) -> dict[str, tuple[int
     return the ``(K, d)`` of each env config's arm sets (by canonical JSON, for the planner)."""
     if config.task != "bandit":
         return {}
-    from ..evaluate import make_env
+    from ..loop import make_env
 
     seen: dict[str, tuple[int, int]] = {}
     for spec in specs:
@@ -241,7 +242,7 @@ def sweep(
             ``per_member_args`` (lam, beta, ...) advance together as one batched program when
             their agent and env allow it (see :mod:`.packing`), each still saved as its own run;
             ``None`` (default): the same for runs whose agent state is small enough for a batch
-            to be faster (:data:`.packing.SMALL_STATE`); ``False``: one run at a time.
+            to be faster (:data:`linbandit_gym.batched.SMALL_STATE`); ``False``: one run at a time.
         batch_memory: memory budget of one batch, bytes or a size such as ``"2GiB"`` (default).
         max_batch: members of one batch at most (default
             :data:`linbandit_gym.batched.DEFAULT_MAX_BATCH`).
@@ -330,10 +331,8 @@ def _object_agent_config(agent: Any, label: str) -> dict:
     attributes (the scikit-learn convention; non-scalars as text) and its label."""
     import inspect
 
-    from agents import AGENTS
-
     cls = type(agent)
-    name = next((n for n, c in AGENTS.items() if c is cls), f"{cls.__module__}:{cls.__qualname__}")
+    name = registered_name(cls)
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):
@@ -377,7 +376,8 @@ def play_into(
     ``threads``: torch and BLAS threads of every run (default 1), recorded in its metadata.
     """
     from ..batched import can_batch
-    from ..evaluate import agent_label, check_seeds, run
+    from ..evaluate import run
+    from ..loop import agent_label, check_seeds
     from .runner import split_by_seed
 
     out = Path(out_dir)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..threads import DEFAULT_THREADS
 from ..batched import DEFAULT_MAX_BATCH
-from .packing import DEFAULT_BATCH_MEMORY
+from ..experiments.packing import DEFAULT_BATCH_MEMORY
+from ..threads import DEFAULT_THREADS
 
 __all__ = ["add_commands"]
 
@@ -41,7 +41,7 @@ def _add_exec_options(p: argparse.ArgumentParser) -> None:
 
 
 def _memory_size(text: str) -> int:
-    from .packing import parse_bytes
+    from ..experiments.packing import parse_bytes
 
     try:
         return parse_bytes(text)
@@ -54,7 +54,7 @@ def _log(args):
 
 
 def _print_summary(out_dir: Path) -> int:
-    from .figures import format_table, markdown_table, write_tables
+    from ..experiments.figures import format_table, markdown_table, write_tables
 
     table, _ = write_tables(out_dir)
     if not table.empty:
@@ -64,8 +64,8 @@ def _print_summary(out_dir: Path) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from .config import parse_config
-    from .sweep import default_out_dir, plan, sweep
+    from ..experiments.config import parse_config
+    from ..experiments.sweep import default_out_dir, plan, sweep
 
     cfg = parse_config(args.config)
     out = Path(args.out) if args.out else default_out_dir(cfg)
@@ -81,7 +81,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                    max_batch=args.max_batch, log=_log(args))
     _print_summary(out)
     if not args.no_plots:
-        from .figures import make_plots
+        from ..experiments.figures import make_plots
 
         files = make_plots(out)
         print(f"\n{len(files)} plot/table files written under {out}")
@@ -89,7 +89,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from .figures import make_plots
+    from ..experiments.figures import make_plots
 
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     files = make_plots(args.dir, formats=formats)
@@ -99,7 +99,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .report import write_report
+    from ..experiments.report import write_report
 
     path = write_report(args.dir, fmt=args.format, out=args.out, replot=not args.no_replot)
     print(f"report written to {path}")
@@ -107,8 +107,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
-    from .config import load_config
-    from .tune import tune
+    from ..experiments.config import load_config
+    from ..experiments.tune import tune
 
     result = tune(
         load_config(args.config), args.out, beta=args.beta, lam=args.lam, seeds=args.seeds, horizon=args.horizon,
@@ -122,7 +122,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from .reproduce import EXPERIMENTS, reproduce
+    from ..experiments.reproduce import EXPERIMENTS, reproduce
 
     if args.list or not args.name:
         for name, text in EXPERIMENTS.items():
