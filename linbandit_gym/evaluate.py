@@ -1,31 +1,28 @@
-"""The evaluation loop: the only place in the project where env and agent meet.
+"""``run(env, agent, seeds)``: play one episode per seed and return the per-round records.
 
-``run(env, agent, seeds)`` plays one episode per seed and returns a tidy pandas DataFrame
-with one record per (agent, env, seed, round). Sweeps, the command line and plots all
-go through it, so the record format is the same everywhere.
+What users call, and what sweeps, ``linbandit run`` and the demo call: a tidy pandas DataFrame
+with one record per (agent, env, seed, round). ``run`` chooses the path -- all seeds advanced
+together as one batch (:mod:`linbandit_gym.batched`) where env and agent allow it and a batch is
+faster, else seed after seed -- and every round of either is played by the one loop,
+:func:`linbandit_gym.loop.play`. :func:`summarize` reduces records to one row per (agent, env).
 """
 
 from __future__ import annotations
 
-import numbers
 import sys
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 import linbandit_gym.batched as batched_path  # the module, so that its functions are looked up per call
 
-from .loop import RECORD_COLUMNS, agent_label, check_seeds, make_env
+from .loop import RECORD_COLUMNS, agent_label, check_seeds, make_env, play, records_frame, single_members
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 
 __all__ = ["RECORD_COLUMNS", "run", "make_env", "summarize"]
-
-_STANDARD_INFO = {"expected_reward", "best_expected_reward", "regret", "best_arm"}
 
 
 def _env_name(env: gym.Env, given: str | None) -> str:
@@ -35,15 +32,6 @@ def _env_name(env: gym.Env, given: str | None) -> str:
     if spec is not None and spec.id:
         return spec.id
     return type(env.unwrapped).__name__
-
-
-def _sketch_size(agent: Any) -> float:
-    value = getattr(agent, "sketch_size", None)
-    return float(value) if isinstance(value, (numbers.Real, np.number)) else np.nan
-
-
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, (numbers.Number, np.bool_, bool, np.number, str))
 
 
 def run(
@@ -74,8 +62,8 @@ def run(
         batched: ``None`` (default) advances all seeds together as one tensor program
             (:func:`linbandit_gym.batched.run_batched`: same records, same choices) when ``env`` is
             an id with a native vector env, ``agent`` one of ours, there are >= 2 seeds and one
-            member's state is small (:func:`linbandit_gym.batched.member_state_is_small`, where a
-            batch is the faster of the two);
+            member's state is small (:func:`linbandit_gym.batched.batch_is_faster`: where a batch
+            is the faster of the two);
             ``True`` insists (error if impossible); ``False`` plays the seeds one by one.
         threads: torch intra-op and BLAS threads during the run (default 1, restored afterwards;
             ``None`` leaves the process's setting), see :mod:`linbandit_gym.threads`.
@@ -105,70 +93,19 @@ def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_
         if not callable(getattr(agent, method, None)):
             raise TypeError(f"agent has no {method}() method; see agents.Agent for the contract")
     if batched is not False:  # all seeds as one tensor program (linbandit_gym.batched)
-        if batched or (len(seeds) > 1 and batched_path.can_batch(env, agent)
-                       and batched_path.member_state_is_small(env, env_kwargs, agent, seeds[0])):
+        if batched or batched_path.batch_is_faster(env, env_kwargs, agent, seeds):
             return batched_path.run_batched(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name,
                                             env_name=env_name, max_rounds=max_rounds, progress=progress,
                                             threads=threads)
     env = make_env(env, **(env_kwargs or {}))
     e_name, a_name = _env_name(env, env_name), agent_label(agent, agent_name)
-    has_memory = callable(getattr(agent, "memory_bytes", None))
-    has_sketch_size = hasattr(agent, "sketch_size")
-
     horizon = getattr(env.unwrapped, "horizon", None)
     per_seed = min(x for x in (horizon, max_rounds) if x is not None) if (horizon or max_rounds) else None
     show = sys.stderr.isatty() if progress is None else bool(progress)
-    bar = tqdm(total=per_seed * len(seeds) if per_seed else None, disable=not show, desc=f"{a_name} on {e_name}")
-
     cpu, _ = cpu_clock(threads)
-    columns: dict[str, list] = {c: [] for c in RECORD_COLUMNS}
-    extras: dict[str, dict[int, Any]] = {}
-    n = 0
-    try:
-        for seed in seeds:
-            reset = getattr(agent, "reset", None)
-            if callable(reset):
-                reset(seed=seed)
-            obs, _ = env.reset(seed=seed)
-            cum_regret = agent_time = agent_wall_time = wall_time = 0.0
-            t = 0
-            while True:
-                start, cpu_start = time.perf_counter(), cpu()
-                action = agent.act(obs)
-                cpu_act, after_act = cpu(), time.perf_counter()
-                next_obs, reward, terminated, truncated, info = env.step(action)
-                after_env, cpu_env = time.perf_counter(), cpu()
-                agent.update(obs, action, reward)
-                cpu_end, end = cpu(), time.perf_counter()
-                agent_time += (cpu_act - cpu_start) + (cpu_end - cpu_env)
-                agent_wall_time += (after_act - start) + (end - after_env)
-                wall_time += end - start
-                t += 1
-                regret = float(info.get("regret", np.nan))
-                cum_regret += regret
-                row = (
-                    a_name, e_name, seed, t, int(action), float(reward), float(info.get("expected_reward", np.nan)),
-                    float(info.get("best_expected_reward", np.nan)), regret, cum_regret, agent_time, agent_wall_time,
-                    wall_time,
-                    int(agent.memory_bytes()) if has_memory else 0,
-                    _sketch_size(agent) if has_sketch_size else np.nan,
-                )
-                for col, value in zip(RECORD_COLUMNS, row):
-                    columns[col].append(value)
-                for key, value in info.items():
-                    if key not in _STANDARD_INFO and _is_scalar(value):
-                        extras.setdefault(key, {})[n] = value
-                n += 1
-                bar.update(1)
-                obs = next_obs
-                if terminated or truncated or (max_rounds is not None and t >= max_rounds):
-                    break
-    finally:
-        bar.close()
-    frame = pd.DataFrame(columns)
-    for key, values in extras.items():
-        frame[key] = pd.Series(values, index=list(values.keys())).reindex(range(n))
-    return frame
+    with tqdm(total=per_seed * len(seeds) if per_seed else None, disable=not show, desc=f"{a_name} on {e_name}") as bar:
+        return records_frame([play(single_members(env, agent, seed, a_name, e_name), max_rounds=max_rounds, cpu=cpu,
+                                   bar=bar if show else None) for seed in seeds])
 
 
 def summarize(records: pd.DataFrame) -> pd.DataFrame:
