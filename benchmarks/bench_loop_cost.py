@@ -3,10 +3,12 @@
 A random agent whose arms are drawn before the episode (its ``act`` is a list lookup, its
 ``update`` a counter) plays one episode of the env through ``linbandit_gym.run`` (1 thread, no
 progress bar, the unbatched path), and the same episode is played bare (``reset`` and ``step``
-with the same arms, nothing else). The loop's cost per round is the difference of the wall
+with the same arms, nothing else). The loop's cost per round is the difference of the two
 times over the rounds: what ``run()`` adds to a round (timing, records, the calls into the
-agent, and its fixed per-call work spread over the episode). Two ways, interleaved, best of
-``--repeats`` of each:
+agent, and its fixed per-call work spread over the episode). Times are the thread's CPU time
+(everything runs on the calling thread with 1 thread), which other processes on a shared
+machine do not inflate; ``--clock wall`` takes wall-clock time instead. Two ways, interleaved,
+best of ``--repeats`` of each:
 
 * ``instance``: ``run(env, ...)`` on an env made once, against the bare episode of that env;
 * ``by id``: ``run(env_id, ...)``, which builds the env, against ``gym.make`` + the bare episode.
@@ -56,7 +58,7 @@ class PreDrawnRandomAgent:
         self.t += 1
 
 
-def measure(env_id: str, env_args: dict, repeats: int) -> dict:
+def measure(env_id: str, env_args: dict, repeats: int, clock: str = "cpu") -> dict:
     """Best-of-``repeats`` wall seconds of ``run()`` on an env instance and on the env id, of the
     bare episode, and of ``gym.make`` + the bare episode, interleaved."""
     import gymnasium as gym
@@ -66,6 +68,7 @@ def measure(env_id: str, env_args: dict, repeats: int) -> dict:
 
     import linbandit_gym
 
+    now = time.thread_time if clock == "cpu" else time.perf_counter
     torch.set_num_threads(1)
     with threadpool_limits(limits=1):
         env = gym.make(env_id, **env_args)
@@ -82,21 +85,21 @@ def measure(env_id: str, env_args: dict, repeats: int) -> dict:
                 instance.step(action)
 
         for _ in range(repeats):  # interleaved: a slow spell of the machine hits every side alike
-            start = time.perf_counter()
+            start = now()
             records = linbandit_gym.run(env, agent, seeds=[0], progress=False, batched=False, threads=1)
-            times["run"].append(time.perf_counter() - start)
+            times["run"].append(now() - start)
             assert len(records) == rounds
-            start = time.perf_counter()
+            start = now()
             bare_episode(env)
-            times["env"].append(time.perf_counter() - start)
-            start = time.perf_counter()
+            times["env"].append(now() - start)
+            start = now()
             linbandit_gym.run(env_id, agent, seeds=[0], env_kwargs=env_args, progress=False, batched=False, threads=1)
-            times["run_by_id"].append(time.perf_counter() - start)
-            start = time.perf_counter()
+            times["run_by_id"].append(now() - start)
+            start = now()
             made = gym.make(env_id, **env_args)
             bare_episode(made)
             made.close()
-            times["make_env"].append(time.perf_counter() - start)
+            times["make_env"].append(now() - start)
         env.close()
     return {"rounds": rounds, **{key: min(values) for key, values in times.items()}}
 
@@ -115,7 +118,7 @@ def measure_in(path: str, args: argparse.Namespace) -> dict:
     """:func:`measure` in a fresh interpreter whose ``linbandit_gym`` is the one under ``path``."""
     env = {**os.environ, "PYTHONPATH": path + os.pathsep + os.environ.get("PYTHONPATH", "")}
     command = [sys.executable, os.path.abspath(__file__), "--env", args.env, "--repeats", str(args.repeats),
-               "--json", *[f"--env-arg={kv}" for kv in args.env_arg or ()]]
+               "--clock", args.clock, "--json", *[f"--env-arg={kv}" for kv in args.env_arg or ()]]
     out = subprocess.run(command, env=env, cwd=path, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -144,6 +147,8 @@ def main(argv=None) -> None:
     p.add_argument("--env", default="LinBandit-MNIST-v0")
     p.add_argument("--env-arg", action="append", metavar="K=V", help="env constructor argument, repeatable")
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="the calling thread's CPU time (default) or wall-clock time")
     p.add_argument("--against", default=None, metavar="REV", help="a git revision to compare with")
     p.add_argument("--rounds-of", type=int, default=3, metavar="N",
                    help="with --against: alternate N subprocesses of each side, best taken")
@@ -151,10 +156,10 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     env_args = parse_env_args(args.env_arg)
     if args.json:  # one measurement, for the parent process of --against
-        print(json.dumps(measure(args.env, env_args, args.repeats)))
+        print(json.dumps(measure(args.env, env_args, args.repeats, args.clock)))
         return
     if args.against is None:
-        result = measure(args.env, env_args, args.repeats)
+        result = measure(args.env, env_args, args.repeats, args.clock)
         sides = {"this checkout": result}
     else:
         with tempfile.TemporaryDirectory() as tmp:
@@ -166,7 +171,7 @@ def main(argv=None) -> None:
                     best = sides[label]
                     sides[label] = result if best is None else {k: min(v, best[k]) for k, v in result.items()}
     rounds = next(iter(sides.values()))["rounds"]
-    print(f"{args.env} {env_args or ''}: {rounds} rounds, a pre-drawn random agent, 1 thread, best of "
+    print(f"{args.env} {env_args or ''}: {rounds} rounds, a pre-drawn random agent, 1 thread, {args.clock} time, best of "
           f"{args.repeats} interleaved{' in each of ' + str(args.rounds_of) + ' alternating processes' if args.against else ''}")
     columns = list(loop_us(next(iter(sides.values()))))
     print(f"{'us per round':>14}" + "".join(f" {c:>17}" for c in columns) + f" {'loop ms/round':>14}")

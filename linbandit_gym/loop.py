@@ -10,11 +10,12 @@ setting-up differs (:func:`single_members`, :func:`batch_members`); every round 
 -- :func:`linbandit_gym.run`, batched runs, sweeps, ``play_members`` -- goes through the same
 loop body, so their records agree column for column.
 
-Timing, per round: the CPU clock and the wall clock are read once at each boundary of the
-agent's calls (before ``act``, after ``act``, before ``update``, after ``update``); the env's
-step and the loop's own bookkeeping fall between ``act`` and ``update`` and count in the
-round's wall time only. With B members, the times are the batch's and each member's record
-holds a 1/B share of them.
+Timing: the CPU clock (a system call, the loop's largest cost) and the wall clock are read
+once at each boundary of a round's calls -- after ``act``, after the env's step (with the
+round's records written), after ``update`` -- and the end of one round is the start of the
+next; only an agent whose state is read after the round (``memory_bytes``, ``sketch_size``)
+gets a fresh start, so that reading its state is not counted as its time. With B members, the
+times are the batch's and each member's record holds a 1/B share of them.
 
 Layer: the evaluation loop (above the envs, the agents and the registry; below the
 experiments and the command line).
@@ -256,12 +257,16 @@ class RoundRecords:
         self.agent_time, self.agent_wall_time, self.wall_time = np.zeros(capacity), np.zeros(capacity), np.zeros(capacity)
         self.capacity = capacity
 
+    def columns(self) -> tuple[np.ndarray, ...]:
+        """The column arrays, in the order of :data:`_BUFFERS`."""
+        return tuple(getattr(self, name) for name in _BUFFERS)
+
     def grow(self) -> None:
         """Twice the capacity, keeping what is written (an episode longer than expected)."""
-        old = {name: getattr(self, name) for name in _BUFFERS}
+        old = self.columns()
         self._allocate(2 * self.capacity)
-        for name, values in old.items():
-            getattr(self, name)[: len(values)] = values
+        for new, values in zip(self.columns(), old):
+            new[: len(values)] = values
 
     def frame(self) -> pd.DataFrame:
         """The records as :data:`RECORD_COLUMNS`: member by member, round by round, the times
@@ -339,34 +344,43 @@ def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], f
     records = RoundRecords(members, min(known) if known else 1024)
     act, step, update, memory, sketch_size = agent.act, envs.step, agent.update, members.memory, members.sketch_size
     wall = time.perf_counter
+    # The columns as locals (rebound when they grow): a round writes each once, in place.
+    (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col, agent_cpu_col,
+     agent_wall_col, round_wall_col) = records.columns()
+    reads_state = memory is not None or sketch_size is not None
     t = 0
+    cpu_start, wall_start = cpu(), wall()
     while True:
-        if t == records.capacity:
-            records.grow()
-        w0, c0 = wall(), cpu()
         actions = act(obs)
-        c1, w1 = cpu(), wall()
+        cpu_acted, wall_acted = cpu(), wall()
         next_obs, rewards, expected, best, regret, recorded, ended = step(actions, t)
-        records.action[t] = recorded
-        records.reward[t] = rewards
-        records.expected[t] = expected
-        records.best[t] = best
-        records.regret[t] = regret
-        w2, c2 = wall(), cpu()
-        update(obs, actions, rewards)
-        c3, w3 = cpu(), wall()
-        records.agent_time[t] = (c1 - c0) + (c3 - c2)
-        records.agent_wall_time[t] = (w1 - w0) + (w3 - w2)
-        records.wall_time[t] = w3 - w0
-        if memory is not None:
-            records.memory[t] = memory()
-        if sketch_size is not None:
-            records.sketch[t] = sketch_size()
-        t += 1
+        action_col[t] = recorded
+        reward_col[t] = rewards
+        expected_col[t] = expected
+        best_col[t] = best
+        regret_col[t] = regret
         if bar is not None:
             bar.update(size)
-        obs = next_obs
+        wall_stepped, cpu_stepped = wall(), cpu()
+        update(obs, actions, rewards)
+        cpu_end, wall_end = cpu(), wall()
+        agent_cpu_col[t] = cpu_acted - cpu_start + cpu_end - cpu_stepped
+        agent_wall_col[t] = wall_acted - wall_start + wall_end - wall_stepped
+        round_wall_col[t] = wall_end - wall_start
+        if reads_state:
+            if memory is not None:
+                memory_col[t] = memory()
+            if sketch_size is not None:
+                sketch_col[t] = sketch_size()
+            cpu_end, wall_end = cpu(), wall()  # what the agent holds is not its time
+        t += 1
         if ended or t == max_rounds:
             break
+        obs = next_obs
+        cpu_start, wall_start = cpu_end, wall_end
+        if t == records.capacity:
+            records.grow()
+            (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col, agent_cpu_col,
+             agent_wall_col, round_wall_col) = records.columns()
     records.rounds = t
     return records
