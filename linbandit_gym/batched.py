@@ -11,9 +11,11 @@ the agent allow it, there are >= 2 seeds and one member's state is small
 
 What differs from the loop over seeds: ``agent_time`` (CPU seconds, as in ``run``),
 ``agent_wall_time`` and ``wall_time`` are each member's share of the batch's time (batch
-seconds / B, cumulated), so ``ms/round`` reads as the cost of one
-member-round; ``memory_bytes`` is what the unbatched agent reports (the batch holds B times
-that, plus padding for DBSLinUCB).
+seconds / B, cumulated), and ``time_shared_by`` says B: a member-round's share, not the time
+the run would take alone (a batch of B costs neither B times one run nor one run's time), so
+tables and figures of cost read the runs timed alone where there are any
+(:func:`linbandit_gym.evaluate.timed_runs`). ``memory_bytes`` is what the unbatched agent
+reports (the batch holds B times that, plus padding for DBSLinUCB).
 """
 
 from __future__ import annotations

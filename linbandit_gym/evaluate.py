@@ -22,7 +22,7 @@ import linbandit_gym.batched as batched_path  # the module, so that its function
 from .loop import RECORD_COLUMNS, agent_label, check_seeds, make_env, play, records_frame, single_members
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 
-__all__ = ["RECORD_COLUMNS", "run", "make_env", "summarize"]
+__all__ = ["RECORD_COLUMNS", "run", "make_env", "summarize", "timed_runs"]
 
 
 def _env_name(env: gym.Env, given: str | None) -> str:
@@ -75,8 +75,9 @@ def run(
         ``threads=1``, the process's otherwise; ``agent_wall_time`` the cumulative wall-clock
         seconds of the same calls; ``wall_time`` the cumulative wall-clock seconds of the whole
         round including the env; ``memory_bytes`` the agent's ``memory_bytes()`` after the
-        round, 0 if it has none), plus any scalar keys the env adds to ``info`` beyond the
-        standard four.
+        round, 0 if it has none; ``time_shared_by`` 1 when the seed was timed alone, B when
+        its times are its 1/B share of a batch of B seeds), plus any scalar keys the env adds
+        to ``info`` beyond the standard four.
     """
     seeds = check_seeds(seeds, max_rounds)
     threads = check_threads(threads)
@@ -108,22 +109,41 @@ def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_
                                    bar=bar if show else None) for seed in seeds])
 
 
+def timed_runs(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The runs whose times a table or figure of cost reads, per group of ``keys``: those timed
+    alone (``time_shared_by`` 1) where the group has any, else all of its runs, whose times are
+    then shares of batches. ``runs`` has one row per run; a ``timing`` column says ``"alone"``
+    or ``"batch share"`` for each row returned. Runs without ``time_shared_by`` count as alone."""
+    shared_by = runs["time_shared_by"] if "time_shared_by" in runs else pd.Series(1, index=runs.index)
+    alone = shared_by.fillna(1).eq(1)
+    any_alone = alone.groupby([runs[k] for k in keys], sort=False).transform("any")
+    keep = alone | ~any_alone
+    return runs[keep].assign(timing=alone[keep].map({True: "alone", False: "batch share"}))
+
+
 def summarize(records: pd.DataFrame) -> pd.DataFrame:
     """One row per (agent, env): final cumulative regret mean/std over seeds, ms/round (CPU time in
-    act + update), wall ms/round of the same calls, peak memory."""
+    act + update), wall ms/round of the same calls, peak memory; the times from the seeds timed
+    alone where there are any (:func:`timed_runs`), and ``timing`` says which they are."""
+    keys = ["agent", "env"]
     last = records.groupby(["agent", "env", "seed"], sort=False).tail(1)  # records are in round order
     last = last.assign(ms_per_round=1000.0 * last["agent_time"] / last["t"])
     if "agent_wall_time" in last:  # records written before the column existed lack it
         last = last.assign(wall_ms_per_round=1000.0 * last["agent_wall_time"] / last["t"])
-    grouped = last.groupby(["agent", "env"], sort=False)
-    out = grouped.agg(
+    out = last.groupby(keys, sort=False).agg(
         seeds=("seed", "nunique"),
         rounds=("t", "max"),
         final_regret_mean=("cumulative_regret", "mean"),
         final_regret_std=("cumulative_regret", "std"),
+    )
+    cost = timed_runs(last, keys).groupby(keys, sort=False).agg(
         ms_per_round=("ms_per_round", "mean"),
         **({"wall_ms_per_round": ("wall_ms_per_round", "mean")} if "wall_ms_per_round" in last else {}),
+        timing=("timing", "first"),
+        timed_seeds=("seed", "nunique"),
     )
-    out["peak_memory_bytes"] = records.groupby(["agent", "env"], sort=False)["memory_bytes"].max()
+    out = out.join(cost)
+    out.insert(list(out.columns).index("timing"), "peak_memory_bytes",
+               records.groupby(keys, sort=False)["memory_bytes"].max())
     out["final_regret_std"] = out["final_regret_std"].fillna(0.0)
     return out.reset_index()

@@ -34,11 +34,13 @@ import pandas as pd
 
 from .registration import register_envs
 
-__all__ = ["RECORD_COLUMNS", "Members", "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label", "batch_members",
+__all__ = ["RECORD_COLUMNS", "TIMING_COLUMNS", "Members", "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label", "batch_members",
            "check_seeds", "env_shape", "make_env", "play", "records_frame", "single_members"]
 
 #: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
 #: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
+#: ``time_shared_by`` says how the times were measured: 1, alone; B, each time is a 1/B share of
+#: the time of a batch of B members advanced together.
 RECORD_COLUMNS = [
     "agent",
     "env",
@@ -55,7 +57,12 @@ RECORD_COLUMNS = [
     "wall_time",
     "memory_bytes",
     "sketch_size",
+    "time_shared_by",
 ]
+
+#: The columns that depend on how the rounds were timed; the rest of a run's records is the same
+#: whether it was played alone or in a batch.
+TIMING_COLUMNS = ["agent_time", "agent_wall_time", "wall_time", "time_shared_by"]
 
 
 def make_env(env: str | gym.Env | Callable[[], gym.Env], **env_kwargs: Any) -> gym.Env:
@@ -270,7 +277,7 @@ class RoundRecords:
 
     def frame(self) -> pd.DataFrame:
         """The records as :data:`RECORD_COLUMNS`: member by member, round by round, the times
-        cumulated (each member's share, 1/B, of the batch's)."""
+        cumulated (with B members, each member's share, 1/B, of the batch's: ``time_shared_by``)."""
         T, B, members = self.rounds, self.members.size, self.members
 
         def per_member(values: np.ndarray) -> np.ndarray:  # (T, B) -> member-major flat
@@ -296,6 +303,7 @@ class RoundRecords:
             "wall_time": shared(self.wall_time),
             "memory_bytes": per_member(self.memory),
             "sketch_size": per_member(self.sketch),
+            "time_shared_by": np.full(T * B, B, dtype=np.int64),
         }
         return pd.DataFrame(columns)
 

@@ -10,14 +10,14 @@ from gymnasium import spaces
 import linbandit_gym
 from agents import OFUL, SOFUL, GAllocation
 from agents.batched import batched
-from linbandit_gym.loop import RECORD_COLUMNS, batch_members, play, records_frame, single_members
+from linbandit_gym.loop import RECORD_COLUMNS, TIMING_COLUMNS, batch_members, play, records_frame, single_members
 
 SMALL = dict(d=6, n_arms=4, horizon=30)
-TIMING = ["agent_time", "agent_wall_time", "wall_time"]
+TIMING = TIMING_COLUMNS
 DTYPES = {"seed": "int64", "t": "int64", "action": "int64", "reward": "float64", "expected_reward": "float64",
           "best_expected_reward": "float64", "regret": "float64", "cumulative_regret": "float64",
           "agent_time": "float64", "agent_wall_time": "float64", "wall_time": "float64", "memory_bytes": "int64",
-          "sketch_size": "float64"}
+          "sketch_size": "float64", "time_shared_by": "int64"}
 
 
 def _replay(env_kwargs: dict, agent, seed: int, actions) -> pd.DataFrame:
@@ -49,9 +49,10 @@ def test_the_records_are_what_the_env_and_agent_gave_round_by_round():
         bare = _replay(SMALL, SOFUL(sketch_size=3, beta=0.1), seed, part["action"].tolist())
         pd.testing.assert_frame_equal(part[bare.columns], bare, check_exact=True, check_dtype=False)
         assert part["cumulative_regret"].tolist() == np.cumsum(bare["regret"]).tolist()
-        for column in TIMING:  # cumulative seconds
+        for column in ("agent_time", "agent_wall_time", "wall_time"):  # cumulative seconds
             assert (part[column].diff().dropna() >= 0).all() and part[column].iloc[0] >= 0
         assert (part["wall_time"] >= part["agent_wall_time"]).all()
+        assert (part["time_shared_by"] == 1).all()  # measured alone
     assert records["seed"].tolist() == [7] * 30 + [3] * 30
 
 
@@ -60,6 +61,7 @@ def test_batch_members_play_as_the_single_members_do_record_for_record():
     agent = OFUL(beta=0.1)
     venv = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, vectorization_mode="vector_entry_point", **SMALL)
     together = play(batch_members(venv, batched(agent, 3), seeds, ["a", "b", "c"], ["e"] * 3)).member_frames()
+    assert all((frame["time_shared_by"] == 3).all() for frame in together)  # each time is a third of the batch's
     env = gym.make("LinBandit-Synthetic-v0", **SMALL)
     for frame, seed, name in zip(together, seeds, "abc"):
         alone = play(single_members(env, agent, seed, name, "e")).frame()

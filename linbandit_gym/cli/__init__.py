@@ -141,6 +141,8 @@ def format_summary(summary: pd.DataFrame) -> str:
             **({"wall ms/round": summary["wall_ms_per_round"].map(lambda v: f"{v:.3f}")}
                if "wall_ms_per_round" in summary else {}),
             "peak memory": summary["peak_memory_bytes"].map(_human_bytes),
+            # how the times were measured: alone, or each run's share of a batch's time
+            **({"timing": summary["timing"]} if "timing" in summary else {}),
         }
     )
     return table.to_string(index=False)
@@ -289,8 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
     p_run.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
                        help="advance all seeds together as one tensor program (default: when env and agent "
-                       "support it and one agent's state is at most 1 MiB, where a batch is faster); "
-                       "--no-batched plays the seeds one by one")
+                       "support it and one agent's state is at most 1 MiB, where a batch is faster; each run's "
+                       "times are then its share of the batch's, which the table's timing column says); "
+                       "--no-batched plays the seeds one by one, each timed alone")
     p_run.set_defaults(func=_cmd_run)
 
     p_demo = sub.add_parser(

@@ -40,6 +40,13 @@ def _add_exec_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
 
 
+def _add_timing_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timing-runs", action=argparse.BooleanOptionalAction, default=True,
+                   help="play the first seed of every configuration on its own, so that every configuration has a "
+                   "time measured alone, which the tables and figures of cost read (default); with --no-timing-runs "
+                   "every seed may be batched and the times of batched runs are shares of their batch's")
+
+
 def _memory_size(text: str) -> int:
     from ..experiments.packing import parse_bytes
 
@@ -78,7 +85,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     result = sweep(cfg, out, workers=args.workers, backend=args.backend, address=args.address,
                    threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
-                   max_batch=args.max_batch, log=_log(args))
+                   max_batch=args.max_batch, timing_runs=args.timing_runs, log=_log(args))
     _print_summary(out)
     if not args.no_plots:
         from ..experiments.figures import make_plots
@@ -131,7 +138,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return reproduce(
         args.name, quick=args.quick, out=args.out, tune_first=args.tune, workers=args.workers, backend=args.backend,
         address=args.address, threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
-        max_batch=args.max_batch, log=_log(args),
+        max_batch=args.max_batch, timing_runs=args.timing_runs, log=_log(args),
     )
 
 
@@ -148,6 +155,7 @@ def add_commands(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="list the runs and which are finished; run nothing")
     p.add_argument("--no-plots", action="store_true", help="skip writing plots after the sweep")
     _add_exec_options(p)
+    _add_timing_option(p)
     p.set_defaults(func=_cmd_sweep)
 
     p = sub.add_parser(
@@ -186,6 +194,7 @@ def add_commands(sub) -> None:
     p.add_argument("--tune", action="store_true", help="tune beta and lambda first (the config's tune: grid)")
     p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/reproduce-NAME[-quick])")
     _add_exec_options(p)
+    _add_timing_option(p)
     p.set_defaults(func=_cmd_reproduce)
 
     p = sub.add_parser(

@@ -22,6 +22,7 @@ from ..plots import (
     plot_cumulative_regret, plot_fronts, plot_matrix_error, plot_param_effect, plot_pareto, plot_scaling,
     plot_sketch_size, plot_spectral_exponent, save_figure,
 )
+from ..evaluate import timed_runs
 from .config import select_labels
 from .sweep import load_records, load_runs, read_sweep_config, summary_table
 
@@ -73,18 +74,24 @@ def _caption(settings: dict, runs: pd.DataFrame) -> str:
 
 
 def scaling_points(out_dir: str | Path, runs: pd.DataFrame, x: str = "d") -> pd.DataFrame:
-    """One row per (agent, env) of ``runs``: the env argument ``x`` and the means over seeds of
-    ms/round (CPU), wall ms/round and final regret, and the peak memory (what :func:`plot_scaling` draws)."""
+    """One row per (agent, env) of ``runs``: the env argument ``x``, the means over seeds of the
+    final regret and, over the seeds timed alone where there are any, of ms/round (CPU) and wall
+    ms/round (``timing`` says which), and the peak memory (what :func:`plot_scaling` draws)."""
     settings = env_settings(out_dir, runs)
     runs = runs.assign(**{x: [settings[e].get(x) for e in runs["env"]]})
     if runs[x].isna().any():
         missing = sorted(set(runs.loc[runs[x].isna(), "env"]))
         raise ValueError(f"scaling plot: env(s) {missing} have no argument {x!r}; set plots[].x to an env argument")
-    agg = {"ms_per_round": ("ms_per_round", "mean"), "final_regret": ("final_regret", "mean"),
-           "peak_memory_bytes": ("peak_memory_bytes", "max"), "seeds": ("seed", "nunique")}
+    keys = ["agent", "family", "env", x]
+    points = runs.groupby(keys, sort=False).agg(final_regret=("final_regret", "mean"),
+                                                peak_memory_bytes=("peak_memory_bytes", "max"),
+                                                seeds=("seed", "nunique"))
+    cost = {"ms_per_round": ("ms_per_round", "mean"), "timing": ("timing", "first")}
     if "wall_ms_per_round" in runs:
-        agg["wall_ms_per_round"] = ("wall_ms_per_round", "mean")
-    return runs.groupby(["agent", "family", "env", x], sort=False).agg(**agg).reset_index()
+        cost["wall_ms_per_round"] = ("wall_ms_per_round", "mean")
+    points = points.join(timed_runs(runs, keys).groupby(keys, sort=False).agg(**cost))
+    return points[["ms_per_round", "final_regret", "peak_memory_bytes", "seeds",
+                   *(["wall_ms_per_round"] if "wall_ms_per_round" in runs else []), "timing"]].reset_index()
 
 
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -102,6 +109,7 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
             "ms/round": table["ms_per_round"].map(lambda v: f"{v:.3f}"),
             "wall ms/round": (table["wall_ms_per_round"] if "wall_ms_per_round" in table
                               else pd.Series(np.nan, index=table.index)).map(_ms_or_blank),
+            "timing": _timing_words(table),
             "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
             "final sketch size": table["final_sketch_size"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
         })
@@ -116,6 +124,24 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
         "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
         "final sketch size": table["final_sketch_size"].map(lambda v: f"{v:.0f}"),
     })
+
+
+def _timing_words(table: pd.DataFrame) -> list[str]:
+    """How each row's times were measured, in words: ``"alone, 1 seed"`` or ``"batch share, 3 seeds"``."""
+    if "timing" not in table:
+        return [""] * len(table)
+    return [f"{timing}, {int(n)} seed{'s' if n != 1 else ''}" for timing, n in zip(table["timing"], table["timed_seeds"])]
+
+
+def _shared_times_note(table: pd.DataFrame) -> str:
+    """A caption line naming the agents whose times are shares of batches (empty when all were timed alone)."""
+    if "timing" not in table:
+        return ""
+    shared = table.loc[table["timing"] == "batch share", "agent"].drop_duplicates().tolist()
+    if not shared:
+        return ""
+    names = ", ".join(map(str, shared[:4])) + (f" and {len(shared) - 4} more" if len(shared) > 4 else "")
+    return f"\ntimes of {names}: shares of batched runs, not measured alone"
 
 
 def _ms_or_blank(value: float) -> str:
@@ -223,7 +249,8 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                 table = summary_table(env_runs[env_runs["agent"].isin(labels)])
                 for x, tag in (("time_s", "time"), ("peak_memory_kib", "memory")):
                     fig = plot_pareto(table, x)
-                    _title(fig.axes[0], spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)", caption)
+                    note = _shared_times_note(table) if x == "time_s" else ""
+                    _title(fig.axes[0], spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)", caption + note)
                     written += save_figure(fig, plot_dir / f"{name or 'pareto'}_{tag}{suffix}", formats)
             elif kind == "spectral":
                 sub = spectral[(spectral["env"] == env) & spectral["agent"].isin(labels)] if not spectral.empty else spectral
@@ -269,8 +296,8 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
     caption = _caption({**same, "id": first["id"]}, runs) + f"; {x} in {{{', '.join(f'{v:g}' for v in xs)}}}"
     if kind == "scaling":
         fig, slopes = plot_scaling(points, x=x)
-        fig.suptitle((spec.get("title") or f"cost against {x}, log-log (fitted slope in the legend)") + "\n" + caption,
-                     fontsize=10)
+        fig.suptitle((spec.get("title") or f"cost against {x}, log-log (fitted slope in the legend)") + "\n" + caption
+                     + _shared_times_note(points), fontsize=10)
         fig.tight_layout()
         written = save_figure(fig, plot_dir / name, formats)
         slopes.to_csv(plot_dir / f"{name}_slopes.csv", index=False)
@@ -282,6 +309,10 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
                 wide[head] = wide["agent"].map(sub[col]).map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
         ranges = slopes.drop_duplicates("agent").set_index("agent")[[f"{x} range", "points"]]
         wide = wide.join(ranges, on="agent")
+        shared = points[points["timing"] != "alone"].groupby("agent", sort=False).size()
+        # which times the ms/round slopes were fitted to: measured alone, or (some) shares of batches
+        wide["ms/round timed"] = [f"batch shares at {shared[a]} of {int((points['agent'] == a).sum())} points"
+                                  if a in shared.index else "alone" for a in wide["agent"]]
         (plot_dir / f"{name}_slopes.md").write_text(markdown_table(wide) + "\n")
         return written + [plot_dir / f"{name}_slopes.csv", plot_dir / f"{name}_slopes.md"]
     order = points.drop_duplicates("env").sort_values(x)["env"].tolist()
@@ -289,7 +320,7 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
     titles = {env: f"{x} = {settings[env].get(x):g}" for env in order}
     fig = plot_fronts(tables, titles=titles)
     fig.suptitle((spec.get("title") or "final regret against agent CPU time (top) and peak memory (bottom)") + "\n"
-                 + caption, fontsize=10)
+                 + caption + _shared_times_note(pd.concat(tables.values(), ignore_index=True)), fontsize=10)
     fig.tight_layout(rect=fig._legend_rect)
     return save_figure(fig, plot_dir / name, formats)
 

@@ -17,6 +17,11 @@ recording the spectral error (their diagnostics wrap one agent), and groups of a
 pending run. By default (``batched=None``) members whose state is large
 (:data:`~linbandit_gym.batched.SMALL_STATE`) also run on their own: a batch of them is not faster.
 
+A batch member's records hold a share of the batch's time, not its own (``time_shared_by``);
+with a ``timing_seed`` (a sweep's first seed, by default), the run of every configuration with
+that seed runs on its own, so that every configuration has a time measured alone, which the
+tables and figures of cost read.
+
 What the planner knows of an agent it asks of the agent's class, through the registry
 (:class:`linbandit_gym.registry.AgentEntry`): whether it batches, its ``per_member_args`` and
 its memory estimate. No agent is built here.
@@ -147,6 +152,7 @@ def pack(
     batch_memory: int | str = DEFAULT_BATCH_MEMORY,
     max_batch: int | None = None,
     workers: int = 1,
+    timing_seed: int | None = None,
 ) -> list[list[RunSpec]]:
     """Units of work for ``specs``: lists of one run, or batches of runs with the same
     :func:`batch_key`, of at most ``max_batch`` members and ``batch_memory`` bytes (B times
@@ -159,6 +165,7 @@ def pack(
     ``None`` packs members whose estimate is at most :data:`SMALL_STATE` (where a batch is
     faster), ``True`` packs every member that can be packed, ``False`` gives one unit per run.
     ``workers``: split batches until each worker has a unit (see the module docstring).
+    ``timing_seed``: runs with this seed run on their own, timed alone (``None``: no such runs).
     """
     budget = parse_bytes(batch_memory)
     max_batch = DEFAULT_MAX_BATCH if max_batch is None else max_batch
@@ -169,6 +176,9 @@ def pack(
     groups: dict[str, list[RunSpec]] = {}
     order: list[tuple[str, RunSpec | None]] = []
     for spec in specs:
+        if timing_seed is not None and spec.seed == timing_seed:
+            order.append(("", spec))  # its configuration's timing run: played alone
+            continue
         key = batch_key(spec)
         if key not in groups:
             groups[key] = []

@@ -50,6 +50,7 @@ def reproduce(
     batched: bool | None = None,
     batch_memory: int | str = DEFAULT_BATCH_MEMORY,
     max_batch: int | None = None,
+    timing_runs: bool = True,
     log: Callable[[str], None] | None = print,
 ) -> int:
     """Run experiment ``name``; write records, plots, ``summary.md`` and ``report.html`` to ``out``.
@@ -57,7 +58,8 @@ def reproduce(
     ``threads``: torch and BLAS threads per run (default 1, see :mod:`linbandit_gym.threads`).
     ``batched``, ``batch_memory``, ``max_batch``: how runs (seeds, and configs that differ only in
     the agent's ``per_member_args``) are packed into batched programs (:func:`.sweep.sweep`), for
-    the tuning sweep too.
+    the tuning sweep too. ``timing_runs``: the first seed of every configuration runs alone, so
+    that the figures and tables of cost read times measured alone (:func:`.sweep.sweep`).
     Prints the summary table and, for configs with ``scaling`` plots, the fitted log-log slopes.
     Returns the exit code (0, or 1 if some runs failed).
     """
@@ -80,7 +82,8 @@ def reproduce(
         raw = tuned.tuned_config
     try:
         result = sweep(raw, target, workers=workers, backend=backend, address=address, threads=threads,
-                       batched=batched, batch_memory=batch_memory, max_batch=max_batch, log=log)
+                       batched=batched, batch_memory=batch_memory, max_batch=max_batch, timing_runs=timing_runs,
+                       log=log)
     except ConfigError as exc:
         if name == "openml":
             raise ConfigError(

@@ -152,11 +152,13 @@ class _DiagnosedAgent:
 
 
 def bandit_summary(frame: pd.DataFrame, curve_points: int = 200) -> dict[str, Any]:
-    """The ``summary`` of a bandit run's metadata: final regret, times, peak memory, a subsampled curve."""
+    """The ``summary`` of a bandit run's metadata: final regret, times (and ``time_shared_by``: how
+    they were measured), peak memory, a subsampled curve."""
     rounds = len(frame)
     idx = subsample_index(rounds, curve_points)
     last = frame.iloc[-1]
     sketch = frame["sketch_size"].to_numpy(dtype=float) if "sketch_size" in frame else np.full(rounds, np.nan)
+    shared_by = int(last["time_shared_by"]) if "time_shared_by" in frame else 1
     return {
         "rounds": rounds,
         "final_regret": float(last["cumulative_regret"]),
@@ -165,6 +167,8 @@ def bandit_summary(frame: pd.DataFrame, curve_points: int = 200) -> dict[str, An
         "wall_time_s": float(last["wall_time"]),
         "ms_per_round": 1000.0 * float(last["agent_time"]) / rounds,
         "wall_ms_per_round": 1000.0 * float(last["agent_wall_time"]) / rounds,
+        # 1: the times above were measured for this run alone; B: each is a 1/B share of a batch's
+        "time_shared_by": shared_by,
         "peak_memory_bytes": int(frame["memory_bytes"].max()),
         "final_sketch_size": None if math.isnan(sketch[-1]) else float(sketch[-1]),
         "curve": {
@@ -205,7 +209,7 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
     class's ``per_member_args`` (:func:`.packing.batch_key`); member i is spec i's agent, seeded
     as its run and labelled with its labels (:func:`linbandit_gym.batched.play_members`). The
     records of each member are those :func:`execute_run` gives apart from the timing columns
-    (each member's share of the batch's time, see :mod:`linbandit_gym.batched`); the metadata's
+    (each member's share of the batch's time, ``time_shared_by`` = B); the metadata's
     ``duration_s`` is the batch's over B and ``batch_size`` says B.
     """
     from ..batched import play_members

@@ -50,6 +50,7 @@ from ..records import (
     write_records,
     write_text_atomic,
 )
+from ..evaluate import timed_runs
 from ..registry import registered_name
 from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
 from .backends import iter_results, local_workers
@@ -226,6 +227,7 @@ def sweep(
     batched: bool | None = None,
     batch_memory: int | str = DEFAULT_BATCH_MEMORY,
     max_batch: int | None = None,
+    timing_runs: bool = True,
     log: Callable[[str], None] | None = print,
 ) -> SweepResult:
     """Expand ``config``, skip its finished runs in ``out_dir``, run the others, write each.
@@ -246,6 +248,11 @@ def sweep(
         batch_memory: memory budget of one batch, bytes or a size such as ``"2GiB"`` (default).
         max_batch: members of one batch at most (default
             :data:`linbandit_gym.batched.DEFAULT_MAX_BATCH`).
+        timing_runs: ``True`` (default): the run of every configuration with the config's first
+            seed is never batched, so that every configuration has a time measured alone (a
+            batch member's records hold a share of the batch's time), which the tables and
+            figures of cost read; ``False``: every seed may be batched (e.g. tuning, where only
+            regret is compared).
         log: called with one line per finished run (``None``: silent).
 
     Returns:
@@ -286,11 +293,13 @@ def sweep(
         try:
             shapes = _preflight(cfg, pending)
             units = pack(pending, shapes=shapes, batched=batched, batch_memory=batch_memory, max_batch=max_batch,
-                         workers=local_workers(workers, threads) if backend == "local" else workers)
+                         workers=local_workers(workers, threads) if backend == "local" else workers,
+                         timing_seed=cfg.seeds[0] if timing_runs else None)
             batches = [len(u) for u in units if len(u) > 1]
             if batches:
                 say(f"batched: {sum(batches)} runs in {len(batches)} batch(es) of {min(batches)}-{max(batches)} "
-                    f"members, {len(units) - len(batches)} run(s) on their own")
+                    f"members, {len(units) - len(batches)} run(s) on their own"
+                    + (f" (seed {cfg.seeds[0]} of each configuration timed alone)" if timing_runs else ""))
             _execute(cfg, units, out, result, say, backend=backend, workers=workers, threads=threads,
                      address=address)
         except KeyboardInterrupt:
@@ -509,6 +518,8 @@ def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
                 f"{path} to leave it out"
             )
         summary = meta.get("summary", {})
+        # how its times were measured; runs saved before records said so: B if it ran in a batch
+        shared_by = summary.get("time_shared_by", meta.get("batch_size", 1))
         row = {
             "run_id": meta["run_id"],
             "agent": meta["agent_label"],
@@ -520,6 +531,7 @@ def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
             "backend": meta.get("backend"),
             **{f"arg.{k}": v for k, v in meta["config"]["agent"]["args"].items() if _is_scalar(v)},
             **{k: v for k, v in summary.items() if _is_scalar(v)},
+            "time_shared_by": shared_by,
         }
         rows.append(row)
     return pd.DataFrame(rows)
@@ -555,7 +567,9 @@ def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, colum
 
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (env, agent): seeds, final regret mean/std, total and per-round agent time (CPU; wall
-    ms/round too when recorded), peak memory, sketch size."""
+    ms/round too when recorded), peak memory, sketch size. The times are means over the runs
+    timed alone where an agent has any (:func:`linbandit_gym.evaluate.timed_runs`), else over
+    its runs' shares of batches; ``timing`` says which, ``timed_seeds`` over how many runs."""
     if runs.empty:
         return pd.DataFrame()
     keys = ["env", "agent", "family"]
@@ -565,12 +579,21 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             rounds=("rounds", "max"),
             final_regret_mean=("final_regret", "mean"),
             final_regret_std=("final_regret", "std"),
+        )
+        cost = timed_runs(runs, keys).groupby(keys, sort=False).agg(
             time_s=("agent_time_s", "mean"),
             ms_per_round=("ms_per_round", "mean"),
             **({"wall_ms_per_round": ("wall_ms_per_round", "mean")} if "wall_ms_per_round" in runs else {}),
+            timing=("timing", "first"),
+            timed_seeds=("seed", "nunique"),
+        )
+        table = table.join(cost)
+        memory = runs.groupby(keys, sort=False).agg(
             peak_memory_kib=("peak_memory_bytes", lambda v: float(np.max(v)) / 1024.0),
             final_sketch_size=("final_sketch_size", "mean"),
         )
+        table = table.join(memory)
+        table = table[[c for c in table.columns if c not in ("timing", "timed_seeds")] + ["timing", "timed_seeds"]]
         table["final_regret_std"] = table["final_regret_std"].fillna(0.0)
     else:  # matrix approximation
         table = runs.groupby(keys, sort=False).agg(

@@ -143,8 +143,9 @@ def tune(
     tuning = {"name": f"{cfg.name}-tune", "seeds": tune_seeds, "envs": _tuning_envs(raw, horizon), "agents": entries}
     if raw.get("horizon") is not None and horizon is None:
         tuning["horizon"] = raw["horizon"]
+    # only regret is compared here: every seed may share a batch, no run needs to be timed alone
     result = sweep(tuning, out, workers=workers, backend=backend, address=address, threads=threads, batched=batched,
-                   batch_memory=batch_memory, max_batch=max_batch, log=log)
+                   batch_memory=batch_memory, max_batch=max_batch, timing_runs=False, log=log)
 
     runs = load_runs(out)
     for col in ("arg.beta", "arg.lam"):
