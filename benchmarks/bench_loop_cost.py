@@ -171,8 +171,9 @@ def main(argv=None) -> None:
                     best = sides[label]
                     sides[label] = result if best is None else {k: min(v, best[k]) for k, v in result.items()}
     rounds = next(iter(sides.values()))["rounds"]
-    print(f"{args.env} {env_args or ''}: {rounds} rounds, a pre-drawn random agent, 1 thread, {args.clock} time, best of "
-          f"{args.repeats} interleaved{' in each of ' + str(args.rounds_of) + ' alternating processes' if args.against else ''}")
+    where = f" in each of {args.rounds_of} alternating processes" if args.against else ""
+    print(f"{args.env} {env_args or ''}: {rounds} rounds, a pre-drawn random agent, 1 thread, {args.clock} time, "
+          f"best of {args.repeats} interleaved{where}")
     columns = list(loop_us(next(iter(sides.values()))))
     print(f"{'us per round':>14}" + "".join(f" {c:>17}" for c in columns) + f" {'loop ms/round':>14}")
     for label, result in sides.items():

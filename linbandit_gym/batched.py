@@ -34,7 +34,8 @@ from .registration import register_envs
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 from .vector import supports_vector
 
-__all__ = ["batch_is_faster", "can_batch", "member_state_is_small", "play_members", "run_batched", "DEFAULT_MAX_BATCH", "SMALL_STATE"]
+__all__ = ["batch_is_faster", "can_batch", "member_state_is_small", "play_members", "run_batched", "DEFAULT_MAX_BATCH",
+           "SMALL_STATE"]
 
 #: seeds advanced together at most (more seeds run in consecutive chunks)
 DEFAULT_MAX_BATCH = 64

@@ -34,8 +34,8 @@ import pandas as pd
 
 from .registration import register_envs
 
-__all__ = ["RECORD_COLUMNS", "TIMING_COLUMNS", "Members", "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label", "batch_members",
-           "check_seeds", "env_shape", "make_env", "play", "records_frame", "single_members"]
+__all__ = ["RECORD_COLUMNS", "TIMING_COLUMNS", "Members", "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label",
+           "batch_members", "check_seeds", "env_shape", "make_env", "play", "records_frame", "single_members"]
 
 #: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
 #: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
@@ -248,7 +248,8 @@ class RoundRecords:
     """Preallocated columns of the rounds of B members, filled in place by :func:`play`: per
     round and member the action, reward, expected and best expected reward, regret, memory and
     sketch size (``(capacity,)`` arrays for a single env, whose values are scalars, ``(capacity,
-    B)`` for the B members of a vector env, so that a round is one assignment either way), and per round the batch's agent CPU, agent wall and round wall seconds."""
+    B)`` for the B members of a vector env, so that a round is one assignment either way), and
+    per round the batch's agent CPU, agent wall and round wall seconds."""
 
     def __init__(self, members: Members, capacity: int):
         self.members = members
@@ -261,7 +262,7 @@ class RoundRecords:
         self.reward, self.expected, self.best, self.regret = (np.zeros(shape) for _ in range(4))
         self.memory = np.zeros(shape, dtype=np.int64)
         self.sketch = np.full(shape, np.nan)
-        self.agent_time, self.agent_wall_time, self.wall_time = np.zeros(capacity), np.zeros(capacity), np.zeros(capacity)
+        self.agent_time, self.agent_wall_time, self.wall_time = (np.zeros(capacity) for _ in range(3))
         self.capacity = capacity
 
     def columns(self) -> tuple[np.ndarray, ...]:

@@ -184,7 +184,8 @@ def add_commands(sub) -> None:
     p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser(
-        "reproduce", help="reproduce an experiment of seed 000 (synthetic, mnist, matrix-approx, openml) or highdim",
+        "reproduce",
+        help="reproduce an experiment of Wen et al. (2025): synthetic, mnist, matrix-approx, openml; or highdim",
         description="Run the shipped sweep config of a paper experiment, then write plots, tables and a report. "
         "--quick runs a scaled-down version in minutes on 2 cores.",
     )

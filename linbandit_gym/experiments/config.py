@@ -38,7 +38,7 @@ expands into one *run* per (agent config, env config, seed). Example (YAML)::
       synthetic: {"SOFUL*": {beta: 0.1, lam: 2.0}}
 
 ``task: matrix-approx`` configs instead stream Gaussian rows through covariance sketches
-(no bandit; seed 000 App. F.2): ``data: {n, d}`` replaces ``envs`` and each ``agents`` entry
+(no bandit; Wen et al. (2025), App. F.2): ``data: {n, d}`` replaces ``envs`` and each ``agents`` entry
 names an agent whose covariance estimator is sketched (or a ``module:Class`` estimator).
 
 Every run has a stable id: the first 16 hex digits of the SHA-256 of its canonical JSON
@@ -99,7 +99,7 @@ PLOT_KINDS = {"regret", "pareto", "spectral", "sketch_size", "param", "matrix_er
 TUNE_KEYS = {"beta", "lam", "seeds", "horizon", "agents"}
 TASKS = {"bandit", "matrix-approx"}
 
-#: The paper's tuning grids (seed 000 App. F.1).
+#: The paper's tuning grids (Wen et al., 2025, App. F.1).
 PAPER_BETA_GRID = [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
 PAPER_LAM_GRID = [2e-4, 2e-3, 2e-2, 2e-1, 2.0, 2e1, 2e2, 2e3, 2e4]
 

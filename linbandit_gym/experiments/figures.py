@@ -1,7 +1,7 @@
 """``linbandit plot DIR``: every figure and table of a sweep directory.
 
 Default figures (per env): cumulative regret (mean and std band over seeds), Pareto fronts of
-final regret against total agent time and against peak memory (seed 000 Fig. 3c/3d), the
+final regret against total agent time and against peak memory (Wen et al., 2025, Fig. 3c/3d), the
 spectral-error exponent ``log(Delta_t)/log t`` with ``y = 1/3`` when it was recorded (Fig. 1c),
 the sketch size over time of agents whose sketch grows (DBSLinUCB), and parameter-effect
 plots for families whose agents differ in numeric arguments (Fig. 3a/3b). A config's

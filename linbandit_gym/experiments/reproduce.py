@@ -1,4 +1,4 @@
-"""``linbandit reproduce NAME``: the experiments of seed 000 as shipped sweep configs.
+"""``linbandit reproduce NAME``: the experiments of Wen et al. (2025) as shipped sweep configs.
 
 Each experiment is a YAML file under ``linbandit_gym/configs/`` (``NAME.yaml`` and the
 scaled-down ``NAME-quick.yaml``); reproducing one is ``sweep`` + ``plot`` + ``report`` on it,

@@ -9,7 +9,7 @@ program (:func:`linbandit_gym.batched.play_members`) and returns one such result
 :func:`execute_unit` is what the backends call on a unit of the sweep planner (one run or a batch).
 
 Bandit runs go through :func:`linbandit_gym.evaluate.run` (the one evaluation loop).
-Matrix-approximation runs (seed 000 App. F.2) stream l2-normalised Gaussian rows through an
+Matrix-approximation runs (Wen et al., 2025, App. F.2) stream l2-normalised Gaussian rows through an
 agent's covariance estimator and record ``||A_t^T A_t - cov_t||_2`` with its bound.
 """
 
@@ -56,7 +56,7 @@ def subsample_index(n: int, points: int) -> np.ndarray:
 
 
 def fd_bound_from_eigenvalues(eigenvalues: np.ndarray, sketch_size: int) -> float:
-    """``Delta_t(l) = min_{0 <= k < l} sum_{i > k} sigma_i^2 / (l - k)`` (seed 000 eq. 1).
+    """``Delta_t(l) = min_{0 <= k < l} sum_{i > k} sigma_i^2 / (l - k)`` (Wen et al., 2025, eq. 1).
 
     The same quantity as :func:`agents.sketches.diagnostics.fd_error_bound`, computed from the
     eigenvalues of ``X^T X`` (= the squared singular values of ``X``) that the caller already has.
@@ -323,7 +323,7 @@ def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.Data
 
 
 def _matrix_approx(spec: dict, threads: int | None) -> tuple[pd.DataFrame, dict]:
-    """Seed 000 App. F.2: stream normalised N(0, I_d) rows through a covariance sketch."""
+    """Wen et al. (2025), App. F.2: stream normalised N(0, I_d) rows through a covariance sketch."""
     import importlib
 
     import torch

@@ -1,4 +1,4 @@
-"""Grid search of the confidence radius beta and the ridge lambda (seed 000 App. F.1).
+"""Grid search of the confidence radius beta and the ridge lambda (Wen et al., 2025, App. F.1).
 
 The paper tunes, for every algorithm, beta in {1e-4, ..., 1} and lambda in {2e-4, ..., 2e4}
 and reports the best; it does not say by which criterion or on which runs [GAP]. Here: for each
