@@ -43,3 +43,10 @@ def test_module_entry_point_version():
                          check=True, cwd=ROOT)
     assert out.stdout.strip() == f"linbandit {pyproject_version()}"
 
+
+
+def test_changelog_has_this_version():
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert re.search(r"^## \[Unreleased\]", changelog, re.M), "CHANGELOG.md keeps an Unreleased section on top"
+    assert re.search(rf"^## \[{re.escape(pyproject_version())}\]", changelog, re.M), (
+        "CHANGELOG.md has no section for the version in pyproject.toml")
