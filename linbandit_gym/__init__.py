@@ -4,6 +4,8 @@
 ``gym.make("linbandit_gym:LinBandit-Synthetic-v0")`` works without the explicit import.
 """
 
+from importlib.metadata import PackageNotFoundError, version as _dist_version
+
 from .envs import LinBanditEnv
 from .evaluate import run
 from .registration import ENV_IDS, env_description, register_envs
@@ -13,5 +15,8 @@ register_envs()
 
 from .vector import make_vec  # noqa: E402  (after registration: it looks the ids up)
 
-__version__ = "0.1.0"
+try:  # one source of truth: the version in pyproject.toml, as installed
+    __version__ = _dist_version("linbandit-gym")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 __all__ = ["ENV_IDS", "LinBanditEnv", "check_env_args", "env_description", "make_vec", "register_envs", "run", "__version__"]
