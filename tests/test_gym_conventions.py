@@ -1,4 +1,4 @@
-"""Gymnasium conventions every linbandit id follows (issue 13): render modes, make_vec's
+"""Gymnasium conventions every linbandit id follows: render modes, make_vec's
 vector_kwargs and wrappers, strict bool flags, plain-text descriptions."""
 
 from __future__ import annotations

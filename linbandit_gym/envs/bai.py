@@ -1,4 +1,4 @@
-"""Fixed-confidence best-arm identification in a linear bandit (seed 004, Sec. 2)."""
+"""Fixed-confidence best-arm identification in a linear bandit (Jamieson 2018, Sec. 2)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ _INSTANCES = ("soare", "random")
 class BAILinBanditEnv(LinBanditEnv):
     """Pure exploration: pull arms of a fixed set, then stop and name the best one.
 
-    The fixed-confidence best-arm-identification game of seed 004 Sec. 2 (Soare, Lazaric &
+    The fixed-confidence best-arm-identification game of Jamieson (2018), Sec. 2 (Soare, Lazaric &
     Munos 2014): ``K`` known arms ``x_1..x_K`` in R^d, rewards ``x^T theta* + N(0, noise_std^2)``,
     and the learner decides itself when it has seen enough. Its score is the number of pulls
     it needed (``n_pulls``) and whether the arm it named is ``x* = argmax_x x^T theta*``
-    (seed 004 eq. 1). The arm set is the same every step; nothing but the noise is random
+    (Jamieson 2018, eq. 1). The arm set is the same every step; nothing but the noise is random
     within an episode.
 
     Instances (``instance=``):

@@ -1,4 +1,4 @@
-"""Online classification as a linear bandit (seed 000 Sec. 5 and App. F.1, after Kuzborskij et al. 2019)."""
+"""Online classification as a linear bandit (Wen et al. 2025, Sec. 5 and App. F.1, after Kuzborskij et al. 2019)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def _check_arguments(
 class ClassificationBanditEnv(LinBanditEnv):
     """Online classification bandit: one random sample per class, reward 1 for the target class.
 
-    The protocol of seed 000 App. F.1 (from Kuzborskij et al. 2019): a labelled dataset with
+    The protocol of Wen et al. (2025), App. F.1 (from Kuzborskij et al. 2019): a labelled dataset with
     M classes and a target class are fixed; every round one sample is drawn uniformly at
     random from each class, and these M feature vectors are the arm set. Playing the
     sample of the target class pays 1, any other pays 0, without further noise. Features
@@ -277,7 +277,7 @@ class DigitsBanditEnv(ClassificationBanditEnv):
 class CNAE9BanditEnv(ClassificationBanditEnv):
     """:class:`ClassificationBanditEnv` on OpenML cnae-9 (id 1468, ``LinBandit-CNAE9-v0``): M = 9, d = 856.
 
-    Needs the data locally (see ``envs_data.openml``); seed 000 App. F.4.
+    Needs the data locally (see ``envs_data.openml``); Wen et al. (2025), App. F.4.
     """
 
     def __init__(self, dataset: str | tuple[Any, Any] = "cnae-9", **kwargs: Any):
@@ -287,7 +287,7 @@ class CNAE9BanditEnv(ClassificationBanditEnv):
 class MFeatBanditEnv(ClassificationBanditEnv):
     """:class:`ClassificationBanditEnv` on OpenML mfeat-zernike (id 22, ``LinBandit-MFeat-v0``): M = 10.
 
-    Needs the data locally (see ``envs_data.openml``); seed 000 App. F.4.
+    Needs the data locally (see ``envs_data.openml``); Wen et al. (2025), App. F.4.
     """
 
     def __init__(self, dataset: str | tuple[Any, Any] = "mfeat", **kwargs: Any):
@@ -297,7 +297,7 @@ class MFeatBanditEnv(ClassificationBanditEnv):
 class SpamBanditEnv(ClassificationBanditEnv):
     """:class:`ClassificationBanditEnv` on OpenML spambase (id 44, ``LinBandit-Spam-v0``): M = 2, d = 57.
 
-    Needs the data locally (see ``envs_data.openml``); seed 000 App. F.4.
+    Needs the data locally (see ``envs_data.openml``); Wen et al. (2025), App. F.4.
     """
 
     def __init__(self, dataset: str | tuple[Any, Any] = "spam", **kwargs: Any):

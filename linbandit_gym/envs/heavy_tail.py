@@ -1,6 +1,6 @@
-"""Gaussian arms with a power-law spectrum, or exactly low rank (seed 000, Sec. 2.3 and 5).
+"""Gaussian arms with a power-law spectrum, or exactly low rank (Wen et al. 2025, Sec. 2.3 and 5).
 
-Seed 000 contrasts two regimes of the streaming matrix ``X`` of played arms: a heavy
+Wen et al. (2025) contrast two regimes of the streaming matrix ``X`` of played arms: a heavy
 spectral tail, where a fixed sketch size ``l`` leaves a spectral error ``Delta_T`` that grows
 with ``T`` and SOFUL/CBSCFD turn linear (Sec. 2.3, Lemma 2), and an exactly low-rank stream,
 where a sketch of size >= rank is exact (App. D.2, the low-rank case). This env produces

@@ -1,11 +1,11 @@
-"""Arm sets sampled from a sphere or an ellipsoid: a locally convex arm space (seed 000, Obs. 1).
+"""Arm sets sampled from a sphere or an ellipsoid: a locally convex arm space (Wen et al. 2025, Obs. 1).
 
-Seed 000 (Sec. 2.3, Observation 1; App. C.1, Theorem 5, after Banerjee et al. 2023, Thm. 3.3):
-when the arm space has a curved ("locally convex") surface around the optimal arm, every
-algorithm with O(sqrt T) expected regret has an expected design matrix whose minimum
-eigenvalue grows as Omega(T^q), q in (0, 1/2]: low-regret play keeps exploring every
-direction, so the played arms have a heavy spectral tail and SOFUL with any sketch size
-l < d - T^(1/3 - q) has vacuous (linear) regret. This env is that arm space.
+Wen et al. (2025), Sec. 2.3, Observation 1 and App. C.1, Theorem 5 (after Banerjee et al.
+2023, Thm. 3.3): when the arm space has a curved ("locally convex") surface around the
+optimal arm, every algorithm with O(sqrt T) expected regret has an expected design matrix
+whose minimum eigenvalue grows as Omega(T^q), q in (0, 1/2]: low-regret play keeps
+exploring every direction, so the played arms have a heavy spectral tail and SOFUL with any
+sketch size l < d - T^(1/3 - q) has vacuous (linear) regret. This env is that arm space.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Synthetic linear bandit with Gaussian arms (seed 000, Sec. 5, "online regression")."""
+"""Synthetic linear bandit with Gaussian arms (Wen et al. 2025, Sec. 5, "online regression")."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ __all__ = ["SyntheticLinBanditEnv"]
 class SyntheticLinBanditEnv(LinBanditEnv):
     """Gaussian arms, unit-norm theta*, Gaussian reward noise.
 
-    The synthetic setting of seed 000 Sec. 5 (after Chen et al. 2020): every round ``n_arms``
+    The synthetic setting of Wen et al. (2025), Sec. 5 (after Chen et al. 2020): every round ``n_arms``
     arms are drawn i.i.d. from N(0, I_d) and scaled to unit norm; theta* ~ N(0, I_d) is
     normalised. The isotropic arms make the played design matrix's spectrum flat (a heavy
     tail), the regime where fixed-size sketches turn regret linear.
@@ -45,7 +45,7 @@ class SyntheticLinBanditEnv(LinBanditEnv):
     | ``fixed_arms`` | False | draw one arm set at reset and keep it for the whole episode |
     | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
 
-    The noise default is our choice: seed 000 gives none. With unit arms in d = 500 the mean
+    The noise default is our choice: the paper gives none. With unit arms in d = 500 the mean
     rewards have spread ~ 1/sqrt(d) = 0.045, so at sigma = 0.1 no agent (OFUL included) has
     learnt theta* by T = 2000 and every curve is linear; at sigma = 0.01 the paper's Fig. 1
     picture appears (OFUL and DBSLinUCB bend over, SOFUL/CBSCFD with l = 50 stay linear).
