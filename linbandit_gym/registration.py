@@ -1,10 +1,18 @@
-"""Registration of every linbandit env id with Gymnasium (runs on ``import linbandit_gym``)."""
+"""Registration of every linbandit env id with Gymnasium (runs on ``import linbandit_gym``),
+the ids' descriptions and suggestions for mistyped ids."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 
-__all__ = ["ENV_DESCRIPTIONS", "ENV_IDS", "VECTOR_ENTRY_POINTS", "env_description", "register_envs"]
+from .envs.names import closest_name, did_you_mean
+
+__all__ = [
+    "ENV_DESCRIPTIONS", "ENV_IDS", "VECTOR_ENTRY_POINTS", "closest_name", "did_you_mean", "env_description",
+    "register_envs", "unknown_env_id_message",
+]
 
 # id -> entry point. Kept as strings so that importing the package stays cheap.
 ENV_IDS: dict[str, str] = {
@@ -45,8 +53,18 @@ def env_description(env_id: str) -> str:
     True
     """
     if env_id not in ENV_DESCRIPTIONS:
-        raise ValueError(f"unknown linbandit env id {env_id!r}; known: {', '.join(ENV_IDS)}")
+        raise ValueError(unknown_env_id_message(env_id, "unknown linbandit env id"))
     return ENV_DESCRIPTIONS[env_id]
+
+
+def unknown_env_id_message(env_id: Any, prefix: str = "unknown env id") -> str:
+    """``"unknown env id 'X' (did you mean 'Y'?); known: ..."``, the suggestion ignoring case
+    and separators (:func:`~linbandit_gym.envs.names.closest_name`).
+
+    >>> unknown_env_id_message("LinBandit-Mnist-v0").split(";")[0]
+    "unknown env id 'LinBandit-Mnist-v0' (did you mean 'LinBandit-MNIST-v0'?)"
+    """
+    return f"{prefix} {env_id!r}{did_you_mean(str(env_id), ENV_IDS)}; known: {', '.join(ENV_IDS)}"
 
 
 # id -> native batched VectorEnv (linbandit_gym.vector): gym.make_vec(id, num_envs=B).

@@ -62,6 +62,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .envs.base import RENDER_MODES, LinBanditEnv, check_render_mode
+from .envs.names import did_you_mean
 
 __all__ = [
     "CNAE9VectorEnv", "ClassificationVectorEnv", "DigitsVectorEnv", "HeavyTailVectorEnv", "LinBanditVectorEnv",
@@ -479,9 +480,16 @@ def make_vec(
         vectorization_mode = "vector_entry_point" if native and not wrappers and only_autoreset else "sync"
     mode = VectorizeMode(vectorization_mode)
     if not (native and mode == VectorizeMode.VECTOR_ENTRY_POINT):
-        return gym.make_vec(
-            id, num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, wrappers=wrappers, **kwargs
-        )
+        try:
+            return gym.make_vec(
+                id, num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, wrappers=wrappers, **kwargs
+            )
+        except gym.error.UnregisteredEnv as exc:
+            # Gymnasium's own hint is case-sensitive (LinBandit-Mnist-v0 -> LinBandit-MFeat); ours is not.
+            hint = did_you_mean(env_id.rpartition(":")[2], list(gym.registry))
+            if not hint:
+                raise
+            raise type(exc)(f"Environment {env_id!r} doesn't exist{hint}") from None
     if wrappers:
         raise ValueError(
             "wrappers wrap single envs, which the native vector env never steps; use vectorization_mode='sync' "
