@@ -224,6 +224,7 @@ class LinBanditVectorEnv(VectorEnv):
             if len(seeds) != B:
                 raise ValueError(f"seed as a list must have one seed per sub-env (num_envs={B}), got {len(seeds)}")
         options = dict(options) if options else None
+        self._name_member_frames()
         mask = np.ones(B, dtype=np.bool_)
         if options is not None and "reset_mask" in options:
             mask = options.pop("reset_mask")
@@ -416,7 +417,15 @@ class LinBanditVectorEnv(VectorEnv):
         (``"rgb_array"``); ``"human"`` draws each member's window."""
         if self.render_mode is None:
             return None
+        self._name_member_frames()
         return tuple(env.render() for env in self.envs)
+
+    def _name_member_frames(self) -> None:
+        """Title the members' frames with this vector env's id (``gym.make_vec`` sets ``spec``
+        after construction; the members, built without ``gym.make``, have none)."""
+        if self.render_mode is not None and self.spec is not None:
+            for env in self.envs:
+                env._frame_name = self.spec.id
 
     def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs:

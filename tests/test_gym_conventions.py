@@ -142,6 +142,60 @@ def test_any_d_frame_projects_the_arms_on_theta_and_tracks_cumulative_regret(d, 
     assert f"{np.sum(regrets):.4g}" in ax_regret.get_title()
 
 
+def _title(fig) -> str:
+    return fig._suptitle.get_text()  # Figure.get_suptitle() needs matplotlib >= 3.8
+
+
+@pytest.mark.parametrize("env_id", ["LinBandit-Digits-v0", "LinBandit-MNIST-v0", "LinBandit-Synthetic-v0",
+                                    "LinBandit-BAI-v0"])
+def test_the_frame_is_titled_with_the_env_id_and_its_legend_is_legible(env_id):
+    env = gym.make(env_id, render_mode="rgb_array", **SMALL_KWARGS[env_id])
+    env.reset(seed=0)
+    env.step(1)
+    env.render()
+    fig = env.unwrapped._frame_figure
+    assert _title(fig) == f"{env_id}: round 1 of {env.unwrapped.horizon}"
+    assert "BanditEnv" not in _title(fig)  # not the class name
+    ax_arms, ax_regret = fig.axes[:2]
+    legend = ax_arms.get_legend()
+    what = "pulled" if env_id == "LinBandit-BAI-v0" else "chosen"
+    assert [t.get_text() for t in legend.get_texts()] == ["best arm", f"{what} arm 1"]
+    sizes = {t.get_fontsize() for t in legend.get_texts()}
+    assert min(sizes) >= 9  # points; it was 7
+    assert sizes == {ax_arms.title.get_fontsize()} == {ax_regret.title.get_fontsize()}  # as the panel titles
+    assert fig._suptitle.get_fontsize() > min(sizes)
+    env.close()
+
+
+def test_the_frame_of_an_env_built_without_gym_make_names_its_class_and_data():
+    env = ClassificationBanditEnv(dataset="digits", target_class=3, horizon=4, render_mode="rgb_array")
+    env.reset(seed=0)
+    env.render()
+    assert _title(env._frame_figure) == "ClassificationBanditEnv(dataset='digits', target_class=3): round 0 of 4"
+    env = SyntheticLinBanditEnv(d=3, n_arms=4, horizon=4, render_mode="rgb_array")
+    env.render()  # before reset: a placeholder, titled all the same
+    assert _title(env._frame_figure) == "SyntheticLinBanditEnv: round 0 of 4"
+
+
+def test_vector_env_members_and_the_human_window_are_titled_with_the_id():
+    import matplotlib.pyplot as plt
+
+    envs = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, render_mode="rgb_array", d=3, n_arms=4, horizon=4)
+    envs.reset(seed=0)
+    envs.step(np.array([0, 1]))
+    envs.render()
+    assert [_title(member._frame_figure) for member in envs.envs] == ["LinBandit-Synthetic-v0: round 1 of 4"] * 2
+    envs.close()
+    env = gym.make("LinBandit-LocallyConvex-v0", render_mode="human", d=2, n_arms=20, horizon=5)
+    env.reset(seed=0)
+    env.step(0)
+    window = env.unwrapped._window
+    assert _title(window) == "LinBandit-LocallyConvex-v0: round 1 of 5"
+    assert min(t.get_fontsize() for t in window.axes[0].get_legend().get_texts()) >= 9
+    env.close()
+    assert not plt.fignum_exists(window.number)
+
+
 def test_render_before_reset_and_with_render_mode_none():
     env = SyntheticLinBanditEnv(d=3, n_arms=4, render_mode="rgb_array")
     assert env.render().shape[2] == 3  # before reset: a placeholder, not an exception

@@ -101,6 +101,11 @@ class LinBanditEnv(gym.Env):
     #: size of a rendered frame: (width, height) in inches at ``_RENDER_DPI`` dots per inch
     _RENDER_SIZE = (9.0, 3.6)
     _RENDER_DPI = 80
+    #: font sizes (points) of the frame's title and of its panels' titles and legend
+    _TITLE_FONT = 11
+    _PANEL_FONT = 9
+    #: the name a vector env gives its members' frames (their own spec is None)
+    _frame_name: str | None = None
 
     def __init__(
         self,
@@ -292,6 +297,20 @@ class LinBanditEnv(gym.Env):
             plt.pause(1.0 / self.metadata["render_fps"])  # shows the window without blocking
         return None
 
+    @property
+    def frame_name(self) -> str:
+        """What the rendered frame is titled with: the env id when the env was made by
+        ``gym.make``/``gym.make_vec`` (its ``spec.id``), else :meth:`_default_frame_name`."""
+        if self._frame_name is not None:
+            return self._frame_name
+        spec = getattr(self, "spec", None)
+        return spec.id if spec is not None else self._default_frame_name()
+
+    def _default_frame_name(self) -> str:
+        """The frame's title without an env id: the class name (families may add what tells
+        their instances apart)."""
+        return type(self).__name__
+
     def _draw_frame(self, fig) -> None:
         """Draw the frame into a matplotlib ``Figure`` (the one drawing routine of every env)."""
         # a fixed layout: tight_layout would measure every label again and double the cost of a frame
@@ -299,7 +318,7 @@ class LinBanditEnv(gym.Env):
             1, 2, gridspec_kw={"width_ratios": [1.15, 1.0], "left": 0.09, "right": 0.985, "bottom": 0.15,
                                "top": 0.84, "wspace": 0.3}
         )
-        fig.suptitle(f"{type(self).__name__}: round {self.t} of {self.horizon}", fontsize=10)
+        fig.suptitle(f"{self.frame_name}: round {self.t} of {self.horizon}", fontsize=self._TITLE_FONT)
         if self._played is not None:
             arms, means, arm, what = self._played
         elif self._arms is not None:
@@ -318,7 +337,7 @@ class LinBanditEnv(gym.Env):
         ax_regret.set_xlabel("round")
         ax_regret.set_ylabel("cumulative regret")
         total = curve[-1] if curve else 0.0
-        ax_regret.set_title(f"cumulative regret so far: {total:.4g}", fontsize=9)
+        ax_regret.set_title(f"cumulative regret so far: {total:.4g}", fontsize=self._PANEL_FONT)
         ax_regret.grid(alpha=0.3)
 
     def _draw_arm_panel(self, fig, ax, arms: np.ndarray, means: np.ndarray, arm: int | None, what: str) -> None:
@@ -329,19 +348,19 @@ class LinBanditEnv(gym.Env):
             # the arrow reaches past the arms, so that the arm at its tip stays visible
             tip = theta / (np.linalg.norm(theta) or 1.0) * reach * 1.25
             ax.annotate("", xy=tip, xytext=(0.0, 0.0), arrowprops={"arrowstyle": "->", "color": "0.35", "lw": 1.2})
-            ax.text(*(tip * 1.1), "theta*", ha="center", va="center", fontsize=8, color="0.25")
+            ax.text(*(tip * 1.1), "theta*", ha="center", va="center", fontsize=self._PANEL_FONT, color="0.25")
             ax.update_datalim(np.array([[0.0, 0.0], tip * 1.2]))  # annotations do not widen the axes
             ax.set_xlabel("x_1")
             ax.set_ylabel("x_2")
             ax.set_aspect("equal", adjustable="datalim")
-            ax.set_title("arm set and theta*", fontsize=9)
+            ax.set_title("arm set and theta*", fontsize=self._PANEL_FONT)
         elif theta is not None:
             u = theta / (np.linalg.norm(theta) or 1.0)
             along = arms @ u
             xy = np.column_stack([along, np.linalg.norm(arms - np.outer(along, u), axis=1)])
             ax.set_xlabel("<x, theta*> / ||theta*||")
             ax.set_ylabel("distance from the theta* axis")
-            ax.set_title(f"{len(arms)} arms projected on theta* (d = {self.d})", fontsize=9)
+            ax.set_title(f"{len(arms)} arms projected on theta* (d = {self.d})", fontsize=self._PANEL_FONT)
         else:
             # No theta* (e.g. classification): the arm set's two principal directions.
             centred = arms - arms.mean(axis=0)
@@ -350,7 +369,7 @@ class LinBanditEnv(gym.Env):
             xy[:, : min(2, vt.shape[0])] = centred @ vt[:2].T
             ax.set_xlabel("1st principal direction")
             ax.set_ylabel("2nd principal direction")
-            ax.set_title(f"{len(arms)} arms on their 2 principal directions (no theta*)", fontsize=9)
+            ax.set_title(f"{len(arms)} arms on their 2 principal directions (no theta*)", fontsize=self._PANEL_FONT)
         size = 36 if len(arms) <= 50 else 10
         points = ax.scatter(xy[:, 0], xy[:, 1], c=means, cmap="viridis", s=size, zorder=2)
         fig.colorbar(points, ax=ax, label="expected reward")
@@ -358,7 +377,7 @@ class LinBanditEnv(gym.Env):
         ax.scatter(*xy[best], marker="*", s=160, facecolor="none", edgecolor="black", zorder=3, label="best arm")
         if arm is not None:
             ax.scatter(*xy[arm], s=220, facecolor="none", edgecolor="red", lw=2, zorder=4, label=f"{what} arm {arm}")
-        ax.legend(loc="best", fontsize=7)
+        ax.legend(loc="best", fontsize=self._PANEL_FONT, markerscale=0.7)
         ax.grid(alpha=0.3)
 
     def close(self) -> None:

@@ -256,6 +256,9 @@ class ClassificationBanditEnv(LinBanditEnv):
     def _sample_reward(self, mean: float, rng: np.random.Generator) -> float:
         return float(mean)  # no noise beyond the label indicator
 
+    def _default_frame_name(self) -> str:
+        return f"{type(self).__name__}(dataset={self.dataset!r}, target_class={self.target_class})"
+
     @property
     def arm_labels(self) -> np.ndarray:
         """Labels of the current arm set's samples (row ``i`` -> ``arm_labels[i]``)."""
