@@ -14,7 +14,7 @@ downloaded unless asked (``download=True`` for the OpenML sets); missing files r
 """
 
 from ._common import DATA_DIR_ENV, as_features, get_data_dir
-from .datasets import ALIASES, DATASETS, canonical_name, load_dataset
+from .datasets import ALIASES, DATASETS, canonical_name, check_dataset_options, load_dataset
 from .idx import read_idx
 from .mnist import MNIST_IDX_FILES, load_mnist_full, load_mnist_subset
 from .openml import OPENML_SETS, load_openml, read_table
@@ -27,6 +27,7 @@ __all__ = [
     "OPENML_SETS",
     "as_features",
     "canonical_name",
+    "check_dataset_options",
     "get_data_dir",
     "load_dataset",
     "load_mnist_full",

@@ -12,7 +12,7 @@ from ._common import as_xy
 from .mnist import load_mnist_full, load_mnist_subset
 from .openml import OPENML_SETS, load_openml
 
-__all__ = ["DATASETS", "ALIASES", "load_dataset", "canonical_name"]
+__all__ = ["DATASETS", "ALIASES", "canonical_name", "check_dataset_options", "load_dataset"]
 
 
 def _load_digits() -> tuple[np.ndarray, np.ndarray]:
@@ -81,12 +81,23 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None, **kw: Any
     ((1797, 64), dtype('float64'), dtype('int64'), 9)
     """
     key = canonical_name(name)
-    loader = _LOADERS[key]
-    accepted = [p for p in inspect.signature(loader).parameters if p not in ("data_dir",) and not p.startswith("_")]
-    unknown = sorted(set(kw) - set(accepted))
+    check_dataset_options(key, kw)
+    return _LOADERS[key](data_dir, **kw)
+
+
+def check_dataset_options(name: str, options: dict[str, Any]) -> None:
+    """Raise the ``TypeError`` :func:`load_dataset` raises for ``options`` the dataset does not
+    take (without loading anything).
+
+    >>> check_dataset_options("digits", {"split": "train"})
+    Traceback (most recent call last):
+    TypeError: load_dataset('digits') got unexpected option(s) ['split']; it accepts no options besides data_dir
+    """
+    key = canonical_name(name)
+    accepted = [p for p in inspect.signature(_LOADERS[key]).parameters if p != "data_dir" and not p.startswith("_")]
+    unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise TypeError(
             f"load_dataset({key!r}) got unexpected option(s) {unknown}; it accepts "
             f"{accepted if accepted else 'no options besides data_dir'}"
         )
-    return loader(data_dir, **kw)

@@ -378,11 +378,38 @@ def test_every_id_has_its_own_plain_text_description():
         ("LinBandit-CNAE9-v0", {"shuffle_arms": "false"}, "argument shuffle_arms='false': expected bool"),
         ("LinBandit-MNIST-v0", {"dataset": "fashion"}, "unknown dataset 'fashion'"),
         ("LinBandit-Spam-v0", {"render_mode": "video"}, "render_mode must be None or one of"),
+        # an option of the dataset loader, checked by name without loading
+        ("LinBandit-Digits-v0", {"dataset_kwargs": {"split": "train"}}, r"unexpected option\(s\) \['split'\]"),
+        ("LinBandit-MNIST-v0", {"dataset": "mnist-full", "dataset_kwargs": {"splt": "x"}}, r"\['splt'\]"),
     ],
 )
 def test_check_env_args_names_the_bad_key(env_id, kwargs, message):
     with pytest.raises(ValueError, match=message):
         linbandit_gym.check_env_args(env_id, kwargs)
+
+
+_ARRAY = np.zeros((40, 3))
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: SyntheticLinBanditEnv(d=_ARRAY), "d must be an int >= 1, got an array of shape (40, 3) (float64)"),
+        (lambda: SyntheticLinBanditEnv(fixed_arms=(_ARRAY, _ARRAY)), "fixed_arms must be True or False, got (array("),
+        (lambda: SyntheticLinBanditEnv(noise_std=10**400), "noise_std must be a finite number >= 0, got 1000000"),
+        (lambda: HeavyTailLinBanditEnv(alpha=10**400), "alpha (power-law decay of the spectrum) must be a finite"),
+        (lambda: LocallyConvexLinBanditEnv(d=3, axes=_ARRAY), "axes must be a sequence of d=3 finite positive numbers"),
+        (lambda: LocallyConvexLinBanditEnv(shape=_ARRAY), "shape must be one of ('sphere', 'ellipsoid'), got an array"),
+        (lambda: BAILinBanditEnv(instance=_ARRAY), "instance must be one of ('soare', 'random'), got an array"),
+        (lambda: ClassificationBanditEnv(dataset=_TOY_DATA, target_class=_TOY_DATA),
+         "target_class must be an int class label, got (array("),
+    ],
+)
+def test_bad_arguments_get_a_one_line_message_whatever_their_value(build, message):
+    with pytest.raises(ValueError) as info:
+        build()
+    text = str(info.value)
+    assert text.startswith(message) and "\n" not in text and len(text) < 300
 
 
 def test_check_env_args_accepts_good_arguments_without_loading_data(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from .base import LinBanditEnv, check_nonnegative_float, check_positive_int
+from .base import LinBanditEnv, check_nonnegative_float, check_positive_int, short_repr
 
 __all__ = ["BAILinBanditEnv"]
 
@@ -112,7 +112,7 @@ class BAILinBanditEnv(LinBanditEnv):
         render_mode: str | None = None,
     ):
         if not isinstance(instance, str) or instance not in _INSTANCES:
-            raise ValueError(f"instance must be one of {_INSTANCES}, got {instance!r}")
+            raise ValueError(f"instance must be one of {_INSTANCES}, got {short_repr(instance)}")
         d = check_positive_int("d", d, minimum=2 if instance == "soare" else 1)
         # every argument is checked, also those the chosen instance ignores (omega for "random")
         horizon = None if horizon is None else check_positive_int("horizon", horizon)
@@ -123,7 +123,7 @@ class BAILinBanditEnv(LinBanditEnv):
             or not isinstance(omega, numbers.Real)
             or not (0.0 < omega < math.pi / 2)
         ):
-            raise ValueError(f"omega must be an angle in (0, pi/2) radians, got {omega!r}")
+            raise ValueError(f"omega must be an angle in (0, pi/2) radians, got {short_repr(omega)}")
         if horizon is not None and max_pulls is not None and horizon != max_pulls:
             raise ValueError(
                 f"horizon is an alias of max_pulls; got both (horizon={horizon!r}, max_pulls={max_pulls!r}): pass one"
@@ -208,7 +208,7 @@ class BAILinBanditEnv(LinBanditEnv):
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, numbers.Integral):
             raise ValueError(
                 f"action must be an int in [0, {2 * k}): a in [0, {k}) pulls arm a, a in [{k}, {2 * k}) "
-                f"stops and recommends arm a - {k}; got {action!r} ({type(action).__name__})"
+                f"stops and recommends arm a - {k}; got {short_repr(action)} ({type(action).__name__})"
             )
         if not 0 <= int(action) < 2 * k:
             raise ValueError(

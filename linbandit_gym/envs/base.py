@@ -8,6 +8,7 @@ validation, horizon/truncation, ``info`` keys, seeding, rendering -- lives here.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -17,16 +18,38 @@ from gymnasium import spaces
 
 __all__ = [
     "LinBanditEnv", "RENDER_MODES", "check_bool", "check_nonnegative_float", "check_positive_int", "check_render_mode",
+    "is_finite_real", "short_repr",
 ]
 
 #: The render modes of every env (Gymnasium's names): no rendering, an RGB frame, a matplotlib window.
 RENDER_MODES = ("rgb_array", "human")
 
 
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` on one line and at most ``limit`` characters, for error messages (an
+    array becomes its shape and dtype, a long repr is cut with ``...``).
+
+    >>> short_repr(np.zeros((3, 4))), short_repr("x" * 100)[-5:]
+    ('an array of shape (3, 4) (float64)', 'xx...')
+    """
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        return f"an array of shape {value.shape} ({value.dtype})"
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def is_finite_real(value: numbers.Real) -> bool:
+    """``math.isfinite`` that says False, not OverflowError, for an int beyond the float range."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond the float range
+        return False
+
+
 def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
     """``value`` as an int >= ``minimum``, or a ``ValueError`` naming the argument."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+        raise ValueError(f"{name} must be an int >= {minimum}, got {short_repr(value)}")
     return int(value)
 
 
@@ -45,21 +68,24 @@ def check_bool(name: str, value: Any) -> bool:
             f"; write it unquoted (YAML: {name}: false, command line: --env-arg {name}=False)"
             if isinstance(value, str) else ""
         )
-        raise ValueError(f"{name} must be True or False, got {value!r} ({type(value).__name__}){hint}")
+        raise ValueError(f"{name} must be True or False, got {short_repr(value)} ({type(value).__name__}){hint}")
     return bool(value)
 
 
 def check_render_mode(render_mode: Any) -> str | None:
     """``render_mode`` if it is None or one of :data:`RENDER_MODES`, else a ``ValueError``."""
     if render_mode is not None and (not isinstance(render_mode, str) or render_mode not in RENDER_MODES):
-        raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
+        raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {short_repr(render_mode)}")
     return render_mode
 
 
 def check_nonnegative_float(name: str, value: Any) -> float:
     """``value`` as a finite float >= 0, or a ``ValueError`` naming the argument."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    if (
+        isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not is_finite_real(value)
+        or value < 0
+    ):
+        raise ValueError(f"{name} must be a finite number >= 0, got {short_repr(value)}")
     return float(value)
 
 
@@ -198,7 +224,7 @@ class LinBanditEnv(gym.Env):
             action = action.item()
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, numbers.Integral):
             raise ValueError(
-                f"action must be an int arm index in [0, {self.action_space.n}), got {action!r} "
+                f"action must be an int arm index in [0, {self.action_space.n}), got {short_repr(action)} "
                 f"({type(action).__name__}); pass e.g. int(np.argmax(scores))"
             )
         if not 0 <= int(action) < self.action_space.n:

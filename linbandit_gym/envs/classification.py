@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from envs_data import as_features, canonical_name, load_dataset
+from envs_data import as_features, canonical_name, check_dataset_options, load_dataset
 
-from .base import LinBanditEnv, check_bool, check_positive_int, check_render_mode
+from .base import LinBanditEnv, check_bool, check_positive_int, check_render_mode, short_repr
 
 __all__ = [
     "ClassificationBanditEnv",
@@ -69,16 +69,19 @@ def _check_arguments(
     """The checks of every :class:`ClassificationBanditEnv` argument that need no data loaded."""
     check_positive_int("horizon", horizon)
     if isinstance(target_class, (bool, np.bool_)) or not isinstance(target_class, numbers.Integral):
-        raise ValueError(f"target_class must be an int class label, got {target_class!r}")
+        raise ValueError(f"target_class must be an int class label, got {short_repr(target_class)}")
     if dataset_kwargs is not None and not isinstance(dataset_kwargs, dict):
-        raise ValueError(f"dataset_kwargs must be a dict of load_dataset options or None, got {dataset_kwargs!r}")
+        raise ValueError(
+            f"dataset_kwargs must be a dict of load_dataset options or None, got {short_repr(dataset_kwargs)}"
+        )
     check_bool("normalize", normalize)
     check_bool("shuffle_arms", shuffle_arms)
     check_render_mode(render_mode)
     if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
-        raise ValueError(f"data_dir must be a path (str or os.PathLike) or None, got {data_dir!r}")
+        raise ValueError(f"data_dir must be a path (str or os.PathLike) or None, got {short_repr(data_dir)}")
     if isinstance(dataset, str):
-        canonical_name(dataset)  # ValueError listing the known names
+        # ValueError listing the known names; TypeError for an option the loader does not take
+        check_dataset_options(dataset, dataset_kwargs or {})
     elif isinstance(dataset, (tuple, list)) and len(dataset) == 2:
         if dataset_kwargs:
             raise ValueError("dataset_kwargs only applies to a named dataset, not to dataset=(X, y)")
@@ -188,7 +191,7 @@ class ClassificationBanditEnv(LinBanditEnv):
             raise ValueError(f"dataset {name!r} has a single class ({classes.tolist()}); a bandit needs at least 2")
         if int(target_class) not in set(classes.tolist()):
             raise ValueError(
-                f"target_class={target_class!r} is not a label of dataset {name!r}; its labels are {classes.tolist()}"
+                f"target_class={short_repr(target_class)} is not a label of dataset {name!r}; its labels are {classes.tolist()}"
             )
         if normalize:
             X = unit_rows(X)  # App. F.1: l2 normalisation; zero rows stay 0

@@ -9,12 +9,11 @@ either, with the spectrum chosen by the user.
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
 
-from .base import LinBanditEnv, check_bool, check_positive_int
+from .base import LinBanditEnv, check_bool, check_positive_int, is_finite_real, short_repr
 
 __all__ = ["HeavyTailLinBanditEnv", "power_law_spectrum", "normalized_spectrum"]
 
@@ -157,9 +156,9 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
             render_mode=render_mode,
         )
         if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real) or not (
-            math.isfinite(alpha) and alpha >= 0
+            is_finite_real(alpha) and alpha >= 0
         ):
-            raise ValueError(f"alpha (power-law decay of the spectrum) must be a finite number >= 0, got {alpha!r}")
+            raise ValueError(f"alpha (power-law decay of the spectrum) must be a finite number >= 0, got {short_repr(alpha)}")
         if rank is not None:
             rank = check_positive_int("rank", rank)
             if rank > self.d:

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 from gymnasium import spaces
 
-from .base import LinBanditEnv, check_nonnegative_float, check_positive_int
+from .base import LinBanditEnv, check_nonnegative_float, check_positive_int, short_repr
 
 __all__ = ["LocallyConvexLinBanditEnv"]
 
@@ -126,8 +126,8 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
         super().__init__(d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, render_mode=render_mode)
         if shape is None:
             shape = "sphere" if axes is None else "ellipsoid"
-        if shape not in _SHAPES:
-            raise ValueError(f"shape must be one of {_SHAPES}, got {shape!r}")
+        if not isinstance(shape, str) or shape not in _SHAPES:
+            raise ValueError(f"shape must be one of {_SHAPES}, got {short_repr(shape)}")
         if shape == "sphere":
             if axes is not None:
                 raise ValueError("axes= describes an ellipsoid; pass shape='ellipsoid' (or omit shape) with axes")
@@ -136,13 +136,13 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
             semi_axes = np.linspace(1.0, 0.5, d)
         else:
             if np.iscomplexobj(axes):  # a cast would drop the imaginary part silently
-                raise ValueError(f"axes must be real numbers, got complex values {axes!r}")
+                raise ValueError(f"axes must be real numbers, got complex values {short_repr(axes)}")
             try:
                 semi_axes = np.asarray(axes, dtype=np.float64)
             except (TypeError, ValueError):
-                raise ValueError(f"axes must be a sequence of d={d} positive numbers, got {axes!r}") from None
+                raise ValueError(f"axes must be a sequence of d={d} positive numbers, got {short_repr(axes)}") from None
             if semi_axes.shape != (d,) or not np.all(np.isfinite(semi_axes)) or not np.all(semi_axes > 0):
-                raise ValueError(f"axes must be a sequence of d={d} finite positive numbers, got {axes!r}")
+                raise ValueError(f"axes must be a sequence of d={d} finite positive numbers, got {short_repr(axes)}")
         self.shape = shape
         self.axes = semi_axes
         # every coordinate satisfies |x_i| <= a_i <= max(a)
@@ -156,7 +156,7 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
             or not isinstance(local_min_angle, numbers.Real)
             or not (0.0 < local_min_angle < math.pi / 2)
         ):
-            raise ValueError(f"local_min_angle must be an angle in (0, pi/2) radians, got {local_min_angle!r}")
+            raise ValueError(f"local_min_angle must be an angle in (0, pi/2) radians, got {short_repr(local_min_angle)}")
         self.local_min_angle = float(local_min_angle)
         self.n_local = int(round(self.local_frac * self.n_arms))
         self.optimum: np.ndarray | None = None
