@@ -1,17 +1,19 @@
 """Registration of every linbandit env id with Gymnasium (runs on ``import linbandit_gym``),
-the ids' descriptions and suggestions for mistyped ids."""
+the ids' descriptions, suggestions for mistyped ids, and memory estimates by id."""
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import gymnasium as gym
 
+from .envs.memory import MemoryEstimate
 from .envs.names import closest_name, did_you_mean
 
 __all__ = [
     "ENV_DESCRIPTIONS", "ENV_IDS", "VECTOR_ENTRY_POINTS", "closest_name", "did_you_mean", "env_description",
-    "register_envs", "unknown_env_id_message",
+    "env_memory_estimate", "estimate_env_bytes", "register_envs", "unknown_env_id_message",
 ]
 
 # id -> entry point. Kept as strings so that importing the package stays cheap.
@@ -89,3 +91,56 @@ def register_envs() -> None:
                 id=env_id, entry_point=entry_point, disable_env_checker=False,
                 vector_entry_point=VECTOR_ENTRY_POINTS.get(env_id),
             )
+
+
+def _memory_estimator(env_id: str, vector: bool) -> Any:
+    """The class whose ``memory_estimate`` answers for ``env_id`` (its vector class if ``vector``)."""
+    from gymnasium.envs.registration import load_env_creator
+
+    register_envs()
+    spec = gym.registry.get(env_id)
+    if spec is None:
+        raise ValueError(unknown_env_id_message(env_id))
+    entry = spec.vector_entry_point if vector else spec.entry_point
+    if entry is None:
+        return None
+    creator = load_env_creator(entry) if isinstance(entry, str) else entry
+    if not hasattr(creator, "memory_estimate"):
+        raise ValueError(f"{env_id} is not a linbandit env: it has no memory estimate")
+    return creator
+
+
+def env_memory_estimate(env_id: str, num_envs: int | None = None, **kwargs: Any) -> MemoryEstimate:
+    """The memory estimate of ``gym.make(env_id, **kwargs)`` (``num_envs=None``) or of
+    ``gym.make_vec(env_id, num_envs, **kwargs)``, built from the arguments alone: nothing is
+    constructed and no dataset is loaded. Its ``allocations`` say what takes the bytes.
+
+    Raises ``ValueError`` for an unknown id or a bad size argument (the env's own message)
+    and ``TypeError`` for an argument the env does not take.
+    """
+    if num_envs is None:
+        return _memory_estimator(env_id, vector=False).memory_estimate(**kwargs)
+    vector_class = _memory_estimator(env_id, vector=True)
+    if vector_class is not None:
+        return vector_class.memory_estimate(num_envs, **kwargs)
+    # no native vector env (BAI): gym.make_vec builds SyncVectorEnv over num_envs single envs
+    if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
+        raise ValueError(f"num_envs must be an int >= 1 (the number of sub-envs B), got {num_envs!r}")
+    single = _memory_estimator(env_id, vector=False).memory_estimate(**kwargs)
+    return single.batched(int(num_envs), "SyncVectorEnv")
+
+
+def estimate_env_bytes(env_id: str, num_envs: int | None = None, **kwargs: Any) -> int:
+    """The peak bytes of ``gym.make(env_id, **kwargs)`` built, reset and stepped (or of
+    ``gym.make_vec(env_id, num_envs, **kwargs)``), estimated without building it.
+
+    The estimate the env's constructor compares with the memory available before it
+    allocates anything (see :mod:`linbandit_gym.envs.memory`); an upper bound of the measured
+    peak within a small factor.
+
+    >>> estimate_env_bytes("LinBandit-Synthetic-v0", d=1000, n_arms=100)
+    3516000
+    >>> estimate_env_bytes("LinBandit-Synthetic-v0", d=10**9, n_arms=2) > 10**10
+    True
+    """
+    return env_memory_estimate(env_id, num_envs, **kwargs).nbytes

@@ -433,6 +433,7 @@ def test_doctests_of_the_env_and_data_modules():
 
     for name in ("linbandit_gym.envs.base", "linbandit_gym.envs.classification", "linbandit_gym.envs.heavy_tail",
                  "linbandit_gym.envs.bai", "linbandit_gym.envs.locally_convex", "linbandit_gym.registration",
-                 "linbandit_gym.vector", "envs_data._common", "envs_data.openml", "envs_data.datasets"):
+                 "linbandit_gym.vector", "linbandit_gym.envs.memory", "linbandit_gym.envs.names",
+                 "envs_data._common", "envs_data.openml", "envs_data.datasets"):
         result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, name

@@ -3,18 +3,23 @@
 Subclasses say only how a problem instance is drawn (:meth:`LinBanditEnv._sample_problem`),
 how each round's arm set is drawn (:meth:`LinBanditEnv._sample_arms`) and, when it is not
 linear-Gaussian, what the expected and realised rewards are. Everything else -- spaces,
-validation, horizon/truncation, ``info`` keys, seeding, rendering -- lives here.
+validation, horizon/truncation, ``info`` keys, seeding, rendering, the memory estimate --
+lives here.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
+from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+
+from .memory import Allocation, MemoryEstimate, check_fits
 
 __all__ = [
     "LinBanditEnv", "RENDER_MODES", "check_bool", "check_nonnegative_float", "check_positive_int", "check_render_mode",
@@ -79,6 +84,31 @@ def check_render_mode(render_mode: Any) -> str | None:
     return render_mode
 
 
+def constructor_arguments(cls: type, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` completed with the defaults of ``cls``'s constructor, or the constructor's
+    ``TypeError`` for an unknown name.
+
+    A constructor taking ``**kwargs`` forwards them to its base class (the convention of the
+    env families, e.g. ``DigitsBanditEnv(dataset="digits", **kwargs)``), so the base's
+    parameters and defaults join in, the subclass's defaults first.
+    """
+    arguments: dict[str, Any] = {}
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        parameters = list(inspect.signature(init).parameters.values())[1:]  # after self
+        for p in parameters:
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is not p.empty:
+                arguments.setdefault(p.name, p.default)
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            unknown = [name for name in kwargs if name not in arguments]
+            if unknown:
+                raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument {unknown[0]!r}")
+            break
+    return {**arguments, **kwargs}
+
+
 def check_nonnegative_float(name: str, value: Any) -> float:
     """``value`` as a finite float >= 0, or a ``ValueError`` naming the argument."""
     if (
@@ -119,11 +149,27 @@ class LinBanditEnv(gym.Env):
       directions;
     * the cumulative (pseudo-)regret so far against the round.
 
+    Memory: :meth:`memory_estimate` gives the peak bytes an env of given arguments takes
+    (build, reset and steps) without building it; every constructor compares it with the
+    memory available before allocating anything and raises
+    :class:`~linbandit_gym.envs.memory.EnvTooLargeError` (a ``ValueError`` naming the
+    arguments, the bytes and the fix) for sizes that cannot fit.
+
     Subclasses implement :meth:`_sample_problem` and :meth:`_sample_arms` and may
-    override :meth:`_expected_rewards` and :meth:`_sample_reward`.
+    override :meth:`_expected_rewards` and :meth:`_sample_reward`; a subclass that allocates
+    more than the arm sets extends :meth:`_memory_estimate` and calls
+    :meth:`_refuse_if_too_large` with it before allocating (else the base class checks its
+    own part).
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 30}
+    #: Bytes per number of the ``(n_arms, d)``-sized arrays, measured at the peak of build,
+    #: reset and steps: held, the observation space's float32 bounds and their bool masks (10)
+    #: plus a spare comparison mask (1) and the float32 arm set (4); while a round is drawn,
+    #: the draw in float64 (8), its float32 copy (4) and the float64 cast for the means (8).
+    _HELD_ARM_BYTES = 15
+    _ROUND_ARM_BYTES = 20
+    _memory_checked = False
     #: size of a rendered frame: (width, height) in inches at ``_RENDER_DPI`` dots per inch
     _RENDER_SIZE = (9.0, 3.6)
     _RENDER_DPI = 80
@@ -149,6 +195,10 @@ class LinBanditEnv(gym.Env):
         self.n_arms = check_positive_int("n_arms", n_arms, minimum=2)
         self.horizon = check_positive_int("horizon", horizon)
         self.noise_std = check_nonnegative_float("noise_std", noise_std)
+        if not self._memory_checked:  # a family checks its whole estimate first; else the base part here
+            self._refuse_if_too_large(
+                LinBanditEnv._memory_estimate(d=d, n_arms=n_arms, horizon=horizon, render_mode=render_mode)
+            )
         # arm_bound: a known bound on every coordinate (1.0 for unit-norm arms), else unbounded
         self.observation_space = spaces.Box(
             low=-arm_bound, high=arm_bound, shape=(self.n_arms, self.d), dtype=np.float32
@@ -176,6 +226,49 @@ class LinBanditEnv(gym.Env):
         (datasets) override it to check without the cost.
         """
         cls(**kwargs).close()
+
+    # -- memory ------------------------------------------------------------------------
+    @classmethod
+    def memory_estimate(cls, **kwargs: Any) -> MemoryEstimate:
+        """The peak memory of an env built with ``kwargs`` (the constructor's keywords; defaults
+        filled in), reset and stepped, without building it.
+
+        Raises the constructor's ``ValueError`` for a bad size argument and its ``TypeError``
+        for an unknown name. ``.nbytes`` is the total in bytes.
+
+        >>> from linbandit_gym.envs import SyntheticLinBanditEnv
+        >>> SyntheticLinBanditEnv.memory_estimate(d=1000, n_arms=100).nbytes
+        3516000
+        """
+        return cls._memory_estimate(**constructor_arguments(cls, kwargs))
+
+    @classmethod
+    def _memory_estimate(
+        cls, *, d: Any, n_arms: Any, horizon: Any = 2000, render_mode: Any = None, **_: Any
+    ) -> MemoryEstimate:
+        """The base part of every family: arm sets, length-d vectors, the rendered regret curve."""
+        d = check_positive_int("d", d)
+        n_arms = check_positive_int("n_arms", n_arms, minimum=2)
+        horizon = check_positive_int("horizon", horizon)
+        arms, fix = ("n_arms", "d"), "lower d or n_arms"
+        allocations = [
+            Allocation("the observation space's bounds and the arm set", n_arms * d, cls._HELD_ARM_BYTES, arms, fix),
+            Allocation("a round's draw and its copies", n_arms * d, cls._ROUND_ARM_BYTES, arms, fix, transient=True),
+            Allocation("theta* and other vectors of length d", d, 16, ("d",), "lower d"),
+        ]
+        arguments = {"d": d, "n_arms": n_arms}
+        if check_render_mode(render_mode) is not None:
+            # a Python float and its list slot per round (see _after_step)
+            allocations.append(Allocation("the cumulative-regret curve kept for render()", horizon, 32, ("horizon",),
+                                          "lower horizon, or render_mode=None"))
+            arguments.update(horizon=horizon, render_mode=render_mode)
+        return MemoryEstimate(cls.__name__, arguments, tuple(allocations), obs_shape=(n_arms, d))
+
+    def _refuse_if_too_large(self, estimate: MemoryEstimate) -> None:
+        """Raise :class:`~linbandit_gym.envs.memory.EnvTooLargeError` if ``estimate`` cannot fit
+        in memory (before anything is allocated)."""
+        check_fits(replace(estimate, owner=type(self).__name__))
+        self._memory_checked = True
 
     # -- what subclasses supply ----------------------------------------------------
     def _sample_problem(self, rng: np.random.Generator) -> None:

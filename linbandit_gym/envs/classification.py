@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from envs_data import as_features, canonical_name, check_dataset_options, load_dataset
+from envs_data import as_features, canonical_name, check_dataset_options, dataset_shape, load_dataset
 
 from .base import LinBanditEnv, check_bool, check_positive_int, check_render_mode, short_repr
+from .memory import Allocation, MemoryEstimate, Shown, check_fits
 
 __all__ = [
     "ClassificationBanditEnv",
@@ -60,6 +61,21 @@ def _check_arrays(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
                 "e.g. classes, y = np.unique(y, return_inverse=True)"
             )
     return X, y.astype(np.int64)
+
+
+def _user_data_shape(X: Any, y: Any) -> tuple[int, int, int]:
+    """``(samples, features, classes)`` of a user's ``(X, y)`` without copying ``X``
+    (1 sample, 1 feature and 2 classes where they cannot be read: the checks say why later)."""
+    shape = getattr(X, "shape", None)
+    try:
+        n, d = (int(shape[0]), int(shape[1])) if shape is not None and len(shape) == 2 else (len(X), len(X[0]))
+    except (TypeError, IndexError, KeyError, ValueError):
+        return 1, 1, 2
+    try:
+        n_classes = int(np.unique(np.asarray(y)).size)
+    except (TypeError, ValueError):
+        n_classes = 2
+    return n, d, n_classes
 
 
 def _check_arguments(
@@ -178,6 +194,9 @@ class ClassificationBanditEnv(LinBanditEnv):
         _check_arguments(
             dataset, target_class, horizon, data_dir, normalize, shuffle_arms, dataset_kwargs, render_mode
         )
+        self._refuse_if_too_large(self._memory_estimate(
+            dataset=dataset, dataset_kwargs=dataset_kwargs, horizon=horizon, render_mode=render_mode
+        ))
         normalize, shuffle_arms = bool(normalize), bool(shuffle_arms)
         if isinstance(dataset, str):
             name = canonical_name(dataset)
@@ -235,6 +254,45 @@ class ClassificationBanditEnv(LinBanditEnv):
         bound = inspect.signature(ClassificationBanditEnv).bind(**{"dataset": dataset_default, **kwargs})
         bound.apply_defaults()
         _check_arguments(**bound.arguments)
+        check_fits(cls._memory_estimate(**bound.arguments))
+
+    #: Bytes per number of the dataset (samples x features) at the peak of building the env: the
+    #: loader's float64 array (8; the MNIST subset also keeps a parsed copy, 8), the normalised
+    #: rows (8) and the float32 copy grouped by class that the env keeps (4). A user's float64
+    #: ``X`` is used in place: the loader's 8 are not taken again.
+    _DATA_BYTES = 28
+    _USER_FLOAT64_DATA_BYTES = 20
+
+    @classmethod
+    def _memory_estimate(
+        cls, *, dataset, dataset_kwargs=None, horizon=2000, render_mode=None, **_: Any
+    ) -> MemoryEstimate:
+        """The data (from :data:`envs_data.DATASET_SHAPES` for a name, from ``X``'s shape for
+        ``(X, y)``, shared by a vector env's members) and the arm sets of its classes."""
+        data_bytes = cls._DATA_BYTES
+        if isinstance(dataset, str):
+            n, d, n_classes = dataset_shape(dataset, **(dataset_kwargs or {}))
+            shown = {"dataset": canonical_name(dataset), **(dataset_kwargs or {})}
+            fix = "use a smaller dataset"
+            if canonical_name(dataset) == "mnist-full":
+                whole = (dataset_kwargs or {}).get("split", "all") == "all"
+                fix += f" ({'split=train or test, or ' if whole else ''}dataset='mnist', the 5,000-image subset)"
+        else:
+            n, d, n_classes = _user_data_shape(*dataset)
+            shown = {"dataset": Shown(f"(X, y) with X of shape ({n}, {d})")}
+            fix = "use fewer samples or features"
+            X = dataset[0]
+            if isinstance(X, np.ndarray) and X.dtype == np.float64 and X.flags.c_contiguous:
+                data_bytes = cls._USER_FLOAT64_DATA_BYTES
+        estimate = super()._memory_estimate(
+            d=d, n_arms=max(n_classes, 2), horizon=horizon, render_mode=render_mode
+        )
+        data = (
+            Allocation("the dataset", n * d, data_bytes, ("samples", "features"), fix, shared=True),
+            # int64 labels, their sort in np.unique, the class order and the rows behind it
+            Allocation("the labels", n, 32, ("samples",), fix, shared=True),
+        )
+        return MemoryEstimate(cls.__name__, shown, estimate.allocations + data, obs_shape=estimate.obs_shape)
 
     # -- LinBanditEnv hooks ------------------------------------------------------------
     def _sample_problem(self, rng: np.random.Generator) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import LinBanditEnv, check_bool
+from .memory import Allocation, MemoryEstimate
 
 __all__ = ["SyntheticLinBanditEnv"]
 
@@ -66,6 +67,9 @@ class SyntheticLinBanditEnv(LinBanditEnv):
     ):
         normalize_arms = check_bool("normalize_arms", normalize_arms)
         fixed_arms = check_bool("fixed_arms", fixed_arms)
+        self._refuse_if_too_large(
+            self._memory_estimate(d=d, n_arms=n_arms, horizon=horizon, render_mode=render_mode, fixed_arms=fixed_arms)
+        )
         super().__init__(
             d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=1.0 if normalize_arms else np.inf,
             render_mode=render_mode,
@@ -73,6 +77,15 @@ class SyntheticLinBanditEnv(LinBanditEnv):
         self.normalize_arms = normalize_arms
         self.fixed_arms = fixed_arms
         self._fixed: np.ndarray | None = None
+
+    @classmethod
+    def _memory_estimate(cls, *, fixed_arms: bool = False, **arguments) -> MemoryEstimate:
+        estimate = super()._memory_estimate(**arguments)
+        if not check_bool("fixed_arms", fixed_arms):
+            return estimate
+        n_arms, d = estimate.obs_shape
+        return estimate.plus(Allocation("the fixed arm set (fixed_arms=True, float64)", n_arms * d, 8, ("n_arms", "d"),
+                                        "lower d or n_arms"))
 
     def _draw_arms(self, rng: np.random.Generator) -> np.ndarray:
         arms = rng.standard_normal((self.n_arms, self.d))
