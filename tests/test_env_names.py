@@ -68,3 +68,11 @@ def test_make_vec_and_env_description_suggest_the_id():
         linbandit_gym.make_vec("Qwerty-v0", num_envs=2)
     with pytest.raises(ValueError, match=r"unknown linbandit env id 'LinBandit-Mnist-v0' " + suggestion):
         env_description("LinBandit-Mnist-v0")
+
+
+def test_the_cli_and_config_checks_suggest_the_id_and_argument():
+    # linbandit run --env/--env-arg and sweep configs check through check_env_args
+    with pytest.raises(ValueError, match=r"unknown env id 'LinBandit-Mnist-v0' \(did you mean 'LinBandit-MNIST-v0'\?\)"):
+        linbandit_gym.check_env_args("LinBandit-Mnist-v0", {})
+    with pytest.raises(ValueError, match=r"has no argument 'nArms' \(did you mean 'n_arms'\?\)"):
+        linbandit_gym.check_env_args("LinBandit-Synthetic-v0", {"nArms": 3})
