@@ -295,3 +295,13 @@ def test_estimate_env_bytes_refuses_bad_input_with_one_line():
         estimate_env_bytes("LinBandit-Synthetic-v0", dim=3)
     with pytest.raises(ValueError, match="num_envs must be an int >= 1"):
         estimate_env_bytes("LinBandit-BAI-v0", num_envs=0)
+    with pytest.raises(ValueError, match="dataset must be a dataset name .* got int"):
+        estimate_env_bytes("LinBandit-Classification-v0", dataset=3)
+    with pytest.raises(ValueError, match="unknown dataset 'fashion'"):
+        estimate_env_bytes("LinBandit-Classification-v0", dataset="fashion")
+
+
+def test_the_error_is_importable_from_the_envs_package():
+    from linbandit_gym.envs import EnvTooLargeError as exported
+
+    assert exported is EnvTooLargeError and issubclass(exported, ValueError)

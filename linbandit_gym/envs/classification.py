@@ -95,17 +95,23 @@ def _check_arguments(
     check_render_mode(render_mode)
     if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
         raise ValueError(f"data_dir must be a path (str or os.PathLike) or None, got {short_repr(data_dir)}")
-    if isinstance(dataset, str):
+    if _check_dataset_kind(dataset):
         # ValueError listing the known names; TypeError for an option the loader does not take
         check_dataset_options(dataset, dataset_kwargs or {})
-    elif isinstance(dataset, (tuple, list)) and len(dataset) == 2:
-        if dataset_kwargs:
-            raise ValueError("dataset_kwargs only applies to a named dataset, not to dataset=(X, y)")
-    else:
-        raise ValueError(
-            f"dataset must be a dataset name (one of envs_data.DATASETS) or a tuple (X, y) of features and "
-            f"integer labels, got {type(dataset).__name__}"
-        )
+    elif dataset_kwargs:
+        raise ValueError("dataset_kwargs only applies to a named dataset, not to dataset=(X, y)")
+
+
+def _check_dataset_kind(dataset: Any) -> bool:
+    """True for a dataset name, False for a pair ``(X, y)``, else a ``ValueError``."""
+    if isinstance(dataset, str):
+        return True
+    if isinstance(dataset, (tuple, list)) and len(dataset) == 2:
+        return False
+    raise ValueError(
+        f"dataset must be a dataset name (one of envs_data.DATASETS) or a tuple (X, y) of features and "
+        f"integer labels, got {type(dataset).__name__}"
+    )
 
 
 class ClassificationBanditEnv(LinBanditEnv):
@@ -210,7 +216,8 @@ class ClassificationBanditEnv(LinBanditEnv):
             raise ValueError(f"dataset {name!r} has a single class ({classes.tolist()}); a bandit needs at least 2")
         if int(target_class) not in set(classes.tolist()):
             raise ValueError(
-                f"target_class={short_repr(target_class)} is not a label of dataset {name!r}; its labels are {classes.tolist()}"
+                f"target_class={short_repr(target_class)} is not a label of dataset {name!r}; its labels are "
+                f"{classes.tolist()}"
             )
         if normalize:
             X = unit_rows(X)  # App. F.1: l2 normalisation; zero rows stay 0
@@ -270,7 +277,7 @@ class ClassificationBanditEnv(LinBanditEnv):
         """The data (from :data:`envs_data.DATASET_SHAPES` for a name, from ``X``'s shape for
         ``(X, y)``, shared by a vector env's members) and the arm sets of its classes."""
         data_bytes = cls._DATA_BYTES
-        if isinstance(dataset, str):
+        if _check_dataset_kind(dataset):
             n, d, n_classes = dataset_shape(dataset, **(dataset_kwargs or {}))
             shown = {"dataset": canonical_name(dataset), **(dataset_kwargs or {})}
             fix = "use a smaller dataset"

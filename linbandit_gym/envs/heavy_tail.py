@@ -193,8 +193,10 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
         estimate = super()._memory_estimate(d=d, **arguments)
         d = estimate.arguments["d"]
         r = d if _check_rank(rank, d) is None else rank
-        spectra = 5 if check_bool("normalize", normalize) else 3  # lambda, its square root, theta*; mu and its sum
-        allocations = [Allocation("the spectra", d, 8 * spectra, ("d",), "lower d")]
+        # lambda, sqrt(lambda) and theta* (8 bytes a number each); normalize adds mu, built as a
+        # list of Python floats (32) and then an array (8)
+        per_number = 24 + (40 if check_bool("normalize", normalize) else 0)
+        allocations = [Allocation("the spectra", d, per_number, ("d",), "lower d")]
         if normalize:
             # normalized_spectrum's quadrature: 1801 nodes times a chunk of <= 512 eigenvalues, twice
             allocations.append(Allocation("the normalised spectrum's quadrature", 1801 * min(r, 512), 16,

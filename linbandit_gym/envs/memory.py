@@ -52,7 +52,7 @@ MEMORY_LIMIT_ENV = "LINBANDIT_MEMORY_LIMIT"
 
 
 class Shown(str):
-    """An argument value shown as written in messages (not quoted): ``dataset=(X, y) of shape (n, d)``."""
+    """An argument value shown as written in messages, not quoted: ``dataset=(X, y) with X of shape (n, d)``."""
 
     def __repr__(self) -> str:
         return str(self)
