@@ -1,3 +1,8 @@
-"""The version of linbandit-gym (the distribution's, in ``pyproject.toml``)."""
+"""The version of linbandit-gym: one source of truth, the version in ``pyproject.toml`` as installed."""
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("linbandit-gym")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"

@@ -7,7 +7,6 @@ all and a label means the same everywhere.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import numbers
@@ -20,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .envs.names import did_you_mean  # ignores case and separators: LinBandit-Mnist-v0 -> LinBandit-MNIST-v0
 from .registration import ENV_IDS, register_envs
 
 __all__ = [
@@ -70,16 +70,6 @@ def load_object(spec: str) -> Any:
                 f"{did_you_mean(attr, public)}"
             ) from None
     return obj
-
-
-def did_you_mean(name: str, choices) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``choices`` to a mistyped ``name``, else ``""``.
-
-    The cutoff is difflib's 0.6 lowered to 0.5 so that a one-letter name still gets its
-    hint (``dim`` -> ``d``).
-    """
-    close = difflib.get_close_matches(str(name), list(choices), n=1, cutoff=0.5)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 # -- env arguments --------------------------------------------------------------------

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import gymnasium as gym
 import pandas as pd
 
+from .._version import __version__
 from ..evaluate import run, summarize
 from ..registration import ENV_IDS, env_description
 from ..registry import agent_names, lookup_agent, resolve_agent
@@ -263,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Each COMMAND has its own --help.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p_list = sub.add_parser("list", help="show the registered environments and agents")
