@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -446,3 +447,47 @@ def test_by_default_only_small_states_are_packed():
     assert sorted(len(u) for u in default) == [1] * 6 + [3]  # OFUL on its own, SOFUL's seeds in one batch
     assert sorted(len(u) for u in pack(cfg.runs, shapes={key: (5, d)}, batched=True)) == [3, 6]
     assert sorted(len(u) for u in pack(cfg.runs, shapes={key: (5, 16)})) == [3, 6]  # small d: both packed
+
+
+class SlowFirstPlay:
+    """A user's agent whose first play of an episode spends 20 ms of CPU in round 5's act."""
+
+    def __init__(self):
+        self.plays = 0
+
+    def reset(self, seed=None):
+        self.plays += 1
+        self.t = 0
+
+    def act(self, obs):
+        self.t += 1
+        if self.plays == 1 and self.t == 5:
+            start = time.thread_time()
+            while time.thread_time() - start < 0.02:
+                pass
+        return 0
+
+    def update(self, obs, action, reward):
+        pass
+
+
+def test_a_timing_run_played_several_times_keeps_each_rounds_least_time(tmp_path):
+    cfg = {"seeds": 2, "envs": [ENV], "agents": [{"name": f"{__name__}:SlowFirstPlay"}, {"name": "OFUL"}]}
+    once = sweep(cfg, tmp_path / "once", log=None)
+    thrice = sweep({**cfg, "timing_repeats": 3}, tmp_path / "thrice", log=None)
+    assert once.ok and thrice.ok
+    pd.testing.assert_frame_equal(_untimed(load_records(tmp_path / "thrice")), _untimed(load_records(tmp_path / "once")))
+    for name, repeats in (("once", 1), ("thrice", 3)):
+        records, runs = load_records(tmp_path / name), load_runs(tmp_path / name)
+        assert runs.set_index("seed")["timing_repeats"].groupby(level=0).max().to_dict() == {0: repeats, 1: 1}
+        slow = records[records["agent"].str.endswith(":SlowFirstPlay") & (records["seed"] == 0)]
+        round_5 = slow["agent_time"].diff().iloc[4]
+        assert (round_5 >= 0.02) == (repeats == 1)  # played thrice, round 5 keeps a play without the 20 ms
+        assert (slow["wall_time"] >= slow["agent_wall_time"]).all() and slow["agent_time"].is_monotonic_increasing
+    from linbandit_gym.experiments.figures import format_table
+
+    runs = load_runs(tmp_path / "thrice")
+    assert set(format_table(summary_table(runs))["timing"]) == {"alone, 2 seeds"}  # seed 1 was played once
+    assert set(format_table(summary_table(runs[runs["seed"] == 0]))["timing"]) == {"alone, best of 3, 1 seed"}
+    with pytest.raises(ValueError, match="timing_repeats"):
+        sweep(cfg, tmp_path / "bad", timing_repeats=0, log=None)

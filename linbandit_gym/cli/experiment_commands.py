@@ -45,6 +45,9 @@ def _add_timing_option(p: argparse.ArgumentParser) -> None:
                    help="play the first seed of every configuration on its own, so that every configuration has a "
                    "time measured alone, which the tables and figures of cost read (default); with --no-timing-runs "
                    "every seed may be batched and the times of batched runs are shares of their batch's")
+    p.add_argument("--timing-repeats", type=int, default=None, metavar="R",
+                   help="play each timing run R times, each round keeping its least time, what the rest of the "
+                   "machine disturbed least (default: the config's timing_repeats, else 1)")
 
 
 def _memory_size(text: str) -> int:
@@ -85,7 +88,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     result = sweep(cfg, out, workers=args.workers, backend=args.backend, address=args.address,
                    threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
-                   max_batch=args.max_batch, timing_runs=args.timing_runs, log=_log(args))
+                   max_batch=args.max_batch, timing_runs=args.timing_runs, timing_repeats=args.timing_repeats,
+                   log=_log(args))
     _print_summary(out)
     if not args.no_plots:
         from ..experiments.figures import make_plots
@@ -138,7 +142,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return reproduce(
         args.name, quick=args.quick, out=args.out, tune_first=args.tune, workers=args.workers, backend=args.backend,
         address=args.address, threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
-        max_batch=args.max_batch, timing_runs=args.timing_runs, log=_log(args),
+        max_batch=args.max_batch, timing_runs=args.timing_runs, timing_repeats=args.timing_repeats, log=_log(args),
     )
 
 

@@ -89,6 +89,8 @@ TOP_LEVEL_KEYS = {
     "plots": "list of figures for `linbandit plot`",
     "tune": "defaults for `linbandit tune`: {beta, lam, seeds, horizon, agents}",
     "tuned": "per env label, per agent label (glob): argument overrides, e.g. tuned beta/lam",
+    "timing_repeats": "plays of each timing run (a configuration's first seed, played alone); each round "
+                      "keeps its least time (default 1)",
 }
 AGENT_KEYS = {"name", "args", "grid", "label", "family", "record", "envs"}
 ENV_KEYS = {"id", "args", "grid", "label"}
@@ -192,6 +194,11 @@ class SweepConfig:
     @property
     def plots(self) -> list[dict]:
         return list(self.raw.get("plots") or [])
+
+    @property
+    def timing_repeats(self) -> int:
+        """How many times each timing run is played (``timing_repeats:``, default 1)."""
+        return int(self.raw.get("timing_repeats") or 1)
 
 
 def _json_default(value: Any) -> Any:
@@ -378,6 +385,8 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
     horizon = raw.get("horizon")
     if horizon is not None:
         horizon = _positive_int(horizon, "horizon")
+    if raw.get("timing_repeats") is not None:
+        _positive_int(raw["timing_repeats"], "timing_repeats")
     agents = raw.get("agents")
     if not isinstance(agents, list) or not agents:
         raise ConfigError("agents: expected a non-empty list of {name: ..., args: {...}, grid: {...}}")

@@ -127,10 +127,16 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _timing_words(table: pd.DataFrame) -> list[str]:
-    """How each row's times were measured, in words: ``"alone, 1 seed"`` or ``"batch share, 3 seeds"``."""
+    """How each row's times were measured, in words: ``"alone, 1 seed"``, ``"alone, best of 3, 1
+    seed"`` or ``"batch share, 3 seeds"``."""
     if "timing" not in table:
         return [""] * len(table)
-    return [f"{timing}, {int(n)} seed{'s' if n != 1 else ''}" for timing, n in zip(table["timing"], table["timed_seeds"])]
+    repeats = table["timing_repeats"] if "timing_repeats" in table else pd.Series(1, index=table.index)
+    words = []
+    for timing, seeds, plays in zip(table["timing"], table["timed_seeds"], repeats.fillna(1)):
+        best = f", best of {int(plays)}" if timing == "alone" and plays > 1 else ""
+        words.append(f"{timing}{best}, {int(seeds)} seed{'s' if seeds != 1 else ''}")
+    return words
 
 
 def _shared_times_note(table: pd.DataFrame) -> str:

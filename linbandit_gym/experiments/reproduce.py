@@ -51,6 +51,7 @@ def reproduce(
     batch_memory: int | str = DEFAULT_BATCH_MEMORY,
     max_batch: int | None = None,
     timing_runs: bool = True,
+    timing_repeats: int | None = None,
     log: Callable[[str], None] | None = print,
 ) -> int:
     """Run experiment ``name``; write records, plots, ``summary.md`` and ``report.html`` to ``out``.
@@ -59,7 +60,8 @@ def reproduce(
     ``batched``, ``batch_memory``, ``max_batch``: how runs (seeds, and configs that differ only in
     the agent's ``per_member_args``) are packed into batched programs (:func:`.sweep.sweep`), for
     the tuning sweep too. ``timing_runs``: the first seed of every configuration runs alone, so
-    that the figures and tables of cost read times measured alone (:func:`.sweep.sweep`).
+    that the figures and tables of cost read times measured alone, each round's the least of
+    ``timing_repeats`` plays (default: the config's; :func:`.sweep.sweep`).
     Prints the summary table and, for configs with ``scaling`` plots, the fitted log-log slopes.
     Returns the exit code (0, or 1 if some runs failed).
     """
@@ -83,7 +85,7 @@ def reproduce(
     try:
         result = sweep(raw, target, workers=workers, backend=backend, address=address, threads=threads,
                        batched=batched, batch_memory=batch_memory, max_batch=max_batch, timing_runs=timing_runs,
-                       log=log)
+                       timing_repeats=timing_repeats, log=log)
     except ConfigError as exc:
         if name == "openml":
             raise ConfigError(

@@ -228,6 +228,7 @@ def sweep(
     batch_memory: int | str = DEFAULT_BATCH_MEMORY,
     max_batch: int | None = None,
     timing_runs: bool = True,
+    timing_repeats: int | None = None,
     log: Callable[[str], None] | None = print,
 ) -> SweepResult:
     """Expand ``config``, skip its finished runs in ``out_dir``, run the others, write each.
@@ -253,6 +254,9 @@ def sweep(
             batch member's records hold a share of the batch's time), which the tables and
             figures of cost read; ``False``: every seed may be batched (e.g. tuning, where only
             regret is compared).
+        timing_repeats: how many times each timing run is played; its records are the same each
+            time but for the times, of which each round keeps the least (what the rest of the
+            machine disturbed least); default: the config's ``timing_repeats``, else 1.
         log: called with one line per finished run (``None``: silent).
 
     Returns:
@@ -270,6 +274,9 @@ def sweep(
     """
     threads = check_threads(threads)
     batch_memory = parse_bytes(batch_memory)
+    if timing_repeats is not None and (isinstance(timing_repeats, bool) or not isinstance(timing_repeats, int)
+                                       or timing_repeats < 1):
+        raise ValueError(f"timing_repeats must be an int >= 1, got {timing_repeats!r}")
     if batched not in (None, True, False):
         raise ValueError(f"batched must be None, True or False, got {batched!r}")
     cfg = config if isinstance(config, SweepConfig) else parse_config(config)
@@ -292,16 +299,18 @@ def sweep(
             return result
         try:
             shapes = _preflight(cfg, pending)
+            timing_seed = cfg.seeds[0] if timing_runs else None
             units = pack(pending, shapes=shapes, batched=batched, batch_memory=batch_memory, max_batch=max_batch,
                          workers=local_workers(workers, threads) if backend == "local" else workers,
-                         timing_seed=cfg.seeds[0] if timing_runs else None)
+                         timing_seed=timing_seed)
             batches = [len(u) for u in units if len(u) > 1]
             if batches:
                 say(f"batched: {sum(batches)} runs in {len(batches)} batch(es) of {min(batches)}-{max(batches)} "
                     f"members, {len(units) - len(batches)} run(s) on their own"
                     + (f" (seed {cfg.seeds[0]} of each configuration timed alone)" if timing_runs else ""))
-            _execute(cfg, units, out, result, say, backend=backend, workers=workers, threads=threads,
-                     address=address)
+            _execute(cfg, units, out, result, say, timing_seed=timing_seed,
+                     timing_repeats=cfg.timing_repeats if timing_repeats is None else timing_repeats,
+                     backend=backend, workers=workers, threads=threads, address=address)
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
     if result.failed:
@@ -309,12 +318,17 @@ def sweep(
     return result
 
 
-def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: SweepResult, say,
-             **backend_options) -> None:
-    """Run the ``units`` of the plan on the backend and save each run (or its failure) as it arrives."""
+def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: SweepResult, say, *,
+             timing_seed: int | None = None, timing_repeats: int = 1, **backend_options) -> None:
+    """Run the ``units`` of the plan on the backend and save each run (or its failure) as it
+    arrives; the timing runs (seed ``timing_seed``, on their own) are played ``timing_repeats``
+    times, each round's least time kept."""
     total, done = sum(len(u) for u in units), 0
     start = time.perf_counter()
     plan_units = [unit[0].to_dict() if len(unit) == 1 else [s.to_dict() for s in unit] for unit in units]
+    for unit, planned in zip(units, plan_units):
+        if len(unit) == 1 and timing_repeats > 1 and unit[0].seed == timing_seed:
+            planned["timing_repeats"] = timing_repeats
     results = iter_results(plan_units, curve_points=_curve_points(cfg.raw), **backend_options)
     with closing(results):  # an interrupt stops the workers now, not at garbage collection
         for spec_dict, res, error in results:
@@ -586,6 +600,8 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             **({"wall_ms_per_round": ("wall_ms_per_round", "mean")} if "wall_ms_per_round" in runs else {}),
             timing=("timing", "first"),
             timed_seeds=("seed", "nunique"),
+            # "best of R" only where every timed run was played R times
+            **({"timing_repeats": ("timing_repeats", "min")} if "timing_repeats" in runs else {}),
         )
         table = table.join(cost)
         memory = runs.groupby(keys, sort=False).agg(
@@ -593,7 +609,8 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             final_sketch_size=("final_sketch_size", "mean"),
         )
         table = table.join(memory)
-        table = table[[c for c in table.columns if c not in ("timing", "timed_seeds")] + ["timing", "timed_seeds"]]
+        last = [c for c in ("timing", "timed_seeds", "timing_repeats") if c in table]
+        table = table[[c for c in table.columns if c not in last] + last]
         table["final_regret_std"] = table["final_regret_std"].fillna(0.0)
     else:  # matrix approximation
         table = runs.groupby(keys, sort=False).agg(
