@@ -4,8 +4,7 @@
 ``gym.make("linbandit_gym:LinBandit-Synthetic-v0")`` works without the explicit import.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _dist_version
-
+from ._version import __version__
 from .envs import LinBanditEnv
 from .evaluate import run
 from .registration import ENV_IDS, env_description, register_envs
@@ -15,8 +14,4 @@ register_envs()
 
 from .vector import make_vec  # noqa: E402  (after registration: it looks the ids up)
 
-try:  # one source of truth: the version in pyproject.toml, as installed
-    __version__ = _dist_version("linbandit-gym")
-except PackageNotFoundError:  # run from a source tree that was never installed
-    __version__ = "0+unknown"
 __all__ = ["ENV_IDS", "LinBanditEnv", "check_env_args", "env_description", "make_vec", "register_envs", "run", "__version__"]

@@ -133,7 +133,7 @@ def _mark_every(points: int, curves: int, style: dict) -> tuple[int, int]:
     return (_MARKERS.index(style["marker"]) * max(1, step // max(curves, 1)) % step, step)
 
 
-# -- experiment figures (seed 000 Fig. 1c, 3a-3d, 4; used by `linbandit plot`) ---------------
+# -- experiment figures (Wen et al., 2025, Fig. 1c, 3a-3d, 4; used by `linbandit plot`) -------
 
 def save_figure(fig, path: str | Path, formats=("png", "pdf")) -> list[Path]:
     """Save ``fig`` as ``path`` with each suffix in ``formats`` (e.g. PNG and PDF) and close it."""
@@ -338,7 +338,7 @@ def plot_scaling(points: pd.DataFrame, *, x: str = "d", metrics=(("ms_per_round"
 
 
 def plot_spectral_exponent(series: pd.DataFrame, *, ax=None, reference: float = 1.0 / 3.0):
-    """``log(Delta_t) / log t`` against ``t`` with the line ``y = 1/3`` (seed 000 Fig. 1c).
+    """``log(Delta_t) / log t`` against ``t`` with the line ``y = 1/3`` (Wen et al., 2025, Fig. 1c).
 
     ``series`` has columns ``agent``, ``seed``, ``t``, ``l`` (sketch size) and ``delta``
     (``Delta_t = min_k ||X_t - [X_t]_k||_F^2 / (l - k)``); one line per (agent, l), mean over seeds.
@@ -422,7 +422,7 @@ def plot_param_effect(runs: pd.DataFrame, x: str, group: str | None = None, *, m
 
 
 def plot_matrix_error(records: pd.DataFrame, *, ax=None, bound: bool = True):
-    """``||A_t^T A_t - S_t^T S_t||_2`` against rows ``t`` (seed 000 Fig. 4), bounds dashed."""
+    """``||A_t^T A_t - S_t^T S_t||_2`` against rows ``t`` (Wen et al., 2025, Fig. 4), bounds dashed."""
     if ax is None:
         fig, ax = plt.subplots(figsize=(7, 4.5))
     else:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .envs.names import did_you_mean  # ignores case and separators: LinBandit-Mnist-v0 -> LinBandit-MNIST-v0
+from .registration import ENV_IDS, register_envs
 
 __all__ = [
     "SHORT_ARG_NAMES",
@@ -76,11 +77,8 @@ def load_object(spec: str) -> Any:
 def _env_creator(env_id: str) -> Callable:
     import gymnasium as gym
 
-    import linbandit_gym  # noqa: F401  (registers the ids)
-
+    register_envs()  # idempotent: the ids are there even if the registry was cleared
     if env_id not in gym.registry:
-        from .registration import ENV_IDS
-
         raise ValueError(f"unknown env id {env_id!r}{did_you_mean(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}")
     entry = gym.registry[env_id].entry_point
     return entry if callable(entry) else load_object(entry)

@@ -38,7 +38,7 @@ expands into one *run* per (agent config, env config, seed). Example (YAML)::
       synthetic: {"SOFUL*": {beta: 0.1, lam: 2.0}}
 
 ``task: matrix-approx`` configs instead stream Gaussian rows through covariance sketches
-(no bandit; seed 000 App. F.2): ``data: {n, d}`` replaces ``envs`` and each ``agents`` entry
+(no bandit; Wen et al. (2025), App. F.2): ``data: {n, d}`` replaces ``envs`` and each ``agents`` entry
 names an agent whose covariance estimator is sketched (or a ``module:Class`` estimator).
 
 Every run has a stable id: the first 16 hex digits of the SHA-256 of its canonical JSON
@@ -61,7 +61,9 @@ from typing import Any
 
 import yaml
 
-from ..specs import args_label, check_env_args, did_you_mean, load_object
+from ..registration import ENV_IDS
+from ..registry import lookup_agent
+from ..specs import args_label, check_env_args, did_you_mean
 
 __all__ = [
     "ConfigError",
@@ -87,6 +89,8 @@ TOP_LEVEL_KEYS = {
     "plots": "list of figures for `linbandit plot`",
     "tune": "defaults for `linbandit tune`: {beta, lam, seeds, horizon, agents}",
     "tuned": "per env label, per agent label (glob): argument overrides, e.g. tuned beta/lam",
+    "timing_repeats": "plays of each timing run (a configuration's first seed, played alone); each round "
+                      "keeps its least time (default 1)",
 }
 AGENT_KEYS = {"name", "args", "grid", "label", "family", "record", "envs"}
 ENV_KEYS = {"id", "args", "grid", "label"}
@@ -97,7 +101,7 @@ PLOT_KINDS = {"regret", "pareto", "spectral", "sketch_size", "param", "matrix_er
 TUNE_KEYS = {"beta", "lam", "seeds", "horizon", "agents"}
 TASKS = {"bandit", "matrix-approx"}
 
-#: The paper's tuning grids (seed 000 App. F.1).
+#: The paper's tuning grids (Wen et al., 2025, App. F.1).
 PAPER_BETA_GRID = [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
 PAPER_LAM_GRID = [2e-4, 2e-3, 2e-2, 2e-1, 2.0, 2e1, 2e2, 2e3, 2e4]
 
@@ -190,6 +194,11 @@ class SweepConfig:
     @property
     def plots(self) -> list[dict]:
         return list(self.raw.get("plots") or [])
+
+    @property
+    def timing_repeats(self) -> int:
+        """How many times each timing run is played (``timing_repeats:``, default 1)."""
+        return int(self.raw.get("timing_repeats") or 1)
 
 
 def _json_default(value: Any) -> Any:
@@ -323,27 +332,14 @@ def _curve_points(raw: dict) -> int:
 
 
 def _resolve_agent_factory(name: Any, where: str):
-    from agents import AGENTS
-
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"{where}: expected an agent name (see `linbandit list`) or module:Class, got {name!r}")
-    if ":" in name:
-        try:
-            return load_object(name)  # the current directory first, like python -m
-        except ValueError as exc:
-            raise ConfigError(f"{where}: agent: {exc}") from None
-    by_lower = {k.lower(): k for k in AGENTS}
-    if name.lower() not in by_lower:
-        raise ConfigError(
-            f"{where}: unknown agent {name!r}{did_you_mean(name, AGENTS)}; known: {', '.join(sorted(AGENTS))} "
-            "(or give package.module:Class)"
-        )
-    return AGENTS[by_lower[name.lower()]]
+    """The class (or factory) of agent ``name`` (:func:`linbandit_gym.registry.lookup_agent`)."""
+    try:
+        return lookup_agent(name).factory
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _check_env_id(env_id: Any, where: str) -> str:
-    from ..registration import ENV_IDS
-
     if not isinstance(env_id, str) or not env_id:
         raise ConfigError(f"{where}: expected an env id (see `linbandit list`), got {env_id!r}")
     if env_id not in ENV_IDS:
@@ -389,6 +385,8 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
     horizon = raw.get("horizon")
     if horizon is not None:
         horizon = _positive_int(horizon, "horizon")
+    if raw.get("timing_repeats") is not None:
+        _positive_int(raw["timing_repeats"], "timing_repeats")
     agents = raw.get("agents")
     if not isinstance(agents, list) or not agents:
         raise ConfigError("agents: expected a non-empty list of {name: ..., args: {...}, grid: {...}}")

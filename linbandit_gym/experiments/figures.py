@@ -1,7 +1,7 @@
 """``linbandit plot DIR``: every figure and table of a sweep directory.
 
 Default figures (per env): cumulative regret (mean and std band over seeds), Pareto fronts of
-final regret against total agent time and against peak memory (seed 000 Fig. 3c/3d), the
+final regret against total agent time and against peak memory (Wen et al., 2025, Fig. 3c/3d), the
 spectral-error exponent ``log(Delta_t)/log t`` with ``y = 1/3`` when it was recorded (Fig. 1c),
 the sketch size over time of agents whose sketch grows (DBSLinUCB), and parameter-effect
 plots for families whose agents differ in numeric arguments (Fig. 3a/3b). A config's
@@ -18,7 +18,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import plots as P
+from ..plots import (
+    plot_cumulative_regret, plot_fronts, plot_matrix_error, plot_param_effect, plot_pareto, plot_scaling,
+    plot_sketch_size, plot_spectral_exponent, save_figure,
+)
+from ..evaluate import timed_runs
 from .config import select_labels
 from .sweep import load_records, load_runs, read_sweep_config, summary_table
 
@@ -70,18 +74,24 @@ def _caption(settings: dict, runs: pd.DataFrame) -> str:
 
 
 def scaling_points(out_dir: str | Path, runs: pd.DataFrame, x: str = "d") -> pd.DataFrame:
-    """One row per (agent, env) of ``runs``: the env argument ``x`` and the means over seeds of
-    ms/round (CPU), wall ms/round and final regret, and the peak memory (what :func:`plot_scaling` draws)."""
+    """One row per (agent, env) of ``runs``: the env argument ``x``, the means over seeds of the
+    final regret and, over the seeds timed alone where there are any, of ms/round (CPU) and wall
+    ms/round (``timing`` says which), and the peak memory (what :func:`plot_scaling` draws)."""
     settings = env_settings(out_dir, runs)
     runs = runs.assign(**{x: [settings[e].get(x) for e in runs["env"]]})
     if runs[x].isna().any():
         missing = sorted(set(runs.loc[runs[x].isna(), "env"]))
         raise ValueError(f"scaling plot: env(s) {missing} have no argument {x!r}; set plots[].x to an env argument")
-    agg = {"ms_per_round": ("ms_per_round", "mean"), "final_regret": ("final_regret", "mean"),
-           "peak_memory_bytes": ("peak_memory_bytes", "max"), "seeds": ("seed", "nunique")}
+    keys = ["agent", "family", "env", x]
+    points = runs.groupby(keys, sort=False).agg(final_regret=("final_regret", "mean"),
+                                                peak_memory_bytes=("peak_memory_bytes", "max"),
+                                                seeds=("seed", "nunique"))
+    cost = {"ms_per_round": ("ms_per_round", "mean"), "timing": ("timing", "first")}
     if "wall_ms_per_round" in runs:
-        agg["wall_ms_per_round"] = ("wall_ms_per_round", "mean")
-    return runs.groupby(["agent", "family", "env", x], sort=False).agg(**agg).reset_index()
+        cost["wall_ms_per_round"] = ("wall_ms_per_round", "mean")
+    points = points.join(timed_runs(runs, keys).groupby(keys, sort=False).agg(**cost))
+    return points[["ms_per_round", "final_regret", "peak_memory_bytes", "seeds",
+                   *(["wall_ms_per_round"] if "wall_ms_per_round" in runs else []), "timing"]].reset_index()
 
 
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -99,6 +109,7 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
             "ms/round": table["ms_per_round"].map(lambda v: f"{v:.3f}"),
             "wall ms/round": (table["wall_ms_per_round"] if "wall_ms_per_round" in table
                               else pd.Series(np.nan, index=table.index)).map(_ms_or_blank),
+            "timing": _timing_words(table),
             "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
             "final sketch size": table["final_sketch_size"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
         })
@@ -113,6 +124,30 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
         "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
         "final sketch size": table["final_sketch_size"].map(lambda v: f"{v:.0f}"),
     })
+
+
+def _timing_words(table: pd.DataFrame) -> list[str]:
+    """How each row's times were measured, in words: ``"alone, 1 seed"``, ``"alone, best of 3, 1
+    seed"`` or ``"batch share, 3 seeds"``."""
+    if "timing" not in table:
+        return [""] * len(table)
+    repeats = table["timing_repeats"] if "timing_repeats" in table else pd.Series(1, index=table.index)
+    words = []
+    for timing, seeds, plays in zip(table["timing"], table["timed_seeds"], repeats.fillna(1)):
+        best = f", best of {int(plays)}" if timing == "alone" and plays > 1 else ""
+        words.append(f"{timing}{best}, {int(seeds)} seed{'s' if seeds != 1 else ''}")
+    return words
+
+
+def _shared_times_note(table: pd.DataFrame) -> str:
+    """A caption line naming the agents whose times are shares of batches (empty when all were timed alone)."""
+    if "timing" not in table:
+        return ""
+    shared = table.loc[table["timing"] == "batch share", "agent"].drop_duplicates().tolist()
+    if not shared:
+        return ""
+    names = ", ".join(map(str, shared[:4])) + (f" and {len(shared) - 4} more" if len(shared) > 4 else "")
+    return f"\ntimes of {names}: shares of batched runs, not measured alone"
 
 
 def _ms_or_blank(value: float) -> str:
@@ -172,12 +207,12 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         specs = raw.get("plots") or [{"kind": "matrix_error"}]
         for i, spec in enumerate(specs):
             labels = select_labels(records["agent"], spec.get("agents"))
-            fig = P.plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
+            fig = plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
             data = raw.get("data") or {}
             caption = (f"N(0, I) rows, normalised: n={data.get('n')}, d={data.get('d')}, "
                        f"{runs['seed'].nunique()} seed(s)")
             _title(fig.axes[0], spec.get("title") or "spectral norm error of the sketch", caption)
-            written += P.save_figure(fig, plot_dir / (spec.get("name") or f"matrix_error_{i}"), formats)
+            written += save_figure(fig, plot_dir / (spec.get("name") or f"matrix_error_{i}"), formats)
         return written
 
     spectral = spectral_series(out, runs)
@@ -204,7 +239,7 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                     records = load_records(out, columns=["agent", "env", "seed", "t", "cumulative_regret", "sketch_size"])
                 sub = records[(records["env"] == env) & records["agent"].isin(labels)]
                 if kind == "regret":
-                    fig = P.plot_cumulative_regret(sub)
+                    fig = plot_cumulative_regret(sub)
                     default = f"{env}: cumulative regret (mean ± std over seeds)"
                     _title(fig.axes[0], spec.get("title") or default, caption)
                 else:
@@ -213,31 +248,32 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                     sub = sub[sub["agent"].isin(keep)]
                     if sub.empty or sub["sketch_size"].isna().all():
                         continue
-                    fig = P.plot_sketch_size(sub)
+                    fig = plot_sketch_size(sub)
                     _title(fig.axes[0], spec.get("title") or f"{env}: sketch size over time", caption)
-                written += P.save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats)
+                written += save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats)
             elif kind == "pareto":
                 table = summary_table(env_runs[env_runs["agent"].isin(labels)])
                 for x, tag in (("time_s", "time"), ("peak_memory_kib", "memory")):
-                    fig = P.plot_pareto(table, x)
-                    _title(fig.axes[0], spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)", caption)
-                    written += P.save_figure(fig, plot_dir / f"{name or 'pareto'}_{tag}{suffix}", formats)
+                    fig = plot_pareto(table, x)
+                    note = _shared_times_note(table) if x == "time_s" else ""
+                    _title(fig.axes[0], spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)", caption + note)
+                    written += save_figure(fig, plot_dir / f"{name or 'pareto'}_{tag}{suffix}", formats)
             elif kind == "spectral":
                 sub = spectral[(spectral["env"] == env) & spectral["agent"].isin(labels)] if not spectral.empty else spectral
                 if sub.empty:
                     continue
-                fig = P.plot_spectral_exponent(sub)
+                fig = plot_spectral_exponent(sub)
                 _title(fig.axes[0], spec.get("title") or f"{env}: spectral error exponent log(Δ_t)/log t", caption)
-                written += P.save_figure(fig, plot_dir / f"{name or 'spectral_exponent'}{suffix}", formats)
+                written += save_figure(fig, plot_dir / f"{name or 'spectral_exponent'}{suffix}", formats)
             elif kind == "param":
                 fam = env_runs[(env_runs["family"] == spec["family"]) & env_runs["agent"].isin(labels)]
                 if fam.empty or f"arg.{spec['x']}" not in fam:
                     continue
-                fig = P.plot_param_effect(fam, spec["x"], spec.get("group"))
+                fig = plot_param_effect(fam, spec["x"], spec.get("group"))
                 default = f"{env}: {spec['family']} vs {spec['x']}"
                 fig.suptitle((spec.get("title") or default) + "\n" + caption, fontsize=10)
                 fig.tight_layout()
-                written += P.save_figure(fig, plot_dir / f"{name or 'param_' + _slug(spec['family'])}{suffix}", formats)
+                written += save_figure(fig, plot_dir / f"{name or 'param_' + _slug(spec['family'])}{suffix}", formats)
             elif kind == "matrix_error":
                 continue
     return written
@@ -265,11 +301,11 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
     xs = sorted(points[x].unique())
     caption = _caption({**same, "id": first["id"]}, runs) + f"; {x} in {{{', '.join(f'{v:g}' for v in xs)}}}"
     if kind == "scaling":
-        fig, slopes = P.plot_scaling(points, x=x)
-        fig.suptitle((spec.get("title") or f"cost against {x}, log-log (fitted slope in the legend)") + "\n" + caption,
-                     fontsize=10)
+        fig, slopes = plot_scaling(points, x=x)
+        fig.suptitle((spec.get("title") or f"cost against {x}, log-log (fitted slope in the legend)") + "\n" + caption
+                     + _shared_times_note(points), fontsize=10)
         fig.tight_layout()
-        written = P.save_figure(fig, plot_dir / name, formats)
+        written = save_figure(fig, plot_dir / name, formats)
         slopes.to_csv(plot_dir / f"{name}_slopes.csv", index=False)
         names = {"ms_per_round": "ms/round", "peak_memory_bytes": "peak memory"}
         wide = pd.DataFrame({"agent": list(dict.fromkeys(slopes["agent"]))})
@@ -279,16 +315,20 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
                 wide[head] = wide["agent"].map(sub[col]).map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
         ranges = slopes.drop_duplicates("agent").set_index("agent")[[f"{x} range", "points"]]
         wide = wide.join(ranges, on="agent")
+        shared = points[points["timing"] != "alone"].groupby("agent", sort=False).size()
+        # which times the ms/round slopes were fitted to: measured alone, or (some) shares of batches
+        wide["ms/round timed"] = [f"batch shares at {shared[a]} of {int((points['agent'] == a).sum())} points"
+                                  if a in shared.index else "alone" for a in wide["agent"]]
         (plot_dir / f"{name}_slopes.md").write_text(markdown_table(wide) + "\n")
         return written + [plot_dir / f"{name}_slopes.csv", plot_dir / f"{name}_slopes.md"]
     order = points.drop_duplicates("env").sort_values(x)["env"].tolist()
     tables = {env: summary_table(runs[runs["env"] == env]) for env in order}
     titles = {env: f"{x} = {settings[env].get(x):g}" for env in order}
-    fig = P.plot_fronts(tables, titles=titles)
+    fig = plot_fronts(tables, titles=titles)
     fig.suptitle((spec.get("title") or "final regret against agent CPU time (top) and peak memory (bottom)") + "\n"
-                 + caption, fontsize=10)
+                 + caption + _shared_times_note(pd.concat(tables.values(), ignore_index=True)), fontsize=10)
     fig.tight_layout(rect=fig._legend_rect)
-    return P.save_figure(fig, plot_dir / name, formats)
+    return save_figure(fig, plot_dir / name, formats)
 
 
 def markdown_table(frame: pd.DataFrame) -> str:

@@ -50,6 +50,8 @@ from ..records import (
     write_records,
     write_text_atomic,
 )
+from ..evaluate import timed_runs
+from ..registry import registered_name
 from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
 from .backends import iter_results, local_workers
 from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config, run_id
@@ -183,7 +185,7 @@ def _preflight(config: SweepConfig, specs: list[RunSpec]) -> dict[str, tuple[int
     return the ``(K, d)`` of each env config's arm sets (by canonical JSON, for the planner)."""
     if config.task != "bandit":
         return {}
-    from ..evaluate import make_env
+    from ..loop import make_env
 
     seen: dict[str, tuple[int, int]] = {}
     for spec in specs:
@@ -225,6 +227,8 @@ def sweep(
     batched: bool | None = None,
     batch_memory: int | str = DEFAULT_BATCH_MEMORY,
     max_batch: int | None = None,
+    timing_runs: bool = True,
+    timing_repeats: int | None = None,
     log: Callable[[str], None] | None = print,
 ) -> SweepResult:
     """Expand ``config``, skip its finished runs in ``out_dir``, run the others, write each.
@@ -241,10 +245,18 @@ def sweep(
             ``per_member_args`` (lam, beta, ...) advance together as one batched program when
             their agent and env allow it (see :mod:`.packing`), each still saved as its own run;
             ``None`` (default): the same for runs whose agent state is small enough for a batch
-            to be faster (:data:`.packing.SMALL_STATE`); ``False``: one run at a time.
+            to be faster (:data:`linbandit_gym.batched.SMALL_STATE`); ``False``: one run at a time.
         batch_memory: memory budget of one batch, bytes or a size such as ``"2GiB"`` (default).
         max_batch: members of one batch at most (default
             :data:`linbandit_gym.batched.DEFAULT_MAX_BATCH`).
+        timing_runs: ``True`` (default): the run of every configuration with the config's first
+            seed is never batched, so that every configuration has a time measured alone (a
+            batch member's records hold a share of the batch's time), which the tables and
+            figures of cost read; ``False``: every seed may be batched (e.g. tuning, where only
+            regret is compared).
+        timing_repeats: how many times each timing run is played; its records are the same each
+            time but for the times, of which each round keeps the least (what the rest of the
+            machine disturbed least); default: the config's ``timing_repeats``, else 1.
         log: called with one line per finished run (``None``: silent).
 
     Returns:
@@ -262,6 +274,9 @@ def sweep(
     """
     threads = check_threads(threads)
     batch_memory = parse_bytes(batch_memory)
+    if timing_repeats is not None and (isinstance(timing_repeats, bool) or not isinstance(timing_repeats, int)
+                                       or timing_repeats < 1):
+        raise ValueError(f"timing_repeats must be an int >= 1, got {timing_repeats!r}")
     if batched not in (None, True, False):
         raise ValueError(f"batched must be None, True or False, got {batched!r}")
     cfg = config if isinstance(config, SweepConfig) else parse_config(config)
@@ -284,14 +299,18 @@ def sweep(
             return result
         try:
             shapes = _preflight(cfg, pending)
+            timing_seed = cfg.seeds[0] if timing_runs else None
             units = pack(pending, shapes=shapes, batched=batched, batch_memory=batch_memory, max_batch=max_batch,
-                         workers=local_workers(workers, threads) if backend == "local" else workers)
+                         workers=local_workers(workers, threads) if backend == "local" else workers,
+                         timing_seed=timing_seed)
             batches = [len(u) for u in units if len(u) > 1]
             if batches:
                 say(f"batched: {sum(batches)} runs in {len(batches)} batch(es) of {min(batches)}-{max(batches)} "
-                    f"members, {len(units) - len(batches)} run(s) on their own")
-            _execute(cfg, units, out, result, say, backend=backend, workers=workers, threads=threads,
-                     address=address)
+                    f"members, {len(units) - len(batches)} run(s) on their own"
+                    + (f" (seed {cfg.seeds[0]} of each configuration timed alone)" if timing_runs else ""))
+            _execute(cfg, units, out, result, say, timing_seed=timing_seed,
+                     timing_repeats=cfg.timing_repeats if timing_repeats is None else timing_repeats,
+                     backend=backend, workers=workers, threads=threads, address=address)
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
     if result.failed:
@@ -299,12 +318,17 @@ def sweep(
     return result
 
 
-def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: SweepResult, say,
-             **backend_options) -> None:
-    """Run the ``units`` of the plan on the backend and save each run (or its failure) as it arrives."""
+def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: SweepResult, say, *,
+             timing_seed: int | None = None, timing_repeats: int = 1, **backend_options) -> None:
+    """Run the ``units`` of the plan on the backend and save each run (or its failure) as it
+    arrives; the timing runs (seed ``timing_seed``, on their own) are played ``timing_repeats``
+    times, each round's least time kept."""
     total, done = sum(len(u) for u in units), 0
     start = time.perf_counter()
     plan_units = [unit[0].to_dict() if len(unit) == 1 else [s.to_dict() for s in unit] for unit in units]
+    for unit, planned in zip(units, plan_units):
+        if len(unit) == 1 and timing_repeats > 1 and unit[0].seed == timing_seed:
+            planned["timing_repeats"] = timing_repeats
     results = iter_results(plan_units, curve_points=_curve_points(cfg.raw), **backend_options)
     with closing(results):  # an interrupt stops the workers now, not at garbage collection
         for spec_dict, res, error in results:
@@ -330,10 +354,8 @@ def _object_agent_config(agent: Any, label: str) -> dict:
     attributes (the scikit-learn convention; non-scalars as text) and its label."""
     import inspect
 
-    from agents import AGENTS
-
     cls = type(agent)
-    name = next((n for n, c in AGENTS.items() if c is cls), f"{cls.__module__}:{cls.__qualname__}")
+    name = registered_name(cls)
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):
@@ -377,7 +399,8 @@ def play_into(
     ``threads``: torch and BLAS threads of every run (default 1), recorded in its metadata.
     """
     from ..batched import can_batch
-    from ..evaluate import agent_label, check_seeds, run
+    from ..evaluate import run
+    from ..loop import agent_label, check_seeds
     from .runner import split_by_seed
 
     out = Path(out_dir)
@@ -509,6 +532,8 @@ def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
                 f"{path} to leave it out"
             )
         summary = meta.get("summary", {})
+        # how its times were measured; runs saved before records said so: B if it ran in a batch
+        shared_by = summary.get("time_shared_by", meta.get("batch_size", 1))
         row = {
             "run_id": meta["run_id"],
             "agent": meta["agent_label"],
@@ -520,6 +545,7 @@ def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
             "backend": meta.get("backend"),
             **{f"arg.{k}": v for k, v in meta["config"]["agent"]["args"].items() if _is_scalar(v)},
             **{k: v for k, v in summary.items() if _is_scalar(v)},
+            "time_shared_by": shared_by,
         }
         rows.append(row)
     return pd.DataFrame(rows)
@@ -555,7 +581,9 @@ def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, colum
 
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (env, agent): seeds, final regret mean/std, total and per-round agent time (CPU; wall
-    ms/round too when recorded), peak memory, sketch size."""
+    ms/round too when recorded), peak memory, sketch size. The times are means over the runs
+    timed alone where an agent has any (:func:`linbandit_gym.evaluate.timed_runs`), else over
+    its runs' shares of batches; ``timing`` says which, ``timed_seeds`` over how many runs."""
     if runs.empty:
         return pd.DataFrame()
     keys = ["env", "agent", "family"]
@@ -565,12 +593,24 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             rounds=("rounds", "max"),
             final_regret_mean=("final_regret", "mean"),
             final_regret_std=("final_regret", "std"),
+        )
+        cost = timed_runs(runs, keys).groupby(keys, sort=False).agg(
             time_s=("agent_time_s", "mean"),
             ms_per_round=("ms_per_round", "mean"),
             **({"wall_ms_per_round": ("wall_ms_per_round", "mean")} if "wall_ms_per_round" in runs else {}),
+            timing=("timing", "first"),
+            timed_seeds=("seed", "nunique"),
+            # "best of R" only where every timed run was played R times
+            **({"timing_repeats": ("timing_repeats", "min")} if "timing_repeats" in runs else {}),
+        )
+        table = table.join(cost)
+        memory = runs.groupby(keys, sort=False).agg(
             peak_memory_kib=("peak_memory_bytes", lambda v: float(np.max(v)) / 1024.0),
             final_sketch_size=("final_sketch_size", "mean"),
         )
+        table = table.join(memory)
+        last = [c for c in ("timing", "timed_seeds", "timing_repeats") if c in table]
+        table = table[[c for c in table.columns if c not in last] + last]
         table["final_regret_std"] = table["final_regret_std"].fillna(0.0)
     else:  # matrix approximation
         table = runs.groupby(keys, sort=False).agg(

@@ -24,11 +24,12 @@ from typing import Any, Sequence
 import gymnasium as gym
 import pandas as pd
 
-from . import __version__
-from .evaluate import run, summarize
-from .registration import ENV_IDS, env_description
-from .specs import args_label, check_env_args, load_object, non_default_args
-from .threads import DEFAULT_THREADS, check_threads
+from .._version import __version__
+from ..evaluate import run, summarize
+from ..registration import ENV_IDS, env_description
+from ..registry import agent_names, lookup_agent, resolve_agent
+from ..specs import args_label, check_env_args, non_default_args
+from ..threads import DEFAULT_THREADS, check_threads
 
 __all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
 
@@ -59,38 +60,6 @@ def parse_key_values(pairs: Sequence[str] | None, what: str = "--agent-arg") -> 
     return out
 
 
-def agent_names() -> list[str]:
-    from agents import AGENTS
-
-    return sorted(AGENTS)
-
-
-def agent_factory(name: str) -> tuple[str, Callable]:
-    """``(label base, factory)`` of a registered agent name (case-insensitive) or a
-    ``"package.module:Class"`` (found in the current directory first, like ``python -m``)."""
-    from agents import AGENTS
-
-    if ":" in name:
-        try:
-            return name, load_object(name)
-        except ValueError as exc:
-            raise ValueError(f"agent: {exc}") from None
-    by_lower = {k.lower(): k for k in AGENTS}
-    if name.lower() not in by_lower:
-        raise ValueError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))} (or give module:Class)")
-    return by_lower[name.lower()], AGENTS[by_lower[name.lower()]]
-
-
-def resolve_agent(name: str, kwargs: dict[str, Any] | None = None):
-    """Build an agent from a registered name (case-insensitive) or ``"package.module:Class"``."""
-    kwargs = kwargs or {}
-    _, factory = agent_factory(name)
-    try:
-        return factory(**kwargs)
-    except TypeError as exc:
-        raise ValueError(f"bad arguments for agent {name!r}: {exc}") from exc
-
-
 def run_experiment(
     env_id: str,
     agent: Any,
@@ -119,8 +88,6 @@ def run_experiment(
     those runs resumable: a second call skips the finished ones. ``log`` (e.g. ``print``)
     receives one line per agent as soon as it has played all its seeds.
     """
-    import linbandit_gym  # noqa: F401  (registers the ids)
-
     env_kwargs = dict(env_kwargs or {})
     if horizon is not None:
         env_kwargs["horizon"] = horizon
@@ -145,15 +112,15 @@ def run_experiment(
             frames.append(frame)
         records = pd.concat(frames, ignore_index=True)
     else:
-        from .experiments.sweep import play_into
+        from ..experiments.sweep import play_into
 
         configs = agent_config if isinstance(agent_config, list) or agent_config is None else [agent_config]
         records = play_into(out, env_id, players, seeds, env_kwargs=env_kwargs, agent_configs=configs,
                             progress=progress, batched=batched, threads=threads, on_agent_done=agent_done)
     summary = summarize(records)
     if out is not None:
-        from .experiments.figures import write_tables
-        from .plots import plot_cumulative_regret
+        from ..experiments.figures import write_tables
+        from ..plots import plot_cumulative_regret
 
         write_tables(out)
         plot_cumulative_regret(records, Path(out) / "regret.png")
@@ -175,6 +142,8 @@ def format_summary(summary: pd.DataFrame) -> str:
             **({"wall ms/round": summary["wall_ms_per_round"].map(lambda v: f"{v:.3f}")}
                if "wall_ms_per_round" in summary else {}),
             "peak memory": summary["peak_memory_bytes"].map(_human_bytes),
+            # how the times were measured: alone, or each run's share of a batch's time
+            **({"timing": summary["timing"]} if "timing" in summary else {}),
         }
     )
     return table.to_string(index=False)
@@ -220,13 +189,10 @@ def _print_rows(rows: list[tuple[str, str]]) -> None:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    import linbandit_gym  # noqa: F401
-    from agents import AGENTS
-
     print("environments:")
     _print_rows([(env_id, env_description(env_id)) for env_id in ENV_IDS])
     print("agents:")
-    _print_rows([(name, first_doc_line(AGENTS[name])) for name in sorted(AGENTS)])
+    _print_rows([(name, first_doc_line(lookup_agent(name).factory)) for name in agent_names()])
     return 0
 
 
@@ -234,11 +200,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     check_threads(args.threads, "--threads")
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
-    base, factory = agent_factory(args.agent)
-    agent = resolve_agent(args.agent, agent_kwargs)
+    entry = lookup_agent(args.agent)
+    agent = entry.build(agent_kwargs)
     _, summary = run_experiment(
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
-        agent_name=args_label(base, non_default_args(factory, agent_kwargs)), out=args.out,
+        agent_name=args_label(entry.label, non_default_args(entry.factory, agent_kwargs)), out=args.out,
         progress=False if args.no_progress else None, batched=args.batched,
         agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads,
     )
@@ -250,11 +216,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def demo_agents() -> list[tuple[str, Any]]:
-    """The agents the demo compares: seed 000 App. F.3's MNIST line-up (OFUL, a small-sketch
-    SOFUL and CBSCFD, DBSLinUCB l0=50 eps=8) with lam=0.2, beta=0.01, the values
+    """The agents the demo compares: Wen et al. (2025) App. F.3's MNIST line-up (OFUL, a
+    small-sketch SOFUL and CBSCFD, DBSLinUCB l0=50 eps=8) with lam=0.2, beta=0.01, the values
     ``linbandit tune`` picked on the shipped ``mnist-quick`` config (the paper's grids)."""
-    from agents import AGENTS
-
     wanted = [
         ("OFUL", {}),
         ("SOFUL", {"sketch_size": 20}),
@@ -263,7 +227,7 @@ def demo_agents() -> list[tuple[str, Any]]:
     ]
     common = {"lam": 0.2, "beta": 0.01}
     # Labelled by what differs between them, as a sweep labels its grid points: "SOFUL l=20".
-    return [(args_label(name, kw), AGENTS[name](**common, **kw)) for name, kw in wanted if name in AGENTS]
+    return [(args_label(name, kw), resolve_agent(name, {**common, **kw})) for name, kw in wanted]
 
 
 def _print_now(line: str) -> None:
@@ -271,8 +235,6 @@ def _print_now(line: str) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    import linbandit_gym  # noqa: F401
-
     check_threads(args.threads, "--threads")
     env_id = "LinBandit-MNIST-v0" if "LinBandit-MNIST-v0" in ENV_IDS else "LinBandit-Synthetic-v0"
     _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {args.seeds} seed(s); works offline")
@@ -331,8 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
     p_run.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
                        help="advance all seeds together as one tensor program (default: when env and agent "
-                       "support it and one agent's state is at most 1 MiB, where a batch is faster); "
-                       "--no-batched plays the seeds one by one")
+                       "support it and one agent's state is at most 1 MiB, where a batch is faster; each run's "
+                       "times are then its share of the batch's, which the table's timing column says); "
+                       "--no-batched plays the seeds one by one, each timed alone")
     p_run.set_defaults(func=_cmd_run)
 
     p_demo = sub.add_parser(
@@ -348,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
     p_demo.set_defaults(func=_cmd_demo)
 
-    from .experiments.cli import add_commands  # sweep, plot, tune, reproduce, report
+    from .experiment_commands import add_commands  # sweep, plot, tune, reproduce, report
 
     add_commands(sub)
     return parser
@@ -401,7 +364,3 @@ def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, fd)
     os.close(devnull)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
