@@ -5,6 +5,15 @@ One resolution for ``linbandit run --agent``, the demo, sweep configs (validatio
 (``"SOFUL"``, ``"DBSLinUCB-FD"``: :data:`agents.AGENTS`), or ``"package.module:Class"``, a
 user's agent found in the current directory first, as ``python -m`` finds modules.
 
+A ``module:Class`` name imports ``module`` (a config that names one runs the user's module, as
+a Python script would), then must name an agent before anything is called: a class with
+``reset``, ``act`` and ``update``, or a factory function whose return annotation is such a
+class (``def make_agent(eps: float = 0.1) -> MyAgent``). Anything else -- ``os:system``,
+``subprocess:getoutput``, ``collections:OrderedDict`` -- is refused with one line, before it is
+called (:func:`check_agent_factory`). Arguments are checked against the signature
+(:meth:`AgentEntry.check_args`) and sizes against the memory available
+(:func:`estimate_run_bytes`), still without building anything.
+
 What a caller needs to know before building an agent -- whether agents of its class batch,
 the arguments batch members may differ in, an estimate of its memory -- is asked of the class
 through :class:`AgentEntry`, so that a user's class without these answers gets those of
@@ -14,13 +23,21 @@ first use: ``linbandit --help`` or ``linbandit plot`` need neither.)
 
 from __future__ import annotations
 
+import inspect
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .specs import did_you_mean, load_object
+from .specs import _matches, _signature_params, _type_name, did_you_mean, load_object
 
-__all__ = ["AgentEntry", "agent_names", "lookup_agent", "registered_name", "resolve_agent"]
+__all__ = ["AGENT_METHODS", "AgentEntry", "RunMemory", "agent_names", "check_agent_factory", "estimate_run_bytes",
+           "lookup_agent", "lookup_estimator", "registered_name", "resolve_agent"]
+
+#: What every agent has (the agent contract, DESIGN.md): checked on a ``module:Class`` before use.
+AGENT_METHODS = ("reset", "act", "update")
+#: What a covariance estimator named by a ``task: matrix-approx`` config has.
+ESTIMATOR_METHODS = ("update", "covariance")
 
 
 @dataclass(frozen=True)
@@ -37,6 +54,28 @@ class AgentEntry:
             return self.factory(**(args or {}))
         except TypeError as exc:
             raise ValueError(f"bad arguments for agent {self.label!r}: {exc}") from exc
+
+    def check_args(self, args: dict[str, Any]) -> None:
+        """Check argument names and types against the factory's signature, building nothing.
+
+        Every name must be a parameter of the factory (of the first ``__init__`` along its MRO
+        that does not forward ``**kwargs``); every value must fit the parameter's type hint
+        where it has one (an ``int`` passes for ``float``). A factory that takes ``**kwargs``
+        accepts any name.
+
+        Raises:
+            ValueError: naming the agent, the argument and the valid names or the type.
+        """
+        params, is_open = _signature_params(self.factory)
+        for key, value in args.items():
+            if key not in params:
+                if is_open:
+                    continue
+                raise ValueError(f"agent {self.label!r} has no argument {key!r}{did_you_mean(key, params)}; "
+                                 f"valid arguments: {', '.join(sorted(params))}")
+            if not _matches(value, params[key]):
+                raise ValueError(f"agent {self.label!r} argument {key}={value!r}: expected "
+                                 f"{_type_name(params[key])}, got {type(value).__name__}")
 
     def _ask(self, question: str) -> Callable[..., Any]:
         """The class's own answer to ``question`` (a classmethod of :class:`agents.Agent`), or
@@ -79,7 +118,7 @@ def lookup_agent(name: str) -> AgentEntry:
         raise ValueError(f"expected an agent name (see `linbandit list`) or module:Class, got {name!r}")
     if ":" in name:
         try:
-            return AgentEntry(name, load_object(name))
+            return AgentEntry(name, check_agent_factory(load_object(name), name))
         except ValueError as exc:
             raise ValueError(f"agent: {exc}") from None
     by_lower = {key.lower(): key for key in AGENTS}
@@ -88,6 +127,117 @@ def lookup_agent(name: str) -> AgentEntry:
                          "(or give package.module:Class)")
     key = by_lower[name.lower()]
     return AgentEntry(key, AGENTS[key])
+
+
+def _missing(obj: Any, methods: tuple[str, ...]) -> list[str]:
+    """The names among ``methods`` that the class ``obj`` does not define as callables, looked
+    up statically (no descriptor or ``__getattr__`` of the class runs)."""
+    missing = []
+    for method in methods:
+        try:
+            attribute = inspect.getattr_static(obj, method)
+        except AttributeError:
+            missing.append(method)
+            continue
+        if isinstance(attribute, (staticmethod, classmethod)):
+            attribute = attribute.__func__
+        if not callable(attribute):
+            missing.append(method)
+    return missing
+
+
+def _what(obj: Any) -> str:
+    if inspect.isbuiltin(obj):
+        return f"the built-in function {getattr(obj, '__name__', obj)!r}"
+    if inspect.isroutine(obj):
+        return f"the function {getattr(obj, '__qualname__', obj)!r}"
+    if inspect.ismodule(obj):
+        return f"the module {obj.__name__!r}"
+    if inspect.isclass(obj):
+        return f"the class {obj.__qualname__!r}"
+    return f"a {type(obj).__name__} object"
+
+
+def _check_factory(obj: Any, spec: str, methods: tuple[str, ...], kind: str) -> Any:
+    """``obj`` if it is a class with ``methods`` (or a Python function annotated to return
+    one), else a ``ValueError`` that says what ``spec`` names instead. Nothing is called."""
+    how = (f"name a class that defines {', '.join(methods[:-1])} and {methods[-1]}, or a factory function "
+           "annotated to return one (def make(...) -> MyClass)")
+    if inspect.isclass(obj):
+        missing = _missing(obj, methods)
+        if missing:
+            raise ValueError(f"{spec!r} is {_what(obj)}, not {kind}: it has no {', '.join(missing)}; {how}")
+        return obj
+    if inspect.isfunction(obj) or inspect.ismethod(obj):
+        try:
+            returns = typing.get_type_hints(obj).get("return")
+        except Exception:  # noqa: BLE001  (an annotation that does not resolve: not a documented factory)
+            returns = None
+        if inspect.isclass(returns) and not _missing(returns, methods):
+            return obj
+        raise ValueError(f"{spec!r} is {_what(obj)}, not {kind} nor a factory annotated to return one; {how}")
+    raise ValueError(f"{spec!r} is {_what(obj)}, not {kind}; {how}")
+
+
+def check_agent_factory(obj: Any, spec: str) -> Any:
+    """``obj`` (what ``spec``, a ``module:Class``, names) if it builds agents, checked on the
+    object itself before anything is called: a class with ``reset``, ``act`` and ``update``
+    (:data:`AGENT_METHODS`), or a function whose return annotation is such a class.
+
+    Raises:
+        ValueError: one line saying what ``spec`` names instead (a built-in function such as
+            ``os:system``, a class without ``act``, a module, ...).
+    """
+    return _check_factory(obj, spec, AGENT_METHODS, "an agent class")
+
+
+def lookup_estimator(spec: str) -> Callable[..., Any]:
+    """The covariance-estimator class named by ``"package.module:Class"`` (a ``task:
+    matrix-approx`` config's own sketch), checked as :func:`check_agent_factory` checks agents:
+    a class with ``update`` and ``covariance``, called later as ``Class(d, **args)``."""
+    try:
+        return _check_factory(load_object(spec), spec, ESTIMATOR_METHODS, "a covariance estimator class")
+    except ValueError as exc:
+        raise ValueError(f"estimator: {exc}") from None
+
+
+@dataclass(frozen=True)
+class RunMemory:
+    """The estimated peak bytes of one run: its env's and its agent's (``None``: the agent's
+    class cannot say), and the arm sets' shape ``(n_arms, d)`` the agent's estimate is for."""
+
+    env_bytes: int
+    agent_bytes: int | None
+    n_arms: int
+    d: int
+
+    @property
+    def total(self) -> int:
+        return self.env_bytes + (self.agent_bytes or 0)
+
+
+def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: str,
+                       env_args: dict[str, Any]) -> RunMemory:
+    """The peak memory of playing ``entry``'s agent (built with ``agent_args``) on ``env_id``
+    (built with ``env_args``), estimated from the arguments alone: the env's
+    :func:`~linbandit_gym.registration.env_memory_estimate` and the agent class's
+    ``estimate_memory_bytes(d, n_arms, **args)`` on the env's arm sets. Nothing is built.
+
+    Raises the env's ``ValueError`` for a bad size argument (:class:`~linbandit_gym.envs.EnvTooLargeError`
+    for an env that cannot fit); an agent class whose estimate fails for these arguments
+    counts as unknown (``agent_bytes=None``): the agent's own checks will name the argument.
+    """
+    from .registration import env_memory_estimate
+
+    estimate = env_memory_estimate(env_id, **env_args)
+    if estimate.obs_shape is None:
+        return RunMemory(estimate.nbytes, None, 0, 0)
+    n_arms, d = (int(n) for n in estimate.obs_shape)
+    try:
+        agent_bytes = entry.estimate_memory_bytes(d, n_arms, dict(agent_args))
+    except (TypeError, ValueError, KeyError, OverflowError):
+        agent_bytes = None
+    return RunMemory(estimate.nbytes, None if agent_bytes is None else int(agent_bytes), n_arms, d)
 
 
 def resolve_agent(name: str, kwargs: dict[str, Any] | None = None) -> Any:

@@ -61,9 +61,10 @@ from typing import Any
 
 import yaml
 
+from ..loop import SEED_LIMIT
 from ..registration import ENV_IDS
-from ..registry import lookup_agent
-from ..specs import args_label, check_env_args, did_you_mean
+from ..registry import AgentEntry, RunMemory, estimate_run_bytes, lookup_agent, lookup_estimator
+from ..specs import args_label, check_env_args, check_file_name, did_you_mean, format_label
 
 __all__ = [
     "ConfigError",
@@ -74,6 +75,8 @@ __all__ = [
     "expand_runs",
     "run_id",
     "canonical_json",
+    "MAX_RUNS",
+    "SEED_LIMIT",
 ]
 
 TOP_LEVEL_KEYS = {
@@ -100,6 +103,10 @@ PLOT_KEYS = {"kind", "agents", "name", "title", "family", "x", "group", "env", "
 PLOT_KINDS = {"regret", "pareto", "spectral", "sketch_size", "param", "matrix_error", "scaling", "fronts"}
 TUNE_KEYS = {"beta", "lam", "seeds", "horizon", "agents"}
 TASKS = {"bandit", "matrix-approx"}
+
+#: The most runs one config expands into: each is two files in one directory and at least a
+#: process round trip; a config past this is a typo (``seeds: 1000000000``) or several sweeps.
+MAX_RUNS = 100_000
 
 #: The paper's tuning grids (Wen et al., 2025, App. F.1).
 PAPER_BETA_GRID = [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
@@ -195,6 +202,15 @@ class SweepConfig:
     def plots(self) -> list[dict]:
         return list(self.raw.get("plots") or [])
 
+    #: (agent label, env label) -> the estimated peak memory of one of its runs
+    memory: dict[tuple[str, str], RunMemory] = field(default_factory=dict)
+
+    def largest_run(self) -> tuple[tuple[str, str], RunMemory] | None:
+        """The (agent label, env label) whose runs need the most memory, with its estimate."""
+        if not self.memory:
+            return None
+        return max(self.memory.items(), key=lambda item: item[1].total)
+
     @property
     def timing_repeats(self) -> int:
         """How many times each timing run is played (``timing_repeats:``, default 1)."""
@@ -279,10 +295,16 @@ def _format_label(template: str | None, default: str, values: dict, where: str) 
         return default
     if not isinstance(template, str):
         raise ConfigError(f"{where}: label must be a string, got {type(template).__name__}")
-    try:
-        return template.format(**values)
-    except (KeyError, IndexError, ValueError) as exc:
-        raise ConfigError(f"{where}: label {template!r} names {exc} which is not among the arguments") from exc
+    try:  # {NAME} and {NAME:FORMAT} of the arguments only: no attribute or index walks
+        return format_label(template, values)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _check_seed(seed: Any, where: str) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < SEED_LIMIT:
+        raise ConfigError(f"{where}: a seed is an int in [0, 2**63), got {seed!r}")
+    return int(seed)
 
 
 def _seeds(value: Any) -> list[int]:
@@ -293,11 +315,15 @@ def _seeds(value: Any) -> list[int]:
     if isinstance(value, numbers.Integral):
         if value < 1:
             raise ConfigError(f"seeds: an int is a count and must be >= 1, got {value}")
+        if value > MAX_RUNS:
+            raise ConfigError(f"seeds: {value:,} seeds are more runs than one sweep holds ({MAX_RUNS:,} at most); "
+                              "give a count such as 10, or a list of seeds")
         return list(range(int(value)))
     if isinstance(value, list) and value and all(isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in value):
-        if len(set(value)) != len(value):
+        seeds = [_check_seed(s, f"seeds[{i}]") for i, s in enumerate(value)]
+        if len(set(seeds)) != len(seeds):
             raise ConfigError(f"seeds: the list has repeated seeds: {value}")
-        return [int(s) for s in value]
+        return seeds
     raise ConfigError(f"seeds: expected an int count or a non-empty list of ints, got {value!r}")
 
 
@@ -379,6 +405,10 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
     name = raw.get("name") or (Path(source).stem if isinstance(source, (str, Path)) else "sweep")
     if not isinstance(name, str):
         raise ConfigError(f"name: expected a string, got {name!r}")
+    try:  # the default output directory is runs/NAME: a name, never a path out of runs/
+        check_file_name(name, "name")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     seeds = _seeds(raw.get("seeds"))
     record = _record_options(raw.get("record"))
     _curve_points(raw)
@@ -410,10 +440,12 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             raise ConfigError("data: only for task: matrix-approx; bandit sweeps list envs:")
         envs = _expand_envs(raw.get("envs"), horizon)
 
+    _check_run_count(agents, envs, seeds)
     runs: list[RunSpec] = []
     by_id: dict[str, tuple[RunSpec, bool]] = {}
     notes: list[str] = []
     seen_labels: dict[tuple[str, str], dict] = {}
+    memory: dict[tuple[str, str], RunMemory] = {}
     for i, entry in enumerate(agents):
         where = f"agents[{i}]"
         if not isinstance(entry, dict):
@@ -421,7 +453,7 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
         _check_keys(entry, AGENT_KEYS, where)
         if "name" not in entry:
             raise ConfigError(f"{where}: missing key 'name' (an agent name or module:Class)")
-        factory = _resolve_agent_factory(entry["name"], f"{where}.name")
+        agent = _agent_entry(entry["name"], f"{where}.name", task)
         base_args = dict(_mapping(entry.get("args"), f"{where}.args"))
         points = _grid_points(entry.get("grid"), f"{where}.grid")
         run_record = record
@@ -455,8 +487,9 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
                         f"{env['label']!r}; give them distinct labels"
                     )
                 seen_labels[key] = final_args
-                if validate_args and not (task == "matrix-approx" and ":" in entry["name"]):
-                    _check_agent_args(factory, final_args, entry["name"], where)
+                if validate_args:
+                    _check_agent_args(agent, final_args, entry["name"], where)
+                    memory[(label, env["label"])] = _check_run_memory(agent, final_args, env, task, where)
                 for seed in seeds:
                     config = {
                         "task": task,
@@ -479,16 +512,95 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
                         continue
                     by_id[spec.run_id] = (spec, bool(overrides))
                     runs.append(spec)
-    return SweepConfig(raw=raw, name=name, task=task, seeds=seeds, runs=runs, notes=list(dict.fromkeys(notes)))
+    return SweepConfig(raw=raw, name=name, task=task, seeds=seeds, runs=runs, notes=list(dict.fromkeys(notes)),
+                       memory=memory)
 
 
-def _check_agent_args(factory, args: dict, name: str, where: str) -> None:
+def _agent_entry(name: Any, where: str, task: str) -> AgentEntry:
+    """The checked :class:`~linbandit_gym.registry.AgentEntry` of an ``agents[i].name``: an
+    agent, or for a matrix-approx config's ``module:Class`` a covariance estimator."""
     try:
-        factory(**args)
-    except TypeError as exc:
-        raise ConfigError(f"{where}.args: bad arguments for agent {name!r}: {exc}") from exc
+        if task == "matrix-approx" and isinstance(name, str) and ":" in name:
+            return AgentEntry(name, lookup_estimator(name))
+        return lookup_agent(name)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _check_run_count(agents: list, envs: list[dict], seeds: list[int]) -> None:
+    """Refuse, before expanding, a config of more than :data:`MAX_RUNS` runs."""
+    points = 0
+    for entry in agents:
+        grid = entry.get("grid") if isinstance(entry, dict) else None
+        if isinstance(grid, dict):
+            count = 1
+            for values in grid.values():
+                count *= len(values) if isinstance(values, list) else 1
+        else:
+            count = len(grid) if isinstance(grid, list) and grid else 1
+        points += count
+    total = points * len(envs) * len(seeds)
+    if total > MAX_RUNS:
+        raise ConfigError(
+            f"seeds, agents, envs: this config expands into up to {total:,} runs ({points:,} agent configs x "
+            f"{len(envs):,} env configs x {len(seeds):,} seeds), more than one sweep holds ({MAX_RUNS:,}); "
+            "fewer seeds or grid points, or several configs"
+        )
+
+
+def _check_agent_args(agent: AgentEntry, args: dict, name: str, where: str) -> None:
+    """Names and types against the signature (nothing built), then, for a registered agent, its
+    own value checks: it is built without ``d`` (so it allocates nothing) and dropped."""
+    try:
+        agent.check_args(args)
+    except ValueError as exc:
+        raise ConfigError(f"{where}.args: bad arguments for agent {name!r}: {exc}") from None
+    if ":" in name:
+        return  # a user's class: checked by name and type; its own code runs in the run, not here
+    d = args.get("d")
+    if d is not None and (isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1):
+        raise ConfigError(f"{where}.args: agent {name!r} rejects d={d!r}: d must be a positive int")
+    try:
+        agent.build({k: v for k, v in args.items() if k != "d"})
     except ValueError as exc:
         raise ConfigError(f"{where}.args: agent {name!r} rejects {args}: {exc}") from exc
+
+
+def _check_run_memory(agent: AgentEntry, args: dict, env: dict, task: str, where: str) -> RunMemory:
+    """The estimated peak memory of a run of ``agent`` on ``env``; a :class:`ConfigError` if it
+    is more than the memory available (:func:`linbandit_gym.envs.memory.memory_limit_bytes`)."""
+    from ..envs.memory import MEMORY_LIMIT_ENV, format_bytes, memory_limit_bytes
+
+    if task == "matrix-approx":  # the rows, the exact Gram the error is measured against, the sketch
+        n, d = env["args"]["n"], env["args"]["d"]
+        own = None if ":" in agent.label else _agent_bytes(agent, d, 1, args)
+        run = RunMemory(8 * (n * d + 2 * d * d), own, 1, d)
+    else:
+        try:
+            run = estimate_run_bytes(agent, args, env["id"], env["args"])
+        except ValueError as exc:
+            raise ConfigError(f"{where}: env {env['label']!r}: {exc}") from None
+    limit = memory_limit_bytes()
+    if run.total > limit:
+        import os
+
+        source = f"${MEMORY_LIMIT_ENV}" if os.environ.get(MEMORY_LIMIT_ENV) else "the memory available"
+        given = ", ".join(f"{k}={v!r}" for k, v in args.items()) or "default arguments"
+        agent_part = "unknown" if run.agent_bytes is None else format_bytes(run.agent_bytes)
+        raise ConfigError(
+            f"{where}.args: agent {agent.label!r} ({given}) on env {env['label']!r} (d={run.d}, n_arms={run.n_arms}) "
+            f"needs about {format_bytes(run.total)} (agent {agent_part}, env {format_bytes(run.env_bytes)}), more "
+            f"than {source} ({format_bytes(limit)}): lower the agent's sizes (sketch_size, l0, ...) or the env's d, n_arms"
+        )
+    return run
+
+
+def _agent_bytes(agent: AgentEntry, d: int, n_arms: int, args: dict) -> int | None:
+    try:
+        value = agent.estimate_memory_bytes(d, n_arms, dict(args))
+    except (TypeError, ValueError, KeyError, OverflowError):
+        return None
+    return None if value is None else int(value)
 
 
 def _expand_envs(envs: Any, horizon: int | None) -> list[dict]:
@@ -541,6 +653,11 @@ def _validate_plots(plots: Any) -> None:
         if not isinstance(entry, dict):
             raise ConfigError(f"{where}: expected a mapping, got {entry!r}")
         _check_keys(entry, PLOT_KEYS, where)
+        if entry.get("name") is not None:  # plots/NAME.png: a name, never a path out of plots/
+            try:
+                check_file_name(entry["name"], f"{where}.name")
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         if entry.get("kind") not in PLOT_KINDS:
             raise ConfigError(f"{where}.kind: expected one of {sorted(PLOT_KINDS)}, got {entry.get('kind')!r}")
         agents = entry.get("agents")
