@@ -31,7 +31,8 @@ from typing import Any
 
 from .specs import _matches, _signature_params, _type_name, did_you_mean, load_object
 
-__all__ = ["AGENT_METHODS", "AgentEntry", "RunMemory", "agent_names", "check_agent_factory", "estimate_run_bytes",
+__all__ = ["AGENT_METHODS", "AgentEntry", "RunMemory", "RunTooLargeError", "agent_names", "check_agent_factory",
+           "check_run_fits", "estimate_run_bytes",
            "lookup_agent", "lookup_estimator", "registered_name", "resolve_agent"]
 
 #: What every agent has (the agent contract, DESIGN.md): checked on a ``module:Class`` before use.
@@ -204,16 +205,35 @@ def lookup_estimator(spec: str) -> Callable[..., Any]:
 @dataclass(frozen=True)
 class RunMemory:
     """The estimated peak bytes of one run: its env's and its agent's (``None``: the agent's
-    class cannot say), and the arm sets' shape ``(n_arms, d)`` the agent's estimate is for."""
+    class cannot say), and the arm sets' shape ``(n_arms, d)`` the agent's estimate is for.
+
+    ``agent_grows``: the agent's estimate is a bound reached only if the stream fills its state
+    (Dyadic Block Sketching: the exact phase's d x d inverse comes after its blocks are full,
+    which a short horizon never reaches), not what it allocates up front."""
 
     env_bytes: int
     agent_bytes: int | None
     n_arms: int
     d: int
+    agent_grows: bool = False
 
     @property
     def total(self) -> int:
         return self.env_bytes + (self.agent_bytes or 0)
+
+    @property
+    def up_front(self) -> int:
+        """What is allocated whatever the stream: the env's, and the agent's unless it grows."""
+        return self.env_bytes + (0 if self.agent_grows else self.agent_bytes or 0)
+
+
+def _grows_with_stream(factory: Any) -> bool:
+    """Whether the memory estimate of agents of ``factory`` is reached only as the stream fills
+    their state (Dyadic Block Sketching, Wen et al. (2025): blocks of doubling size, then an
+    exact d x d phase once their number is capped), rather than allocated when d is known."""
+    from agents import DBSLinUCB
+
+    return inspect.isclass(factory) and issubclass(factory, DBSLinUCB)
 
 
 def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: str,
@@ -237,7 +257,36 @@ def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: st
         agent_bytes = entry.estimate_memory_bytes(d, n_arms, dict(agent_args))
     except (TypeError, ValueError, KeyError, OverflowError):
         agent_bytes = None
-    return RunMemory(estimate.nbytes, None if agent_bytes is None else int(agent_bytes), n_arms, d)
+    return RunMemory(estimate.nbytes, None if agent_bytes is None else int(agent_bytes), n_arms, d,
+                     _grows_with_stream(entry.factory))
+
+
+class RunTooLargeError(ValueError):
+    """A run's agent and env together need more memory than is available (raised before building)."""
+
+
+def check_run_fits(entry: AgentEntry, agent_args: dict[str, Any], memory: RunMemory, env_name: str,
+                   limit: int | None = None) -> RunMemory:
+    """``memory`` (from :func:`estimate_run_bytes`) if what it allocates up front fits in
+    ``limit`` (default :func:`~linbandit_gym.envs.memory.memory_limit_bytes`), else
+    :class:`RunTooLargeError` naming the agent's arguments, the env, the bytes of each and what
+    to lower. (An agent whose estimate is reached only as the stream fills it,
+    :attr:`RunMemory.agent_grows`, is not refused on it: a short horizon never gets there.)"""
+    import os
+
+    from .envs.memory import MEMORY_LIMIT_ENV, format_bytes, memory_limit_bytes
+
+    limit = memory_limit_bytes() if limit is None else limit
+    if memory.up_front <= limit:
+        return memory
+    source = f"${MEMORY_LIMIT_ENV}" if os.environ.get(MEMORY_LIMIT_ENV) else "the memory available"
+    given = ", ".join(f"{k}={v!r}" for k, v in agent_args.items()) or "default arguments"
+    agent_part = "unknown" if memory.agent_bytes is None else format_bytes(memory.agent_bytes)
+    raise RunTooLargeError(
+        f"agent {entry.label!r} ({given}) on {env_name} (d={memory.d}, n_arms={memory.n_arms}) needs about "
+        f"{format_bytes(memory.total)} (agent {agent_part}, env {format_bytes(memory.env_bytes)}), more than "
+        f"{source} ({format_bytes(limit)}): lower the agent's sizes (sketch_size, l0, d) or the env's d, n_arms"
+    )
 
 
 def resolve_agent(name: str, kwargs: dict[str, Any] | None = None) -> Any:

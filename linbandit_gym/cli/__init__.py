@@ -201,6 +201,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
     entry = lookup_agent(args.agent)
+    _check_before_building(entry, agent_kwargs, args.env, {**env_kwargs, **(
+        {"horizon": args.horizon} if args.horizon is not None else {})})
     agent = entry.build(agent_kwargs)
     _, summary = run_experiment(
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
@@ -213,6 +215,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"\nruns, summary.csv and regret.png written to {args.out} (a sweep directory: "
               f"`linbandit plot {args.out}`, `linbandit report {args.out}`; the same command resumes)")
     return 0
+
+
+def _check_before_building(entry: Any, agent_kwargs: dict[str, Any], env_id: str, env_kwargs: dict[str, Any]) -> None:
+    """What ``run`` checks before it builds the agent: its arguments against the signature, the
+    env's arguments against the env's, and that agent and env fit in memory together (from their
+    estimates; :func:`linbandit_gym.registry.check_run_fits`)."""
+    from ..registry import check_run_fits, estimate_run_bytes
+
+    entry.check_args(agent_kwargs)
+    check_env_args(env_id, env_kwargs)
+    check_run_fits(entry, agent_kwargs, estimate_run_bytes(entry, agent_kwargs, env_id, env_kwargs), env_id)
 
 
 def demo_agents() -> list[tuple[str, Any]]:

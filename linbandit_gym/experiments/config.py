@@ -63,7 +63,7 @@ import yaml
 
 from ..loop import SEED_LIMIT
 from ..registration import ENV_IDS
-from ..registry import AgentEntry, RunMemory, estimate_run_bytes, lookup_agent, lookup_estimator
+from ..registry import AgentEntry, RunMemory, check_run_fits, estimate_run_bytes, lookup_agent, lookup_estimator
 from ..specs import args_label, check_env_args, check_file_name, did_you_mean, format_label
 
 __all__ = [
@@ -568,9 +568,7 @@ def _check_agent_args(agent: AgentEntry, args: dict, name: str, where: str) -> N
 
 def _check_run_memory(agent: AgentEntry, args: dict, env: dict, task: str, where: str) -> RunMemory:
     """The estimated peak memory of a run of ``agent`` on ``env``; a :class:`ConfigError` if it
-    is more than the memory available (:func:`linbandit_gym.envs.memory.memory_limit_bytes`)."""
-    from ..envs.memory import MEMORY_LIMIT_ENV, format_bytes, memory_limit_bytes
-
+    is more than the memory available (:func:`linbandit_gym.registry.check_run_fits`)."""
     if task == "matrix-approx":  # the rows, the exact Gram the error is measured against, the sketch
         n, d = env["args"]["n"], env["args"]["d"]
         own = None if ":" in agent.label else _agent_bytes(agent, d, 1, args)
@@ -580,19 +578,10 @@ def _check_run_memory(agent: AgentEntry, args: dict, env: dict, task: str, where
             run = estimate_run_bytes(agent, args, env["id"], env["args"])
         except ValueError as exc:
             raise ConfigError(f"{where}: env {env['label']!r}: {exc}") from None
-    limit = memory_limit_bytes()
-    if run.total > limit:
-        import os
-
-        source = f"${MEMORY_LIMIT_ENV}" if os.environ.get(MEMORY_LIMIT_ENV) else "the memory available"
-        given = ", ".join(f"{k}={v!r}" for k, v in args.items()) or "default arguments"
-        agent_part = "unknown" if run.agent_bytes is None else format_bytes(run.agent_bytes)
-        raise ConfigError(
-            f"{where}.args: agent {agent.label!r} ({given}) on env {env['label']!r} (d={run.d}, n_arms={run.n_arms}) "
-            f"needs about {format_bytes(run.total)} (agent {agent_part}, env {format_bytes(run.env_bytes)}), more "
-            f"than {source} ({format_bytes(limit)}): lower the agent's sizes (sketch_size, l0, ...) or the env's d, n_arms"
-        )
-    return run
+    try:
+        return check_run_fits(agent, args, run, f"env {env['label']!r}")
+    except ValueError as exc:
+        raise ConfigError(f"{where}.args: {exc}") from None
 
 
 def _agent_bytes(agent: AgentEntry, d: int, n_arms: int, args: dict) -> int | None:

@@ -11,7 +11,6 @@ Matrix-approximation sweeps get the spectral-norm error against rows (Fig. 4).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -23,8 +22,8 @@ from ..plots import (
     plot_sketch_size, plot_spectral_exponent, save_figure,
 )
 from ..evaluate import timed_runs
-from .config import select_labels
-from .sweep import load_records, load_runs, read_sweep_config, summary_table
+from .config import ConfigError, _validate_plots, select_labels
+from .sweep import load_meta, load_records, load_runs, read_sweep_config, summary_table
 
 __all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
            "scaling_points"]
@@ -38,8 +37,7 @@ def spectral_series(out_dir: str | Path, runs: pd.DataFrame) -> pd.DataFrame:
     """The recorded ``Delta_t`` checkpoints as a long frame (agent, env, seed, t, l, delta, cov_error)."""
     rows = []
     for rid, agent, env, seed in zip(runs["run_id"], runs["agent"], runs["env"], runs["seed"]):
-        meta = json.loads((Path(out_dir) / "runs" / f"{rid}.json").read_text())
-        spec = meta.get("spectral")
+        spec = load_meta(out_dir, rid).get("spectral")
         if not spec:
             continue
         for l, deltas in spec["delta"].items():
@@ -53,7 +51,7 @@ def env_settings(out_dir: str | Path, runs: pd.DataFrame) -> dict[str, dict]:
     settings = {}
     for rid, env in zip(runs["run_id"], runs["env"]):
         if env not in settings:
-            meta = json.loads((Path(out_dir) / "runs" / f"{rid}.json").read_text())
+            meta = load_meta(out_dir, rid)
             settings[env] = {"id": meta["config"]["env"]["id"], **meta["config"]["env"]["args"]}
     return settings
 
@@ -198,6 +196,10 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
     if runs.empty:
         raise FileNotFoundError(f"{out} has no finished runs yet: run the sweep first")
     raw = read_sweep_config(out) or {}
+    try:  # DIR/config.yaml may have been edited since the sweep checked it: plot names stay names
+        _validate_plots(raw.get("plots"))
+    except ConfigError as exc:
+        raise ConfigError(f"{out / 'config.yaml'}: {exc}") from None
     plot_dir = out / "plots"
     written: list[Path] = []
     _, tables = write_tables(out)
