@@ -132,6 +132,8 @@ def _writing(out: Path, what: str) -> Iterator[None]:
             for directory in (out, out / "runs", out / "failed"):
                 remove_stale_temporaries(directory)
             yield
+        except (ConnectionError, TimeoutError):  # the network (a Ray cluster), not the output directory
+            raise
         except OSError as exc:  # also pyarrow's, whose errno may be unset
             raise _output_error(out, exc) from exc
 
