@@ -207,15 +207,20 @@ class RunMemory:
     """The estimated peak bytes of one run: its env's and its agent's (``None``: the agent's
     class cannot say), and the arm sets' shape ``(n_arms, d)`` the agent's estimate is for.
 
-    ``agent_grows``: the agent's estimate is a bound reached only if the stream fills its state
-    (Dyadic Block Sketching: the exact phase's d x d inverse comes after its blocks are full,
-    which a short horizon never reaches), not what it allocates up front."""
+    ``agent_first_bytes``: what the agent allocates before the stream fills it, where that is
+    less than its peak (Dyadic Block Sketching: one block at first; the exact phase's d x d
+    inverse only once its blocks are full, which a short horizon never reaches); ``None``: the
+    peak is allocated up front."""
 
     env_bytes: int
     agent_bytes: int | None
     n_arms: int
     d: int
-    agent_grows: bool = False
+    agent_first_bytes: int | None = None
+
+    @property
+    def agent_grows(self) -> bool:
+        return self.agent_first_bytes is not None
 
     @property
     def total(self) -> int:
@@ -223,17 +228,23 @@ class RunMemory:
 
     @property
     def up_front(self) -> int:
-        """What is allocated whatever the stream: the env's, and the agent's unless it grows."""
-        return self.env_bytes + (0 if self.agent_grows else self.agent_bytes or 0)
+        """What is allocated whatever the stream: the env's, and the agent's first allocation."""
+        first = self.agent_first_bytes if self.agent_grows else self.agent_bytes
+        return self.env_bytes + (first or 0)
 
 
-def _grows_with_stream(factory: Any) -> bool:
-    """Whether the memory estimate of agents of ``factory`` is reached only as the stream fills
-    their state (Dyadic Block Sketching, Wen et al. (2025): blocks of doubling size, then an
-    exact d x d phase once their number is capped), rather than allocated when d is known."""
-    from agents import DBSLinUCB
+def _first_allocation(entry: AgentEntry, d: int, n_arms: int, args: dict[str, Any]) -> int | None:
+    """For an agent whose memory grows with the stream, what it allocates first (``None`` for
+    the others): a Dyadic Block Sketching agent (Wen et al. (2025)) starts with one FD block of
+    sketch size ``l0``, which is what SOFUL holds with ``sketch_size=l0``."""
+    from agents import SOFUL, DBSLinUCB
 
-    return inspect.isclass(factory) and issubclass(factory, DBSLinUCB)
+    if not (inspect.isclass(entry.factory) and issubclass(entry.factory, DBSLinUCB)):
+        return None
+    import numpy as np
+
+    l0 = int(np.max(entry.factory.constructor_argument("l0", args)))
+    return int(SOFUL.estimate_memory_bytes(d, n_arms, sketch_size=l0))
 
 
 def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: str,
@@ -241,7 +252,8 @@ def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: st
     """The peak memory of playing ``entry``'s agent (built with ``agent_args``) on ``env_id``
     (built with ``env_args``), estimated from the arguments alone: the env's
     :func:`~linbandit_gym.registration.env_memory_estimate` and the agent class's
-    ``estimate_memory_bytes(d, n_arms, **args)`` on the env's arm sets. Nothing is built.
+    ``estimate_memory_bytes(d, n_arms, **args)`` on the env's arm sets (on the agent's own
+    ``d`` where it is given one). Nothing is built.
 
     Raises the env's ``ValueError`` for a bad size argument (:class:`~linbandit_gym.envs.EnvTooLargeError`
     for an env that cannot fit); an agent class whose estimate fails for these arguments
@@ -253,12 +265,16 @@ def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: st
     if estimate.obs_shape is None:
         return RunMemory(estimate.nbytes, None, 0, 0)
     n_arms, d = (int(n) for n in estimate.obs_shape)
+    given = agent_args.get("d")  # an agent given d= allocates for that d when it is built
+    if isinstance(given, int) and not isinstance(given, bool) and given > 0:
+        d = given
+    args = {k: v for k, v in agent_args.items() if k != "d"}
     try:
-        agent_bytes = entry.estimate_memory_bytes(d, n_arms, dict(agent_args))
+        agent_bytes = entry.estimate_memory_bytes(d, n_arms, args)
+        first = _first_allocation(entry, d, n_arms, args)
     except (TypeError, ValueError, KeyError, OverflowError):
-        agent_bytes = None
-    return RunMemory(estimate.nbytes, None if agent_bytes is None else int(agent_bytes), n_arms, d,
-                     _grows_with_stream(entry.factory))
+        agent_bytes = first = None
+    return RunMemory(estimate.nbytes, None if agent_bytes is None else int(agent_bytes), n_arms, d, first)
 
 
 class RunTooLargeError(ValueError):
@@ -270,8 +286,9 @@ def check_run_fits(entry: AgentEntry, agent_args: dict[str, Any], memory: RunMem
     """``memory`` (from :func:`estimate_run_bytes`) if what it allocates up front fits in
     ``limit`` (default :func:`~linbandit_gym.envs.memory.memory_limit_bytes`), else
     :class:`RunTooLargeError` naming the agent's arguments, the env, the bytes of each and what
-    to lower. (An agent whose estimate is reached only as the stream fills it,
-    :attr:`RunMemory.agent_grows`, is not refused on it: a short horizon never gets there.)"""
+    to lower. (An agent whose peak is reached only as the stream fills it,
+    :attr:`RunMemory.agent_grows`, is judged on its first allocation: a short horizon never
+    reaches the peak.)"""
     import os
 
     from .envs.memory import MEMORY_LIMIT_ENV, format_bytes, memory_limit_bytes
@@ -281,10 +298,11 @@ def check_run_fits(entry: AgentEntry, agent_args: dict[str, Any], memory: RunMem
         return memory
     source = f"${MEMORY_LIMIT_ENV}" if os.environ.get(MEMORY_LIMIT_ENV) else "the memory available"
     given = ", ".join(f"{k}={v!r}" for k, v in agent_args.items()) or "default arguments"
-    agent_part = "unknown" if memory.agent_bytes is None else format_bytes(memory.agent_bytes)
+    agent = memory.agent_first_bytes if memory.agent_grows else memory.agent_bytes
+    agent_part = "unknown" if agent is None else format_bytes(agent)
     raise RunTooLargeError(
         f"agent {entry.label!r} ({given}) on {env_name} (d={memory.d}, n_arms={memory.n_arms}) needs about "
-        f"{format_bytes(memory.total)} (agent {agent_part}, env {format_bytes(memory.env_bytes)}), more than "
+        f"{format_bytes(memory.up_front)} (agent {agent_part}, env {format_bytes(memory.env_bytes)}), more than "
         f"{source} ({format_bytes(limit)}): lower the agent's sizes (sketch_size, l0, d) or the env's d, n_arms"
     )
 

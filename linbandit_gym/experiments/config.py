@@ -586,7 +586,7 @@ def _check_run_memory(agent: AgentEntry, args: dict, env: dict, task: str, where
 
 def _agent_bytes(agent: AgentEntry, d: int, n_arms: int, args: dict) -> int | None:
     try:
-        value = agent.estimate_memory_bytes(d, n_arms, dict(args))
+        value = agent.estimate_memory_bytes(d, n_arms, {k: v for k, v in args.items() if k != "d"})
     except (TypeError, ValueError, KeyError, OverflowError):
         return None
     return None if value is None else int(value)
