@@ -22,7 +22,6 @@ import functools
 import hashlib
 import json
 import math
-import numbers
 import os
 import re
 import shlex
