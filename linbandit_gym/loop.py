@@ -34,7 +34,8 @@ import pandas as pd
 
 from .registration import register_envs
 
-__all__ = ["RECORD_COLUMNS", "SEED_LIMIT", "TIMING_COLUMNS", "Members", "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label",
+__all__ = ["RECORD_COLUMNS", "SEED_LIMIT", "TIMING_COLUMNS", "Members",
+           "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label",
            "batch_members", "check_seeds", "env_shape", "make_env", "play", "records_frame", "single_members"]
 
 #: Seeds are ints in ``[0, SEED_LIMIT)``: what numpy's and torch's generators, the records'

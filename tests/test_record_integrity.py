@@ -143,15 +143,25 @@ def _resealed(path: Path, change) -> None:
     path.write_text(json.dumps(seal(meta)))
 
 
-@pytest.mark.parametrize("resealed", [False, True], ids=["edited", "edited-and-resealed"])
-def test_a_final_regret_of_abc_crashes_nothing_and_is_redone(reference, tmp_path, capsys, resealed):
-    config, _, records, _ = reference
+def _edited_run_json(reference, tmp_path, resealed: bool, change) -> tuple[Path, Path]:
+    """A copy of the reference sweep whose first run JSON had ``change`` made to it, then sealed
+    again (``resealed``: only the schema can tell) or not; returns the directory and that file."""
     out = _copy(reference, tmp_path)
     victim = sorted((out / "runs").glob("*.json"))[0]
     if resealed:
-        _resealed(victim, lambda meta: meta["summary"].update(final_regret="abc"))
+        _resealed(victim, change)
     else:
-        victim.write_text(victim.read_text().replace('"final_regret": ', '"final_regret": "abc", "x": ', 1))
+        meta = json.loads(victim.read_text())
+        change(meta)
+        victim.write_text(json.dumps(meta))
+    return out, victim
+
+
+@pytest.mark.parametrize("resealed", [False, True], ids=["edited", "edited-and-resealed"])
+def test_a_final_regret_of_abc_crashes_nothing_and_is_redone(reference, tmp_path, capsys, resealed):
+    config, _, records, _ = reference
+    out, victim = _edited_run_json(reference, tmp_path, resealed,
+                                   lambda meta: meta["summary"].update(final_regret="abc"))
     for command in ("plot", "report"):
         assert main([command, str(out)]) == 2
         err = capsys.readouterr().err
@@ -167,14 +177,7 @@ def test_a_final_regret_of_abc_crashes_nothing_and_is_redone(reference, tmp_path
 @pytest.mark.parametrize("resealed", [False, True], ids=["edited", "edited-and-resealed"])
 def test_a_run_json_without_summary_is_not_finished(reference, tmp_path, capsys, resealed):
     config, _, records, _ = reference
-    out = _copy(reference, tmp_path)
-    victim = sorted((out / "runs").glob("*.json"))[0]
-    if resealed:
-        _resealed(victim, lambda meta: meta.pop("summary"))
-    else:
-        meta = json.loads(victim.read_text())
-        meta.pop("summary")
-        victim.write_text(json.dumps(meta))
+    out, victim = _edited_run_json(reference, tmp_path, resealed, lambda meta: meta.pop("summary"))
     finished, pending = plan(config, out)
     assert [s.run_id for s in pending] == [victim.stem]
     assert main(["plot", str(out)]) == 2

@@ -336,8 +336,8 @@ def test_a_second_sweep_on_a_busy_directory_fails_fast_and_the_first_finishes(tm
     out = tmp_path / "out"
     first = _cli("sweep", str(path), "--out", str(out), "--no-plots", "--quiet")
     try:
-        assert _wait_for(lambda: (out / ".lock").exists() and (out / ".lock").read_text().split("\n")[0] == str(first.pid),
-                         60, first)
+        assert _wait_for(lambda: (out / ".lock").exists()
+                         and (out / ".lock").read_text().split("\n")[0] == str(first.pid), 60, first)
         with pytest.raises(OutputError, match=rf"another sweep \(pid {first.pid}\)"):
             sweep(path, out, log=None)
         _, err = first.communicate(timeout=300)

@@ -62,8 +62,8 @@ def _failure(path: Path) -> dict:
         data = json.loads(path.read_text())
         spec = data.get("spec") or {}
         last = str(data.get("error") or "").strip().splitlines()
-        return {"run": str(data.get("run_id")), "agent": str(spec.get("agent_label")), "env": str(spec.get("env_label")),
-                "seed": str((spec.get("config") or {}).get("seed")), "error": last[-1] if last else ""}
+        return {"run": str(data.get("run_id")), "agent": str(spec.get("agent_label")),
+                "env": str(spec.get("env_label")), "seed": str((spec.get("config") or {}).get("seed")), "error": last[-1] if last else ""}
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         return {"run": path.stem, "agent": "", "env": "", "seed": "",
                 "error": f"{path} cannot be read ({type(exc).__name__}); the sweep retries this run"}
