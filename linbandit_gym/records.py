@@ -206,8 +206,8 @@ def read_records(path: str | Path) -> pd.DataFrame:
         raise
     except Exception as exc:  # pyarrow and the CSV parser raise many types for a damaged file
         raise RecordsError(
-            f"{path} cannot be read ({exc}); it is damaged (truncated?): delete it and rerun the command to redo "
-            "that run"
+            f"{path} cannot be read ({' '.join(str(exc).split())}); it is damaged (truncated?): delete it and rerun "
+            "the command to redo that run"
         ) from exc
 
 
@@ -253,7 +253,7 @@ def check_records(path: str | Path, fingerprint: dict | None = None) -> str | No
         except ImportError:
             return None
         except Exception as exc:  # ArrowInvalid ("Parquet magic bytes not found", ...) and OSError
-            return f"is not a complete Parquet file ({exc})"
+            return f"is not a complete Parquet file ({' '.join(str(exc).split())})"  # on one line
         if fingerprint and fingerprint.get("rows") is not None and rows != fingerprint["rows"]:
             return f"has {rows} rows where {fingerprint['rows']} were written"
     if fingerprint and fingerprint.get("sha256") is not None:

@@ -318,7 +318,9 @@ def check_file_name(name: Any, what: str) -> str:
     if not isinstance(name, str) or not name:
         raise ValueError(f"{what}: expected a non-empty name, got {name!r}")
     problem = None
-    if "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
+    if os.path.isabs(name) or name.startswith(("/", "\\")):
+        problem = "is an absolute path"
+    elif "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
         problem = "has a path separator"
     elif name in (".", ".."):
         problem = "is a relative path"
