@@ -14,10 +14,12 @@ first use: ``linbandit --help`` or ``linbandit plot`` need neither.)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .arguments import ArgumentProblem, Arguments, arguments_of, format_problems
 from .specs import did_you_mean, load_object
 
 __all__ = ["AgentEntry", "agent_names", "lookup_agent", "registered_name", "resolve_agent"]
@@ -31,12 +33,44 @@ class AgentEntry:
     label: str
     factory: Callable[..., Any]
 
-    def build(self, args: dict[str, Any] | None = None) -> Any:
-        """The agent ``factory(**args)``; an argument it does not take is a ``ValueError`` naming the agent."""
+    def arguments(self) -> Arguments:
+        """The constructor's arguments (names, type hints, defaults, documented meanings),
+        named after the agent as the user typed it (:func:`linbandit_gym.arguments.arguments_of`)."""
+        return arguments_of(self.factory, self.label)
+
+    def argument_problems(self, args: dict[str, Any]) -> list[ArgumentProblem]:
+        """Every problem of ``args`` that the signature shows, each naming its argument: names
+        the agent does not take (with the closest one) and values that do not fit their type
+        hint (a per-member argument may be a list of such values). Nothing is built."""
+        return self.arguments().problems(args, sequences=self.per_member_args())
+
+    def value_problem(self, args: dict[str, Any]) -> str | None:
+        """What the agent's own checks say of ``args`` (ranges, combinations), else None: the
+        agent is built (cheap: the state is allocated when the dimension is known) and dropped."""
         try:
-            return self.factory(**(args or {}))
-        except TypeError as exc:
-            raise ValueError(f"bad arguments for agent {self.label!r}: {exc}") from exc
+            self.factory(**args)
+        except (TypeError, ValueError) as exc:
+            return f"{self.label}: {exc}"
+        return None
+
+    def check_args(self, args: dict[str, Any]) -> None:
+        """Raise a ``ValueError`` listing every problem of ``args`` (names and types, with the
+        valid arguments and their defaults; else the agent's own value checks)."""
+        problems = self.argument_problems(args)
+        if problems:
+            raise ValueError("\n".join(format_problems(problems, self.arguments())))
+
+    def build(self, args: dict[str, Any] | None = None) -> Any:
+        """The agent ``factory(**args)``; an argument it does not take is a ``ValueError`` naming
+        the agent as the user typed it, the closest valid name and the valid arguments."""
+        args = dict(args or {})
+        unknown = [p for p in self.argument_problems(args) if p.unknown]
+        if unknown:
+            raise ValueError("\n".join(format_problems(unknown, self.arguments())))
+        try:
+            return self.factory(**args)
+        except TypeError as exc:  # e.g. a required argument of a user's class: no raw __init__() text
+            raise ValueError(f"bad arguments for agent {self.label!r}: {_without_qualname(exc)}") from exc
 
     def _ask(self, question: str) -> Callable[..., Any]:
         """The class's own answer to ``question`` (a classmethod of :class:`agents.Agent`), or
@@ -57,6 +91,11 @@ class AgentEntry:
     def estimate_memory_bytes(self, d: int, n_arms: int, args: dict[str, Any]) -> int | None:
         """The class's estimate of one agent's peak memory for arm sets ``(n_arms, d)`` (``None``: unknown)."""
         return self._ask("estimate_memory_bytes")(d, n_arms, **args)
+
+
+def _without_qualname(exc: TypeError) -> str:
+    """A ``TypeError`` of a call, without the ``Class.__init__()`` Python puts first."""
+    return re.sub(r"^[\w.]*__init__\(\) ", "", str(exc))
 
 
 def agent_names() -> list[str]:

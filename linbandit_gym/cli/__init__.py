@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import ast
 import os
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -27,8 +26,9 @@ import pandas as pd
 from .._version import __version__
 from ..evaluate import run, summarize
 from ..registration import ENV_IDS, env_description
-from ..registry import agent_names, lookup_agent, resolve_agent
-from ..specs import args_label, check_env_args, non_default_args
+from ..arguments import format_problems, rst_to_text
+from ..registry import AgentEntry, agent_names, lookup_agent, resolve_agent
+from ..specs import args_label, check_env_args, env_argument_problems, env_arguments, non_default_args
 from ..threads import DEFAULT_THREADS, check_threads
 
 __all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
@@ -159,22 +159,6 @@ def _human_bytes(n: float) -> str:
 
 # -- subcommands -------------------------------------------------------------------
 
-_RST_ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`~?(?:[^`<]*<)?([^`>]+)>?`")
-_RST_LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`")
-
-
-def rst_to_text(text: str) -> str:
-    """Docstring reST as plain text: ``:class:`~a.B``` -> ``B``, double backquotes dropped,
-    ``:math:`\\sqrt{d}``` -> ``\\sqrt{d}``."""
-    def role(match: re.Match) -> str:
-        target = match.group(1)
-        # :class:`~pkg.mod.Name` and :func:`pkg.f` show the last dotted part, as Sphinx does with ~
-        return target.rsplit(".", 1)[-1] if match.group(0).split("`")[1].startswith("~") else target
-
-    text = _RST_ROLE.sub(role, text)
-    return _RST_LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
-
-
 def first_doc_line(obj: Any) -> str:
     """The summary line of ``obj``'s docstring, as plain text."""
     lines = (getattr(obj, "__doc__", None) or "").strip().splitlines()
@@ -196,11 +180,27 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_run_arguments(env_id: str, env_kwargs: dict[str, Any], entry: AgentEntry,
+                         agent_kwargs: dict[str, Any]) -> None:
+    """Every problem of ``--env-arg`` and ``--agent-arg`` at once (names, types, then values),
+    each under the name the user typed: a ``ValueError`` of one line per problem."""
+    lines = format_problems(env_argument_problems(env_id, env_kwargs), env_arguments(env_id))
+    agent_problems = entry.argument_problems(agent_kwargs)
+    lines += format_problems(agent_problems, entry.arguments())
+    if not agent_problems:
+        value_problem = entry.value_problem(agent_kwargs)
+        lines += [value_problem] if value_problem else []
+    if lines:
+        raise ValueError("\n".join(lines))
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     check_threads(args.threads, "--threads")
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
     entry = lookup_agent(args.agent)
+    _check_run_arguments(args.env, env_kwargs if args.horizon is None else {**env_kwargs, "horizon": args.horizon},
+                         entry, agent_kwargs)
     agent = entry.build(agent_kwargs)
     _, summary = run_experiment(
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
