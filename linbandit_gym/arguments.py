@@ -39,6 +39,8 @@ __all__ = [
     "ArgumentProblem",
     "Arguments",
     "arguments_of",
+    "describe_arguments",
+    "first_clause",
     "documented_arguments",
     "format_problems",
     "named_argument",
@@ -192,7 +194,7 @@ def documented_arguments(obj: Any) -> dict[str, str]:
 _ABBREVIATIONS = ("e.g.", "i.e.", "Thm.", "Eq.", "eq.", "Sec.", "Fig.", "App.", "Alg.", "cf.", "vs.", "No.")
 
 
-def first_clause(text: str, limit: int = 110) -> str:
+def first_clause(text: str, limit: int = 160) -> str:
     """The first clause of ``text``: up to the first ``". "``, ``"; "`` or ``": "`` outside
     brackets (not after an abbreviation such as ``Thm.``), cut to ``limit`` characters.
 
@@ -211,7 +213,28 @@ def first_clause(text: str, limit: int = 110) -> str:
             cut = i
             break
     clause = text[:cut].strip().rstrip(".:")
-    return clause if len(clause) <= limit else clause[: limit - 3].rstrip() + "..."
+    if len(clause) > limit:  # long asides in brackets go first: "a name of X (long list), or (X, y)"
+        clause = _drop_long_asides(clause)
+    return clause if len(clause) <= limit else clause[: limit - 3].rsplit(" ", 1)[0] + "..."
+
+
+def _drop_long_asides(text: str, longest: int = 40) -> str:
+    """``text`` without its outermost bracketed asides longer than ``longest`` characters."""
+    out, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif char == ")" and depth:
+            depth -= 1
+            if depth == 0:
+                aside = text[start:i + 1]
+                out.append(aside if len(aside) <= longest else "\0")
+            continue
+        if depth == 0:
+            out.append(char)
+    return re.sub(r"\s*\0", "", "".join(out))
 
 
 # -- types -----------------------------------------------------------------------------
@@ -363,6 +386,27 @@ def named_argument(message: str, names: Iterable[str]) -> str:
     found = [(match.start(), name) for name in names
              for match in [re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", message)] if match]
     return min(found)[1] if found else ""
+
+
+def describe_arguments(arguments: Arguments, width: int = 100) -> list[str]:
+    """One row per argument, ``name  type  default  meaning``, the meaning (its first clause)
+    wrapped under its column; for ``linbandit describe``."""
+    import textwrap
+
+    rows = [(a.name, a.type_text, a.default_text, a.summary()) for a in arguments]
+    if not rows:
+        return ["  (no arguments)"]
+    columns = [max(len(r[k]) for r in rows + [("argument", "type", "default", "")]) for k in range(3)]
+    indent = 2 + sum(columns) + 2 * 3
+    lines = ["  " + "  ".join(h.ljust(w) for h, w in zip(("argument", "type", "default"), columns)) + "  meaning"]
+    for *cells, meaning in rows:
+        head = "  " + "  ".join(c.ljust(w) for c, w in zip(cells, columns)) + "  "
+        wrapped = textwrap.wrap(meaning, max(30, width - indent)) or [""]
+        lines.append(head + wrapped[0])
+        lines += [" " * indent + more for more in wrapped[1:]]
+    if arguments.open:
+        lines.append("  (and any other keyword: the constructor takes **kwargs it does not name)")
+    return lines
 
 
 def format_problems(problems: list[ArgumentProblem], arguments: Arguments) -> list[str]:

@@ -19,10 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .arguments import ArgumentProblem, Arguments, arguments_of, format_problems
-from .specs import did_you_mean, load_object
+from .arguments import ArgumentProblem, Arguments, arguments_of, describe_arguments, format_problems, rst_to_text
+from .envs.names import closest_name, name_key
+from .registration import ENV_IDS, env_description
+from .specs import did_you_mean, env_arguments, load_object
 
-__all__ = ["AgentEntry", "agent_names", "lookup_agent", "registered_name", "resolve_agent"]
+__all__ = ["AgentEntry", "agent_names", "describe", "lookup_agent", "registered_name", "resolve_agent"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,17 @@ class AgentEntry:
         if problems:
             raise ValueError("\n".join(format_problems(problems, self.arguments())))
 
+    def describe(self) -> str:
+        """What ``linbandit describe NAME`` prints for this agent: its class, the summary line of
+        its docstring and every argument with its type, default and meaning."""
+        factory = self.factory
+        where = f"{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', type(factory).__name__)}"
+        lines = [f"{self.label}  (agent {where})", _summary_line(factory)]
+        per_member = self.per_member_args()
+        if per_member:
+            lines.append(f"batched (batch_size=B): {', '.join(per_member)} may differ between the B members")
+        return "\n".join([*filter(None, lines), "", "arguments:", *describe_arguments(self.arguments())])
+
     def build(self, args: dict[str, Any] | None = None) -> Any:
         """The agent ``factory(**args)``; an argument it does not take is a ``ValueError`` naming
         the agent as the user typed it, the closest valid name and the valid arguments."""
@@ -96,6 +109,37 @@ class AgentEntry:
 def _without_qualname(exc: TypeError) -> str:
     """A ``TypeError`` of a call, without the ``Class.__init__()`` Python puts first."""
     return re.sub(r"^[\w.]*__init__\(\) ", "", str(exc))
+
+
+def _summary_line(obj: Any) -> str:
+    lines = (getattr(obj, "__doc__", None) or "").strip().splitlines()
+    return rst_to_text(lines[0].strip()) if lines else ""
+
+
+def describe(name: str) -> str:
+    """The arguments of an env id or an agent name (case and separators ignored, as the
+    suggestions do: ``linbandit-mnist-v0``, ``soful``), or of a ``module:Class`` agent: each
+    with its type, default and the meaning its docstring gives (``linbandit describe``).
+
+    Raises:
+        ValueError: ``name`` is neither, with the closest env id or agent name.
+    """
+    envs = {name_key(env_id): env_id for env_id in ENV_IDS}
+    if name in ENV_IDS or name_key(name) in envs:
+        env_id = name if name in ENV_IDS else envs[name_key(name)]
+        lines = [f"{env_id}  (env {ENV_IDS[env_id]})", env_description(env_id), "", "arguments:",
+                 *describe_arguments(env_arguments(env_id))]
+        return "\n".join(lines)
+    from agents import AGENTS
+
+    agents = {name_key(agent): agent for agent in AGENTS}
+    if ":" in name or name_key(name) in agents:
+        return lookup_agent(name if ":" in name else agents[name_key(name)]).describe()
+    known = [*ENV_IDS, *sorted(AGENTS)]
+    close = closest_name(name, known)
+    hint = f" (did you mean {close!r}?)" if close else ""
+    raise ValueError(f"{name!r} is no env id nor agent name{hint}; `linbandit list` shows them all "
+                     "(an agent of your own: package.module:Class)")
 
 
 def agent_names() -> list[str]:

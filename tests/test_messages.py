@@ -119,3 +119,99 @@ def test_env_grid_problems_are_located_at_the_grid(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "envs[0].grid.n_arm: LinBandit-Synthetic-v0 has no argument 'n_arm' (did you mean 'n_arms'?)" in err
     assert err.count("n_arm'") == 1  # once, not once per grid point
+
+
+# -- describe: every argument, its type, default and meaning ------------------------------
+
+def _rows(text: str) -> dict[str, str]:
+    """``{argument: its row}`` of a ``describe`` table (continuation lines joined)."""
+    lines = text.split("arguments:\n", 1)[1].splitlines()[1:]
+    rows: dict[str, str] = {}
+    last = None
+    for line in lines:
+        if line.startswith("  ") and line[2] != " ":
+            last = line.split()[0]
+            rows[last] = line.strip()
+        elif last:
+            rows[last] += " " + line.strip()
+    return rows
+
+
+@pytest.mark.parametrize("name", ["SOFUL", "OFUL", "DBSLinUCB-FD", "GAllocation", SYNTH, "LinBandit-MNIST-v0",
+                                  "LinBandit-Digits-v0", "LinBandit-BAI-v0"])
+def test_describe_lists_what_the_checks_accept_with_type_default_and_meaning(name, capsys):
+    from linbandit_gym.registration import ENV_IDS
+    from linbandit_gym.specs import env_arguments
+
+    assert main(["describe", name]) == 0
+    out = capsys.readouterr().out
+    accepted = env_arguments(name) if name in ENV_IDS else lookup_agent(name).arguments()
+    rows = _rows(out)
+    assert list(rows) == [a.name for a in accepted]  # the same signature the checks read
+    for argument in accepted:
+        row = rows[argument.name]
+        assert argument.type_text in row and argument.default_text in row
+        assert argument.meaning and argument.summary() in " ".join(row.split())  # documented, from the docstring
+    assert "(not documented)" not in out
+
+
+def test_describe_reads_the_docstrings_meanings():
+    from linbandit_gym.registry import describe
+
+    soful = _rows(describe("soful"))  # case ignored
+    assert soful["sketch_size"].split() == ["sketch_size", "int", "50", "FD", "sketch", "size", "l", ">=", "1"]
+    assert "ridge lambda > 0" in soful["lam"]
+    assert "dimension of the arms" in soful["d"]  # "d, device, dtype, seed: see TorchAgent" is followed
+    mnist = _rows(describe("linbandit-mnist-v0"))
+    assert " ".join(mnist["dataset"].split()).startswith(
+        "dataset str | tuple[Any, Any] 'mnist' a name of envs_data.DATASETS, or a tuple (X, y)")
+    assert "rounds per episode" in mnist["horizon"]
+
+
+def test_describe_of_an_undocumented_user_class_says_so(tmp_path, monkeypatch):
+    (tmp_path / "myagents.py").write_text(
+        "class Greedy:\n"
+        "    '''Plays the best mean.\n\n    Args:\n        eps: exploration rate.\n    '''\n"
+        "    def __init__(self, eps: float = 0.1, width: int = 3):\n        pass\n")
+    monkeypatch.chdir(tmp_path)
+    from linbandit_gym.registry import describe
+
+    rows = _rows(describe("myagents:Greedy"))
+    assert rows["eps"].split() == ["eps", "float", "0.1", "exploration", "rate"]
+    assert rows["width"].split() == ["width", "int", "3", "(not", "documented)"]
+
+
+def test_describe_an_unknown_name_suggests_the_closest(capsys):
+    assert main(["describe", "SOFLU"]) == 2
+    assert "did you mean 'SOFUL'?" in capsys.readouterr().err
+    assert main(["describe", "LinBandit-Mnist"]) == 2
+    assert "did you mean 'LinBandit-MNIST-v0'?" in capsys.readouterr().err
+    assert main(["describe", "linbandit_mnist_v0"]) == 0  # case and separators ignored
+
+
+def test_docstring_sections_and_tables_are_parsed():
+    from linbandit_gym.arguments import documented_arguments
+
+    class Documented:
+        """Summary.
+
+        ## Arguments
+        | argument | default | meaning |
+        |---|---|---|
+        | ``a`` | 1 | the first |
+
+        Args:
+            b, c (R): shared text that
+                goes on.
+            **kwargs: forwarded.
+
+        Example: not an argument.
+        """
+
+    assert documented_arguments(Documented) == {"a": "the first", "b": "shared text that goes on.",
+                                                "c": "shared text that goes on.", "kwargs": "forwarded."}
+
+
+def test_list_points_at_describe(capsys):
+    assert main(["list"]) == 0
+    assert "linbandit describe NAME" in capsys.readouterr().out

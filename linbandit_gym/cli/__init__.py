@@ -1,6 +1,7 @@
 """The ``linbandit`` command line.
 
     linbandit list                                   registered envs and agents
+    linbandit describe NAME                          an env's or agent's arguments: type, default, meaning
     linbandit run --env ID --agent NAME [...]        play, summarise, write records + plot
     linbandit demo                                   the offline MNIST demo (the README's main job)
 
@@ -27,7 +28,7 @@ from .._version import __version__
 from ..evaluate import run, summarize
 from ..registration import ENV_IDS, env_description
 from ..arguments import format_problems, rst_to_text
-from ..registry import AgentEntry, agent_names, lookup_agent, resolve_agent
+from ..registry import AgentEntry, agent_names, describe, lookup_agent, resolve_agent
 from ..specs import args_label, check_env_args, env_argument_problems, env_arguments, non_default_args
 from ..threads import DEFAULT_THREADS, check_threads
 
@@ -177,6 +178,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
     _print_rows([(env_id, env_description(env_id)) for env_id in ENV_IDS])
     print("agents:")
     _print_rows([(name, first_doc_line(lookup_agent(name).factory)) for name in agent_names()])
+    print("\n`linbandit describe NAME`: every argument of an env or agent, with its type, default and meaning")
+    return 0
+
+
+def _cmd_describe(args: argparse.Namespace) -> int:
+    print(describe(args.name))
     return 0
 
 
@@ -254,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Linear-bandit environments and sketched agents: run, compare, plot.",
         epilog="Examples:\n"
         "  linbandit list\n"
+        "  linbandit describe SOFUL\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent OFUL --horizon 500 --seeds 3 --out runs/oful\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent SOFUL --agent-arg sketch_size=50 --env-arg d=100\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent mypackage.mymodule:MyAgent\n"
@@ -269,6 +277,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_list = sub.add_parser("list", help="show the registered environments and agents")
     p_list.set_defaults(func=_cmd_list)
+
+    p_describe = sub.add_parser(
+        "describe", help="every argument of an env or agent: type, default and meaning",
+        description="List the constructor arguments of an env id or agent name (case and separators ignored; "
+        "or your module:Class) with their types, defaults and what their docstrings say they mean: the "
+        "arguments --env-arg, --agent-arg and a sweep config's args: and grid: accept.",
+    )
+    p_describe.add_argument("name", metavar="NAME", help="an env id, an agent name or module:Class (see `linbandit list`)")
+    p_describe.set_defaults(func=_cmd_describe)
 
     p_run = sub.add_parser(
         "run", help="run one agent on one env over several seeds",

@@ -160,6 +160,18 @@ class LinBanditEnv(gym.Env):
     more than the arm sets extends :meth:`_memory_estimate` and calls
     :meth:`_refuse_if_too_large` with it before allocating (else the base class checks its
     own part).
+
+    ## Arguments
+    Keyword-only; each family passes its own (its table lists what users give it).
+
+    | argument | default | meaning |
+    |---|---|---|
+    | ``d`` | required | dimension of the arms |
+    | ``n_arms`` | required | arms per round K, >= 2 |
+    | ``horizon`` | 2000 | rounds per episode |
+    | ``noise_std`` | 0.1 | std of the Gaussian reward noise, >= 0 |
+    | ``arm_bound`` | inf | bound on every coordinate of an arm: the observation space's ``high`` (``-arm_bound`` its ``low``); 1.0 for unit-norm arms |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see Rendering above) |
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 30}
