@@ -116,8 +116,8 @@ def plot_cumulative_regret(records: pd.DataFrame, path: str | Path | None = None
     ax.set_ylabel("cumulative regret")
     n_seeds = records["seed"].nunique()
     title_env = records["env"].iloc[0] if not multi_env else "several envs"
-    ax.set_title(f"{title_env}: T = {int(records['t'].max())}, mean over {n_seeds} seed(s)"
-                 + (f", band = {band}" if n_seeds > 1 else ""))
+    ax.set_title(f"{title_env}: T = {int(records['t'].max())}, "
+                 + (f"mean over {n_seeds} seeds, band = {band}" if n_seeds > 1 else "1 seed"))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

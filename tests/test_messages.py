@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 import linbandit_gym.arguments as arguments_module
+import linbandit_gym.text as text_module
 from linbandit_gym.cli import main
 from linbandit_gym.experiments.config import ConfigError, parse_config
 from linbandit_gym.registry import lookup_agent
@@ -18,8 +19,9 @@ TINY = ["--env", SYNTH, "--env-arg", "d=4", "--env-arg", "n_arms=3", "--horizon"
 ENVS = [{"id": SYNTH, "args": {"d": 6, "n_arms": 4, "horizon": 10}}]
 
 
-def test_doctests_of_the_arguments_module():
-    assert doctest.testmod(arguments_module).failed == 0
+@pytest.mark.parametrize("module", [arguments_module, text_module])
+def test_doctests(module):
+    assert doctest.testmod(module).failed == 0
 
 
 # -- agent arguments on the command line ---------------------------------------------------
@@ -215,3 +217,61 @@ def test_docstring_sections_and_tables_are_parsed():
 def test_list_points_at_describe(capsys):
     assert main(["list"]) == 0
     assert "linbandit describe NAME" in capsys.readouterr().out
+
+
+# -- command output ------------------------------------------------------------------------
+
+class FirstArm:
+    """An agent of a user's, without ``memory_bytes``."""
+
+    def reset(self, seed=None):
+        pass
+
+    def act(self, obs):
+        return 0
+
+    def update(self, obs, action, reward):
+        pass
+
+
+def test_one_seed_has_no_spread_and_unreported_memory_says_so(tmp_path, capsys):
+    assert main(["run", *TINY, "--agent", f"{__name__}:FirstArm", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "± 0.00" not in out and "0 B" not in out
+    assert "not reported" in out
+    summary_md = (tmp_path / "summary.md").read_text()
+    assert "± 0.0" not in summary_md and "not reported" in summary_md
+
+
+def test_several_seeds_show_the_spread(capsys):
+    assert main(["run", *TINY, "--agent", "OFUL", "--seeds", "2"]) == 0
+    assert " ± " in capsys.readouterr().out
+
+
+def test_progress_lines_say_what_their_seconds_are(tmp_path, capsys):
+    import re
+
+    from linbandit_gym.cli import run_experiment
+
+    lines: list[str] = []
+    run_experiment(SYNTH, [("OFUL", lookup_agent("OFUL").build({}))], seeds=1, horizon=5,
+                   env_kwargs={"d": 4, "n_arms": 3}, log=lines.append, progress=False)
+    assert re.search(r"; 1 seed played in \d+\.\d s$", lines[0]), lines
+    assert "± 0.00" not in lines[0]
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"seeds": 1, "envs": ENVS, "agents": [{"name": "OFUL"}]}))
+    assert main(["sweep", str(config), "--out", str(tmp_path / "o"), "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    progress = [line for line in out.splitlines() if line.startswith("[1/1]")]
+    assert progress and re.search(r"\(\d+ s since the sweep started\)$", progress[0]), out
+    assert not re.search(r"\(\d+ s\)$", out, re.MULTILINE)
+    assert "worker(s)" not in out and "thread(s)" not in out and "1 worker, 1 thread per run" in out
+
+
+def test_batches_are_counted_in_words():
+    from linbandit_gym.experiments.sweep import batch_wording
+
+    assert batch_wording([2, 2]) == "4 runs in 2 batches of 2 members"
+    assert batch_wording([5]) == "5 runs in 1 batch of 5 members"
+    assert batch_wording([2, 6, 4]) == "12 runs in 3 batches of 2 to 6 members"
+    assert "batch(es)" not in batch_wording([2, 2]) and "2-2" not in batch_wording([2, 2])

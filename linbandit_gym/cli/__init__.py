@@ -30,6 +30,7 @@ from ..registration import ENV_IDS, env_description
 from ..arguments import format_problems, rst_to_text
 from ..registry import AgentEntry, agent_names, describe, lookup_agent, resolve_agent
 from ..specs import args_label, check_env_args, env_argument_problems, env_arguments, non_default_args
+from ..text import count, human_bytes, mean_spread
 from ..threads import DEFAULT_THREADS, check_threads
 
 __all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
@@ -99,9 +100,9 @@ def run_experiment(
     def agent_done(index: int, frame: pd.DataFrame) -> None:
         if log is not None:
             row = summarize(frame).iloc[0]
-            log(f"[{index + 1}/{len(players)}] {row['agent']}: final regret {row['final_regret_mean']:.2f} "
-                f"± {row['final_regret_std']:.2f}, {row['ms_per_round']:.3f} ms/round "
-                f"({time.perf_counter() - clock[0]:.1f} s)")
+            regret = mean_spread(row["final_regret_mean"], row["final_regret_std"], int(row["seeds"]))
+            log(f"[{index + 1}/{len(players)}] {row['agent']}: final regret {regret}, {row['ms_per_round']:.3f} "
+                f"ms/round; {count(int(row['seeds']), 'seed')} played in {time.perf_counter() - clock[0]:.1f} s")
         clock[0] = time.perf_counter()
 
     if out is None:
@@ -136,26 +137,18 @@ def format_summary(summary: pd.DataFrame) -> str:
             "env": summary["env"],
             "seeds": summary["seeds"],
             "rounds": summary["rounds"],
-            "final regret": [
-                f"{m:.2f} ± {s:.2f}" for m, s in zip(summary["final_regret_mean"], summary["final_regret_std"])
-            ],
+            # mean ± std over the seeds; the mean alone for one seed, which has no spread
+            "final regret": [mean_spread(m, s, n) for m, s, n in
+                             zip(summary["final_regret_mean"], summary["final_regret_std"], summary["seeds"])],
             "ms/round": summary["ms_per_round"].map(lambda v: f"{v:.3f}"),  # CPU time in act + update
             **({"wall ms/round": summary["wall_ms_per_round"].map(lambda v: f"{v:.3f}")}
                if "wall_ms_per_round" in summary else {}),
-            "peak memory": summary["peak_memory_bytes"].map(_human_bytes),
+            "peak memory": summary["peak_memory_bytes"].map(human_bytes),  # "not reported": no memory_bytes()
             # how the times were measured: alone, or each run's share of a batch's time
             **({"timing": summary["timing"]} if "timing" in summary else {}),
         }
     )
     return table.to_string(index=False)
-
-
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024.0
-    return f"{n:.1f} GiB"
 
 
 # -- subcommands -------------------------------------------------------------------
@@ -244,7 +237,7 @@ def _print_now(line: str) -> None:
 def _cmd_demo(args: argparse.Namespace) -> int:
     check_threads(args.threads, "--threads")
     env_id = "LinBandit-MNIST-v0" if "LinBandit-MNIST-v0" in ENV_IDS else "LinBandit-Synthetic-v0"
-    _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {args.seeds} seed(s); works offline")
+    _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {count(args.seeds, 'seed')}; works offline")
     _, summary = run_experiment(
         env_id, demo_agents(), seeds=args.seeds, horizon=args.horizon, out=args.out,
         progress=False if args.no_progress else None, log=_print_now, threads=args.threads,

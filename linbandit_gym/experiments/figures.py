@@ -23,6 +23,7 @@ from ..plots import (
     plot_sketch_size, plot_spectral_exponent, save_figure,
 )
 from ..evaluate import timed_runs
+from ..text import NOT_REPORTED, count, mean_spread, reported_bytes
 from .config import select_labels
 from .sweep import load_records, load_runs, read_sweep_config, summary_table
 
@@ -68,8 +69,7 @@ def _caption(settings: dict, runs: pd.DataFrame) -> str:
     rounds = runs["rounds"].max() if "rounds" in runs and "horizon" not in settings else None
     if rounds is not None and pd.notna(rounds):
         parts.append(f"T={int(rounds)}")
-    seeds = runs["seed"].nunique()
-    parts.append(f"{seeds} seed{'s' if seeds != 1 else ''}")
+    parts.append(count(runs["seed"].nunique(), "seed"))
     return f"{settings.get('id', '')}: " + ", ".join(parts)
 
 
@@ -104,13 +104,15 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
             "agent": table["agent"],
             "seeds": table["seeds"],
             "rounds": table["rounds"],
-            "final regret": [f"{m:.1f} ± {s:.1f}" for m, s in zip(table["final_regret_mean"], table["final_regret_std"])],
+            # mean ± std over the seeds; the mean alone for one seed, which has no spread
+            "final regret": [mean_spread(m, s, n, digits=1) for m, s, n in
+                             zip(table["final_regret_mean"], table["final_regret_std"], table["seeds"])],
             "CPU time (s)": table["time_s"].map(lambda v: f"{v:.2f}"),
             "ms/round": table["ms_per_round"].map(lambda v: f"{v:.3f}"),
             "wall ms/round": (table["wall_ms_per_round"] if "wall_ms_per_round" in table
                               else pd.Series(np.nan, index=table.index)).map(_ms_or_blank),
             "timing": _timing_words(table),
-            "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
+            "peak memory (KiB)": table["peak_memory_kib"].map(_kib_or_not_reported),
             "final sketch size": table["final_sketch_size"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
         })
     return pd.DataFrame({
@@ -135,7 +137,7 @@ def _timing_words(table: pd.DataFrame) -> list[str]:
     words = []
     for timing, seeds, plays in zip(table["timing"], table["timed_seeds"], repeats.fillna(1)):
         best = f", best of {int(plays)}" if timing == "alone" and plays > 1 else ""
-        words.append(f"{timing}{best}, {int(seeds)} seed{'s' if seeds != 1 else ''}")
+        words.append(f"{timing}{best}, {count(int(seeds), 'seed')}")
     return words
 
 
@@ -148,6 +150,10 @@ def _shared_times_note(table: pd.DataFrame) -> str:
         return ""
     names = ", ".join(map(str, shared[:4])) + (f" and {len(shared) - 4} more" if len(shared) > 4 else "")
     return f"\ntimes of {names}: shares of batched runs, not measured alone"
+
+
+def _kib_or_not_reported(value: float) -> str:
+    return f"{value:.1f}" if reported_bytes(value) else NOT_REPORTED
 
 
 def _ms_or_blank(value: float) -> str:
@@ -210,7 +216,7 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
             fig = plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
             data = raw.get("data") or {}
             caption = (f"N(0, I) rows, normalised: n={data.get('n')}, d={data.get('d')}, "
-                       f"{runs['seed'].nunique()} seed(s)")
+                       f"{count(runs['seed'].nunique(), 'seed')}")
             _title(fig.axes[0], spec.get("title") or "spectral norm error of the sketch", caption)
             written += save_figure(fig, plot_dir / (spec.get("name") or f"matrix_error_{i}"), formats)
         return written
