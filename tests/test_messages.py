@@ -275,3 +275,48 @@ def test_batches_are_counted_in_words():
     assert batch_wording([5]) == "5 runs in 1 batch of 5 members"
     assert batch_wording([2, 6, 4]) == "12 runs in 3 batches of 2 to 6 members"
     assert "batch(es)" not in batch_wording([2, 2]) and "2-2" not in batch_wording([2, 2])
+
+
+# -- warnings: at the user's line, once per cause, and none unexpected in the test run ---------
+
+def test_a_warning_points_at_the_users_line_through_gym_make_and_is_said_once():
+    import warnings
+
+    import gymnasium as gym
+
+    from linbandit_gym.envs import LinBanditWarning
+
+    env = gym.make(SYNTH, d=3, n_arms=4)  # render() goes through Gymnasium's wrappers first
+    env.reset(seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # Python's own: once per (message, category, place)
+        for _ in range(5):
+            env.render()
+    assert [w.category for w in caught] == [LinBanditWarning]
+    assert caught[0].filename == __file__, caught[0].filename
+    env.close()
+
+
+def test_an_unexpected_project_warning_fails_the_test_run(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "test_unexpected.py").write_text(
+        "import warnings\n"
+        "import linbandit_gym\n"
+        "from linbandit_gym.envs import SyntheticLinBanditEnv\n\n"
+        "def test_render_without_a_mode():\n"
+        "    SyntheticLinBanditEnv(d=3, n_arms=4).render()\n\n"
+        "def test_a_library_line_that_warns(monkeypatch):\n"
+        "    import linbandit_gym.text as text\n"
+        "    exec(compile('warnings.warn(\"from the library\")', text.__file__, 'exec'),\n"
+        "         {'warnings': warnings, '__name__': 'linbandit_gym.text'})\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c",
+                           str(root / "pyproject.toml"), "--rootdir", str(root), str(tmp_path)],
+                          capture_output=True, text=True, cwd=root)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "2 failed" in proc.stdout, proc.stdout[-2000:]
+    assert "LinBanditWarning: render() was called with render_mode=None" in proc.stdout
+    assert "UserWarning: from the library" in proc.stdout

@@ -20,6 +20,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .memory import Allocation, MemoryEstimate, check_fits
+from .user_warnings import warn_user
 
 __all__ = [
     "LinBanditEnv", "RENDER_MODES", "check_bool", "check_nonnegative_float", "check_positive_int", "check_render_mode",
@@ -389,7 +390,7 @@ class LinBanditEnv(gym.Env):
         """The current frame: an ``(H, W, 3)`` uint8 array (``"rgb_array"``), or drawn in a
         window (``"human"``, returns None). See the class docstring for what it shows."""
         if self.render_mode is None:
-            gym.logger.warn(
+            warn_user(
                 "render() was called with render_mode=None: nothing to draw. Make the env with "
                 "render_mode='rgb_array' (frames) or 'human' (a matplotlib window)."
             )
