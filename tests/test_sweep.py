@@ -293,7 +293,9 @@ def test_plot_and_report_commands(serial_dir, capsys):
     assert page.count("data:image/png;base64,") == len(list(plots.glob("*.png"))) >= 4
     assert "OFUL" in page and "linbandit" in page
     assert main(["report", str(serial_dir), "--format", "md", "--no-replot"]) == 0
-    assert "![regret_a](plots/regret_a.png)" in (serial_dir / "report.md").read_text()
+    md = (serial_dir / "report.md").read_text()
+    assert "![Cumulative regret on A](plots/regret_a.png)" in md  # named in words, not by its file
+    assert "*Cumulative regret against the round t on A (" in md
     capsys.readouterr()
 
 
