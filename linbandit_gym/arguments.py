@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .envs.base import short_repr
 from .envs.names import did_you_mean
 
 __all__ = [
@@ -286,11 +287,6 @@ def value_matches(value: Any, hint: Any) -> bool:
     return True  # a TypeVar, Callable[...], a string annotation, ...: cannot check here
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    text = " ".join(repr(value).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 # -- the arguments of a constructor ----------------------------------------------------
 
 @dataclass(frozen=True)
@@ -312,7 +308,7 @@ class Argument:
 
     @property
     def default_text(self) -> str:
-        return "required" if self.required else _short(self.default, 30)
+        return "required" if self.required else short_repr(self.default, 30)
 
     def summary(self) -> str:
         """One line of meaning (the first clause of the documented text), or says there is none."""
@@ -326,6 +322,7 @@ class ArgumentProblem:
     name: str
     message: str
     unknown: bool = False  #: the name is not an argument (the valid ones are worth listing)
+    error: Exception | None = None  #: the class's own exception, for a value its checks refused
 
 
 @dataclass(frozen=True)
@@ -372,7 +369,7 @@ class Arguments:
             wrong = [v for v in values if not value_matches(v, argument.hint)]
             if wrong:
                 out.append(ArgumentProblem(
-                    name, f"{self.owner} argument {name}={_short(value)}: expected {argument.type_text}, "
+                    name, f"{self.owner} argument {name}={short_repr(value, 60)}: expected {argument.type_text}, "
                           f"got {type(wrong[0]).__name__}"))
         return out
 

@@ -114,7 +114,7 @@ def env_argument_problems(env_id: str, args: dict[str, Any]) -> list[ArgumentPro
         try:
             check_values(**args)
         except (TypeError, ValueError) as exc:
-            problems.append(ArgumentProblem(named_argument(str(exc), args), f"{env_id}: {exc}"))
+            problems.append(ArgumentProblem(named_argument(str(exc), args), f"{env_id}: {exc}", error=exc))
     return problems
 
 
@@ -130,11 +130,15 @@ def check_env_args(env_id: str, args: dict[str, Any]) -> None:
 
     Raises:
         ValueError: naming every bad key (with the closest valid one and the valid keys and
-            their defaults) or the expected type; one line per problem.
+            their defaults) or the expected type, one line per problem; or the env's own
+            ``ValueError`` for a value its checks refuse (e.g. an ``EnvTooLargeError``).
     """
     problems = env_argument_problems(env_id, args)
+    refused = problems[0].error if len(problems) == 1 else None
+    if isinstance(refused, ValueError):
+        raise refused
     if problems:
-        raise ValueError("\n".join(format_problems(problems, env_arguments(env_id))))
+        raise ValueError("\n".join(format_problems(problems, env_arguments(env_id)))) from refused
 
 
 # -- labels ---------------------------------------------------------------------------
