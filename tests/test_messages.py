@@ -81,6 +81,7 @@ def test_a_grid_key_is_reported_at_the_grid_not_at_args():
     assert problems == [problems[0]] and problems[0].startswith(
         "agents[1].grid.sketch_sise: SOFUL has no argument 'sketch_sise' (did you mean 'sketch_size'?); "
         "valid arguments: lam=1.0")
+    assert not problems[0].startswith("agents[1].args") and "__init__()" not in problems[0]
 
 
 def test_args_keys_list_grid_points_and_tuned_overrides_are_each_located():
