@@ -12,7 +12,7 @@ class (``def make_agent(eps: float = 0.1) -> MyAgent``). Anything else -- ``os:s
 ``subprocess:getoutput``, ``collections:OrderedDict`` -- is refused with one line, before it is
 called (:func:`check_agent_factory`). Arguments are checked against the signature
 (:meth:`AgentEntry.check_args`) and sizes against the memory available
-(:func:`estimate_run_bytes`), still without building anything.
+(:func:`estimate_run_bytes`, :func:`check_run_fits`), still without building anything.
 
 What a caller needs to know before building an agent -- whether agents of its class batch,
 the arguments batch members may differ in, an estimate of its memory -- is asked of the class
@@ -24,16 +24,20 @@ first use: ``linbandit --help`` or ``linbandit plot`` need neither.)
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .specs import _matches, _signature_params, _type_name, did_you_mean, load_object
+from .arguments import ArgumentProblem, Arguments, arguments_of, describe_arguments, format_problems, rst_to_text
+from .envs.names import closest_name, name_key
+from .registration import ENV_IDS, env_description
+from .specs import did_you_mean, env_arguments, load_object
 
 __all__ = ["AGENT_METHODS", "AgentEntry", "RunMemory", "RunTooLargeError", "agent_names", "check_agent_factory",
-           "check_run_fits", "estimate_run_bytes",
-           "lookup_agent", "lookup_estimator", "registered_name", "resolve_agent"]
+           "check_run_fits", "describe", "estimate_run_bytes", "lookup_agent", "lookup_estimator", "registered_name",
+           "resolve_agent"]
 
 #: What every agent has (the agent contract, DESIGN.md): checked on a ``module:Class`` before use.
 AGENT_METHODS = ("reset", "act", "update")
@@ -49,34 +53,64 @@ class AgentEntry:
     label: str
     factory: Callable[..., Any]
 
-    def build(self, args: dict[str, Any] | None = None) -> Any:
-        """The agent ``factory(**args)``; an argument it does not take is a ``ValueError`` naming the agent."""
+    def arguments(self) -> Arguments:
+        """The constructor's arguments (names, type hints, defaults, documented meanings),
+        named after the agent as the user typed it (:func:`linbandit_gym.arguments.arguments_of`)."""
+        return arguments_of(self.factory, self.label)
+
+    def argument_problems(self, args: dict[str, Any]) -> list[ArgumentProblem]:
+        """Every problem of ``args`` that the signature shows, each naming its argument: names
+        the agent does not take (with the closest one) and values that do not fit their type
+        hint (a per-member argument may be a list of such values). Nothing is built."""
+        return self.arguments().problems(args, sequences=self.per_member_args())
+
+    def value_problem(self, args: dict[str, Any]) -> str | None:
+        """What the agent's own checks say of ``args`` (ranges, combinations), else None.
+
+        Only a registered agent is asked, built *without* ``d`` (so that it allocates nothing:
+        the state is allocated when the dimension is known) and dropped; ``d`` itself must be a
+        positive int. A user's ``module:Class`` is never constructed here: its own code runs in
+        its runs, not in validation or ``--dry-run``."""
+        if ":" in self.label:
+            return None
+        d = args.get("d")
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or d < 1):
+            return f"{self.label}: d must be a positive int (the arms' dimension), got {d!r}"
         try:
-            return self.factory(**(args or {}))
-        except TypeError as exc:
-            raise ValueError(f"bad arguments for agent {self.label!r}: {exc}") from exc
+            self.factory(**{k: v for k, v in args.items() if k != "d"})
+        except (TypeError, ValueError) as exc:
+            return f"{self.label}: {exc}"
+        return None
 
     def check_args(self, args: dict[str, Any]) -> None:
-        """Check argument names and types against the factory's signature, building nothing.
+        """Raise a ``ValueError`` listing every problem of ``args`` (names and types, with the
+        valid arguments and their defaults; else the agent's own value checks)."""
+        problems = self.argument_problems(args)
+        if problems:
+            raise ValueError("\n".join(format_problems(problems, self.arguments())))
 
-        Every name must be a parameter of the factory (of the first ``__init__`` along its MRO
-        that does not forward ``**kwargs``); every value must fit the parameter's type hint
-        where it has one (an ``int`` passes for ``float``). A factory that takes ``**kwargs``
-        accepts any name.
+    def describe(self) -> str:
+        """What ``linbandit describe NAME`` prints for this agent: its class, the summary line of
+        its docstring and every argument with its type, default and meaning."""
+        factory = self.factory
+        where = f"{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', type(factory).__name__)}"
+        lines = [f"{self.label}  (agent {where})", _summary_line(factory)]
+        per_member = self.per_member_args()
+        if per_member:
+            lines.append(f"batched (batch_size=B): {', '.join(per_member)} may differ between the B members")
+        return "\n".join([*filter(None, lines), "", "arguments:", *describe_arguments(self.arguments())])
 
-        Raises:
-            ValueError: naming the agent, the argument and the valid names or the type.
-        """
-        params, is_open = _signature_params(self.factory)
-        for key, value in args.items():
-            if key not in params:
-                if is_open:
-                    continue
-                raise ValueError(f"agent {self.label!r} has no argument {key!r}{did_you_mean(key, params)}; "
-                                 f"valid arguments: {', '.join(sorted(params))}")
-            if not _matches(value, params[key]):
-                raise ValueError(f"agent {self.label!r} argument {key}={value!r}: expected "
-                                 f"{_type_name(params[key])}, got {type(value).__name__}")
+    def build(self, args: dict[str, Any] | None = None) -> Any:
+        """The agent ``factory(**args)``; an argument it does not take is a ``ValueError`` naming
+        the agent as the user typed it, the closest valid name and the valid arguments."""
+        args = dict(args or {})
+        unknown = [p for p in self.argument_problems(args) if p.unknown]
+        if unknown:
+            raise ValueError("\n".join(format_problems(unknown, self.arguments())))
+        try:
+            return self.factory(**args)
+        except TypeError as exc:  # e.g. a required argument of a user's class: no raw __init__() text
+            raise ValueError(f"bad arguments for agent {self.label!r}: {_without_qualname(exc)}") from exc
 
     def _ask(self, question: str) -> Callable[..., Any]:
         """The class's own answer to ``question`` (a classmethod of :class:`agents.Agent`), or
@@ -97,6 +131,42 @@ class AgentEntry:
     def estimate_memory_bytes(self, d: int, n_arms: int, args: dict[str, Any]) -> int | None:
         """The class's estimate of one agent's peak memory for arm sets ``(n_arms, d)`` (``None``: unknown)."""
         return self._ask("estimate_memory_bytes")(d, n_arms, **args)
+
+
+def _without_qualname(exc: TypeError) -> str:
+    """A ``TypeError`` of a call, without the ``Class.__init__()`` Python puts first."""
+    return re.sub(r"^[\w.]*__init__\(\) ", "", str(exc))
+
+
+def _summary_line(obj: Any) -> str:
+    lines = (getattr(obj, "__doc__", None) or "").strip().splitlines()
+    return rst_to_text(lines[0].strip()) if lines else ""
+
+
+def describe(name: str) -> str:
+    """The arguments of an env id or an agent name (case and separators ignored, as the
+    suggestions do: ``linbandit-mnist-v0``, ``soful``), or of a ``module:Class`` agent: each
+    with its type, default and the meaning its docstring gives (``linbandit describe``).
+
+    Raises:
+        ValueError: ``name`` is neither, with the closest env id or agent name.
+    """
+    envs = {name_key(env_id): env_id for env_id in ENV_IDS}
+    if name in ENV_IDS or name_key(name) in envs:
+        env_id = name if name in ENV_IDS else envs[name_key(name)]
+        lines = [f"{env_id}  (env {ENV_IDS[env_id]})", env_description(env_id), "", "arguments:",
+                 *describe_arguments(env_arguments(env_id))]
+        return "\n".join(lines)
+    from agents import AGENTS
+
+    agents = {name_key(agent): agent for agent in AGENTS}
+    if ":" in name or name_key(name) in agents:
+        return lookup_agent(name if ":" in name else agents[name_key(name)]).describe()
+    known = [*ENV_IDS, *sorted(AGENTS)]
+    close = closest_name(name, known)
+    hint = f" (did you mean {close!r}?)" if close else ""
+    raise ValueError(f"{name!r} is no env id nor agent name{hint}; `linbandit list` shows them all "
+                     "(an agent of your own: package.module:Class)")
 
 
 def agent_names() -> list[str]:

@@ -70,7 +70,7 @@ def batched_dir(tmp_path_factory):
     lines = []
     result = sweep(GRID, out, timing_runs=False, log=lines.append)  # batched by default, every seed
     assert result.ok and len(result.executed) == N_RUNS
-    assert any(line.startswith(f"batched: {N_RUNS} runs in 5 batch(es) of 6-6 members") for line in lines), lines
+    assert any(line.startswith(f"batched: {N_RUNS} runs in 5 batches of 6 members") for line in lines), lines
     return out
 
 
@@ -99,7 +99,7 @@ def test_the_first_seed_of_every_configuration_is_timed_alone(per_run_dir, tmp_p
     lines = []
     result = sweep(GRID, tmp_path, log=lines.append)
     assert result.ok and len(result.executed) == N_RUNS
-    assert any(line.startswith(f"batched: {N_RUNS - 10} runs in 5 batch(es) of 4-4 members, 10 run(s) on their own "
+    assert any(line.startswith(f"batched: {N_RUNS - 10} runs in 5 batches of 4 members, 10 runs on their own "
                                "(seed 0 of each configuration timed alone)") for line in lines), lines
     _same_runs(per_run_dir, tmp_path, lambda meta: None if meta["seed"] == 0 else 4)
     records = load_records(tmp_path)
@@ -153,7 +153,7 @@ def _kill_saving_and_resume(cfg: dict, out, monkeypatch, kill_at: int, per_run_d
 def test_kill_in_the_middle_of_a_batch_redoes_only_unfinished_runs(per_run_dir, tmp_path, monkeypatch):
     # Ctrl-C while the fifth member of the first batch (2 betas x 3 seeds) is saved
     lines = _kill_saving_and_resume(GRID, tmp_path, monkeypatch, 4, per_run_dir)
-    assert any("runs in 5 batch(es) of 2-6 members" in line for line in lines), lines  # the cut batch's rest is packed again
+    assert any("runs in 5 batches of 2 to 6 members" in line for line in lines), lines  # the cut batch's rest is packed again
 
 
 def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
@@ -389,7 +389,7 @@ def test_a_grid_over_lam_beta_sketch_size_and_seeds_gives_the_per_run_records(mi
     sizes = {name: _members_per_batch(name) for name in ("OFUL", "SOFUL", "DBSLinUCB")}
     assert sizes["OFUL"] == 8, "OFUL members must differ in lam and beta (agents' per_member_args)"
     n_batches = 1 + 16 // sizes["SOFUL"] + 16 // sizes["DBSLinUCB"]  # one per value of what may not differ
-    assert any(f"batched: {N_MIXED} runs in {n_batches} batch(es) of {min(sizes.values())}-{max(sizes.values())} "
+    assert any(f"batched: {N_MIXED} runs in {n_batches} batches of {min(sizes.values())} to {max(sizes.values())} "
                "members" in line for line in lines), lines
     _same_runs(one, many, lambda meta: sizes[meta["config"]["agent"]["name"]])
     for path in sorted((many / "runs").glob("*.json")):  # each member under its own label

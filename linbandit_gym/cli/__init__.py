@@ -1,6 +1,7 @@
 """The ``linbandit`` command line.
 
     linbandit list                                   registered envs and agents
+    linbandit describe NAME                          an env's or agent's arguments: type, default, meaning
     linbandit run --env ID --agent NAME [...]        play, summarise, write records + plot
     linbandit demo                                   the offline MNIST demo (the README's main job)
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 import argparse
 import ast
 import os
-import re
 import signal
 import sys
 import threading
@@ -29,8 +29,10 @@ import pandas as pd
 from .._version import __version__
 from ..evaluate import run, summarize
 from ..registration import ENV_IDS, env_description
-from ..registry import agent_names, lookup_agent, resolve_agent
-from ..specs import args_label, check_env_args, non_default_args
+from ..arguments import format_problems, rst_to_text
+from ..registry import AgentEntry, agent_names, describe, lookup_agent, resolve_agent
+from ..specs import args_label, check_env_args, env_argument_problems, env_arguments, non_default_args
+from ..text import count, human_bytes, mean_spread
 from ..threads import DEFAULT_THREADS, check_threads
 
 __all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
@@ -100,9 +102,9 @@ def run_experiment(
     def agent_done(index: int, frame: pd.DataFrame) -> None:
         if log is not None:
             row = summarize(frame).iloc[0]
-            log(f"[{index + 1}/{len(players)}] {row['agent']}: final regret {row['final_regret_mean']:.2f} "
-                f"± {row['final_regret_std']:.2f}, {row['ms_per_round']:.3f} ms/round "
-                f"({time.perf_counter() - clock[0]:.1f} s)")
+            regret = mean_spread(row["final_regret_mean"], row["final_regret_std"], int(row["seeds"]))
+            log(f"[{index + 1}/{len(players)}] {row['agent']}: final regret {regret}, {row['ms_per_round']:.3f} "
+                f"ms/round; {count(int(row['seeds']), 'seed')} played in {time.perf_counter() - clock[0]:.1f} s")
         clock[0] = time.perf_counter()
 
     if out is None:
@@ -137,13 +139,13 @@ def format_summary(summary: pd.DataFrame) -> str:
             "env": summary["env"],
             "seeds": summary["seeds"],
             "rounds": summary["rounds"],
-            "final regret": [
-                f"{m:.2f} ± {s:.2f}" for m, s in zip(summary["final_regret_mean"], summary["final_regret_std"])
-            ],
+            # mean ± std over the seeds; the mean alone for one seed, which has no spread
+            "final regret": [mean_spread(m, s, n) for m, s, n in
+                             zip(summary["final_regret_mean"], summary["final_regret_std"], summary["seeds"])],
             "ms/round": summary["ms_per_round"].map(lambda v: f"{v:.3f}"),  # CPU time in act + update
             **({"wall ms/round": summary["wall_ms_per_round"].map(lambda v: f"{v:.3f}")}
                if "wall_ms_per_round" in summary else {}),
-            "peak memory": summary["peak_memory_bytes"].map(_human_bytes),
+            "peak memory": summary["peak_memory_bytes"].map(human_bytes),  # "not reported": no memory_bytes()
             # how the times were measured: alone, or each run's share of a batch's time
             **({"timing": summary["timing"]} if "timing" in summary else {}),
         }
@@ -151,31 +153,7 @@ def format_summary(summary: pd.DataFrame) -> str:
     return table.to_string(index=False)
 
 
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024.0
-    return f"{n:.1f} GiB"
-
-
 # -- subcommands -------------------------------------------------------------------
-
-_RST_ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`~?(?:[^`<]*<)?([^`>]+)>?`")
-_RST_LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`")
-
-
-def rst_to_text(text: str) -> str:
-    """Docstring reST as plain text: ``:class:`~a.B``` -> ``B``, double backquotes dropped,
-    ``:math:`\\sqrt{d}``` -> ``\\sqrt{d}``."""
-    def role(match: re.Match) -> str:
-        target = match.group(1)
-        # :class:`~pkg.mod.Name` and :func:`pkg.f` show the last dotted part, as Sphinx does with ~
-        return target.rsplit(".", 1)[-1] if match.group(0).split("`")[1].startswith("~") else target
-
-    text = _RST_ROLE.sub(role, text)
-    return _RST_LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
-
 
 def first_doc_line(obj: Any) -> str:
     """The summary line of ``obj``'s docstring, as plain text."""
@@ -195,7 +173,27 @@ def _cmd_list(args: argparse.Namespace) -> int:
     _print_rows([(env_id, env_description(env_id)) for env_id in ENV_IDS])
     print("agents:")
     _print_rows([(name, first_doc_line(lookup_agent(name).factory)) for name in agent_names()])
+    print("\n`linbandit describe NAME`: every argument of an env or agent, with its type, default and meaning")
     return 0
+
+
+def _cmd_describe(args: argparse.Namespace) -> int:
+    print(describe(args.name))
+    return 0
+
+
+def _check_run_arguments(env_id: str, env_kwargs: dict[str, Any], entry: AgentEntry,
+                         agent_kwargs: dict[str, Any]) -> None:
+    """Every problem of ``--env-arg`` and ``--agent-arg`` at once (names, types, then values),
+    each under the name the user typed: a ``ValueError`` of one line per problem."""
+    lines = format_problems(env_argument_problems(env_id, env_kwargs), env_arguments(env_id))
+    agent_problems = entry.argument_problems(agent_kwargs)
+    lines += format_problems(agent_problems, entry.arguments())
+    if not agent_problems:
+        value_problem = entry.value_problem(agent_kwargs)
+        lines += [value_problem] if value_problem else []
+    if lines:
+        raise ValueError("\n".join(lines))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -203,8 +201,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
     entry = lookup_agent(args.agent)
-    _check_before_building(entry, agent_kwargs, args.env, {**env_kwargs, **(
-        {"horizon": args.horizon} if args.horizon is not None else {})})
+    run_env_kwargs = env_kwargs if args.horizon is None else {**env_kwargs, "horizon": args.horizon}
+    _check_run_arguments(args.env, run_env_kwargs, entry, agent_kwargs)
+    _check_run_memory(entry, agent_kwargs, args.env, run_env_kwargs)
     agent = entry.build(agent_kwargs)
     _, summary = run_experiment(
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
@@ -219,14 +218,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_before_building(entry: Any, agent_kwargs: dict[str, Any], env_id: str, env_kwargs: dict[str, Any]) -> None:
-    """What ``run`` checks before it builds the agent: its arguments against the signature, the
-    env's arguments against the env's, and that agent and env fit in memory together (from their
-    estimates; :func:`linbandit_gym.registry.check_run_fits`)."""
+def _check_run_memory(entry: AgentEntry, agent_kwargs: dict[str, Any], env_id: str, env_kwargs: dict[str, Any]) -> None:
+    """Before ``run`` builds the agent: agent and env must fit in memory together, from their
+    estimates (:func:`linbandit_gym.registry.check_run_fits`); nothing is built."""
     from ..registry import check_run_fits, estimate_run_bytes
 
-    entry.check_args(agent_kwargs)
-    check_env_args(env_id, env_kwargs)
     check_run_fits(entry, agent_kwargs, estimate_run_bytes(entry, agent_kwargs, env_id, env_kwargs), env_id)
 
 
@@ -252,7 +248,7 @@ def _print_now(line: str) -> None:
 def _cmd_demo(args: argparse.Namespace) -> int:
     check_threads(args.threads, "--threads")
     env_id = "LinBandit-MNIST-v0" if "LinBandit-MNIST-v0" in ENV_IDS else "LinBandit-Synthetic-v0"
-    _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {args.seeds} seed(s); works offline")
+    _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {count(args.seeds, 'seed')}; works offline")
     _, summary = run_experiment(
         env_id, demo_agents(), seeds=args.seeds, horizon=args.horizon, out=args.out,
         progress=False if args.no_progress else None, log=_print_now, threads=args.threads,
@@ -269,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Linear-bandit environments and sketched agents: run, compare, plot.",
         epilog="Examples:\n"
         "  linbandit list\n"
+        "  linbandit describe SOFUL\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent OFUL --horizon 500 --seeds 3 --out runs/oful\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent SOFUL --agent-arg sketch_size=50 --env-arg d=100\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent mypackage.mymodule:MyAgent\n"
@@ -284,6 +281,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_list = sub.add_parser("list", help="show the registered environments and agents")
     p_list.set_defaults(func=_cmd_list)
+
+    p_describe = sub.add_parser(
+        "describe", help="every argument of an env or agent: type, default and meaning",
+        description="List the constructor arguments of an env id or agent name (case and separators ignored; "
+        "or your module:Class) with their types, defaults and what their docstrings say they mean: the "
+        "arguments --env-arg, --agent-arg and a sweep config's args: and grid: accept.",
+    )
+    p_describe.add_argument("name", metavar="NAME", help="an env id, an agent name or module:Class (see `linbandit list`)")
+    p_describe.set_defaults(func=_cmd_describe)
 
     p_run = sub.add_parser(
         "run", help="run one agent on one env over several seeds",

@@ -7,6 +7,7 @@ from .heavy_tail import HeavyTailLinBanditEnv
 from .locally_convex import LocallyConvexLinBanditEnv
 from .memory import EnvTooLargeError, MemoryEstimate
 from .synthetic import SyntheticLinBanditEnv
+from .user_warnings import LinBanditWarning
 
 __all__ = [
     "BAILinBanditEnv",
@@ -14,6 +15,7 @@ __all__ = [
     "EnvTooLargeError",
     "HeavyTailLinBanditEnv",
     "LinBanditEnv",
+    "LinBanditWarning",
     "LocallyConvexLinBanditEnv",
     "MemoryEstimate",
     "SyntheticLinBanditEnv",

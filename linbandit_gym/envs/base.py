@@ -20,6 +20,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .memory import Allocation, MemoryEstimate, check_fits
+from .user_warnings import warn_user
 
 __all__ = [
     "LinBanditEnv", "RENDER_MODES", "check_bool", "check_nonnegative_float", "check_positive_int", "check_render_mode",
@@ -160,6 +161,18 @@ class LinBanditEnv(gym.Env):
     more than the arm sets extends :meth:`_memory_estimate` and calls
     :meth:`_refuse_if_too_large` with it before allocating (else the base class checks its
     own part).
+
+    ## Arguments
+    Keyword-only; each family passes its own (its table lists what users give it).
+
+    | argument | default | meaning |
+    |---|---|---|
+    | ``d`` | required | dimension of the arms |
+    | ``n_arms`` | required | arms per round K, >= 2 |
+    | ``horizon`` | 2000 | rounds per episode |
+    | ``noise_std`` | 0.1 | std of the Gaussian reward noise, >= 0 |
+    | ``arm_bound`` | inf | bound on every coordinate of an arm: the observation space's ``high`` (``-arm_bound`` its ``low``); 1.0 for unit-norm arms |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see Rendering above) |
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 30}
@@ -377,7 +390,7 @@ class LinBanditEnv(gym.Env):
         """The current frame: an ``(H, W, 3)`` uint8 array (``"rgb_array"``), or drawn in a
         window (``"human"``, returns None). See the class docstring for what it shows."""
         if self.render_mode is None:
-            gym.logger.warn(
+            warn_user(
                 "render() was called with render_mode=None: nothing to draw. Make the env with "
                 "render_mode='rgb_array' (frames) or 'human' (a matplotlib window)."
             )

@@ -55,16 +55,20 @@ import itertools
 import json
 import numbers
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..arguments import ArgumentProblem, format_problems, named_argument
 from ..loop import SEED_LIMIT
 from ..registration import ENV_IDS
 from ..registry import AgentEntry, RunMemory, check_run_fits, estimate_run_bytes, lookup_agent, lookup_estimator
-from ..specs import args_label, check_env_args, check_file_name, did_you_mean, format_label
+from ..specs import (
+    args_label, check_file_name, did_you_mean, env_argument_problems, env_arguments, format_label,
+)
 
 __all__ = [
     "ConfigError",
@@ -72,7 +76,6 @@ __all__ = [
     "SweepConfig",
     "load_config",
     "parse_config",
-    "expand_runs",
     "run_id",
     "canonical_json",
     "MAX_RUNS",
@@ -114,7 +117,48 @@ PAPER_LAM_GRID = [2e-4, 2e-3, 2e-2, 2e-1, 2.0, 2e1, 2e2, 2e3, 2e4]
 
 
 class ConfigError(ValueError):
-    """A sweep config is malformed; the message names the offending key."""
+    """A sweep config is malformed; the message names the offending key.
+
+    ``problems`` holds one line per problem, each starting with where it was written
+    (``agents[1].grid.sketch_size: ...``): a config reports every problem it has at once.
+    """
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = list(problems) if problems else [message]
+
+    @classmethod
+    def listing(cls, problems: list[str]) -> "ConfigError":
+        """One error for ``problems`` (repeats dropped): the message itself for one, else a
+        count and one indented line per problem."""
+        problems = list(dict.fromkeys(problems))
+        if len(problems) == 1:
+            return cls(problems[0])
+        lines = "\n".join(f"  {p}" for p in problems)
+        return cls(f"{len(problems)} problems in the config:\n{lines}", problems)
+
+
+class _Problems:
+    """The problems of a config, collected check by check so that one error lists them all."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    @contextmanager
+    def section(self):
+        """Run the checks of one part of the config; a ``ConfigError`` they raise is recorded
+        (with every problem it lists) and the next part is checked all the same."""
+        try:
+            yield
+        except ConfigError as exc:
+            self.found.extend(exc.problems)
+
+    def add(self, message: str) -> None:
+        self.found.append(message)
+
+    def raise_if_any(self) -> None:
+        if self.found:
+            raise ConfigError.listing(self.found)
 
 
 # -- loading ------------------------------------------------------------------------
@@ -240,11 +284,12 @@ def run_id(config: dict) -> str:
 # -- validation helpers -------------------------------------------------------------
 
 def _check_keys(obj: dict, allowed, where: str) -> None:
-    for key in obj:
-        if key not in allowed:
-            raise ConfigError(
-                f"{where}: unknown key {key!r}{did_you_mean(key, allowed)}; allowed: {', '.join(sorted(allowed))}"
-            )
+    unknown = [
+        f"{where}: unknown key {key!r}{did_you_mean(key, allowed)}; allowed: {', '.join(sorted(allowed))}"
+        for key in obj if key not in allowed
+    ]
+    if unknown:
+        raise ConfigError.listing(unknown)
 
 
 def _mapping(value: Any, where: str) -> dict:
@@ -357,12 +402,17 @@ def _curve_points(raw: dict) -> int:
     return _positive_int(rec.get("curve_points", 200), "record.curve_points") if isinstance(rec, dict) else 200
 
 
-def _resolve_agent_factory(name: Any, where: str):
-    """The class (or factory) of agent ``name`` (:func:`linbandit_gym.registry.lookup_agent`)."""
+def _lookup_agent(name: Any, where: str) -> AgentEntry:
+    """The :class:`~linbandit_gym.registry.AgentEntry` of agent ``name``, or a ``ConfigError`` at ``where``."""
     try:
-        return lookup_agent(name).factory
+        return lookup_agent(name)
     except ValueError as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+def _resolve_agent_factory(name: Any, where: str):
+    """The class (or factory) of agent ``name`` (:func:`linbandit_gym.registry.lookup_agent`)."""
+    return _lookup_agent(name, where).factory
 
 
 def _check_env_id(env_id: Any, where: str) -> str:
@@ -380,13 +430,19 @@ def _check_env_id(env_id: Any, where: str) -> str:
 
 def _apply_tuned(tuned: dict, env_label: str, agent_label: str) -> dict:
     """Overrides from ``tuned`` for this (env label, agent label); exact labels beat globs."""
-    per_env = tuned.get(env_label) or tuned.get("*") or {}
+    return _tuned_entry(tuned, env_label, agent_label)[0]
+
+
+def _tuned_entry(tuned: dict, env_label: str, agent_label: str) -> tuple[dict, str]:
+    """``(overrides, where)``: :func:`_apply_tuned`'s overrides and the config key they are under."""
+    env_key = env_label if tuned.get(env_label) else "*"
+    per_env = tuned.get(env_key) or {}
     if agent_label in per_env:
-        return dict(per_env[agent_label])
+        return dict(per_env[agent_label]), f"tuned.{env_key}.{agent_label}"
     for pattern, values in per_env.items():
         if fnmatch.fnmatchcase(agent_label, pattern):
-            return dict(values)
-    return {}
+            return dict(values), f"tuned.{env_key}.{pattern}"
+    return {}, "tuned"
 
 
 # -- expansion ----------------------------------------------------------------------
@@ -394,35 +450,77 @@ def _apply_tuned(tuned: dict, env_label: str, agent_label: str) -> dict:
 def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> SweepConfig:
     """Validate a config and expand it into runs.
 
-    Raises :class:`ConfigError` naming the offending key (unknown top-level key, unknown
-    agent or env, a grid that is not a list, bad arguments for an agent, ...).
+    Raises :class:`ConfigError` listing every problem found, each at the key where it was
+    written (an unknown top-level key, an unknown agent or env, a grid that is not a list, an
+    argument an agent or env does not take -- with the closest valid name -- or a value it
+    refuses, at ``agents[1].args.NAME`` or ``agents[1].grid.NAME``, ...).
     """
     raw = load_config(source)
-    _check_keys(raw, TOP_LEVEL_KEYS, "config")
+    problems = _Problems()
+    with problems.section():
+        _check_keys(raw, TOP_LEVEL_KEYS, "config")
     task = raw.get("task", "bandit")
-    if task not in TASKS:
-        raise ConfigError(f"task: expected one of {sorted(TASKS)}, got {task!r}")
+    if task not in TASKS:  # what the rest means depends on the task: stop here
+        problems.add(f"task: expected one of {sorted(TASKS)}, got {task!r}")
+        problems.raise_if_any()
     name = raw.get("name") or (Path(source).stem if isinstance(source, (str, Path)) else "sweep")
     if not isinstance(name, str):
-        raise ConfigError(f"name: expected a string, got {name!r}")
-    try:  # the default output directory is runs/NAME: a name, never a path out of runs/
-        check_file_name(name, "name")
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    seeds = _seeds(raw.get("seeds"))
-    record = _record_options(raw.get("record"))
-    _curve_points(raw)
-    horizon = raw.get("horizon")
-    if horizon is not None:
-        horizon = _positive_int(horizon, "horizon")
+        problems.add(f"name: expected a string, got {name!r}")
+    else:  # the default output directory is runs/NAME: a name, never a path out of runs/
+        try:
+            check_file_name(name, "name")
+        except ValueError as exc:
+            problems.add(str(exc))
+    seeds, record, horizon, tuned, envs = [0], {}, None, {}, []
+    with problems.section():
+        seeds = _seeds(raw.get("seeds"))
+    with problems.section():
+        record = _record_options(raw.get("record"))
+    with problems.section():
+        _curve_points(raw)
+    if raw.get("horizon") is not None:
+        with problems.section():
+            horizon = _positive_int(raw["horizon"], "horizon")
     if raw.get("timing_repeats") is not None:
-        _positive_int(raw["timing_repeats"], "timing_repeats")
+        with problems.section():
+            _positive_int(raw["timing_repeats"], "timing_repeats")
     agents = raw.get("agents")
     if not isinstance(agents, list) or not agents:
-        raise ConfigError("agents: expected a non-empty list of {name: ..., args: {...}, grid: {...}}")
-    _validate_plots(raw.get("plots"))
-    _validate_tune(raw.get("tune"))
-    tuned = raw.get("tuned") or {}
+        problems.add("agents: expected a non-empty list of {name: ..., args: {...}, grid: {...}}")
+        agents = []
+    with problems.section():
+        _validate_plots(raw.get("plots"))
+    with problems.section():
+        _validate_tune(raw.get("tune"))
+    with problems.section():
+        tuned = _validate_tuned(raw.get("tuned"))
+    with problems.section():
+        if task == "matrix-approx":
+            if raw.get("envs") is not None:
+                raise ConfigError("envs: a matrix-approx sweep has no envs; describe the rows under data: {n, d}")
+            envs = [_matrix_data(raw.get("data"))]
+        else:
+            if raw.get("data") is not None:
+                raise ConfigError("data: only for task: matrix-approx; bandit sweeps list envs:")
+            envs = _expand_envs(raw.get("envs"), horizon)
+
+    try:  # before expanding: a billion runs would take minutes and gigabytes
+        _check_run_count(agents, envs, seeds)
+    except ConfigError as exc:
+        problems.add(str(exc))
+        problems.raise_if_any()
+    expansion = _Expansion(raw=raw, task=task, seeds=seeds, record=record, tuned=tuned, envs=envs,
+                           validate_args=validate_args, problems=problems)
+    for i, entry in enumerate(agents):
+        with problems.section():
+            _expand_agent(i, entry, expansion)
+    problems.raise_if_any()
+    return SweepConfig(raw=raw, name=name, task=task, seeds=seeds, runs=expansion.runs,
+                       notes=list(dict.fromkeys(expansion.notes)), memory=expansion.memory)
+
+
+def _validate_tuned(tuned: Any) -> dict:
+    tuned = tuned or {}
     if not isinstance(tuned, dict):
         raise ConfigError(f"tuned: expected a mapping ENV_LABEL: {{AGENT_LABEL: {{arg: value}}}}, got {tuned!r}")
     for env_label, per_agent in tuned.items():
@@ -430,101 +528,114 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             raise ConfigError(f"tuned.{env_label}: expected a mapping AGENT_LABEL: {{arg: value}}")
         for agent_label, values in per_agent.items():
             _mapping(values, f"tuned.{env_label}.{agent_label}")
+    return tuned
 
-    if task == "matrix-approx":
-        if raw.get("envs") is not None:
-            raise ConfigError("envs: a matrix-approx sweep has no envs; describe the rows under data: {n, d}")
-        envs = [_matrix_data(raw.get("data"))]
-    else:
-        if raw.get("data") is not None:
-            raise ConfigError("data: only for task: matrix-approx; bandit sweeps list envs:")
-        envs = _expand_envs(raw.get("envs"), horizon)
 
-    _check_run_count(agents, envs, seeds)
-    runs: list[RunSpec] = []
-    by_id: dict[str, tuple[RunSpec, bool]] = {}
-    notes: list[str] = []
-    seen_labels: dict[tuple[str, str], dict] = {}
-    memory: dict[tuple[str, str], RunMemory] = {}
-    for i, entry in enumerate(agents):
-        where = f"agents[{i}]"
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: expected a mapping {{name: ..., args: ...}}, got {entry!r}")
-        _check_keys(entry, AGENT_KEYS, where)
-        if "name" not in entry:
-            raise ConfigError(f"{where}: missing key 'name' (an agent name or module:Class)")
-        agent = _agent_entry(entry["name"], f"{where}.name", task)
-        base_args = dict(_mapping(entry.get("args"), f"{where}.args"))
-        points = _grid_points(entry.get("grid"), f"{where}.grid")
-        run_record = record
-        if entry.get("record") is not None:  # per-agent recording options override the sweep's
-            merged = {**(raw.get("record") or {}), **_mapping(entry["record"], f"{where}.record")}
-            run_record = _record_options(merged, f"{where}.record")
-        family = entry.get("family", entry["name"])
-        if not isinstance(family, str):
-            raise ConfigError(f"{where}.family: expected a string, got {family!r}")
-        entry_envs = envs
-        if entry.get("envs") is not None:  # this agent config only on some envs (e.g. l0 <= d)
-            patterns = entry["envs"]
-            if not (isinstance(patterns, list) and patterns and all(isinstance(p, str) for p in patterns)):
-                raise ConfigError(f"{where}.envs: expected a non-empty list of env labels or glob patterns, got {patterns!r}")
-            entry_envs = [e for e in envs if any(fnmatch.fnmatchcase(e["label"], p) for p in patterns)]
-            if not entry_envs:
+@dataclass
+class _Expansion:
+    """What the agent entries of a config expand against, and what they expand into."""
+
+    raw: dict
+    task: str
+    seeds: list[int]
+    record: dict
+    tuned: dict
+    envs: list[dict]
+    validate_args: bool
+    problems: _Problems
+    runs: list[RunSpec] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    by_id: dict[str, tuple[RunSpec, bool]] = field(default_factory=dict)
+    seen_labels: dict[tuple[str, str], dict] = field(default_factory=dict)
+    memory: dict[tuple[str, str], RunMemory] = field(default_factory=dict)
+
+
+def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
+    """Expand ``agents[i]`` into runs (appended to ``x.runs``); its argument problems are added
+    to ``x.problems``, a malformed entry raises ``ConfigError``."""
+    where = f"agents[{i}]"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: expected a mapping {{name: ..., args: ...}}, got {entry!r}")
+    _check_keys(entry, AGENT_KEYS, where)
+    if "name" not in entry:
+        raise ConfigError(f"{where}: missing key 'name' (an agent name or module:Class)")
+    agent = _agent_entry(entry["name"], f"{where}.name", x.task)
+    base_args = dict(_mapping(entry.get("args"), f"{where}.args"))
+    points = _grid_points(entry.get("grid"), f"{where}.grid")
+    run_record = x.record
+    if entry.get("record") is not None:  # per-agent recording options override the sweep's
+        merged = {**(x.raw.get("record") or {}), **_mapping(entry["record"], f"{where}.record")}
+        run_record = _record_options(merged, f"{where}.record")
+    family = entry.get("family", entry["name"])
+    if not isinstance(family, str):
+        raise ConfigError(f"{where}.family: expected a string, got {family!r}")
+    entry_envs = x.envs
+    if entry.get("envs") is not None:  # this agent config only on some envs (e.g. l0 <= d)
+        patterns = entry["envs"]
+        if not (isinstance(patterns, list) and patterns and all(isinstance(p, str) for p in patterns)):
+            raise ConfigError(f"{where}.envs: expected a non-empty list of env labels or glob patterns, got {patterns!r}")
+        entry_envs = [e for e in x.envs if any(fnmatch.fnmatchcase(e["label"], p) for p in patterns)]
+        if x.envs and not entry_envs:
+            raise ConfigError(
+                f"{where}.envs: {patterns!r} matches no env label; labels: {', '.join(e['label'] for e in x.envs)}"
+            )
+    checks = None
+    if x.validate_args and not (x.task == "matrix-approx" and ":" in entry["name"]):
+        checks = _AgentArgumentChecks(agent, where, base_args, entry.get("grid"), x.problems)
+    for j, point in enumerate(points):
+        args = {**base_args, **point}
+        varying = {k: v for k, v in point.items()}
+        label = _format_label(entry.get("label"), args_label(entry["name"], varying), args, f"{where}.label")
+        if checks is not None and not entry_envs:  # the envs are broken: the arguments still get checked
+            checks.check_values(args, j, point)
+        for env in entry_envs:
+            key = (env["label"], label)
+            overrides, tuned_where = _tuned_entry(x.tuned, env["label"], label)
+            final_args = {**args, **overrides}
+            if key in x.seen_labels and x.seen_labels[key] != final_args:
                 raise ConfigError(
-                    f"{where}.envs: {patterns!r} matches no env label; labels: {', '.join(e['label'] for e in envs)}"
+                    f"{where}.label: label {label!r} is used by two different agent configs on env "
+                    f"{env['label']!r}; give them distinct labels"
                 )
-        for point in points:
-            args = {**base_args, **point}
-            varying = {k: v for k, v in point.items()}
-            label = _format_label(entry.get("label"), args_label(entry["name"], varying), args, f"{where}.label")
-            for env in entry_envs:
-                key = (env["label"], label)
-                overrides = _apply_tuned(tuned, env["label"], label)
-                final_args = {**args, **overrides}
-                if key in seen_labels and seen_labels[key] != final_args:
-                    raise ConfigError(
-                        f"{where}.label: label {label!r} is used by two different agent configs on env "
-                        f"{env['label']!r}; give them distinct labels"
-                    )
-                seen_labels[key] = final_args
-                if validate_args:
-                    _check_agent_args(agent, final_args, entry["name"], where)
-                    memory[(label, env["label"])] = _check_run_memory(agent, final_args, env, task, where)
-                for seed in seeds:
-                    config = {
-                        "task": task,
-                        "agent": {"name": entry["name"], "args": final_args},
-                        "env": {"id": env["id"], "args": env["args"]},
-                        "seed": seed,
-                    }
-                    if run_record:
-                        config["record"] = run_record
-                    spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"], family)
-                    if spec.run_id in by_id:
-                        first, first_tuned = by_id[spec.run_id]
-                        if not (overrides or first_tuned):
-                            raise ConfigError(
-                                f"{where}: the run {label!r} on {env['label']!r} seed {seed} is the same agent config "
-                                f"as {first.agent_label!r}; remove the duplicate"
-                            )
-                        # tuned: overrides made two configs equal: run it once, under the first label
-                        notes.append(f"{label!r} on {env['label']!r} equals {first.agent_label!r} after tuning; run once")
-                        continue
-                    by_id[spec.run_id] = (spec, bool(overrides))
-                    runs.append(spec)
-    return SweepConfig(raw=raw, name=name, task=task, seeds=seeds, runs=runs, notes=list(dict.fromkeys(notes)),
-                       memory=memory)
+            x.seen_labels[key] = final_args
+            if checks is not None:
+                checks.check_overrides(overrides, tuned_where)
+                checks.check_values(final_args, j, point, overrides, tuned_where)
+            if x.validate_args and (label, env["label"]) not in x.memory:
+                x.memory[(label, env["label"])] = _check_run_memory(agent, final_args, env, x.task, where)
+            for seed in x.seeds:
+                config = {
+                    "task": x.task,
+                    "agent": {"name": entry["name"], "args": final_args},
+                    "env": {"id": env["id"], "args": env["args"]},
+                    "seed": seed,
+                }
+                if run_record:
+                    config["record"] = run_record
+                spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"], family)
+                if spec.run_id in x.by_id:
+                    first, first_tuned = x.by_id[spec.run_id]
+                    if not (overrides or first_tuned):
+                        raise ConfigError(
+                            f"{where}: the run {label!r} on {env['label']!r} seed {seed} is the same agent config "
+                            f"as {first.agent_label!r}; remove the duplicate"
+                        )
+                    # tuned: overrides made two configs equal: run it once, under the first label
+                    x.notes.append(f"{label!r} on {env['label']!r} equals {first.agent_label!r} after tuning; run once")
+                    continue
+                x.by_id[spec.run_id] = (spec, bool(overrides))
+                x.runs.append(spec)
 
 
 def _agent_entry(name: Any, where: str, task: str) -> AgentEntry:
     """The checked :class:`~linbandit_gym.registry.AgentEntry` of an ``agents[i].name``: an
     agent, or for a matrix-approx config's ``module:Class`` a covariance estimator."""
-    try:
-        if task == "matrix-approx" and isinstance(name, str) and ":" in name:
+    if task == "matrix-approx" and isinstance(name, str) and ":" in name:
+        try:
             return AgentEntry(name, lookup_estimator(name))
-        return lookup_agent(name)
-    except ValueError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return _lookup_agent(name, where)
 
 
 def _check_run_count(agents: list, envs: list[dict], seeds: list[int]) -> None:
@@ -539,31 +650,13 @@ def _check_run_count(agents: list, envs: list[dict], seeds: list[int]) -> None:
         else:
             count = len(grid) if isinstance(grid, list) and grid else 1
         points += count
-    total = points * len(envs) * len(seeds)
+    total = points * max(len(envs), 1) * len(seeds)
     if total > MAX_RUNS:
         raise ConfigError(
             f"seeds, agents, envs: this config expands into up to {total:,} runs ({points:,} agent configs x "
             f"{len(envs):,} env configs x {len(seeds):,} seeds), more than one sweep holds ({MAX_RUNS:,}); "
             "fewer seeds or grid points, or several configs"
         )
-
-
-def _check_agent_args(agent: AgentEntry, args: dict, name: str, where: str) -> None:
-    """Names and types against the signature (nothing built), then, for a registered agent, its
-    own value checks: it is built without ``d`` (so it allocates nothing) and dropped."""
-    try:
-        agent.check_args(args)
-    except ValueError as exc:
-        raise ConfigError(f"{where}.args: bad arguments for agent {name!r}: {exc}") from None
-    if ":" in name:
-        return  # a user's class: checked by name and type; its own code runs in the run, not here
-    d = args.get("d")
-    if d is not None and (isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1):
-        raise ConfigError(f"{where}.args: agent {name!r} rejects d={d!r}: d must be a positive int")
-    try:
-        agent.build({k: v for k, v in args.items() if k != "d"})
-    except ValueError as exc:
-        raise ConfigError(f"{where}.args: agent {name!r} rejects {args}: {exc}") from exc
 
 
 def _check_run_memory(agent: AgentEntry, args: dict, env: dict, task: str, where: str) -> RunMemory:
@@ -592,34 +685,126 @@ def _agent_bytes(agent: AgentEntry, d: int, n_arms: int, args: dict) -> int | No
     return None if value is None else int(value)
 
 
+class _AgentArgumentChecks:
+    """The argument checks of one ``agents[i]`` entry, each problem reported where it was written.
+
+    Names and types are checked once per key against the agent's signature
+    (:meth:`~linbandit_gym.registry.AgentEntry.argument_problems`): ``agents[i].args.NAME``,
+    ``agents[i].grid.NAME`` (a mapping grid) or ``agents[i].grid[j].NAME`` (a list of points),
+    ``tuned.ENV.LABEL.NAME``. The values of every set of arguments whose names and types are
+    right are checked by the agent's own constructor, once per distinct set.
+    """
+
+    def __init__(self, agent: AgentEntry, where: str, base_args: dict, grid: Any, problems: _Problems):
+        self.agent, self.where, self.problems = agent, where, problems
+        self.grid_is_list = isinstance(grid, list)
+        self.valued: set[str] = set()
+        found: list[tuple[str, ArgumentProblem]] = []
+        for problem in agent.argument_problems(base_args):
+            found.append((f"{where}.args.{problem.name}", problem))
+        seen = set()
+        if isinstance(grid, dict):
+            for name, values in grid.items():
+                for value in values:
+                    for problem in agent.argument_problems({name: value}):
+                        if problem.name not in seen:
+                            seen.add(problem.name)
+                            found.append((f"{where}.grid.{problem.name}", problem))
+        elif isinstance(grid, list):
+            for j, point in enumerate(grid):
+                for problem in agent.argument_problems(point):
+                    if (problem.name, problem.unknown or j) not in seen:
+                        seen.add((problem.name, problem.unknown or j))
+                        found.append((f"{where}.grid[{j}].{problem.name}", problem))
+        self._report(found)
+        self.seen_overrides: set[str] = set()
+
+    def _report(self, found: list[tuple[str, ArgumentProblem]]) -> None:
+        messages = format_problems([p for _, p in found], self.agent.arguments())
+        for (location, _), message in zip(found, messages):
+            self.problems.add(f"{location}: {message}")
+
+    def _grid_location(self, name: str, j: int) -> str:
+        return f"{self.where}.grid[{j}].{name}" if self.grid_is_list else f"{self.where}.grid.{name}"
+
+    def check_overrides(self, overrides: dict, tuned_where: str) -> None:
+        """Names and types of the ``tuned:`` overrides applied to this entry (once per key)."""
+        if not overrides or tuned_where in self.seen_overrides:
+            return
+        self.seen_overrides.add(tuned_where)
+        self._report([(f"{tuned_where}.{p.name}", p) for p in self.agent.argument_problems(overrides)])
+
+    def check_values(self, args: dict, j: int, point: dict, overrides: dict | None = None,
+                     tuned_where: str = "tuned") -> None:
+        """The agent's own value checks of ``args`` (grid point ``j``), reported at the key of
+        the argument the message names; skipped where a name or type is wrong (reported already)."""
+        key = canonical_json(args)
+        if key in self.valued or self.agent.argument_problems(args):
+            return
+        self.valued.add(key)
+        message = self.agent.value_problem(args)
+        if message is None:
+            return
+        name = named_argument(message, args)
+        if name and name in (overrides or {}):
+            location = f"{tuned_where}.{name}"
+        elif name and name in point:
+            location = self._grid_location(name, j)
+        elif name:
+            location = f"{self.where}.args.{name}"
+        else:
+            location = f"{self.where}.args" + (f" (grid point {point})" if point else "")
+        self.problems.add(f"{location}: {message}")
+
+
 def _expand_envs(envs: Any, horizon: int | None) -> list[dict]:
     if not isinstance(envs, list) or not envs:
         raise ConfigError("envs: expected a non-empty list of {id: ..., args: {...}}")
     out, labels = [], set()
+    problems = _Problems()
     for i, entry in enumerate(envs):
-        where = f"envs[{i}]"
-        if isinstance(entry, str):
-            entry = {"id": entry}
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: expected an env id or a mapping {{id: ..., args: ...}}, got {entry!r}")
-        _check_keys(entry, ENV_KEYS, where)
-        if "id" not in entry:
-            raise ConfigError(f"{where}: missing key 'id' (an env id, see `linbandit list`)")
-        env_id = _check_env_id(entry["id"], f"{where}.id")
-        base = dict(_mapping(entry.get("args"), f"{where}.args"))
-        if horizon is not None:
-            base.setdefault("horizon", horizon)
-        for point in _grid_points(entry.get("grid"), f"{where}.grid"):
-            args = {**base, **point}
-            try:  # names and types against the env's constructor: a typo fails here, not mid-sweep
-                check_env_args(env_id, args)
-            except ValueError as exc:
-                raise ConfigError(f"{where}.args: {exc}") from None
-            label = _format_label(entry.get("label"), args_label(env_id, point), args, f"{where}.label")
-            if label in labels:
-                raise ConfigError(f"{where}.label: two env configs share the label {label!r}; give distinct labels")
-            labels.add(label)
-            out.append({"id": env_id, "args": args, "label": label})
+        with problems.section():
+            out += _expand_env(i, entry, horizon, labels, problems)
+    problems.raise_if_any()
+    return out
+
+
+def _expand_env(i: int, entry: Any, horizon: int | None, labels: set, problems: _Problems) -> list[dict]:
+    """The env configs of ``envs[i]`` (one per grid point); argument problems go to ``problems``."""
+    where = f"envs[{i}]"
+    if isinstance(entry, str):
+        entry = {"id": entry}
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: expected an env id or a mapping {{id: ..., args: ...}}, got {entry!r}")
+    _check_keys(entry, ENV_KEYS, where)
+    if "id" not in entry:
+        raise ConfigError(f"{where}: missing key 'id' (an env id, see `linbandit list`)")
+    env_id = _check_env_id(entry["id"], f"{where}.id")
+    base = dict(_mapping(entry.get("args"), f"{where}.args"))
+    if horizon is not None:
+        base.setdefault("horizon", horizon)
+    grid = entry.get("grid")
+    out, found = [], []
+    for j, point in enumerate(_grid_points(grid, f"{where}.grid")):
+        args = {**base, **point}
+        # names, types and values against the env's constructor: a typo fails here, not mid-sweep
+        for problem in env_argument_problems(env_id, args):
+            if problem.name in point:
+                location = f"{where}.grid[{j}].{problem.name}" if isinstance(grid, list) else f"{where}.grid.{problem.name}"
+            else:
+                location = f"{where}.args" + (f".{problem.name}" if problem.name else "")
+            found.append((location, problem))
+        label = _format_label(entry.get("label"), args_label(env_id, point), args, f"{where}.label")
+        if label in labels:
+            raise ConfigError(f"{where}.label: two env configs share the label {label!r}; give distinct labels")
+        labels.add(label)
+        out.append({"id": env_id, "args": args, "label": label})
+    if found:
+        unique = list({(loc, p.message): (loc, p) for loc, p in found}.values())
+        messages = format_problems([p for _, p in unique], env_arguments(env_id))
+        for (location, _), message in zip(unique, messages):
+            problems.add(f"{location}: {message}")
+        return []
     return out
 
 

@@ -11,6 +11,7 @@ Matrix-approximation sweeps get the spectral-norm error against rows (Fig. 4).
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from ..plots import (
     plot_sketch_size, plot_spectral_exponent, save_figure,
 )
 from ..evaluate import timed_runs
+from ..text import NOT_REPORTED, count, mean_spread, reported_bytes
 from .config import ConfigError, _validate_plots, select_labels
 from .sweep import load_meta, load_records, load_runs, read_sweep_config, summary_table
 
@@ -66,8 +68,7 @@ def _caption(settings: dict, runs: pd.DataFrame) -> str:
     rounds = runs["rounds"].max() if "rounds" in runs and "horizon" not in settings else None
     if rounds is not None and pd.notna(rounds):
         parts.append(f"T={int(rounds)}")
-    seeds = runs["seed"].nunique()
-    parts.append(f"{seeds} seed{'s' if seeds != 1 else ''}")
+    parts.append(count(runs["seed"].nunique(), "seed"))
     return f"{settings.get('id', '')}: " + ", ".join(parts)
 
 
@@ -102,13 +103,15 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
             "agent": table["agent"],
             "seeds": table["seeds"],
             "rounds": table["rounds"],
-            "final regret": [f"{m:.1f} ± {s:.1f}" for m, s in zip(table["final_regret_mean"], table["final_regret_std"])],
+            # mean ± std over the seeds; the mean alone for one seed, which has no spread
+            "final regret": [mean_spread(m, s, n, digits=1) for m, s, n in
+                             zip(table["final_regret_mean"], table["final_regret_std"], table["seeds"])],
             "CPU time (s)": table["time_s"].map(lambda v: f"{v:.2f}"),
             "ms/round": table["ms_per_round"].map(lambda v: f"{v:.3f}"),
             "wall ms/round": (table["wall_ms_per_round"] if "wall_ms_per_round" in table
                               else pd.Series(np.nan, index=table.index)).map(_ms_or_blank),
             "timing": _timing_words(table),
-            "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
+            "peak memory (KiB)": table["peak_memory_kib"].map(_kib_or_not_reported),
             "final sketch size": table["final_sketch_size"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
         })
     return pd.DataFrame({
@@ -133,7 +136,7 @@ def _timing_words(table: pd.DataFrame) -> list[str]:
     words = []
     for timing, seeds, plays in zip(table["timing"], table["timed_seeds"], repeats.fillna(1)):
         best = f", best of {int(plays)}" if timing == "alone" and plays > 1 else ""
-        words.append(f"{timing}{best}, {int(seeds)} seed{'s' if seeds != 1 else ''}")
+        words.append(f"{timing}{best}, {count(int(seeds), 'seed')}")
     return words
 
 
@@ -146,6 +149,10 @@ def _shared_times_note(table: pd.DataFrame) -> str:
         return ""
     names = ", ".join(map(str, shared[:4])) + (f" and {len(shared) - 4} more" if len(shared) > 4 else "")
     return f"\ntimes of {names}: shares of batched runs, not measured alone"
+
+
+def _kib_or_not_reported(value: float) -> str:
+    return f"{value:.1f}" if reported_bytes(value) else NOT_REPORTED
 
 
 def _ms_or_blank(value: float) -> str:
@@ -202,6 +209,7 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         raise ConfigError(f"{out / 'config.yaml'}: {exc}") from None
     plot_dir = out / "plots"
     written: list[Path] = []
+    captions: dict[str, dict] = {}  # figure file stem -> what the figure shows, in words (the report's captions)
     _, tables = write_tables(out)
     written += tables
     if raw.get("task") == "matrix-approx":
@@ -212,10 +220,12 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
             fig = plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
             data = raw.get("data") or {}
             caption = (f"N(0, I) rows, normalised: n={data.get('n')}, d={data.get('d')}, "
-                       f"{runs['seed'].nunique()} seed(s)")
+                       f"{count(runs['seed'].nunique(), 'seed')}")
             _title(fig.axes[0], spec.get("title") or "spectral norm error of the sketch", caption)
-            written += save_figure(fig, plot_dir / (spec.get("name") or f"matrix_error_{i}"), formats)
-        return written
+            stem = spec.get("name") or f"matrix_error_{i}"
+            captions[stem] = _in_words(spec, "matrix_error", caption)
+            written += save_figure(fig, plot_dir / stem, formats)
+        return written + [_write_captions(plot_dir, captions)]
 
     spectral = spectral_series(out, runs)
     specs = raw.get("plots") or _default_plots(runs, not spectral.empty)
@@ -226,7 +236,7 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         kind = spec["kind"]
         envs = select_labels(all_envs, [spec["env"]]) if spec.get("env") else all_envs
         if kind in ("scaling", "fronts"):  # one figure over all the matching envs
-            written += _across_envs(out, runs[runs["env"].isin(envs)], spec, settings, plot_dir, formats)
+            written += _across_envs(out, runs[runs["env"].isin(envs)], spec, settings, plot_dir, formats, captions)
             continue
         for env in envs:
             env_runs = runs[runs["env"] == env]
@@ -242,7 +252,8 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                 sub = records[(records["env"] == env) & records["agent"].isin(labels)]
                 if kind == "regret":
                     fig = plot_cumulative_regret(sub)
-                    default = f"{env}: cumulative regret (mean ± std over seeds)"
+                    several = sub["seed"].nunique() > 1
+                    default = f"{env}: cumulative regret" + (" (mean ± std over seeds)" if several else "")
                     _title(fig.axes[0], spec.get("title") or default, caption)
                 else:
                     grows = sub.groupby("agent")["sketch_size"].nunique()
@@ -252,20 +263,26 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                         continue
                     fig = plot_sketch_size(sub)
                     _title(fig.axes[0], spec.get("title") or f"{env}: sketch size over time", caption)
+                captions[f"{name or kind}{suffix}"] = _in_words(spec, kind, caption, env=env, several=several
+                                                                if kind == "regret" else False)
                 written += save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats)
             elif kind == "pareto":
-                table = summary_table(env_runs[env_runs["agent"].isin(labels)])
+                chosen = env_runs[env_runs["agent"].isin(labels)]
+                table = with_agent_args(summary_table(chosen), chosen)
                 for x, tag in (("time_s", "time"), ("peak_memory_kib", "memory")):
-                    fig = plot_pareto(table, x)
                     note = _shared_times_note(table) if x == "time_s" else ""
-                    _title(fig.axes[0], spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)", caption + note)
-                    written += save_figure(fig, plot_dir / f"{name or 'pareto'}_{tag}{suffix}", formats)
+                    title = (spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)") + f"\n{caption}{note}"
+                    fig = plot_pareto(table, x, title=title)
+                    stem = f"{name or 'pareto'}_{tag}{suffix}"
+                    captions[stem] = _in_words(spec, f"pareto_{tag}", caption, env=env)
+                    written += save_figure(fig, plot_dir / stem, formats)
             elif kind == "spectral":
                 sub = spectral[(spectral["env"] == env) & spectral["agent"].isin(labels)] if not spectral.empty else spectral
                 if sub.empty:
                     continue
                 fig = plot_spectral_exponent(sub)
                 _title(fig.axes[0], spec.get("title") or f"{env}: spectral error exponent log(Δ_t)/log t", caption)
+                captions[f"{name or 'spectral_exponent'}{suffix}"] = _in_words(spec, kind, caption, env=env)
                 written += save_figure(fig, plot_dir / f"{name or 'spectral_exponent'}{suffix}", formats)
             elif kind == "param":
                 fam = env_runs[(env_runs["family"] == spec["family"]) & env_runs["agent"].isin(labels)]
@@ -275,10 +292,93 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                 default = f"{env}: {spec['family']} vs {spec['x']}"
                 fig.suptitle((spec.get("title") or default) + "\n" + caption, fontsize=10)
                 fig.tight_layout()
-                written += save_figure(fig, plot_dir / f"{name or 'param_' + _slug(spec['family'])}{suffix}", formats)
+                stem = f"{name or 'param_' + _slug(spec['family'])}{suffix}"
+                captions[stem] = _in_words(spec, kind, caption, env=env)
+                written += save_figure(fig, plot_dir / stem, formats)
             elif kind == "matrix_error":
                 continue
-    return written
+    return written + [_write_captions(plot_dir, captions)]
+
+
+def with_agent_args(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (a summary, one row per env and agent) with the agents' numeric arguments as
+    ``arg.NAME`` columns (from ``runs``), which the Pareto figures size the markers by."""
+    columns = [c for c in runs.columns if str(c).startswith("arg.")]
+    if table.empty or not columns:
+        return table
+    args = runs.groupby(["env", "agent"], sort=False)[columns].first().reset_index()
+    return table.merge(args, on=["env", "agent"], how="left")
+
+
+#: What each kind of figure shows, in words; {env} and {what} (env id, d, K, T, seeds) filled in.
+_FIGURE_WORDS = {
+    "regret": "Cumulative regret against the round t on {env} ({what}): the mean over the seeds{band}, one line "
+              "per agent configuration. Regret is what the agent lost against always playing the best arm; "
+              "lower is better, and a curve that flattens has learnt.",
+    "pareto_time": "Final cumulative regret against the agent's total CPU time on {env} ({what}). Each point is one "
+                   "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
+                   "argument the family varies. The stepped line joins a family's Pareto front: the least regret "
+                   "it reaches at each cost. Lower and further left is better.",
+    "pareto_memory": "Final cumulative regret against the agent's peak memory on {env} ({what}). Each point is one "
+                     "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
+                     "argument the family varies. The stepped line joins a family's Pareto front: the least regret "
+                     "it reaches with that much memory. Lower and further left is better.",
+    "spectral": "The spectral-error exponent log(Δ_t)/log t on {env} ({what}): while it stays below the dashed line "
+                "y = 1/3, SOFUL's regret bound stays sublinear (Wen et al., 2025, Fig. 1c).",
+    "sketch_size": "The rows each agent's sketch holds against the round on {env} ({what}): DBSLinUCB's grows "
+                   "l0, 2 l0, 4 l0, ... as the data need, up to d.",
+    "param": "Final cumulative regret (left) and total agent CPU time (right) of one family against one of its "
+             "arguments on {env} ({what}), one line per value of a second argument where it varies too; lower is "
+             "better on both.",
+    "fronts": "Pareto fronts side by side ({what}): final cumulative regret against agent CPU time (top row) and "
+              "peak memory (bottom row), one column per env, all on one regret scale. Colour and marker give the "
+              "family, marker size the argument it varies; the stepped lines are the families' Pareto fronts. "
+              "Lower and further left is better.",
+    "scaling": "Agent CPU ms per round (left) and peak memory (right) against the env size on log-log axes "
+               "({what}): a slope of 1 grows linearly with it, 2 quadratically (the grey guides); each agent's "
+               "fitted slope is in the legend. Lower is better.",
+    "matrix_error": "Spectral-norm error of each covariance sketch, ||A^T A - S^T S||_2, against the rows streamed "
+                    "({what}), solid, with its guaranteed bound, dashed; lower is better.",
+}
+
+
+#: A figure's short name (its alt text) when the config gives it no title.
+_FIGURE_NAMES = {
+    "regret": "Cumulative regret on {env}", "pareto_time": "Regret against CPU time on {env}",
+    "pareto_memory": "Regret against memory on {env}", "spectral": "Spectral-error exponent on {env}",
+    "sketch_size": "Sketch size over time on {env}", "param": "Regret and time against an argument on {env}",
+    "fronts": "Pareto fronts across envs", "scaling": "Cost against the env size",
+    "matrix_error": "Spectral-norm error of the sketches",
+}
+
+
+def _in_words(spec: dict, kind: str, what: str, env: str | None = None, several: bool = True) -> dict[str, str]:
+    """A figure's ``title`` (the config's, else a short name) and ``caption``: the title (when the
+    config gives one), then what the figure shows, in words."""
+    text = _FIGURE_WORDS[kind].format(env=env, what=what, band=", the band one standard deviation either side"
+                                      if several else "")
+    title = spec.get("title") or _FIGURE_NAMES[kind].format(env=env)
+    return {"title": title, "caption": f"{spec['title']}. {text}" if spec.get("title") else text}
+
+
+def _write_captions(plot_dir: Path, captions: dict[str, dict]) -> Path:
+    """``plots/captions.json``: figure file stem -> ``{title, caption}`` in words, in the order the
+    figures were drawn (what ``linbandit report`` shows)."""
+    path = plot_dir / "captions.json"
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(captions, indent=1, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def read_captions(out_dir: str | Path) -> dict[str, dict]:
+    """The ``{stem: {title, caption}}`` :func:`make_plots` wrote (empty for plots drawn before
+    captions existed)."""
+    path = Path(out_dir) / "plots" / "captions.json"
+    try:
+        captions = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, ValueError):  # damaged: the figures keep their file names as captions
+        return {}
+    return captions if isinstance(captions, dict) else {}
 
 
 def _title(ax, title: str, caption: str) -> None:
@@ -286,7 +386,8 @@ def _title(ax, title: str, caption: str) -> None:
     ax.set_title(f"{title}\n{caption}", fontsize=10)
 
 
-def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot_dir: Path, formats) -> list[Path]:
+def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot_dir: Path, formats,
+                 captions: dict[str, dict]) -> list[Path]:
     """``scaling``: ms/round and peak memory against the env argument ``x`` (log-log, fitted
     slopes, written to ``plots/NAME_slopes.csv|md``); ``fronts``: the Pareto panels of the envs
     side by side, ordered by ``x``."""
@@ -301,12 +402,14 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
     envs = set(runs["env"])
     same = {k: v for k, v in first.items() if k not in varying and all(settings[e].get(k) == v for e in envs)}
     xs = sorted(points[x].unique())
-    caption = _caption({**same, "id": first["id"]}, runs) + f"; {x} in {{{', '.join(f'{v:g}' for v in xs)}}}"
+    ids = list(dict.fromkeys(settings[e]["id"] for e in runs["env"]))
+    caption = _caption({**same, "id": " and ".join(ids)}, runs) + f"; {x} in {{{', '.join(f'{v:g}' for v in xs)}}}"
     if kind == "scaling":
         fig, slopes = plot_scaling(points, x=x)
         fig.suptitle((spec.get("title") or f"cost against {x}, log-log (fitted slope in the legend)") + "\n" + caption
                      + _shared_times_note(points), fontsize=10)
         fig.tight_layout()
+        captions[name] = _in_words(spec, kind, caption)
         written = save_figure(fig, plot_dir / name, formats)
         slopes.to_csv(plot_dir / f"{name}_slopes.csv", index=False)
         names = {"ms_per_round": "ms/round", "peak_memory_bytes": "peak memory"}
@@ -324,12 +427,14 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
         (plot_dir / f"{name}_slopes.md").write_text(markdown_table(wide) + "\n")
         return written + [plot_dir / f"{name}_slopes.csv", plot_dir / f"{name}_slopes.md"]
     order = points.drop_duplicates("env").sort_values(x)["env"].tolist()
-    tables = {env: summary_table(runs[runs["env"] == env]) for env in order}
-    titles = {env: f"{x} = {settings[env].get(x):g}" for env in order}
-    fig = plot_fronts(tables, titles=titles)
-    fig.suptitle((spec.get("title") or "final regret against agent CPU time (top) and peak memory (bottom)") + "\n"
-                 + caption + _shared_times_note(pd.concat(tables.values(), ignore_index=True)), fontsize=10)
-    fig.tight_layout(rect=fig._legend_rect)
+    tables = {env: with_agent_args(summary_table(runs[runs["env"] == env]), runs[runs["env"] == env]) for env in order}
+    # each panel names its env id when the panels are not all of one (the caption names it then)
+    titles = {env: (f"{settings[env]['id']}\n" if len(ids) > 1 else "") + f"{x} = {settings[env].get(x):g}"
+              for env in order}
+    title = ((spec.get("title") or "final regret against agent CPU time (top) and peak memory (bottom)") + "\n"
+             + caption + _shared_times_note(pd.concat(tables.values(), ignore_index=True)))
+    fig = plot_fronts(tables, titles=titles, title=title)
+    captions[name] = _in_words(spec, kind, caption)
     return save_figure(fig, plot_dir / name, formats)
 
 

@@ -59,6 +59,7 @@ from ..records import (
 from ..evaluate import timed_runs
 from ..registry import registered_name
 from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
+from ..text import count
 from .backends import iter_results, local_workers
 from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config, run_id
 from .packing import DEFAULT_BATCH_MEMORY, pack, parse_bytes
@@ -342,7 +343,7 @@ def sweep(
                     f"{run_problem(out, spec.run_id) or 'its JSON holds another config'}")
         say(
             f"sweep {cfg.name!r}: {len(cfg.runs)} runs, {len(finished)} already finished, {len(pending)} to run "
-            f"({backend}, {workers} worker{'s' if workers != 1 else ''}, {threads or 'default'} thread(s) per run) "
+            f"({backend}, {count(workers, 'worker')}, {count(threads, 'thread') if threads else 'default threads'} per run) "
             f"-> {out}"
         )
         if not pending:
@@ -355,8 +356,7 @@ def sweep(
                          timing_seed=timing_seed)
             batches = [len(u) for u in units if len(u) > 1]
             if batches:
-                say(f"batched: {sum(batches)} runs in {len(batches)} batch(es) of {min(batches)}-{max(batches)} "
-                    f"members, {len(units) - len(batches)} run(s) on their own"
+                say(f"batched: {batch_wording(batches)}, {count(len(units) - len(batches), 'run')} on their own"
                     + (f" (seed {cfg.seeds[0]} of each configuration timed alone)" if timing_runs else ""))
             _execute(cfg, units, out, result, say, timing_seed=timing_seed,
                      timing_repeats=cfg.timing_repeats if timing_repeats is None else timing_repeats,
@@ -364,8 +364,20 @@ def sweep(
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
     if result.failed:
-        say(f"{len(result.failed)} run(s) failed; tracebacks in {out / 'failed'}; rerun the sweep to retry them")
+        say(f"{count(len(result.failed), 'run')} failed; tracebacks in {out / 'failed'}; rerun the sweep to retry them")
     return result
+
+
+def batch_wording(sizes: list[int]) -> str:
+    """How runs were packed, in words: ``"4 runs in 2 batches of 2 members"``, ``"5 runs in 1
+    batch of 5 members"``, ``"9 runs in 3 batches of 2 to 4 members"``.
+
+    >>> batch_wording([2, 2]), batch_wording([5]), batch_wording([2, 3, 4])
+    ('4 runs in 2 batches of 2 members', '5 runs in 1 batch of 5 members', '9 runs in 3 batches of 2 to 4 members')
+    """
+    low, high = min(sizes), max(sizes)
+    members = f"{low} members" if low == high else f"{low} to {high} members"
+    return f"{count(sum(sizes), 'run')} in {count(len(sizes), 'batch', 'batches')} of {members}"
 
 
 def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: SweepResult, say, *,
@@ -395,7 +407,7 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
             res["meta"]["backend"] = backend_options["backend"]
             save_run(out, res["records"], res["meta"])
             result.executed.append(rid)
-            say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s)")
+            say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s since the sweep started)")
 
 
 def _object_agent_config(agent: Any, label: str) -> dict:
