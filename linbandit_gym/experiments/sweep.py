@@ -17,10 +17,10 @@ first, so a sweep killed at any moment leaves every run either finished or absen
 rerun of the same config redoes exactly the unfinished ones (and any run whose files were
 damaged since, saying why). ``plot`` and ``report`` read only runs that pass the same checks
 and name every one that does not, with the reason. Ids are hashes of the run configs, so a
-run can never be written twice under different names. One process writes a directory at a time (``DIR/.lock``); Ctrl-C
-keeps every finished run (:class:`Interrupted` says how many). Pending runs of one env config
-and agent family that differ only in their seed and the arguments the agent class lets batch
-members differ in (``per_member_args``: lam, beta, ...) run as one batched program
+run can never be written twice under different names. One process writes a directory at a
+time (``DIR/.lock``); Ctrl-C keeps every finished run (:class:`Interrupted` says how many).
+Pending runs of one env config and agent family that differ only in their seed and the
+arguments the agent class lets batch members differ in (``per_member_args``: lam, beta, ...) run as one batched program
 (:mod:`.packing`), each member saved as its own run as soon as the batch ends. ``linbandit run --out DIR``
 writes this layout too (:func:`play_into`), so ``plot`` and ``report`` read both.
 """
