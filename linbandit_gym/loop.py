@@ -34,8 +34,13 @@ import pandas as pd
 
 from .registration import register_envs
 
-__all__ = ["RECORD_COLUMNS", "TIMING_COLUMNS", "Members", "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label",
+__all__ = ["RECORD_COLUMNS", "SEED_LIMIT", "TIMING_COLUMNS", "Members",
+           "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label",
            "batch_members", "check_seeds", "env_shape", "make_env", "play", "records_frame", "single_members"]
+
+#: Seeds are ints in ``[0, SEED_LIMIT)``: what numpy's and torch's generators, the records'
+#: int64 ``seed`` column and a batch's int64 seed tensor all take.
+SEED_LIMIT = 2**63
 
 #: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
 #: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
@@ -96,6 +101,10 @@ def check_seeds(seeds: int | Iterable[int], max_rounds: int | None = None) -> li
         if seeds < 1:
             raise ValueError(f"seeds as an int is a count and must be >= 1, got {seeds}")
         seeds = range(int(seeds))
+    seeds = list(seeds)
+    for seed in seeds:  # what numpy, torch, the int64 seed column and a batch's seed tensor all take
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < SEED_LIMIT:
+            raise ValueError(f"a seed is an int in [0, 2**63), got {seed!r}")
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("seeds is empty: give at least one seed")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import numbers
 import os
+import string
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -22,10 +24,12 @@ __all__ = [
     "SHORT_ARG_NAMES",
     "args_label",
     "check_env_args",
+    "check_file_name",
     "did_you_mean",
     "env_arg_types",
     "env_argument_problems",
     "env_arguments",
+    "format_label",
     "load_object",
     "non_default_args",
 ]
@@ -48,6 +52,13 @@ def load_object(spec: str) -> Any:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"expected package.module:Name, got {spec!r}")
+    # A name, not an expression: dotted identifiers, none of them a dunder (``os:path.__class__``
+    # would walk into the interpreter's objects).
+    for part in (*module_name.split("."), *attr.split(".")):
+        if not part.isidentifier() or (part.startswith("__") and part.endswith("__")):
+            raise ValueError(
+                f"expected package.module:Name of dotted Python identifiers (no dunder names), got {spec!r}"
+            )
     cwd = os.getcwd()
     if not any(os.path.abspath(p or os.curdir) == cwd for p in sys.path):
         sys.path.insert(0, cwd)
@@ -179,3 +190,80 @@ def non_default_args(factory: Callable, args: dict[str, Any]) -> dict[str, Any]:
                 pass
         out[name] = value
     return out
+
+
+#: The values a label template substitutes: numbers, strings, booleans and None (what YAML and
+#: the command line give); anything else is shown with ``str``, never formatted or walked.
+_LABEL_SCALARS = (numbers.Number, str, bool, type(None))
+
+
+def format_label(template: str, values: dict[str, Any]) -> str:
+    """``template`` with each ``{NAME}`` (or ``{NAME:SPEC}``, ``SPEC`` a format spec such as
+    ``.2g``) replaced by the argument ``values[NAME]``: ``"SOFUL l={sketch_size}"`` -> ``"SOFUL l=10"``.
+
+    A substitution language, not ``str.format``: a field is one argument name, never an
+    attribute or an index (``{beta.__class__}`` and ``{grid[0]}`` are refused), so a label
+    cannot reach the objects behind the values. ``{{`` and ``}}`` are literal braces.
+
+    Raises:
+        ValueError: a field that is not an argument name, a name not among ``values``, a
+            conversion (``!r``), a nested field, or a format spec the value does not take.
+    """
+    out = []
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:  # a lone "{" or "}"
+        raise ValueError(f"label {template!r}: {exc} (write {{{{ and }}}} for literal braces)") from None
+    for literal, field, spec, conversion in parsed:
+        out.append(literal)
+        if field is None:
+            continue
+        if not field.isidentifier():
+            raise ValueError(
+                f"label {template!r}: {{{field}}} is not an argument name; a label substitutes arguments "
+                f"only, as {{NAME}} or {{NAME:FORMAT}} (arguments: {', '.join(sorted(values)) or 'none'})"
+            )
+        if field not in values:
+            raise ValueError(
+                f"label {template!r} names {field!r}{did_you_mean(field, values)}, which is not among the "
+                f"arguments ({', '.join(sorted(values)) or 'none'})"
+            )
+        if conversion is not None or (spec and "{" in spec):
+            raise ValueError(f"label {template!r}: write {{{field}}} or {{{field}:FORMAT}}, without !{conversion} "
+                             "or nested fields")
+        value = values[field]
+        if not isinstance(value, _LABEL_SCALARS):
+            value = str(value)
+        try:
+            out.append(format(value, spec) if spec else str(value))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"label {template!r}: {{{field}:{spec}}} does not fit {value!r}: {exc}") from None
+    return "".join(out)
+
+
+def check_file_name(name: Any, what: str) -> str:
+    """``name`` if it can name a file inside an output directory, else ``ValueError`` saying why.
+
+    A name, not a path: no separator (``/``, or ``\\`` on any system), not ``.`` or ``..``,
+    not absolute, no control character, at most 200 characters -- so that whatever the
+    name, the file stays in the directory it is written to.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{what}: expected a non-empty name, got {name!r}")
+    problem = None
+    if os.path.isabs(name) or name.startswith(("/", "\\")):
+        problem = "is an absolute path"
+    elif "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
+        problem = "has a path separator"
+    elif name in (".", ".."):
+        problem = "is a relative path"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in name):
+        problem = "has a control character"
+    elif len(name) > 200:
+        problem = "is longer than 200 characters"
+    if problem:
+        raise ValueError(
+            f"{what}: {name!r} {problem}; it names a file inside the output directory, not a path "
+            "(letters, digits, '-', '_', '.' and spaces; choose the directory with --out)"
+        )
+    return name

@@ -175,7 +175,10 @@ def test_describe_of_an_undocumented_user_class_says_so(tmp_path, monkeypatch):
     (tmp_path / "myagents.py").write_text(
         "class Greedy:\n"
         "    '''Plays the best mean.\n\n    Args:\n        eps: exploration rate.\n    '''\n"
-        "    def __init__(self, eps: float = 0.1, width: int = 3):\n        pass\n")
+        "    def __init__(self, eps: float = 0.1, width: int = 3):\n        pass\n"
+        "    def reset(self, seed=None): pass\n"  # an agent: module:Class names resolve to agents only
+        "    def act(self, obs): return 0\n"
+        "    def update(self, obs, action, reward): pass\n")
     monkeypatch.chdir(tmp_path)
     from linbandit_gym.registry import describe
 

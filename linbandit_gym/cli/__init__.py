@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -199,8 +201,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
     entry = lookup_agent(args.agent)
-    _check_run_arguments(args.env, env_kwargs if args.horizon is None else {**env_kwargs, "horizon": args.horizon},
-                         entry, agent_kwargs)
+    run_env_kwargs = env_kwargs if args.horizon is None else {**env_kwargs, "horizon": args.horizon}
+    _check_run_arguments(args.env, run_env_kwargs, entry, agent_kwargs)
+    _check_run_memory(entry, agent_kwargs, args.env, run_env_kwargs)
     agent = entry.build(agent_kwargs)
     _, summary = run_experiment(
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
@@ -213,6 +216,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"\nruns, summary.csv and regret.png written to {args.out} (a sweep directory: "
               f"`linbandit plot {args.out}`, `linbandit report {args.out}`; the same command resumes)")
     return 0
+
+
+def _check_run_memory(entry: AgentEntry, agent_kwargs: dict[str, Any], env_id: str, env_kwargs: dict[str, Any]) -> None:
+    """Before ``run`` builds the agent: agent and env must fit in memory together, from their
+    estimates (:func:`linbandit_gym.registry.check_run_fits`); nothing is built."""
+    from ..registry import check_run_fits, estimate_run_bytes
+
+    check_run_fits(entry, agent_kwargs, estimate_run_bytes(entry, agent_kwargs, env_id, env_kwargs), env_id)
 
 
 def demo_agents() -> list[tuple[str, Any]]:
@@ -332,13 +343,52 @@ def build_parser() -> argparse.ArgumentParser:
 EXIT_BROKEN_PIPE = 141
 
 
+#: Exit code after Ctrl-C (128 + SIGINT, what a shell reports for a process the signal ended).
+EXIT_INTERRUPTED = 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``linbandit``; returns the exit code (2 on bad input, with a message).
+    """Entry point of ``linbandit``; returns the exit code: 0, 2 on bad input and 1 on a failure
+    (a full disk, failed runs), each with a one-line message; 130 after Ctrl-C.
 
     When the reader of the output goes away (``linbandit sweep ... --dry-run | head -1``),
     the command stops quietly with code 141, as ``cat`` or ``ls`` would, instead of a
     ``BrokenPipeError`` traceback.
+
+    Called as the program (``argv`` None: the ``linbandit`` script, ``python -m``), a Ctrl-C
+    counts wherever it lands: one that something caught on the way still makes the code 130,
+    and one that arrives after the command is done (while the interpreter shuts down) ends the
+    process as SIGINT does, which a shell reports as 130 -- never a traceback and code 0.
     """
+    if argv is not None or threading.current_thread() is not threading.main_thread():
+        return _run_command(argv)
+    seen: list[int] = []
+
+    def on_sigint(signum, frame):
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        code = _run_command(argv)
+    except KeyboardInterrupt:  # between the command's own handling and here
+        print("linbandit: interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
+    if seen and code == 0:
+        code = EXIT_INTERRUPTED
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    # From here the interpreter shuts down, running no handler written in Python: the default
+    # action ends the process by the signal (status 130), where a Python handler would never run.
+    signal.signal(signal.SIGINT, signal.SIG_DFL if previous is signal.default_int_handler else previous)
+    return code
+
+
+def _run_command(argv: Sequence[str] | None) -> int:
+    """:func:`main`'s work: parse, run the subcommand, turn errors into one line and a code."""
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -349,11 +399,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = int(args.func(args) or 0)
         except (ValueError, FileNotFoundError, gym.error.Error) as exc:
             print(f"linbandit {args.command}: error: {exc}", file=sys.stderr)
-            code = 2
+            code = getattr(exc, "exit_code", 2)  # records.OutputError: 1 for a full disk
         except PermissionError as exc:  # e.g. a read-only directory: say what and where, no traceback
             where = f": {exc.filename}" if exc.filename else ""
             print(f"linbandit {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
             code = 2
+        except OSError as exc:  # the system failed (disk full, file too large, I/O error): one line, code 1
+            if isinstance(exc, BrokenPipeError):
+                raise
+            where = f": {exc.filename}" if exc.filename else ""
+            print(f"linbandit {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+            code = 1
         except KeyboardInterrupt as exc:  # Ctrl-C: sweep and run --out say how many runs were saved
             print(f"linbandit {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
             code = 130

@@ -85,6 +85,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         for spec in cfg.runs:
             state = "done" if spec in finished else "todo"
             print(f"  {spec.run_id}  {state}  {spec.agent_label} | {spec.env_label} | seed {spec.seed}")
+        print(_largest_run_line(cfg))
         return 0
     result = sweep(cfg, out, workers=args.workers, backend=args.backend, address=args.address,
                    threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
@@ -97,6 +98,20 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         files = make_plots(out)
         print(f"\n{len(files)} plot/table files written under {out}")
     return 0 if result.ok else 1
+
+
+def _largest_run_line(cfg) -> str:
+    """``largest run: AGENT on ENV, about 3.5 MB (agent 1.2 MB, env 2.3 MB) of 20 GB available``."""
+    from ..envs.memory import format_bytes, memory_limit_bytes
+
+    largest = cfg.largest_run()
+    if largest is None:
+        return "largest run: memory unknown"
+    (agent, env), memory = largest
+    agent_part = ("agent: no estimate" if memory.agent_bytes is None else
+                  f"agent {'up to ' if memory.agent_grows else ''}{format_bytes(memory.agent_bytes)}")
+    return (f"largest run: {agent} on {env}, about {format_bytes(memory.total)} ({agent_part}, env "
+            f"{format_bytes(memory.env_bytes)}) of {format_bytes(memory_limit_bytes())} available")
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:

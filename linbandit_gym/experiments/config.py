@@ -63,9 +63,12 @@ from typing import Any
 import yaml
 
 from ..arguments import ArgumentProblem, format_problems, named_argument
+from ..loop import SEED_LIMIT
 from ..registration import ENV_IDS
-from ..registry import AgentEntry, lookup_agent
-from ..specs import args_label, did_you_mean, env_argument_problems, env_arguments
+from ..registry import AgentEntry, RunMemory, check_run_fits, estimate_run_bytes, lookup_agent, lookup_estimator
+from ..specs import (
+    args_label, check_file_name, did_you_mean, env_argument_problems, env_arguments, format_label,
+)
 
 __all__ = [
     "ConfigError",
@@ -75,6 +78,8 @@ __all__ = [
     "parse_config",
     "run_id",
     "canonical_json",
+    "MAX_RUNS",
+    "SEED_LIMIT",
 ]
 
 TOP_LEVEL_KEYS = {
@@ -101,6 +106,10 @@ PLOT_KEYS = {"kind", "agents", "name", "title", "family", "x", "group", "env", "
 PLOT_KINDS = {"regret", "pareto", "spectral", "sketch_size", "param", "matrix_error", "scaling", "fronts"}
 TUNE_KEYS = {"beta", "lam", "seeds", "horizon", "agents"}
 TASKS = {"bandit", "matrix-approx"}
+
+#: The most runs one config expands into: each is two files in one directory and at least a
+#: process round trip; a config past this is a typo (``seeds: 1000000000``) or several sweeps.
+MAX_RUNS = 100_000
 
 #: The paper's tuning grids (Wen et al., 2025, App. F.1).
 PAPER_BETA_GRID = [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
@@ -237,6 +246,15 @@ class SweepConfig:
     def plots(self) -> list[dict]:
         return list(self.raw.get("plots") or [])
 
+    #: (agent label, env label) -> the estimated peak memory of one of its runs
+    memory: dict[tuple[str, str], RunMemory] = field(default_factory=dict)
+
+    def largest_run(self) -> tuple[tuple[str, str], RunMemory] | None:
+        """The (agent label, env label) whose runs need the most memory, with its estimate."""
+        if not self.memory:
+            return None
+        return max(self.memory.items(), key=lambda item: item[1].total)
+
     @property
     def timing_repeats(self) -> int:
         """How many times each timing run is played (``timing_repeats:``, default 1)."""
@@ -322,10 +340,16 @@ def _format_label(template: str | None, default: str, values: dict, where: str) 
         return default
     if not isinstance(template, str):
         raise ConfigError(f"{where}: label must be a string, got {type(template).__name__}")
-    try:
-        return template.format(**values)
-    except (KeyError, IndexError, ValueError) as exc:
-        raise ConfigError(f"{where}: label {template!r} names {exc} which is not among the arguments") from exc
+    try:  # {NAME} and {NAME:FORMAT} of the arguments only: no attribute or index walks
+        return format_label(template, values)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _check_seed(seed: Any, where: str) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < SEED_LIMIT:
+        raise ConfigError(f"{where}: a seed is an int in [0, 2**63), got {seed!r}")
+    return int(seed)
 
 
 def _seeds(value: Any) -> list[int]:
@@ -336,11 +360,15 @@ def _seeds(value: Any) -> list[int]:
     if isinstance(value, numbers.Integral):
         if value < 1:
             raise ConfigError(f"seeds: an int is a count and must be >= 1, got {value}")
+        if value > MAX_RUNS:
+            raise ConfigError(f"seeds: {value:,} seeds are more runs than one sweep holds ({MAX_RUNS:,} at most); "
+                              "give a count such as 10, or a list of seeds")
         return list(range(int(value)))
     if isinstance(value, list) and value and all(isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in value):
-        if len(set(value)) != len(value):
+        seeds = [_check_seed(s, f"seeds[{i}]") for i, s in enumerate(value)]
+        if len(set(seeds)) != len(seeds):
             raise ConfigError(f"seeds: the list has repeated seeds: {value}")
-        return [int(s) for s in value]
+        return seeds
     raise ConfigError(f"seeds: expected an int count or a non-empty list of ints, got {value!r}")
 
 
@@ -438,6 +466,11 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
     name = raw.get("name") or (Path(source).stem if isinstance(source, (str, Path)) else "sweep")
     if not isinstance(name, str):
         problems.add(f"name: expected a string, got {name!r}")
+    else:  # the default output directory is runs/NAME: a name, never a path out of runs/
+        try:
+            check_file_name(name, "name")
+        except ValueError as exc:
+            problems.add(str(exc))
     seeds, record, horizon, tuned, envs = [0], {}, None, {}, []
     with problems.section():
         seeds = _seeds(raw.get("seeds"))
@@ -471,6 +504,11 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
                 raise ConfigError("data: only for task: matrix-approx; bandit sweeps list envs:")
             envs = _expand_envs(raw.get("envs"), horizon)
 
+    try:  # before expanding: a billion runs would take minutes and gigabytes
+        _check_run_count(agents, envs, seeds)
+    except ConfigError as exc:
+        problems.add(str(exc))
+        problems.raise_if_any()
     expansion = _Expansion(raw=raw, task=task, seeds=seeds, record=record, tuned=tuned, envs=envs,
                            validate_args=validate_args, problems=problems)
     for i, entry in enumerate(agents):
@@ -478,7 +516,7 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             _expand_agent(i, entry, expansion)
     problems.raise_if_any()
     return SweepConfig(raw=raw, name=name, task=task, seeds=seeds, runs=expansion.runs,
-                       notes=list(dict.fromkeys(expansion.notes)))
+                       notes=list(dict.fromkeys(expansion.notes)), memory=expansion.memory)
 
 
 def _validate_tuned(tuned: Any) -> dict:
@@ -509,6 +547,7 @@ class _Expansion:
     notes: list[str] = field(default_factory=list)
     by_id: dict[str, tuple[RunSpec, bool]] = field(default_factory=dict)
     seen_labels: dict[tuple[str, str], dict] = field(default_factory=dict)
+    memory: dict[tuple[str, str], RunMemory] = field(default_factory=dict)
 
 
 def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
@@ -520,7 +559,7 @@ def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
     _check_keys(entry, AGENT_KEYS, where)
     if "name" not in entry:
         raise ConfigError(f"{where}: missing key 'name' (an agent name or module:Class)")
-    agent = _lookup_agent(entry["name"], f"{where}.name")
+    agent = _agent_entry(entry["name"], f"{where}.name", x.task)
     base_args = dict(_mapping(entry.get("args"), f"{where}.args"))
     points = _grid_points(entry.get("grid"), f"{where}.grid")
     run_record = x.record
@@ -562,6 +601,8 @@ def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
             if checks is not None:
                 checks.check_overrides(overrides, tuned_where)
                 checks.check_values(final_args, j, point, overrides, tuned_where)
+            if x.validate_args and (label, env["label"]) not in x.memory:
+                x.memory[(label, env["label"])] = _check_run_memory(agent, final_args, env, x.task, where)
             for seed in x.seeds:
                 config = {
                     "task": x.task,
@@ -584,6 +625,64 @@ def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
                     continue
                 x.by_id[spec.run_id] = (spec, bool(overrides))
                 x.runs.append(spec)
+
+
+def _agent_entry(name: Any, where: str, task: str) -> AgentEntry:
+    """The checked :class:`~linbandit_gym.registry.AgentEntry` of an ``agents[i].name``: an
+    agent, or for a matrix-approx config's ``module:Class`` a covariance estimator."""
+    if task == "matrix-approx" and isinstance(name, str) and ":" in name:
+        try:
+            return AgentEntry(name, lookup_estimator(name))
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return _lookup_agent(name, where)
+
+
+def _check_run_count(agents: list, envs: list[dict], seeds: list[int]) -> None:
+    """Refuse, before expanding, a config of more than :data:`MAX_RUNS` runs."""
+    points = 0
+    for entry in agents:
+        grid = entry.get("grid") if isinstance(entry, dict) else None
+        if isinstance(grid, dict):
+            count = 1
+            for values in grid.values():
+                count *= len(values) if isinstance(values, list) else 1
+        else:
+            count = len(grid) if isinstance(grid, list) and grid else 1
+        points += count
+    total = points * max(len(envs), 1) * len(seeds)
+    if total > MAX_RUNS:
+        raise ConfigError(
+            f"seeds, agents, envs: this config expands into up to {total:,} runs ({points:,} agent configs x "
+            f"{len(envs):,} env configs x {len(seeds):,} seeds), more than one sweep holds ({MAX_RUNS:,}); "
+            "fewer seeds or grid points, or several configs"
+        )
+
+
+def _check_run_memory(agent: AgentEntry, args: dict, env: dict, task: str, where: str) -> RunMemory:
+    """The estimated peak memory of a run of ``agent`` on ``env``; a :class:`ConfigError` if it
+    is more than the memory available (:func:`linbandit_gym.registry.check_run_fits`)."""
+    if task == "matrix-approx":  # the rows, the exact Gram the error is measured against, the sketch
+        n, d = env["args"]["n"], env["args"]["d"]
+        own = None if ":" in agent.label else _agent_bytes(agent, d, 1, args)
+        run = RunMemory(8 * (n * d + 2 * d * d), own, 1, d)
+    else:
+        try:
+            run = estimate_run_bytes(agent, args, env["id"], env["args"])
+        except ValueError as exc:
+            raise ConfigError(f"{where}: env {env['label']!r}: {exc}") from None
+    try:
+        return check_run_fits(agent, args, run, f"env {env['label']!r}")
+    except ValueError as exc:
+        raise ConfigError(f"{where}.args: {exc}") from None
+
+
+def _agent_bytes(agent: AgentEntry, d: int, n_arms: int, args: dict) -> int | None:
+    try:
+        value = agent.estimate_memory_bytes(d, n_arms, {k: v for k, v in args.items() if k != "d"})
+    except (TypeError, ValueError, KeyError, OverflowError):
+        return None
+    return None if value is None else int(value)
 
 
 class _AgentArgumentChecks:
@@ -728,6 +827,11 @@ def _validate_plots(plots: Any) -> None:
         if not isinstance(entry, dict):
             raise ConfigError(f"{where}: expected a mapping, got {entry!r}")
         _check_keys(entry, PLOT_KEYS, where)
+        if entry.get("name") is not None:  # plots/NAME.png: a name, never a path out of plots/
+            try:
+                check_file_name(entry["name"], f"{where}.name")
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         if entry.get("kind") not in PLOT_KINDS:
             raise ConfigError(f"{where}.kind: expected one of {sorted(PLOT_KINDS)}, got {entry.get('kind')!r}")
         agents = entry.get("agents")

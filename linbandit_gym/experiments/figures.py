@@ -24,8 +24,8 @@ from ..plots import (
 )
 from ..evaluate import timed_runs
 from ..text import NOT_REPORTED, count, mean_spread, reported_bytes
-from .config import select_labels
-from .sweep import load_records, load_runs, read_sweep_config, summary_table
+from .config import ConfigError, _validate_plots, select_labels
+from .sweep import load_meta, load_records, load_runs, read_sweep_config, summary_table
 
 __all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
            "scaling_points"]
@@ -39,8 +39,7 @@ def spectral_series(out_dir: str | Path, runs: pd.DataFrame) -> pd.DataFrame:
     """The recorded ``Delta_t`` checkpoints as a long frame (agent, env, seed, t, l, delta, cov_error)."""
     rows = []
     for rid, agent, env, seed in zip(runs["run_id"], runs["agent"], runs["env"], runs["seed"]):
-        meta = json.loads((Path(out_dir) / "runs" / f"{rid}.json").read_text())
-        spec = meta.get("spectral")
+        spec = load_meta(out_dir, rid).get("spectral")
         if not spec:
             continue
         for l, deltas in spec["delta"].items():
@@ -54,7 +53,7 @@ def env_settings(out_dir: str | Path, runs: pd.DataFrame) -> dict[str, dict]:
     settings = {}
     for rid, env in zip(runs["run_id"], runs["env"]):
         if env not in settings:
-            meta = json.loads((Path(out_dir) / "runs" / f"{rid}.json").read_text())
+            meta = load_meta(out_dir, rid)
             settings[env] = {"id": meta["config"]["env"]["id"], **meta["config"]["env"]["args"]}
     return settings
 
@@ -204,6 +203,10 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
     if runs.empty:
         raise FileNotFoundError(f"{out} has no finished runs yet: run the sweep first")
     raw = read_sweep_config(out) or {}
+    try:  # DIR/config.yaml may have been edited since the sweep checked it: plot names stay names
+        _validate_plots(raw.get("plots"))
+    except ConfigError as exc:
+        raise ConfigError(f"{out / 'config.yaml'}: {exc}") from None
     plot_dir = out / "plots"
     written: list[Path] = []
     captions: dict[str, dict] = {}  # figure file stem -> what the figure shows, in words (the report's captions)
@@ -371,7 +374,11 @@ def read_captions(out_dir: str | Path) -> dict[str, dict]:
     """The ``{stem: {title, caption}}`` :func:`make_plots` wrote (empty for plots drawn before
     captions existed)."""
     path = Path(out_dir) / "plots" / "captions.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    try:
+        captions = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, ValueError):  # damaged: the figures keep their file names as captions
+        return {}
+    return captions if isinstance(captions, dict) else {}
 
 
 def _title(ax, title: str, caption: str) -> None:

@@ -38,7 +38,7 @@ figure{margin:1.5em 0}figcaption{font-size:0.9em;color:#444;max-width:900px}
 def _versions(out: Path, runs: pd.DataFrame) -> dict:
     if runs.empty:
         return {}
-    meta = json.loads((out / "runs" / f"{runs['run_id'].iloc[0]}.json").read_text())
+    meta = load_meta(out, runs["run_id"].iloc[0])
     info = dict(meta.get("versions", {}))
     info["device"] = meta.get("device")
     # the thread policy and the clock behind every ms/round of the report
@@ -56,12 +56,23 @@ def _failed(out: Path) -> list[dict]:
         return []
     items = []
     for path in sorted(failed_dir.glob("*.json")):
-        data = json.loads(path.read_text())
-        spec = data.get("spec", {})
-        last = (data.get("error") or "").strip().splitlines()
-        items.append({"run": data.get("run_id"), "agent": spec.get("agent_label"), "env": spec.get("env_label"),
-                      "seed": spec.get("config", {}).get("seed"), "error": last[-1] if last else ""})
+        items.append(_failure(path))
     return items
+
+
+def _failure(path: Path) -> dict:
+    """One row of the failed runs' table from ``failed/<id>.json``; a damaged one is listed as such
+    (what it held is only a traceback: the sweep retries the run whatever it says)."""
+    try:
+        data = json.loads(path.read_text())
+        spec = data.get("spec") or {}
+        last = str(data.get("error") or "").strip().splitlines()
+        return {"run": str(data.get("run_id")), "agent": str(spec.get("agent_label")),
+                "env": str(spec.get("env_label")), "seed": str((spec.get("config") or {}).get("seed")),
+                "error": last[-1] if last else ""}
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        return {"run": path.stem, "agent": "", "env": "", "seed": "",
+                "error": f"{path} cannot be read ({type(exc).__name__}); the sweep retries this run"}
 
 
 def _format_args(args: dict) -> str:

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .._version import __version__
-from ..registry import resolve_agent
+from ..registry import lookup_estimator, resolve_agent
 from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit, thread_record
 
 __all__ = ["execute_run", "execute_batch", "execute_unit", "split_by_seed", "run_meta", "bandit_summary", "library_versions",
@@ -341,16 +341,13 @@ def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.Data
 
 def _matrix_approx(spec: dict, threads: int | None) -> tuple[pd.DataFrame, dict]:
     """Wen et al. (2025), App. F.2: stream normalised N(0, I_d) rows through a covariance sketch."""
-    import importlib
-
     import torch
 
     config = spec["config"]
     n, d, every = (int(config["env"]["args"][k]) for k in ("n", "d", "every"))
     name, args = config["agent"]["name"], dict(config["agent"]["args"])
-    if ":" in name:
-        module_name, _, attr = name.partition(":")
-        estimator = getattr(importlib.import_module(module_name), attr)(d, **args)
+    if ":" in name:  # a covariance-estimator class of the user's, checked before it is called
+        estimator = lookup_estimator(name)(d, **args)
     else:
         agent = resolve_agent(name, {**args, "d": d})
         estimator = getattr(agent, "estimator", None)
