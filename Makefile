@@ -1,6 +1,8 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   -> create .venv, install the package (base dependencies only), run the offline MNIST demo
 #   make test   -> create .venv, install the package with the dev extras, run the test suite
+# and one more:
+#   make docs   -> build the documentation site into site/ (offline; any warning is an error)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -8,8 +10,9 @@ PY := $(VENV)/bin/python
 # hypothesis, pyarrow, Ray: most of the install time) are installed on top for the tests.
 BASE_STAMP := $(VENV)/.linbandit-installed-base
 DEV_STAMP := $(VENV)/.linbandit-installed
+DOCS_STAMP := $(VENV)/.linbandit-installed-docs
 
-.PHONY: install install-base demo test test-all bench clean
+.PHONY: install install-base demo test test-all docs bench clean
 
 install: $(DEV_STAMP)
 
@@ -25,6 +28,10 @@ $(DEV_STAMP): $(BASE_STAMP)
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $(DEV_STAMP)
 
+$(DOCS_STAMP): $(BASE_STAMP)
+	$(PY) -m pip install -q -e ".[docs]"
+	touch $(DOCS_STAMP)
+
 demo: $(BASE_STAMP)
 	$(VENV)/bin/linbandit demo
 
@@ -34,5 +41,9 @@ test: $(DEV_STAMP)
 test-all: $(DEV_STAMP)
 	$(PY) -m pytest -q -m "slow or not slow"
 
+# NO_MKDOCS_2_WARNING: no end-of-life banner from MkDocs Material in the build log
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache .hypothesis
+	rm -rf $(VENV) runs site .pytest_cache .hypothesis

@@ -6,6 +6,8 @@ third-party agent satisfies by duck typing. ``AGENTS`` maps the names the comman
 accepts to the classes. This package imports neither ``linbandit_gym`` nor ``envs_data``.
 """
 
+from importlib.metadata import PackageNotFoundError, version as _dist_version
+
 from .base import Agent, AgentProtocol, TorchAgent, check_agent
 from .linucb import LinUCB
 from .cbscfd import CBSCFD
@@ -19,6 +21,11 @@ from .xy_static import XYStatic
 
 AGENTS: dict[str, type] = {"OFUL": OFUL, "SOFUL": SOFUL, "CBSCFD": CBSCFD}
 AGENTS.update({"DBSLinUCB": DBSLinUCB, "DBSLinUCB-FD": DBSLinUCBFD, "DBSLinUCB-RFD": DBSLinUCBRFD})
+
+try:  # the distribution's version (pyproject.toml): agents ships inside linbandit-gym
+    __version__ = _dist_version("linbandit-gym")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = ["AGENTS", "Agent", "AgentProtocol", "TorchAgent", "LinUCB", "OFUL", "SOFUL", "CBSCFD", "check_agent"]
 __all__ += ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]

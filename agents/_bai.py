@@ -1,4 +1,4 @@
-"""Shared plumbing of the fixed-confidence best-arm-identification agents (seed 004 Sec. 2).
+"""Shared plumbing of the fixed-confidence best-arm-identification agents (Jamieson, 2018, Sec. 2).
 
 Action encoding of ``LinBandit-BAI-v0``: with K arms, ``a in [0, K)`` pulls arm ``a`` and
 ``a in [K, 2K)`` stops and recommends arm ``a - K``. The observation is the same fixed
@@ -28,7 +28,7 @@ taking bounded time (designs have iteration budgets, XY-adaptive's phase-length 
 bracketed by the apportionment bound and capped at ``MAX_PHASE_PULLS``). Directions below
 the rank tolerance ``max(K, d) eps s_1`` are treated as outside the span.
 
-Confidence width (seed 004 eq. 3 and its constant c). The seed states, for a fixed
+Confidence width (Jamieson, 2018, eq. 3 and its constant c). The notes state, for a fixed
 allocation, ``|x^T (theta* - theta_hat_n)| <= c ||x||_{A_n^-1} sqrt(log(K^2/delta))`` for all
 n at once, with an unspecified c. As written this is a [GAP]: nothing pays for the union
 over n. We use the exact Gaussian (and sub-Gaussian) tail instead: for an allocation that
@@ -39,7 +39,7 @@ so a union bound over the ``K - 1`` arms that could be wrongly preferred to x* a
     beta_k = sigma * sqrt(2 log(pi^2 (K - 1) k^2 / (6 delta))),
 
 which keeps the stopping rule of eq. 11 delta-correct (``P(recommend != x*) <= delta``).
-In the seed's notation, ``c = beta_k / sqrt(log(K^2/delta))``, growing like
+In the notes' notation, ``c = beta_k / sqrt(log(K^2/delta))``, growing like
 ``sigma sqrt(2 log k)``. Passing a float ``c`` uses eq. 3 literally (width
 ``c sqrt(log(K^2/delta))``, constant): faster, but with no guarantee unless c is large enough.
 
@@ -92,7 +92,7 @@ def check_grid_next(n: int, growth: float) -> int:
 
 
 class LeastSquares:
-    """OLS in span coordinates from pull counts ``T`` and reward sums ``S`` (seed 004 eq. 2).
+    """OLS in span coordinates from pull counts ``T`` and reward sums ``S`` (Jamieson, 2018, eq. 2).
 
     ``A = Z^T diag(T) Z``, ``b = Z^T S``, ``theta_hat = A^+ b``. :meth:`quad` returns
     ``||y||^2_{A^+}`` for the rows of Y, and ``inf`` for rows outside the range of A (a
@@ -212,7 +212,7 @@ class BAIAgent(FixedArmSetAgent):
         delta: confidence, in (0, 1): the recommendation is wrong with probability <= delta.
         noise_std: sub-Gaussian scale sigma of the reward noise (the env's ``noise_std``).
         c: None (default) for the delta-correct anytime width (see module docstring), or a
-            float to use seed 004 eq. 3 literally, ``c sqrt(log(K^2/delta))``.
+            float to use Jamieson (2018), eq. 3 literally, ``c sqrt(log(K^2/delta))``.
         d, device, dtype, seed: see :class:`~agents.base.TorchAgent`.
     """
 
@@ -318,7 +318,7 @@ class BAIAgent(FixedArmSetAgent):
             self._learn(action, reward)
 
     def stopping_arm(self, ls: LeastSquares, beta: float, candidates: torch.Tensor | None = None) -> int | None:
-        """Seed 004 eq. 11: the arm ``x`` with ``beta ||x - x'||_{A^-1} <= (x - x')^T theta_hat`` for all x'.
+        """Jamieson (2018), eq. 11: the arm ``x`` with ``beta ||x - x'||_{A^-1} <= (x - x')^T theta_hat`` for all x'.
 
         Only ``x = argmax theta_hat^T x`` can satisfy it (all gaps must be >= 0), so one
         batched check over the arms (or ``candidates``) suffices. Returns the arm or None.

@@ -60,6 +60,40 @@ class Agent:
 
     name: str | None = None
 
+    #: Constructor arguments in which the members of one batched agent may differ, each then
+    #: given one value per member (:func:`agents.batched.batched_members`).
+    per_member_args: tuple[str, ...] = ()
+
+    # -- what a planner asks of the class before building anything ---------------------------
+    @classmethod
+    def batchable(cls) -> bool:
+        """Whether agents of exactly this class can advance together as the members of one
+        batched agent (:func:`agents.batched.batched`)."""
+        return False
+
+    @classmethod
+    def estimate_memory_bytes(cls, d: int, n_arms: int, **args: Any) -> int | None:
+        """A conservative estimate of the bytes one agent of this class, built with the
+        constructor arguments ``args`` (defaults for the others), holds at its peak on arm sets
+        of ``n_arms`` arms in dimension ``d``, counted in float64 whatever its dtype; ``None``
+        when the class cannot say. Nothing is built."""
+        return None
+
+    @classmethod
+    def constructor_argument(cls, name: str, args: dict[str, Any]) -> Any:
+        """``args[name]``, else the default the constructor gives ``name`` (the first
+        ``__init__`` along the class's MRO that declares it). ``KeyError`` if none does."""
+        if name in args:
+            return args[name]
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            parameter = inspect.signature(init).parameters.get(name)
+            if parameter is not None and parameter.default is not parameter.empty:
+                return parameter.default
+        raise KeyError(f"{cls.__name__} has no argument {name!r} with a default")
+
     def reset(self, seed: int | None = None) -> None:
         """Forget everything learned; ``seed`` fixes any internal randomness."""
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from .linucb import LinUCB
 from .sketches.rfd import RobustFrequentDirections
-from .soful import _check_sketch_args, _warn_if_larger_than_oful
+from .soful import _check_sketch_args, _warn_if_larger_than_oful, sketched_memory_bytes
 
 __all__ = ["CBSCFD"]
 
@@ -49,6 +49,11 @@ class CBSCFD(LinUCB):
     """
 
     per_member_args = ("lam", "beta", "sketch_size")
+    _has_batched_twin = True
+
+    @classmethod
+    def estimate_memory_bytes(cls, d: int, n_arms: int, **args) -> int:
+        return sketched_memory_bytes(cls, d, n_arms, args)
     _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
 
     def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, sketch_size: int = 50, fast: bool = True,

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ._validate import check_batch_size
-from .linucb import LinUCB
+from .linucb import LinUCB, arm_scratch_bytes
 from .sketches.dbs import DyadicBlockSketch, check_dbs_params
 
 __all__ = ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]
@@ -74,6 +74,18 @@ class DBSLinUCB(LinUCB):
 
     per_member_args = ("lam", "beta", "l0", "eps")
     _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
+    _has_batched_twin = True
+
+    @classmethod
+    def estimate_memory_bytes(cls, d: int, n_arms: int, **args) -> int:
+        if cls.constructor_argument("memory_cap", args):
+            # twice d x d: a batch pads every member to the largest, and the exact phase holds
+            # a d x d inverse; b and theta_hat
+            return arm_scratch_bytes(d, n_arms) + 8 * (2 * d * d + 2 * d)
+        # uncapped blocks hold up to 4 (d + l0) rows, with their Gram, factor and a vector,
+        # beside the exact phase's d x d inverse
+        rows = 4 * (d + int(np.max(cls.constructor_argument("l0", args))))
+        return arm_scratch_bytes(d, n_arms) + 8 * (rows * d + 2 * rows * rows + rows + d * d)
 
     def __init__(
         self,
@@ -165,6 +177,8 @@ class DBSLinUCB(LinUCB):
 class DBSLinUCBFD(DBSLinUCB):
     """DBSLinUCB over Frequent Directions blocks (``sketch="fd"``); same keywords otherwise."""
 
+    _has_batched_twin = True
+
     def __init__(self, **kwargs):
         if kwargs.pop("sketch", "fd") != "fd":
             raise ValueError("DBSLinUCBFD always uses sketch='fd'; use DBSLinUCB(sketch=...) to choose")
@@ -173,6 +187,8 @@ class DBSLinUCBFD(DBSLinUCB):
 
 class DBSLinUCBRFD(DBSLinUCB):
     """DBSLinUCB over Robust FD blocks (``sketch="rfd"``); same keywords otherwise."""
+
+    _has_batched_twin = True
 
     def __init__(self, **kwargs):
         if kwargs.pop("sketch", "rfd") != "rfd":

@@ -1,7 +1,7 @@
-"""G-allocation for fixed-confidence best-arm identification (seed 004 Sec. 2.3.1).
+"""G-allocation for fixed-confidence best-arm identification (Jamieson, 2018, Sec. 2.3.1).
 
 Soare, Lazaric & Munos (2014). A *static* strategy: the pulls depend on the arms only,
-never on the rewards, and follow a G-optimal design (seed 004 eq. 12-13), which minimises
+never on the rewards, and follow a G-optimal design (Jamieson, 2018, eq. 12-13), which minimises
 ``max_x ||x||_{A^-1}`` and hence the bound ``||x - x'||_{A^-1} <= 2 max_x ||x||_{A^-1}`` on
 every width of the stopping rule. After each pull: OLS (eq. 2), then the stopping rule of
 eq. 11 with the width of eq. 3; on stopping, recommend ``argmax_x theta_hat^T x`` by playing
@@ -26,7 +26,7 @@ _ALLOCATIONS = ("tracking", "rounding", "greedy")
 
 
 class GAllocation(BAIAgent):
-    """G-allocation: pull along a G-optimal design, stop by seed 004 eq. 11.
+    """G-allocation: pull along a G-optimal design, stop by Jamieson (2018), eq. 11.
 
     Allocation rules (``allocation=``):
 
@@ -101,7 +101,7 @@ class GAllocation(BAIAgent):
         self.check_growth = check_real("check_growth", check_growth, ge=0.0, hint="0 = test after every pull")
         if not is_zero(lam):
             raise ValueError(
-                f"lam={lam!r}: G-allocation uses plain OLS (seed 004 eq. 2) so that the fixed-design width is "
+                f"lam={lam!r}: G-allocation uses plain OLS (Jamieson, 2018, eq. 2) so that the fixed-design width is "
                 "exact; pass lam=0"
             )
         self.allocation = allocation
@@ -111,7 +111,7 @@ class GAllocation(BAIAgent):
 
     # -- what XYStatic overrides -----------------------------------------------------
     def _design(self) -> torch.Tensor:
-        """The design the pulls follow: G-optimal on the arms (seed 004 eq. 13)."""
+        """The design the pulls follow: G-optimal on the arms (Jamieson, 2018, eq. 13)."""
         return g_optimal_design(self.z, eps=self.design_eps)
 
     def _targets(self) -> torch.Tensor:

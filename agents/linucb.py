@@ -55,6 +55,11 @@ def _check_beta(name: str, beta: Any) -> float | str:
     return float(beta)
 
 
+def arm_scratch_bytes(d: int, n_arms: int) -> int:
+    """A few ``K x d`` arm sets and their scores in float64: what a round holds beside the state."""
+    return 4 * n_arms * d * 8
+
+
 def _fmt(value: Any) -> str:
     """A parameter for a message or repr: a per-member array as a list."""
     return repr(value.tolist()) if np.ndim(value) else repr(value)
@@ -126,6 +131,12 @@ class LinUCB(TorchAgent):
     #: as one value (every member) or a list/tuple/1-D array of ``batch_size`` values; member i
     #: then plays exactly as the single agent built with the i-th values
     per_member_args: tuple[str, ...] = ("lam", "beta")
+
+    @classmethod
+    def batchable(cls) -> bool:
+        # Read from the class itself, not inherited: a subclass may change act or update,
+        # which the batched agent (the same class with batch_size=B) would not run.
+        return cls.__dict__.get("_has_batched_twin", False)
 
     #: whether ``beta="theory"`` accumulates ``log(1 + ||x||^2_{A_hat^-1})`` (OFUL's radius);
     #: the sketched agents' radii read their sketch instead, so they skip that work

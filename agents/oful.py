@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .linucb import LinUCB
+from .linucb import LinUCB, arm_scratch_bytes
 from .sketches.exact import ExactCovariance
 
 __all__ = ["OFUL"]
@@ -32,6 +32,13 @@ class OFUL(LinUCB):
     >>> agent.theta_hat.tolist()
     [0.5, 0.0, 0.0]
     """
+
+    _has_batched_twin = True
+
+    @classmethod
+    def estimate_memory_bytes(cls, d: int, n_arms: int, **args) -> int:
+        # the d x d inverse, b and theta_hat
+        return arm_scratch_bytes(d, n_arms) + 8 * (d * d + 2 * d)
 
     def _make_estimator(self, d: int) -> ExactCovariance:
         return ExactCovariance(d, reg=self.lam, device=self.device, dtype=self.dtype, batch_size=self._est_batch)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ._validate import check_batch_size
-from .linucb import LinUCB
+from .linucb import LinUCB, arm_scratch_bytes
 from .sketches.fd import FrequentDirections, check_sketch_size
 
 __all__ = ["SOFUL"]
@@ -57,6 +57,11 @@ class SOFUL(LinUCB):
 
     per_member_args = ("lam", "beta", "sketch_size")
     _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
+    _has_batched_twin = True
+
+    @classmethod
+    def estimate_memory_bytes(cls, d: int, n_arms: int, **args) -> int:
+        return sketched_memory_bytes(cls, d, n_arms, args)
 
     def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, sketch_size: int = 50, fast: bool = True,
                  delta: float = 0.05, noise_std: float = 1.0, theta_bound: float = 1.0, d: int | None = None,
@@ -80,6 +85,14 @@ class SOFUL(LinUCB):
         return self.noise_std * np.sqrt(1.0 + sb / lam) * np.sqrt(
             2.0 * math.log(1.0 / self.delta) + logdet
         ) + self.theta_bound * (lam + sb) / np.sqrt(lam)
+
+
+def sketched_memory_bytes(cls, d: int, n_arms: int, args: dict) -> int:
+    """The estimate of :meth:`~agents.base.Agent.estimate_memory_bytes` for SOFUL and CBSCFD:
+    the fast buffer's ``2l`` rows, their ``2l x 2l`` Gram and factor and a ``2l``-vector, b and
+    theta_hat (the largest member's ``l`` when the sizes differ)."""
+    cap = 2 * int(np.max(cls.constructor_argument("sketch_size", args)))
+    return arm_scratch_bytes(d, n_arms) + 8 * (cap * d + 2 * cap * cap + cap + 2 * d)
 
 
 def _warn_if_larger_than_oful(agent, d: int) -> None:

@@ -1,4 +1,4 @@
-"""XY-adaptive allocation: phased elimination for best-arm identification (seed 004 Sec. 2.4).
+"""XY-adaptive allocation: phased elimination for best-arm identification (Jamieson, 2018, Sec. 2.4).
 
 Soare, Lazaric & Munos (2014). Static strategies pay ``d / Delta_min^2`` because they keep
 shrinking directions that stopped mattering. XY-adaptive works in phases j = 1, 2, ...:
@@ -11,7 +11,7 @@ shrinking directions that stopped mattering. XY-adaptive works in phases j = 1, 
   ``max_{y in Y_j} ||y||^2_{A_n^-1} <= alpha * (the previous phase's final value)``, i.e.
   ``rho^j(lambda_n)/n <= alpha rho^{j-1}/n_{j-1}``: every direction of interest gets
   ``1/alpha`` times more certain per phase. For phase 1, ``rho^0/n_0 := rho^1(lambda^1)/r``
-  (the seed leaves it open; this makes phase 1 about ``r/alpha`` pulls);
+  (the notes leave it open; this makes phase 1 about ``r/alpha`` pulls);
 * at the end of the phase, ``theta_hat_j`` is the OLS on **that phase's samples only** (as
   in Soare et al.'s algorithm: within a phase the allocation is fixed given the past, so
   the fixed-design bound of eq. 3 holds conditionally; reusing earlier samples, chosen
@@ -44,14 +44,14 @@ MAX_PHASE_PULLS = MAX_PULLS
 
 
 class XYAdaptive(BAIAgent):
-    """XY-adaptive allocation (phased elimination with XY designs, seed 004 eq. 16-19).
+    """XY-adaptive allocation (phased elimination with XY designs, Jamieson (2018), eq. 16-19).
 
     Args:
         delta: confidence in (0, 1) (default 0.05).
         noise_std: sub-Gaussian scale of the reward noise (the env's ``noise_std``).
         c: None for the delta-correct width (default) or eq. 3's constant used literally.
         alpha: per-phase uncertainty reduction of eq. 19, in (0, 1) (default 0.5: phases
-            about double; the seed's bound (20) scales as ``1 / (alpha log(1/alpha))``,
+            about double; the notes' bound (eq. 20) scales as ``1 / (alpha log(1/alpha))``,
             smallest near 1/e, and a small alpha makes the last phase overshoot by up to
             ``1/alpha``).
         design_eps: certified accuracy of each phase's XY design (default 0.05).

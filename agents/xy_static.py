@@ -1,6 +1,6 @@
 """Static XY-allocation for fixed-confidence best-arm identification (Soare et al. 2014).
 
-Seed 004 Sec. 2.3 notes that the stopping rule (eq. 11) involves only the *differences*
+Jamieson (2018), Sec. 2.3 notes that the stopping rule (eq. 11) involves only the *differences*
 ``x - x'``, and G-allocation shrinks them only through the bound
 ``||x - x'||_{A^-1} <= 2 max_x ||x||_{A^-1}``. The XY-allocation targets them directly:
 pulls follow a design on the arms minimising ``max_{x, x'} ||x - x'||^2_{V(pi)^-1}``
@@ -19,7 +19,7 @@ __all__ = ["XYStatic"]
 
 
 class XYStatic(GAllocation):
-    """Static XY-allocation: pull along the XY-optimal design, stop by seed 004 eq. 11.
+    """Static XY-allocation: pull along the XY-optimal design, stop by Jamieson (2018), eq. 11.
 
     Same interface and allocation rules as :class:`~agents.GAllocation` (``"tracking"``,
     ``"rounding"``, ``"greedy"``); the design minimises the largest uncertainty of an arm

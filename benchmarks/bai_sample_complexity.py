@@ -4,7 +4,7 @@ Plays GAllocation (tracking and greedy eq. 14), XYStatic and XYAdaptive on
 ``LinBandit-BAI-v0`` -- the Soare et al. (2014) instance (arms e_1..e_d and
 cos(omega) e_1 + sin(omega) e_2, theta* = e_1) and random instances -- for many seeds, and
 prints per (instance, agent): the error rate (must stay below delta), truncations, and
-the mean / median / std of the number of pulls before stopping. Theory (seed 004 eq. 15
+the mean / median / std of the number of pulls before stopping. Theory (Jamieson, 2018, eq. 15
 vs eq. 20): static allocations pay ~ d / Delta_min^2, XY-adaptive does not depend on d,
 so on the Soare instance XY-adaptive should need several times fewer pulls for d >= 3.
 

@@ -16,10 +16,12 @@ OFUL, SOFUL l in {20, 100}, CBSCFD l = 20, DBSLinUCB-FD l0 = 50 eps = 8 and DBSL
 with lam = 0.2, beta = 0.01, over ``--seeds`` seeds of ``--horizon`` rounds. Compared, each in a
 fresh output directory, interleaved, best of ``--repeats`` wall times:
 
-* ``batched``          -- ``sweep(..., batched=True)`` (``--batched``: pack all that can be packed), 1 process;
+* ``batched``          -- ``sweep(..., batched=True, timing_runs=False)`` (``--batched --no-timing-runs``: pack
+  all that can be packed, every seed), 1 process;
 * ``batched-w2``       -- the same with ``workers=2`` (batches go to the 2 workers as units);
 * ``default-w2``       -- ``sweep(..., workers=2)``: the default ``batched=None`` packs only runs whose
-  agent state is small (``packing.SMALL_STATE``);
+  agent state is small (``linbandit_gym.batched.SMALL_STATE``), and the first seed of every configuration
+  runs alone (its timing run);
 * ``no-batched-w2``    -- ``sweep(..., batched=False, workers=2)``: one run at a time on 2 workers.
 
 Printed: each mode's wall time, the ratios to ``no-batched-w2``, and the mean final regret per
@@ -55,8 +57,8 @@ from linbandit_gym.experiments.sweep import load_runs, sweep  # noqa: E402
 from linbandit_gym.experiments.tune import tune  # noqa: E402
 
 MODES = {
-    "batched": {"batched": True, "workers": 1},
-    "batched-w2": {"batched": True, "workers": 2},
+    "batched": {"batched": True, "workers": 1, "timing_runs": False},
+    "batched-w2": {"batched": True, "workers": 2, "timing_runs": False},
     "default-w2": {"batched": None, "workers": 2},
     "no-batched-w2": {"batched": False, "workers": 2},
 }
@@ -103,7 +105,8 @@ def _play(workload: str, out: str, options: dict, cfg: dict):
         assert result.ok, result.failed
         return _final_regrets(out)
     if workload == "tune":
-        result = tune(load_config(config_path("mnist", quick=True)), out, log=None, **options)
+        tuning = {k: v for k, v in options.items() if k != "timing_runs"}  # tuning times nothing alone
+        result = tune(load_config(config_path("mnist", quick=True)), out, log=None, **tuning)
         assert result.ok, result.failed
         return {"tuned": result.tuned, "runs": _final_regrets(out)}
     with contextlib.redirect_stdout(io.StringIO()):  # the summary table and file list

@@ -14,19 +14,31 @@ downloaded unless asked (``download=True`` for the OpenML sets); missing files r
 """
 
 from ._common import DATA_DIR_ENV, as_features, get_data_dir
-from .datasets import ALIASES, DATASETS, canonical_name, load_dataset
+from .datasets import (
+    ALIASES,
+    DATASET_SHAPES,
+    DATASETS,
+    canonical_name,
+    check_dataset_options,
+    dataset_shape,
+    load_dataset,
+)
 from .idx import read_idx
 from .mnist import MNIST_IDX_FILES, load_mnist_full, load_mnist_subset
-from .openml import OPENML_SETS, load_openml, read_table
+from .openml import OPENML_SETS, OPENML_SHAPES, load_openml, read_table
 
 __all__ = [
     "ALIASES",
     "DATASETS",
+    "DATASET_SHAPES",
     "DATA_DIR_ENV",
     "MNIST_IDX_FILES",
     "OPENML_SETS",
+    "OPENML_SHAPES",
     "as_features",
     "canonical_name",
+    "check_dataset_options",
+    "dataset_shape",
     "get_data_dir",
     "load_dataset",
     "load_mnist_full",

@@ -10,9 +10,11 @@ import numpy as np
 
 from ._common import as_xy
 from .mnist import load_mnist_full, load_mnist_subset
-from .openml import OPENML_SETS, load_openml
+from .openml import OPENML_SETS, OPENML_SHAPES, load_openml
 
-__all__ = ["DATASETS", "ALIASES", "load_dataset", "canonical_name"]
+__all__ = [
+    "DATASETS", "DATASET_SHAPES", "ALIASES", "canonical_name", "check_dataset_options", "dataset_shape", "load_dataset",
+]
 
 
 def _load_digits() -> tuple[np.ndarray, np.ndarray]:
@@ -30,6 +32,16 @@ DATASETS: dict[str, str] = {
     "digits": "scikit-learn's 8x8 digits: 1797 x 64 (pixels 0..16), 10 classes; ships with scikit-learn",
     **{name: description for name, (_, _, description) in OPENML_SETS.items()},
 }
+
+#: name -> (samples, features, classes) of the data as shipped or published; what memory
+#: estimates use before anything is loaded (files given by ``path=`` may differ).
+DATASET_SHAPES: dict[str, tuple[int, int, int]] = {
+    "mnist": (5000, 784, 10),
+    "mnist-full": (70000, 784, 10),
+    "digits": (1797, 64, 10),
+    **OPENML_SHAPES,
+}
+_MNIST_SPLITS = {"all": 70000, "train": 60000, "test": 10000}
 
 #: Other spellings -> canonical name.
 ALIASES: dict[str, str] = {
@@ -64,6 +76,22 @@ def canonical_name(name: Any) -> str:
     return key
 
 
+def dataset_shape(name: str, **kw: Any) -> tuple[int, int, int]:
+    """``(samples, features, classes)`` of a named dataset, without loading it.
+
+    ``kw`` are :func:`load_dataset`'s options (``split=`` changes the size of ``"mnist-full"``).
+
+    >>> dataset_shape("MNIST-full", split="test")
+    (10000, 784, 10)
+    """
+    key = canonical_name(name)
+    n, d, classes = DATASET_SHAPES[key]
+    split = kw.get("split", "all")
+    if key == "mnist-full" and split in _MNIST_SPLITS:
+        n = _MNIST_SPLITS[split]
+    return n, d, classes
+
+
 def load_dataset(name: str, data_dir: str | os.PathLike | None = None, **kw: Any) -> tuple[np.ndarray, np.ndarray]:
     """Load a dataset as ``(X, y)``: float64 features ``(n, d)`` and int64 labels ``(n,)``.
 
@@ -81,12 +109,23 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None, **kw: Any
     ((1797, 64), dtype('float64'), dtype('int64'), 9)
     """
     key = canonical_name(name)
-    loader = _LOADERS[key]
-    accepted = [p for p in inspect.signature(loader).parameters if p not in ("data_dir",) and not p.startswith("_")]
-    unknown = sorted(set(kw) - set(accepted))
+    check_dataset_options(key, kw)
+    return _LOADERS[key](data_dir, **kw)
+
+
+def check_dataset_options(name: str, options: dict[str, Any]) -> None:
+    """Raise the ``TypeError`` :func:`load_dataset` raises for ``options`` the dataset does not
+    take (without loading anything).
+
+    >>> check_dataset_options("digits", {"split": "train"})
+    Traceback (most recent call last):
+    TypeError: load_dataset('digits') got unexpected option(s) ['split']; it accepts no options besides data_dir
+    """
+    key = canonical_name(name)
+    accepted = [p for p in inspect.signature(_LOADERS[key]).parameters if p != "data_dir" and not p.startswith("_")]
+    unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise TypeError(
             f"load_dataset({key!r}) got unexpected option(s) {unknown}; it accepts "
             f"{accepted if accepted else 'no options besides data_dir'}"
         )
-    return loader(data_dir, **kw)

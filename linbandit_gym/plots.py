@@ -22,6 +22,7 @@ __all__ = [
     "plot_param_effect",
     "plot_matrix_error",
     "save_figure",
+    "lay_out",
     "line_styles",
 ]
 
@@ -71,11 +72,6 @@ def _log_tick(value: float) -> str:
     return rf"$10^{{{k}}}$" if abs(mantissa - 1) < 1e-6 else rf"${mantissa:g}\times 10^{{{k}}}$"
 
 
-def _legend_outside(ax, fontsize: int = 8, **kwargs):
-    """The legend to the right of the axes, where it cannot cover points or text."""
-    return ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
-
-
 def plot_cumulative_regret(records: pd.DataFrame, path: str | Path | None = None, *, band: str = "std", ax=None):
     """Cumulative regret against round: the mean over seeds and a band, one line per (agent, env).
 
@@ -116,15 +112,22 @@ def plot_cumulative_regret(records: pd.DataFrame, path: str | Path | None = None
     ax.set_ylabel("cumulative regret")
     n_seeds = records["seed"].nunique()
     title_env = records["env"].iloc[0] if not multi_env else "several envs"
-    ax.set_title(f"{title_env}: T = {int(records['t'].max())}, mean over {n_seeds} seed(s)"
-                 + (f", band = {band}" if n_seeds > 1 else ""))
+    ax.set_title(f"{title_env}: T = {int(records['t'].max())}, "
+                 + (f"mean over {n_seeds} seeds, band = {band}" if n_seeds > 1 else "1 seed"))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    if len(groups) > _LEGEND_INSIDE_AT_MOST and fig is not None and len(fig.axes) == 1:
+        _legend_below(fig, *ax.get_legend_handles_labels(), fontsize=8, ncol=3 if len(groups) > 20 else 2)
+    else:
+        ax.legend(fontsize=9)
+        fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=120)
         plt.close(fig)
     return fig
+
+
+#: Curves a legend may name inside the axes; more go in a legend below them.
+_LEGEND_INSIDE_AT_MOST = 8
 
 
 def _mark_every(points: int, curves: int, style: dict) -> tuple[int, int]:
@@ -133,15 +136,20 @@ def _mark_every(points: int, curves: int, style: dict) -> tuple[int, int]:
     return (_MARKERS.index(style["marker"]) * max(1, step // max(curves, 1)) % step, step)
 
 
-# -- experiment figures (seed 000 Fig. 1c, 3a-3d, 4; used by `linbandit plot`) ---------------
+# -- experiment figures (Wen et al., 2025, Fig. 1c, 3a-3d, 4; used by `linbandit plot`) -------
+
+def lay_out(fig) -> None:
+    """Lay ``fig`` out again (titles are usually set after the plotting function returns); a
+    legend below the panels keeps the room it was given."""
+    fig.tight_layout(rect=getattr(fig, "_layout_rect", (0, 0, 1, 1)))
+
 
 def save_figure(fig, path: str | Path, formats=("png", "pdf")) -> list[Path]:
     """Save ``fig`` as ``path`` with each suffix in ``formats`` (e.g. PNG and PDF) and close it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     written = []
-    if not getattr(fig, "_keep_layout", False):
-        fig.tight_layout()  # again: titles are usually set after the plotting function returns
+    lay_out(fig)
     for fmt in formats:
         target = path.with_suffix("." + fmt)
         fig.savefig(target, dpi=120)
@@ -162,107 +170,235 @@ def _pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 _COST_NAMES = {"time_s": "total agent CPU time (s)", "ms_per_round": "agent CPU ms / round",
                "peak_memory_kib": "peak memory (KiB)"}
 
-
-def _point_styles(table: pd.DataFrame) -> dict[str, dict]:
-    """Marker style per agent of a Pareto table: the family's colour, a marker of its own (a star
-    for a family of one), and sizes that shrink along the table, so a point drawn on top of an
-    identical one (e.g. SOFUL and CBSCFD with an exact sketch) sits inside it and both show."""
-    agents = list(dict.fromkeys(table["agent"]))
-    families = list(dict.fromkeys(table["family"]))
-    styles = {}
-    for i, agent in enumerate(agents):
-        family = table.loc[table["agent"] == agent, "family"].iloc[0]
-        single = (table["family"] == family).sum() == 1 or table.loc[table["family"] == family, "agent"].nunique() == 1
-        styles[agent] = {"color": _COLORS[families.index(family) % len(_COLORS)],
-                         "marker": "*" if single else _MARKERS[i % len(_MARKERS)],
-                         "ms": max(4.5, 11.0 - 0.5 * i) + (2.0 if single else 0.0),
-                         "markeredgecolor": "k", "markeredgewidth": 0.5, "alpha": 0.9, "zorder": 3 + i}
-    return styles
+#: What the stepped line through a family's points is, as its legend entry says.
+FRONT_LINE_LABEL = "line: a family's Pareto front (least regret at each cost)"
+#: Marker areas (points^2) of the smallest and largest value of a family's varied argument,
+#: and of the one configuration of a family of one (a star).
+_SIZE_RANGE = (28.0, 190.0)
+_SINGLE_SIZE = 170.0
 
 
-def plot_pareto(table: pd.DataFrame, x: str = "time_s", *, y: str = "final_regret_mean", ax=None,
-                annotate: bool = False, legend: bool = True):
-    """Final regret against a cost (time or memory), one colour per agent family (Fig. 3c/3d).
+def _family_styles(families: list[str]) -> dict[str, dict]:
+    """Colour and marker per family (tab10 colours, markers in turn)."""
+    return {family: {"color": _COLORS[i % len(_COLORS)], "marker": _MARKERS[i % len(_MARKERS)]}
+            for i, family in enumerate(families)}
 
-    Each point is one agent config (mean over seeds) with its own marker, named in the legend
-    (beside the axes, so no label covers a point or another label); the line joins the
-    family's Pareto-optimal points (lowest regret for the cost). ``table`` is
-    :func:`linbandit_gym.experiments.summary_table` for one env, with columns ``agent``,
-    ``family``, ``x`` and ``y``. ``annotate=True`` writes the labels next to the points instead
-    (only sensible for a few well-separated points). Log axes (when the values span > 20x)
-    get tick labels that do not collide.
-    """
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(8.5, 4.5))
-    else:
-        fig = ax.figure
-    style = _point_styles(table)
+
+def varied_argument(group: pd.DataFrame) -> str | None:
+    """The numeric agent argument (an ``arg.NAME`` column) that varies within ``group`` (one
+    family's rows): of those its labels name (``l=`` in ``"SOFUL l=20"``; tuned ``beta`` or
+    ``lam`` they do not), the one with the most distinct values; None when none varies."""
+    best, rank = None, (False, 1)
+    labels = [str(a) for a in group["agent"]]
+    for column in (c for c in group.columns if str(c).startswith("arg.")):
+        values = group[column].dropna()
+        if values.empty or not all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in values):
+            continue
+        name = column[4:]
+        named = all(f"{name}=" in label or f"{_short_arg(name)}=" in label for label in labels)
+        if values.nunique() > 1 and (named, values.nunique()) > rank:
+            best, rank = name, (named, values.nunique())
+    return best
+
+
+def _short_arg(name: str) -> str:
+    from .specs import SHORT_ARG_NAMES
+
+    return SHORT_ARG_NAMES.get(name, name)
+
+
+def _sizes_and_labels(table: pd.DataFrame) -> tuple[dict[str, float], dict[str, str]]:
+    """Per agent the marker area (by the rank of its family's varied argument: a larger value, a
+    larger marker; a star's for a family of one) and per family its legend label
+    (``"SOFUL (marker size: l = 10 to 600)"``)."""
+    sizes, labels = {}, {}
+    for family in dict.fromkeys(table["family"]):
+        group = table[table["family"] == family].drop_duplicates("agent")
+        arg = varied_argument(group)
+        if len(group) == 1:
+            sizes[group["agent"].iloc[0]] = _SINGLE_SIZE
+            labels[family] = str(family)
+            continue
+        if arg is None:
+            ranks = np.linspace(0.0, 1.0, len(group))
+            labels[family] = f"{family} ({len(group)} configurations)"
+        else:
+            values = group[f"arg.{arg}"].astype(float)
+            distinct = np.unique(values.dropna())
+            position = {v: i / max(len(distinct) - 1, 1) for i, v in enumerate(distinct)}
+            ranks = np.array([position.get(v, 0.5) for v in values])
+            low, high = distinct[0], distinct[-1]
+            labels[family] = f"{family} (marker size: {_short_arg(arg)} = {low:g} to {high:g})"
+        for agent, rank in zip(group["agent"], ranks):
+            sizes[agent] = _SIZE_RANGE[0] + rank * (_SIZE_RANGE[1] - _SIZE_RANGE[0])
+    return sizes, labels
+
+
+def _point_text(agent: str, family: str) -> str:
+    """What a labelled point says: its label without the family's name (``"l=141"``)."""
+    text = str(agent)
+    return text[len(str(family)):].strip(" :,-") if text.startswith(str(family)) and text != str(family) else text
+
+
+def _draw_families(ax, table: pd.DataFrame, x: str, y: str, styles: dict, sizes: dict) -> tuple[list, list]:
+    """Each family's points (colour and marker of the family, size of the varied argument) and
+    the stepped line of its Pareto front. Returns the front points worth a label, ``(x, y,
+    text, colour, area)`` of the families of several configurations, and every point drawn,
+    ``(x, y, area)``, which a label must not cover."""
+    front_points, drawn = [], []
     for family in dict.fromkeys(table["family"]):
         group = table[table["family"] == family]
         xs, ys = group[x].to_numpy(dtype=float), group[y].to_numpy(dtype=float)
-        color = style[group["agent"].iloc[0]]["color"]
-        for label, xi, yi in zip(group["agent"], xs, ys):
-            ax.plot([xi], [yi], ls="none", label=str(label), **style[label])
-            if annotate:
-                short = str(label).replace(str(family), "").strip() or str(label)
-                ax.annotate(short, (xi, yi), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        style = styles[family]
+        single = group["agent"].nunique() == 1
+        ax.scatter(xs, ys, s=[sizes[a] for a in group["agent"]], c=[style["color"]], marker="*" if single else
+                   style["marker"], edgecolors="k", linewidths=0.5, alpha=0.85, zorder=3)
         mask = _pareto_mask(xs, ys)
         order = np.argsort(xs[mask])
         if mask.sum() > 1:
-            ax.step(xs[mask][order], ys[mask][order], where="post", color=color, alpha=0.6, lw=1.2)
+            ax.step(xs[mask][order], ys[mask][order], where="post", color=style["color"], alpha=0.7, lw=1.3, zorder=2)
+        drawn += [(xi, yi, sizes[a]) for a, xi, yi in zip(group["agent"], xs, ys)]
+        if not single:
+            front_points += [(xi, yi, _point_text(a, family), style["color"], sizes[a])
+                             for a, xi, yi in zip(group["agent"].to_numpy()[mask], xs[mask], ys[mask])]
+    ax.margins(0.06, 0.09)  # the largest markers stay inside the axes
+    return front_points, drawn
+
+
+def _family_handles(table: pd.DataFrame, styles: dict, labels: dict) -> tuple[list, list[str]]:
+    """One legend entry per family (its marker, and its front's line where it has one), and one
+    for what the stepped lines are."""
+    from matplotlib.lines import Line2D
+
+    handles, texts, any_front = [], [], False
+    for family in dict.fromkeys(table["family"]):
+        single = table.loc[table["family"] == family, "agent"].nunique() == 1
+        any_front |= not single
+        handles.append(Line2D([], [], color=styles[family]["color"], marker="*" if single else styles[family]["marker"],
+                              ms=11 if single else 8, mec="k", mew=0.5, ls="none" if single else "-", lw=1.3))
+        texts.append(labels[family])
+    if any_front:
+        handles.append(Line2D([], [], color="0.35", lw=1.3, drawstyle="steps-post"))
+        texts.append(FRONT_LINE_LABEL)
+    return handles, texts
+
+
+def _legend_below(fig, handles: list, texts: list[str], *, fontsize: float = 9, ncol: int | None = None) -> None:
+    """The legend centred below the panels, inside the figure, the panels laid out above it."""
+    ncol = ncol or (1 if len(texts) <= 3 else 2)
+    legend = fig.legend(handles, texts, loc="lower center", bbox_to_anchor=(0.5, 0.005), ncol=ncol,
+                        fontsize=fontsize, frameon=False, handlelength=2.2, columnspacing=1.5)
+    fig.canvas.draw()
+    height = legend.get_window_extent().height / fig.bbox.height
+    fig._layout_rect = (0, min(0.6, height + 0.015), 1, 1)  # save_figure lays out above the legend again
+    fig.tight_layout(rect=fig._layout_rect)
+
+
+def _label_points(ax, points: list[tuple], drawn: list[tuple], fontsize: float = 7) -> None:
+    """Name the given points (``(x, y, text, colour, area)``) next to them, each where its text
+    stays inside the axes and covers no other label and no marker (``drawn``: ``(x, y, area)``);
+    a point with no such place stays unnamed (the legend still names its family)."""
+    from matplotlib.transforms import Bbox
+
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    pixels = fig.dpi / 72.0
+
+    def marker_box(xi, yi, area):
+        cx, cy = ax.transData.transform((xi, yi))
+        r = 0.5 * np.sqrt(area) * pixels
+        return Bbox.from_extents(cx - r, cy - r, cx + r, cy + r)
+
+    placed = [marker_box(*point) for point in drawn]
+    for xi, yi, text, color, area in sorted(points, key=lambda p: p[1]):
+        gap = 0.5 * np.sqrt(area) + 1.0  # points: clear of its own marker
+        for dx, dy, ha, va in ((gap, gap, "left", "bottom"), (gap, -gap, "left", "top"), (-gap, gap, "right", "bottom"),
+                               (-gap, -gap, "right", "top")):
+            note = ax.annotate(text, (xi, yi), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                               fontsize=fontsize, color=color, zorder=4)
+            note.set_in_layout(False)
+            box = note.get_window_extent(renderer)
+            fits = (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1)
+            if fits and not any(box.overlaps(other) for other in placed):
+                placed.append(box)
+                break
+            note.remove()
+
+
+def plot_pareto(table: pd.DataFrame, x: str = "time_s", *, y: str = "final_regret_mean", ax=None,
+                legend: bool = True, label_front: bool = True, title: str | None = None):
+    """Final regret against a cost (time or memory), one colour and marker per agent family (Fig. 3c/3d).
+
+    Each point is one agent configuration (mean over seeds); a family's varied argument (the
+    ``arg.NAME`` column of ``table`` with the most distinct values, e.g. the sketch size) sets
+    the marker's size, larger for a larger value, so a grid of any size keeps one legend entry
+    per family. The stepped line joins the family's Pareto-optimal points (the least regret at
+    each cost) and has its own legend entry; with ``label_front`` those points are named next to
+    them where the name fits. ``table`` is :func:`linbandit_gym.experiments.summary_table` for
+    one env, with columns ``agent``, ``family``, ``x``, ``y`` and optionally ``arg.*``. The legend
+    sits below the axes, inside the figure; ``title`` is set before the layout. Log axes (when
+    the values span > 5x) get tick labels that do not collide.
+    """
+    own_figure = ax is None
+    if own_figure:
+        fig, ax = plt.subplots(figsize=(7.5, 5.4))
+    else:
+        fig = ax.figure
+    families = list(dict.fromkeys(table["family"]))
+    styles = _family_styles(families)
+    sizes, labels = _sizes_and_labels(table)
+    front, drawn = _draw_families(ax, table, x, y, styles, sizes)
     ax.set_xlabel(_COST_NAMES.get(x, x))
     ax.set_ylabel("final cumulative regret" if y == "final_regret_mean" else y)
     if _wants_log(table[x]):
         _readable_log_axis(ax, "x")
     ax.grid(alpha=0.3)
-    if legend:
-        _legend_outside(ax)
-    fig.tight_layout()
+    if title:
+        ax.set_title(title, fontsize=10)
+    handles, texts = _family_handles(table, styles, labels)
+    if legend and own_figure:
+        _legend_below(fig, handles, texts)
+    elif legend:
+        ax.legend(handles, texts, fontsize=8)
+    if label_front:
+        _label_points(ax, front, drawn)
     return fig
 
 
 def plot_fronts(tables: dict[str, pd.DataFrame], *, y: str = "final_regret_mean", costs=("time_s", "peak_memory_kib"),
-                titles: dict[str, str] | None = None):
+                titles: dict[str, str] | None = None, title: str | None = None):
     """Pareto fronts side by side: one column per env (e.g. per d), one row per cost.
 
-    ``tables`` maps an env label to its :func:`summary_table`; the agents keep one marker and
-    colour across panels and are named once, in a legend below the panels.
+    ``tables`` maps an env label to its :func:`summary_table`. Every panel shares one regret axis,
+    so the panels compare at a glance; the families keep their colour and marker and the agents
+    their marker size across panels, and are named once, in a legend below the panels (one
+    entry per family, and one for the front lines). ``title`` goes above the panels.
     """
     envs = list(tables)
-    fig, axes = plt.subplots(len(costs), len(envs), figsize=(3.3 * len(envs) + 0.5, 3.0 * len(costs) + 1.2),
-                             squeeze=False)
+    fig, axes = plt.subplots(len(costs), len(envs), figsize=(3.3 * len(envs) + 0.6, 3.0 * len(costs) + 1.8),
+                             squeeze=False, sharey=True)
     everyone = pd.concat(list(tables.values()), ignore_index=True)
-    agents = list(dict.fromkeys(everyone["agent"]))
-    style = _point_styles(everyone)  # one style per agent across every panel
+    styles = _family_styles(list(dict.fromkeys(everyone["family"])))
+    sizes, labels = _sizes_and_labels(everyone)  # one size per agent across every panel
     for col, env in enumerate(envs):
-        table = tables[env]
         for row, cost in enumerate(costs):
             ax = axes[row, col]
-            for family in dict.fromkeys(table["family"]):
-                group = table[table["family"] == family]
-                xs, ys = group[cost].to_numpy(dtype=float), group[y].to_numpy(dtype=float)
-                for agent, xi, yi in zip(group["agent"], xs, ys):
-                    ax.plot([xi], [yi], ls="none", label=agent, **style[agent])
-                mask = _pareto_mask(xs, ys)
-                order = np.argsort(xs[mask])
-                if mask.sum() > 1:
-                    ax.step(xs[mask][order], ys[mask][order], where="post",
-                            color=style[group["agent"].iloc[0]]["color"],
-                            alpha=0.5, lw=1.0)
-            if _wants_log(table[cost]):
+            _draw_families(ax, tables[env], cost, y, styles, sizes)
+            if _wants_log(tables[env][cost]):
                 _readable_log_axis(ax, "x")
             ax.grid(alpha=0.3)
-            ax.tick_params(labelsize=7)
+            ax.tick_params(labelsize=8)
             if row == 0:
                 ax.set_title((titles or {}).get(env, env), fontsize=9)
             ax.set_xlabel(_COST_NAMES.get(cost, cost), fontsize=8)
             if col == 0:
                 ax.set_ylabel("final cumulative regret" if y == "final_regret_mean" else y, fontsize=8)
-    handles = [plt.Line2D([], [], ls="none", **style[a]) for a in agents]
-    fig.legend(handles, agents, loc="lower center", ncol=min(len(agents), 6), fontsize=8, frameon=False)
-    fig._legend_rect = (0, 0.05 + 0.035 * ((len(agents) - 1) // 6 + 1), 1, 1)  # room for the legend below
-    fig.tight_layout(rect=fig._legend_rect)
-    fig._keep_layout = True  # save_figure must not redo tight_layout over the legend
+    if title:
+        fig.suptitle(title, fontsize=10)
+    handles, texts = _family_handles(everyone, styles, labels)
+    _legend_below(fig, handles, texts, ncol=min(3, max(1, len(texts) // 2)))
     return fig
 
 
@@ -338,7 +474,7 @@ def plot_scaling(points: pd.DataFrame, *, x: str = "d", metrics=(("ms_per_round"
 
 
 def plot_spectral_exponent(series: pd.DataFrame, *, ax=None, reference: float = 1.0 / 3.0):
-    """``log(Delta_t) / log t`` against ``t`` with the line ``y = 1/3`` (seed 000 Fig. 1c).
+    """``log(Delta_t) / log t`` against ``t`` with the line ``y = 1/3`` (Wen et al., 2025, Fig. 1c).
 
     ``series`` has columns ``agent``, ``seed``, ``t``, ``l`` (sketch size) and ``delta``
     (``Delta_t = min_k ||X_t - [X_t]_k||_F^2 / (l - k)``); one line per (agent, l), mean over seeds.
@@ -422,7 +558,7 @@ def plot_param_effect(runs: pd.DataFrame, x: str, group: str | None = None, *, m
 
 
 def plot_matrix_error(records: pd.DataFrame, *, ax=None, bound: bool = True):
-    """``||A_t^T A_t - S_t^T S_t||_2`` against rows ``t`` (seed 000 Fig. 4), bounds dashed."""
+    """``||A_t^T A_t - S_t^T S_t||_2`` against rows ``t`` (Wen et al., 2025, Fig. 4), bounds dashed."""
     if ax is None:
         fig, ax = plt.subplots(figsize=(7, 4.5))
     else:

@@ -5,16 +5,27 @@ its directory (``.NAME.pidPID.XXXX.tmp``), flushed to disk, given the mode the u
 asks for, and renamed, so a reader never sees a half-written file and a colleague on a shared
 server can read what the umask lets them read. :func:`lock_output_dir` makes one process the
 only writer of an output directory; :func:`remove_stale_temporaries` removes only the
-temporaries of writers that are gone. :func:`records_fingerprint` and :func:`check_records`
-let a later reader tell a complete records file from a truncated one without reading it all.
+temporaries of writers that are gone.
+
+Integrity: :func:`records_fingerprint` stores a records file's size, rows and SHA-256 in its
+run's JSON, and :func:`check_records` compares them, so that a truncated file, a flipped byte or
+a same-size rewrite is seen when the run is read or resumed. A JSON result file that others
+rely on is *sealed* (:func:`seal`: the SHA-256 of its canonical content stored inside it) and
+checked when read (:func:`seal_problem`); a run's JSON is also checked against the schema of
+what the runs write (:func:`run_meta_problem`), so that a value of the wrong type never reaches
+an aggregate.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import math
 import os
 import re
+import shlex
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -43,7 +54,12 @@ __all__ = [
     "read_json",
     "records_fingerprint",
     "check_records",
+    "file_sha256",
+    "seal",
+    "seal_problem",
+    "run_meta_problem",
     "lock_output_dir",
+    "lock_holder",
     "remove_stale_temporaries",
 ]
 
@@ -57,7 +73,14 @@ class RecordsError(ValueError):
 
 
 class OutputError(ValueError):
-    """An output directory cannot be written (permissions, or another process is writing it)."""
+    """An output directory cannot be written (permissions, or another process is writing it).
+
+    ``exit_code``: what the command line exits with, 2 (bad input: choose another directory) or
+    1 (a failure of the system: the disk is full, a file is too large)."""
+
+    def __init__(self, message: str, exit_code: int = 2):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def has_parquet() -> bool:
@@ -183,23 +206,34 @@ def read_records(path: str | Path) -> pd.DataFrame:
         raise
     except Exception as exc:  # pyarrow and the CSV parser raise many types for a damaged file
         raise RecordsError(
-            f"{path} cannot be read ({exc}); it is damaged (truncated?): delete it and rerun the command to redo "
-            "that run"
+            f"{path} cannot be read ({' '.join(str(exc).split())}); it is damaged (truncated?): delete it and rerun "
+            "the command to redo that run"
         ) from exc
 
 
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, in hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def records_fingerprint(path: str | Path, rows: int) -> dict:
-    """What :func:`check_records` compares later: file name, size in bytes, number of rows."""
+    """What :func:`check_records` compares later: file name, size in bytes, number of rows and
+    the SHA-256 of the bytes."""
     path = Path(path)
-    return {"file": path.name, "bytes": path.stat().st_size, "rows": int(rows)}
+    return {"file": path.name, "bytes": path.stat().st_size, "rows": int(rows), "sha256": file_sha256(path)}
 
 
 def check_records(path: str | Path, fingerprint: dict | None = None) -> str | None:
-    """``None`` if the records file looks complete, else what is wrong with it.
+    """``None`` if the records file is the one its ``fingerprint`` (from
+    :func:`records_fingerprint`) describes, else what is wrong with it.
 
-    Cheap: a ``stat``, and for Parquet the footer (its last bytes), never the data. With a
-    ``fingerprint`` (from :func:`records_fingerprint`) the size and row count must match it;
-    without one (files written before fingerprints) only the Parquet footer is checked.
+    The size first (a ``stat``), then for Parquet the footer and its row count, then the
+    SHA-256 of the whole file: a flipped byte or a same-size rewrite changes it. Without a
+    fingerprint only the Parquet footer is checked.
     """
     path = Path(path)
     try:
@@ -219,9 +253,160 @@ def check_records(path: str | Path, fingerprint: dict | None = None) -> str | No
         except ImportError:
             return None
         except Exception as exc:  # ArrowInvalid ("Parquet magic bytes not found", ...) and OSError
-            return f"is not a complete Parquet file ({exc})"
+            return f"is not a complete Parquet file ({' '.join(str(exc).split())})"  # on one line
         if fingerprint and fingerprint.get("rows") is not None and rows != fingerprint["rows"]:
             return f"has {rows} rows where {fingerprint['rows']} were written"
+    if fingerprint and fingerprint.get("sha256") is not None:
+        try:
+            actual = file_sha256(path)
+        except OSError as exc:
+            return f"cannot be read ({exc.strerror or exc})"
+        if actual != fingerprint["sha256"]:
+            return "does not have the SHA-256 written with it (its bytes changed since: damaged or rewritten)"
+    return None
+
+
+# -- sealed JSON and the schema of a run's JSON ---------------------------------------------
+
+#: The key of a sealed JSON object that holds the SHA-256 of the rest of it.
+SEAL_KEY = "sha256_of_content"
+
+
+def _content_digest(data: dict) -> str:
+    """SHA-256 of ``data`` without its seal, as key-sorted compact JSON (what a reader recomputes
+    from the parsed file: floats round-trip exactly through JSON, NaN as ``NaN``)."""
+    plain = json.loads(json.dumps(data, default=_json_default, allow_nan=True))
+    plain.pop(SEAL_KEY, None)
+    text = json.dumps(plain, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def seal(data: dict) -> dict:
+    """``data`` with :data:`SEAL_KEY`: the SHA-256 of its content, which :func:`seal_problem`
+    recomputes when the file is read back (any changed value, same size or not, shows)."""
+    return {**data, SEAL_KEY: _content_digest(data)}
+
+
+def seal_problem(data: Any) -> str | None:
+    """``None`` if ``data`` is a JSON object whose seal matches its content, else what is wrong."""
+    if not isinstance(data, dict):
+        return f"holds a JSON {type(data).__name__}, not an object"
+    stored = data.get(SEAL_KEY)
+    if stored is None:
+        return "has no checksum (written by an older linbandit-gym, or edited)"
+    if stored != _content_digest(data):
+        return "does not match its checksum (changed since it was written: damaged or edited)"
+    return None
+
+
+def _is_int(value: Any, low: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_real_or_none(value: Any) -> bool:
+    return value is None or _is_real(value)
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_mapping(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+_HEX16 = re.compile(r"[0-9a-f]{16}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+#: The schema of a run's JSON: (path of keys, test, what the value must be). Every run
+#: written by this version has these; other keys (versions, host, threads, ...) are free.
+_RUN_FIELDS: list[tuple[tuple[str, ...], Any, str]] = [
+    (("run_id",), lambda v: isinstance(v, str) and _HEX16.fullmatch(v) is not None, "16 hex digits"),
+    (("agent_label",), _is_text, "a string"),
+    (("env_label",), _is_text, "a string"),
+    (("family",), _is_text, "a string"),
+    (("seed",), lambda v: _is_int(v) and v < 2**63, "an int in [0, 2**63)"),
+    (("config",), _is_mapping, "a mapping"),
+    (("config", "task"), lambda v: v in ("bandit", "matrix-approx"), "'bandit' or 'matrix-approx'"),
+    (("config", "seed"), lambda v: _is_int(v) and v < 2**63, "an int in [0, 2**63)"),
+    (("config", "agent"), _is_mapping, "a mapping"),
+    (("config", "agent", "name"), _is_text, "a string"),
+    (("config", "agent", "args"), _is_mapping, "a mapping"),
+    (("config", "env"), _is_mapping, "a mapping"),
+    (("config", "env", "id"), _is_text, "a string"),
+    (("config", "env", "args"), _is_mapping, "a mapping"),
+    (("summary",), _is_mapping, "a mapping"),
+    (("summary", "rounds"), lambda v: _is_int(v, 1), "an int >= 1"),
+    (("summary", "agent_time_s"), _is_real, "a number"),
+    (("summary", "ms_per_round"), _is_real, "a number"),
+    (("summary", "peak_memory_bytes"), lambda v: _is_int(v), "an int >= 0"),
+    (("summary", "final_sketch_size"), _is_real_or_none, "a number or null"),
+    (("records",), _is_mapping, "a mapping"),
+    (("records", "file"), _is_text, "a file name"),
+    (("records", "bytes"), lambda v: _is_int(v), "an int >= 0"),
+    (("records", "rows"), lambda v: _is_int(v), "an int >= 0"),
+    (("records", "sha256"), lambda v: isinstance(v, str) and _HEX64.fullmatch(v) is not None, "64 hex digits"),
+]
+_BANDIT_FIELDS = [
+    (("summary", key), _is_real, "a number")
+    for key in ("final_regret", "agent_wall_time_s", "wall_time_s", "wall_ms_per_round")
+] + [
+    (("summary", "time_shared_by"), lambda v: _is_int(v, 1), "an int >= 1"),
+    (("summary", "timing_repeats"), lambda v: _is_int(v, 1), "an int >= 1"),
+]
+_MATRIX_FIELDS = [(("summary", key), _is_real, "a number") for key in ("final_error", "max_error", "final_bound")]
+_MISSING = object()
+
+
+def _spectral_problem(spectral: Any) -> str | None:
+    """What is wrong with a run's recorded spectral series (``t``, ``cov_error``, ``delta``), if anything."""
+    if not isinstance(spectral, dict):
+        return "spectral is not a mapping"
+    t, errors, deltas = spectral.get("t"), spectral.get("cov_error"), spectral.get("delta")
+    if not (isinstance(t, list) and all(_is_int(v, 1) for v in t)):
+        return "spectral.t is not a list of rounds"
+    if not (isinstance(errors, list) and len(errors) == len(t) and all(_is_real_or_none(v) for v in errors)):
+        return "spectral.cov_error is not a list of numbers as long as spectral.t"
+    if not isinstance(deltas, dict):
+        return "spectral.delta is not a mapping"
+    for size, values in deltas.items():
+        if not (str(size).isdigit() and isinstance(values, list) and len(values) == len(t)
+                and all(_is_real_or_none(v) for v in values)):
+            return f"spectral.delta[{size!r}] is not a list of numbers as long as spectral.t"
+    return None
+
+
+def run_meta_problem(meta: Any, run_id: str | None = None) -> str | None:
+    """``None`` if ``meta`` is a run's JSON as this version writes it, else what is wrong:
+    its seal (:func:`seal_problem`), then each field of the schema (type and range), the run id
+    (``run_id``: the one its file name says) and the seed against its config."""
+    problem = seal_problem(meta)
+    if problem is not None:
+        return problem
+    task = meta.get("config", {}).get("task") if isinstance(meta.get("config"), dict) else None
+    fields = _RUN_FIELDS + (_MATRIX_FIELDS if task == "matrix-approx" else _BANDIT_FIELDS)
+    for keys, test, expected in fields:
+        value: Any = meta
+        for key in keys:
+            value = value.get(key, _MISSING) if isinstance(value, dict) else _MISSING
+        if value is _MISSING:
+            return f"has no {'.'.join(keys)}"
+        if not test(value):
+            return f"has {'.'.join(keys)} = {value!r}, not {expected}"
+        if _is_real(value) and isinstance(value, float) and math.isinf(value):
+            return f"has {'.'.join(keys)} = {value!r}, not a finite number"
+    if run_id is not None and meta["run_id"] != run_id:
+        return f"is the JSON of run {meta['run_id']}, not of {run_id}"
+    if meta["seed"] != meta["config"]["seed"]:
+        return f"has seed {meta['seed']} where its config says {meta['config']['seed']}"
+    if meta["records"]["file"] not in (f"{meta['run_id']}.parquet", f"{meta['run_id']}.csv"):
+        return f"names the records file {meta['records']['file']!r}, not one of run {meta['run_id']}"
+    if meta.get("spectral") is not None:
+        return _spectral_problem(meta["spectral"])
     return None
 
 
@@ -235,13 +420,32 @@ def _unwritable(directory: Path, exc: OSError) -> OutputError:
     )
 
 
+def _command_line() -> str:
+    """This process's command line, as a user would retype it: ``linbandit sweep c.yaml --out d``
+    (the program's path shortened to its name)."""
+    argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
+    if argv:
+        argv[0] = Path(argv[0]).name
+    if len(argv) > 1 and Path(argv[1]).name in ("linbandit", "__main__.py"):  # python .../bin/linbandit
+        argv = ["linbandit", *argv[2:]]
+    return shlex.join(argv).replace("\n", " ")[:500]
+
+
+def lock_holder(text: str) -> tuple[str, str, str]:
+    """``(pid, what, command)`` read from a lock file's ``text`` (written by :func:`lock_output_dir`)."""
+    lines = [line.strip() for line in text.splitlines()]
+    pid, what, command = (lines + ["", "", ""])[:3]
+    return pid or "unknown", what, command
+
+
 @contextmanager
 def lock_output_dir(directory: str | Path, what: str = "sweep") -> Iterator[Path]:
     """Create ``directory`` and hold its lock for the block: one writer per output directory.
 
     Raises :class:`OutputError` if the directory cannot be written, or if another process
-    holds the lock (the message gives its pid). The lock is ``flock`` on ``DIR/.lock``: the
-    kernel releases it when the holder exits, however it exits, so no stale lock is left.
+    holds the lock (the message says what holds it: its pid, what it is -- a sweep, a run --
+    and its command line, which the lock file holds). The lock is ``flock`` on ``DIR/.lock``:
+    the kernel releases it when the holder exits, however it exits, so no stale lock is left.
     """
     directory = Path(directory)
     try:
@@ -254,16 +458,17 @@ def lock_output_dir(directory: str | Path, what: str = "sweep") -> Iterator[Path
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as exc:
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                pid, holder, command = lock_holder(os.pread(fd, 4096, 0).decode(errors="replace"))
+                running = f" running `{command}`" if command else ""
                 raise OutputError(
-                    f"another {what} (pid {holder}) is using {directory}: wait for it to finish, or choose "
-                    "another output directory (--out)"
+                    f"another {holder or 'process'} (pid {pid}) is using {directory}{running}: wait for it to "
+                    "finish, or choose another output directory (--out)"
                 ) from exc
             except OSError:  # a file system without locks (ENOLCK): write unlocked, as before locks
                 pass
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.write(fd, f"{os.getpid()}\n{what}\n{_command_line()}\n".encode())
         yield directory
     finally:
         os.close(fd)  # releases the flock

@@ -7,25 +7,29 @@ all and a label means the same everywhere.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import numbers
 import os
+import string
 import sys
-import types
-import typing
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+from .arguments import ArgumentProblem, Arguments, arguments_of, format_problems, named_argument
+from .envs.names import did_you_mean  # ignores case and separators: LinBandit-Mnist-v0 -> LinBandit-MNIST-v0
+from .registration import ENV_IDS, register_envs
 
 __all__ = [
     "SHORT_ARG_NAMES",
     "args_label",
     "check_env_args",
+    "check_file_name",
     "did_you_mean",
     "env_arg_types",
+    "env_argument_problems",
+    "env_arguments",
+    "format_label",
     "load_object",
     "non_default_args",
 ]
@@ -48,6 +52,13 @@ def load_object(spec: str) -> Any:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"expected package.module:Name, got {spec!r}")
+    # A name, not an expression: dotted identifiers, none of them a dunder (``os:path.__class__``
+    # would walk into the interpreter's objects).
+    for part in (*module_name.split("."), *attr.split(".")):
+        if not part.isidentifier() or (part.startswith("__") and part.endswith("__")):
+            raise ValueError(
+                f"expected package.module:Name of dotted Python identifiers (no dunder names), got {spec!r}"
+            )
     cwd = os.getcwd()
     if not any(os.path.abspath(p or os.curdir) == cwd for p in sys.path):
         sys.path.insert(0, cwd)
@@ -70,116 +81,52 @@ def load_object(spec: str) -> Any:
     return obj
 
 
-def did_you_mean(name: str, choices) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``choices`` to a mistyped ``name``, else ``""``.
-
-    The cutoff is difflib's 0.6 lowered to 0.5 so that a one-letter name still gets its
-    hint (``dim`` -> ``d``).
-    """
-    close = difflib.get_close_matches(str(name), list(choices), n=1, cutoff=0.5)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 # -- env arguments --------------------------------------------------------------------
 
 def _env_creator(env_id: str) -> Callable:
     import gymnasium as gym
 
-    import linbandit_gym  # noqa: F401  (registers the ids)
-
+    register_envs()  # idempotent: the ids are there even if the registry was cleared
     if env_id not in gym.registry:
-        from .registration import ENV_IDS
-
         raise ValueError(f"unknown env id {env_id!r}{did_you_mean(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}")
     entry = gym.registry[env_id].entry_point
     return entry if callable(entry) else load_object(entry)
 
 
-def _signature_params(creator: Callable) -> tuple[dict[str, Any], bool]:
-    """``({name: type hint or Any}, open)`` of what ``creator(**kwargs)`` accepts.
+def env_arguments(env_id: str) -> Arguments:
+    """The :class:`~linbandit_gym.arguments.Arguments` of ``env_id``'s constructor: names, type
+    hints, defaults and the meaning its docstring's Arguments table gives each.
 
-    A class whose ``__init__`` takes ``**kwargs`` forwards them to its base class (the
-    convention of the env families, e.g. ``DigitsBanditEnv(dataset="digits", **kwargs)``),
-    so the base's parameters join in. ``open`` is True when a ``**kwargs`` is never resolved
-    (any name may be valid: nothing can be said up front).
+    Read from the registered entry point (no env is built, no data loaded). ``gym.make``'s own
+    keywords (``max_episode_steps``, ...) are not among them: the batched path builds the env
+    without ``gym.make``, and ``horizon`` sets the episode length.
     """
-    if inspect.isclass(creator):
-        functions = [k.__dict__["__init__"] for k in creator.__mro__ if "__init__" in k.__dict__ and k is not object]
-    else:
-        functions = [creator]
-    params: dict[str, Any] = {}
-    for function in functions:
-        try:
-            signature = inspect.signature(function)
-        except (TypeError, ValueError):  # a builtin without a signature: cannot know
-            return params, True
-        try:
-            hints = typing.get_type_hints(function)
-        except Exception:  # unresolvable annotations: check names only  # noqa: BLE001
-            hints = {}
-        var_keyword = False
-        for i, (name, p) in enumerate(signature.parameters.items()):
-            if inspect.isclass(creator) and i == 0:
-                continue  # self
-            if p.kind is p.VAR_KEYWORD:
-                var_keyword = True
-            elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-                params.setdefault(name, hints.get(name, Any))
-        if not var_keyword:
-            return params, False
-    return params, True
+    return arguments_of(_env_creator(env_id), env_id)
 
 
 def env_arg_types(env_id: str) -> tuple[dict[str, Any], bool]:
-    """The env's constructor arguments, with their type hints.
-
-    Read from the signature of the registered entry point (no env is built, no data
-    loaded); returns ``({name: hint}, open)``, ``open`` meaning unknown names may be valid.
-    ``gym.make``'s own keywords (``max_episode_steps``, ...) are not among them: the
-    batched path builds the env without ``gym.make``, and ``horizon`` sets the episode length.
-    """
-    return _signature_params(_env_creator(env_id))
+    """``({name: type hint}, open)`` of the env's constructor, ``open`` meaning unknown names
+    may be valid (see :func:`env_arguments`)."""
+    arguments = env_arguments(env_id)
+    return arguments.hints(), arguments.open
 
 
-def _type_name(hint: Any) -> str:
-    if hint is type(None):
-        return "None"
-    if isinstance(hint, type):
-        return hint.__name__
-    return str(hint).replace("typing.", "")
-
-
-def _matches(value: Any, hint: Any) -> bool:
-    """Whether ``value`` fits the type hint ``hint`` (lenient where a hint is not a plain type)."""
-    if hint is Any:
-        return True
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_matches(value, arm) for arm in typing.get_args(hint))
-    if origin is typing.Literal:
-        return value in typing.get_args(hint)
-    if hint is None or hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, (bool, np.bool_))
-    if hint is int:
-        return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
-    if hint is float:
-        return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-    if hint is complex:
-        return isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
-    if origin is not None:  # tuple[...], list[...], dict[...]: the container kind only
-        hint = origin
-    if hint in (tuple, list):  # YAML and the command line both spell sequences as lists
-        return isinstance(value, (tuple, list))
-    if hint is os.PathLike:
-        return isinstance(value, (str, os.PathLike))
-    if isinstance(hint, type):
+def env_argument_problems(env_id: str, args: dict[str, Any]) -> list[ArgumentProblem]:
+    """Every problem of the env keyword arguments ``args``, each naming its argument: unknown
+    names (with the closest valid one), values that do not fit the type hint, then (when names
+    and types are right) the first the env's own value checks find (``check_arguments``: ranges,
+    dataset names, combinations; no data is loaded)."""
+    creator = _env_creator(env_id)
+    problems = arguments_of(creator, env_id).problems(args)
+    # Values and combinations: the env's own checks, with its own messages, where it offers
+    # them without being built (ours do, without loading any dataset: LinBanditEnv.check_arguments).
+    check_values = getattr(creator, "check_arguments", None)
+    if check_values is not None and not problems:
         try:
-            return isinstance(value, hint)
-        except TypeError:
-            return True
-    return True  # a TypeVar, Callable[...], a string annotation, ...: cannot check here
+            check_values(**args)
+        except (TypeError, ValueError) as exc:
+            problems.append(ArgumentProblem(named_argument(str(exc), args), f"{env_id}: {exc}", error=exc))
+    return problems
 
 
 def check_env_args(env_id: str, args: dict[str, Any]) -> None:
@@ -193,31 +140,16 @@ def check_env_args(env_id: str, args: dict[str, Any]) -> None:
     constructors draw nothing) and close it.
 
     Raises:
-        ValueError: naming the key, the valid keys or the expected type.
+        ValueError: naming every bad key (with the closest valid one and the valid keys and
+            their defaults) or the expected type, one line per problem; or the env's own
+            ``ValueError`` for a value its checks refuse (e.g. an ``EnvTooLargeError``).
     """
-    creator = _env_creator(env_id)
-    params, is_open = _signature_params(creator)
-    valid = ", ".join(sorted(params))
-    for key, value in args.items():
-        if key not in params:
-            if is_open:
-                continue
-            raise ValueError(
-                f"{env_id} has no argument {key!r}{did_you_mean(key, params)}; valid arguments: {valid}"
-            )
-        hint = params[key]
-        if not _matches(value, hint):
-            raise ValueError(
-                f"{env_id} argument {key}={value!r}: expected {_type_name(hint)}, got {type(value).__name__}"
-            )
-    # Values and combinations: the env's own checks, with its own messages, where it offers
-    # them without being built (ours do, without loading any dataset: LinBanditEnv.check_arguments).
-    check_values = getattr(creator, "check_arguments", None)
-    if check_values is not None:
-        try:
-            check_values(**args)
-        except TypeError as exc:
-            raise ValueError(f"{env_id}: {exc}") from exc
+    problems = env_argument_problems(env_id, args)
+    refused = problems[0].error if len(problems) == 1 else None
+    if isinstance(refused, ValueError):
+        raise refused
+    if problems:
+        raise ValueError("\n".join(format_problems(problems, env_arguments(env_id)))) from refused
 
 
 # -- labels ---------------------------------------------------------------------------
@@ -258,3 +190,80 @@ def non_default_args(factory: Callable, args: dict[str, Any]) -> dict[str, Any]:
                 pass
         out[name] = value
     return out
+
+
+#: The values a label template substitutes: numbers, strings, booleans and None (what YAML and
+#: the command line give); anything else is shown with ``str``, never formatted or walked.
+_LABEL_SCALARS = (numbers.Number, str, bool, type(None))
+
+
+def format_label(template: str, values: dict[str, Any]) -> str:
+    """``template`` with each ``{NAME}`` (or ``{NAME:SPEC}``, ``SPEC`` a format spec such as
+    ``.2g``) replaced by the argument ``values[NAME]``: ``"SOFUL l={sketch_size}"`` -> ``"SOFUL l=10"``.
+
+    A substitution language, not ``str.format``: a field is one argument name, never an
+    attribute or an index (``{beta.__class__}`` and ``{grid[0]}`` are refused), so a label
+    cannot reach the objects behind the values. ``{{`` and ``}}`` are literal braces.
+
+    Raises:
+        ValueError: a field that is not an argument name, a name not among ``values``, a
+            conversion (``!r``), a nested field, or a format spec the value does not take.
+    """
+    out = []
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:  # a lone "{" or "}"
+        raise ValueError(f"label {template!r}: {exc} (write {{{{ and }}}} for literal braces)") from None
+    for literal, field, spec, conversion in parsed:
+        out.append(literal)
+        if field is None:
+            continue
+        if not field.isidentifier():
+            raise ValueError(
+                f"label {template!r}: {{{field}}} is not an argument name; a label substitutes arguments "
+                f"only, as {{NAME}} or {{NAME:FORMAT}} (arguments: {', '.join(sorted(values)) or 'none'})"
+            )
+        if field not in values:
+            raise ValueError(
+                f"label {template!r} names {field!r}{did_you_mean(field, values)}, which is not among the "
+                f"arguments ({', '.join(sorted(values)) or 'none'})"
+            )
+        if conversion is not None or (spec and "{" in spec):
+            raise ValueError(f"label {template!r}: write {{{field}}} or {{{field}:FORMAT}}, without !{conversion} "
+                             "or nested fields")
+        value = values[field]
+        if not isinstance(value, _LABEL_SCALARS):
+            value = str(value)
+        try:
+            out.append(format(value, spec) if spec else str(value))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"label {template!r}: {{{field}:{spec}}} does not fit {value!r}: {exc}") from None
+    return "".join(out)
+
+
+def check_file_name(name: Any, what: str) -> str:
+    """``name`` if it can name a file inside an output directory, else ``ValueError`` saying why.
+
+    A name, not a path: no separator (``/``, or ``\\`` on any system), not ``.`` or ``..``,
+    not absolute, no control character, at most 200 characters -- so that whatever the
+    name, the file stays in the directory it is written to.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{what}: expected a non-empty name, got {name!r}")
+    problem = None
+    if os.path.isabs(name) or name.startswith(("/", "\\")):
+        problem = "is an absolute path"
+    elif "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
+        problem = "has a path separator"
+    elif name in (".", ".."):
+        problem = "is a relative path"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in name):
+        problem = "has a control character"
+    elif len(name) > 200:
+        problem = "is longer than 200 characters"
+    if problem:
+        raise ValueError(
+            f"{what}: {name!r} {problem}; it names a file inside the output directory, not a path "
+            "(letters, digits, '-', '_', '.' and spaces; choose the directory with --out)"
+        )
+    return name

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import numbers
+import sys
 import time
 from collections.abc import Callable, Iterator
 
@@ -44,13 +45,27 @@ def check_threads(threads: int | None, what: str = "threads") -> int | None:
     return int(threads)
 
 
+#: threadpoolctl's controller of the loaded BLAS libraries, and ``len(sys.modules)`` when it was made
+_blas_controller: tuple = (None, -1)
+
+
 def _blas_limits(threads: int):
-    """``threadpoolctl``'s limit on the BLAS pools (numpy/scipy), or ``None`` without threadpoolctl."""
+    """``threadpoolctl``'s limit on the BLAS pools (numpy/scipy), or ``None`` without threadpoolctl.
+
+    Finding the BLAS libraries scans every shared library of the process (milliseconds, a cost
+    every ``run()`` would pay), so the controller is kept, and made again only when modules
+    have been imported since (an import may load another BLAS).
+    """
+    global _blas_controller
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import ThreadpoolController
     except ImportError:  # optional: torch's own threads are still set
         return None
-    return threadpool_limits(limits=threads, user_api="blas")
+    controller, modules = _blas_controller
+    if controller is None or modules != len(sys.modules):
+        controller = ThreadpoolController()
+        _blas_controller = (controller, len(sys.modules))
+    return controller.limit(limits=threads, user_api="blas")
 
 
 @contextlib.contextmanager

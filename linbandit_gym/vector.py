@@ -62,6 +62,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .envs.base import RENDER_MODES, LinBanditEnv, check_render_mode
+from .envs.memory import Allocation, MemoryEstimate, check_fits
+from .envs.names import did_you_mean
 
 __all__ = [
     "CNAE9VectorEnv", "ClassificationVectorEnv", "DigitsVectorEnv", "HeavyTailVectorEnv", "LinBanditVectorEnv",
@@ -70,6 +72,12 @@ __all__ = [
 ]
 
 _STEP_KEYS = ("expected_reward", "best_expected_reward", "regret", "best_arm")
+
+
+def _check_num_envs(num_envs: Any) -> int:
+    if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
+        raise ValueError(f"num_envs must be an int >= 1 (the number of sub-envs B), got {num_envs!r}")
+    return int(num_envs)
 
 
 def _load(entry_point: str | type) -> type:
@@ -128,8 +136,7 @@ class LinBanditVectorEnv(VectorEnv):
         render_mode: str | None = None,
         **env_kwargs: Any,
     ):
-        if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
-            raise ValueError(f"num_envs must be an int >= 1 (the number of sub-envs B), got {num_envs!r}")
+        num_envs = _check_num_envs(num_envs)
         try:
             mode = autoreset_mode if isinstance(autoreset_mode, AutoresetMode) else AutoresetMode(autoreset_mode)
         except ValueError as exc:
@@ -154,6 +161,8 @@ class LinBanditVectorEnv(VectorEnv):
             from agents._torch import resolve_device  # clear error for cuda without CUDA
 
             self.device = resolve_device(device)
+        # Before any member is built: B members, the batch buffers and spaces (EnvTooLargeError)
+        check_fits(self.memory_estimate(num_envs, env_class=cls, **env_kwargs))
         self.env_class = cls
         self.env_kwargs = dict(env_kwargs)
         self.num_envs = int(num_envs)
@@ -181,6 +190,32 @@ class LinBanditVectorEnv(VectorEnv):
         self._t = np.zeros(B, dtype=np.int64)
         self._autoreset = np.zeros(B, dtype=np.bool_)
         self._reset_done = False
+
+    #: Bytes per number of the batch's ``(num_envs, n_arms, d)`` arrays at the peak: the batch
+    #: observation space's bounds and masks (10), the stacked arm sets (4), the copies handed
+    #: to the caller by reset and step (8), and a step's gather and float64 cast of the arms (12).
+    _BATCH_ARM_BYTES = 34
+
+    @classmethod
+    def memory_estimate(
+        cls, num_envs: int = 1, *, env_class: type | str | None = None, **env_kwargs: Any
+    ) -> MemoryEstimate:
+        """The peak memory of ``cls(num_envs, **env_kwargs)``, reset and stepped, without building
+        it: ``num_envs`` members (data they share once) and the batch's own arrays.
+
+        >>> SyntheticVectorEnv.memory_estimate(4, d=1000, n_arms=100).nbytes
+        21664000
+        """
+        num_envs = _check_num_envs(num_envs)
+        member_class = _load(env_class if env_class is not None else cls.env_class)
+        env_kwargs.pop("autoreset_mode", None)
+        env_kwargs.pop("device", None)
+        member = member_class.memory_estimate(**env_kwargs)
+        n_arms, d = member.obs_shape
+        return member.batched(num_envs, cls.__name__).plus(Allocation(
+            "the batch's arm sets and spaces", num_envs * n_arms * d, cls._BATCH_ARM_BYTES,
+            ("num_envs", "n_arms", "d"), "lower num_envs, d or n_arms",
+        ))
 
     # -- members -------------------------------------------------------------------
     def _reset_member(self, i: int, seed: int | None, options: dict | None) -> dict:
@@ -223,6 +258,7 @@ class LinBanditVectorEnv(VectorEnv):
             if len(seeds) != B:
                 raise ValueError(f"seed as a list must have one seed per sub-env (num_envs={B}), got {len(seeds)}")
         options = dict(options) if options else None
+        self._name_member_frames()
         mask = np.ones(B, dtype=np.bool_)
         if options is not None and "reset_mask" in options:
             mask = options.pop("reset_mask")
@@ -415,7 +451,15 @@ class LinBanditVectorEnv(VectorEnv):
         (``"rgb_array"``); ``"human"`` draws each member's window."""
         if self.render_mode is None:
             return None
+        self._name_member_frames()
         return tuple(env.render() for env in self.envs)
+
+    def _name_member_frames(self) -> None:
+        """Title the members' frames with this vector env's id (``gym.make_vec`` sets ``spec``
+        after construction; the members, built without ``gym.make``, have none)."""
+        if self.render_mode is not None and self.spec is not None:
+            for env in self.envs:
+                env._frame_name = self.spec.id
 
     def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs:
@@ -479,9 +523,16 @@ def make_vec(
         vectorization_mode = "vector_entry_point" if native and not wrappers and only_autoreset else "sync"
     mode = VectorizeMode(vectorization_mode)
     if not (native and mode == VectorizeMode.VECTOR_ENTRY_POINT):
-        return gym.make_vec(
-            id, num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, wrappers=wrappers, **kwargs
-        )
+        try:
+            return gym.make_vec(
+                id, num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, wrappers=wrappers, **kwargs
+            )
+        except gym.error.UnregisteredEnv as exc:
+            # Gymnasium's own hint is case-sensitive (LinBandit-Mnist-v0 -> LinBandit-MFeat); ours is not.
+            hint = did_you_mean(env_id.rpartition(":")[2], list(gym.registry))
+            if not hint:
+                raise
+            raise type(exc)(f"Environment {env_id!r} doesn't exist{hint}") from None
     if wrappers:
         raise ValueError(
             "wrappers wrap single envs, which the native vector env never steps; use vectorization_mode='sync' "

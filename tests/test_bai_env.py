@@ -1,4 +1,4 @@
-"""LinBandit-BAI-v0: fixed-confidence best-arm identification (seed 004 Sec. 2)."""
+"""LinBandit-BAI-v0: fixed-confidence best-arm identification (Jamieson 2018, Sec. 2)."""
 
 from __future__ import annotations
 

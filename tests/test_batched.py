@@ -29,11 +29,12 @@ from agents.sketches.rfd import RobustFrequentDirections
 from linbandit_gym import batched as batched_run
 from linbandit_gym.cli import main
 from linbandit_gym.evaluate import RECORD_COLUMNS
+from linbandit_gym.loop import TIMING_COLUMNS
 from linbandit_gym.vector import LinBanditVectorEnv, supports_vector
 from sketch_streams import KINDS, make_stream
 
 SMALL = dict(d=8, n_arms=6, horizon=40)
-TIMING = ["agent_time", "agent_wall_time", "wall_time"]
+TIMING = TIMING_COLUMNS
 
 # (id, kwargs) of every family with a native vector env that works offline
 VECTOR_CASES = [

@@ -1,4 +1,4 @@
-"""ClassificationBanditEnv: the online-classification protocol of seed 000 App. F.1 and its ids."""
+"""ClassificationBanditEnv: the online-classification protocol of Wen et al. (2025), App. F.1, and its ids."""
 
 from __future__ import annotations
 
@@ -297,7 +297,7 @@ def test_bad_action_leaves_state_unchanged():
         env.step(0)
 
 
-# -- extreme and complex data (issue 13) -------------------------------------------------------
+# -- extreme and complex data -------------------------------------------------------------------
 @given(exponent=st.integers(-300, 300), seed=st.integers(0, 2**16))
 @settings(max_examples=30, deadline=None)
 def test_normalisation_is_scale_free_over_the_whole_float64_range(exponent, seed):

@@ -107,7 +107,7 @@ def test_unknown_env_argument_is_one_line_and_exit_code_2(capsys):
     assert main(["run", "--env", SYNTH, "--agent", "OFUL", "--env-arg", "dim=10", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "'dim'" in err and "valid arguments: d, " in err and "n_arms" in err
+    assert "'dim'" in err and "valid arguments: d=500, " in err and "n_arms" in err
 
 
 def test_wrong_env_argument_type_names_the_key(capsys):

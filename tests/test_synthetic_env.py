@@ -1,4 +1,4 @@
-"""The env contract on LinBandit-Synthetic-v0 (DESIGN.md, issue 2)."""
+"""The env contract on LinBandit-Synthetic-v0 (DESIGN.md)."""
 
 import warnings
 

@@ -38,7 +38,7 @@ BatchedLinUCB = LinUCB  # the loop is batched-first (kept name)
 __all__ = [
     "BATCHED", "BatchedCBSCFD", "BatchedDBSLinUCB", "BatchedDyadicBlockSketch", "BatchedEstimator", "BatchedExactCovariance",
     "BatchedFrequentDirections", "BatchedLinUCB", "BatchedOFUL", "BatchedRobustFrequentDirections", "BatchedSOFUL",
-    "as_arm_batch", "batched", "batched_members", "supports_batched",
+    "as_arm_batch", "batched", "batched_members", "constructor_args", "supports_batched",
 ]
 
 
@@ -140,6 +140,12 @@ def _constructor_args(agent: Any, cls: type) -> dict[str, Any]:
     for name in cls._params:
         params["sketch_size" if name == "_l" else name] = getattr(agent, name)
     return params
+
+
+def constructor_args(agent: Any) -> dict[str, Any]:
+    """The constructor keywords that rebuild ``agent`` (one of ours with a batched twin), read
+    back from it: what :meth:`~agents.base.Agent.estimate_memory_bytes` takes as ``args``."""
+    return _constructor_args(agent, _batched_class(agent))
 
 
 def batched(agent: Any, batch_size: int) -> LinUCB:

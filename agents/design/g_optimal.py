@@ -1,10 +1,10 @@
-"""G-optimal design by Frank-Wolfe / Fedorov-Wynn with away steps (seed 004 eq. 13).
+"""G-optimal design by Frank-Wolfe / Fedorov-Wynn with away steps (Jamieson, 2018, eq. 13).
 
-Problem (seed 004 eq. 13, squared): over designs ``pi`` on the simplex of the K arms,
+Problem (Jamieson, 2018, eq. 13, squared): over designs ``pi`` on the simplex of the K arms,
 
     minimise  g(pi) = max_i ||x_i||^2_{V(pi)^-1},      V(pi) = sum_i pi_i x_i x_i^T.
 
-Kiefer-Wolfowitz (not in the seed; Lattimore & Szepesvari, *Bandit Algorithms*, Thm 21.1):
+Kiefer-Wolfowitz (not in Jamieson (2018); Lattimore & Szepesvari, *Bandit Algorithms*, Thm 21.1):
 G-optimal = D-optimal (maximise ``log det V(pi)``), and the optimum is exactly ``g = r``,
 the dimension of span(arms). Since ``sum_i pi_i ||x_i||^2_{V^-1} = tr(I_r) = r`` for every
 design, ``g(pi) >= r`` always, so ``g(pi) <= (1 + eps) r`` certifies a ``(1 + eps)``-optimal

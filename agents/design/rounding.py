@@ -1,7 +1,7 @@
 """Rounding a design into integer pulls: efficient apportionment (Pukelsheim & Rieder 1992).
 
-Seed 004 (after eq. 13) defers rounding to Soare et al.; this is the standard procedure
-(Pukelsheim, *Optimal Design of Experiments*, ch. 12), not in the seed. For weights ``w``
+Jamieson (2018) (after eq. 13) defers rounding to Soare et al.; this is the standard procedure
+(Pukelsheim, *Optimal Design of Experiments*, ch. 12), not in the notes. For weights ``w``
 with support size ``l`` and a budget ``n``:
 
 1. start from ``n_i = ceil((n - l/2) w_i)`` on the support (0 elsewhere);

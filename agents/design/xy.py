@@ -1,4 +1,4 @@
-"""XY-optimal design over arm differences (Soare et al. 2014; seed 004 eq. 18).
+"""XY-optimal design over arm differences (Soare et al. 2014; Jamieson (2018), eq. 18).
 
 Problem. Pulls are allocated on the K arms (a design ``pi`` on the arm simplex), but what
 must be small is the uncertainty of the *differences*:
@@ -6,10 +6,10 @@ must be small is the uncertainty of the *differences*:
     minimise  f(pi) = max_{y in Y} ||y||^2_{V(pi)^-1},      V(pi) = sum_i pi_i x_i x_i^T,
 
 with ``Y = {x_a - x_b : a, b in S}`` for a target set ``S`` of arms: all arms for the static
-XY-allocation, the surviving arms of a phase for XY-adaptive (seed 004 eq. 18, relaxed to
+XY-allocation, the surviving arms of a phase for XY-adaptive (Jamieson, 2018, eq. 18, relaxed to
 designs as in eq. 13). The design lives on the arms, **not** on Y.
 
-Method (a choice; the seed gives none). ``f`` is convex (a max of matrix-fractional
+Method (a choice; the notes give none). ``f`` is convex (a max of matrix-fractional
 functions) but not smooth, and plain Frank-Wolfe on the max-attaining ``y`` zig-zags
 between active pairs without converging. We run Frank-Wolfe with away steps on the smooth
 surrogate ``F_p(pi) = (sum_y q_y(pi)^p)^(1/p)``, ``q_y = ||y||^2_{V^-1}``, which satisfies
@@ -381,7 +381,7 @@ def xy_optimal_design(arms: Any, eps: float = 0.05, *, active: Any = None, **kwa
 
     Minimises ``max_{a, b in active} ||x_a - x_b||^2_{V(pi)^-1}`` over designs ``pi`` on all
     K arms (static XY-allocation of Soare et al. 2014 with ``active=None``; the phase
-    allocation of XY-adaptive, seed 004 eq. 18, with ``active`` = the surviving arms).
+    allocation of XY-adaptive, Jamieson (2018), eq. 18, with ``active`` = the surviving arms).
     Returns one weight per arm (numpy, or a tensor for tensor input) on the simplex.
     Keyword arguments go to :func:`solve_xy_design`.
 

@@ -1,29 +1,57 @@
-"""Fixed-confidence best-arm identification in a linear bandit (seed 004, Sec. 2)."""
+"""Fixed-confidence best-arm identification in a linear bandit (Jamieson 2018, Sec. 2)."""
 
 from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from .base import LinBanditEnv, check_nonnegative_float, check_positive_int
+from .base import LinBanditEnv, check_nonnegative_float, check_positive_int, short_repr
+from .memory import MemoryEstimate
 
 __all__ = ["BAILinBanditEnv"]
 
 _INSTANCES = ("soare", "random")
 
 
+def _check_sizes(instance: Any, d: Any, n_arms: Any, max_pulls: Any, horizon: Any) -> tuple[int, int, int]:
+    """``(d, K, max_pulls)`` of an instance, or a ``ValueError`` naming the bad argument."""
+    if not isinstance(instance, str) or instance not in _INSTANCES:
+        raise ValueError(f"instance must be one of {_INSTANCES}, got {short_repr(instance)}")
+    d = check_positive_int("d", d, minimum=2 if instance == "soare" else 1)
+    horizon = None if horizon is None else check_positive_int("horizon", horizon)
+    max_pulls = None if max_pulls is None else check_positive_int("max_pulls", max_pulls)
+    n_arms = None if n_arms is None else check_positive_int("n_arms", n_arms, minimum=2)
+    if horizon is not None and max_pulls is not None and horizon != max_pulls:
+        raise ValueError(
+            f"horizon is an alias of max_pulls; got both (horizon={horizon!r}, max_pulls={max_pulls!r}): pass one"
+        )
+    if max_pulls is None:
+        max_pulls = 100_000 if horizon is None else horizon
+    if instance == "soare":
+        if n_arms is not None and n_arms != d + 1:
+            raise ValueError(
+                f"the 'soare' instance has K = d + 1 = {d + 1} arms; got n_arms={n_arms!r} "
+                "(leave n_arms unset, or use instance='random')"
+            )
+        n_arms = d + 1
+    elif n_arms is None:
+        n_arms = 10
+    return d, n_arms, max_pulls
+
+
 class BAILinBanditEnv(LinBanditEnv):
     """Pure exploration: pull arms of a fixed set, then stop and name the best one.
 
-    The fixed-confidence best-arm-identification game of seed 004 Sec. 2 (Soare, Lazaric &
+    The fixed-confidence best-arm-identification game of Jamieson (2018), Sec. 2 (Soare, Lazaric &
     Munos 2014): ``K`` known arms ``x_1..x_K`` in R^d, rewards ``x^T theta* + N(0, noise_std^2)``,
     and the learner decides itself when it has seen enough. Its score is the number of pulls
     it needed (``n_pulls``) and whether the arm it named is ``x* = argmax_x x^T theta*``
-    (seed 004 eq. 1). The arm set is the same every step; nothing but the noise is random
+    (Jamieson 2018, eq. 1). The arm set is the same every step; nothing but the noise is random
     within an episode.
 
     Instances (``instance=``):
@@ -111,34 +139,18 @@ class BAILinBanditEnv(LinBanditEnv):
         min_gap: float = 0.0,
         render_mode: str | None = None,
     ):
-        if not isinstance(instance, str) or instance not in _INSTANCES:
-            raise ValueError(f"instance must be one of {_INSTANCES}, got {instance!r}")
-        d = check_positive_int("d", d, minimum=2 if instance == "soare" else 1)
+        d, n_arms, max_pulls = _check_sizes(instance, d, n_arms, max_pulls, horizon)
         # every argument is checked, also those the chosen instance ignores (omega for "random")
-        horizon = None if horizon is None else check_positive_int("horizon", horizon)
-        max_pulls = None if max_pulls is None else check_positive_int("max_pulls", max_pulls)
-        n_arms = None if n_arms is None else check_positive_int("n_arms", n_arms, minimum=2)
         if (
             isinstance(omega, (bool, np.bool_))
             or not isinstance(omega, numbers.Real)
             or not (0.0 < omega < math.pi / 2)
         ):
-            raise ValueError(f"omega must be an angle in (0, pi/2) radians, got {omega!r}")
-        if horizon is not None and max_pulls is not None and horizon != max_pulls:
-            raise ValueError(
-                f"horizon is an alias of max_pulls; got both (horizon={horizon!r}, max_pulls={max_pulls!r}): pass one"
-            )
-        if max_pulls is None:
-            max_pulls = 100_000 if horizon is None else horizon
-        if instance == "soare":
-            if n_arms is not None and n_arms != d + 1:
-                raise ValueError(
-                    f"the 'soare' instance has K = d + 1 = {d + 1} arms; got n_arms={n_arms!r} "
-                    "(leave n_arms unset, or use instance='random')"
-                )
-            n_arms = d + 1
-        elif n_arms is None:
-            n_arms = 10
+            raise ValueError(f"omega must be an angle in (0, pi/2) radians, got {short_repr(omega)}")
+        min_gap = check_nonnegative_float("min_gap", min_gap)
+        self._refuse_if_too_large(self._memory_estimate(
+            instance=instance, d=d, n_arms=n_arms, max_pulls=max_pulls, render_mode=render_mode
+        ))
         # The base class sets the spaces for Discrete(K); the horizon is the pull budget,
         # since every step before a stop is a pull.
         super().__init__(
@@ -147,7 +159,7 @@ class BAILinBanditEnv(LinBanditEnv):
         self.instance = instance
         self.omega = float(omega)
         self.max_pulls = max_pulls
-        self.min_gap = check_nonnegative_float("min_gap", min_gap)
+        self.min_gap = min_gap
         self.action_space = spaces.Discrete(2 * self.n_arms)
         self.arms: np.ndarray | None = None
         self.gaps: np.ndarray | None = None
@@ -155,7 +167,7 @@ class BAILinBanditEnv(LinBanditEnv):
         self.n_pulls = 0
         if instance == "soare":
             arms = np.zeros((self.n_arms, d))
-            arms[:d, :d] = np.eye(d)
+            arms[np.arange(d), np.arange(d)] = 1.0  # e_1, ..., e_d
             arms[d, 0], arms[d, 1] = math.cos(self.omega), math.sin(self.omega)
             theta = np.zeros(d)
             theta[0] = 1.0
@@ -165,6 +177,18 @@ class BAILinBanditEnv(LinBanditEnv):
                     f"omega={omega!r} is too small: in float32 the arm x_(d+1) has the same reward as e_1 "
                     "(gap 1 - cos(omega) below float32 resolution); use omega >= 1e-3"
                 )
+
+    #: The arm set is fixed (float32, held once): building it (float64, then float32) or a
+    #: "random" draw, and every round's float64 cast for the means and copy to the caller.
+    _ROUND_ARM_BYTES = 16
+
+    @classmethod
+    def _memory_estimate(
+        cls, *, instance="soare", d, n_arms=None, max_pulls=None, horizon=None, **arguments
+    ) -> MemoryEstimate:
+        d, n_arms, max_pulls = _check_sizes(instance, d, n_arms, max_pulls, horizon)
+        estimate = super()._memory_estimate(d=d, n_arms=n_arms, horizon=max_pulls, **arguments)
+        return replace(estimate, arguments={"instance": instance, **estimate.arguments})
 
     # -- the instance --------------------------------------------------------------
     def _set_instance(self, arms: np.ndarray, theta: np.ndarray) -> None:
@@ -208,7 +232,7 @@ class BAILinBanditEnv(LinBanditEnv):
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, numbers.Integral):
             raise ValueError(
                 f"action must be an int in [0, {2 * k}): a in [0, {k}) pulls arm a, a in [{k}, {2 * k}) "
-                f"stops and recommends arm a - {k}; got {action!r} ({type(action).__name__})"
+                f"stops and recommends arm a - {k}; got {short_repr(action)} ({type(action).__name__})"
             )
         if not 0 <= int(action) < 2 * k:
             raise ValueError(

@@ -1,4 +1,4 @@
-"""Online classification as a linear bandit (seed 000 Sec. 5 and App. F.1, after Kuzborskij et al. 2019)."""
+"""Online classification as a linear bandit (Wen et al. 2025, Sec. 5 and App. F.1, after Kuzborskij et al. 2019)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from envs_data import as_features, canonical_name, load_dataset
+from envs_data import as_features, canonical_name, check_dataset_options, dataset_shape, load_dataset
 
-from .base import LinBanditEnv, check_bool, check_positive_int, check_render_mode
+from .base import LinBanditEnv, check_bool, check_positive_int, check_render_mode, short_repr
+from .memory import Allocation, MemoryEstimate, Shown, check_fits
 
 __all__ = [
     "ClassificationBanditEnv",
@@ -62,6 +63,21 @@ def _check_arrays(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     return X, y.astype(np.int64)
 
 
+def _user_data_shape(X: Any, y: Any) -> tuple[int, int, int]:
+    """``(samples, features, classes)`` of a user's ``(X, y)`` without copying ``X``
+    (1 sample, 1 feature and 2 classes where they cannot be read: the checks say why later)."""
+    shape = getattr(X, "shape", None)
+    try:
+        n, d = (int(shape[0]), int(shape[1])) if shape is not None and len(shape) == 2 else (len(X), len(X[0]))
+    except (TypeError, IndexError, KeyError, ValueError):
+        return 1, 1, 2
+    try:
+        n_classes = int(np.unique(np.asarray(y)).size)
+    except (TypeError, ValueError):
+        n_classes = 2
+    return n, d, n_classes
+
+
 def _check_arguments(
     dataset: Any, target_class: Any, horizon: Any, data_dir: Any, normalize: Any, shuffle_arms: Any,
     dataset_kwargs: Any, render_mode: Any,
@@ -69,30 +85,39 @@ def _check_arguments(
     """The checks of every :class:`ClassificationBanditEnv` argument that need no data loaded."""
     check_positive_int("horizon", horizon)
     if isinstance(target_class, (bool, np.bool_)) or not isinstance(target_class, numbers.Integral):
-        raise ValueError(f"target_class must be an int class label, got {target_class!r}")
+        raise ValueError(f"target_class must be an int class label, got {short_repr(target_class)}")
     if dataset_kwargs is not None and not isinstance(dataset_kwargs, dict):
-        raise ValueError(f"dataset_kwargs must be a dict of load_dataset options or None, got {dataset_kwargs!r}")
+        raise ValueError(
+            f"dataset_kwargs must be a dict of load_dataset options or None, got {short_repr(dataset_kwargs)}"
+        )
     check_bool("normalize", normalize)
     check_bool("shuffle_arms", shuffle_arms)
     check_render_mode(render_mode)
     if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
-        raise ValueError(f"data_dir must be a path (str or os.PathLike) or None, got {data_dir!r}")
+        raise ValueError(f"data_dir must be a path (str or os.PathLike) or None, got {short_repr(data_dir)}")
+    if _check_dataset_kind(dataset):
+        # ValueError listing the known names; TypeError for an option the loader does not take
+        check_dataset_options(dataset, dataset_kwargs or {})
+    elif dataset_kwargs:
+        raise ValueError("dataset_kwargs only applies to a named dataset, not to dataset=(X, y)")
+
+
+def _check_dataset_kind(dataset: Any) -> bool:
+    """True for a dataset name, False for a pair ``(X, y)``, else a ``ValueError``."""
     if isinstance(dataset, str):
-        canonical_name(dataset)  # ValueError listing the known names
-    elif isinstance(dataset, (tuple, list)) and len(dataset) == 2:
-        if dataset_kwargs:
-            raise ValueError("dataset_kwargs only applies to a named dataset, not to dataset=(X, y)")
-    else:
-        raise ValueError(
-            f"dataset must be a dataset name (one of envs_data.DATASETS) or a tuple (X, y) of features and "
-            f"integer labels, got {type(dataset).__name__}"
-        )
+        return True
+    if isinstance(dataset, (tuple, list)) and len(dataset) == 2:
+        return False
+    raise ValueError(
+        f"dataset must be a dataset name (one of envs_data.DATASETS) or a tuple (X, y) of features and "
+        f"integer labels, got {type(dataset).__name__}"
+    )
 
 
 class ClassificationBanditEnv(LinBanditEnv):
     """Online classification bandit: one random sample per class, reward 1 for the target class.
 
-    The protocol of seed 000 App. F.1 (from Kuzborskij et al. 2019): a labelled dataset with
+    The protocol of Wen et al. (2025), App. F.1 (from Kuzborskij et al. 2019): a labelled dataset with
     M classes and a target class are fixed; every round one sample is drawn uniformly at
     random from each class, and these M feature vectors are the arm set. Playing the
     sample of the target class pays 1, any other pays 0, without further noise. Features
@@ -175,6 +200,9 @@ class ClassificationBanditEnv(LinBanditEnv):
         _check_arguments(
             dataset, target_class, horizon, data_dir, normalize, shuffle_arms, dataset_kwargs, render_mode
         )
+        self._refuse_if_too_large(self._memory_estimate(
+            dataset=dataset, dataset_kwargs=dataset_kwargs, horizon=horizon, render_mode=render_mode
+        ))
         normalize, shuffle_arms = bool(normalize), bool(shuffle_arms)
         if isinstance(dataset, str):
             name = canonical_name(dataset)
@@ -188,7 +216,8 @@ class ClassificationBanditEnv(LinBanditEnv):
             raise ValueError(f"dataset {name!r} has a single class ({classes.tolist()}); a bandit needs at least 2")
         if int(target_class) not in set(classes.tolist()):
             raise ValueError(
-                f"target_class={target_class!r} is not a label of dataset {name!r}; its labels are {classes.tolist()}"
+                f"target_class={short_repr(target_class)} is not a label of dataset {name!r}; its labels are "
+                f"{classes.tolist()}"
             )
         if normalize:
             X = unit_rows(X)  # App. F.1: l2 normalisation; zero rows stay 0
@@ -232,6 +261,45 @@ class ClassificationBanditEnv(LinBanditEnv):
         bound = inspect.signature(ClassificationBanditEnv).bind(**{"dataset": dataset_default, **kwargs})
         bound.apply_defaults()
         _check_arguments(**bound.arguments)
+        check_fits(cls._memory_estimate(**bound.arguments))
+
+    #: Bytes per number of the dataset (samples x features) at the peak of building the env: the
+    #: loader's float64 array (8; the MNIST subset also keeps a parsed copy, 8), the normalised
+    #: rows (8) and the float32 copy grouped by class that the env keeps (4). A user's float64
+    #: ``X`` is used in place: the loader's 8 are not taken again.
+    _DATA_BYTES = 28
+    _USER_FLOAT64_DATA_BYTES = 20
+
+    @classmethod
+    def _memory_estimate(
+        cls, *, dataset, dataset_kwargs=None, horizon=2000, render_mode=None, **_: Any
+    ) -> MemoryEstimate:
+        """The data (from :data:`envs_data.DATASET_SHAPES` for a name, from ``X``'s shape for
+        ``(X, y)``, shared by a vector env's members) and the arm sets of its classes."""
+        data_bytes = cls._DATA_BYTES
+        if _check_dataset_kind(dataset):
+            n, d, n_classes = dataset_shape(dataset, **(dataset_kwargs or {}))
+            shown = {"dataset": canonical_name(dataset), **(dataset_kwargs or {})}
+            fix = "use a smaller dataset"
+            if canonical_name(dataset) == "mnist-full":
+                whole = (dataset_kwargs or {}).get("split", "all") == "all"
+                fix += f" ({'split=train or test, or ' if whole else ''}dataset='mnist', the 5,000-image subset)"
+        else:
+            n, d, n_classes = _user_data_shape(*dataset)
+            shown = {"dataset": Shown(f"(X, y) with X of shape ({n}, {d})")}
+            fix = "use fewer samples or features"
+            X = dataset[0]
+            if isinstance(X, np.ndarray) and X.dtype == np.float64 and X.flags.c_contiguous:
+                data_bytes = cls._USER_FLOAT64_DATA_BYTES
+        estimate = super()._memory_estimate(
+            d=d, n_arms=max(n_classes, 2), horizon=horizon, render_mode=render_mode
+        )
+        data = (
+            Allocation("the dataset", n * d, data_bytes, ("samples", "features"), fix, shared=True),
+            # int64 labels, their sort in np.unique, the class order and the rows behind it
+            Allocation("the labels", n, 32, ("samples",), fix, shared=True),
+        )
+        return MemoryEstimate(cls.__name__, shown, estimate.allocations + data, obs_shape=estimate.obs_shape)
 
     # -- LinBanditEnv hooks ------------------------------------------------------------
     def _sample_problem(self, rng: np.random.Generator) -> None:
@@ -256,6 +324,9 @@ class ClassificationBanditEnv(LinBanditEnv):
     def _sample_reward(self, mean: float, rng: np.random.Generator) -> float:
         return float(mean)  # no noise beyond the label indicator
 
+    def _default_frame_name(self) -> str:
+        return f"{type(self).__name__}(dataset={self.dataset!r}, target_class={self.target_class})"
+
     @property
     def arm_labels(self) -> np.ndarray:
         """Labels of the current arm set's samples (row ``i`` -> ``arm_labels[i]``)."""
@@ -277,7 +348,7 @@ class DigitsBanditEnv(ClassificationBanditEnv):
 class CNAE9BanditEnv(ClassificationBanditEnv):
     """:class:`ClassificationBanditEnv` on OpenML cnae-9 (id 1468, ``LinBandit-CNAE9-v0``): M = 9, d = 856.
 
-    Needs the data locally (see ``envs_data.openml``); seed 000 App. F.4.
+    Needs the data locally (see ``envs_data.openml``); Wen et al. (2025), App. F.4.
     """
 
     def __init__(self, dataset: str | tuple[Any, Any] = "cnae-9", **kwargs: Any):
@@ -287,7 +358,7 @@ class CNAE9BanditEnv(ClassificationBanditEnv):
 class MFeatBanditEnv(ClassificationBanditEnv):
     """:class:`ClassificationBanditEnv` on OpenML mfeat-zernike (id 22, ``LinBandit-MFeat-v0``): M = 10.
 
-    Needs the data locally (see ``envs_data.openml``); seed 000 App. F.4.
+    Needs the data locally (see ``envs_data.openml``); Wen et al. (2025), App. F.4.
     """
 
     def __init__(self, dataset: str | tuple[Any, Any] = "mfeat", **kwargs: Any):
@@ -297,7 +368,7 @@ class MFeatBanditEnv(ClassificationBanditEnv):
 class SpamBanditEnv(ClassificationBanditEnv):
     """:class:`ClassificationBanditEnv` on OpenML spambase (id 44, ``LinBandit-Spam-v0``): M = 2, d = 57.
 
-    Needs the data locally (see ``envs_data.openml``); seed 000 App. F.4.
+    Needs the data locally (see ``envs_data.openml``); Wen et al. (2025), App. F.4.
     """
 
     def __init__(self, dataset: str | tuple[Any, Any] = "spam", **kwargs: Any):

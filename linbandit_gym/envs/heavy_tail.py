@@ -1,6 +1,6 @@
-"""Gaussian arms with a power-law spectrum, or exactly low rank (seed 000, Sec. 2.3 and 5).
+"""Gaussian arms with a power-law spectrum, or exactly low rank (Wen et al. 2025, Sec. 2.3 and 5).
 
-Seed 000 contrasts two regimes of the streaming matrix ``X`` of played arms: a heavy
+Wen et al. (2025) contrast two regimes of the streaming matrix ``X`` of played arms: a heavy
 spectral tail, where a fixed sketch size ``l`` leaves a spectral error ``Delta_T`` that grows
 with ``T`` and SOFUL/CBSCFD turn linear (Sec. 2.3, Lemma 2), and an exactly low-rank stream,
 where a sketch of size >= rank is exact (App. D.2, the low-rank case). This env produces
@@ -9,12 +9,12 @@ either, with the spectrum chosen by the user.
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
 
-from .base import LinBanditEnv, check_bool, check_positive_int
+from .base import LinBanditEnv, check_bool, check_positive_int, is_finite_real, short_repr
+from .memory import Allocation, MemoryEstimate
 
 __all__ = ["HeavyTailLinBanditEnv", "power_law_spectrum", "normalized_spectrum"]
 
@@ -59,6 +59,15 @@ def normalized_spectrum(lam: np.ndarray, step: float = 0.1) -> np.ndarray:
     weight = t * np.exp(log_prod)  # dt = e^u du
     mu = np.array([li * np.sum(weight / (1.0 + 2.0 * t * li)) * step if li > 0 else 0.0 for li in lam])
     return mu / mu.sum()  # removes the (tiny) truncation error of the u-range
+
+
+def _check_rank(rank, d: int) -> int | None:
+    if rank is None:
+        return None
+    rank = check_positive_int("rank", rank)
+    if rank > d:
+        raise ValueError(f"rank must be in [1, d={d}] (or None for full rank), got {rank}")
+    return rank
 
 
 class HeavyTailLinBanditEnv(LinBanditEnv):
@@ -151,19 +160,20 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
     ):
         rotate = check_bool("rotate", rotate)
         normalize = check_bool("normalize", normalize)
+        d = check_positive_int("d", d)
+        if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real) or not (
+            is_finite_real(alpha) and alpha >= 0
+        ):
+            raise ValueError(f"alpha (power-law decay of the spectrum) must be a finite number >= 0, got {short_repr(alpha)}")
+        rank = _check_rank(rank, d)
+        self._refuse_if_too_large(self._memory_estimate(
+            d=d, n_arms=n_arms, horizon=horizon, render_mode=render_mode, rank=rank, rotate=rotate, normalize=normalize
+        ))
         # unit-norm arms have every coordinate in [-1, 1]; Gaussian arms are unbounded
         super().__init__(
             d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=1.0 if normalize else np.inf,
             render_mode=render_mode,
         )
-        if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real) or not (
-            math.isfinite(alpha) and alpha >= 0
-        ):
-            raise ValueError(f"alpha (power-law decay of the spectrum) must be a finite number >= 0, got {alpha!r}")
-        if rank is not None:
-            rank = check_positive_int("rank", rank)
-            if rank > self.d:
-                raise ValueError(f"rank must be in [1, d={self.d}] (or None for full rank), got {rank}")
         self.alpha = float(alpha)
         self.rank = rank
         self.rotate = bool(rotate)
@@ -174,6 +184,33 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
         r = self.d if rank is None else rank
         self._r = r
         self._scale = np.sqrt(self.power_law[:r])
+
+    #: a round also holds the Gaussian factors z and, axis-aligned, the zero-padded arms
+    _ROUND_ARM_BYTES = LinBanditEnv._ROUND_ARM_BYTES + 8
+
+    @classmethod
+    def _memory_estimate(cls, *, d, rank=None, rotate=True, normalize=False, **arguments) -> MemoryEstimate:
+        estimate = super()._memory_estimate(d=d, **arguments)
+        d = estimate.arguments["d"]
+        r = d if _check_rank(rank, d) is None else rank
+        # lambda, sqrt(lambda) and theta* (8 bytes a number each); normalize adds mu, built as a
+        # list of Python floats (32) and then an array (8)
+        per_number = 24 + (40 if check_bool("normalize", normalize) else 0)
+        allocations = [Allocation("the spectra", d, per_number, ("d",), "lower d")]
+        if normalize:
+            # normalized_spectrum's quadrature: 1801 nodes times a chunk of <= 512 eigenvalues, twice
+            allocations.append(Allocation("the normalised spectrum's quadrature", 1801 * min(r, 512), 16,
+                                          ("1801", "min(rank, 512)"), "pass normalize=False", transient=True))
+        if check_bool("rotate", rotate):
+            span = ("rank", "d") if rank is not None else ("d", "d")
+            allocations += [
+                Allocation("the rotation Q", d * d, 8, ("d", "d"), "lower d, or pass rotate=False (no d x d matrix)"),
+                # besides Q: the Gaussian d x d matrix, LAPACK's copy of it and workspace, the factor R
+                Allocation("the QR factorisation that draws Q", d * d, 25, ("d", "d"),
+                           "lower d, or pass rotate=False (no d x d matrix)", transient=True),
+                Allocation("the arms' span Q[:, :rank] diag(sqrt(lambda))", r * d, 8, span, "lower d or rank"),
+            ]
+        return estimate.plus(*allocations, **({"rank": rank} if rank is not None else {}), rotate=bool(rotate))
 
     def _sample_problem(self, rng: np.random.Generator) -> None:
         if not self.rotate:

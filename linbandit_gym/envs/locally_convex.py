@@ -1,11 +1,11 @@
-"""Arm sets sampled from a sphere or an ellipsoid: a locally convex arm space (seed 000, Obs. 1).
+"""Arm sets sampled from a sphere or an ellipsoid: a locally convex arm space (Wen et al. 2025, Obs. 1).
 
-Seed 000 (Sec. 2.3, Observation 1; App. C.1, Theorem 5, after Banerjee et al. 2023, Thm. 3.3):
-when the arm space has a curved ("locally convex") surface around the optimal arm, every
-algorithm with O(sqrt T) expected regret has an expected design matrix whose minimum
-eigenvalue grows as Omega(T^q), q in (0, 1/2]: low-regret play keeps exploring every
-direction, so the played arms have a heavy spectral tail and SOFUL with any sketch size
-l < d - T^(1/3 - q) has vacuous (linear) regret. This env is that arm space.
+Wen et al. (2025), Sec. 2.3, Observation 1 and App. C.1, Theorem 5 (after Banerjee et al.
+2023, Thm. 3.3): when the arm space has a curved ("locally convex") surface around the
+optimal arm, every algorithm with O(sqrt T) expected regret has an expected design matrix
+whose minimum eigenvalue grows as Omega(T^q), q in (0, 1/2]: low-regret play keeps
+exploring every direction, so the played arms have a heavy spectral tail and SOFUL with any
+sketch size l < d - T^(1/3 - q) has vacuous (linear) regret. This env is that arm space.
 """
 
 from __future__ import annotations
@@ -15,13 +15,19 @@ import numbers
 from typing import Sequence
 
 import numpy as np
-from gymnasium import spaces
-
-from .base import LinBanditEnv, check_nonnegative_float, check_positive_int
+from .base import LinBanditEnv, check_nonnegative_float, check_positive_int, short_repr
+from .memory import Allocation, MemoryEstimate
 
 __all__ = ["LocallyConvexLinBanditEnv"]
 
 _SHAPES = ("sphere", "ellipsoid")
+
+
+def _check_local_frac(value) -> float:
+    value = check_nonnegative_float("local_frac", value)
+    if value > 1.0:
+        raise ValueError(f"local_frac must be in [0, 1], got {value!r}")
+    return value
 
 
 def _unit_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -123,11 +129,21 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
         render_mode: str | None = None,
     ):
         d = check_positive_int("d", d, minimum=2)  # S^0 = {-1, 1} has no curved surface
-        super().__init__(d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, render_mode=render_mode)
+        n_arms = check_positive_int("n_arms", n_arms, minimum=2)
+        local_frac = _check_local_frac(local_frac)
+        if (
+            isinstance(local_min_angle, (bool, np.bool_))
+            or not isinstance(local_min_angle, numbers.Real)
+            or not (0.0 < local_min_angle < math.pi / 2)
+        ):
+            raise ValueError(f"local_min_angle must be an angle in (0, pi/2) radians, got {short_repr(local_min_angle)}")
+        self._refuse_if_too_large(self._memory_estimate(
+            d=d, n_arms=n_arms, horizon=horizon, render_mode=render_mode, local_frac=local_frac
+        ))
         if shape is None:
             shape = "sphere" if axes is None else "ellipsoid"
-        if shape not in _SHAPES:
-            raise ValueError(f"shape must be one of {_SHAPES}, got {shape!r}")
+        if not isinstance(shape, str) or shape not in _SHAPES:
+            raise ValueError(f"shape must be one of {_SHAPES}, got {short_repr(shape)}")
         if shape == "sphere":
             if axes is not None:
                 raise ValueError("axes= describes an ellipsoid; pass shape='ellipsoid' (or omit shape) with axes")
@@ -136,31 +152,37 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
             semi_axes = np.linspace(1.0, 0.5, d)
         else:
             if np.iscomplexobj(axes):  # a cast would drop the imaginary part silently
-                raise ValueError(f"axes must be real numbers, got complex values {axes!r}")
+                raise ValueError(f"axes must be real numbers, got complex values {short_repr(axes)}")
             try:
                 semi_axes = np.asarray(axes, dtype=np.float64)
             except (TypeError, ValueError):
-                raise ValueError(f"axes must be a sequence of d={d} positive numbers, got {axes!r}") from None
+                raise ValueError(f"axes must be a sequence of d={d} positive numbers, got {short_repr(axes)}") from None
             if semi_axes.shape != (d,) or not np.all(np.isfinite(semi_axes)) or not np.all(semi_axes > 0):
-                raise ValueError(f"axes must be a sequence of d={d} finite positive numbers, got {axes!r}")
+                raise ValueError(f"axes must be a sequence of d={d} finite positive numbers, got {short_repr(axes)}")
+        # every coordinate satisfies |x_i| <= a_i <= max(a)
+        super().__init__(
+            d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=float(np.max(semi_axes)),
+            render_mode=render_mode,
+        )
         self.shape = shape
         self.axes = semi_axes
-        # every coordinate satisfies |x_i| <= a_i <= max(a)
-        bound = float(np.max(semi_axes))
-        self.observation_space = spaces.Box(low=-bound, high=bound, shape=(self.n_arms, self.d), dtype=np.float32)
-        self.local_frac = check_nonnegative_float("local_frac", local_frac)
-        if self.local_frac > 1.0:
-            raise ValueError(f"local_frac must be in [0, 1], got {local_frac!r}")
-        if (
-            isinstance(local_min_angle, (bool, np.bool_))
-            or not isinstance(local_min_angle, numbers.Real)
-            or not (0.0 < local_min_angle < math.pi / 2)
-        ):
-            raise ValueError(f"local_min_angle must be an angle in (0, pi/2) radians, got {local_min_angle!r}")
+        self.local_frac = local_frac
         self.local_min_angle = float(local_min_angle)
         self.n_local = int(round(self.local_frac * self.n_arms))
         self.optimum: np.ndarray | None = None
         self.optimum_value: float | None = None
+
+    @classmethod
+    def _memory_estimate(cls, *, d, local_frac=0.0, **arguments) -> MemoryEstimate:
+        estimate = super()._memory_estimate(d=check_positive_int("d", d, minimum=2), **arguments)
+        n_arms, d = estimate.obs_shape
+        n_local = int(round(_check_local_frac(local_frac) * n_arms))
+        return estimate.plus(
+            Allocation("the semi-axes, x* and its direction", d, 32, ("d",), "lower d"),
+            # the cap draws: directions, their projections and the rotated arms (see _sample_arms)
+            Allocation("the arms drawn near x*", n_local * d, 16, ("local_frac x n_arms", "d"),
+                       "lower local_frac, n_arms or d", transient=True),
+        )
 
     def _sample_problem(self, rng: np.random.Generator) -> None:
         self.theta_star = _unit_rows(rng, 1, self.d)[0]

@@ -1,10 +1,11 @@
-"""Synthetic linear bandit with Gaussian arms (seed 000, Sec. 5, "online regression")."""
+"""Synthetic linear bandit with Gaussian arms (Wen et al. 2025, Sec. 5, "online regression")."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .base import LinBanditEnv, check_bool
+from .memory import Allocation, MemoryEstimate
 
 __all__ = ["SyntheticLinBanditEnv"]
 
@@ -12,7 +13,7 @@ __all__ = ["SyntheticLinBanditEnv"]
 class SyntheticLinBanditEnv(LinBanditEnv):
     """Gaussian arms, unit-norm theta*, Gaussian reward noise.
 
-    The synthetic setting of seed 000 Sec. 5 (after Chen et al. 2020): every round ``n_arms``
+    The synthetic setting of Wen et al. (2025), Sec. 5 (after Chen et al. 2020): every round ``n_arms``
     arms are drawn i.i.d. from N(0, I_d) and scaled to unit norm; theta* ~ N(0, I_d) is
     normalised. The isotropic arms make the played design matrix's spectrum flat (a heavy
     tail), the regime where fixed-size sketches turn regret linear.
@@ -45,7 +46,7 @@ class SyntheticLinBanditEnv(LinBanditEnv):
     | ``fixed_arms`` | False | draw one arm set at reset and keep it for the whole episode |
     | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
 
-    The noise default is our choice: seed 000 gives none. With unit arms in d = 500 the mean
+    The noise default is our choice: the paper gives none. With unit arms in d = 500 the mean
     rewards have spread ~ 1/sqrt(d) = 0.045, so at sigma = 0.1 no agent (OFUL included) has
     learnt theta* by T = 2000 and every curve is linear; at sigma = 0.01 the paper's Fig. 1
     picture appears (OFUL and DBSLinUCB bend over, SOFUL/CBSCFD with l = 50 stay linear).
@@ -66,6 +67,9 @@ class SyntheticLinBanditEnv(LinBanditEnv):
     ):
         normalize_arms = check_bool("normalize_arms", normalize_arms)
         fixed_arms = check_bool("fixed_arms", fixed_arms)
+        self._refuse_if_too_large(
+            self._memory_estimate(d=d, n_arms=n_arms, horizon=horizon, render_mode=render_mode, fixed_arms=fixed_arms)
+        )
         super().__init__(
             d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=1.0 if normalize_arms else np.inf,
             render_mode=render_mode,
@@ -73,6 +77,15 @@ class SyntheticLinBanditEnv(LinBanditEnv):
         self.normalize_arms = normalize_arms
         self.fixed_arms = fixed_arms
         self._fixed: np.ndarray | None = None
+
+    @classmethod
+    def _memory_estimate(cls, *, fixed_arms: bool = False, **arguments) -> MemoryEstimate:
+        estimate = super()._memory_estimate(**arguments)
+        if not check_bool("fixed_arms", fixed_arms):
+            return estimate
+        n_arms, d = estimate.obs_shape
+        return estimate.plus(Allocation("the fixed arm set (fixed_arms=True, float64)", n_arms * d, 8, ("n_arms", "d"),
+                                        "lower d or n_arms"))
 
     def _draw_arms(self, rng: np.random.Generator) -> np.ndarray:
         arms = rng.standard_normal((self.n_arms, self.d))

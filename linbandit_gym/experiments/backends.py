@@ -9,7 +9,9 @@ killed sweep loses only the runs in flight.
 Local worker processes never outlive their driver: on Linux the kernel kills them when it
 dies (``prctl(PR_SET_PDEATHSIG)``), and everywhere a watchdog thread in each worker exits when
 its parent changes (the driver is gone, whatever killed it). They ignore Ctrl-C: the driver
-handles it, stops them and keeps every finished run.
+handles it, stops them and keeps every finished run. The driver knows which unit each worker
+holds: a worker that dies (``kill -9``, the out-of-memory killer) fails only that unit, with
+the reason, and a new worker takes its place while units remain.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import threading
 import time
 import traceback
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from multiprocessing.connection import wait as connection_wait
 from typing import Any
 
 from ..threads import DEFAULT_THREADS, check_threads
@@ -132,17 +134,6 @@ def _worker_init(parent_pid: int, interval: float = 0.5) -> None:
                      name="linbandit-driver-watchdog").start()
 
 
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Drop queued runs and terminate the workers now (``shutdown`` alone waits for runs in flight)."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
-    for process in processes:
-        process.join(timeout=5)
-
-
 def local_workers(workers: int, threads: int | None = DEFAULT_THREADS) -> int:
     """How many local worker processes run at once: ``workers``, capped at the cores over the
     threads each run uses (at least 1), so that the runs never queue for the cores."""
@@ -150,38 +141,155 @@ def local_workers(workers: int, threads: int | None = DEFAULT_THREADS) -> int:
     return max(1, min(workers, cores // (threads or 1)))
 
 
-def _processes(specs: list[dict], *, workers: int, threads: int | None, curve_points: int):
-    ctx = multiprocessing.get_context("spawn")  # fork + torch threads can deadlock
-    pool = ProcessPoolExecutor(max_workers=min(local_workers(workers, threads), len(specs)), mp_context=ctx,
-                               initializer=_worker_init, initargs=(os.getpid(),))
-    # Workers are spawned during submit. With SIGINT blocked there, they start with it blocked
-    # (the mask is inherited): a Ctrl-C in their first second (importing torch) prints no
-    # traceback. Here a Ctrl-C is only held back until the mask is restored.
-    blocking = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
-    try:
+def _worker_main(conn, parent_pid: int, threads: int | None, curve_points: int) -> None:
+    """A worker process: execute the units the driver sends, one at a time, and send back
+    ``("ok", results)`` or ``("error", traceback)``; ``None`` means stop."""
+    _worker_init(parent_pid)
+    while True:
+        try:
+            unit = conn.recv()
+        except EOFError:  # the driver closed its end: nothing more to do
+            return
+        if unit is None:
+            return
+        try:
+            reply = ("ok", execute_unit(unit, threads, curve_points))
+        except Exception as exc:  # a failed run is recorded by the driver; the worker goes on
+            reply = ("error", _format_error(exc))
+        conn.send(reply)
+
+
+class _Worker:
+    """One worker process, the driver's end of its pipe and the unit it holds (``None``: idle)."""
+
+    def __init__(self, ctx, threads: int | None, curve_points: int):
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child, os.getpid(), threads, curve_points),
+                                   daemon=True, name="linbandit-worker")
+        self.unit: dict | list[dict] | None = None
+        # Started with SIGINT blocked, the child inherits the mask: a Ctrl-C in its first second
+        # (importing torch) prints no traceback. Here a Ctrl-C is only held back until the mask is
+        # restored.
+        blocking = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
         if blocking:
             old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            futures = {pool.submit(execute_unit, unit, threads, curve_points): unit for unit in specs}
+            self.process.start()
         finally:
             if blocking:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-        pending = set(futures)
-        while pending:
+        child.close()
+
+    def give(self, unit: dict | list[dict]) -> None:
+        self.unit = unit
+        self.conn.send(unit)
+
+    def stop(self) -> None:
+        """Terminate the process now (a run in flight is dropped) and close the pipe."""
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join(timeout=5)
+        self.conn.close()
+
+
+def _death(process) -> str:
+    """Why a worker process ended: ``"killed by signal SIGKILL"`` or ``"exit code 1"``."""
+    code = process.exitcode
+    if code is not None and code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _processes(specs: list, *, workers: int, threads: int | None, curve_points: int):
+    """Execute the units ``specs`` on a pool of local worker processes, yielding each run's
+    result as its unit completes.
+
+    Each worker holds one unit at a time and the driver knows which: a worker that dies (``kill
+    -9``, the out-of-memory killer, a crash in native code) fails only the unit it held, with
+    the reason, and is replaced by a new process while units remain; the queue goes on.
+    """
+    ctx = multiprocessing.get_context("spawn")  # fork + torch threads can deadlock
+    queue = list(specs)
+    queue.reverse()  # pop() from the end: the plan's order
+    size = min(local_workers(workers, threads), len(specs))
+    pool: list[_Worker] = []
+    try:
+        pool = [_Worker(ctx, threads, curve_points) for _ in range(size)]
+        for worker in pool:
+            if queue:
+                worker.give(queue.pop())
+        while any(worker.unit is not None for worker in pool):
+            busy = [worker for worker in pool if worker.unit is not None]
             # A timeout, not a blocking wait: a Ctrl-C delivered to another thread of this process
             # (BLAS, Arrow) would not wake a blocked main thread until a run finishes.
-            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            for future in done:
-                unit = futures[future]
-                exc = future.exception()
-                if exc is not None:
-                    yield from _failed(unit, _format_error(exc))
+            ready = set(connection_wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=0.2))
+            for index, worker in enumerate(pool):
+                if worker.unit is None or not (worker.conn in ready or worker.process.sentinel in ready):
+                    continue
+                unit, reply = worker.unit, None
+                try:
+                    if worker.conn.poll():
+                        reply = worker.conn.recv()
+                except (EOFError, OSError):  # died while sending its reply
+                    reply = None
+                if reply is None and worker.process.is_alive():
+                    continue  # woke before the reply arrived
+                worker.unit = None
+                if reply is None:  # the process died holding the unit: fail it, replace the worker
+                    worker.process.join(timeout=5)
+                    why = _death(worker.process)
+                    worker.stop()
+                    yield from _failed(unit, f"WorkerDied: the worker process running this run died ({why}); the "
+                                             "other runs went on; rerun the sweep to retry it\n")
+                    worker = pool[index] = _Worker(ctx, threads, curve_points) if queue else worker
+                elif reply[0] == "ok":
+                    yield from zip(_members(unit), reply[1], [None] * _unit_size(unit))
                 else:
-                    yield from zip(_members(unit), future.result(), [None] * _unit_size(unit))
+                    yield from _failed(unit, reply[1])
+                if queue and worker.process.is_alive():
+                    worker.give(queue.pop())
     except BaseException:  # interrupted (Ctrl-C, generator closed): drop queued runs, don't wait
-        _stop_workers(pool)
+        for worker in pool:
+            worker.stop()
         raise
-    pool.shutdown(wait=True)
+    for worker in pool:  # all done: let each worker leave on its own
+        try:
+            worker.conn.send(None)
+        except OSError:
+            pass
+    for worker in pool:
+        worker.process.join(timeout=5)
+        worker.stop()
+
+
+#: Seconds to wait for a Ray cluster's address to accept a connection before giving up.
+RAY_CONNECT_TIMEOUT = 10.0
+
+
+def _probe_ray_address(address: str, timeout: float = RAY_CONNECT_TIMEOUT) -> None:
+    """Fail within ``timeout`` seconds, with one line, if nothing accepts connections at
+    ``address`` (``host:port`` or ``ray://host:port``; ``auto`` is left to Ray), where
+    ``ray.init`` would retry for minutes."""
+    import socket
+
+    target = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        if address in ("auto", "local"):
+            return
+        raise ValueError(f"--address {address!r}: expected HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise ConnectionError(
+            f"cannot reach a Ray cluster at {address} ({reason}, waited up to {timeout:g} s): start one there "
+            "(`ray start --head`), or leave out --address to start a local Ray"
+        ) from None
 
 
 def _ray(specs: list[dict], *, workers: int, threads: int | None, address: str | None, curve_points: int):
@@ -195,7 +303,11 @@ def _ray(specs: list[dict], *, workers: int, threads: int | None, address: str |
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if address:
-            ray.init(address=address, **kwargs)
+            _probe_ray_address(address)
+            try:
+                ray.init(address=address, **kwargs)
+            except Exception as exc:  # noqa: BLE001  (Ray raises ConnectionError, RuntimeError, ...)
+                raise ConnectionError(f"cannot connect to the Ray cluster at {address}: {exc}") from exc
         else:
             ray.init(num_cpus=workers, **kwargs)
         started_here = True

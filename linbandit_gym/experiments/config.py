@@ -38,7 +38,7 @@ expands into one *run* per (agent config, env config, seed). Example (YAML)::
       synthetic: {"SOFUL*": {beta: 0.1, lam: 2.0}}
 
 ``task: matrix-approx`` configs instead stream Gaussian rows through covariance sketches
-(no bandit; seed 000 App. F.2): ``data: {n, d}`` replaces ``envs`` and each ``agents`` entry
+(no bandit; Wen et al. (2025), App. F.2): ``data: {n, d}`` replaces ``envs`` and each ``agents`` entry
 names an agent whose covariance estimator is sketched (or a ``module:Class`` estimator).
 
 Every run has a stable id: the first 16 hex digits of the SHA-256 of its canonical JSON
@@ -55,13 +55,20 @@ import itertools
 import json
 import numbers
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..specs import args_label, check_env_args, did_you_mean, load_object
+from ..arguments import ArgumentProblem, format_problems, named_argument
+from ..loop import SEED_LIMIT
+from ..registration import ENV_IDS
+from ..registry import AgentEntry, RunMemory, check_run_fits, estimate_run_bytes, lookup_agent, lookup_estimator
+from ..specs import (
+    args_label, check_file_name, did_you_mean, env_argument_problems, env_arguments, format_label,
+)
 
 __all__ = [
     "ConfigError",
@@ -69,9 +76,10 @@ __all__ = [
     "SweepConfig",
     "load_config",
     "parse_config",
-    "expand_runs",
     "run_id",
     "canonical_json",
+    "MAX_RUNS",
+    "SEED_LIMIT",
 ]
 
 TOP_LEVEL_KEYS = {
@@ -87,6 +95,8 @@ TOP_LEVEL_KEYS = {
     "plots": "list of figures for `linbandit plot`",
     "tune": "defaults for `linbandit tune`: {beta, lam, seeds, horizon, agents}",
     "tuned": "per env label, per agent label (glob): argument overrides, e.g. tuned beta/lam",
+    "timing_repeats": "plays of each timing run (a configuration's first seed, played alone); each round "
+                      "keeps its least time (default 1)",
 }
 AGENT_KEYS = {"name", "args", "grid", "label", "family", "record", "envs"}
 ENV_KEYS = {"id", "args", "grid", "label"}
@@ -97,13 +107,58 @@ PLOT_KINDS = {"regret", "pareto", "spectral", "sketch_size", "param", "matrix_er
 TUNE_KEYS = {"beta", "lam", "seeds", "horizon", "agents"}
 TASKS = {"bandit", "matrix-approx"}
 
-#: The paper's tuning grids (seed 000 App. F.1).
+#: The most runs one config expands into: each is two files in one directory and at least a
+#: process round trip; a config past this is a typo (``seeds: 1000000000``) or several sweeps.
+MAX_RUNS = 100_000
+
+#: The paper's tuning grids (Wen et al., 2025, App. F.1).
 PAPER_BETA_GRID = [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
 PAPER_LAM_GRID = [2e-4, 2e-3, 2e-2, 2e-1, 2.0, 2e1, 2e2, 2e3, 2e4]
 
 
 class ConfigError(ValueError):
-    """A sweep config is malformed; the message names the offending key."""
+    """A sweep config is malformed; the message names the offending key.
+
+    ``problems`` holds one line per problem, each starting with where it was written
+    (``agents[1].grid.sketch_size: ...``): a config reports every problem it has at once.
+    """
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = list(problems) if problems else [message]
+
+    @classmethod
+    def listing(cls, problems: list[str]) -> "ConfigError":
+        """One error for ``problems`` (repeats dropped): the message itself for one, else a
+        count and one indented line per problem."""
+        problems = list(dict.fromkeys(problems))
+        if len(problems) == 1:
+            return cls(problems[0])
+        lines = "\n".join(f"  {p}" for p in problems)
+        return cls(f"{len(problems)} problems in the config:\n{lines}", problems)
+
+
+class _Problems:
+    """The problems of a config, collected check by check so that one error lists them all."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    @contextmanager
+    def section(self):
+        """Run the checks of one part of the config; a ``ConfigError`` they raise is recorded
+        (with every problem it lists) and the next part is checked all the same."""
+        try:
+            yield
+        except ConfigError as exc:
+            self.found.extend(exc.problems)
+
+    def add(self, message: str) -> None:
+        self.found.append(message)
+
+    def raise_if_any(self) -> None:
+        if self.found:
+            raise ConfigError.listing(self.found)
 
 
 # -- loading ------------------------------------------------------------------------
@@ -191,6 +246,20 @@ class SweepConfig:
     def plots(self) -> list[dict]:
         return list(self.raw.get("plots") or [])
 
+    #: (agent label, env label) -> the estimated peak memory of one of its runs
+    memory: dict[tuple[str, str], RunMemory] = field(default_factory=dict)
+
+    def largest_run(self) -> tuple[tuple[str, str], RunMemory] | None:
+        """The (agent label, env label) whose runs need the most memory, with its estimate."""
+        if not self.memory:
+            return None
+        return max(self.memory.items(), key=lambda item: item[1].total)
+
+    @property
+    def timing_repeats(self) -> int:
+        """How many times each timing run is played (``timing_repeats:``, default 1)."""
+        return int(self.raw.get("timing_repeats") or 1)
+
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, numbers.Integral):
@@ -215,11 +284,12 @@ def run_id(config: dict) -> str:
 # -- validation helpers -------------------------------------------------------------
 
 def _check_keys(obj: dict, allowed, where: str) -> None:
-    for key in obj:
-        if key not in allowed:
-            raise ConfigError(
-                f"{where}: unknown key {key!r}{did_you_mean(key, allowed)}; allowed: {', '.join(sorted(allowed))}"
-            )
+    unknown = [
+        f"{where}: unknown key {key!r}{did_you_mean(key, allowed)}; allowed: {', '.join(sorted(allowed))}"
+        for key in obj if key not in allowed
+    ]
+    if unknown:
+        raise ConfigError.listing(unknown)
 
 
 def _mapping(value: Any, where: str) -> dict:
@@ -270,10 +340,16 @@ def _format_label(template: str | None, default: str, values: dict, where: str) 
         return default
     if not isinstance(template, str):
         raise ConfigError(f"{where}: label must be a string, got {type(template).__name__}")
-    try:
-        return template.format(**values)
-    except (KeyError, IndexError, ValueError) as exc:
-        raise ConfigError(f"{where}: label {template!r} names {exc} which is not among the arguments") from exc
+    try:  # {NAME} and {NAME:FORMAT} of the arguments only: no attribute or index walks
+        return format_label(template, values)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _check_seed(seed: Any, where: str) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < SEED_LIMIT:
+        raise ConfigError(f"{where}: a seed is an int in [0, 2**63), got {seed!r}")
+    return int(seed)
 
 
 def _seeds(value: Any) -> list[int]:
@@ -284,11 +360,15 @@ def _seeds(value: Any) -> list[int]:
     if isinstance(value, numbers.Integral):
         if value < 1:
             raise ConfigError(f"seeds: an int is a count and must be >= 1, got {value}")
+        if value > MAX_RUNS:
+            raise ConfigError(f"seeds: {value:,} seeds are more runs than one sweep holds ({MAX_RUNS:,} at most); "
+                              "give a count such as 10, or a list of seeds")
         return list(range(int(value)))
     if isinstance(value, list) and value and all(isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in value):
-        if len(set(value)) != len(value):
+        seeds = [_check_seed(s, f"seeds[{i}]") for i, s in enumerate(value)]
+        if len(set(seeds)) != len(seeds):
             raise ConfigError(f"seeds: the list has repeated seeds: {value}")
-        return [int(s) for s in value]
+        return seeds
     raise ConfigError(f"seeds: expected an int count or a non-empty list of ints, got {value!r}")
 
 
@@ -322,28 +402,20 @@ def _curve_points(raw: dict) -> int:
     return _positive_int(rec.get("curve_points", 200), "record.curve_points") if isinstance(rec, dict) else 200
 
 
-def _resolve_agent_factory(name: Any, where: str):
-    from agents import AGENTS
+def _lookup_agent(name: Any, where: str) -> AgentEntry:
+    """The :class:`~linbandit_gym.registry.AgentEntry` of agent ``name``, or a ``ConfigError`` at ``where``."""
+    try:
+        return lookup_agent(name)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"{where}: expected an agent name (see `linbandit list`) or module:Class, got {name!r}")
-    if ":" in name:
-        try:
-            return load_object(name)  # the current directory first, like python -m
-        except ValueError as exc:
-            raise ConfigError(f"{where}: agent: {exc}") from None
-    by_lower = {k.lower(): k for k in AGENTS}
-    if name.lower() not in by_lower:
-        raise ConfigError(
-            f"{where}: unknown agent {name!r}{did_you_mean(name, AGENTS)}; known: {', '.join(sorted(AGENTS))} "
-            "(or give package.module:Class)"
-        )
-    return AGENTS[by_lower[name.lower()]]
+
+def _resolve_agent_factory(name: Any, where: str):
+    """The class (or factory) of agent ``name`` (:func:`linbandit_gym.registry.lookup_agent`)."""
+    return _lookup_agent(name, where).factory
 
 
 def _check_env_id(env_id: Any, where: str) -> str:
-    from ..registration import ENV_IDS
-
     if not isinstance(env_id, str) or not env_id:
         raise ConfigError(f"{where}: expected an env id (see `linbandit list`), got {env_id!r}")
     if env_id not in ENV_IDS:
@@ -358,13 +430,19 @@ def _check_env_id(env_id: Any, where: str) -> str:
 
 def _apply_tuned(tuned: dict, env_label: str, agent_label: str) -> dict:
     """Overrides from ``tuned`` for this (env label, agent label); exact labels beat globs."""
-    per_env = tuned.get(env_label) or tuned.get("*") or {}
+    return _tuned_entry(tuned, env_label, agent_label)[0]
+
+
+def _tuned_entry(tuned: dict, env_label: str, agent_label: str) -> tuple[dict, str]:
+    """``(overrides, where)``: :func:`_apply_tuned`'s overrides and the config key they are under."""
+    env_key = env_label if tuned.get(env_label) else "*"
+    per_env = tuned.get(env_key) or {}
     if agent_label in per_env:
-        return dict(per_env[agent_label])
+        return dict(per_env[agent_label]), f"tuned.{env_key}.{agent_label}"
     for pattern, values in per_env.items():
         if fnmatch.fnmatchcase(agent_label, pattern):
-            return dict(values)
-    return {}
+            return dict(values), f"tuned.{env_key}.{pattern}"
+    return {}, "tuned"
 
 
 # -- expansion ----------------------------------------------------------------------
@@ -372,29 +450,77 @@ def _apply_tuned(tuned: dict, env_label: str, agent_label: str) -> dict:
 def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> SweepConfig:
     """Validate a config and expand it into runs.
 
-    Raises :class:`ConfigError` naming the offending key (unknown top-level key, unknown
-    agent or env, a grid that is not a list, bad arguments for an agent, ...).
+    Raises :class:`ConfigError` listing every problem found, each at the key where it was
+    written (an unknown top-level key, an unknown agent or env, a grid that is not a list, an
+    argument an agent or env does not take -- with the closest valid name -- or a value it
+    refuses, at ``agents[1].args.NAME`` or ``agents[1].grid.NAME``, ...).
     """
     raw = load_config(source)
-    _check_keys(raw, TOP_LEVEL_KEYS, "config")
+    problems = _Problems()
+    with problems.section():
+        _check_keys(raw, TOP_LEVEL_KEYS, "config")
     task = raw.get("task", "bandit")
-    if task not in TASKS:
-        raise ConfigError(f"task: expected one of {sorted(TASKS)}, got {task!r}")
+    if task not in TASKS:  # what the rest means depends on the task: stop here
+        problems.add(f"task: expected one of {sorted(TASKS)}, got {task!r}")
+        problems.raise_if_any()
     name = raw.get("name") or (Path(source).stem if isinstance(source, (str, Path)) else "sweep")
     if not isinstance(name, str):
-        raise ConfigError(f"name: expected a string, got {name!r}")
-    seeds = _seeds(raw.get("seeds"))
-    record = _record_options(raw.get("record"))
-    _curve_points(raw)
-    horizon = raw.get("horizon")
-    if horizon is not None:
-        horizon = _positive_int(horizon, "horizon")
+        problems.add(f"name: expected a string, got {name!r}")
+    else:  # the default output directory is runs/NAME: a name, never a path out of runs/
+        try:
+            check_file_name(name, "name")
+        except ValueError as exc:
+            problems.add(str(exc))
+    seeds, record, horizon, tuned, envs = [0], {}, None, {}, []
+    with problems.section():
+        seeds = _seeds(raw.get("seeds"))
+    with problems.section():
+        record = _record_options(raw.get("record"))
+    with problems.section():
+        _curve_points(raw)
+    if raw.get("horizon") is not None:
+        with problems.section():
+            horizon = _positive_int(raw["horizon"], "horizon")
+    if raw.get("timing_repeats") is not None:
+        with problems.section():
+            _positive_int(raw["timing_repeats"], "timing_repeats")
     agents = raw.get("agents")
     if not isinstance(agents, list) or not agents:
-        raise ConfigError("agents: expected a non-empty list of {name: ..., args: {...}, grid: {...}}")
-    _validate_plots(raw.get("plots"))
-    _validate_tune(raw.get("tune"))
-    tuned = raw.get("tuned") or {}
+        problems.add("agents: expected a non-empty list of {name: ..., args: {...}, grid: {...}}")
+        agents = []
+    with problems.section():
+        _validate_plots(raw.get("plots"))
+    with problems.section():
+        _validate_tune(raw.get("tune"))
+    with problems.section():
+        tuned = _validate_tuned(raw.get("tuned"))
+    with problems.section():
+        if task == "matrix-approx":
+            if raw.get("envs") is not None:
+                raise ConfigError("envs: a matrix-approx sweep has no envs; describe the rows under data: {n, d}")
+            envs = [_matrix_data(raw.get("data"))]
+        else:
+            if raw.get("data") is not None:
+                raise ConfigError("data: only for task: matrix-approx; bandit sweeps list envs:")
+            envs = _expand_envs(raw.get("envs"), horizon)
+
+    try:  # before expanding: a billion runs would take minutes and gigabytes
+        _check_run_count(agents, envs, seeds)
+    except ConfigError as exc:
+        problems.add(str(exc))
+        problems.raise_if_any()
+    expansion = _Expansion(raw=raw, task=task, seeds=seeds, record=record, tuned=tuned, envs=envs,
+                           validate_args=validate_args, problems=problems)
+    for i, entry in enumerate(agents):
+        with problems.section():
+            _expand_agent(i, entry, expansion)
+    problems.raise_if_any()
+    return SweepConfig(raw=raw, name=name, task=task, seeds=seeds, runs=expansion.runs,
+                       notes=list(dict.fromkeys(expansion.notes)), memory=expansion.memory)
+
+
+def _validate_tuned(tuned: Any) -> dict:
+    tuned = tuned or {}
     if not isinstance(tuned, dict):
         raise ConfigError(f"tuned: expected a mapping ENV_LABEL: {{AGENT_LABEL: {{arg: value}}}}, got {tuned!r}")
     for env_label, per_agent in tuned.items():
@@ -402,125 +528,283 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             raise ConfigError(f"tuned.{env_label}: expected a mapping AGENT_LABEL: {{arg: value}}")
         for agent_label, values in per_agent.items():
             _mapping(values, f"tuned.{env_label}.{agent_label}")
+    return tuned
 
-    if task == "matrix-approx":
-        if raw.get("envs") is not None:
-            raise ConfigError("envs: a matrix-approx sweep has no envs; describe the rows under data: {n, d}")
-        envs = [_matrix_data(raw.get("data"))]
-    else:
-        if raw.get("data") is not None:
-            raise ConfigError("data: only for task: matrix-approx; bandit sweeps list envs:")
-        envs = _expand_envs(raw.get("envs"), horizon)
 
-    runs: list[RunSpec] = []
-    by_id: dict[str, tuple[RunSpec, bool]] = {}
-    notes: list[str] = []
-    seen_labels: dict[tuple[str, str], dict] = {}
-    for i, entry in enumerate(agents):
-        where = f"agents[{i}]"
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: expected a mapping {{name: ..., args: ...}}, got {entry!r}")
-        _check_keys(entry, AGENT_KEYS, where)
-        if "name" not in entry:
-            raise ConfigError(f"{where}: missing key 'name' (an agent name or module:Class)")
-        factory = _resolve_agent_factory(entry["name"], f"{where}.name")
-        base_args = dict(_mapping(entry.get("args"), f"{where}.args"))
-        points = _grid_points(entry.get("grid"), f"{where}.grid")
-        run_record = record
-        if entry.get("record") is not None:  # per-agent recording options override the sweep's
-            merged = {**(raw.get("record") or {}), **_mapping(entry["record"], f"{where}.record")}
-            run_record = _record_options(merged, f"{where}.record")
-        family = entry.get("family", entry["name"])
-        if not isinstance(family, str):
-            raise ConfigError(f"{where}.family: expected a string, got {family!r}")
-        entry_envs = envs
-        if entry.get("envs") is not None:  # this agent config only on some envs (e.g. l0 <= d)
-            patterns = entry["envs"]
-            if not (isinstance(patterns, list) and patterns and all(isinstance(p, str) for p in patterns)):
-                raise ConfigError(f"{where}.envs: expected a non-empty list of env labels or glob patterns, got {patterns!r}")
-            entry_envs = [e for e in envs if any(fnmatch.fnmatchcase(e["label"], p) for p in patterns)]
-            if not entry_envs:
+@dataclass
+class _Expansion:
+    """What the agent entries of a config expand against, and what they expand into."""
+
+    raw: dict
+    task: str
+    seeds: list[int]
+    record: dict
+    tuned: dict
+    envs: list[dict]
+    validate_args: bool
+    problems: _Problems
+    runs: list[RunSpec] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    by_id: dict[str, tuple[RunSpec, bool]] = field(default_factory=dict)
+    seen_labels: dict[tuple[str, str], dict] = field(default_factory=dict)
+    memory: dict[tuple[str, str], RunMemory] = field(default_factory=dict)
+
+
+def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
+    """Expand ``agents[i]`` into runs (appended to ``x.runs``); its argument problems are added
+    to ``x.problems``, a malformed entry raises ``ConfigError``."""
+    where = f"agents[{i}]"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: expected a mapping {{name: ..., args: ...}}, got {entry!r}")
+    _check_keys(entry, AGENT_KEYS, where)
+    if "name" not in entry:
+        raise ConfigError(f"{where}: missing key 'name' (an agent name or module:Class)")
+    agent = _agent_entry(entry["name"], f"{where}.name", x.task)
+    base_args = dict(_mapping(entry.get("args"), f"{where}.args"))
+    points = _grid_points(entry.get("grid"), f"{where}.grid")
+    run_record = x.record
+    if entry.get("record") is not None:  # per-agent recording options override the sweep's
+        merged = {**(x.raw.get("record") or {}), **_mapping(entry["record"], f"{where}.record")}
+        run_record = _record_options(merged, f"{where}.record")
+    family = entry.get("family", entry["name"])
+    if not isinstance(family, str):
+        raise ConfigError(f"{where}.family: expected a string, got {family!r}")
+    entry_envs = x.envs
+    if entry.get("envs") is not None:  # this agent config only on some envs (e.g. l0 <= d)
+        patterns = entry["envs"]
+        if not (isinstance(patterns, list) and patterns and all(isinstance(p, str) for p in patterns)):
+            raise ConfigError(f"{where}.envs: expected a non-empty list of env labels or glob patterns, got {patterns!r}")
+        entry_envs = [e for e in x.envs if any(fnmatch.fnmatchcase(e["label"], p) for p in patterns)]
+        if x.envs and not entry_envs:
+            raise ConfigError(
+                f"{where}.envs: {patterns!r} matches no env label; labels: {', '.join(e['label'] for e in x.envs)}"
+            )
+    checks = None
+    if x.validate_args and not (x.task == "matrix-approx" and ":" in entry["name"]):
+        checks = _AgentArgumentChecks(agent, where, base_args, entry.get("grid"), x.problems)
+    for j, point in enumerate(points):
+        args = {**base_args, **point}
+        varying = {k: v for k, v in point.items()}
+        label = _format_label(entry.get("label"), args_label(entry["name"], varying), args, f"{where}.label")
+        if checks is not None and not entry_envs:  # the envs are broken: the arguments still get checked
+            checks.check_values(args, j, point)
+        for env in entry_envs:
+            key = (env["label"], label)
+            overrides, tuned_where = _tuned_entry(x.tuned, env["label"], label)
+            final_args = {**args, **overrides}
+            if key in x.seen_labels and x.seen_labels[key] != final_args:
                 raise ConfigError(
-                    f"{where}.envs: {patterns!r} matches no env label; labels: {', '.join(e['label'] for e in envs)}"
+                    f"{where}.label: label {label!r} is used by two different agent configs on env "
+                    f"{env['label']!r}; give them distinct labels"
                 )
-        for point in points:
-            args = {**base_args, **point}
-            varying = {k: v for k, v in point.items()}
-            label = _format_label(entry.get("label"), args_label(entry["name"], varying), args, f"{where}.label")
-            for env in entry_envs:
-                key = (env["label"], label)
-                overrides = _apply_tuned(tuned, env["label"], label)
-                final_args = {**args, **overrides}
-                if key in seen_labels and seen_labels[key] != final_args:
-                    raise ConfigError(
-                        f"{where}.label: label {label!r} is used by two different agent configs on env "
-                        f"{env['label']!r}; give them distinct labels"
-                    )
-                seen_labels[key] = final_args
-                if validate_args and not (task == "matrix-approx" and ":" in entry["name"]):
-                    _check_agent_args(factory, final_args, entry["name"], where)
-                for seed in seeds:
-                    config = {
-                        "task": task,
-                        "agent": {"name": entry["name"], "args": final_args},
-                        "env": {"id": env["id"], "args": env["args"]},
-                        "seed": seed,
-                    }
-                    if run_record:
-                        config["record"] = run_record
-                    spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"], family)
-                    if spec.run_id in by_id:
-                        first, first_tuned = by_id[spec.run_id]
-                        if not (overrides or first_tuned):
-                            raise ConfigError(
-                                f"{where}: the run {label!r} on {env['label']!r} seed {seed} is the same agent config "
-                                f"as {first.agent_label!r}; remove the duplicate"
-                            )
-                        # tuned: overrides made two configs equal: run it once, under the first label
-                        notes.append(f"{label!r} on {env['label']!r} equals {first.agent_label!r} after tuning; run once")
-                        continue
-                    by_id[spec.run_id] = (spec, bool(overrides))
-                    runs.append(spec)
-    return SweepConfig(raw=raw, name=name, task=task, seeds=seeds, runs=runs, notes=list(dict.fromkeys(notes)))
+            x.seen_labels[key] = final_args
+            if checks is not None:
+                checks.check_overrides(overrides, tuned_where)
+                checks.check_values(final_args, j, point, overrides, tuned_where)
+            if x.validate_args and (label, env["label"]) not in x.memory:
+                x.memory[(label, env["label"])] = _check_run_memory(agent, final_args, env, x.task, where)
+            for seed in x.seeds:
+                config = {
+                    "task": x.task,
+                    "agent": {"name": entry["name"], "args": final_args},
+                    "env": {"id": env["id"], "args": env["args"]},
+                    "seed": seed,
+                }
+                if run_record:
+                    config["record"] = run_record
+                spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"], family)
+                if spec.run_id in x.by_id:
+                    first, first_tuned = x.by_id[spec.run_id]
+                    if not (overrides or first_tuned):
+                        raise ConfigError(
+                            f"{where}: the run {label!r} on {env['label']!r} seed {seed} is the same agent config "
+                            f"as {first.agent_label!r}; remove the duplicate"
+                        )
+                    # tuned: overrides made two configs equal: run it once, under the first label
+                    x.notes.append(f"{label!r} on {env['label']!r} equals {first.agent_label!r} after tuning; run once")
+                    continue
+                x.by_id[spec.run_id] = (spec, bool(overrides))
+                x.runs.append(spec)
 
 
-def _check_agent_args(factory, args: dict, name: str, where: str) -> None:
+def _agent_entry(name: Any, where: str, task: str) -> AgentEntry:
+    """The checked :class:`~linbandit_gym.registry.AgentEntry` of an ``agents[i].name``: an
+    agent, or for a matrix-approx config's ``module:Class`` a covariance estimator."""
+    if task == "matrix-approx" and isinstance(name, str) and ":" in name:
+        try:
+            return AgentEntry(name, lookup_estimator(name))
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return _lookup_agent(name, where)
+
+
+def _check_run_count(agents: list, envs: list[dict], seeds: list[int]) -> None:
+    """Refuse, before expanding, a config of more than :data:`MAX_RUNS` runs."""
+    points = 0
+    for entry in agents:
+        grid = entry.get("grid") if isinstance(entry, dict) else None
+        if isinstance(grid, dict):
+            count = 1
+            for values in grid.values():
+                count *= len(values) if isinstance(values, list) else 1
+        else:
+            count = len(grid) if isinstance(grid, list) and grid else 1
+        points += count
+    total = points * max(len(envs), 1) * len(seeds)
+    if total > MAX_RUNS:
+        raise ConfigError(
+            f"seeds, agents, envs: this config expands into up to {total:,} runs ({points:,} agent configs x "
+            f"{len(envs):,} env configs x {len(seeds):,} seeds), more than one sweep holds ({MAX_RUNS:,}); "
+            "fewer seeds or grid points, or several configs"
+        )
+
+
+def _check_run_memory(agent: AgentEntry, args: dict, env: dict, task: str, where: str) -> RunMemory:
+    """The estimated peak memory of a run of ``agent`` on ``env``; a :class:`ConfigError` if it
+    is more than the memory available (:func:`linbandit_gym.registry.check_run_fits`)."""
+    if task == "matrix-approx":  # the rows, the exact Gram the error is measured against, the sketch
+        n, d = env["args"]["n"], env["args"]["d"]
+        own = None if ":" in agent.label else _agent_bytes(agent, d, 1, args)
+        run = RunMemory(8 * (n * d + 2 * d * d), own, 1, d)
+    else:
+        try:
+            run = estimate_run_bytes(agent, args, env["id"], env["args"])
+        except ValueError as exc:
+            raise ConfigError(f"{where}: env {env['label']!r}: {exc}") from None
     try:
-        factory(**args)
-    except TypeError as exc:
-        raise ConfigError(f"{where}.args: bad arguments for agent {name!r}: {exc}") from exc
+        return check_run_fits(agent, args, run, f"env {env['label']!r}")
     except ValueError as exc:
-        raise ConfigError(f"{where}.args: agent {name!r} rejects {args}: {exc}") from exc
+        raise ConfigError(f"{where}.args: {exc}") from None
+
+
+def _agent_bytes(agent: AgentEntry, d: int, n_arms: int, args: dict) -> int | None:
+    try:
+        value = agent.estimate_memory_bytes(d, n_arms, {k: v for k, v in args.items() if k != "d"})
+    except (TypeError, ValueError, KeyError, OverflowError):
+        return None
+    return None if value is None else int(value)
+
+
+class _AgentArgumentChecks:
+    """The argument checks of one ``agents[i]`` entry, each problem reported where it was written.
+
+    Names and types are checked once per key against the agent's signature
+    (:meth:`~linbandit_gym.registry.AgentEntry.argument_problems`): ``agents[i].args.NAME``,
+    ``agents[i].grid.NAME`` (a mapping grid) or ``agents[i].grid[j].NAME`` (a list of points),
+    ``tuned.ENV.LABEL.NAME``. The values of every set of arguments whose names and types are
+    right are checked by the agent's own constructor, once per distinct set.
+    """
+
+    def __init__(self, agent: AgentEntry, where: str, base_args: dict, grid: Any, problems: _Problems):
+        self.agent, self.where, self.problems = agent, where, problems
+        self.grid_is_list = isinstance(grid, list)
+        self.valued: set[str] = set()
+        found: list[tuple[str, ArgumentProblem]] = []
+        for problem in agent.argument_problems(base_args):
+            found.append((f"{where}.args.{problem.name}", problem))
+        seen = set()
+        if isinstance(grid, dict):
+            for name, values in grid.items():
+                for value in values:
+                    for problem in agent.argument_problems({name: value}):
+                        if problem.name not in seen:
+                            seen.add(problem.name)
+                            found.append((f"{where}.grid.{problem.name}", problem))
+        elif isinstance(grid, list):
+            for j, point in enumerate(grid):
+                for problem in agent.argument_problems(point):
+                    if (problem.name, problem.unknown or j) not in seen:
+                        seen.add((problem.name, problem.unknown or j))
+                        found.append((f"{where}.grid[{j}].{problem.name}", problem))
+        self._report(found)
+        self.seen_overrides: set[str] = set()
+
+    def _report(self, found: list[tuple[str, ArgumentProblem]]) -> None:
+        messages = format_problems([p for _, p in found], self.agent.arguments())
+        for (location, _), message in zip(found, messages):
+            self.problems.add(f"{location}: {message}")
+
+    def _grid_location(self, name: str, j: int) -> str:
+        return f"{self.where}.grid[{j}].{name}" if self.grid_is_list else f"{self.where}.grid.{name}"
+
+    def check_overrides(self, overrides: dict, tuned_where: str) -> None:
+        """Names and types of the ``tuned:`` overrides applied to this entry (once per key)."""
+        if not overrides or tuned_where in self.seen_overrides:
+            return
+        self.seen_overrides.add(tuned_where)
+        self._report([(f"{tuned_where}.{p.name}", p) for p in self.agent.argument_problems(overrides)])
+
+    def check_values(self, args: dict, j: int, point: dict, overrides: dict | None = None,
+                     tuned_where: str = "tuned") -> None:
+        """The agent's own value checks of ``args`` (grid point ``j``), reported at the key of
+        the argument the message names; skipped where a name or type is wrong (reported already)."""
+        key = canonical_json(args)
+        if key in self.valued or self.agent.argument_problems(args):
+            return
+        self.valued.add(key)
+        message = self.agent.value_problem(args)
+        if message is None:
+            return
+        name = named_argument(message, args)
+        if name and name in (overrides or {}):
+            location = f"{tuned_where}.{name}"
+        elif name and name in point:
+            location = self._grid_location(name, j)
+        elif name:
+            location = f"{self.where}.args.{name}"
+        else:
+            location = f"{self.where}.args" + (f" (grid point {point})" if point else "")
+        self.problems.add(f"{location}: {message}")
 
 
 def _expand_envs(envs: Any, horizon: int | None) -> list[dict]:
     if not isinstance(envs, list) or not envs:
         raise ConfigError("envs: expected a non-empty list of {id: ..., args: {...}}")
     out, labels = [], set()
+    problems = _Problems()
     for i, entry in enumerate(envs):
-        where = f"envs[{i}]"
-        if isinstance(entry, str):
-            entry = {"id": entry}
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: expected an env id or a mapping {{id: ..., args: ...}}, got {entry!r}")
-        _check_keys(entry, ENV_KEYS, where)
-        if "id" not in entry:
-            raise ConfigError(f"{where}: missing key 'id' (an env id, see `linbandit list`)")
-        env_id = _check_env_id(entry["id"], f"{where}.id")
-        base = dict(_mapping(entry.get("args"), f"{where}.args"))
-        if horizon is not None:
-            base.setdefault("horizon", horizon)
-        for point in _grid_points(entry.get("grid"), f"{where}.grid"):
-            args = {**base, **point}
-            try:  # names and types against the env's constructor: a typo fails here, not mid-sweep
-                check_env_args(env_id, args)
-            except ValueError as exc:
-                raise ConfigError(f"{where}.args: {exc}") from None
-            label = _format_label(entry.get("label"), args_label(env_id, point), args, f"{where}.label")
-            if label in labels:
-                raise ConfigError(f"{where}.label: two env configs share the label {label!r}; give distinct labels")
-            labels.add(label)
-            out.append({"id": env_id, "args": args, "label": label})
+        with problems.section():
+            out += _expand_env(i, entry, horizon, labels, problems)
+    problems.raise_if_any()
+    return out
+
+
+def _expand_env(i: int, entry: Any, horizon: int | None, labels: set, problems: _Problems) -> list[dict]:
+    """The env configs of ``envs[i]`` (one per grid point); argument problems go to ``problems``."""
+    where = f"envs[{i}]"
+    if isinstance(entry, str):
+        entry = {"id": entry}
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: expected an env id or a mapping {{id: ..., args: ...}}, got {entry!r}")
+    _check_keys(entry, ENV_KEYS, where)
+    if "id" not in entry:
+        raise ConfigError(f"{where}: missing key 'id' (an env id, see `linbandit list`)")
+    env_id = _check_env_id(entry["id"], f"{where}.id")
+    base = dict(_mapping(entry.get("args"), f"{where}.args"))
+    if horizon is not None:
+        base.setdefault("horizon", horizon)
+    grid = entry.get("grid")
+    out, found = [], []
+    for j, point in enumerate(_grid_points(grid, f"{where}.grid")):
+        args = {**base, **point}
+        # names, types and values against the env's constructor: a typo fails here, not mid-sweep
+        for problem in env_argument_problems(env_id, args):
+            if problem.name in point:
+                location = f"{where}.grid[{j}].{problem.name}" if isinstance(grid, list) else f"{where}.grid.{problem.name}"
+            else:
+                location = f"{where}.args" + (f".{problem.name}" if problem.name else "")
+            found.append((location, problem))
+        label = _format_label(entry.get("label"), args_label(env_id, point), args, f"{where}.label")
+        if label in labels:
+            raise ConfigError(f"{where}.label: two env configs share the label {label!r}; give distinct labels")
+        labels.add(label)
+        out.append({"id": env_id, "args": args, "label": label})
+    if found:
+        unique = list({(loc, p.message): (loc, p) for loc, p in found}.values())
+        messages = format_problems([p for _, p in unique], env_arguments(env_id))
+        for (location, _), message in zip(unique, messages):
+            problems.add(f"{location}: {message}")
+        return []
     return out
 
 
@@ -543,6 +827,11 @@ def _validate_plots(plots: Any) -> None:
         if not isinstance(entry, dict):
             raise ConfigError(f"{where}: expected a mapping, got {entry!r}")
         _check_keys(entry, PLOT_KEYS, where)
+        if entry.get("name") is not None:  # plots/NAME.png: a name, never a path out of plots/
+            try:
+                check_file_name(entry["name"], f"{where}.name")
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         if entry.get("kind") not in PLOT_KINDS:
             raise ConfigError(f"{where}.kind: expected one of {sorted(PLOT_KINDS)}, got {entry.get('kind')!r}")
         agents = entry.get("agents")

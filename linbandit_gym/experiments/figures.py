@@ -1,7 +1,7 @@
 """``linbandit plot DIR``: every figure and table of a sweep directory.
 
 Default figures (per env): cumulative regret (mean and std band over seeds), Pareto fronts of
-final regret against total agent time and against peak memory (seed 000 Fig. 3c/3d), the
+final regret against total agent time and against peak memory (Wen et al., 2025, Fig. 3c/3d), the
 spectral-error exponent ``log(Delta_t)/log t`` with ``y = 1/3`` when it was recorded (Fig. 1c),
 the sketch size over time of agents whose sketch grows (DBSLinUCB), and parameter-effect
 plots for families whose agents differ in numeric arguments (Fig. 3a/3b). A config's
@@ -18,9 +18,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import plots as P
-from .config import select_labels
-from .sweep import load_records, load_runs, read_sweep_config, summary_table
+from ..plots import (
+    plot_cumulative_regret, plot_fronts, plot_matrix_error, plot_param_effect, plot_pareto, plot_scaling,
+    plot_sketch_size, plot_spectral_exponent, save_figure,
+)
+from ..evaluate import timed_runs
+from ..text import NOT_REPORTED, count, mean_spread, reported_bytes
+from .config import ConfigError, _validate_plots, select_labels
+from .sweep import load_meta, load_records, load_runs, read_sweep_config, summary_table
 
 __all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
            "scaling_points"]
@@ -34,8 +39,7 @@ def spectral_series(out_dir: str | Path, runs: pd.DataFrame) -> pd.DataFrame:
     """The recorded ``Delta_t`` checkpoints as a long frame (agent, env, seed, t, l, delta, cov_error)."""
     rows = []
     for rid, agent, env, seed in zip(runs["run_id"], runs["agent"], runs["env"], runs["seed"]):
-        meta = json.loads((Path(out_dir) / "runs" / f"{rid}.json").read_text())
-        spec = meta.get("spectral")
+        spec = load_meta(out_dir, rid).get("spectral")
         if not spec:
             continue
         for l, deltas in spec["delta"].items():
@@ -49,7 +53,7 @@ def env_settings(out_dir: str | Path, runs: pd.DataFrame) -> dict[str, dict]:
     settings = {}
     for rid, env in zip(runs["run_id"], runs["env"]):
         if env not in settings:
-            meta = json.loads((Path(out_dir) / "runs" / f"{rid}.json").read_text())
+            meta = load_meta(out_dir, rid)
             settings[env] = {"id": meta["config"]["env"]["id"], **meta["config"]["env"]["args"]}
     return settings
 
@@ -64,24 +68,29 @@ def _caption(settings: dict, runs: pd.DataFrame) -> str:
     rounds = runs["rounds"].max() if "rounds" in runs and "horizon" not in settings else None
     if rounds is not None and pd.notna(rounds):
         parts.append(f"T={int(rounds)}")
-    seeds = runs["seed"].nunique()
-    parts.append(f"{seeds} seed{'s' if seeds != 1 else ''}")
+    parts.append(count(runs["seed"].nunique(), "seed"))
     return f"{settings.get('id', '')}: " + ", ".join(parts)
 
 
 def scaling_points(out_dir: str | Path, runs: pd.DataFrame, x: str = "d") -> pd.DataFrame:
-    """One row per (agent, env) of ``runs``: the env argument ``x`` and the means over seeds of
-    ms/round (CPU), wall ms/round and final regret, and the peak memory (what :func:`plot_scaling` draws)."""
+    """One row per (agent, env) of ``runs``: the env argument ``x``, the means over seeds of the
+    final regret and, over the seeds timed alone where there are any, of ms/round (CPU) and wall
+    ms/round (``timing`` says which), and the peak memory (what :func:`plot_scaling` draws)."""
     settings = env_settings(out_dir, runs)
     runs = runs.assign(**{x: [settings[e].get(x) for e in runs["env"]]})
     if runs[x].isna().any():
         missing = sorted(set(runs.loc[runs[x].isna(), "env"]))
         raise ValueError(f"scaling plot: env(s) {missing} have no argument {x!r}; set plots[].x to an env argument")
-    agg = {"ms_per_round": ("ms_per_round", "mean"), "final_regret": ("final_regret", "mean"),
-           "peak_memory_bytes": ("peak_memory_bytes", "max"), "seeds": ("seed", "nunique")}
+    keys = ["agent", "family", "env", x]
+    points = runs.groupby(keys, sort=False).agg(final_regret=("final_regret", "mean"),
+                                                peak_memory_bytes=("peak_memory_bytes", "max"),
+                                                seeds=("seed", "nunique"))
+    cost = {"ms_per_round": ("ms_per_round", "mean"), "timing": ("timing", "first")}
     if "wall_ms_per_round" in runs:
-        agg["wall_ms_per_round"] = ("wall_ms_per_round", "mean")
-    return runs.groupby(["agent", "family", "env", x], sort=False).agg(**agg).reset_index()
+        cost["wall_ms_per_round"] = ("wall_ms_per_round", "mean")
+    points = points.join(timed_runs(runs, keys).groupby(keys, sort=False).agg(**cost))
+    return points[["ms_per_round", "final_regret", "peak_memory_bytes", "seeds",
+                   *(["wall_ms_per_round"] if "wall_ms_per_round" in runs else []), "timing"]].reset_index()
 
 
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -94,12 +103,15 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
             "agent": table["agent"],
             "seeds": table["seeds"],
             "rounds": table["rounds"],
-            "final regret": [f"{m:.1f} ± {s:.1f}" for m, s in zip(table["final_regret_mean"], table["final_regret_std"])],
+            # mean ± std over the seeds; the mean alone for one seed, which has no spread
+            "final regret": [mean_spread(m, s, n, digits=1) for m, s, n in
+                             zip(table["final_regret_mean"], table["final_regret_std"], table["seeds"])],
             "CPU time (s)": table["time_s"].map(lambda v: f"{v:.2f}"),
             "ms/round": table["ms_per_round"].map(lambda v: f"{v:.3f}"),
             "wall ms/round": (table["wall_ms_per_round"] if "wall_ms_per_round" in table
                               else pd.Series(np.nan, index=table.index)).map(_ms_or_blank),
-            "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
+            "timing": _timing_words(table),
+            "peak memory (KiB)": table["peak_memory_kib"].map(_kib_or_not_reported),
             "final sketch size": table["final_sketch_size"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
         })
     return pd.DataFrame({
@@ -113,6 +125,34 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
         "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
         "final sketch size": table["final_sketch_size"].map(lambda v: f"{v:.0f}"),
     })
+
+
+def _timing_words(table: pd.DataFrame) -> list[str]:
+    """How each row's times were measured, in words: ``"alone, 1 seed"``, ``"alone, best of 3, 1
+    seed"`` or ``"batch share, 3 seeds"``."""
+    if "timing" not in table:
+        return [""] * len(table)
+    repeats = table["timing_repeats"] if "timing_repeats" in table else pd.Series(1, index=table.index)
+    words = []
+    for timing, seeds, plays in zip(table["timing"], table["timed_seeds"], repeats.fillna(1)):
+        best = f", best of {int(plays)}" if timing == "alone" and plays > 1 else ""
+        words.append(f"{timing}{best}, {count(int(seeds), 'seed')}")
+    return words
+
+
+def _shared_times_note(table: pd.DataFrame) -> str:
+    """A caption line naming the agents whose times are shares of batches (empty when all were timed alone)."""
+    if "timing" not in table:
+        return ""
+    shared = table.loc[table["timing"] == "batch share", "agent"].drop_duplicates().tolist()
+    if not shared:
+        return ""
+    names = ", ".join(map(str, shared[:4])) + (f" and {len(shared) - 4} more" if len(shared) > 4 else "")
+    return f"\ntimes of {names}: shares of batched runs, not measured alone"
+
+
+def _kib_or_not_reported(value: float) -> str:
+    return f"{value:.1f}" if reported_bytes(value) else NOT_REPORTED
 
 
 def _ms_or_blank(value: float) -> str:
@@ -163,8 +203,13 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
     if runs.empty:
         raise FileNotFoundError(f"{out} has no finished runs yet: run the sweep first")
     raw = read_sweep_config(out) or {}
+    try:  # DIR/config.yaml may have been edited since the sweep checked it: plot names stay names
+        _validate_plots(raw.get("plots"))
+    except ConfigError as exc:
+        raise ConfigError(f"{out / 'config.yaml'}: {exc}") from None
     plot_dir = out / "plots"
     written: list[Path] = []
+    captions: dict[str, dict] = {}  # figure file stem -> what the figure shows, in words (the report's captions)
     _, tables = write_tables(out)
     written += tables
     if raw.get("task") == "matrix-approx":
@@ -172,13 +217,15 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         specs = raw.get("plots") or [{"kind": "matrix_error"}]
         for i, spec in enumerate(specs):
             labels = select_labels(records["agent"], spec.get("agents"))
-            fig = P.plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
+            fig = plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
             data = raw.get("data") or {}
             caption = (f"N(0, I) rows, normalised: n={data.get('n')}, d={data.get('d')}, "
-                       f"{runs['seed'].nunique()} seed(s)")
+                       f"{count(runs['seed'].nunique(), 'seed')}")
             _title(fig.axes[0], spec.get("title") or "spectral norm error of the sketch", caption)
-            written += P.save_figure(fig, plot_dir / (spec.get("name") or f"matrix_error_{i}"), formats)
-        return written
+            stem = spec.get("name") or f"matrix_error_{i}"
+            captions[stem] = _in_words(spec, "matrix_error", caption)
+            written += save_figure(fig, plot_dir / stem, formats)
+        return written + [_write_captions(plot_dir, captions)]
 
     spectral = spectral_series(out, runs)
     specs = raw.get("plots") or _default_plots(runs, not spectral.empty)
@@ -189,7 +236,7 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         kind = spec["kind"]
         envs = select_labels(all_envs, [spec["env"]]) if spec.get("env") else all_envs
         if kind in ("scaling", "fronts"):  # one figure over all the matching envs
-            written += _across_envs(out, runs[runs["env"].isin(envs)], spec, settings, plot_dir, formats)
+            written += _across_envs(out, runs[runs["env"].isin(envs)], spec, settings, plot_dir, formats, captions)
             continue
         for env in envs:
             env_runs = runs[runs["env"] == env]
@@ -204,8 +251,9 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                     records = load_records(out, columns=["agent", "env", "seed", "t", "cumulative_regret", "sketch_size"])
                 sub = records[(records["env"] == env) & records["agent"].isin(labels)]
                 if kind == "regret":
-                    fig = P.plot_cumulative_regret(sub)
-                    default = f"{env}: cumulative regret (mean ± std over seeds)"
+                    fig = plot_cumulative_regret(sub)
+                    several = sub["seed"].nunique() > 1
+                    default = f"{env}: cumulative regret" + (" (mean ± std over seeds)" if several else "")
                     _title(fig.axes[0], spec.get("title") or default, caption)
                 else:
                     grows = sub.groupby("agent")["sketch_size"].nunique()
@@ -213,34 +261,124 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                     sub = sub[sub["agent"].isin(keep)]
                     if sub.empty or sub["sketch_size"].isna().all():
                         continue
-                    fig = P.plot_sketch_size(sub)
+                    fig = plot_sketch_size(sub)
                     _title(fig.axes[0], spec.get("title") or f"{env}: sketch size over time", caption)
-                written += P.save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats)
+                captions[f"{name or kind}{suffix}"] = _in_words(spec, kind, caption, env=env, several=several
+                                                                if kind == "regret" else False)
+                written += save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats)
             elif kind == "pareto":
-                table = summary_table(env_runs[env_runs["agent"].isin(labels)])
+                chosen = env_runs[env_runs["agent"].isin(labels)]
+                table = with_agent_args(summary_table(chosen), chosen)
                 for x, tag in (("time_s", "time"), ("peak_memory_kib", "memory")):
-                    fig = P.plot_pareto(table, x)
-                    _title(fig.axes[0], spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)", caption)
-                    written += P.save_figure(fig, plot_dir / f"{name or 'pareto'}_{tag}{suffix}", formats)
+                    note = _shared_times_note(table) if x == "time_s" else ""
+                    title = (spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)") + f"\n{caption}{note}"
+                    fig = plot_pareto(table, x, title=title)
+                    stem = f"{name or 'pareto'}_{tag}{suffix}"
+                    captions[stem] = _in_words(spec, f"pareto_{tag}", caption, env=env)
+                    written += save_figure(fig, plot_dir / stem, formats)
             elif kind == "spectral":
                 sub = spectral[(spectral["env"] == env) & spectral["agent"].isin(labels)] if not spectral.empty else spectral
                 if sub.empty:
                     continue
-                fig = P.plot_spectral_exponent(sub)
+                fig = plot_spectral_exponent(sub)
                 _title(fig.axes[0], spec.get("title") or f"{env}: spectral error exponent log(Δ_t)/log t", caption)
-                written += P.save_figure(fig, plot_dir / f"{name or 'spectral_exponent'}{suffix}", formats)
+                captions[f"{name or 'spectral_exponent'}{suffix}"] = _in_words(spec, kind, caption, env=env)
+                written += save_figure(fig, plot_dir / f"{name or 'spectral_exponent'}{suffix}", formats)
             elif kind == "param":
                 fam = env_runs[(env_runs["family"] == spec["family"]) & env_runs["agent"].isin(labels)]
                 if fam.empty or f"arg.{spec['x']}" not in fam:
                     continue
-                fig = P.plot_param_effect(fam, spec["x"], spec.get("group"))
+                fig = plot_param_effect(fam, spec["x"], spec.get("group"))
                 default = f"{env}: {spec['family']} vs {spec['x']}"
                 fig.suptitle((spec.get("title") or default) + "\n" + caption, fontsize=10)
                 fig.tight_layout()
-                written += P.save_figure(fig, plot_dir / f"{name or 'param_' + _slug(spec['family'])}{suffix}", formats)
+                stem = f"{name or 'param_' + _slug(spec['family'])}{suffix}"
+                captions[stem] = _in_words(spec, kind, caption, env=env)
+                written += save_figure(fig, plot_dir / stem, formats)
             elif kind == "matrix_error":
                 continue
-    return written
+    return written + [_write_captions(plot_dir, captions)]
+
+
+def with_agent_args(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (a summary, one row per env and agent) with the agents' numeric arguments as
+    ``arg.NAME`` columns (from ``runs``), which the Pareto figures size the markers by."""
+    columns = [c for c in runs.columns if str(c).startswith("arg.")]
+    if table.empty or not columns:
+        return table
+    args = runs.groupby(["env", "agent"], sort=False)[columns].first().reset_index()
+    return table.merge(args, on=["env", "agent"], how="left")
+
+
+#: What each kind of figure shows, in words; {env} and {what} (env id, d, K, T, seeds) filled in.
+_FIGURE_WORDS = {
+    "regret": "Cumulative regret against the round t on {env} ({what}): the mean over the seeds{band}, one line "
+              "per agent configuration. Regret is what the agent lost against always playing the best arm; "
+              "lower is better, and a curve that flattens has learnt.",
+    "pareto_time": "Final cumulative regret against the agent's total CPU time on {env} ({what}). Each point is one "
+                   "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
+                   "argument the family varies. The stepped line joins a family's Pareto front: the least regret "
+                   "it reaches at each cost. Lower and further left is better.",
+    "pareto_memory": "Final cumulative regret against the agent's peak memory on {env} ({what}). Each point is one "
+                     "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
+                     "argument the family varies. The stepped line joins a family's Pareto front: the least regret "
+                     "it reaches with that much memory. Lower and further left is better.",
+    "spectral": "The spectral-error exponent log(Δ_t)/log t on {env} ({what}): while it stays below the dashed line "
+                "y = 1/3, SOFUL's regret bound stays sublinear (Wen et al., 2025, Fig. 1c).",
+    "sketch_size": "The rows each agent's sketch holds against the round on {env} ({what}): DBSLinUCB's grows "
+                   "l0, 2 l0, 4 l0, ... as the data need, up to d.",
+    "param": "Final cumulative regret (left) and total agent CPU time (right) of one family against one of its "
+             "arguments on {env} ({what}), one line per value of a second argument where it varies too; lower is "
+             "better on both.",
+    "fronts": "Pareto fronts side by side ({what}): final cumulative regret against agent CPU time (top row) and "
+              "peak memory (bottom row), one column per env, all on one regret scale. Colour and marker give the "
+              "family, marker size the argument it varies; the stepped lines are the families' Pareto fronts. "
+              "Lower and further left is better.",
+    "scaling": "Agent CPU ms per round (left) and peak memory (right) against the env size on log-log axes "
+               "({what}): a slope of 1 grows linearly with it, 2 quadratically (the grey guides); each agent's "
+               "fitted slope is in the legend. Lower is better.",
+    "matrix_error": "Spectral-norm error of each covariance sketch, ||A^T A - S^T S||_2, against the rows streamed "
+                    "({what}), solid, with its guaranteed bound, dashed; lower is better.",
+}
+
+
+#: A figure's short name (its alt text) when the config gives it no title.
+_FIGURE_NAMES = {
+    "regret": "Cumulative regret on {env}", "pareto_time": "Regret against CPU time on {env}",
+    "pareto_memory": "Regret against memory on {env}", "spectral": "Spectral-error exponent on {env}",
+    "sketch_size": "Sketch size over time on {env}", "param": "Regret and time against an argument on {env}",
+    "fronts": "Pareto fronts across envs", "scaling": "Cost against the env size",
+    "matrix_error": "Spectral-norm error of the sketches",
+}
+
+
+def _in_words(spec: dict, kind: str, what: str, env: str | None = None, several: bool = True) -> dict[str, str]:
+    """A figure's ``title`` (the config's, else a short name) and ``caption``: the title (when the
+    config gives one), then what the figure shows, in words."""
+    text = _FIGURE_WORDS[kind].format(env=env, what=what, band=", the band one standard deviation either side"
+                                      if several else "")
+    title = spec.get("title") or _FIGURE_NAMES[kind].format(env=env)
+    return {"title": title, "caption": f"{spec['title']}. {text}" if spec.get("title") else text}
+
+
+def _write_captions(plot_dir: Path, captions: dict[str, dict]) -> Path:
+    """``plots/captions.json``: figure file stem -> ``{title, caption}`` in words, in the order the
+    figures were drawn (what ``linbandit report`` shows)."""
+    path = plot_dir / "captions.json"
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(captions, indent=1, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def read_captions(out_dir: str | Path) -> dict[str, dict]:
+    """The ``{stem: {title, caption}}`` :func:`make_plots` wrote (empty for plots drawn before
+    captions existed)."""
+    path = Path(out_dir) / "plots" / "captions.json"
+    try:
+        captions = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, ValueError):  # damaged: the figures keep their file names as captions
+        return {}
+    return captions if isinstance(captions, dict) else {}
 
 
 def _title(ax, title: str, caption: str) -> None:
@@ -248,7 +386,8 @@ def _title(ax, title: str, caption: str) -> None:
     ax.set_title(f"{title}\n{caption}", fontsize=10)
 
 
-def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot_dir: Path, formats) -> list[Path]:
+def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot_dir: Path, formats,
+                 captions: dict[str, dict]) -> list[Path]:
     """``scaling``: ms/round and peak memory against the env argument ``x`` (log-log, fitted
     slopes, written to ``plots/NAME_slopes.csv|md``); ``fronts``: the Pareto panels of the envs
     side by side, ordered by ``x``."""
@@ -263,13 +402,15 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
     envs = set(runs["env"])
     same = {k: v for k, v in first.items() if k not in varying and all(settings[e].get(k) == v for e in envs)}
     xs = sorted(points[x].unique())
-    caption = _caption({**same, "id": first["id"]}, runs) + f"; {x} in {{{', '.join(f'{v:g}' for v in xs)}}}"
+    ids = list(dict.fromkeys(settings[e]["id"] for e in runs["env"]))
+    caption = _caption({**same, "id": " and ".join(ids)}, runs) + f"; {x} in {{{', '.join(f'{v:g}' for v in xs)}}}"
     if kind == "scaling":
-        fig, slopes = P.plot_scaling(points, x=x)
-        fig.suptitle((spec.get("title") or f"cost against {x}, log-log (fitted slope in the legend)") + "\n" + caption,
-                     fontsize=10)
+        fig, slopes = plot_scaling(points, x=x)
+        fig.suptitle((spec.get("title") or f"cost against {x}, log-log (fitted slope in the legend)") + "\n" + caption
+                     + _shared_times_note(points), fontsize=10)
         fig.tight_layout()
-        written = P.save_figure(fig, plot_dir / name, formats)
+        captions[name] = _in_words(spec, kind, caption)
+        written = save_figure(fig, plot_dir / name, formats)
         slopes.to_csv(plot_dir / f"{name}_slopes.csv", index=False)
         names = {"ms_per_round": "ms/round", "peak_memory_bytes": "peak memory"}
         wide = pd.DataFrame({"agent": list(dict.fromkeys(slopes["agent"]))})
@@ -279,16 +420,22 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
                 wide[head] = wide["agent"].map(sub[col]).map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
         ranges = slopes.drop_duplicates("agent").set_index("agent")[[f"{x} range", "points"]]
         wide = wide.join(ranges, on="agent")
+        shared = points[points["timing"] != "alone"].groupby("agent", sort=False).size()
+        # which times the ms/round slopes were fitted to: measured alone, or (some) shares of batches
+        wide["ms/round timed"] = [f"batch shares at {shared[a]} of {int((points['agent'] == a).sum())} points"
+                                  if a in shared.index else "alone" for a in wide["agent"]]
         (plot_dir / f"{name}_slopes.md").write_text(markdown_table(wide) + "\n")
         return written + [plot_dir / f"{name}_slopes.csv", plot_dir / f"{name}_slopes.md"]
     order = points.drop_duplicates("env").sort_values(x)["env"].tolist()
-    tables = {env: summary_table(runs[runs["env"] == env]) for env in order}
-    titles = {env: f"{x} = {settings[env].get(x):g}" for env in order}
-    fig = P.plot_fronts(tables, titles=titles)
-    fig.suptitle((spec.get("title") or "final regret against agent CPU time (top) and peak memory (bottom)") + "\n"
-                 + caption, fontsize=10)
-    fig.tight_layout(rect=fig._legend_rect)
-    return P.save_figure(fig, plot_dir / name, formats)
+    tables = {env: with_agent_args(summary_table(runs[runs["env"] == env]), runs[runs["env"] == env]) for env in order}
+    # each panel names its env id when the panels are not all of one (the caption names it then)
+    titles = {env: (f"{settings[env]['id']}\n" if len(ids) > 1 else "") + f"{x} = {settings[env].get(x):g}"
+              for env in order}
+    title = ((spec.get("title") or "final regret against agent CPU time (top) and peak memory (bottom)") + "\n"
+             + caption + _shared_times_note(pd.concat(tables.values(), ignore_index=True)))
+    fig = plot_fronts(tables, titles=titles, title=title)
+    captions[name] = _in_words(spec, kind, caption)
+    return save_figure(fig, plot_dir / name, formats)
 
 
 def markdown_table(frame: pd.DataFrame) -> str:

@@ -11,11 +11,20 @@ conservative per-member estimate, :func:`member_bytes`, taken at the batch's lar
 since members are padded to it); members whose estimates differ by more than
 :data:`PAD_RATIO` go to different batches, so that a small sketch does not pay for a large
 one's padding; DBSLinUCB members with different ``eps`` too (:data:`KEPT_APART`). Everything
-else runs on its own, as before: agents given as ``module:Class`` (no batched twin), envs
-without a native vector env (BAI), matrix-approximation sweeps, runs recording the spectral
-error (their diagnostics wrap one agent), and groups of a single pending run. By default
-(``batched=None``) members whose state is large (:data:`SMALL_STATE`) also run on their own:
-a batch of them is not faster.
+else runs on its own: agents whose class does not batch (``batchable()``, e.g. a user's
+``module:Class``), envs without a native vector env (BAI), matrix-approximation sweeps, runs
+recording the spectral error (their diagnostics wrap one agent), and groups of a single
+pending run. By default (``batched=None``) members whose state is large
+(:data:`~linbandit_gym.batched.SMALL_STATE`) also run on their own: a batch of them is not faster.
+
+A batch member's records hold a share of the batch's time, not its own (``time_shared_by``);
+with a ``timing_seed`` (a sweep's first seed, by default), the run of every configuration with
+that seed runs on its own, so that every configuration has a time measured alone, which the
+tables and figures of cost read.
+
+What the planner knows of an agent it asks of the agent's class, through the registry
+(:class:`linbandit_gym.registry.AgentEntry`): whether it batches, its ``per_member_args`` and
+its memory estimate. No agent is built here.
 
 With several workers, batches are halved (largest first) until every worker has a unit, so
 batching never leaves a core idle that the per-run path would have used.
@@ -28,24 +37,19 @@ import numbers
 import re
 from typing import Any
 
+from ..batched import DEFAULT_MAX_BATCH, SMALL_STATE
+from ..loop import env_shape as _env_shape
+from ..registry import AgentEntry, lookup_agent
 from .config import RunSpec, canonical_json
 
-__all__ = ["DEFAULT_BATCH_MEMORY", "KEPT_APART", "PAD_RATIO", "SMALL_STATE", "batch_key", "member_bytes", "pack", "parse_bytes", "per_member_args"]
+__all__ = ["DEFAULT_BATCH_MEMORY", "KEPT_APART", "PAD_RATIO", "SMALL_STATE", "batch_key", "env_shape", "member_bytes",
+           "pack", "parse_bytes", "per_member_args"]
 
 #: Memory budget of one batch (bytes): 2 GiB.
 DEFAULT_BATCH_MEMORY = 2 * 1024**3
 
 #: A batch's largest member estimate (:func:`member_bytes`) is at most this many times its smallest.
 PAD_RATIO = 2.0
-
-#: ``batched=None`` (the default) packs only members whose :func:`member_bytes` is at most this
-#: (1 MiB): their rounds are bound by per-call overhead, which a batch shares. Larger states are
-#: bound by the arithmetic and memory traffic on the state itself, which a batch does not share:
-#: measured on this 2-core box (1 thread, 8 members vs one run at a time), Synthetic K = 20 gains
-#: 2.6-4.5x per member-round at d = 50 and 200 (OFUL, SOFUL l = 10; 50-450 KB), while on MNIST
-#: (d = 784, K = 10; OFUL 5 MB, SOFUL l = 150 3.6 MB, DBSLinUCB 10 MB) batches run at 0.8-1.2x
-#: of the single path. ``batched=True`` packs every member regardless.
-SMALL_STATE = 1024**2
 
 #: Per-member arguments the planner still keeps apart: DBSLinUCB members with different ``eps``
 #: close blocks and reach the exact phase on different rounds, and a batch of them then pays
@@ -75,18 +79,22 @@ def parse_bytes(value: Any) -> int:
     return size
 
 
+def _entry(name: str) -> AgentEntry | None:
+    """The registry's entry of a registered agent name (``None`` for a ``module:Class``, which is
+    not imported to plan, or a name that does not resolve)."""
+    if ":" in name:
+        return None
+    try:
+        return lookup_agent(name)
+    except ValueError:
+        return None
+
+
 def per_member_args(name: str) -> tuple[str, ...]:
     """The arguments in which the members of a batch of agent ``name`` may differ: its class's
     ``per_member_args`` (none for a ``module:Class`` agent, an unknown name or a class without it)."""
-    if ":" in name:
-        return ()
-    from ..cli import agent_factory
-
-    try:
-        _, cls = agent_factory(name)
-    except ValueError:
-        return ()
-    return tuple(getattr(cls, "per_member_args", ()))
+    entry = _entry(name)
+    return () if entry is None else entry.per_member_args()
 
 
 def batch_key(spec: RunSpec) -> str:
@@ -102,47 +110,25 @@ def batch_key(spec: RunSpec) -> str:
     return canonical_json(config)
 
 
-def _batchable_agent(spec: RunSpec) -> Any | None:
-    """The agent of ``spec`` if it has a batched twin (``None``: run it on its own)."""
-    from agents.batched import supports_batched
-
-    from ..cli import resolve_agent
+def _batchable(spec: RunSpec) -> bool:
+    """Whether ``spec`` may be a member of a batch (else it runs on its own)."""
     from ..vector import supports_vector
 
     config = spec.config
     if config.get("task", "bandit") != "bandit" or (config.get("record") or {}).get("spectral_error"):
-        return None  # matrix approximation, or diagnostics that wrap one unbatched agent
-    name = config["agent"]["name"]
-    if ":" in name or not supports_vector(config["env"]["id"]):
-        return None  # a user's agent class, or an env without a native vector env (BAI)
-    try:
-        agent = resolve_agent(name, dict(config["agent"]["args"]))
-    except Exception:  # bad arguments: the per-run path reports them per run
-        return None
-    return agent if supports_batched(agent) else None
+        return False  # matrix approximation, or diagnostics that wrap one unbatched agent
+    entry = _entry(config["agent"]["name"])
+    return entry is not None and entry.batchable() and supports_vector(config["env"]["id"])
 
 
-def member_bytes(agent: Any, n_arms: int, d: int) -> int:
-    """A conservative estimate of what one member of a batch of ``agent`` holds at its peak, in
-    float64 whatever the agent's dtype: OFUL's d x d inverse; a fixed sketch's ``2l x d`` buffer
-    with its ``2l x 2l`` Gram and factor; for DBSLinUCB twice d x d (the batch pads every member to
-    the largest, and the exact phase holds a d x d inverse), or with ``memory_cap=False`` the
-    uncapped blocks' rows (up to ``4 (d + l0)``); plus a few ``K x d`` arm sets and scores."""
-    from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
-
-    f = 8
-    arms = 4 * n_arms * d * f
-    if isinstance(agent, (SOFUL, CBSCFD)):
-        cap = 2 * int(agent._l)
-        return arms + f * (cap * d + 2 * cap * cap + cap + 2 * d)
-    if isinstance(agent, DBSLinUCB):
-        if getattr(agent, "memory_cap", True):
-            return arms + 2 * f * d * d + 2 * f * d
-        rows = 4 * (d + int(agent.l0))
-        return arms + f * (rows * d + 2 * rows * rows + rows) + f * d * d
-    if isinstance(agent, OFUL):
-        return arms + f * d * d + 2 * f * d
-    return arms + 2 * f * d * d  # unknown: as DBSLinUCB
+def member_bytes(name: str, args: dict[str, Any], n_arms: int, d: int) -> float:
+    """The class's conservative estimate of what one member of a batch of agent ``name`` built with
+    ``args`` holds at its peak on arm sets ``(n_arms, d)``
+    (:meth:`~agents.base.Agent.estimate_memory_bytes`); ``inf`` when it cannot say, so that
+    such a member is never packed by default and fills a memory budget alone."""
+    entry = _entry(name)
+    estimate = None if entry is None else entry.estimate_memory_bytes(d, n_arms, dict(args))
+    return math.inf if estimate is None else estimate
 
 
 def _split(units: list[list[RunSpec]], workers: int) -> list[list[RunSpec]]:
@@ -166,6 +152,7 @@ def pack(
     batch_memory: int | str = DEFAULT_BATCH_MEMORY,
     max_batch: int | None = None,
     workers: int = 1,
+    timing_seed: int | None = None,
 ) -> list[list[RunSpec]]:
     """Units of work for ``specs``: lists of one run, or batches of runs with the same
     :func:`batch_key`, of at most ``max_batch`` members and ``batch_memory`` bytes (B times
@@ -178,9 +165,8 @@ def pack(
     ``None`` packs members whose estimate is at most :data:`SMALL_STATE` (where a batch is
     faster), ``True`` packs every member that can be packed, ``False`` gives one unit per run.
     ``workers``: split batches until each worker has a unit (see the module docstring).
+    ``timing_seed``: runs with this seed run on their own, timed alone (``None``: no such runs).
     """
-    from ..batched import DEFAULT_MAX_BATCH
-
     budget = parse_bytes(batch_memory)
     max_batch = DEFAULT_MAX_BATCH if max_batch is None else max_batch
     if isinstance(max_batch, bool) or not isinstance(max_batch, numbers.Integral) or max_batch < 1:
@@ -190,6 +176,9 @@ def pack(
     groups: dict[str, list[RunSpec]] = {}
     order: list[tuple[str, RunSpec | None]] = []
     for spec in specs:
+        if timing_seed is not None and spec.seed == timing_seed:
+            order.append(("", spec))  # its configuration's timing run: played alone
+            continue
         key = batch_key(spec)
         if key not in groups:
             groups[key] = []
@@ -205,16 +194,17 @@ def pack(
             units.append([single])
             continue
         group = groups[key]
-        agents = [_batchable_agent(spec) for spec in group] if len(group) > 1 else [None] * len(group)
-        units.extend([spec] for spec, agent in zip(group, agents) if agent is None)
-        members = [(spec, agent) for spec, agent in zip(group, agents) if agent is not None]
+        batchable = [len(group) > 1 and _batchable(spec) for spec in group]
+        units.extend([spec] for spec, ok in zip(group, batchable) if not ok)
+        members = [spec for spec, ok in zip(group, batchable) if ok]
         if not members:
             continue
-        env_key = canonical_json(members[0][0].config["env"])
+        env_key = canonical_json(members[0].config["env"])
         if env_key not in shapes:
-            shapes[env_key] = env_shape(members[0][0].config["env"], members[0][0].seed)
+            shapes[env_key] = env_shape(members[0].config["env"], members[0].seed)
         n_arms, d = shapes[env_key]
-        sized = sorted(((member_bytes(agent, n_arms, d), spec) for spec, agent in members), key=lambda m: m[0])
+        sized = sorted(((member_bytes(spec.config["agent"]["name"], spec.config["agent"]["args"], n_arms, d), spec)
+                        for spec in members), key=lambda m: m[0])
         if batched is None:  # by default only where a batch is faster (SMALL_STATE)
             units.extend([spec] for size, spec in sized if size > SMALL_STATE)
             sized = [(size, spec) for size, spec in sized if size <= SMALL_STATE]
@@ -235,13 +225,5 @@ def pack(
 
 
 def env_shape(env: dict, seed: int) -> tuple[int, int]:
-    """``(K, d)`` of the arm sets of the env config ``env`` (built once, then closed)."""
-    from ..evaluate import make_env
-
-    instance = make_env(env["id"], **env["args"])
-    try:
-        instance.reset(seed=seed)
-        n_arms, d = instance.observation_space.shape[-2:]
-    finally:
-        instance.close()
-    return int(n_arms), int(d)
+    """``(K, d)`` of the arm sets of the env config ``env`` (``{"id", "args"}``; built once, then closed)."""
+    return _env_shape(env["id"], env["args"], seed)

@@ -1,4 +1,4 @@
-"""``linbandit reproduce NAME``: the experiments of seed 000 as shipped sweep configs.
+"""``linbandit reproduce NAME``: the experiments of Wen et al. (2025) as shipped sweep configs.
 
 Each experiment is a YAML file under ``linbandit_gym/configs/`` (``NAME.yaml`` and the
 scaled-down ``NAME-quick.yaml``); reproducing one is ``sweep`` + ``plot`` + ``report`` on it,
@@ -50,6 +50,8 @@ def reproduce(
     batched: bool | None = None,
     batch_memory: int | str = DEFAULT_BATCH_MEMORY,
     max_batch: int | None = None,
+    timing_runs: bool = True,
+    timing_repeats: int | None = None,
     log: Callable[[str], None] | None = print,
 ) -> int:
     """Run experiment ``name``; write records, plots, ``summary.md`` and ``report.html`` to ``out``.
@@ -57,7 +59,9 @@ def reproduce(
     ``threads``: torch and BLAS threads per run (default 1, see :mod:`linbandit_gym.threads`).
     ``batched``, ``batch_memory``, ``max_batch``: how runs (seeds, and configs that differ only in
     the agent's ``per_member_args``) are packed into batched programs (:func:`.sweep.sweep`), for
-    the tuning sweep too.
+    the tuning sweep too. ``timing_runs``: the first seed of every configuration runs alone, so
+    that the figures and tables of cost read times measured alone, each round's the least of
+    ``timing_repeats`` plays (default: the config's; :func:`.sweep.sweep`).
     Prints the summary table and, for configs with ``scaling`` plots, the fitted log-log slopes.
     Returns the exit code (0, or 1 if some runs failed).
     """
@@ -80,7 +84,8 @@ def reproduce(
         raw = tuned.tuned_config
     try:
         result = sweep(raw, target, workers=workers, backend=backend, address=address, threads=threads,
-                       batched=batched, batch_memory=batch_memory, max_batch=max_batch, log=log)
+                       batched=batched, batch_memory=batch_memory, max_batch=max_batch, timing_runs=timing_runs,
+                       timing_repeats=timing_repeats, log=log)
     except ConfigError as exc:
         if name == "openml":
             raise ConfigError(

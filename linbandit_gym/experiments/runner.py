@@ -9,7 +9,7 @@ program (:func:`linbandit_gym.batched.play_members`) and returns one such result
 :func:`execute_unit` is what the backends call on a unit of the sweep planner (one run or a batch).
 
 Bandit runs go through :func:`linbandit_gym.evaluate.run` (the one evaluation loop).
-Matrix-approximation runs (seed 000 App. F.2) stream l2-normalised Gaussian rows through an
+Matrix-approximation runs (Wen et al., 2025, App. F.2) stream l2-normalised Gaussian rows through an
 agent's covariance estimator and record ``||A_t^T A_t - cov_t||_2`` with its bound.
 """
 
@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._version import __version__
+from ..registry import lookup_estimator, resolve_agent
 from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit, thread_record
 
 __all__ = ["execute_run", "execute_batch", "execute_unit", "split_by_seed", "run_meta", "bandit_summary", "library_versions",
@@ -36,14 +38,12 @@ def library_versions() -> dict[str, str]:
     """Versions of what produced a record: python, torch, numpy, pandas, linbandit."""
     import torch
 
-    import linbandit_gym
-
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "numpy": np.__version__,
         "pandas": pd.__version__,
-        "linbandit": linbandit_gym.__version__,
+        "linbandit": __version__,
         "platform": platform.platform(),
     }
 
@@ -56,7 +56,7 @@ def subsample_index(n: int, points: int) -> np.ndarray:
 
 
 def fd_bound_from_eigenvalues(eigenvalues: np.ndarray, sketch_size: int) -> float:
-    """``Delta_t(l) = min_{0 <= k < l} sum_{i > k} sigma_i^2 / (l - k)`` (seed 000 eq. 1).
+    """``Delta_t(l) = min_{0 <= k < l} sum_{i > k} sigma_i^2 / (l - k)`` (Wen et al., 2025, eq. 1).
 
     The same quantity as :func:`agents.sketches.diagnostics.fd_error_bound`, computed from the
     eigenvalues of ``X^T X`` (= the squared singular values of ``X``) that the caller already has.
@@ -151,12 +151,14 @@ class _DiagnosedAgent:
         self.overhead_cpu_cum.append(self.overhead_cpu)
 
 
-def bandit_summary(frame: pd.DataFrame, curve_points: int = 200) -> dict[str, Any]:
-    """The ``summary`` of a bandit run's metadata: final regret, times, peak memory, a subsampled curve."""
+def bandit_summary(frame: pd.DataFrame, curve_points: int = 200, timing_repeats: int = 1) -> dict[str, Any]:
+    """The ``summary`` of a bandit run's metadata: final regret, times (and ``time_shared_by``: how
+    they were measured), peak memory, a subsampled curve."""
     rounds = len(frame)
     idx = subsample_index(rounds, curve_points)
     last = frame.iloc[-1]
     sketch = frame["sketch_size"].to_numpy(dtype=float) if "sketch_size" in frame else np.full(rounds, np.nan)
+    shared_by = int(last["time_shared_by"]) if "time_shared_by" in frame else 1
     return {
         "rounds": rounds,
         "final_regret": float(last["cumulative_regret"]),
@@ -165,6 +167,9 @@ def bandit_summary(frame: pd.DataFrame, curve_points: int = 200) -> dict[str, An
         "wall_time_s": float(last["wall_time"]),
         "ms_per_round": 1000.0 * float(last["agent_time"]) / rounds,
         "wall_ms_per_round": 1000.0 * float(last["agent_wall_time"]) / rounds,
+        # 1: the times above were measured for this run alone; B: each is a 1/B share of a batch's
+        "time_shared_by": shared_by,
+        "timing_repeats": timing_repeats,  # plays whose per-round least times these are
         "peak_memory_bytes": int(frame["memory_bytes"].max()),
         "final_sketch_size": None if math.isnan(sketch[-1]) else float(sketch[-1]),
         "curve": {
@@ -179,7 +184,9 @@ def execute_run(spec: dict, threads: int | None = DEFAULT_THREADS, curve_points:
     """Run one :class:`~.config.RunSpec` (as a dict); returns ``{"records", "meta"}``.
 
     Args:
-        spec: ``RunSpec.to_dict()``.
+        spec: ``RunSpec.to_dict()``; with ``"timing_repeats": R`` (a sweep's timing run) a bandit
+            run is played R times, its records the same each time but for the times, of which
+            each round keeps the least over the R plays.
         threads: torch intra-op and BLAS threads for this run (default 1, see
             :mod:`linbandit_gym.threads`; ``None`` leaves the process's setting).
         curve_points: length of the subsampled regret curve kept in the metadata.
@@ -205,7 +212,7 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
     class's ``per_member_args`` (:func:`.packing.batch_key`); member i is spec i's agent, seeded
     as its run and labelled with its labels (:func:`linbandit_gym.batched.play_members`). The
     records of each member are those :func:`execute_run` gives apart from the timing columns
-    (each member's share of the batch's time, see :mod:`linbandit_gym.batched`); the metadata's
+    (each member's share of the batch's time, ``time_shared_by`` = B); the metadata's
     ``duration_s`` is the batch's over B and ``batch_size`` says B.
     """
     from ..batched import play_members
@@ -236,8 +243,6 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
 def _batch_agent(specs: list[dict]):
     """One batched agent whose member i is the agent of ``specs[i]``."""
     from agents.batched import batched_members
-
-    from ..cli import resolve_agent
 
     return batched_members([resolve_agent(spec["config"]["agent"]["name"], dict(spec["config"]["agent"]["args"]))
                             for spec in specs])
@@ -294,7 +299,6 @@ def run_meta(spec: dict, extra: dict, started: datetime, duration_s: float) -> d
 
 
 def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.DataFrame, dict]:
-    from ..cli import resolve_agent
     from ..evaluate import run
 
     config = spec["config"]
@@ -305,36 +309,45 @@ def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.Data
     if record.get("spectral_error"):
         player = _DiagnosedAgent(agent, record["spectral_error"], record.get("spectral_sketch_sizes"),
                                  cpu=cpu_clock(threads)[0])
-    frame = run(
-        config["env"]["id"], player, seeds=[config["seed"]], env_kwargs=dict(config["env"]["args"]),
-        agent_name=spec["agent_label"], env_name=spec["env_label"], progress=False, threads=threads,
-    )
+    repeats = int(spec.get("timing_repeats", 1))
+    plays = []
+    # A timing run may be played several times: the same episode each time (seeded), so only the
+    # times differ; each round keeps its least time over the plays (the same work each time, what
+    # differs is how much the rest of the machine got in the way).
+    for _ in range(repeats):
+        frame = run(
+            config["env"]["id"], player, seeds=[config["seed"]], env_kwargs=dict(config["env"]["args"]),
+            agent_name=spec["agent_label"], env_name=spec["env_label"], progress=False, threads=threads,
+        )
+        if player is not agent:
+            # The diagnostics' own time is not the agent's: take it out of both clocks.
+            overhead = np.asarray(player.overhead_cum[: len(frame)])
+            frame["agent_time"] = frame["agent_time"].to_numpy() - np.asarray(player.overhead_cpu_cum[: len(frame)])
+            frame["agent_wall_time"] = frame["agent_wall_time"].to_numpy() - overhead
+            frame["wall_time"] = frame["wall_time"].to_numpy() - overhead
+        plays.append(frame)
+    best = plays[0]
+    if repeats > 1:
+        best = best.copy()
+        for column in ("agent_time", "agent_wall_time", "wall_time"):  # cumulative seconds
+            per_round = np.stack([np.diff(play[column].to_numpy(), prepend=0.0) for play in plays])
+            best[column] = np.cumsum(per_round.min(axis=0))
     extra: dict[str, Any] = {"device": device}
     if player is not agent:
-        # The diagnostics' own time is not the agent's: take it out of both clocks.
-        overhead = np.asarray(player.overhead_cum[: len(frame)])
-        frame["agent_time"] = frame["agent_time"].to_numpy() - np.asarray(player.overhead_cpu_cum[: len(frame)])
-        frame["agent_wall_time"] = frame["agent_wall_time"].to_numpy() - overhead
-        frame["wall_time"] = frame["wall_time"].to_numpy() - overhead
         extra["spectral"] = player.series
-    extra["summary"] = bandit_summary(frame, curve_points)
-    return frame, extra
+    extra["summary"] = bandit_summary(best, curve_points, timing_repeats=repeats)
+    return best, extra
 
 
 def _matrix_approx(spec: dict, threads: int | None) -> tuple[pd.DataFrame, dict]:
-    """Seed 000 App. F.2: stream normalised N(0, I_d) rows through a covariance sketch."""
-    import importlib
-
+    """Wen et al. (2025), App. F.2: stream normalised N(0, I_d) rows through a covariance sketch."""
     import torch
-
-    from ..cli import resolve_agent
 
     config = spec["config"]
     n, d, every = (int(config["env"]["args"][k]) for k in ("n", "d", "every"))
     name, args = config["agent"]["name"], dict(config["agent"]["args"])
-    if ":" in name:
-        module_name, _, attr = name.partition(":")
-        estimator = getattr(importlib.import_module(module_name), attr)(d, **args)
+    if ":" in name:  # a covariance-estimator class of the user's, checked before it is called
+        estimator = lookup_estimator(name)(d, **args)
     else:
         agent = resolve_agent(name, {**args, "d": d})
         estimator = getattr(agent, "estimator", None)

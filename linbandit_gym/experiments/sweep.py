@@ -5,19 +5,22 @@ Layout of an output directory::
     DIR/config.yaml             the config as given (what `linbandit plot/report` read)
     DIR/manifest.json           the run ids of that config, with their labels
     DIR/runs/<run_id>.parquet   per-round records of one run (CSV without pyarrow)
-    DIR/runs/<run_id>.json      its metadata: full config, seed, versions, device, summary
+    DIR/runs/<run_id>.json      its metadata: full config, seed, versions, device, summary, the
+                                records file's size, rows and SHA-256, and its own checksum
     DIR/failed/<run_id>.json    the traceback of a run's last failure (removed on success)
-    DIR/.lock                   flock'ed by the process writing DIR (holds its pid)
+    DIR/.lock                   flock'ed by the process writing DIR (its pid and command line)
 
-A run is *finished* when its ``.json`` exists, holds the run's config and its records file
-matches the size and row count the ``.json`` stores: the records are written (atomically)
+A run is *finished* when its ``.json`` passes its checks (its checksum, the schema of a run's
+JSON: :func:`linbandit_gym.records.run_meta_problem`), holds the run's config, and its records
+file has the size, rows and SHA-256 the ``.json`` stores: the records are written (atomically)
 first, so a sweep killed at any moment leaves every run either finished or absent, and a
 rerun of the same config redoes exactly the unfinished ones (and any run whose files were
-damaged since). Ids are hashes of the run configs, so a run can never be written twice
-under different names. One process writes a directory at a time (``DIR/.lock``); Ctrl-C
-keeps every finished run (:class:`Interrupted` says how many). Pending runs of one env config
-and agent family that differ only in their seed and the arguments the agent class lets batch
-members differ in (``per_member_args``: lam, beta, ...) run as one batched program
+damaged since, saying why). ``plot`` and ``report`` read only runs that pass the same checks
+and name every one that does not, with the reason. Ids are hashes of the run configs, so a
+run can never be written twice under different names. One process writes a directory at a
+time (``DIR/.lock``); Ctrl-C keeps every finished run (:class:`Interrupted` says how many).
+Pending runs of one env config and agent family that differ only in their seed and the
+arguments the agent class lets batch members differ in (``per_member_args``: lam, beta, ...) run as one batched program
 (:mod:`.packing`), each member saved as its own run as soon as the batch ends. ``linbandit run --out DIR``
 writes this layout too (:func:`play_into`), so ``plot`` and ``report`` read both.
 """
@@ -46,11 +49,17 @@ from ..records import (
     read_records,
     records_fingerprint,
     remove_stale_temporaries,
+    run_meta_problem,
+    seal,
+    seal_problem,
     write_json_atomic,
     write_records,
     write_text_atomic,
 )
+from ..evaluate import timed_runs
+from ..registry import registered_name
 from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
+from ..text import count
 from .backends import iter_results, local_workers
 from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config, run_id
 from .packing import DEFAULT_BATCH_MEMORY, pack, parse_bytes
@@ -94,26 +103,40 @@ def _interrupted(saved: int, total: int, out: Path, resumable: bool = True) -> I
     return Interrupted(f"interrupted: {saved}/{total} runs saved in {out}{tail}")
 
 
-_UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+#: Writes the user can fix by choosing another directory (exit code 2); any other error of the
+#: file system (a full disk, a file too large, an I/O error) is a failure (exit code 1).
+_UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def _output_error(out: Path, exc: OSError) -> OutputError:
+    """One line for an error of the file system while writing ``out``."""
+    where = exc.filename or out
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno in _UNWRITABLE:
+        return OutputError(f"cannot write to {where}: {reason}; make {out} writable or choose another output "
+                           "directory (--out)")
+    return OutputError(f"cannot write to {where}: {reason}; free space (or raise the file size limit) or choose "
+                       "another output directory (--out); every run saved before is kept", exit_code=1)
 
 
 @contextmanager
 def _writing(out: Path, what: str) -> Iterator[None]:
     """Hold the lock of ``out`` (one writer per directory), clear what dead writers left, and
-    turn a write refused by the file system into one clear :class:`OutputError`."""
+    turn an error of the file system into one clear :class:`OutputError`."""
     with lock_output_dir(out, what):
         try:
+            for sub in ("runs", "failed"):
+                if (out / sub).exists() and not (out / sub).is_dir():
+                    raise OutputError(f"{out / sub} is a file, where {out} keeps its {sub}/ directory: move it "
+                                      "away, or choose another output directory (--out)")
             (out / "runs").mkdir(exist_ok=True)
             for directory in (out, out / "runs", out / "failed"):
                 remove_stale_temporaries(directory)
             yield
-        except OSError as exc:
-            if exc.errno not in _UNWRITABLE:
-                raise
-            raise OutputError(
-                f"cannot write to {exc.filename or out}: {exc.strerror}; make {out} writable (or free space) "
-                "or choose another output directory (--out)"
-            ) from exc
+        except (ConnectionError, TimeoutError):  # the network (a Ray cluster), not the output directory
+            raise
+        except OSError as exc:  # also pyarrow's, whose errno may be unset
+            raise _output_error(out, exc) from exc
 
 
 def _records_path(runs_dir: Path, rid: str) -> Path | None:
@@ -128,49 +151,75 @@ def records_problem(runs_dir: Path, meta: dict) -> str | None:
     """``None`` if the records of the run ``meta`` describes are complete, else what is wrong
     (naming the file): missing, or not matching the size and rows its metadata stores."""
     rid = meta.get("run_id")
-    path = _records_path(runs_dir, str(rid))
-    if path is None:
-        return f"{runs_dir / f'{rid}.parquet'} is missing"
+    named = (meta.get("records") or {}).get("file")
+    path = runs_dir / named if named else _records_path(runs_dir, str(rid))
+    if path is None or not path.exists():
+        return f"{path or runs_dir / f'{rid}.parquet'} is missing"
     problem = check_records(path, meta.get("records"))
     return None if problem is None else f"{path} {problem}"
 
 
-def is_finished(out_dir: str | Path, spec: RunSpec) -> bool:
-    """Whether ``spec`` has complete records and metadata with the same config in ``out_dir``.
+def read_run_meta(path: str | Path) -> dict:
+    """A run's JSON (``runs/<id>.json``), checked: valid JSON, its checksum, the schema of a
+    run's JSON (:func:`linbandit_gym.records.run_meta_problem`); else :class:`RecordsError`
+    naming the file and what is wrong."""
+    path = Path(path)
+    meta = read_json(path)
+    problem = run_meta_problem(meta, path.stem)
+    if problem is not None:
+        raise RecordsError(f"{path} {problem}")
+    return meta
 
-    A garbled ``.json``, or records that are missing, truncated or not the size and row count
-    the ``.json`` stores, count as not finished: the run is done again.
-    """
+
+def _checked_run(out_dir: str | Path, run_id: str) -> tuple[dict | None, str | None]:
+    """``(meta, None)`` if run ``run_id`` of ``out_dir`` passes every check, else ``(None,
+    what is wrong)``, naming the file: its JSON missing, garbled or failing its checksum or
+    schema, its records missing or not the size, rows and SHA-256 its JSON stores."""
     runs_dir = Path(out_dir) / "runs"
-    meta_path = runs_dir / f"{spec.run_id}.json"
+    meta_path = runs_dir / f"{run_id}.json"
     if not meta_path.exists():
-        return False
+        return None, f"{meta_path} is missing"
     try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, ValueError):
-        return False
-    if not isinstance(meta, dict) or canonical_json(meta.get("config")) != canonical_json(spec.config):
-        return False
-    return records_problem(runs_dir, {**meta, "run_id": spec.run_id}) is None
+        meta = read_run_meta(meta_path)
+    except RecordsError as exc:
+        return None, str(exc).split("; delete it")[0]
+    except OSError as exc:
+        return None, f"{meta_path} cannot be read ({exc.strerror or exc})"
+    problem = records_problem(runs_dir, meta)
+    return (meta, None) if problem is None else (None, problem)
+
+
+def run_problem(out_dir: str | Path, run_id: str) -> str | None:
+    """``None`` if run ``run_id`` of ``out_dir`` passes every check, else what is wrong."""
+    return _checked_run(out_dir, run_id)[1]
+
+
+def is_finished(out_dir: str | Path, spec: RunSpec) -> bool:
+    """Whether ``spec`` has records and metadata with the same config in ``out_dir`` that pass
+    every check (:func:`run_problem`). A run that fails one is not finished: it is done again.
+    """
+    meta, _ = _checked_run(out_dir, spec.run_id)
+    return meta is not None and canonical_json(meta["config"]) == canonical_json(spec.config)
 
 
 def _refresh_labels(out_dir: Path, spec: RunSpec) -> None:
     """A finished run keeps its records; only its labels follow the current config."""
     meta_path = out_dir / "runs" / f"{spec.run_id}.json"
-    meta = json.loads(meta_path.read_text())
+    meta = read_run_meta(meta_path)
     new = {"agent_label": spec.agent_label, "env_label": spec.env_label, "family": spec.family}
     if any(meta.get(k) != v for k, v in new.items()):
         meta.update(new)
-        write_json_atomic(meta, meta_path)
+        write_json_atomic(seal(meta), meta_path)
 
 
 def save_run(out_dir: str | Path, records: pd.DataFrame, meta: dict) -> Path:
-    """Write a finished run: its records, then its metadata with their fingerprint (the
-    ``.json`` last: its presence marks the run finished). Clears an earlier failure."""
+    """Write a finished run: its records, then its metadata with their fingerprint (size, rows,
+    SHA-256), sealed with its own checksum (the ``.json`` last: its presence marks the run
+    finished). Clears an earlier failure."""
     out = Path(out_dir)
     rid = meta["run_id"]
     path = write_records(records, out / "runs" / rid)
-    meta = {**meta, "records": records_fingerprint(path, len(records))}
+    meta = seal({**meta, "records": records_fingerprint(path, len(records))})
     write_json_atomic(meta, out / "runs" / f"{rid}.json")
     stale = out / "failed" / f"{rid}.json"
     if stale.exists():
@@ -183,7 +232,7 @@ def _preflight(config: SweepConfig, specs: list[RunSpec]) -> dict[str, tuple[int
     return the ``(K, d)`` of each env config's arm sets (by canonical JSON, for the planner)."""
     if config.task != "bandit":
         return {}
-    from ..evaluate import make_env
+    from ..loop import make_env
 
     seen: dict[str, tuple[int, int]] = {}
     for spec in specs:
@@ -225,6 +274,8 @@ def sweep(
     batched: bool | None = None,
     batch_memory: int | str = DEFAULT_BATCH_MEMORY,
     max_batch: int | None = None,
+    timing_runs: bool = True,
+    timing_repeats: int | None = None,
     log: Callable[[str], None] | None = print,
 ) -> SweepResult:
     """Expand ``config``, skip its finished runs in ``out_dir``, run the others, write each.
@@ -241,10 +292,18 @@ def sweep(
             ``per_member_args`` (lam, beta, ...) advance together as one batched program when
             their agent and env allow it (see :mod:`.packing`), each still saved as its own run;
             ``None`` (default): the same for runs whose agent state is small enough for a batch
-            to be faster (:data:`.packing.SMALL_STATE`); ``False``: one run at a time.
+            to be faster (:data:`linbandit_gym.batched.SMALL_STATE`); ``False``: one run at a time.
         batch_memory: memory budget of one batch, bytes or a size such as ``"2GiB"`` (default).
         max_batch: members of one batch at most (default
             :data:`linbandit_gym.batched.DEFAULT_MAX_BATCH`).
+        timing_runs: ``True`` (default): the run of every configuration with the config's first
+            seed is never batched, so that every configuration has a time measured alone (a
+            batch member's records hold a share of the batch's time), which the tables and
+            figures of cost read; ``False``: every seed may be batched (e.g. tuning, where only
+            regret is compared).
+        timing_repeats: how many times each timing run is played; its records are the same each
+            time but for the times, of which each round keeps the least (what the rest of the
+            machine disturbed least); default: the config's ``timing_repeats``, else 1.
         log: called with one line per finished run (``None``: silent).
 
     Returns:
@@ -262,6 +321,9 @@ def sweep(
     """
     threads = check_threads(threads)
     batch_memory = parse_bytes(batch_memory)
+    if timing_repeats is not None and (isinstance(timing_repeats, bool) or not isinstance(timing_repeats, int)
+                                       or timing_repeats < 1):
+        raise ValueError(f"timing_repeats must be an int >= 1, got {timing_repeats!r}")
     if batched not in (None, True, False):
         raise ValueError(f"batched must be None, True or False, got {batched!r}")
     cfg = config if isinstance(config, SweepConfig) else parse_config(config)
@@ -275,36 +337,60 @@ def sweep(
         result = SweepResult(out_dir=out, config=cfg, skipped=[s.run_id for s in finished])
         for note in cfg.notes:
             say(f"note: {note}")
+        for spec in pending:
+            if (out / "runs" / f"{spec.run_id}.json").exists():  # written once, damaged since
+                say(f"redoing {spec.agent_label} on {spec.env_label} seed {spec.seed}: "
+                    f"{run_problem(out, spec.run_id) or 'its JSON holds another config'}")
         say(
             f"sweep {cfg.name!r}: {len(cfg.runs)} runs, {len(finished)} already finished, {len(pending)} to run "
-            f"({backend}, {workers} worker{'s' if workers != 1 else ''}, {threads or 'default'} thread(s) per run) "
+            f"({backend}, {count(workers, 'worker')}, {count(threads, 'thread') if threads else 'default threads'} per run) "
             f"-> {out}"
         )
         if not pending:
             return result
         try:
             shapes = _preflight(cfg, pending)
+            timing_seed = cfg.seeds[0] if timing_runs else None
             units = pack(pending, shapes=shapes, batched=batched, batch_memory=batch_memory, max_batch=max_batch,
-                         workers=local_workers(workers, threads) if backend == "local" else workers)
+                         workers=local_workers(workers, threads) if backend == "local" else workers,
+                         timing_seed=timing_seed)
             batches = [len(u) for u in units if len(u) > 1]
             if batches:
-                say(f"batched: {sum(batches)} runs in {len(batches)} batch(es) of {min(batches)}-{max(batches)} "
-                    f"members, {len(units) - len(batches)} run(s) on their own")
-            _execute(cfg, units, out, result, say, backend=backend, workers=workers, threads=threads,
-                     address=address)
+                say(f"batched: {batch_wording(batches)}, {count(len(units) - len(batches), 'run')} on their own"
+                    + (f" (seed {cfg.seeds[0]} of each configuration timed alone)" if timing_runs else ""))
+            _execute(cfg, units, out, result, say, timing_seed=timing_seed,
+                     timing_repeats=cfg.timing_repeats if timing_repeats is None else timing_repeats,
+                     backend=backend, workers=workers, threads=threads, address=address)
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
     if result.failed:
-        say(f"{len(result.failed)} run(s) failed; tracebacks in {out / 'failed'}; rerun the sweep to retry them")
+        say(f"{count(len(result.failed), 'run')} failed; tracebacks in {out / 'failed'}; rerun the sweep to retry them")
     return result
 
 
-def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: SweepResult, say,
-             **backend_options) -> None:
-    """Run the ``units`` of the plan on the backend and save each run (or its failure) as it arrives."""
+def batch_wording(sizes: list[int]) -> str:
+    """How runs were packed, in words: ``"4 runs in 2 batches of 2 members"``, ``"5 runs in 1
+    batch of 5 members"``, ``"9 runs in 3 batches of 2 to 4 members"``.
+
+    >>> batch_wording([2, 2]), batch_wording([5]), batch_wording([2, 3, 4])
+    ('4 runs in 2 batches of 2 members', '5 runs in 1 batch of 5 members', '9 runs in 3 batches of 2 to 4 members')
+    """
+    low, high = min(sizes), max(sizes)
+    members = f"{low} members" if low == high else f"{low} to {high} members"
+    return f"{count(sum(sizes), 'run')} in {count(len(sizes), 'batch', 'batches')} of {members}"
+
+
+def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: SweepResult, say, *,
+             timing_seed: int | None = None, timing_repeats: int = 1, **backend_options) -> None:
+    """Run the ``units`` of the plan on the backend and save each run (or its failure) as it
+    arrives; the timing runs (seed ``timing_seed``, on their own) are played ``timing_repeats``
+    times, each round's least time kept."""
     total, done = sum(len(u) for u in units), 0
     start = time.perf_counter()
     plan_units = [unit[0].to_dict() if len(unit) == 1 else [s.to_dict() for s in unit] for unit in units]
+    for unit, planned in zip(units, plan_units):
+        if len(unit) == 1 and timing_repeats > 1 and unit[0].seed == timing_seed:
+            planned["timing_repeats"] = timing_repeats
     results = iter_results(plan_units, curve_points=_curve_points(cfg.raw), **backend_options)
     with closing(results):  # an interrupt stops the workers now, not at garbage collection
         for spec_dict, res, error in results:
@@ -321,7 +407,7 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
             res["meta"]["backend"] = backend_options["backend"]
             save_run(out, res["records"], res["meta"])
             result.executed.append(rid)
-            say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s)")
+            say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s since the sweep started)")
 
 
 def _object_agent_config(agent: Any, label: str) -> dict:
@@ -330,10 +416,8 @@ def _object_agent_config(agent: Any, label: str) -> dict:
     attributes (the scikit-learn convention; non-scalars as text) and its label."""
     import inspect
 
-    from agents import AGENTS
-
     cls = type(agent)
-    name = next((n for n, c in AGENTS.items() if c is cls), f"{cls.__module__}:{cls.__qualname__}")
+    name = registered_name(cls)
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):
@@ -377,7 +461,8 @@ def play_into(
     ``threads``: torch and BLAS threads of every run (default 1), recorded in its metadata.
     """
     from ..batched import can_batch
-    from ..evaluate import agent_label, check_seeds, run
+    from ..evaluate import run
+    from ..loop import agent_label, check_seeds
     from .runner import split_by_seed
 
     out = Path(out_dir)
@@ -461,7 +546,7 @@ def _write_config(out: Path, cfg: SweepConfig) -> None:
         "task": cfg.task,
         "runs": [{"run_id": r.run_id, "agent": r.agent_label, "env": r.env_label, "seed": r.seed} for r in cfg.runs],
     }
-    write_json_atomic(manifest, out / "manifest.json")
+    write_json_atomic(seal(manifest), out / "manifest.json")
 
 
 def read_sweep_config(out_dir: str | Path) -> dict | None:
@@ -479,10 +564,17 @@ def _run_ids(out_dir: Path, all_runs: bool) -> list[str] | None:
     if all_runs or not manifest.exists():
         return None
     data = read_json(manifest)
-    try:
-        return [r["run_id"] for r in data["runs"]]
-    except (KeyError, TypeError) as exc:
-        raise RecordsError(f"{manifest} does not list the runs ({exc!r}); delete it to see every run of {out_dir}") from exc
+    problem = seal_problem(data)
+    if problem is None:
+        try:
+            ids = [r["run_id"] for r in data["runs"]]
+            if all(isinstance(i, str) for i in ids):
+                return ids
+        except (KeyError, TypeError):
+            pass
+        problem = "does not list the runs"
+    raise RecordsError(f"{manifest} {problem}: rerun the sweep (or the same `linbandit run` command) to write it "
+                       f"again, or delete it to see every run of {out_dir}")
 
 
 def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
@@ -497,18 +589,17 @@ def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
         raise FileNotFoundError(f"{out} holds no sweep (no runs/ directory): run `linbandit sweep CONFIG --out {out}`")
     wanted = _run_ids(out, all_runs)
     paths = [runs_dir / f"{rid}.json" for rid in wanted] if wanted is not None else sorted(runs_dir.glob("*.json"))
-    rows = []
+    rows, problems = [], []
     for path in paths:
         if not path.exists():
-            continue
-        meta = read_json(path)
-        problem = records_problem(runs_dir, meta) if isinstance(meta, dict) and "run_id" in meta else f"{path} has no run_id"
+            continue  # not run yet, or failed: the report lists failed/
+        meta, problem = _checked_run(out, path.stem)
         if problem is not None:
-            raise RecordsError(
-                f"{problem}: rerun the sweep (or the same `linbandit run` command) to redo that run, or delete "
-                f"{path} to leave it out"
-            )
-        summary = meta.get("summary", {})
+            problems.append(problem)
+            continue
+        summary = meta["summary"]
+        # how its times were measured; runs saved before records said so: B if it ran in a batch
+        shared_by = summary.get("time_shared_by", meta.get("batch_size", 1))
         row = {
             "run_id": meta["run_id"],
             "agent": meta["agent_label"],
@@ -520,17 +611,30 @@ def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
             "backend": meta.get("backend"),
             **{f"arg.{k}": v for k, v in meta["config"]["agent"]["args"].items() if _is_scalar(v)},
             **{k: v for k, v in summary.items() if _is_scalar(v)},
+            "time_shared_by": shared_by,
         }
         rows.append(row)
+    if problems:
+        raise _damaged(out, problems)
     return pd.DataFrame(rows)
 
+
+def _damaged(out: Path, problems: list[str]) -> RecordsError:
+    """The error naming every run of ``out`` that fails its checks, with the reason."""
+    listed = "\n".join(f"  {problem}" for problem in problems)
+    return RecordsError(
+        f"{len(problems)} run(s) of {out} fail their checks, so no table or figure would be right:\n{listed}\n"
+        "rerun the sweep (or the same `linbandit run` command) to redo them, or delete a run's .json to leave "
+        "it out"
+    )
 
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, float, str, np.number))
 
 
 def load_meta(out_dir: str | Path, run_id: str) -> dict:
-    return read_json(Path(out_dir) / "runs" / f"{run_id}.json")
+    """The checked JSON of run ``run_id`` (:func:`read_run_meta`)."""
+    return read_run_meta(Path(out_dir) / "runs" / f"{run_id}.json")
 
 
 def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, columns: list[str] | None = None) -> pd.DataFrame:
@@ -541,9 +645,8 @@ def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, colum
         runs = runs[runs["run_id"].isin(run_ids)]
     frames = []
     for rid, agent, env in zip(runs["run_id"], runs["agent"], runs["env"]):
-        path = _records_path(out / "runs", rid)
-        if path is None:
-            continue
+        # the file its JSON names (load_runs checked its SHA-256)
+        path = out / "runs" / read_json(out / "runs" / f"{rid}.json")["records"]["file"]
         frame = read_records(path)
         if columns is not None:
             frame = frame[[c for c in columns if c in frame.columns]]
@@ -555,7 +658,9 @@ def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, colum
 
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (env, agent): seeds, final regret mean/std, total and per-round agent time (CPU; wall
-    ms/round too when recorded), peak memory, sketch size."""
+    ms/round too when recorded), peak memory, sketch size. The times are means over the runs
+    timed alone where an agent has any (:func:`linbandit_gym.evaluate.timed_runs`), else over
+    its runs' shares of batches; ``timing`` says which, ``timed_seeds`` over how many runs."""
     if runs.empty:
         return pd.DataFrame()
     keys = ["env", "agent", "family"]
@@ -565,12 +670,24 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             rounds=("rounds", "max"),
             final_regret_mean=("final_regret", "mean"),
             final_regret_std=("final_regret", "std"),
+        )
+        cost = timed_runs(runs, keys).groupby(keys, sort=False).agg(
             time_s=("agent_time_s", "mean"),
             ms_per_round=("ms_per_round", "mean"),
             **({"wall_ms_per_round": ("wall_ms_per_round", "mean")} if "wall_ms_per_round" in runs else {}),
+            timing=("timing", "first"),
+            timed_seeds=("seed", "nunique"),
+            # "best of R" only where every timed run was played R times
+            **({"timing_repeats": ("timing_repeats", "min")} if "timing_repeats" in runs else {}),
+        )
+        table = table.join(cost)
+        memory = runs.groupby(keys, sort=False).agg(
             peak_memory_kib=("peak_memory_bytes", lambda v: float(np.max(v)) / 1024.0),
             final_sketch_size=("final_sketch_size", "mean"),
         )
+        table = table.join(memory)
+        last = [c for c in ("timing", "timed_seeds", "timing_repeats") if c in table]
+        table = table[[c for c in table.columns if c not in last] + last]
         table["final_regret_std"] = table["final_regret_std"].fillna(0.0)
     else:  # matrix approximation
         table = runs.groupby(keys, sort=False).agg(

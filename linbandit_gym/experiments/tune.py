@@ -1,4 +1,4 @@
-"""Grid search of the confidence radius beta and the ridge lambda (seed 000 App. F.1).
+"""Grid search of the confidence radius beta and the ridge lambda (Wen et al., 2025, App. F.1).
 
 The paper tunes, for every algorithm, beta in {1e-4, ..., 1} and lambda in {2e-4, ..., 2e4}
 and reports the best; it does not say by which criterion or on which runs [GAP]. Here: for each
@@ -143,8 +143,9 @@ def tune(
     tuning = {"name": f"{cfg.name}-tune", "seeds": tune_seeds, "envs": _tuning_envs(raw, horizon), "agents": entries}
     if raw.get("horizon") is not None and horizon is None:
         tuning["horizon"] = raw["horizon"]
+    # only regret is compared here: every seed may share a batch, no run needs to be timed alone
     result = sweep(tuning, out, workers=workers, backend=backend, address=address, threads=threads, batched=batched,
-                   batch_memory=batch_memory, max_batch=max_batch, log=log)
+                   batch_memory=batch_memory, max_batch=max_batch, timing_runs=False, log=log)
 
     runs = load_runs(out)
     for col in ("arg.beta", "arg.lam"):

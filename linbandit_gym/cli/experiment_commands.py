@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..threads import DEFAULT_THREADS
 from ..batched import DEFAULT_MAX_BATCH
-from .packing import DEFAULT_BATCH_MEMORY
+from ..experiments.packing import DEFAULT_BATCH_MEMORY
+from ..threads import DEFAULT_THREADS
 
 __all__ = ["add_commands"]
 
@@ -40,8 +40,18 @@ def _add_exec_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
 
 
+def _add_timing_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timing-runs", action=argparse.BooleanOptionalAction, default=True,
+                   help="play the first seed of every configuration on its own, so that every configuration has a "
+                   "time measured alone, which the tables and figures of cost read (default); with --no-timing-runs "
+                   "every seed may be batched and the times of batched runs are shares of their batch's")
+    p.add_argument("--timing-repeats", type=int, default=None, metavar="R",
+                   help="play each timing run R times, each round keeping its least time, what the rest of the "
+                   "machine disturbed least (default: the config's timing_repeats, else 1)")
+
+
 def _memory_size(text: str) -> int:
-    from .packing import parse_bytes
+    from ..experiments.packing import parse_bytes
 
     try:
         return parse_bytes(text)
@@ -54,7 +64,7 @@ def _log(args):
 
 
 def _print_summary(out_dir: Path) -> int:
-    from .figures import format_table, markdown_table, write_tables
+    from ..experiments.figures import format_table, markdown_table, write_tables
 
     table, _ = write_tables(out_dir)
     if not table.empty:
@@ -64,8 +74,8 @@ def _print_summary(out_dir: Path) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from .config import parse_config
-    from .sweep import default_out_dir, plan, sweep
+    from ..experiments.config import parse_config
+    from ..experiments.sweep import default_out_dir, plan, sweep
 
     cfg = parse_config(args.config)
     out = Path(args.out) if args.out else default_out_dir(cfg)
@@ -75,21 +85,37 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         for spec in cfg.runs:
             state = "done" if spec in finished else "todo"
             print(f"  {spec.run_id}  {state}  {spec.agent_label} | {spec.env_label} | seed {spec.seed}")
+        print(_largest_run_line(cfg))
         return 0
     result = sweep(cfg, out, workers=args.workers, backend=args.backend, address=args.address,
                    threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
-                   max_batch=args.max_batch, log=_log(args))
+                   max_batch=args.max_batch, timing_runs=args.timing_runs, timing_repeats=args.timing_repeats,
+                   log=_log(args))
     _print_summary(out)
     if not args.no_plots:
-        from .figures import make_plots
+        from ..experiments.figures import make_plots
 
         files = make_plots(out)
         print(f"\n{len(files)} plot/table files written under {out}")
     return 0 if result.ok else 1
 
 
+def _largest_run_line(cfg) -> str:
+    """``largest run: AGENT on ENV, about 3.5 MB (agent 1.2 MB, env 2.3 MB) of 20 GB available``."""
+    from ..envs.memory import format_bytes, memory_limit_bytes
+
+    largest = cfg.largest_run()
+    if largest is None:
+        return "largest run: memory unknown"
+    (agent, env), memory = largest
+    agent_part = ("agent: no estimate" if memory.agent_bytes is None else
+                  f"agent {'up to ' if memory.agent_grows else ''}{format_bytes(memory.agent_bytes)}")
+    return (f"largest run: {agent} on {env}, about {format_bytes(memory.total)} ({agent_part}, env "
+            f"{format_bytes(memory.env_bytes)}) of {format_bytes(memory_limit_bytes())} available")
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from .figures import make_plots
+    from ..experiments.figures import make_plots
 
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     files = make_plots(args.dir, formats=formats)
@@ -99,7 +125,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .report import write_report
+    from ..experiments.report import write_report
 
     path = write_report(args.dir, fmt=args.format, out=args.out, replot=not args.no_replot)
     print(f"report written to {path}")
@@ -107,8 +133,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
-    from .config import load_config
-    from .tune import tune
+    from ..experiments.config import load_config
+    from ..experiments.tune import tune
 
     result = tune(
         load_config(args.config), args.out, beta=args.beta, lam=args.lam, seeds=args.seeds, horizon=args.horizon,
@@ -122,7 +148,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from .reproduce import EXPERIMENTS, reproduce
+    from ..experiments.reproduce import EXPERIMENTS, reproduce
 
     if args.list or not args.name:
         for name, text in EXPERIMENTS.items():
@@ -131,7 +157,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return reproduce(
         args.name, quick=args.quick, out=args.out, tune_first=args.tune, workers=args.workers, backend=args.backend,
         address=args.address, threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
-        max_batch=args.max_batch, log=_log(args),
+        max_batch=args.max_batch, timing_runs=args.timing_runs, timing_repeats=args.timing_repeats, log=_log(args),
     )
 
 
@@ -148,6 +174,7 @@ def add_commands(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="list the runs and which are finished; run nothing")
     p.add_argument("--no-plots", action="store_true", help="skip writing plots after the sweep")
     _add_exec_options(p)
+    _add_timing_option(p)
     p.set_defaults(func=_cmd_sweep)
 
     p = sub.add_parser(
@@ -176,7 +203,8 @@ def add_commands(sub) -> None:
     p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser(
-        "reproduce", help="reproduce an experiment of seed 000 (synthetic, mnist, matrix-approx, openml) or highdim",
+        "reproduce",
+        help="reproduce an experiment of Wen et al. (2025): synthetic, mnist, matrix-approx, openml; or highdim",
         description="Run the shipped sweep config of a paper experiment, then write plots, tables and a report. "
         "--quick runs a scaled-down version in minutes on 2 cores.",
     )
@@ -186,6 +214,7 @@ def add_commands(sub) -> None:
     p.add_argument("--tune", action="store_true", help="tune beta and lambda first (the config's tune: grid)")
     p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/reproduce-NAME[-quick])")
     _add_exec_options(p)
+    _add_timing_option(p)
     p.set_defaults(func=_cmd_reproduce)
 
     p = sub.add_parser(

@@ -1,6 +1,7 @@
 """The ``linbandit`` command line.
 
     linbandit list                                   registered envs and agents
+    linbandit describe NAME                          an env's or agent's arguments: type, default, meaning
     linbandit run --env ID --agent NAME [...]        play, summarise, write records + plot
     linbandit demo                                   the offline MNIST demo (the README's main job)
 
@@ -14,8 +15,9 @@ from __future__ import annotations
 import argparse
 import ast
 import os
-import re
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,10 +26,14 @@ from typing import Any, Sequence
 import gymnasium as gym
 import pandas as pd
 
-from .evaluate import run, summarize
-from .registration import ENV_IDS, env_description
-from .specs import args_label, check_env_args, load_object, non_default_args
-from .threads import DEFAULT_THREADS, check_threads
+from .._version import __version__
+from ..evaluate import run, summarize
+from ..registration import ENV_IDS, env_description
+from ..arguments import format_problems, rst_to_text
+from ..registry import AgentEntry, agent_names, describe, lookup_agent, resolve_agent
+from ..specs import args_label, check_env_args, env_argument_problems, env_arguments, non_default_args
+from ..text import count, human_bytes, mean_spread
+from ..threads import DEFAULT_THREADS, check_threads
 
 __all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
 
@@ -58,38 +64,6 @@ def parse_key_values(pairs: Sequence[str] | None, what: str = "--agent-arg") -> 
     return out
 
 
-def agent_names() -> list[str]:
-    from agents import AGENTS
-
-    return sorted(AGENTS)
-
-
-def agent_factory(name: str) -> tuple[str, Callable]:
-    """``(label base, factory)`` of a registered agent name (case-insensitive) or a
-    ``"package.module:Class"`` (found in the current directory first, like ``python -m``)."""
-    from agents import AGENTS
-
-    if ":" in name:
-        try:
-            return name, load_object(name)
-        except ValueError as exc:
-            raise ValueError(f"agent: {exc}") from None
-    by_lower = {k.lower(): k for k in AGENTS}
-    if name.lower() not in by_lower:
-        raise ValueError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))} (or give module:Class)")
-    return by_lower[name.lower()], AGENTS[by_lower[name.lower()]]
-
-
-def resolve_agent(name: str, kwargs: dict[str, Any] | None = None):
-    """Build an agent from a registered name (case-insensitive) or ``"package.module:Class"``."""
-    kwargs = kwargs or {}
-    _, factory = agent_factory(name)
-    try:
-        return factory(**kwargs)
-    except TypeError as exc:
-        raise ValueError(f"bad arguments for agent {name!r}: {exc}") from exc
-
-
 def run_experiment(
     env_id: str,
     agent: Any,
@@ -118,8 +92,6 @@ def run_experiment(
     those runs resumable: a second call skips the finished ones. ``log`` (e.g. ``print``)
     receives one line per agent as soon as it has played all its seeds.
     """
-    import linbandit_gym  # noqa: F401  (registers the ids)
-
     env_kwargs = dict(env_kwargs or {})
     if horizon is not None:
         env_kwargs["horizon"] = horizon
@@ -130,9 +102,9 @@ def run_experiment(
     def agent_done(index: int, frame: pd.DataFrame) -> None:
         if log is not None:
             row = summarize(frame).iloc[0]
-            log(f"[{index + 1}/{len(players)}] {row['agent']}: final regret {row['final_regret_mean']:.2f} "
-                f"± {row['final_regret_std']:.2f}, {row['ms_per_round']:.3f} ms/round "
-                f"({time.perf_counter() - clock[0]:.1f} s)")
+            regret = mean_spread(row["final_regret_mean"], row["final_regret_std"], int(row["seeds"]))
+            log(f"[{index + 1}/{len(players)}] {row['agent']}: final regret {regret}, {row['ms_per_round']:.3f} "
+                f"ms/round; {count(int(row['seeds']), 'seed')} played in {time.perf_counter() - clock[0]:.1f} s")
         clock[0] = time.perf_counter()
 
     if out is None:
@@ -144,15 +116,15 @@ def run_experiment(
             frames.append(frame)
         records = pd.concat(frames, ignore_index=True)
     else:
-        from .experiments.sweep import play_into
+        from ..experiments.sweep import play_into
 
         configs = agent_config if isinstance(agent_config, list) or agent_config is None else [agent_config]
         records = play_into(out, env_id, players, seeds, env_kwargs=env_kwargs, agent_configs=configs,
                             progress=progress, batched=batched, threads=threads, on_agent_done=agent_done)
     summary = summarize(records)
     if out is not None:
-        from .experiments.figures import write_tables
-        from .plots import plot_cumulative_regret
+        from ..experiments.figures import write_tables
+        from ..plots import plot_cumulative_regret
 
         write_tables(out)
         plot_cumulative_regret(records, Path(out) / "regret.png")
@@ -167,43 +139,21 @@ def format_summary(summary: pd.DataFrame) -> str:
             "env": summary["env"],
             "seeds": summary["seeds"],
             "rounds": summary["rounds"],
-            "final regret": [
-                f"{m:.2f} ± {s:.2f}" for m, s in zip(summary["final_regret_mean"], summary["final_regret_std"])
-            ],
+            # mean ± std over the seeds; the mean alone for one seed, which has no spread
+            "final regret": [mean_spread(m, s, n) for m, s, n in
+                             zip(summary["final_regret_mean"], summary["final_regret_std"], summary["seeds"])],
             "ms/round": summary["ms_per_round"].map(lambda v: f"{v:.3f}"),  # CPU time in act + update
             **({"wall ms/round": summary["wall_ms_per_round"].map(lambda v: f"{v:.3f}")}
                if "wall_ms_per_round" in summary else {}),
-            "peak memory": summary["peak_memory_bytes"].map(_human_bytes),
+            "peak memory": summary["peak_memory_bytes"].map(human_bytes),  # "not reported": no memory_bytes()
+            # how the times were measured: alone, or each run's share of a batch's time
+            **({"timing": summary["timing"]} if "timing" in summary else {}),
         }
     )
     return table.to_string(index=False)
 
 
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024.0
-    return f"{n:.1f} GiB"
-
-
 # -- subcommands -------------------------------------------------------------------
-
-_RST_ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`~?(?:[^`<]*<)?([^`>]+)>?`")
-_RST_LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`")
-
-
-def rst_to_text(text: str) -> str:
-    """Docstring reST as plain text: ``:class:`~a.B``` -> ``B``, double backquotes dropped,
-    ``:math:`\\sqrt{d}``` -> ``\\sqrt{d}``."""
-    def role(match: re.Match) -> str:
-        target = match.group(1)
-        # :class:`~pkg.mod.Name` and :func:`pkg.f` show the last dotted part, as Sphinx does with ~
-        return target.rsplit(".", 1)[-1] if match.group(0).split("`")[1].startswith("~") else target
-
-    text = _RST_ROLE.sub(role, text)
-    return _RST_LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
-
 
 def first_doc_line(obj: Any) -> str:
     """The summary line of ``obj``'s docstring, as plain text."""
@@ -219,25 +169,45 @@ def _print_rows(rows: list[tuple[str, str]]) -> None:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    import linbandit_gym  # noqa: F401
-    from agents import AGENTS
-
     print("environments:")
     _print_rows([(env_id, env_description(env_id)) for env_id in ENV_IDS])
     print("agents:")
-    _print_rows([(name, first_doc_line(AGENTS[name])) for name in sorted(AGENTS)])
+    _print_rows([(name, first_doc_line(lookup_agent(name).factory)) for name in agent_names()])
+    print("\n`linbandit describe NAME`: every argument of an env or agent, with its type, default and meaning")
     return 0
+
+
+def _cmd_describe(args: argparse.Namespace) -> int:
+    print(describe(args.name))
+    return 0
+
+
+def _check_run_arguments(env_id: str, env_kwargs: dict[str, Any], entry: AgentEntry,
+                         agent_kwargs: dict[str, Any]) -> None:
+    """Every problem of ``--env-arg`` and ``--agent-arg`` at once (names, types, then values),
+    each under the name the user typed: a ``ValueError`` of one line per problem."""
+    lines = format_problems(env_argument_problems(env_id, env_kwargs), env_arguments(env_id))
+    agent_problems = entry.argument_problems(agent_kwargs)
+    lines += format_problems(agent_problems, entry.arguments())
+    if not agent_problems:
+        value_problem = entry.value_problem(agent_kwargs)
+        lines += [value_problem] if value_problem else []
+    if lines:
+        raise ValueError("\n".join(lines))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     check_threads(args.threads, "--threads")
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
-    base, factory = agent_factory(args.agent)
-    agent = resolve_agent(args.agent, agent_kwargs)
+    entry = lookup_agent(args.agent)
+    run_env_kwargs = env_kwargs if args.horizon is None else {**env_kwargs, "horizon": args.horizon}
+    _check_run_arguments(args.env, run_env_kwargs, entry, agent_kwargs)
+    _check_run_memory(entry, agent_kwargs, args.env, run_env_kwargs)
+    agent = entry.build(agent_kwargs)
     _, summary = run_experiment(
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
-        agent_name=args_label(base, non_default_args(factory, agent_kwargs)), out=args.out,
+        agent_name=args_label(entry.label, non_default_args(entry.factory, agent_kwargs)), out=args.out,
         progress=False if args.no_progress else None, batched=args.batched,
         agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads,
     )
@@ -248,12 +218,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def demo_agents() -> list[tuple[str, Any]]:
-    """The agents the demo compares: seed 000 App. F.3's MNIST line-up (OFUL, a small-sketch
-    SOFUL and CBSCFD, DBSLinUCB l0=50 eps=8) with lam=0.2, beta=0.01, the values
-    ``linbandit tune`` picked on the shipped ``mnist-quick`` config (the paper's grids)."""
-    from agents import AGENTS
+def _check_run_memory(entry: AgentEntry, agent_kwargs: dict[str, Any], env_id: str, env_kwargs: dict[str, Any]) -> None:
+    """Before ``run`` builds the agent: agent and env must fit in memory together, from their
+    estimates (:func:`linbandit_gym.registry.check_run_fits`); nothing is built."""
+    from ..registry import check_run_fits, estimate_run_bytes
 
+    check_run_fits(entry, agent_kwargs, estimate_run_bytes(entry, agent_kwargs, env_id, env_kwargs), env_id)
+
+
+def demo_agents() -> list[tuple[str, Any]]:
+    """The agents the demo compares: Wen et al. (2025) App. F.3's MNIST line-up (OFUL, a
+    small-sketch SOFUL and CBSCFD, DBSLinUCB l0=50 eps=8) with lam=0.2, beta=0.01, the values
+    ``linbandit tune`` picked on the shipped ``mnist-quick`` config (the paper's grids)."""
     wanted = [
         ("OFUL", {}),
         ("SOFUL", {"sketch_size": 20}),
@@ -262,7 +238,7 @@ def demo_agents() -> list[tuple[str, Any]]:
     ]
     common = {"lam": 0.2, "beta": 0.01}
     # Labelled by what differs between them, as a sweep labels its grid points: "SOFUL l=20".
-    return [(args_label(name, kw), AGENTS[name](**common, **kw)) for name, kw in wanted if name in AGENTS]
+    return [(args_label(name, kw), resolve_agent(name, {**common, **kw})) for name, kw in wanted]
 
 
 def _print_now(line: str) -> None:
@@ -270,11 +246,9 @@ def _print_now(line: str) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    import linbandit_gym  # noqa: F401
-
     check_threads(args.threads, "--threads")
     env_id = "LinBandit-MNIST-v0" if "LinBandit-MNIST-v0" in ENV_IDS else "LinBandit-Synthetic-v0"
-    _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {args.seeds} seed(s); works offline")
+    _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {count(args.seeds, 'seed')}; works offline")
     _, summary = run_experiment(
         env_id, demo_agents(), seeds=args.seeds, horizon=args.horizon, out=args.out,
         progress=False if args.no_progress else None, log=_print_now, threads=args.threads,
@@ -291,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Linear-bandit environments and sketched agents: run, compare, plot.",
         epilog="Examples:\n"
         "  linbandit list\n"
+        "  linbandit describe SOFUL\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent OFUL --horizon 500 --seeds 3 --out runs/oful\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent SOFUL --agent-arg sketch_size=50 --env-arg d=100\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent mypackage.mymodule:MyAgent\n"
@@ -301,10 +276,20 @@ def build_parser() -> argparse.ArgumentParser:
         "Each COMMAND has its own --help.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p_list = sub.add_parser("list", help="show the registered environments and agents")
     p_list.set_defaults(func=_cmd_list)
+
+    p_describe = sub.add_parser(
+        "describe", help="every argument of an env or agent: type, default and meaning",
+        description="List the constructor arguments of an env id or agent name (case and separators ignored; "
+        "or your module:Class) with their types, defaults and what their docstrings say they mean: the "
+        "arguments --env-arg, --agent-arg and a sweep config's args: and grid: accept.",
+    )
+    p_describe.add_argument("name", metavar="NAME", help="an env id, an agent name or module:Class (see `linbandit list`)")
+    p_describe.set_defaults(func=_cmd_describe)
 
     p_run = sub.add_parser(
         "run", help="run one agent on one env over several seeds",
@@ -329,8 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
     p_run.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
                        help="advance all seeds together as one tensor program (default: when env and agent "
-                       "support it and one agent's state is at most 1 MiB, where a batch is faster); "
-                       "--no-batched plays the seeds one by one")
+                       "support it and one agent's state is at most 1 MiB, where a batch is faster; each run's "
+                       "times are then its share of the batch's, which the table's timing column says); "
+                       "--no-batched plays the seeds one by one, each timed alone")
     p_run.set_defaults(func=_cmd_run)
 
     p_demo = sub.add_parser(
@@ -346,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
     p_demo.set_defaults(func=_cmd_demo)
 
-    from .experiments.cli import add_commands  # sweep, plot, tune, reproduce, report
+    from .experiment_commands import add_commands  # sweep, plot, tune, reproduce, report
 
     add_commands(sub)
     return parser
@@ -357,13 +343,52 @@ def build_parser() -> argparse.ArgumentParser:
 EXIT_BROKEN_PIPE = 141
 
 
+#: Exit code after Ctrl-C (128 + SIGINT, what a shell reports for a process the signal ended).
+EXIT_INTERRUPTED = 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``linbandit``; returns the exit code (2 on bad input, with a message).
+    """Entry point of ``linbandit``; returns the exit code: 0, 2 on bad input and 1 on a failure
+    (a full disk, failed runs), each with a one-line message; 130 after Ctrl-C.
 
     When the reader of the output goes away (``linbandit sweep ... --dry-run | head -1``),
     the command stops quietly with code 141, as ``cat`` or ``ls`` would, instead of a
     ``BrokenPipeError`` traceback.
+
+    Called as the program (``argv`` None: the ``linbandit`` script, ``python -m``), a Ctrl-C
+    counts wherever it lands: one that something caught on the way still makes the code 130,
+    and one that arrives after the command is done (while the interpreter shuts down) ends the
+    process as SIGINT does, which a shell reports as 130 -- never a traceback and code 0.
     """
+    if argv is not None or threading.current_thread() is not threading.main_thread():
+        return _run_command(argv)
+    seen: list[int] = []
+
+    def on_sigint(signum, frame):
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        code = _run_command(argv)
+    except KeyboardInterrupt:  # between the command's own handling and here
+        print("linbandit: interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
+    if seen and code == 0:
+        code = EXIT_INTERRUPTED
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    # From here the interpreter shuts down, running no handler written in Python: the default
+    # action ends the process by the signal (status 130), where a Python handler would never run.
+    signal.signal(signal.SIGINT, signal.SIG_DFL if previous is signal.default_int_handler else previous)
+    return code
+
+
+def _run_command(argv: Sequence[str] | None) -> int:
+    """:func:`main`'s work: parse, run the subcommand, turn errors into one line and a code."""
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -374,11 +399,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = int(args.func(args) or 0)
         except (ValueError, FileNotFoundError, gym.error.Error) as exc:
             print(f"linbandit {args.command}: error: {exc}", file=sys.stderr)
-            code = 2
+            code = getattr(exc, "exit_code", 2)  # records.OutputError: 1 for a full disk
         except PermissionError as exc:  # e.g. a read-only directory: say what and where, no traceback
             where = f": {exc.filename}" if exc.filename else ""
             print(f"linbandit {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
             code = 2
+        except OSError as exc:  # the system failed (disk full, file too large, I/O error): one line, code 1
+            if isinstance(exc, BrokenPipeError):
+                raise
+            where = f": {exc.filename}" if exc.filename else ""
+            print(f"linbandit {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+            code = 1
         except KeyboardInterrupt as exc:  # Ctrl-C: sweep and run --out say how many runs were saved
             print(f"linbandit {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
             code = 130
@@ -399,7 +430,3 @@ def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, fd)
     os.close(devnull)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

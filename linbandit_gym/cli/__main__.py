@@ -1,0 +1,8 @@
+"""``python -m linbandit_gym.cli ...``: the ``linbandit`` command without the console script."""
+
+import sys
+
+from . import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,404 @@
+"""The evaluation loop: the one place where envs and agents meet.
+
+:func:`play` plays the rounds of a vector of B (env member, agent member) pairs and writes one
+record per member and round into preallocated columns (:class:`RoundRecords`). A single run is
+a vector of one: the env itself (:class:`OneEnv`) and the agent itself, whose ``act`` returns
+an arm index; B > 1 members are the members of a native vector env
+(:class:`VectorEnvMembers`, over :meth:`~linbandit_gym.vector.LinBanditVectorEnv.step_players`)
+and one batched agent (:mod:`agents.batched`), whose ``act`` returns B arm indices. Only the
+setting-up differs (:func:`single_members`, :func:`batch_members`); every round of every path
+-- :func:`linbandit_gym.run`, batched runs, sweeps, ``play_members`` -- goes through the same
+loop body, so their records agree column for column.
+
+Timing: the CPU clock (a system call, the loop's largest cost) and the wall clock are read
+once at each boundary of a round's calls -- after ``act``, after the env's step (with the
+round's records written), after ``update`` -- and the end of one round is the start of the
+next; only an agent whose state is read after the round (``memory_bytes``, ``sketch_size``)
+gets a fresh start, so that reading its state is not counted as its time. With B members, the
+times are the batch's and each member's record holds a 1/B share of them.
+
+Layer: the evaluation loop (above the envs, the agents and the registry; below the
+experiments and the command line).
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+
+from .registration import register_envs
+
+__all__ = ["RECORD_COLUMNS", "SEED_LIMIT", "TIMING_COLUMNS", "Members",
+           "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label",
+           "batch_members", "check_seeds", "env_shape", "make_env", "play", "records_frame", "single_members"]
+
+#: Seeds are ints in ``[0, SEED_LIMIT)``: what numpy's and torch's generators, the records'
+#: int64 ``seed`` column and a batch's int64 seed tensor all take.
+SEED_LIMIT = 2**63
+
+#: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
+#: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
+#: ``time_shared_by`` says how the times were measured: 1, alone; B, each time is a 1/B share of
+#: the time of a batch of B members advanced together.
+RECORD_COLUMNS = [
+    "agent",
+    "env",
+    "seed",
+    "t",
+    "action",
+    "reward",
+    "expected_reward",
+    "best_expected_reward",
+    "regret",
+    "cumulative_regret",
+    "agent_time",
+    "agent_wall_time",
+    "wall_time",
+    "memory_bytes",
+    "sketch_size",
+    "time_shared_by",
+]
+
+#: The columns that depend on how the rounds were timed; the rest of a run's records is the same
+#: whether it was played alone or in a batch.
+TIMING_COLUMNS = ["agent_time", "agent_wall_time", "wall_time", "time_shared_by"]
+
+
+def make_env(env: str | gym.Env | Callable[[], gym.Env], **env_kwargs: Any) -> gym.Env:
+    """An env from an id (``gym.make(id, **env_kwargs)``), an instance, or a factory."""
+    if isinstance(env, str):
+        register_envs()  # idempotent: the ids are there even if the registry was cleared
+        return gym.make(env, **env_kwargs)
+    if isinstance(env, gym.Env):
+        if env_kwargs:
+            raise ValueError("env_kwargs can only be given with an env id, not with an env instance")
+        return env
+    if callable(env):
+        return env(**env_kwargs)
+    raise TypeError(f"env must be an env id, a gymnasium.Env or a factory, got {type(env).__name__}")
+
+
+def env_shape(env_id: str, env_kwargs: dict[str, Any], seed: int) -> tuple[int, int]:
+    """``(K, d)`` of the arm sets of the env ``env_id`` with ``env_kwargs`` (built once, then closed)."""
+    instance = make_env(env_id, **env_kwargs)
+    try:
+        instance.reset(seed=seed)
+        n_arms, d = instance.observation_space.shape[-2:]
+    finally:
+        instance.close()
+    return int(n_arms), int(d)
+
+
+def check_seeds(seeds: int | Iterable[int], max_rounds: int | None = None) -> list[int]:
+    """``seeds`` as a list (an int ``n`` means seeds ``0..n-1``); checks ``max_rounds`` too."""
+    if isinstance(seeds, numbers.Integral):
+        if seeds < 1:
+            raise ValueError(f"seeds as an int is a count and must be >= 1, got {seeds}")
+        seeds = range(int(seeds))
+    seeds = list(seeds)
+    for seed in seeds:  # what numpy, torch, the int64 seed column and a batch's seed tensor all take
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < SEED_LIMIT:
+            raise ValueError(f"a seed is an int in [0, 2**63), got {seed!r}")
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds is empty: give at least one seed")
+    if max_rounds is not None and max_rounds < 1:
+        raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+    return seeds
+
+
+def agent_label(agent: Any, given: str | None) -> str:
+    """``given``, else the agent's ``name`` attribute, else its class name."""
+    if given is not None:
+        return given
+    name = getattr(agent, "name", None)
+    return name if isinstance(name, str) and name else type(agent).__name__
+
+
+# -- the env side of a vector of members ------------------------------------------------------
+
+#: The ``info`` keys every linbandit env reports on a step; other scalar keys become columns.
+STANDARD_INFO = frozenset({"expected_reward", "best_expected_reward", "regret", "best_arm"})
+_NAN = float("nan")
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (numbers.Number, np.bool_, bool, np.number, str))
+
+
+class OneEnv:
+    """A Gymnasium env as a vector of one member: any env following the linbandit contract,
+    wrapped or not, ours or a user's. ``info`` keys beyond the standard four with scalar values
+    (best-arm identification's ``recommendation``, ``correct``, ``n_pulls``) are kept by round
+    in :attr:`extras`."""
+
+    size = 1
+    scalar = True  # a round's values are scalars (a vector env's are arrays, even of one member)
+
+    def __init__(self, env: gym.Env):
+        self.env = env
+        self._step = env.step
+        horizon = getattr(env.unwrapped, "horizon", None)
+        self.horizon = int(horizon) if isinstance(horizon, numbers.Integral) and horizon > 0 else None
+        self.extras: dict[str, dict[int, Any]] = {}
+
+    def reset(self, seeds: Sequence[int]) -> Any:
+        obs, _ = self.env.reset(seed=seeds[0])
+        return obs
+
+    def step(self, action: Any, t: int) -> tuple:
+        """``(next obs, reward, expected reward, best expected reward, regret, action as recorded, ended)``."""
+        next_obs, reward, terminated, truncated, info = self._step(action)
+        if not info.keys() <= STANDARD_INFO:
+            for key, value in info.items():
+                if key not in STANDARD_INFO and _is_scalar(value):
+                    self.extras.setdefault(key, {})[t] = value
+        get = info.get
+        return (next_obs, float(reward), float(get("expected_reward", _NAN)), float(get("best_expected_reward", _NAN)),
+                float(get("regret", _NAN)), int(action), terminated or truncated)
+
+
+class VectorEnvMembers:
+    """The members of a native vector env (:class:`~linbandit_gym.vector.LinBanditVectorEnv`)
+    played by B players: player i plays env member ``members[i]``. Players that share a seed
+    share a member (its arm sets are drawn once and each player gets what its own env would
+    give it, see :meth:`~linbandit_gym.vector.LinBanditVectorEnv.step_players`)."""
+
+    scalar = False
+
+    def __init__(self, venv: Any, seeds: Sequence[int]):
+        self.venv = venv
+        self.extras: dict[str, dict[int, Any]] = {}  # the vector's info holds the standard keys only
+        self.size = len(seeds)
+        self.env_seeds = list(dict.fromkeys(seeds))  # one env member per distinct seed
+        self.members = np.array([self.env_seeds.index(s) for s in seeds], dtype=np.int64)
+        self.shared = len(self.env_seeds) < self.size  # else player i plays member i: no gather
+        self.horizon = int(venv.unwrapped.horizon)
+        self._step = venv.unwrapped.step_players
+
+    def reset(self, seeds: Sequence[int]) -> Any:
+        obs, _ = self.venv.reset(seed=self.env_seeds)
+        return obs[self.members] if self.shared else obs
+
+    def step(self, actions: Any, t: int) -> tuple:
+        """As :meth:`OneEnv.step`, each entry an array over the B players."""
+        obs, rewards, truncated, info = self._step(actions, self.members)
+        ended = bool(truncated.any())
+        if ended and not truncated.all():  # every member has the same horizon; nothing else ends an episode here
+            raise RuntimeError("members of the vector env ended at different rounds; use run(..., batched=False)")
+        return (obs[self.members] if self.shared else obs, rewards, info["expected_reward"],
+                info["best_expected_reward"], info["regret"], actions, ended)
+
+
+# -- a vector of (env member, agent member) pairs -----------------------------------------------
+
+def _sketch_size(agent: Any) -> float:
+    value = getattr(agent, "sketch_size", None)
+    return float(value) if isinstance(value, (numbers.Real, np.number)) else _NAN
+
+
+class Members:
+    """B (env member, agent member) pairs that play the same rounds, and what labels them.
+
+    ``envs`` is the env side (:class:`OneEnv` or :class:`VectorEnvMembers`); ``agent`` the
+    agent itself (B = 1) or one batched agent of B members; ``reset_agent(seeds)`` resets it;
+    ``memory()`` and ``sketch_size()`` read, after a round, what each member holds (``None``:
+    the agent does not say, recorded as 0 bytes and NaN).
+    """
+
+    def __init__(self, envs: OneEnv | VectorEnvMembers, agent: Any, *, seeds: Sequence[int],
+                 agent_names: Sequence[str], env_names: Sequence[str], reset_agent: Callable[[list[int]], None],
+                 memory: Callable[[], Any] | None, sketch_size: Callable[[], Any] | None):
+        if not (len(seeds) == len(agent_names) == len(env_names) == envs.size):
+            raise ValueError(f"{envs.size} members need {envs.size} seeds, agent names and env names, got "
+                             f"{len(seeds)}, {len(agent_names)} and {len(env_names)}")
+        self.envs, self.agent, self.size = envs, agent, envs.size
+        self.seeds = [int(s) for s in seeds]
+        self.agent_names, self.env_names = list(agent_names), list(env_names)
+        self.reset_agent, self.memory, self.sketch_size = reset_agent, memory, sketch_size
+
+
+def single_members(env: gym.Env, agent: Any, seed: int, agent_name: str, env_name: str) -> Members:
+    """The vector of one that a single run is: ``env`` and ``agent`` themselves, seeded ``seed``."""
+    reset = getattr(agent, "reset", None)
+    memory = getattr(agent, "memory_bytes", None)
+    return Members(
+        OneEnv(env), agent, seeds=[seed], agent_names=[agent_name], env_names=[env_name],
+        reset_agent=(lambda seeds: reset(seed=seeds[0])) if callable(reset) else (lambda seeds: None),
+        memory=memory if callable(memory) else None,
+        sketch_size=(lambda: _sketch_size(agent)) if hasattr(agent, "sketch_size") else None,
+    )
+
+
+def batch_members(venv: Any, agent: Any, seeds: Sequence[int], agent_names: Sequence[str],
+                  env_names: Sequence[str]) -> Members:
+    """B players of one batched ``agent`` (member i seeded ``seeds[i]``) on the native vector
+    env ``venv`` (one env member per distinct seed). ``memory_bytes`` is per member what the
+    single agent reports (the batch holds B times that, plus padding)."""
+
+    def sketch_size():
+        sizes = agent.sketch_size
+        return _NAN if sizes is None else sizes
+
+    return Members(VectorEnvMembers(venv, seeds), agent, seeds=seeds, agent_names=agent_names, env_names=env_names,
+                   reset_agent=lambda s: agent.reset(seed=list(s)), memory=agent.member_memory_bytes,
+                   sketch_size=sketch_size)
+
+
+# -- the records ---------------------------------------------------------------------------------
+
+class RoundRecords:
+    """Preallocated columns of the rounds of B members, filled in place by :func:`play`: per
+    round and member the action, reward, expected and best expected reward, regret, memory and
+    sketch size (``(capacity,)`` arrays for a single env, whose values are scalars, ``(capacity,
+    B)`` for the B members of a vector env, so that a round is one assignment either way), and
+    per round the batch's agent CPU, agent wall and round wall seconds."""
+
+    def __init__(self, members: Members, capacity: int):
+        self.members = members
+        self.rounds = 0
+        self._allocate(max(1, capacity))
+
+    def _allocate(self, capacity: int) -> None:
+        shape = (capacity,) if self.members.envs.scalar else (capacity, self.members.size)
+        self.action = np.zeros(shape, dtype=np.int64)
+        self.reward, self.expected, self.best, self.regret = (np.zeros(shape) for _ in range(4))
+        self.memory = np.zeros(shape, dtype=np.int64)
+        self.sketch = np.full(shape, np.nan)
+        self.agent_time, self.agent_wall_time, self.wall_time = (np.zeros(capacity) for _ in range(3))
+        self.capacity = capacity
+
+    def columns(self) -> tuple[np.ndarray, ...]:
+        """The column arrays, in the order of :data:`_BUFFERS`."""
+        return tuple(getattr(self, name) for name in _BUFFERS)
+
+    def grow(self) -> None:
+        """Twice the capacity, keeping what is written (an episode longer than expected)."""
+        old = self.columns()
+        self._allocate(2 * self.capacity)
+        for new, values in zip(self.columns(), old):
+            new[: len(values)] = values
+
+    def frame(self) -> pd.DataFrame:
+        """The records as :data:`RECORD_COLUMNS`: member by member, round by round, the times
+        cumulated (with B members, each member's share, 1/B, of the batch's: ``time_shared_by``)."""
+        T, B, members = self.rounds, self.members.size, self.members
+
+        def per_member(values: np.ndarray) -> np.ndarray:  # (T, B) -> member-major flat
+            return values[:T] if values.ndim == 1 else values[:T].T.reshape(-1)
+
+        def shared(values: np.ndarray) -> np.ndarray:
+            cumulative = np.cumsum(values[:T])
+            return np.tile(cumulative / B, B) if B > 1 else cumulative
+
+        columns = {
+            "agent": np.repeat(np.asarray(members.agent_names, dtype=object), T),
+            "env": np.repeat(np.asarray(members.env_names, dtype=object), T),
+            "seed": np.repeat(np.asarray(members.seeds, dtype=np.int64), T),
+            "t": np.tile(np.arange(1, T + 1, dtype=np.int64), B),
+            "action": per_member(self.action),
+            "reward": per_member(self.reward),
+            "expected_reward": per_member(self.expected),
+            "best_expected_reward": per_member(self.best),
+            "regret": per_member(self.regret),
+            "cumulative_regret": per_member(np.cumsum(self.regret[:T], axis=0)),
+            "agent_time": shared(self.agent_time),
+            "agent_wall_time": shared(self.agent_wall_time),
+            "wall_time": shared(self.wall_time),
+            "memory_bytes": per_member(self.memory),
+            "sketch_size": per_member(self.sketch),
+            "time_shared_by": np.full(T * B, B, dtype=np.int64),
+        }
+        return pd.DataFrame(columns)
+
+    def member_frames(self) -> list[pd.DataFrame]:
+        """:meth:`frame` cut into one frame per member (each a run's records)."""
+        frame, T = self.frame(), self.rounds
+        return [frame.iloc[i * T: (i + 1) * T].reset_index(drop=True) for i in range(self.members.size)]
+
+
+_BUFFERS = ("action", "reward", "expected", "best", "regret", "memory", "sketch", "agent_time", "agent_wall_time",
+            "wall_time")
+
+
+def records_frame(played: Iterable[RoundRecords]) -> pd.DataFrame:
+    """The records of runs played one after another (e.g. the seeds of an unbatched run), in
+    order, with the envs' extra ``info`` keys as further columns (missing rounds: NaN)."""
+    frames, extras, offset = [], {}, 0
+    for records in played:
+        frames.append(records.frame())
+        for key, values in records.members.envs.extras.items():
+            extras.setdefault(key, {}).update({offset + t: v for t, v in values.items()})
+        offset += records.rounds * records.members.size
+    frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    for key, values in extras.items():
+        frame[key] = pd.Series(values, index=list(values.keys())).reindex(range(offset))
+    return frame
+
+
+# -- the loop ----------------------------------------------------------------------------------
+
+def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], float] = time.thread_time,
+         bar: Any = None) -> RoundRecords:
+    """Play one episode of every member of ``members`` and return its records.
+
+    Each round: the agent acts on the members' arm sets, the env members step, the agent learns
+    from the round (``update(obs, actions, rewards)``, the same ``obs`` object ``act`` saw), and
+    row ``t`` of every column is written. The episode ends when the env ends it (for a vector,
+    every member at once), or after ``max_rounds``; the env's ``horizon``, where it has one,
+    sizes the columns. ``cpu`` is the clock of ``agent_time``
+    (:func:`linbandit_gym.threads.cpu_clock`); ``bar``, a tqdm bar, advances by B a round.
+    """
+    envs, agent, size = members.envs, members.agent, members.size
+    members.reset_agent(members.seeds)
+    obs = envs.reset(members.seeds)
+    known = [x for x in (envs.horizon, max_rounds) if x is not None]
+    records = RoundRecords(members, min(known) if known else 1024)
+    act, step, update, memory, sketch_size = agent.act, envs.step, agent.update, members.memory, members.sketch_size
+    wall = time.perf_counter
+    # The columns as locals (rebound when they grow): a round writes each once, in place.
+    (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col, agent_cpu_col,
+     agent_wall_col, round_wall_col) = records.columns()
+    reads_state = memory is not None or sketch_size is not None
+    t = 0
+    cpu_start, wall_start = cpu(), wall()
+    while True:
+        actions = act(obs)
+        cpu_acted, wall_acted = cpu(), wall()
+        next_obs, rewards, expected, best, regret, recorded, ended = step(actions, t)
+        action_col[t] = recorded
+        reward_col[t] = rewards
+        expected_col[t] = expected
+        best_col[t] = best
+        regret_col[t] = regret
+        if bar is not None:
+            bar.update(size)
+        wall_stepped, cpu_stepped = wall(), cpu()
+        update(obs, actions, rewards)
+        cpu_end, wall_end = cpu(), wall()
+        agent_cpu_col[t] = cpu_acted - cpu_start + cpu_end - cpu_stepped
+        agent_wall_col[t] = wall_acted - wall_start + wall_end - wall_stepped
+        round_wall_col[t] = wall_end - wall_start
+        if reads_state:
+            if memory is not None:
+                memory_col[t] = memory()
+            if sketch_size is not None:
+                sketch_col[t] = sketch_size()
+            cpu_end, wall_end = cpu(), wall()  # what the agent holds is not its time
+        t += 1
+        if ended or t == max_rounds:
+            break
+        obs = next_obs
+        cpu_start, wall_start = cpu_end, wall_end
+        if t == records.capacity:
+            records.grow()
+            (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col, agent_cpu_col,
+             agent_wall_col, round_wall_col) = records.columns()
+    records.rounds = t
+    return records

@@ -1,0 +1,120 @@
+"""The documentation site: it builds with warnings as errors, documents every public class,
+its examples run, and the files a package is expected to have are there and valid."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+import agents
+import agents.sketches
+import linbandit_gym.envs
+from doc_examples import DOCS, ROOT, code_blocks, doc_files, python_examples, run_example
+
+DOCS_EXAMPLES = [b for b in python_examples() if b.path != ROOT / "README.md"]
+
+
+def test_every_guide_page_has_a_runnable_example():
+    pages_with_examples = {b.path.name for b in DOCS_EXAMPLES if b.path.parent.name == "guide"}
+    guide_pages = {p.name for p in (DOCS / "guide").glob("*.md")}
+    # the Ray and command-line pages show shell commands and a cluster, not Python to run here
+    assert guide_pages - pages_with_examples <= {"ray.md", "cli.md"}, guide_pages - pages_with_examples
+
+
+@pytest.mark.parametrize("block", DOCS_EXAMPLES, ids=[b.where for b in DOCS_EXAMPLES])
+def test_docs_example_runs_alone(block, tmp_path):
+    run_example(block, tmp_path)
+
+
+def test_code_fences_are_closed_and_labelled():
+    for path in doc_files():
+        for block in code_blocks(path):  # raises on an unclosed fence
+            assert block.info, f"{block.where}: give the fence a language (python runs; bash, yaml, text do not)"
+
+
+# Public classes that must each have an API entry, by their public import path.
+def public_api() -> list[str]:
+    names = [f"agents.{n}" for n in agents.__all__ if isinstance(getattr(agents, n), type)]
+    names += [f"agents.sketches.{n}" for n in agents.sketches.__all__]
+    names += [f"linbandit_gym.envs.{n}" for n in linbandit_gym.envs.__all__]
+    return names + ["linbandit_gym.run"]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site, built as `make docs` builds it: mkdocs --strict (any warning fails)."""
+    out = tmp_path_factory.mktemp("site")
+    try:
+        import mkdocs  # noqa: F401
+    except ImportError:
+        pytest.fail("mkdocs is not installed: `make install` (the dev extra includes the docs extra)")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # no end-of-life banner in the output
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, "mkdocs build --strict failed:\n" + proc.stdout[-3000:] + proc.stderr[-6000:]
+    return out
+
+
+def test_docs_build_strict(site):
+    assert (site / "index.html").exists()
+    assert (site / "api" / "agents" / "soful.html").exists()
+
+
+def test_every_public_class_has_an_api_entry(site):
+    html = "\n".join(p.read_text(encoding="utf-8") for p in (site / "api").rglob("*.html"))
+    missing = [name for name in public_api() if f'id="{name}"' not in html]
+    assert not missing, f"no API entry for {missing}: add `::: <name>` to a page under docs/api/ and to mkdocs.yml"
+
+
+def test_api_pages_link_the_cross_references(site):
+    # docstring roles such as :class:`~agents.sketches.fd.FrequentDirections` became links or code
+    pages = {p: p.read_text(encoding="utf-8") for p in (site / "api").rglob("*.html")}
+    raw = [str(p.relative_to(site)) for p, html in pages.items() if re.search(r":(class|func|meth|mod|attr):`", html)]
+    assert not raw, f"Sphinx roles left as text in {raw}"
+    soful = pages[site / "api" / "agents" / "soful.html"]
+    assert re.search(r'<a class="autorefs autorefs-internal"[^>]*href="base\.html#agents\.LinUCB"', soful)
+    links = sum(len(re.findall(r'class="autorefs autorefs-internal"[^>]*href="[^"#]', html)) for html in pages.values())
+    assert links >= 20, f"only {links} links between API pages"
+
+
+INTERNAL_WORDS = re.compile(r"seed 00[0-4]|issue [0-9]+", re.I)
+
+
+def test_user_text_names_papers_by_author_not_by_internal_numbers():
+    files = doc_files() + sorted((ROOT / "linbandit_gym" / "configs").glob("*.yaml"))
+    files += [ROOT / "CHANGELOG.md", ROOT / "CITATION.cff", ROOT / "mkdocs.yml"]
+    hits = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in files
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if INTERNAL_WORDS.search(line)]
+    assert not hits, "cite papers by author and year (docs/references.md), not by internal numbers:\n" + "\n".join(hits)
+
+
+def test_references_page_defines_every_key_used():
+    references = (DOCS / "references.md").read_text(encoding="utf-8")
+    keys = set(re.findall(r"^\| *\*\*([^*]+)\*\* *\|", references, re.M))
+    assert {"Wen et al. (2025)", "Wen et al. (2024)", "Yang et al. (2025)", "Jamieson (2018)"} <= keys
+    text = "\n".join(p.read_text(encoding="utf-8") for p in doc_files())
+    used = set(re.findall(r"\b([A-Z][\w-]*(?: et al\.| & [A-Z][\w-]*)?) \((\d{4})\)", text))
+    unknown = sorted(f"{a} ({y})" for a, y in used if f"{a} ({y})" not in keys)
+    assert not unknown, f"cited but not defined on docs/references.md: {unknown}"
+
+
+def test_license_is_mit():
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License") and "The linbandit-gym developers" in text
+    assert "THE SOFTWARE IS PROVIDED \"AS IS\"" in text
+
+
+def test_citation_cff_is_valid_cff_1_2_0():
+    """CITATION.cff against the CFF 1.2.0 JSON schema (tests/data/cff-schema-1.2.0.json, copied from
+    the Citation File Format project, CC-BY-4.0)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    schema = json.loads((ROOT / "tests" / "data" / "cff-schema-1.2.0.json").read_text(encoding="utf-8"))
+    jsonschema.Draft7Validator(schema).validate(citation)
+    assert citation["cff-version"] == "1.2.0"
+    assert citation["version"] == linbandit_gym.__version__
+    assert citation["license"] == "MIT"

@@ -1,0 +1,110 @@
+"""The one evaluation loop (linbandit_gym.loop.play): what it writes, for a single env and agent
+(a vector of one) and for the members of a vector env and a batched agent."""
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import pytest
+from gymnasium import spaces
+
+import linbandit_gym
+from agents import OFUL, SOFUL, GAllocation
+from agents.batched import batched
+from linbandit_gym.loop import RECORD_COLUMNS, TIMING_COLUMNS, batch_members, play, records_frame, single_members
+
+SMALL = dict(d=6, n_arms=4, horizon=30)
+TIMING = TIMING_COLUMNS
+DTYPES = {"seed": "int64", "t": "int64", "action": "int64", "reward": "float64", "expected_reward": "float64",
+          "best_expected_reward": "float64", "regret": "float64", "cumulative_regret": "float64",
+          "agent_time": "float64", "agent_wall_time": "float64", "wall_time": "float64", "memory_bytes": "int64",
+          "sketch_size": "float64", "time_shared_by": "int64"}
+
+
+def _replay(env_kwargs: dict, agent, seed: int, actions) -> pd.DataFrame:
+    """The rounds of ``actions`` played bare on a fresh env, with what the agent holds after each."""
+    env = gym.make("LinBandit-Synthetic-v0", **env_kwargs)
+    obs, _ = env.reset(seed=seed)
+    agent.reset(seed=seed)
+    rows = []
+    for action in actions:
+        assert agent.act(obs) == action  # the agent chooses as it did in the loop
+        next_obs, reward, _, _, info = env.step(action)
+        agent.update(obs, action, reward)
+        rows.append({"reward": reward, "expected_reward": info["expected_reward"],
+                     "best_expected_reward": info["best_expected_reward"], "regret": info["regret"],
+                     "memory_bytes": agent.memory_bytes(), "sketch_size": float(agent.sketch_size)})
+        obs = next_obs
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.filterwarnings("ignore:.*holds.*bytes per agent")
+def test_the_records_are_what_the_env_and_agent_gave_round_by_round():
+    records = linbandit_gym.run("LinBandit-Synthetic-v0", SOFUL(sketch_size=3, beta=0.1), seeds=[7, 3],
+                                env_kwargs=SMALL, batched=False, progress=False)
+    assert list(records.columns) == RECORD_COLUMNS
+    assert {c: str(records[c].dtype) for c in DTYPES} == DTYPES
+    for seed, part in records.groupby("seed", sort=False):
+        part = part.reset_index(drop=True)
+        assert part["t"].tolist() == list(range(1, SMALL["horizon"] + 1))
+        bare = _replay(SMALL, SOFUL(sketch_size=3, beta=0.1), seed, part["action"].tolist())
+        pd.testing.assert_frame_equal(part[bare.columns], bare, check_exact=True, check_dtype=False)
+        assert part["cumulative_regret"].tolist() == np.cumsum(bare["regret"]).tolist()
+        for column in ("agent_time", "agent_wall_time", "wall_time"):  # cumulative seconds
+            assert (part[column].diff().dropna() >= 0).all() and part[column].iloc[0] >= 0
+        assert (part["wall_time"] >= part["agent_wall_time"]).all()
+        assert (part["time_shared_by"] == 1).all()  # measured alone
+    assert records["seed"].tolist() == [7] * 30 + [3] * 30
+
+
+def test_batch_members_play_as_the_single_members_do_record_for_record():
+    seeds = [5, 2, 5]  # players sharing a seed share an env member
+    agent = OFUL(beta=0.1)
+    venv = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, vectorization_mode="vector_entry_point", **SMALL)
+    together = play(batch_members(venv, batched(agent, 3), seeds, ["a", "b", "c"], ["e"] * 3)).member_frames()
+    assert all((frame["time_shared_by"] == 3).all() for frame in together)  # each time is a third of the batch's
+    env = gym.make("LinBandit-Synthetic-v0", **SMALL)
+    for frame, seed, name in zip(together, seeds, "abc"):
+        alone = play(single_members(env, agent, seed, name, "e")).frame()
+        pd.testing.assert_frame_equal(frame.drop(columns=TIMING), alone.drop(columns=TIMING), check_exact=True)
+
+
+class _UserEnv(gym.Env):
+    """A user's env without a horizon attribute: it ends its episodes itself after 1500 rounds."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (3, 2), np.float32)
+    action_space = spaces.Discrete(3)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.uniform(-1, 1, (3, 2)).astype(np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        obs = self.np_random.uniform(-1, 1, (3, 2)).astype(np.float32)
+        return obs, float(action), self.t == 1500, False, {"regret": 2.0 - action, "note": "x" if action == 2 else None}
+
+
+def test_columns_grow_for_an_episode_of_unknown_length_and_extra_info_keys_become_columns():
+    records = linbandit_gym.run(_UserEnv(), OFUL(beta=0.1), seeds=[0, 1], progress=False)
+    assert len(records) == 3000 and records["t"].max() == 1500  # past the first allocation of 1024 rounds
+    assert len(linbandit_gym.run(_UserEnv(), OFUL(beta=0.1), seeds=[0], max_rounds=7, progress=False)) == 7
+    assert records["cumulative_regret"].iloc[1499] == pytest.approx(records["regret"].iloc[:1500].sum())
+    assert records["expected_reward"].isna().all()  # the env does not report it
+    assert (records["note"].notna() == (records["action"] == 2)).all()  # a scalar info key; None is no scalar
+
+
+def test_best_arm_identification_keeps_its_info_columns_and_their_dtypes():
+    records = linbandit_gym.run("LinBandit-BAI-v0", GAllocation(), seeds=2, progress=False)
+    assert list(records.columns) == RECORD_COLUMNS + ["n_pulls", "recommendation", "correct"]
+    assert (str(records["n_pulls"].dtype), str(records["recommendation"].dtype), str(records["correct"].dtype)) == (
+        "int64", "float64", "object")
+    ends = records.groupby("seed")["t"].transform("max") == records["t"]
+    assert records.loc[ends, "correct"].notna().all() and records.loc[~ends, "correct"].isna().all()
+
+
+def test_records_frame_joins_runs_in_order():
+    env = gym.make("LinBandit-Synthetic-v0", **SMALL)
+    first, second = (play(single_members(env, OFUL(), s, "OFUL", "e"), max_rounds=4) for s in (1, 2))
+    frame = records_frame([first, second])
+    assert frame["seed"].tolist() == [1] * 4 + [2] * 4 and frame["t"].tolist() == [1, 2, 3, 4] * 2

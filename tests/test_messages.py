@@ -1,0 +1,326 @@
+"""Messages in the user's terms: agent and env arguments checked up front under the name typed,
+every problem of a config at the key where it was written, argument help, command output."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+import yaml
+
+import linbandit_gym.arguments as arguments_module
+import linbandit_gym.text as text_module
+from linbandit_gym.cli import main
+from linbandit_gym.experiments.config import ConfigError, parse_config
+from linbandit_gym.registry import lookup_agent
+
+SYNTH = "LinBandit-Synthetic-v0"
+TINY = ["--env", SYNTH, "--env-arg", "d=4", "--env-arg", "n_arms=3", "--horizon", "5", "--no-progress"]
+ENVS = [{"id": SYNTH, "args": {"d": 6, "n_arms": 4, "horizon": 10}}]
+
+
+@pytest.mark.parametrize("module", [arguments_module, text_module])
+def test_doctests(module):
+    assert doctest.testmod(module).failed == 0
+
+
+# -- agent arguments on the command line ---------------------------------------------------
+
+def test_unknown_agent_argument_is_named_under_the_agent_typed_with_a_suggestion(capsys):
+    assert main(["run", *TINY, "--agent", "SOFUL", "--agent-arg", "sketchsize=10"]) == 2
+    err = capsys.readouterr().err
+    assert "SOFUL has no argument 'sketchsize' (did you mean 'sketch_size'?)" in err
+    assert "valid arguments: lam=1.0, beta=1.0, sketch_size=50" in err
+    assert "__init__()" not in err and "unexpected keyword argument" not in err
+
+
+def test_oful_arguments_are_not_named_after_its_base_class(capsys):
+    assert main(["run", *TINY, "--agent", "OFUL", "--agent-arg", "lambda=1"]) == 2
+    err = capsys.readouterr().err
+    assert "OFUL has no argument 'lambda' (did you mean 'lam'?)" in err
+    assert "LinUCB" not in err and "__init__()" not in err
+
+
+def test_a_lower_case_agent_name_is_reported_under_the_registered_spelling(capsys):
+    assert main(["run", *TINY, "--agent", "dbslinucb-fd", "--agent-arg", "lO=10"]) == 2
+    err = capsys.readouterr().err
+    assert "DBSLinUCB-FD has no argument 'lO' (did you mean 'l0'?)" in err and "DBSLinUCBFD" not in err
+
+
+def test_env_and_agent_argument_problems_are_reported_together(capsys):
+    assert main(["run", *TINY, "--env-arg", "dim=3", "--agent", "OFUL", "--agent-arg", "bta=0.1",
+                 "--agent-arg", "lam=x"]) == 2
+    err = capsys.readouterr().err
+    assert "LinBandit-Synthetic-v0 has no argument 'dim' (did you mean 'd'?)" in err
+    assert "OFUL has no argument 'bta' (did you mean 'beta'?)" in err
+    assert "OFUL argument lam='x': expected float, got str" in err
+
+
+def test_agent_value_checks_run_before_the_env_is_built(capsys):
+    assert main(["run", *TINY, "--agent", "SOFUL", "--agent-arg", "sketch_size=0"]) == 2
+    assert "SOFUL: sketch_size must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_build_refuses_an_unknown_name_in_the_users_terms():
+    with pytest.raises(ValueError) as info:
+        lookup_agent("soful").build({"sketchsize": 10})
+    assert str(info.value).startswith("SOFUL has no argument 'sketchsize' (did you mean 'sketch_size'?)")
+
+
+# -- config arguments: where they were written, every one ----------------------------------
+
+def _problems(config: dict) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse_config(config)
+    return info.value.problems
+
+
+def test_a_grid_key_is_reported_at_the_grid_not_at_args():
+    problems = _problems({"envs": ENVS, "agents": [
+        {"name": "OFUL"}, {"name": "SOFUL", "args": {"lam": 1.0}, "grid": {"sketch_sise": [5, 10]}}]})
+    assert problems == [problems[0]] and problems[0].startswith(
+        "agents[1].grid.sketch_sise: SOFUL has no argument 'sketch_sise' (did you mean 'sketch_size'?); "
+        "valid arguments: lam=1.0")
+    assert not problems[0].startswith("agents[1].args") and "__init__()" not in problems[0]
+
+
+def test_args_keys_list_grid_points_and_tuned_overrides_are_each_located():
+    problems = _problems({"envs": ENVS, "agents": [
+        {"name": "SOFUL", "args": {"sketch_sise": 5}},
+        {"name": "SOFUL", "grid": [{"sketch_size": 0}, {"sketch_size": "x"}]},
+        {"name": "CBSCFD", "label": "C", "args": {"sketch_size": 3}},
+    ], "tuned": {"*": {"C": {"betta": 0.1}}}})
+    assert any(p.startswith("agents[0].args.sketch_sise: SOFUL has no argument 'sketch_sise'") for p in problems)
+    assert "agents[1].grid[0].sketch_size: SOFUL: sketch_size must be >= 1, got 0" in problems
+    assert "agents[1].grid[1].sketch_size: SOFUL argument sketch_size='x': expected int, got str" in problems
+    assert any(p.startswith("tuned.*.C.betta: CBSCFD has no argument 'betta' (did you mean 'beta'?)")
+               for p in problems)
+    assert len(problems) == 4
+
+
+def test_a_config_reports_every_problem_not_the_first():
+    config = {"seeds": 0, "bogus": 1, "envs": [{"id": SYNTH, "args": {"dim": 3}}], "agents": [
+        {"name": "OFUL", "args": {"lambda": 1}}, {"name": "NoSuchAgent"}, {"name": "DBSLinUCB", "args": {"eps": -1}}],
+        "plots": [{"kind": "pie"}]}
+    with pytest.raises(ConfigError) as info:
+        parse_config(config)
+    text = str(info.value)
+    assert text.startswith("7 problems in the config:\n")
+    for where in ("config: unknown key 'bogus'", "seeds:", "envs[0].args.dim: LinBandit-Synthetic-v0 has no "
+                  "argument 'dim' (did you mean 'd'?)", "agents[0].args.lambda: OFUL has no argument 'lambda' "
+                  "(did you mean 'lam'?)", "agents[1].name: unknown agent 'NoSuchAgent'",
+                  "agents[2].args.eps: DBSLinUCB: eps", "plots[0].kind"):
+        assert f"\n  {where}" in text, where
+    assert len(info.value.problems) == 7
+
+
+def test_env_grid_problems_are_located_at_the_grid(tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"envs": [{"id": SYNTH, "args": {"d": 5}, "grid": {"n_arm": [3, 4]}}],
+                                      "agents": [{"name": "OFUL"}]}))
+    assert main(["sweep", str(config), "--dry-run", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "envs[0].grid.n_arm: LinBandit-Synthetic-v0 has no argument 'n_arm' (did you mean 'n_arms'?)" in err
+    assert err.count("n_arm'") == 1  # once, not once per grid point
+
+
+# -- describe: every argument, its type, default and meaning ------------------------------
+
+def _rows(text: str) -> dict[str, str]:
+    """``{argument: its row}`` of a ``describe`` table (continuation lines joined)."""
+    lines = text.split("arguments:\n", 1)[1].splitlines()[1:]
+    rows: dict[str, str] = {}
+    last = None
+    for line in lines:
+        if line.startswith("  ") and line[2] != " ":
+            last = line.split()[0]
+            rows[last] = line.strip()
+        elif last:
+            rows[last] += " " + line.strip()
+    return rows
+
+
+@pytest.mark.parametrize("name", ["SOFUL", "OFUL", "DBSLinUCB-FD", "GAllocation", SYNTH, "LinBandit-MNIST-v0",
+                                  "LinBandit-Digits-v0", "LinBandit-BAI-v0"])
+def test_describe_lists_what_the_checks_accept_with_type_default_and_meaning(name, capsys):
+    from linbandit_gym.registration import ENV_IDS
+    from linbandit_gym.specs import env_arguments
+
+    assert main(["describe", name]) == 0
+    out = capsys.readouterr().out
+    accepted = env_arguments(name) if name in ENV_IDS else lookup_agent(name).arguments()
+    rows = _rows(out)
+    assert list(rows) == [a.name for a in accepted]  # the same signature the checks read
+    for argument in accepted:
+        row = rows[argument.name]
+        assert argument.type_text in row and argument.default_text in row
+        assert argument.meaning and argument.summary() in " ".join(row.split())  # documented, from the docstring
+    assert "(not documented)" not in out
+
+
+def test_describe_reads_the_docstrings_meanings():
+    from linbandit_gym.registry import describe
+
+    soful = _rows(describe("soful"))  # case ignored
+    assert soful["sketch_size"].split() == ["sketch_size", "int", "50", "FD", "sketch", "size", "l", ">=", "1"]
+    assert "ridge lambda > 0" in soful["lam"]
+    assert "dimension of the arms" in soful["d"]  # "d, device, dtype, seed: see TorchAgent" is followed
+    mnist = _rows(describe("linbandit-mnist-v0"))
+    assert " ".join(mnist["dataset"].split()).startswith(
+        "dataset str | tuple[Any, Any] 'mnist' a name of envs_data.DATASETS, or a tuple (X, y)")
+    assert "rounds per episode" in mnist["horizon"]
+
+
+def test_describe_of_an_undocumented_user_class_says_so(tmp_path, monkeypatch):
+    (tmp_path / "myagents.py").write_text(
+        "class Greedy:\n"
+        "    '''Plays the best mean.\n\n    Args:\n        eps: exploration rate.\n    '''\n"
+        "    def __init__(self, eps: float = 0.1, width: int = 3):\n        pass\n"
+        "    def reset(self, seed=None): pass\n"  # an agent: module:Class names resolve to agents only
+        "    def act(self, obs): return 0\n"
+        "    def update(self, obs, action, reward): pass\n")
+    monkeypatch.chdir(tmp_path)
+    from linbandit_gym.registry import describe
+
+    rows = _rows(describe("myagents:Greedy"))
+    assert rows["eps"].split() == ["eps", "float", "0.1", "exploration", "rate"]
+    assert rows["width"].split() == ["width", "int", "3", "(not", "documented)"]
+
+
+def test_describe_an_unknown_name_suggests_the_closest(capsys):
+    assert main(["describe", "SOFLU"]) == 2
+    assert "did you mean 'SOFUL'?" in capsys.readouterr().err
+    assert main(["describe", "LinBandit-Mnist"]) == 2
+    assert "did you mean 'LinBandit-MNIST-v0'?" in capsys.readouterr().err
+    assert main(["describe", "linbandit_mnist_v0"]) == 0  # case and separators ignored
+
+
+def test_docstring_sections_and_tables_are_parsed():
+    from linbandit_gym.arguments import documented_arguments
+
+    class Documented:
+        """Summary.
+
+        ## Arguments
+        | argument | default | meaning |
+        |---|---|---|
+        | ``a`` | 1 | the first |
+
+        Args:
+            b, c (R): shared text that
+                goes on.
+            **kwargs: forwarded.
+
+        Example: not an argument.
+        """
+
+    assert documented_arguments(Documented) == {"a": "the first", "b": "shared text that goes on.",
+                                                "c": "shared text that goes on.", "kwargs": "forwarded."}
+
+
+def test_list_points_at_describe(capsys):
+    assert main(["list"]) == 0
+    assert "linbandit describe NAME" in capsys.readouterr().out
+
+
+# -- command output ------------------------------------------------------------------------
+
+class FirstArm:
+    """An agent of a user's, without ``memory_bytes``."""
+
+    def reset(self, seed=None):
+        pass
+
+    def act(self, obs):
+        return 0
+
+    def update(self, obs, action, reward):
+        pass
+
+
+def test_one_seed_has_no_spread_and_unreported_memory_says_so(tmp_path, capsys):
+    assert main(["run", *TINY, "--agent", f"{__name__}:FirstArm", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "± 0.00" not in out and "0 B" not in out
+    assert "not reported" in out
+    summary_md = (tmp_path / "summary.md").read_text()
+    assert "± 0.0" not in summary_md and "not reported" in summary_md
+
+
+def test_several_seeds_show_the_spread(capsys):
+    assert main(["run", *TINY, "--agent", "OFUL", "--seeds", "2"]) == 0
+    assert " ± " in capsys.readouterr().out
+
+
+def test_progress_lines_say_what_their_seconds_are(tmp_path, capsys):
+    import re
+
+    from linbandit_gym.cli import run_experiment
+
+    lines: list[str] = []
+    run_experiment(SYNTH, [("OFUL", lookup_agent("OFUL").build({}))], seeds=1, horizon=5,
+                   env_kwargs={"d": 4, "n_arms": 3}, log=lines.append, progress=False)
+    assert re.search(r"; 1 seed played in \d+\.\d s$", lines[0]), lines
+    assert "± 0.00" not in lines[0]
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"seeds": 1, "envs": ENVS, "agents": [{"name": "OFUL"}]}))
+    assert main(["sweep", str(config), "--out", str(tmp_path / "o"), "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    progress = [line for line in out.splitlines() if line.startswith("[1/1]")]
+    assert progress and re.search(r"\(\d+ s since the sweep started\)$", progress[0]), out
+    assert not re.search(r"\(\d+ s\)$", out, re.MULTILINE)
+    assert "worker(s)" not in out and "thread(s)" not in out and "1 worker, 1 thread per run" in out
+
+
+def test_batches_are_counted_in_words():
+    from linbandit_gym.experiments.sweep import batch_wording
+
+    assert batch_wording([2, 2]) == "4 runs in 2 batches of 2 members"
+    assert batch_wording([5]) == "5 runs in 1 batch of 5 members"
+    assert batch_wording([2, 6, 4]) == "12 runs in 3 batches of 2 to 6 members"
+    assert "batch(es)" not in batch_wording([2, 2]) and "2-2" not in batch_wording([2, 2])
+
+
+# -- warnings: at the user's line, once per cause, and none unexpected in the test run ---------
+
+def test_a_warning_points_at_the_users_line_through_gym_make_and_is_said_once():
+    import warnings
+
+    import gymnasium as gym
+
+    from linbandit_gym.envs import LinBanditWarning
+
+    env = gym.make(SYNTH, d=3, n_arms=4)  # render() goes through Gymnasium's wrappers first
+    env.reset(seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # Python's own: once per (message, category, place)
+        for _ in range(5):
+            env.render()
+    assert [w.category for w in caught] == [LinBanditWarning]
+    assert caught[0].filename == __file__, caught[0].filename
+    env.close()
+
+
+def test_an_unexpected_project_warning_fails_the_test_run(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "test_unexpected.py").write_text(
+        "import warnings\n"
+        "import linbandit_gym\n"
+        "from linbandit_gym.envs import SyntheticLinBanditEnv\n\n"
+        "def test_render_without_a_mode():\n"
+        "    SyntheticLinBanditEnv(d=3, n_arms=4).render()\n\n"
+        "def test_a_library_line_that_warns(monkeypatch):\n"
+        "    import linbandit_gym.text as text\n"
+        "    exec(compile('warnings.warn(\"from the library\")', text.__file__, 'exec'),\n"
+        "         {'warnings': warnings, '__name__': 'linbandit_gym.text'})\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c",
+                           str(root / "pyproject.toml"), "--rootdir", str(root), str(tmp_path)],
+                          capture_output=True, text=True, cwd=root)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "2 failed" in proc.stdout, proc.stdout[-2000:]
+    assert "LinBanditWarning: render() was called with render_mode=None" in proc.stdout
+    assert "UserWarning: from the library" in proc.stdout

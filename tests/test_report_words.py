@@ -1,0 +1,186 @@
+"""Reports and figures a reader understands: what was run, what the metrics mean, who wins at
+each cost, captions in words; figures that scale to a paper's grid (the shipped mnist config's
+49 configurations), share their regret axis where panels are compared and name every line.
+Checked on the matplotlib objects, not on pixels."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from linbandit_gym import plots as P
+from linbandit_gym.experiments.config import parse_config
+from linbandit_gym.experiments.figures import make_plots, read_captions
+from linbandit_gym.experiments.report import winners_in_words, write_report
+from linbandit_gym.experiments.sweep import sweep
+
+SYNTH = "LinBandit-Synthetic-v0"
+
+
+def mnist_rows(seed: int = 0) -> pd.DataFrame:
+    """One synthetic summary row per configuration of the shipped ``mnist`` config (its 49 labels,
+    families and arguments), costs and regret made up: what its Pareto figure draws."""
+    config = parse_config(Path(str(resources.files("linbandit_gym") / "configs" / "mnist.yaml")), validate_args=False)
+    rows: dict[str, dict] = {}
+    for spec in config.runs:
+        args = spec.config["agent"]["args"]
+        rows.setdefault(spec.agent_label, {"env": spec.env_label, "agent": spec.agent_label, "family": spec.family,
+                                           **{f"arg.{k}": v for k, v in args.items() if isinstance(v, (int, float))}})
+    table = pd.DataFrame(list(rows.values()))
+    rng = np.random.default_rng(seed)
+    size = table["arg.sketch_size"].fillna(4 * table["arg.l0"]).fillna(784.0)
+    table["time_s"] = 0.1 + size / 300 * rng.uniform(0.8, 1.2, len(table))
+    table["peak_memory_kib"] = 20 + 6.1 * size
+    table["final_regret_mean"] = 30 + 2000 / (size + 20) * rng.uniform(0.8, 1.2, len(table))
+    return table
+
+
+def _inside(box, outer, slack: float = 1.0) -> bool:
+    return (box.x0 >= outer.x0 - slack and box.x1 <= outer.x1 + slack and box.y0 >= outer.y0 - slack
+            and box.y1 <= outer.y1 + slack)
+
+
+# -- the Pareto figure of the mnist config: 49 configurations ------------------------------
+
+@pytest.mark.parametrize("cost", ["time_s", "peak_memory_kib"])
+def test_the_mnist_pareto_figure_names_every_family_inside_the_figure(cost):
+    table = mnist_rows()
+    assert len(table) == 49
+    fig = P.plot_pareto(table, cost, title="mnist: regret vs cost\nLinBandit-MNIST-v0: T=2000, 20 seeds")
+    try:
+        P.lay_out(fig)  # as save_figure does
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        legend = fig.legends[0]
+        texts = [t.get_text() for t in legend.get_texts()]
+        # one entry per family, its varied argument and range named; one for the front lines
+        assert texts == ["OFUL", "SOFUL (marker size: l = 10 to 600)", "CBSCFD (marker size: l = 10 to 600)",
+                         "DBSLinUCB-FD (marker size: eps = 2 to 25)", "DBSLinUCB-RFD (marker size: eps = 2 to 25)",
+                         P.FRONT_LINE_LABEL]
+        assert _inside(legend.get_window_extent(renderer), fig.bbox)  # nothing runs off the figure
+        assert all(t.get_fontsize() >= 8 for t in legend.get_texts())
+        ax = fig.axes[0]
+        assert _inside(ax.get_window_extent(renderer), fig.bbox)
+        assert not legend.get_window_extent(renderer).overlaps(ax.get_tightbbox(renderer))
+        # marker size follows the varied argument: SOFUL l=600 is drawn larger than SOFUL l=10
+        soful = next(c for c in ax.collections if len(c.get_offsets()) == 13)
+        sizes = dict(zip(table.loc[table["family"] == "SOFUL", "arg.sketch_size"], soful.get_sizes()))
+        assert sizes[600] > sizes[272] > sizes[10]
+        # the front's points are named next to them, inside the axes, none over another
+        notes = [t for t in ax.texts if t.get_visible()]
+        assert notes and all(_inside(t.get_window_extent(renderer), ax.bbox) for t in notes)
+        assert {t.get_text() for t in notes} <= {a.split(" ", 1)[1] for a in table["agent"] if " " in a}
+        boxes = [t.get_window_extent(renderer) for t in notes]
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    finally:
+        P.plt.close(fig)
+
+
+def test_every_stepped_front_line_is_drawn_in_the_legend():
+    fig = P.plot_pareto(mnist_rows(1), "time_s")
+    try:
+        steps = [line for line in fig.axes[0].get_lines() if line.get_drawstyle() == "steps-post"]
+        assert len(steps) == 4  # the four families of several configurations (not OFUL)
+        handles = fig.legends[0].legend_handles
+        family_lines = [h for h in handles[:-1] if h.get_linestyle() == "-"]
+        assert {h.get_color() for h in family_lines} == {line.get_color() for line in steps}
+        assert handles[-1].get_drawstyle() == "steps-post"
+    finally:
+        P.plt.close(fig)
+
+
+def test_fronts_panels_share_their_regret_axis_and_one_legend():
+    tables = {}
+    for i, d in enumerate((300, 1000, 3000)):
+        table = mnist_rows(i)
+        table["final_regret_mean"] = 3.8 + 0.3 * (table["final_regret_mean"] - 30) / 70 if i == 0 else \
+            table["final_regret_mean"] * (1 + i)
+        tables[f"d={d}"] = table
+    fig = P.plot_fronts(tables, titles={k: k for k in tables}, title="fronts\nLinBandit-HeavyTail-v0: K=100")
+    try:
+        P.lay_out(fig)
+        fig.canvas.draw()
+        limits = {ax.get_ylim() for ax in fig.axes}
+        assert len(limits) == 1  # a 3.8-4.1 panel is drawn on the 0-200 scale of its neighbours
+        low, high = limits.pop()
+        assert low <= 3.8 and high >= max(t["final_regret_mean"].max() for t in tables.values())
+        assert len(fig.legends) == 1 and _inside(fig.legends[0].get_window_extent(), fig.bbox)
+        assert [ax.get_title() for ax in fig.axes[:3]] == list(tables)
+    finally:
+        P.plt.close(fig)
+
+
+def test_many_regret_curves_get_a_legend_below_inside_the_figure():
+    t = np.arange(1, 51)
+    records = pd.concat([pd.DataFrame({"agent": f"SOFUL l={l}", "env": SYNTH, "seed": 0, "t": t,
+                                       "cumulative_regret": np.sqrt(t) * (1 + l / 100)}) for l in range(10, 260, 10)])
+    fig = P.plot_cumulative_regret(records)
+    try:
+        fig.canvas.draw()
+        legend = fig.legends[0]
+        assert len(legend.get_texts()) == 25 and _inside(legend.get_window_extent(), fig.bbox)
+        assert not fig.axes[0].get_legend()
+        assert fig.axes[0].get_title() == f"{SYNTH}: T = 50, 1 seed"
+    finally:
+        P.plt.close(fig)
+
+
+# -- the report of a sweep ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def one_seed_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    config = {"name": "words", "seeds": 1, "description": "Two agents on a small synthetic env.",
+              "envs": [{"id": SYNTH, "args": {"d": 20, "n_arms": 4, "horizon": 40}, "label": "small"}],
+              "agents": [{"name": "OFUL", "args": {"beta": 0.1}},
+                         {"name": "SOFUL", "args": {"beta": 0.1}, "grid": {"sketch_size": [2, 4]},
+                          "label": "SOFUL l={sketch_size}"}],
+              "plots": [{"kind": "regret", "name": "fig1a_regret"}, {"kind": "pareto", "name": "fig3cd"}]}
+    assert sweep(config, out, log=None).ok
+    return out
+
+
+def test_the_report_says_what_was_run_what_the_metrics_mean_and_who_wins(one_seed_dir):
+    md = write_report(one_seed_dir, fmt="md").read_text(encoding="utf-8")
+    head = md.split("## Summary")[0]
+    assert "Two agents on a small synthetic env." in head
+    assert ("3 agent configurations of 2 families (OFUL, SOFUL) on 1 env: small (LinBandit-Synthetic-v0: d=20, "
+            "horizon=40, n_arms=4); 1 seed each, 3 finished runs of 40 rounds.") in head
+    for metric in ("final regret", "ms/round", "peak memory"):
+        line = next(line for line in head.splitlines() if line.startswith(f"- **{metric}**"))
+        assert "Lower is better" in line
+    wins = head.split("## Who wins")[1]
+    assert "Lowest final regret:" in wins and "Least regret for the CPU time spent" in wins
+    assert "Least regret for the memory spent" in wins
+    assert "± 0.0" not in md  # one seed: no spread to show
+
+
+def test_figure_captions_are_words_not_file_names(one_seed_dir):
+    page = write_report(one_seed_dir, replot=False).read_text(encoding="utf-8")
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", page)
+    assert len(captions) == 3 and not any(re.search(r"fig\d|_", c) for c in captions)
+    assert any(c.startswith("Cumulative regret against the round t on small") for c in captions)
+    assert any("Pareto front" in c and "Lower and further left is better" in c for c in captions)
+    assert set(read_captions(one_seed_dir)) == {"fig1a_regret", "fig3cd_time", "fig3cd_memory"}
+
+
+def test_the_winner_at_each_cost_is_the_cost_ordered_front():
+    table = pd.DataFrame({"env": "e", "agent": ["cheap", "dominated", "middle", "exact"], "family": "f",
+                          "seeds": 2, "final_regret_mean": [50.0, 60.0, 30.0, 20.0], "final_regret_std": 1.0,
+                          "ms_per_round": [0.1, 0.5, 0.4, 2.0], "peak_memory_kib": [1.0, 2.0, 3.0, 4.0]})
+    lines = winners_in_words(table)["e"]
+    assert lines[0] == "Lowest final regret: exact (20.0 ± 1.0)."
+    assert lines[1].endswith("from 0.1 ms/round: cheap, regret 50.0; from 0.4 ms/round: middle, regret 30.0; "
+                             "from 2 ms/round: exact, regret 20.0.")
+    assert "dominated" not in lines[1]
+
+
+def test_make_plots_titles_name_the_env_id(one_seed_dir):
+    make_plots(one_seed_dir, formats=("png",))
+    captions = read_captions(one_seed_dir)
+    assert all(SYNTH in c["caption"] for c in captions.values())
