@@ -133,6 +133,8 @@ def as_float_array(obs: Any, dtype: torch.dtype, what: str, own: bool = False) -
     if isinstance(obs, torch.Tensor):
         if obs.requires_grad:
             obs = obs.detach()
+        if obs.dtype == dtype and obs.device == _CPU:
+            return obs.numpy()  # what .to() would give, without its call
         if obs.is_complex():
             raise ValueError(_complex_message(what))
         return obs.to(device=_CPU, dtype=dtype).numpy()

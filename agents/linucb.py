@@ -281,7 +281,7 @@ class LinUCB(TorchAgent):
         terms = est.score_terms(arms)
         r = self._radius()
         width = xp.sqrt(terms.quad)  # quad >= the estimators' valid floor >= 0
-        width = width * (xp.asarray(r, est.cdtype)[:, None] if np.ndim(r) else r)
+        width = width * r if isinstance(r, float) else width * xp.asarray(r, est.cdtype)[:, None]
         ucb = terms.mean + width  # x^T theta_hat + beta ||x||_{A_hat^-1} (Wen et al. (2025), eq. 2)
         if not xp.all_finite(ucb):
             self._scored = None

@@ -144,7 +144,8 @@ class Backend:
         return x[..., ::-1] if self.is_numpy else x.flip(-1)
 
     def any(self, x) -> bool:
-        return bool(x.any())
+        """Whether some entry of ``x`` is nonzero (True)."""
+        return np.count_nonzero(x) > 0 if self.is_numpy else bool(x.any())
 
     def all_finite(self, x) -> bool:
         """Whether every entry of ``x`` is finite, from its sum (one pass: an inf or NaN entry makes
@@ -219,7 +220,7 @@ class Backend:
         ``baddbmm`` on torch."""
         if self.is_numpy:
             ger = _GER[A.dtype]
-            for i, a in enumerate(np.asarray(alpha, dtype=np.float64).reshape(-1).tolist()):
+            for i, a in enumerate(alpha.tolist()):
                 At = A[i].T  # A is symmetric: updating A^T (Fortran-ordered) in place is updating A
                 if ger(a, x[i], x[i], a=At, overwrite_a=1) is not At:  # pragma: no cover (a wrapper that copied)
                     raise RuntimeError("BLAS ger did not update in place")

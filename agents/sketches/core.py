@@ -414,7 +414,7 @@ class SketchCore:
         quad += xp.vecdot(PH, P)
         # the rounding of the residual against rel of the width: (2 sqrt(R d) eps / rel) ||x||^2 / c > quad
         cancels = sq * ((2.0 * math.sqrt(Rw * self.d) * self.eps_w / rel) * self.inv_c) > quad
-        if cancels.any():
+        if xp.any(cancels):
             if self.Rmax >= self.d:
                 cancels &= xp.cast_like(self.R < self.d, quad)[:, None] > 0
             E = arms - xp.astype(P, self.dtype) @ self.V[:, :Rw]
@@ -470,7 +470,7 @@ class SketchCore:
         new = ratio > 64.0 * (Rw + 1) * self.d * self.eps_w ** 2
         if Rw >= self.basis_cap - 1:
             new &= self.R < self.basis_cap
-        if new.all():
+        if np.count_nonzero(new) == new.size:
             nu = xp.sqrt(nu2)
             return Expansion(p, nu, e / xp.astype(nu, self.dtype)[:, None], new, xx)
         w = xp.cast_like(new, nu2)

@@ -134,7 +134,7 @@ import torch
 
 from .._validate import per_member
 from .base import CovarianceEstimator, ScoreTerms
-from .core import SketchCore, fd_shrink
+from .core import SketchCore, _same, fd_shrink
 from .exact import ExactCovariance
 from .fd import _listed
 
@@ -301,6 +301,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.n_frozen = ints()
         self.frozen_shrink, self.alpha_in, self.frozen_ls = floats(), floats(), floats()  # sums over frozen blocks
         self.exact = np.zeros(B, dtype=np.bool_)
+        self._n_exact = 0  # members exact (count of ``exact``)
         self._n_exact_rows = ints()
         self._frob = floats()  # the rows' Frobenius mass (beyond the trace once _shared_trace)
         self._shared_trace = False  # every member exact and the trace the exact estimator's (step)
@@ -496,18 +497,23 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._frob += xx_h
         self.trace += xx_h
         rr = r if isinstance(r, float) else np.asarray(r, dtype=np.float64)
-        was_exact = self.exact.copy()
-        sketched = ~was_exact
+        n_exact = self._n_exact  # members already exact (host int: most rounds have none)
+        was_exact = self.exact.copy() if n_exact else None
         p = None
-        if fresh and terms.parts is not None and terms.parts.sketched is not None:
-            p = self._pick(terms.parts.sketched.proj, actions)
+        if fresh:  # the sketched members' terms: the whole terms while no member is exact
+            sk = terms.parts.sketched if terms.parts is not None else terms
+            p = None if sk is None else self._pick(sk.proj, actions)
         ex = None
-        insert = sketched & (self.act_mass + xx_h < self.threshold)  # Alg. 1 line 7 keeps x: the common round
-        need = sketched & ~insert
+        insert = self.act_mass + xx_h < self.threshold  # Alg. 1 line 7 keeps x: the common round
+        if n_exact:
+            insert &= ~was_exact
+            need = ~(insert | was_exact)
+        else:
+            need = ~insert
         if np.count_nonzero(need):
             close = need & self.sentinel & (self.act_rows > 0) & (self.act_rows < self.l_act)  # App. B.1's sentinel
             look = need & ~close
-            if look.any():
+            if np.count_nonzero(look):
                 ex = self.core.expand(X, xx, xx_h, p)
                 close[look] = self._shrinkage_if_added(np.flatnonzero(look), ex, xx_h) > 0.0
             switch = np.zeros(self.batch_size, dtype=bool)
@@ -515,44 +521,58 @@ class DyadicBlockSketch(CovarianceEstimator):
             if closing.size:
                 switch[self._close_active(closing, xx_h)] = True
             insert = insert | (need & ~switch)
-        if np.count_nonzero(insert):
+        n_insert = np.count_nonzero(insert)
+        if n_insert:
             if ex is None:
                 ex = self.core.expand(X, xx, xx_h, p)
-            self._insert_active(insert, ex, rr, xx_h)
-        exact_rows = np.flatnonzero(self.exact)
-        if exact_rows.size:
+            self._insert_active(None if n_insert == self.batch_size else insert, ex, rr, xx_h)
+        if self._n_exact:
+            exact_rows = np.flatnonzero(self.exact)
             sub_terms = terms.parts.exact if fresh and terms.parts is not None else None
             if sub_terms is not None and not np.array_equal(terms.parts.exact_members, exact_rows):
                 sub_terms = None  # a member switched this round: its row is folded in afresh
             self._exact_step(exact_rows, X, rr, sub_terms, actions)
-        self._n_exact_rows[was_exact] += 1
+        if n_exact:
+            self._n_exact_rows[was_exact] += 1
         self.n_rows += 1
 
-    def _insert_active(self, insert: np.ndarray, ex, r, xx_h) -> None:
-        """FD update of the active blocks of the members ``insert`` (Alg. 4 lines 11-19; eq. 7): the
-        append, and the shrink of the blocks whose buffer it fills."""
+    def _insert_active(self, insert: np.ndarray | None, ex, r, xx_h) -> None:
+        """FD update of the active blocks of the members ``insert`` (all when None; Alg. 4 lines 11-19;
+        eq. 7): the append, and the shrink of the blocks whose buffer it fills."""
         xp, core = self.xp, self.core
-        self.act_mass[insert] += xx_h[insert]
-        self.act_rows[insert] += 1
-        live = insert & (xx_h > 0.0)  # FD skips zero rows: A_hat unchanged
-        n_live = np.count_nonzero(live)
+        if insert is None:
+            self.act_mass += xx_h
+            self.act_rows += 1
+            live = None if min(xx_h.tolist()) > 0.0 else xx_h > 0.0  # FD skips zero rows: A_hat unchanged
+        else:
+            self.act_mass[insert] += xx_h[insert]
+            self.act_rows[insert] += 1
+            live = insert & (xx_h > 0.0)
+        n_live = self.batch_size if live is None else np.count_nonzero(live)
         if not n_live:
             return
-        fills = live & ((self.m_act + 1 >= self.cap_act) | (not self.fast))
+        fills = self.m_act + 1 >= 2 * self.l_act if self.fast else np.ones(self.batch_size, dtype=bool)
+        if live is not None:
+            fills &= live
+        n_fills = np.count_nonzero(fills)
         rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
-        core.append(ex, rc, live=None if n_live == self.batch_size else live, fold=np.count_nonzero(fills) < n_live)
-        self.m_act += live
-        if fills.any():
+        core.append(ex, rc, live=None if n_live == self.batch_size else live, fold=n_fills < n_live)
+        self.m_act += 1 if live is None else live
+        if n_fills:
             self._shrink_active(np.flatnonzero(fills))
 
     def _shrink_active(self, idx: np.ndarray) -> None:
         """FD shrink (Wen et al. (2025), Alg. 2 lines 4-7) of the active blocks of ``idx``, grouped by
         their rows and sketch size; then eq. 3, the core inverse of all rows refactored."""
         core = self.core
-        keys = np.stack([self.m_act[idx], self.l_act[idx]], axis=1)
-        for key in np.unique(keys, axis=0):
-            group = idx[(keys == key).all(axis=1)]
-            plan = core.shrink(group, self.rows_in[group], int(key[1]), self.frozen_basis[group])
+        m, ls = self.m_act[idx], self.l_act[idx]
+        if _same(m) and _same(ls):
+            groups = [(idx, int(ls[0]))]
+        else:
+            keys = np.stack([m, ls], axis=1)
+            groups = [(idx[(keys == key).all(axis=1)], int(key[1])) for key in np.unique(keys, axis=0)]
+        for group, l in groups:
+            plan = core.shrink(group, self.rows_in[group], l, self.frozen_basis[group])
             delta = plan.delta
             self.act_shrink[group] += delta
             if self.robust:  # Alg. 3 line 5: alpha += sigma, before H is refactored with the new ridge
@@ -639,6 +659,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             gram = Vc.mT @ Mw @ Vc
         self._adopt_exact(idx, A_inv, b, gram, c)
         self.exact[idx] = True
+        self._n_exact = int(np.count_nonzero(self.exact))
         # the members' sketch state is dropped (zeroed; freed with the core once nobody is sketched)
         core.N[idx] = 0
         R = core.R.copy()
@@ -700,20 +721,16 @@ class DyadicBlockSketch(CovarianceEstimator):
         if self.core is None:  # every member exact: the exact estimator's terms, as they are
             return self._exact_est.score_terms(arms)
         arms_c, sq = self._arm_norms(arms)
-        sk = sub = None
-        if self.core is not None:
-            P = self.core.project(arms)
-            mean, quad = self.core.score(arms, arms_c, sq, P)
-            quad = xp.maximum(quad, self._floor(sq))
-            sk = ScoreTerms(arms, sq, mean, quad, P, self.n_rows)
+        P = self.core.project(arms)
+        mean, quad = self.core.score(arms, arms_c, sq, P)
+        sk = ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows)
+        if not self._n_exact:  # every member sketched: the basis state's terms are the terms
+            return sk
         e = np.flatnonzero(self.exact)
-        if e.size:
-            ei = xp.index(e)
-            sub = self._exact_est.score_terms(arms if e.size == self.batch_size else arms[ei])
-            if sk is None:
-                mean, quad = sub.mean, sub.quad
-            else:
-                mean[ei], quad[ei] = sub.mean, sub.quad
+        ei = xp.index(e)
+        sub = self._exact_est.score_terms(arms[ei])
+        mean, quad = sk.mean, sk.quad
+        mean[ei], quad[ei] = sub.mean, sub.quad
         return ScoreTerms(arms, sq, mean, quad, None, self.n_rows, parts=_Parts(sk, sub, e))
 
     def _quad(self, arms):
