@@ -136,6 +136,8 @@ class ScoreTerms:
         version: the estimator's ``n_rows`` when scored; :meth:`~CovarianceEstimator.step` reuses the
             terms only while it is unchanged.
         parts: Dyadic Block Sketching's terms of its sketched and exact members, else None.
+        hp, php: a sketch's ``H p`` ``(B, K, R)`` and ``p^T H p`` ``(B, K)`` of every arm (core dtype; the
+            played arm's feed its append's bordered step), else None.
     """
 
     arms: Array
@@ -146,6 +148,8 @@ class ScoreTerms:
     version: int
     raw: Array | None = None
     parts: Any = None
+    hp: Array | None = None
+    php: Array | None = None
 
 
 class PrecisionWarning(RuntimeWarning):

@@ -163,13 +163,16 @@ class Expansion:
     """A row's coordinates in the basis extended by its residual direction (:meth:`SketchCore.expand`):
     ``p`` ``(B, Rw)`` core, ``nu`` ``(B,)`` core (``||e||``, 0 where no new direction), ``v`` ``(B, d)``
     working (the new unit vector ``e / ||e||``, 0 where none), ``new`` ``(B,)`` host bools, ``xx`` ``(B,)``
-    core ``||x||^2``."""
+    core ``||x||^2``; ``hp = H p`` ``(B, Rw)`` and ``q = p^T H p`` ``(B,)`` (core) when the scoring computed
+    them for this very ``p`` (:meth:`SketchCore.score`), else None (the append forms them)."""
 
     p: Array
     nu: Array
     v: Array
     new: np.ndarray
     xx: Array
+    hp: Array | None = None
+    q: Array | None = None
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -215,6 +218,10 @@ class SketchCore:
         self.bV = xp.zeros((B, 0), cdtype)
         self.tperp = xp.zeros((B, d), cdtype)  # theta_perp = b_perp / c
         self._pp = xp.zeros((B, 0), cdtype)  # scratch: a coordinate row padded to the capacity
+        #: members whose rows are ``diag(s)`` on their basis (a shrink with nothing frozen leaves them so, until the
+        #: next row): ``M + c I`` is diagonal and :meth:`refactor` inverts it entrywise
+        self._diagonal = np.zeros(B, dtype=bool)
+        self._any_diagonal = False
         self.set_ridge(np.arange(B), np.broadcast_to(np.asarray(c, dtype=np.float64), (B,)))
         self.ensure(rows, basis)
 
@@ -390,11 +397,14 @@ class SketchCore:
         return self.xp.astype(arms @ self.V[:, :self.Rmax].mT, self.cdtype)
 
     def score(self, arms, arms_c, sq, P, rel: float = 2.0 ** -10):
-        """``(x^T theta_hat, x^T A_hat^-1 x)`` ``(B, K)`` (core dtype) for the arms ``(B, K, d)`` (working
-        dtype; ``arms_c`` the same in the core dtype, ``sq`` their ``||x||^2``, ``P`` from :meth:`project`):
+        """``(x^T theta_hat, x^T A_hat^-1 x, H p, p^T H p)`` of the arms ``(B, K, d)`` (working dtype; ``arms_c``
+        the same in the core dtype, ``sq`` their ``||x||^2``, ``P`` from :meth:`project`): ``(B, K)``, ``(B, K)``,
+        ``(B, K, Rw)`` and ``(B, K)`` in the core dtype, with
 
             x^T theta_hat    = x . theta_perp + p^T H bV,
             x^T A_hat^-1 x   = ||x - V^T p||^2 / c + p^T H p,          p = V x.
+
+        (``H p`` and ``p^T H p`` of the played arm are what its append's bordered step needs: :class:`Expansion`.)
 
         The residual ``||x - V^T p||^2`` is taken as ``||x||^2 - ||p||^2`` except where the rounding of
         that difference, ``2 sqrt(R d) eps_work ||x||^2`` (``p`` comes from ``R`` dot products of length
@@ -405,21 +415,22 @@ class SketchCore:
         Rw = P.shape[-1]
         mean = xp.matvec(arms_c, self.tperp)
         if Rw == 0:
-            return mean, sq * self.inv_c
-        PH = P @ self.H[:, :Rw, :Rw]
+            return mean, sq * self.inv_c, P, sq * 0.0
+        PH = P @ self.H[:, :Rw, :Rw]  # (H is symmetric: row k is H p_k)
         mean += xp.matvec(PH, self.bV[:, :Rw])
         quad = (sq - xp.vecdot(P, P)) * self.inv_c
         if self.Rmax >= self.d:  # members whose basis spans R^d have no residual
             quad *= xp.cast_like(self.R < self.d, quad)[:, None]
-        quad += xp.vecdot(PH, P)
+        pHp = xp.vecdot(PH, P)
+        quad += pHp
         # the rounding of the residual against rel of the width: (2 sqrt(R d) eps / rel) ||x||^2 / c > quad
         cancels = sq * ((2.0 * math.sqrt(Rw * self.d) * self.eps_w / rel) * self.inv_c) > quad
         if xp.any(cancels):
             if self.Rmax >= self.d:
                 cancels &= xp.cast_like(self.R < self.d, quad)[:, None] > 0
             E = arms - xp.astype(P, self.dtype) @ self.V[:, :Rw]
-            quad = xp.where(cancels, xp.norm_sq(E, self.cdtype) * self.inv_c + xp.vecdot(PH, P), quad)
-        return mean, quad
+            quad = xp.where(cancels, xp.norm_sq(E, self.cdtype) * self.inv_c + pHp, quad)
+        return mean, quad, PH, pHp
 
     def solve(self, v):
         """``A_hat^-1 v = (v - V^T V v) / c + V^T H V v`` for ``v`` ``(B, d)`` (core dtype)."""
@@ -433,10 +444,11 @@ class SketchCore:
         return perp * self.inv_c + ((self.H[:, :Rw, :Rw] @ pv[:, :, None]).mT @ Vc)[:, 0]
 
     # -- the row append ----------------------------------------------------------------------------
-    def expand(self, X, xx, xx_h: np.ndarray, p=None) -> Expansion:
+    def expand(self, X, xx, xx_h: np.ndarray, p=None, hp=None, q=None) -> Expansion:
         """The rows ``X`` ``(B, d)`` (working dtype; ``xx = ||x||^2`` ``(B,)`` core, ``xx_h`` on the host) in
         the basis extended by their residual directions; ``p = V x`` ``(B, Rw)`` when the caller has it
-        (the played arm's row of the scoring's ``P``). Changes nothing.
+        (the played arm's row of the scoring's ``P``), with ``hp = H p`` and ``q = p^T H p`` (its rows of
+        the scoring's, kept while ``p`` is). Changes nothing.
 
         Classical Gram-Schmidt against the basis; a second pass where the first kept less than half
         the squared norm; a new direction where the last pass kept at least half of what it was
@@ -464,6 +476,7 @@ class SketchCore:
                 c2 = (Vw @ e[:, :, None])[:, :, 0] * xp.astype(w, self.dtype)[:, None]
                 e = e - (c2[:, None, :] @ Vw)[:, 0]
                 p = p + xp.astype(c2, self.cdtype)
+                hp = q = None  # (p moved: the append forms H p afresh)
                 nu2 = xp.norm_sq(e, self.cdtype)
                 ratio2 = xp.host(nu2) / norms
                 ratio = np.where(again & (ratio2 < 0.5 * ratio), 0.0, np.where(again, ratio2, ratio))
@@ -472,10 +485,10 @@ class SketchCore:
             new &= self.R < self.basis_cap
         if np.count_nonzero(new) == new.size:
             nu = xp.sqrt(nu2)
-            return Expansion(p, nu, e / xp.astype(nu, self.dtype)[:, None], new, xx)
+            return Expansion(p, nu, e / xp.astype(nu, self.dtype)[:, None], new, xx, hp, q)
         w = xp.cast_like(new, nu2)
         nu = xp.sqrt(nu2) * w
-        return Expansion(p, nu, e * xp.astype(w / (nu + (1.0 - w)), self.dtype)[:, None], new, xx)
+        return Expansion(p, nu, e * xp.astype(w / (nu + (1.0 - w)), self.dtype)[:, None], new, xx, hp, q)
 
     def append(self, ex: Expansion, r, live: np.ndarray | None = None, fold: bool = True) -> None:
         """Commit the expanded rows ``ex`` with responses ``r`` (a float, or core ``(B,)``) to the members
@@ -486,11 +499,13 @@ class SketchCore:
         instead (:meth:`refactor`). ``fold=False`` leaves ``H`` stale for a caller that refactors next
         (a shrink)."""
         xp = self.xp
-        new, p, nu = ex.new, ex.p, ex.nu
+        new, p, nu, hp, q = ex.new, ex.p, ex.nu, ex.hp, ex.q
         if live is not None:
             new = new & live
             w = xp.cast_like(live, p)
             p, nu = p * w[:, None], nu * w
+            if hp is not None:
+                hp, q = hp * w[:, None], q * w
             r = r * w
         Rw = p.shape[1]
         R, N = self.R, self.N
@@ -521,7 +536,9 @@ class SketchCore:
                 self.C[wi, xp.index(N[new]), ri] = nu[wi]
                 self.bV[wi, ri] = slot_b[wi]
         self.bV[:, :Rw] += (r if isinstance(r, float) else r[:, None]) * p
-        stale = self._fold(p, nu, new, R, shared) if fold else _EMPTY
+        if self._any_diagonal:
+            self._set_diagonal(np.arange(self.B) if live is None else np.flatnonzero(live), False)
+        stale = self._fold(p, nu, new, R, shared, hp, q) if fold else _EMPTY
         self._set_R(R + new)
         self.N = N + (1 if live is None else live)
         if fresh and self.Rmax >= self.d:
@@ -535,15 +552,23 @@ class SketchCore:
         if idx.size:
             self.tperp[self.xp.index(idx)] = 0.0
 
-    def _fold(self, p, nu, new: np.ndarray, R: np.ndarray, shared: bool) -> np.ndarray:
+    def _fold(self, p, nu, new: np.ndarray, R: np.ndarray, shared: bool, hp=None, q=None) -> np.ndarray:
         """``H <- ([[M, 0], [0, 0]] + [p, nu] [p, nu]^T + c I)^-1`` (bordered where ``new``, at slot ``R_i``);
         returns the members whose step amplified rounding past :data:`AMPLIFICATION_LIMIT`. ``H`` is updated
-        whole (its padding is zero, and so stays): one BLAS rank-1 update per member."""
+        whole (its padding is zero, and so stays): one BLAS rank-1 update per member. ``hp = H p`` and
+        ``q = p^T H p`` are formed here unless given."""
         xp = self.xp
-        pp = self._pp
-        pp[:, :p.shape[1]] = p  # (entries past it are stale but meet H's zero rows and columns)
-        h = xp.matvec(self.H, pp)
-        q1 = 1.0 + xp.vecdot(pp, h)
+        w = p.shape[1]
+        if hp is None:
+            pp = self._pp
+            pp[:, :w] = p  # (entries past it are stale but meet H's zero rows and columns)
+            h = xp.matvec(self.H, pp)
+            q1 = 1.0 + xp.vecdot(pp, h)
+        else:
+            h = self._pp  # H p over the whole width: zero past the basis (H's padding)
+            h[:, :w] = hp
+            h[:, w:] = 0.0
+            q1 = 1.0 + q
         den = self.c_arr * q1 + nu * nu
         xp.rank1_update_(self.H, h, -self.c_arr / den)
         if np.count_nonzero(new):
@@ -562,9 +587,14 @@ class SketchCore:
         return np.flatnonzero(q1_h > AMPLIFICATION_LIMIT) if max(q1_h.tolist()) > AMPLIFICATION_LIMIT else _EMPTY
 
     # -- factorizations ----------------------------------------------------------------------------
+    def _set_diagonal(self, idx: np.ndarray, value: bool) -> None:
+        self._diagonal[idx] = value
+        self._any_diagonal = bool(np.count_nonzero(self._diagonal))
+
     def refactor(self, idx: np.ndarray | None = None) -> None:
         """``H = (C^T C + c I)^-1`` of the members ``idx`` (all when None) from their coordinates, by
-        Cholesky (identity on the padding, then zeroed)."""
+        Cholesky (identity on the padding, then zeroed); entrywise, ``H = diag(1 / (s^2 + c))``, where every
+        member's rows are ``diag(s)`` (after a shrink with nothing frozen)."""
         xp = self.xp
         idx = np.arange(self.B) if idx is None else np.asarray(idx)
         if idx.size == 0:
@@ -574,6 +604,11 @@ class SketchCore:
         C = self.C[ii, :Nw, :Rw]
         real = xp.cast_like((np.arange(Rw)[None, :] < self.R[idx][:, None]), C)  # (n, Rw)
         c = self.c_arr[ii]
+        if np.count_nonzero(self._diagonal[idx]) == idx.size and Nw == Rw:
+            s = C[:, xp.arange(Rw), xp.arange(Rw)]  # (n, Rw): the rows' diagonal
+            self.H[ii] = 0.0
+            self.H[ii, :Rw, :Rw] = (real / (s * s + c[:, None]))[:, :, None] * xp.eye(Rw, self.cdtype)
+            return
         A = C.mT @ C + (c[:, None] * real + (1.0 - real))[:, :, None] * xp.eye(Rw, self.cdtype)
         self.H[ii] = 0.0
         self.H[ii, :Rw, :Rw] = xp.inv_spd(A) * (real[:, :, None] * real[:, None, :])
@@ -685,8 +720,10 @@ class SketchCore:
         k, kept = plan.keep.shape[1], plan.kept
         alive = xp.asarray(np.arange(k)[None, :] < kept[:, None], self.cdtype)
         Wk = Wh[:, :k] * alive[:, :, None]  # the kept directions, orthonormal rows (zero rows past kept)
-        Y = xp.sqrt(plan.keep)[:, :, None] * Wk  # the range's new rows in the old basis
-        if Rf.any():  # the new rows' part beyond the frozen basis: an orthonormal basis of it
+        sk = xp.sqrt(plan.keep)  # (n, k): the new rows' singular values
+        Y = sk[:, :, None] * Wk  # the range's new rows in the old basis
+        frozen_any = bool(Rf.any())
+        if frozen_any:  # the new rows' part beyond the frozen basis: an orthonormal basis of it
             beyond = xp.asarray(np.arange(Rw)[None, :] >= Rf[:, None], self.cdtype)
             _, sr, Q = xp.svd(Wk * beyond[:, None, :])  # its rows are orthonormal: s <= 1
             nq = (xp.host(sr) > (self.eps_w + self.eps_c) * math.sqrt(k + Rw)).sum(axis=1).astype(np.int64)
@@ -706,8 +743,6 @@ class SketchCore:
         frozen = xp.asarray(np.arange(Rw)[None, :] < Rf[:, None], self.cdtype)
         lost = bVold * (1.0 - frozen) - (qb[:, None, :] @ Q)[:, 0]  # bV's part in dropped directions
         self.tperp[ii] = self.tperp[ii] + (lost[:, None, :] @ xp.astype(Vold, self.cdtype))[:, 0] * self.inv_c[ii]
-        coords_new = Y @ Q.mT  # (n, k, kq): the new rows on Q
-        coords_frozen = Y * frozen[:, None, :]  # (n, k, Rw): on the frozen vectors (0 without)
         # write back: basis [frozen | Q V], the range's rows, bV
         self._mask_rows(self.V, idx, Rf, Rw)
         self._place(self.V, idx, Rf, newV, nq)
@@ -715,9 +750,15 @@ class SketchCore:
         self._place(self.bV, idx, Rf, qb, nq)
         Nw = int(self.N[idx].max())
         self._mask_rows(self.C, idx, start, Nw)
-        shifted = xp.zeros((n, Rw, k), self.cdtype)  # the new coordinates as columns Rf_i + j
-        self._place(shifted, np.arange(n), Rf, coords_new.mT, nq)
-        self._place(self.C, idx, start, coords_frozen + shifted.mT, kept)
+        if frozen_any:
+            coords_new = Y @ Q.mT  # (n, k, kq): the new rows on Q
+            coords_frozen = Y * frozen[:, None, :]  # (n, k, Rw): on the frozen vectors
+            shifted = xp.zeros((n, Rw, k), self.cdtype)  # the new coordinates as columns Rf_i + j
+            self._place(shifted, np.arange(n), Rf, coords_new.mT, nq)
+            self._place(self.C, idx, start, coords_frozen + shifted.mT, kept)
+        else:  # the basis is W_k V: the new rows are diag(sqrt(s^2 - delta)) on it, FD's rows themselves
+            self._place(self.C, idx, start, sk[:, :, None] * xp.eye(k, self.cdtype), kept)
+        self._set_diagonal(idx, not frozen_any and not np.asarray(start).any())
         self.N[idx] = start + kept
         R = self.R.copy()
         R[idx] = Rf + nq
@@ -772,6 +813,7 @@ class SketchCore:
         w = plan.keep / xp.maximum(lam[:, :k], np.finfo(np.float64).tiny)
         S_new = (U[:, :, :k].mT * xp.sqrt(w)[:, :, None]) @ S  # (n, k, d); zero rows past each member's kept
         k = min(k, self.basis_cap)
+        self._set_diagonal(idx, False)
         if self.N[idx].any():  # (rows held in coordinates: the basis goes; the caller refactors nothing)
             self.C[ii] = 0.0
             self.H[ii] = 0.0
@@ -792,6 +834,7 @@ class SketchCore:
         xp = self.xp
         nr = int(self.N[idx[0]] - start[0])
         Rw = int(self.R[idx].max())
+        self._set_diagonal(idx, False)
         _, Rq = xp.qr(self._range(idx, start, nr, Rw))
         Nw = int(self.N[idx].max())
         self._mask_rows(self.C, idx, start, Nw)

@@ -499,10 +499,11 @@ class DyadicBlockSketch(CovarianceEstimator):
         rr = r if isinstance(r, float) else np.asarray(r, dtype=np.float64)
         n_exact = self._n_exact  # members already exact (host int: most rounds have none)
         was_exact = self.exact.copy() if n_exact else None
-        p = None
+        p = hp = q = None
         if fresh:  # the sketched members' terms: the whole terms while no member is exact
             sk = terms.parts.sketched if terms.parts is not None else terms
-            p = None if sk is None else self._pick(sk.proj, actions)
+            if sk is not None:
+                p, hp, q = self._pick(sk.proj, actions), self._pick(sk.hp, actions), self._pick(sk.php, actions)
         ex = None
         insert = self.act_mass + xx_h < self.threshold  # Alg. 1 line 7 keeps x: the common round
         if n_exact:
@@ -514,7 +515,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             close = need & self.sentinel & (self.act_rows > 0) & (self.act_rows < self.l_act)  # App. B.1's sentinel
             look = need & ~close
             if np.count_nonzero(look):
-                ex = self.core.expand(X, xx, xx_h, p)
+                ex = self.core.expand(X, xx, xx_h, p, hp, q)
                 close[look] = self._shrinkage_if_added(np.flatnonzero(look), ex, xx_h) > 0.0
             switch = np.zeros(self.batch_size, dtype=bool)
             closing = np.flatnonzero(close)
@@ -524,7 +525,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         n_insert = np.count_nonzero(insert)
         if n_insert:
             if ex is None:
-                ex = self.core.expand(X, xx, xx_h, p)
+                ex = self.core.expand(X, xx, xx_h, p, hp, q)
             self._insert_active(None if n_insert == self.batch_size else insert, ex, rr, xx_h)
         if self._n_exact:
             exact_rows = np.flatnonzero(self.exact)
@@ -722,8 +723,8 @@ class DyadicBlockSketch(CovarianceEstimator):
             return self._exact_est.score_terms(arms)
         arms_c, sq = self._arm_norms(arms)
         P = self.core.project(arms)
-        mean, quad = self.core.score(arms, arms_c, sq, P)
-        sk = ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows)
+        mean, quad, PH, pHp = self.core.score(arms, arms_c, sq, P)
+        sk = ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows, hp=PH, php=pHp)
         if not self._n_exact:  # every member sketched: the basis state's terms are the terms
             return sk
         e = np.flatnonzero(self.exact)

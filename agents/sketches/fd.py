@@ -255,11 +255,11 @@ class FrequentDirections(CovarianceEstimator):
     def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
         """Add the rows (see :meth:`CovarianceEstimator.step`)."""
         xp, core = self.xp, self.core
-        p = None
+        p = hp = q = None
         if self._fresh(terms, actions):
             xx = self._pick(terms.sq, actions)
             xx_h = xp.host(xx)
-            p = self._pick(terms.proj, actions)
+            p, hp, q = self._pick(terms.proj, actions), self._pick(terms.hp, actions), self._pick(terms.php, actions)
         else:
             xx, xx_h = self._row_norms(X)
         self.trace += xx_h
@@ -270,7 +270,7 @@ class FrequentDirections(CovarianceEstimator):
             # the shrink needs it (the cost of Liberty's sketch: a copy a row, one decomposition a shrink)
             self._step_raw(X, None if everyone else xx_h > 0.0)
         else:
-            self._step_basis(X, xx, xx_h, p, r, None if everyone else xx_h > 0.0)
+            self._step_basis(X, xx, xx_h, p, r, None if everyone else xx_h > 0.0, hp, q)
         self.n_rows += 1
 
     def _step_raw(self, X, live: np.ndarray | None) -> None:
@@ -300,7 +300,7 @@ class FrequentDirections(CovarianceEstimator):
             self._m += self._m_lag
             self._m_lag = 0
 
-    def _step_basis(self, X, xx, xx_h, p, r, live: np.ndarray | None) -> None:
+    def _step_basis(self, X, xx, xx_h, p, r, live: np.ndarray | None, hp=None, q=None) -> None:
         """Append the rows to the basis state (:meth:`SketchCore.append`; ``live``: the members whose row
         is not zero, None for all), and shrink the members whose buffer they fill."""
         core, xp = self.core, self.xp
@@ -314,7 +314,7 @@ class FrequentDirections(CovarianceEstimator):
                 crowded &= live
             if crowded.any():  # their QR factor stands for them (the same S^T S, fewer rows)
                 core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
-        ex = core.expand(X, xx, xx_h, p)
+        ex = core.expand(X, xx, xx_h, p, hp, q)
         rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
         if live is None and self._until_fill > 1:  # no buffer fills with this row
             core.append(ex, rc)
@@ -427,8 +427,8 @@ class FrequentDirections(CovarianceEstimator):
         self._settle()
         arms_c, sq = self._arm_norms(arms)
         P = core.project(arms)
-        mean, quad = core.score(arms, arms_c, sq, P)
-        return ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows)
+        mean, quad, PH, pHp = core.score(arms, arms_c, sq, P)
+        return ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows, hp=PH, php=pHp)
 
     def _quad(self, arms):
         self._settle()
