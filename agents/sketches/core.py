@@ -539,7 +539,11 @@ class SketchCore:
         if self._any_diagonal:
             self._set_diagonal(np.arange(self.B) if live is None else np.flatnonzero(live), False)
         stale = self._fold(p, nu, new, R, shared, hp, q) if fold else _EMPTY
-        self._set_R(R + new)
+        if shared and fresh:  # every member gained a basis vector in the shared slot: still uniform
+            self.R = R + 1
+            self.Rmax += 1
+        else:
+            self._set_R(R + new)
         self.N = N + (1 if live is None else live)
         if fresh and self.Rmax >= self.d:
             self._no_perp_once_spanning(np.flatnonzero(new & (self.R >= self.d)))
@@ -570,19 +574,22 @@ class SketchCore:
             h[:, w:] = 0.0
             q1 = 1.0 + q
         den = self.c_arr * q1 + nu * nu
-        xp.rank1_update_(self.H, h, -self.c_arr / den)
+        # The bordered step as one rank-1 update of the padded H: with u = [h, nu / c] (h is 0 at the new slot,
+        # H's padding), H - (c / den) u u^T has the block H - (c / den) h h^T and the border -(nu / den) h; its
+        # corner, 1/c - nu^2 / (c den) = (1 + q) / den, is written directly (the difference would cancel).
         if np.count_nonzero(new):
-            col = h * (-nu / den)[:, None]
             if shared:
                 r0 = int(R[0])
-                self.H[:, r0] = col
-                self.H[:, :, r0] = col
+                h[:, r0] = nu * self.inv_c[:, 0]
+                xp.rank1_update_(self.H, h, -self.c_arr / den)
                 self.H[:, r0, r0] = q1 / den
             else:
                 wi, ri = xp.index(np.flatnonzero(new)), xp.index(R[new])
-                self.H[wi, ri] = col[wi]
-                self.H[wi, :, ri] = col[wi]
+                h[wi, ri] = (nu * self.inv_c[:, 0])[wi]
+                xp.rank1_update_(self.H, h, -self.c_arr / den)
                 self.H[wi, ri, ri] = (q1 / den)[wi]
+        else:
+            xp.rank1_update_(self.H, h, -self.c_arr / den)
         q1_h = xp.host(q1)
         return np.flatnonzero(q1_h > AMPLIFICATION_LIMIT) if max(q1_h.tolist()) > AMPLIFICATION_LIMIT else _EMPTY
 

@@ -302,6 +302,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.frozen_shrink, self.alpha_in, self.frozen_ls = floats(), floats(), floats()  # sums over frozen blocks
         self.exact = np.zeros(B, dtype=np.bool_)
         self._n_exact = 0  # members exact (count of ``exact``)
+        self._until_fill = 0  # rows until some active buffer fills (0: count again; _count_until_fill)
         self._n_exact_rows = ints()
         self._frob = floats()  # the rows' Frobenius mass (beyond the trace once _shared_trace)
         self._shared_trace = False  # every member exact and the trace the exact estimator's (step)
@@ -552,15 +553,31 @@ class DyadicBlockSketch(CovarianceEstimator):
         n_live = self.batch_size if live is None else np.count_nonzero(live)
         if not n_live:
             return
-        fills = self.m_act + 1 >= 2 * self.l_act if self.fast else np.ones(self.batch_size, dtype=bool)
+        rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
+        if self._until_fill > 1:  # no active buffer fills with this row
+            core.append(ex, rc, live=None if n_live == self.batch_size else live)
+            self.m_act += 1 if live is None else live
+            self._until_fill -= 1
+            return
+        fills = self.m_act + 1 >= self.cap_act if self.fast else np.ones(self.batch_size, dtype=bool)
         if live is not None:
             fills &= live
         n_fills = np.count_nonzero(fills)
-        rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
         core.append(ex, rc, live=None if n_live == self.batch_size else live, fold=n_fills < n_live)
         self.m_act += 1 if live is None else live
         if n_fills:
             self._shrink_active(np.flatnonzero(fills))
+        self._count_until_fill()
+
+    def _count_until_fill(self) -> None:
+        """Rows until some sketched member's active buffer fills (fast Alg. 4; 1 textbook: a shrink a row). A
+        lower bound, counted down by one a row: members whose buffer empties or grows (a shrink, a closed block,
+        a switch to exact) count it again."""
+        sketched = ~self.exact
+        if not self.fast or not np.count_nonzero(sketched):
+            self._until_fill = 1
+            return
+        self._until_fill = int((self.cap_act - self.m_act)[sketched].min())
 
     def _shrink_active(self, idx: np.ndarray) -> None:
         """FD shrink (Wen et al. (2025), Alg. 2 lines 4-7) of the active blocks of ``idx``, grouped by
@@ -625,6 +642,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.l_act[idx] *= 2
         for arr in (self.m_act, self.act_rows):
             arr[idx] = 0
+        self._until_fill = 0
         for arr in (self.act_mass, self.act_shrink, self.act_alpha):
             arr[idx] = 0.0
         over = (self.n_frozen[idx] >= self._block_caps[idx] - 1) | self._over_caps(idx)
