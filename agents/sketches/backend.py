@@ -222,7 +222,7 @@ class Backend:
             ger = _GER[A.dtype]
             for i, a in enumerate(alpha.tolist()):
                 At = A[i].T  # A is symmetric: updating A^T (Fortran-ordered) in place is updating A
-                if ger(a, x[i], x[i], a=At, overwrite_a=1) is not At:  # pragma: no cover (a wrapper that copied)
+                if ger(a, x[i], x[i], 1, 1, At, 1, 1, 1) is not At:  # (incx, incy, a, overwrite_x, overwrite_y, overwrite_a)
                     raise RuntimeError("BLAS ger did not update in place")
             return
         A.baddbmm_((x * alpha.to(A.dtype).reshape(-1, 1)).unsqueeze(2), x.unsqueeze(1))
