@@ -274,9 +274,14 @@ class CovarianceEstimator(ABC):
         """Mass added back as ``alpha I`` (RFD); 0 otherwise (read only)."""
         return self._no_alpha
 
-    def _floor(self, sq):
-        """``||x||^2 / (reg + tr(X^T X) + alpha)``: a lower bound on ``x^T A_hat^-1 x`` (``(B, K)``)."""
-        top = self._reg_host() + self.trace + self._alpha_total()
+    def _top(self) -> np.ndarray:
+        """``reg + tr(X^T X) + alpha`` per member (host float64 ``(B,)``): at least ``lambda_max(A_hat)``."""
+        return self._reg_host() + self.trace + self._alpha_total()
+
+    def _floor(self, sq, top: np.ndarray | None = None):
+        """``||x||^2 / (reg + tr(X^T X) + alpha)``: a lower bound on ``x^T A_hat^-1 x`` (``(B, K)``; ``top``:
+        :meth:`_top` when the caller has it)."""
+        top = self._top() if top is None else top
         return sq / self.xp.asarray(top, self.cdtype)[:, None]
 
     def _pick(self, a, actions):

@@ -396,7 +396,7 @@ class SketchCore:
         """``P = arms V^T`` ``(B, K, Rw)`` in the core dtype: the only ``K d R`` product of a round."""
         return self.xp.astype(arms @ self.V[:, :self.Rmax].mT, self.cdtype)
 
-    def score(self, arms, arms_c, sq, P, rel: float = 2.0 ** -10):
+    def score(self, arms, arms_c, sq, P, top: np.ndarray | None = None, rel: float = 2.0 ** -10):
         """``(x^T theta_hat, x^T A_hat^-1 x, H p, p^T H p)`` of the arms ``(B, K, d)`` (working dtype; ``arms_c``
         the same in the core dtype, ``sq`` their ``||x||^2``, ``P`` from :meth:`project`): ``(B, K)``, ``(B, K)``,
         ``(B, K, Rw)`` and ``(B, K)`` in the core dtype, with
@@ -410,7 +410,13 @@ class SketchCore:
         that difference, ``2 sqrt(R d) eps_work ||x||^2`` (``p`` comes from ``R`` dot products of length
         ``d`` in the working dtype), exceeds ``rel`` times the arm's whole ``c x^T A_hat^-1 x``: those
         arms' residuals are formed explicitly (one more ``K d R`` product, only in such rounds). A
-        member whose basis spans ``R^d`` has no residual."""
+        member whose basis spans ``R^d`` has no residual.
+
+        ``top`` (host ``(B,)``, optional) bounds ``lambda_max(A_hat)`` (the estimator's ``reg + tr X^T X + alpha``),
+        so every width is at least ``||x||^2 / top``. The computed width is within ``2 R d eps_work ||x||^2 / c``
+        of the exact one (the worst case of the difference's rounding, ``R`` squares of ``p_i`` each within
+        ``d eps_work ||x||``), so no arm needs the explicit residual while ``(k + 2 R d eps_work) top / c <= 1/2``,
+        ``k`` the test's factor above; the test is then skipped."""
         xp = self.xp
         Rw = P.shape[-1]
         mean = xp.matvec(arms_c, self.tperp)
@@ -424,7 +430,10 @@ class SketchCore:
         pHp = xp.vecdot(PH, P)
         quad += pHp
         # the rounding of the residual against rel of the width: (2 sqrt(R d) eps / rel) ||x||^2 / c > quad
-        cancels = sq * ((2.0 * math.sqrt(Rw * self.d) * self.eps_w / rel) * self.inv_c) > quad
+        k = 2.0 * math.sqrt(Rw * self.d) * self.eps_w / rel
+        if top is not None and (k + 2.0 * Rw * self.d * self.eps_w) * max((top / self.c).tolist()) <= 0.5:
+            return mean, quad, PH, pHp
+        cancels = sq * (k * self.inv_c) > quad
         if xp.any(cancels):
             if self.Rmax >= self.d:
                 cancels &= xp.cast_like(self.R < self.d, quad)[:, None] > 0

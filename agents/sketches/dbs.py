@@ -741,8 +741,9 @@ class DyadicBlockSketch(CovarianceEstimator):
             return self._exact_est.score_terms(arms)
         arms_c, sq = self._arm_norms(arms)
         P = self.core.project(arms)
-        mean, quad, PH, pHp = self.core.score(arms, arms_c, sq, P)
-        sk = ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows, hp=PH, php=pHp)
+        top = self._top()
+        mean, quad, PH, pHp = self.core.score(arms, arms_c, sq, P, top)
+        sk = ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq, top)), P, self.n_rows, hp=PH, php=pHp)
         if not self._n_exact:  # every member sketched: the basis state's terms are the terms
             return sk
         e = np.flatnonzero(self.exact)

@@ -427,8 +427,9 @@ class FrequentDirections(CovarianceEstimator):
         self._settle()
         arms_c, sq = self._arm_norms(arms)
         P = core.project(arms)
-        mean, quad, PH, pHp = core.score(arms, arms_c, sq, P)
-        return ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows, hp=PH, php=pHp)
+        top = self._top()
+        mean, quad, PH, pHp = core.score(arms, arms_c, sq, P, top)
+        return ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq, top)), P, self.n_rows, hp=PH, php=pHp)
 
     def _quad(self, arms):
         self._settle()
