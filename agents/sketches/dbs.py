@@ -506,13 +506,13 @@ class DyadicBlockSketch(CovarianceEstimator):
             if sk is not None:
                 p, hp, q = self._pick(sk.proj, actions), self._pick(sk.hp, actions), self._pick(sk.php, actions)
         ex = None
-        insert = self.act_mass + xx_h < self.threshold  # Alg. 1 line 7 keeps x: the common round
+        mass = self.act_mass + xx_h  # BlockSize + ||x||^2
+        insert = mass < self.threshold  # Alg. 1 line 7 keeps x: the common round
         if n_exact:
             insert &= ~was_exact
-            need = ~(insert | was_exact)
-        else:
-            need = ~insert
-        if np.count_nonzero(need):
+        n_insert = np.count_nonzero(insert)
+        if n_insert < self.batch_size - n_exact:
+            need = ~(insert | was_exact) if n_exact else ~insert
             close = need & self.sentinel & (self.act_rows > 0) & (self.act_rows < self.l_act)  # App. B.1's sentinel
             look = need & ~close
             if np.count_nonzero(look):
@@ -523,11 +523,12 @@ class DyadicBlockSketch(CovarianceEstimator):
             if closing.size:
                 switch[self._close_active(closing, xx_h)] = True
             insert = insert | (need & ~switch)
-        n_insert = np.count_nonzero(insert)
+            n_insert = np.count_nonzero(insert)
+            mass = self.act_mass + xx_h  # (a closed block's row opens the next: its BlockSize starts at ||x||^2)
         if n_insert:
             if ex is None:
                 ex = self.core.expand(X, xx, xx_h, p, hp, q)
-            self._insert_active(None if n_insert == self.batch_size else insert, ex, rr, xx_h)
+            self._insert_active(None if n_insert == self.batch_size else insert, ex, rr, xx_h, mass)
         if self._n_exact:
             exact_rows = np.flatnonzero(self.exact)
             sub_terms = terms.parts.exact if fresh and terms.parts is not None else None
@@ -538,16 +539,17 @@ class DyadicBlockSketch(CovarianceEstimator):
             self._n_exact_rows[was_exact] += 1
         self.n_rows += 1
 
-    def _insert_active(self, insert: np.ndarray | None, ex, r, xx_h) -> None:
+    def _insert_active(self, insert: np.ndarray | None, ex, r, xx_h, mass) -> None:
         """FD update of the active blocks of the members ``insert`` (all when None; Alg. 4 lines 11-19;
-        eq. 7): the append, and the shrink of the blocks whose buffer it fills."""
+        eq. 7): the append, and the shrink of the blocks whose buffer it fills. ``mass``: every member's
+        ``BlockSize + ||x||^2``, as tested (the members that insert take it as their BlockSize)."""
         xp, core = self.xp, self.core
         if insert is None:
-            self.act_mass += xx_h
+            self.act_mass = mass
             self.act_rows += 1
             live = None if min(xx_h.tolist()) > 0.0 else xx_h > 0.0  # FD skips zero rows: A_hat unchanged
         else:
-            self.act_mass[insert] += xx_h[insert]
+            self.act_mass[insert] = mass[insert]
             self.act_rows[insert] += 1
             live = insert & (xx_h > 0.0)
         n_live = self.batch_size if live is None else np.count_nonzero(live)
