@@ -284,11 +284,17 @@ class CovarianceEstimator(ABC):
         top = self._top() if top is None else top
         return sq / self.xp.asarray(top, self.cdtype)[:, None]
 
-    def _pick(self, a, actions):
-        """``a[i, actions[i]]`` per member (``actions`` an int when B = 1: basic indexing)."""
+    def _played(self, actions):
+        """``actions`` as an index of the played entries: an int when B = 1 (basic indexing), else the backend's
+        ``(members, actions)`` index arrays (built once for the several arrays a step picks from)."""
         if isinstance(actions, (int, np.integer)):
-            return a[:, int(actions)]
-        return a[self.xp.arange(self.batch_size), self.xp.index(actions)]
+            return int(actions)
+        return self.xp.arange(self.batch_size), self.xp.index(actions)
+
+    def _pick(self, a, actions):
+        """``a[i, actions[i]]`` per member (``actions`` an int when B = 1, host ints, or :meth:`_played`'s index)."""
+        ix = actions if isinstance(actions, (int, tuple)) else self._played(actions)
+        return a[:, ix] if isinstance(ix, int) else a[ix]
 
     def _arm_norms(self, arms):
         """The arms ``(B, K, d)`` in the core dtype and their ``||x||^2`` ``(B, K)`` summed there; a

@@ -491,7 +491,8 @@ class DyadicBlockSketch(CovarianceEstimator):
             return
         fresh = self._fresh(terms, actions)
         if fresh:
-            xx = self._pick(terms.sq, actions)
+            ix = self._played(actions)
+            xx = self._pick(terms.sq, ix)
             xx_h = xp.host(xx)
         else:
             xx, xx_h = self._row_norms(X)
@@ -504,7 +505,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         if fresh:  # the sketched members' terms: the whole terms while no member is exact
             sk = terms.parts.sketched if terms.parts is not None else terms
             if sk is not None:
-                p, hp, q = self._pick(sk.proj, actions), self._pick(sk.hp, actions), self._pick(sk.php, actions)
+                p, hp, q = self._pick(sk.proj, ix), self._pick(sk.hp, ix), self._pick(sk.php, ix)
         ex = None
         mass = self.act_mass + xx_h  # BlockSize + ||x||^2
         insert = mass < self.threshold  # Alg. 1 line 7 keeps x: the common round
@@ -546,27 +547,28 @@ class DyadicBlockSketch(CovarianceEstimator):
         xp, core = self.xp, self.core
         if insert is None:
             self.act_mass = mass
-            self.act_rows += 1
             live = None if min(xx_h.tolist()) > 0.0 else xx_h > 0.0  # FD skips zero rows: A_hat unchanged
         else:
             self.act_mass[insert] = mass[insert]
-            self.act_rows[insert] += 1
             live = insert & (xx_h > 0.0)
+        if insert is None:
+            self.act_rows += 1
+        else:
+            self.act_rows[insert] += 1
+        self.m_act += 1 if live is None else live
         n_live = self.batch_size if live is None else np.count_nonzero(live)
         if not n_live:
             return
         rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
         if self._until_fill > 1:  # no active buffer fills with this row
             core.append(ex, rc, live=None if n_live == self.batch_size else live)
-            self.m_act += 1 if live is None else live
             self._until_fill -= 1
             return
-        fills = self.m_act + 1 >= self.cap_act if self.fast else np.ones(self.batch_size, dtype=bool)
+        fills = self.m_act >= self.cap_act if self.fast else np.ones(self.batch_size, dtype=bool)  # (m_act counts x)
         if live is not None:
             fills &= live
         n_fills = np.count_nonzero(fills)
         core.append(ex, rc, live=None if n_live == self.batch_size else live, fold=n_fills < n_live)
-        self.m_act += 1 if live is None else live
         if n_fills:
             self._shrink_active(np.flatnonzero(fills))
         self._count_until_fill()

@@ -135,10 +135,11 @@ class ExactCovariance(CovarianceEstimator):
     def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
         xp = self.xp
         if self._fresh(terms, actions):
-            xx = self._pick(terms.sq, actions)
+            ix = self._played(actions)
+            xx = self._pick(terms.sq, ix)
             xx_h = xp.host(xx).astype(np.float64)
-            Ax = self._pick(terms.proj, actions)
-            raw = self._pick(terms.raw, actions)
+            Ax = self._pick(terms.proj, ix)
+            raw = self._pick(terms.raw, ix)
         else:
             xx, xx_h = self._row_norms(X)
             Ax = (self.A_inv @ X[:, :, None])[:, :, 0]

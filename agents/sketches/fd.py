@@ -257,9 +257,10 @@ class FrequentDirections(CovarianceEstimator):
         xp, core = self.xp, self.core
         p = hp = q = None
         if self._fresh(terms, actions):
-            xx = self._pick(terms.sq, actions)
+            ix = self._played(actions)
+            xx = self._pick(terms.sq, ix)
             xx_h = xp.host(xx)
-            p, hp, q = self._pick(terms.proj, actions), self._pick(terms.hp, actions), self._pick(terms.php, actions)
+            p, hp, q = self._pick(terms.proj, ix), self._pick(terms.hp, ix), self._pick(terms.php, ix)
         else:
             xx, xx_h = self._row_norms(X)
         self.trace += xx_h
