@@ -80,12 +80,21 @@ import torch
 
 from .backend import Backend
 
-__all__ = ["SketchCore", "Expansion", "fd_shrink", "FDPlan", "Rounding", "rounding"]
+__all__ = ["SketchCore", "Expansion", "fd_shrink", "FDPlan", "Rounding", "rounding", "shrink_groups"]
 
 
 def _same(a: np.ndarray) -> bool:
     """Whether every entry of the host array ``a`` is equal (the members share a slot)."""
     return a.size == 1 or bool(a.min() == a.max())
+
+
+def shrink_groups(idx: np.ndarray, rows: np.ndarray, ls: np.ndarray) -> list[tuple[np.ndarray, int]]:
+    """The members ``idx`` grouped for batched shrinks: ``(members, l)`` per distinct (rows held, sketch size
+    ``l``) pair (``rows``, ``ls``: host ints, one per member of ``idx``); one group when they all agree."""
+    if _same(rows) and _same(ls):
+        return [(idx, int(ls[0]))]
+    keys = np.stack([rows, ls], axis=1)
+    return [(idx[(keys == key).all(axis=1)], int(key[1])) for key in np.unique(keys, axis=0)]
 
 Array = Any  # a numpy array or a torch tensor, as the backend says
 

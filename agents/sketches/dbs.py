@@ -134,7 +134,7 @@ import torch
 
 from .._validate import per_member
 from .base import CovarianceEstimator, ScoreTerms
-from .core import SketchCore, _same, fd_shrink
+from .core import SketchCore, fd_shrink, shrink_groups
 from .exact import ExactCovariance
 from .fd import _listed
 
@@ -587,13 +587,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         """FD shrink (Wen et al. (2025), Alg. 2 lines 4-7) of the active blocks of ``idx``, grouped by
         their rows and sketch size; then eq. 3, the core inverse of all rows refactored."""
         core = self.core
-        m, ls = self.m_act[idx], self.l_act[idx]
-        if _same(m) and _same(ls):
-            groups = [(idx, int(ls[0]))]
-        else:
-            keys = np.stack([m, ls], axis=1)
-            groups = [(idx[(keys == key).all(axis=1)], int(key[1])) for key in np.unique(keys, axis=0)]
-        for group, l in groups:
+        for group, l in shrink_groups(idx, self.m_act[idx], self.l_act[idx]):
             plan = core.shrink(group, self.rows_in[group], l, self.frozen_basis[group])
             delta = plan.delta
             self.act_shrink[group] += delta

@@ -69,7 +69,7 @@ import torch
 from .._torch import as_vector
 from .._validate import per_member
 from .base import CovarianceEstimator, ScoreTerms
-from .core import SketchCore, _same, fd_shrink
+from .core import SketchCore, fd_shrink, shrink_groups
 
 __all__ = ["FrequentDirections", "check_sketch_size"]
 
@@ -355,13 +355,7 @@ class FrequentDirections(CovarianceEstimator):
         queries), from their coordinates in the basis otherwise."""
         core = self.core
         self._sync_m()
-        held, ls = core.N[idx] + core.pend[idx], self._ls[idx]
-        if _same(held) and _same(ls):
-            groups = [(idx, int(ls[0]))]
-        else:
-            keys = np.stack([held, ls], axis=1)
-            groups = [(idx[(keys == key).all(axis=1)], int(key[1])) for key in np.unique(keys, axis=0)]
-        for group, l in groups:
+        for group, l in shrink_groups(idx, core.N[idx] + core.pend[idx], self._ls[idx]):
             raw = bool(core.pend[group].any())
             if raw:
                 plan = core.shrink_rows(group, l)
