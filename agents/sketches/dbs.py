@@ -286,6 +286,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self.fast, self.sentinel, self.memory_cap, self.time_cap = fast, sentinel, memory_cap, time_cap
         self.keep_gram = bool(keep_gram)
         self.threshold = self.eps * self.l0  # Alg. 1 line 7: BlockSize + ||x||^2 < eps * l0
+        self._threshold_min = float(np.min(self.threshold))  # below it every member keeps its row
         B = self.batch_size
         l0s = np.broadcast_to(np.asarray(self.l0, dtype=np.int64), (B,))
         self._block_caps = np.array([block_cap(self.d, int(v)) for v in l0s], dtype=np.int64)
@@ -508,10 +509,13 @@ class DyadicBlockSketch(CovarianceEstimator):
                 p, hp, q = self._pick(sk.proj, ix), self._pick(sk.hp, ix), self._pick(sk.php, ix)
         ex = None
         mass = self.act_mass + xx_h  # BlockSize + ||x||^2
-        insert = mass < self.threshold  # Alg. 1 line 7 keeps x: the common round
-        if n_exact:
-            insert &= ~was_exact
-        n_insert = np.count_nonzero(insert)
+        if not n_exact and max(mass.tolist()) < self._threshold_min:  # Alg. 1 line 7 keeps x: the common round
+            insert, n_insert = None, self.batch_size
+        else:
+            insert = mass < self.threshold
+            if n_exact:
+                insert &= ~was_exact
+            n_insert = np.count_nonzero(insert)
         if n_insert < self.batch_size - n_exact:
             need = ~(insert | was_exact) if n_exact else ~insert
             close = need & self.sentinel & (self.act_rows > 0) & (self.act_rows < self.l_act)  # App. B.1's sentinel
