@@ -68,7 +68,9 @@ class Agent:
     @classmethod
     def batchable(cls) -> bool:
         """Whether agents of exactly this class can advance together as the members of one
-        batched agent (:func:`agents.batched.batched`)."""
+        batched agent (:func:`agents.batched.batched`). Only classes with a batched twin in
+        :data:`agents.batched.BATCHED` can; the planner runs any other class one agent at a time,
+        whatever it answers."""
         return False
 
     @classmethod

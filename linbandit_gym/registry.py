@@ -121,8 +121,12 @@ class AgentEntry:
         return method if callable(method) else getattr(Agent, question)
 
     def batchable(self) -> bool:
-        """Whether agents of this class advance together as the members of one batched agent."""
-        return bool(self._ask("batchable")())
+        """Whether agents of this class advance together as the members of one batched agent:
+        the class says so and :mod:`agents.batched` has a batched twin for it (a user's class
+        that answers ``True`` without a twin runs one agent at a time)."""
+        from agents.batched import BATCHED
+
+        return bool(self._ask("batchable")()) and self.factory in BATCHED
 
     def per_member_args(self) -> tuple[str, ...]:
         """The arguments in which the members of one batched agent of this class may differ."""

@@ -18,6 +18,20 @@ def test_batchable_classes_are_exactly_those_with_a_batched_twin():
     assert not MySOFUL.batchable() and not Agent.batchable()
 
 
+def test_a_user_class_that_claims_to_batch_without_a_twin_is_planned_one_at_a_time():
+    """The planner asks the registry, which also needs a batched twin: a class answering
+    batchable() = True without one would otherwise fail in agents.batched at run time."""
+    from linbandit_gym.registry import AgentEntry, lookup_agent
+
+    class Claims(SOFUL):
+        @classmethod
+        def batchable(cls) -> bool:
+            return True
+
+    assert lookup_agent("SOFUL").batchable()
+    assert not AgentEntry("Claims", Claims).batchable()
+
+
 def test_constructor_argument_reads_the_given_value_else_the_default_along_the_mro():
     assert SOFUL.constructor_argument("sketch_size", {}) == 50
     assert SOFUL.constructor_argument("sketch_size", {"sketch_size": 7}) == 7

@@ -255,3 +255,39 @@ def test_after_the_switch_to_exact_updates_reuse_the_scored_terms(monkeypatch):
         agent.update(arms, agent.act(arms), 0.1)
     assert agent.estimator.exact_mode and len(seen) > 100
     assert seen.count(False) == 1 and not seen[0]
+
+
+@pytest.mark.parametrize("sketch", ["fd", "rfd"])
+def test_time_cap_keeps_every_round_at_most_ofuls_cost_and_the_choices_before_the_switch(sketch):
+    """time_cap (default): while sketched, the open block's cost per round at its peak
+    (block_round_cost: scoring K d R, the append, the amortised shrink) never passes OFUL's
+    (K + 1) d^2; until the capped agent switches, it chooses what the uncapped agent chooses;
+    and the uncapped agent does open a block that costs more than OFUL (the cap is not vacuous)."""
+    from agents.sketches.dbs import block_round_cost, exact_round_cost
+
+    d, K = 96, 10
+    rng = np.random.default_rng(1)
+    kw = dict(lam=0.2, beta=0.01, l0=6, eps=0.5, d=d, sketch=sketch, memory_cap=False)
+    capped, uncapped = DBSLinUCB(**kw), DBSLinUCB(**kw, time_cap=False)
+    oful_cost = float(exact_round_cost(d, K))
+
+    def peak_cost(est):
+        return float(block_round_cost(d, K, est.rows_in + est.cap_act, est.l_act, est.fast)[0])
+
+    uncapped_peak, switched_at = 0.0, None
+    for t in range(600):
+        arms = rng.standard_normal((K, d))
+        arms /= np.linalg.norm(arms, axis=1, keepdims=True)
+        a, b = capped.act(arms), uncapped.act(arms)
+        if switched_at is None:
+            assert a == b, t
+        r = float(rng.standard_normal())
+        capped.update(arms, a, r)
+        uncapped.update(arms, b, r)
+        if capped.estimator.exact[0]:
+            switched_at = t if switched_at is None else switched_at
+        else:
+            assert peak_cost(capped.estimator) <= oful_cost, t
+        if not uncapped.estimator.exact[0]:
+            uncapped_peak = max(uncapped_peak, peak_cost(uncapped.estimator))
+    assert switched_at is not None and uncapped_peak > oful_cost
