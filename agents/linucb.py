@@ -415,7 +415,9 @@ class LinUCB(TorchAgent):
         r = rewards.detach().cpu().numpy() if isinstance(rewards, torch.Tensor) else rewards
         try:
             r = np.asarray(r)
-            if r.dtype.kind not in "biuf":  # strings such as "1.0" are not parsed; complex is not real
+            # strings such as "1.0" are not parsed, and complex is not real (also inside an object array)
+            if r.dtype.kind in "USc" or (r.dtype.kind == "O" and any(
+                    isinstance(v, (str, bytes, complex, np.complexfloating)) for v in r.ravel().tolist())):
                 raise TypeError(r.dtype)
             r = r.astype(np.float64)
         except (TypeError, ValueError) as exc:

@@ -58,10 +58,11 @@ def test_a_batched_agent_refuses_string_rewards_and_changes_nothing():
     agent = SOFUL(sketch_size=4, batch_size=2)
     arms = np.random.default_rng(1).standard_normal((2, 3, 8))
     actions = agent.act(arms)
-    with pytest.raises(ValueError, match="rewards must be 2 real numbers"):
-        agent.update(arms, actions, ["1.0", "2.0"])
+    for rewards in (["1.0", "2.0"], [1.0, "2.0"], np.array([1 + 1j, 2.0])):
+        with pytest.raises(ValueError, match="rewards must be 2 real numbers"):
+            agent.update(arms, actions, rewards)
     assert agent.t == 0 and agent.estimator.n_rows == 0
-    agent.update(arms, actions, np.array([1.0, 2.0], dtype=np.float32))
+    agent.update(arms, actions, [torch.tensor(1.0), np.float32(2.0)])  # scalars of any kind
     assert agent.t == 1
 
 
