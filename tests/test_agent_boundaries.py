@@ -238,3 +238,14 @@ def test_describe_shows_types_for_device_and_dtype_and_the_registered_sketch():
             line = next(line for line in lines if line.split()[:1] == [arg])
             assert line.split()[1] == "str", (name, line)  # "str | device | None", not "any"
             assert " any " not in line
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_warning_raised_inside_the_loop_points_at_the_users_call_and_names_the_users_class(batch):
+    from linbandit_gym import run
+
+    with pytest.warns(SketchSizeWarning) as caught:
+        run("LinBandit-Synthetic-v0", SOFUL(sketch_size=50), seeds=[0, 1], batched=batch, progress=False,
+            env_kwargs={"d": 6, "n_arms": 3, "horizon": 5})
+    assert caught and all(w.filename == __file__ for w in caught), [(w.filename, w.lineno) for w in caught]
+    assert all(str(w.message).startswith("SOFUL(sketch_size=50) at d=6") for w in caught)
