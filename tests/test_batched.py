@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import linbandit_gym
@@ -297,6 +297,8 @@ def test_batched_twin_of_an_agent_keeps_its_parameters():
     l=st.integers(1, 8), fast=st.booleans(), robust=st.booleans(), reg=st.sampled_from([0.1, 1.0, 10.0]),
     seed=st.integers(0, 2**31 - 1),
 )
+# a residual at rounding level joins the single's basis and not the batch's: the log-det bound must not see it
+@example(kinds=["gauss", "gauss", "orth_bursts"], n=11, d=3, l=3, fast=True, robust=False, reg=0.1, seed=0)
 def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(kinds, n, d, l, fast, robust, reg, seed):
     """Members see different stream kinds (zero rows, low rank, huge rows, ...), so their row
     counts and reduction rounds diverge; every query must still match the unbatched sketch.
