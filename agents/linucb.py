@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._memory import format_bytes, format_count, memory_limit_bytes, memory_limit_source
+from linbandit_host.memory import format_bytes, format_count, memory_limit_bytes, memory_limit_source
 from ._torch import (NONFINITE_ARMS, DeviceLike, DTypeLike, _all_finite, as_arm_matrix, as_float_tensor, obs_token, resolve_device,
                      resolve_dtype, same_obs)
 from ._validate import check_batch_size, check_seed, per_member
@@ -189,7 +189,7 @@ class LinUCB(TorchAgent):
         return {"dtype": self.dtype, "device": self.device}
 
     def _check_state_fits(self, d: int) -> None:
-        """Refuse, before anything is allocated, a state (all members) beyond :func:`~agents._memory.memory_limit_bytes`,
+        """Refuse, before anything is allocated, a state (all members) beyond :func:`~linbandit_host.memory.memory_limit_bytes`,
         naming the arguments that size it and the bytes; nothing changes."""
         per_member = type(self).estimate_state_bytes(d, 1, initial=True, **self._sizing_args())
         if per_member is None:

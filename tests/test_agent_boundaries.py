@@ -75,7 +75,7 @@ def test_a_meta_tensor_is_refused_naming_the_device_and_changes_nothing(name):
 
 
 def test_oful_of_a_billion_dimensions_is_refused_naming_d_and_the_classes_estimate():
-    from agents._memory import format_count
+    from linbandit_host.memory import format_count
 
     with pytest.raises(ValueError, match=r"^OFUL\(\) at d=1000000000 would allocate about 8 EB \(8e\+18 bytes\)") as refused:
         OFUL(d=10**9)
@@ -214,12 +214,16 @@ def test_a_design_warning_points_at_the_users_line():
     assert issubclass(DesignWarning, RuntimeWarning)
 
 
-def test_the_agents_memory_limit_is_the_envs():
-    from agents import _memory
+def test_the_agents_memory_limit_is_the_envs(monkeypatch):
+    """One limit: agents and envs read it from linbandit_host.memory, and both obey the variable."""
+    from agents import linucb
     from linbandit_gym.envs import memory
 
-    assert _memory.memory_limit_bytes() == memory.memory_limit_bytes() or _memory.available_memory_bytes() is None
-    assert _memory.format_bytes(960_004_800_000) == memory.format_bytes(960_004_800_000) == "960 GB"
+    assert linucb.memory_limit_bytes is memory.memory_limit_bytes
+    monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "1MB")
+    with pytest.raises(ValueError, match=r"the limit \$LINBANDIT_MEMORY_LIMIT \(1 MB\)"):
+        OFUL(d=1000)
+    assert memory.memory_limit_bytes() == 1_000_000 and memory.format_bytes(960_004_800_000) == "960 GB"
 
 
 # -- describe ----------------------------------------------------------------------------------------

@@ -1,13 +1,11 @@
 """How much memory this process may still take, and how sizes are written in messages.
 
-The agents' constructors refuse a state that cannot fit before allocating it, against this
-limit. It is the limit the envs use (:mod:`linbandit_gym.envs.memory`, which reads the same
-variable and the same files): ``agents`` imports nothing above it, and ``linbandit_gym`` does not
-import ``agents`` (and torch) when it is imported, so each package reads the limit itself.
-
-The limit is the memory available now: the smaller of ``MemAvailable`` (``/proc/meminfo``)
-and the room left under the process's cgroup limit, else the physical memory
-(``os.sysconf``); ``$LINBANDIT_MEMORY_LIMIT`` (``"8GB"``, ``"512MiB"``, ``"2e9"``) overrides it.
+Envs (:mod:`linbandit_gym.envs.memory`) and agents (their constructors) refuse what cannot fit
+*before* allocating it, against this one limit: the memory available now, the smaller of
+``MemAvailable`` (``/proc/meminfo``) and the room left under the process's cgroup limit, else the
+physical memory (``os.sysconf``); ``$LINBANDIT_MEMORY_LIMIT`` (``"8GB"``, ``"512MiB"``, ``"2e9"``)
+overrides it. Standard library only, so that ``agents`` and ``linbandit_gym`` both sit above it
+without either importing the other.
 """
 
 from __future__ import annotations
@@ -16,14 +14,14 @@ import os
 import re
 import sys
 
-__all__ = ["MEMORY_LIMIT_ENV", "available_memory_bytes", "format_bytes", "format_count", "memory_limit_bytes",
+__all__ = ["MEMORY_LIMIT_ENV", "available_memory_bytes", "format_bytes", "format_count", "format_sci", "memory_limit_bytes",
            "memory_limit_source"]
 
 #: Environment variable that overrides the memory limit (bytes, or a number with a unit).
 MEMORY_LIMIT_ENV = "LINBANDIT_MEMORY_LIMIT"
 
 
-def _sci(n: int) -> str:
+def format_sci(n: int) -> str:
     """``n`` to three significant digits, also beyond the float range: ``'3.5e+21'``."""
     try:
         return f"{float(n):.3g}"
@@ -38,7 +36,7 @@ def format_count(n: int) -> str:
     >>> format_count(2_000_000_000), format_count(10**20)
     ('2,000,000,000', '1e+20')
     """
-    return f"{n:,}" if n < 10**15 else _sci(n)
+    return f"{n:,}" if n < 10**15 else format_sci(n)
 
 
 def format_bytes(n: int) -> str:
@@ -52,11 +50,11 @@ def format_bytes(n: int) -> str:
     try:
         rounded = float(f"{float(n):.3g}")  # 999,999 -> 1e6, so that it reads 1 MB, not 1e+03 kB
     except OverflowError:
-        return f"{_sci(n)} bytes"
+        return f"{format_sci(n)} bytes"
     for power, unit in ((3, "kB"), (6, "MB"), (9, "GB"), (12, "TB"), (15, "PB"), (18, "EB"), (21, "ZB"), (24, "YB")):
         if rounded < 1000 * 10**power:
             return f"{rounded / 10**power:.3g} {unit}"
-    return f"{_sci(n)} bytes"
+    return f"{format_sci(n)} bytes"
 
 
 _UNITS = {
