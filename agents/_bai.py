@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._torch import tensor_bytes
+from ._torch import DeviceLike, DTypeLike, tensor_bytes
 from ._validate import check_probability, check_real, check_seed
 from .base import TorchAgent
 from .design._common import span_arms
@@ -225,8 +225,8 @@ class BAIAgent(FixedArmSetAgent):
         noise_std: float = 1.0,
         c: float | None = None,
         d: int | None = None,
-        device=None,
-        dtype=None,
+        device: DeviceLike = None,
+        dtype: DTypeLike = None,
         seed: int | None = None,
     ):
         self.delta = check_probability("delta", delta, hint="confidence level, e.g. 0.05")

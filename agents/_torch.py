@@ -12,8 +12,13 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["resolve_device", "resolve_dtype", "as_arm_matrix", "as_float_array", "as_vector", "obs_token", "same_obs",
+__all__ = ["DeviceLike", "DTypeLike", "resolve_device", "resolve_dtype", "as_arm_matrix", "as_float_array", "as_vector", "obs_token", "same_obs",
            "tensor_bytes"]
+
+#: What a ``device=`` argument takes: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, a ``torch.device``, or None (CPU).
+DeviceLike = str | torch.device | None
+#: What a ``dtype=`` argument takes: ``"float64"``/``"float32"``, ``torch.float64``/``torch.float32``, or None.
+DTypeLike = str | torch.dtype | None
 
 _DTYPES = {
     "float64": torch.float64,
@@ -106,6 +111,7 @@ def as_float_tensor(obs: Any, device: torch.device, dtype: torch.dtype, what: st
             return obs  # what .to() would return, without its call overhead (every act)
         if obs.is_complex():
             raise ValueError(_complex_message(what))
+        _check_data_device(obs, what)
         return obs.to(device=device, dtype=dtype)
     if type(obs) is np.ndarray and obs.dtype in _HOST_FLOATS and device == _CPU:
         # shared (not own) only where the plain conversion below shares: a float64 array
@@ -137,6 +143,7 @@ def as_float_array(obs: Any, dtype: torch.dtype, what: str, own: bool = False) -
             return obs.numpy()  # what .to() would give, without its call
         if obs.is_complex():
             raise ValueError(_complex_message(what))
+        _check_data_device(obs, what)
         return obs.to(device=_CPU, dtype=dtype).numpy()
     if type(obs) is np.ndarray and obs.dtype in _HOST_FLOATS:
         return obs.astype(_NUMPY_OF[dtype], copy=own or obs.dtype is not _HOST_FLOATS[0])
@@ -154,6 +161,16 @@ def as_float_array(obs: Any, dtype: torch.dtype, what: str, own: bool = False) -
     elif own and isinstance(obs, np.ndarray) and np.shares_memory(arr, obs):
         arr = arr.copy()
     return arr
+
+
+def _check_data_device(obs: torch.Tensor, what: str) -> None:
+    """A ``ValueError`` naming the device of a tensor whose values cannot be read: a ``meta`` tensor
+    holds shapes only (and torch's own error, a ``NotImplementedError``, does not say so)."""
+    if obs.device.type == "meta" or obs.is_meta:
+        raise ValueError(
+            f"the observation is a tensor on device {str(obs.device)!r}, which holds no values (shapes only); "
+            f"pass the {what} as a tensor on 'cpu' (or the agent's device) or a numpy array"
+        )
 
 
 def _complex_message(what: str) -> str:

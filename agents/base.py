@@ -21,7 +21,7 @@ from typing import Any, NoReturn, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from ._torch import as_arm_matrix, resolve_device, resolve_dtype
+from ._torch import DeviceLike, DTypeLike, as_arm_matrix, resolve_device, resolve_dtype
 from ._validate import check_int, check_seed, check_shared_keywords
 
 __all__ = ["Agent", "AgentProtocol", "TorchAgent", "check_agent"]
@@ -77,8 +77,16 @@ class Agent:
     def estimate_memory_bytes(cls, d: int, n_arms: int, **args: Any) -> int | None:
         """A conservative estimate of the bytes one agent of this class, built with the
         constructor arguments ``args`` (defaults for the others), holds at its peak on arm sets
-        of ``n_arms`` arms in dimension ``d``, counted in float64 whatever its dtype; ``None``
-        when the class cannot say. Nothing is built."""
+        of ``n_arms`` arms in dimension ``d``; ``None`` when the class cannot say. Nothing is
+        built. Our agents answer with their estimators' own byte formulas, in the dtype ``args``
+        give (float64 by default on CPU)."""
+        return None
+
+    @classmethod
+    def estimate_initial_memory_bytes(cls, d: int, n_arms: int, **args: Any) -> int | None:
+        """For a class whose memory grows with the stream, what one agent allocates first (as
+        :meth:`estimate_memory_bytes`, before the stream fills it: a short run never reaches the
+        peak); ``None`` when the peak is allocated up front (or the class cannot say)."""
         return None
 
     @classmethod
@@ -122,6 +130,19 @@ def _is_complex(x: Any) -> bool:
     return isinstance(x, (complex, np.complexfloating)) or (isinstance(x, np.ndarray) and x.dtype.kind == "c")
 
 
+def _real_number(name: str, value: Any) -> float:
+    """``value`` as a float if it is a real number: a Python, numpy or torch scalar (a 0-d or one-element
+    array); a ``ValueError`` naming ``name`` otherwise (a string such as ``"1.0"`` is not parsed)."""
+    if isinstance(value, (np.ndarray, torch.Tensor)) and value.ndim == 0:
+        value = value.item()
+    elif isinstance(value, (np.ndarray, torch.Tensor)) and tuple(value.shape) == (1,):
+        value = value.reshape(()).item()
+    if not isinstance(value, numbers.Real):  # str, bytes, None, containers, Decimal ...
+        raise ValueError(f"{name} must be a real number (an int or a float, or a numpy/torch scalar), got {value!r} "
+                         f"({type(value).__name__})")
+    return float(value)
+
+
 class TorchAgent(Agent):
     """Base for our torch agents: device/dtype resolution, seeding, lazy dimension.
 
@@ -144,7 +165,7 @@ class TorchAgent(Agent):
         check_shared_keywords(kwargs)
         return super().__new__(cls)
 
-    def __init__(self, *, d: int | None = None, device=None, dtype=None, seed: int | None = None):
+    def __init__(self, *, d: int | None = None, device: DeviceLike = None, dtype: DTypeLike = None, seed: int | None = None):
         d = check_int("d", d, minimum=1, optional=True, hint="None: read from the first observation")
         seed = check_seed(seed)
         self.device = resolve_device(device)
@@ -223,10 +244,7 @@ class TorchAgent(Agent):
             raise ValueError(f"action {action} is out of range for an arm set of {n_arms} arms{encoding}")
         if _is_complex(reward):
             raise ValueError(f"reward must be a real number, got the complex {reward!r}")
-        try:
-            reward = float(reward)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"reward must be a real number, got {reward!r}") from exc
+        reward = _real_number("reward", reward)
         if not math.isfinite(reward):
             raise ValueError(f"reward must be finite, got {reward!r}")
         return action, reward

@@ -6,9 +6,10 @@ import math
 
 import numpy as np
 
+from ._torch import DeviceLike, DTypeLike
 from .linucb import LinUCB
 from .sketches.rfd import RobustFrequentDirections
-from .soful import _check_sketch_args, _warn_if_larger_than_oful, sketched_memory_bytes
+from .soful import _check_sketch_args, _warn_if_larger_than_oful, sketch_bytes
 
 __all__ = ["CBSCFD"]
 
@@ -51,14 +52,19 @@ class CBSCFD(LinUCB):
     per_member_args = ("lam", "beta", "sketch_size")
     _has_batched_twin = True
 
+    _size_args = ("sketch_size",)
+
     @classmethod
-    def estimate_memory_bytes(cls, d: int, n_arms: int, **args) -> int:
-        return sketched_memory_bytes(cls, d, n_arms, args)
+    def _estimator_bytes(cls, d, n_arms, args, dtype, cdtype, initial) -> int:
+        return sketch_bytes(cls, d, args, dtype, cdtype)  # RFD's layout is FD's
+
+    def _sizing_args(self) -> dict:
+        return {**super()._sizing_args(), "sketch_size": self._l, "fast": self.fast}
     _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
 
     def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, sketch_size: int = 50, fast: bool = True,
                  delta: float = 0.05, noise_std: float = 1.0, theta_bound: float = 1.0, d: int | None = None,
-                 device=None, dtype=None, seed: int | None = None, batch_size: int | None = None):
+                 device: DeviceLike = None, dtype: DTypeLike = None, seed: int | None = None, batch_size: int | None = None):
         # sketch_size may differ across members (padding keeps each member its single twin)
         self._l = _check_sketch_args(sketch_size, fast, batch_size)
         self.fast = fast

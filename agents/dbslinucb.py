@@ -6,9 +6,11 @@ import math
 
 import numpy as np
 
+from ._torch import DeviceLike, DTypeLike
 from ._validate import check_batch_size
-from .linucb import LinUCB, arm_scratch_bytes
+from .linucb import LinUCB, arm_scratch_bytes, element_size
 from .sketches.dbs import DyadicBlockSketch, check_dbs_params
+from .sketches.exact import ExactCovariance
 
 __all__ = ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]
 
@@ -76,16 +78,34 @@ class DBSLinUCB(LinUCB):
     _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
     _has_batched_twin = True
 
+    _size_args = ("l0",)
+
     @classmethod
-    def estimate_memory_bytes(cls, d: int, n_arms: int, **args) -> int:
-        if cls.constructor_argument("memory_cap", args):
-            # twice d x d: a batch pads every member to the largest, and the exact phase holds
-            # a d x d inverse; b and theta_hat
-            return arm_scratch_bytes(d, n_arms) + 8 * (2 * d * d + 2 * d)
-        # uncapped blocks hold up to 4 (d + l0) rows, with their Gram, factor and a vector,
-        # beside the exact phase's d x d inverse
-        rows = 4 * (d + int(np.max(cls.constructor_argument("l0", args))))
-        return arm_scratch_bytes(d, n_arms) + 8 * (rows * d + 2 * rows * rows + rows + d * d)
+    def _estimator_bytes(cls, d, n_arms, args, dtype, cdtype, initial) -> int:
+        """The sketch's own formulas (:class:`~agents.sketches.dbs.DyadicBlockSketch`), for the largest over
+        the members' ``l0``. ``initial``: its first allocation (the first block, or the exact inverse where
+        it is exact from the first row). Peak: a bound, not an equality: the single agent's peak
+        (:meth:`~agents.sketches.dbs.DyadicBlockSketch.peak_member_bytes`) plus the exact inverse, because a
+        member of a batch keeps its row of the padded sketch state until every member is exact, beside
+        its own inverse (a single agent drops its sketch when it switches)."""
+        opts = {name: cls.constructor_argument(name, args) for name in ("fast", "memory_cap", "time_cap")}
+        l0s = [int(l0) for l0 in np.atleast_1d(cls.constructor_argument("l0", args))]
+        if initial:
+            return max(DyadicBlockSketch.first_member_bytes(d, l0, n_arms, **opts, dtype=dtype, core_dtype=cdtype)
+                       for l0 in l0s)
+        exact = ExactCovariance.peak_member_bytes(d, dtype, core_bytes=element_size(cdtype))
+        return exact + max(DyadicBlockSketch.peak_member_bytes(d, l0, opts["fast"], dtype, opts["memory_cap"],
+                                                               core_dtype=cdtype) for l0 in l0s)
+
+    @classmethod
+    def estimate_initial_memory_bytes(cls, d: int, n_arms: int, **args) -> int | None:
+        """What one agent allocates first (its first block: its memory grows with the stream), with the
+        arm sets of a round; :meth:`estimate_memory_bytes` is the peak."""
+        return arm_scratch_bytes(d, n_arms) + cls.estimate_state_bytes(d, n_arms, initial=True, **args)
+
+    def _sizing_args(self) -> dict:
+        return {**super()._sizing_args(), "l0": self.l0, "fast": self.fast, "memory_cap": self.memory_cap,
+                "time_cap": self.time_cap}
 
     def __init__(
         self,
@@ -103,8 +123,8 @@ class DBSLinUCB(LinUCB):
         noise_std: float = 1.0,
         theta_bound: float = 1.0,
         d: int | None = None,
-        device=None,
-        dtype=None,
+        device: DeviceLike = None,
+        dtype: DTypeLike = None,
         seed: int | None = None,
         batch_size: int | None = None,
     ):
@@ -179,8 +199,8 @@ class DBSLinUCBFD(DBSLinUCB):
 
     _has_batched_twin = True
 
-    def __init__(self, **kwargs):
-        if kwargs.pop("sketch", "fd") != "fd":
+    def __init__(self, *, sketch: str = "fd", **kwargs):  # sketch declared here: its default is this class's
+        if sketch != "fd":
             raise ValueError("DBSLinUCBFD always uses sketch='fd'; use DBSLinUCB(sketch=...) to choose")
         super().__init__(sketch="fd", **kwargs)
 
@@ -190,7 +210,7 @@ class DBSLinUCBRFD(DBSLinUCB):
 
     _has_batched_twin = True
 
-    def __init__(self, **kwargs):
-        if kwargs.pop("sketch", "rfd") != "rfd":
+    def __init__(self, *, sketch: str = "rfd", **kwargs):  # sketch declared here: its default is this class's
+        if sketch != "rfd":
             raise ValueError("DBSLinUCBRFD always uses sketch='rfd'; use DBSLinUCB(sketch=...) to choose")
         super().__init__(sketch="rfd", **kwargs)

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ._bai import BAIAgent, LeastSquares, check_grid_next, is_zero
-from ._torch import tensor_bytes
+from ._torch import DeviceLike, DTypeLike, tensor_bytes
 from ._validate import check_int, check_real, check_seed
 from .design import g_optimal_design, round_design, rounding_threshold, spanning_subset
 
@@ -90,8 +90,8 @@ class GAllocation(BAIAgent):
         check_growth: float = 0.01,
         lam: float = 0.0,
         d: int | None = None,
-        device=None,
-        dtype=None,
+        device: DeviceLike = None,
+        dtype: DTypeLike = None,
         seed: int | None = None,
     ):
         if not isinstance(allocation, str) or allocation not in _ALLOCATIONS:

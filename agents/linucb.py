@@ -30,11 +30,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._torch import NONFINITE_ARMS, _all_finite, as_arm_matrix, as_float_tensor, obs_token, resolve_device, same_obs
+from linbandit_host.memory import format_bytes, format_count, memory_limit_bytes, memory_limit_source
+from ._torch import (NONFINITE_ARMS, DeviceLike, DTypeLike, _all_finite, as_arm_matrix, as_float_tensor, obs_token, resolve_device,
+                     resolve_dtype, same_obs)
 from ._validate import check_batch_size, check_seed, per_member
 from .base import TorchAgent
 from .sketches.backend import choose_backend
-from .sketches.base import CovarianceEstimator, Members, ScoreTerms, warn_if_beyond_dtype
+from .sketches.base import CovarianceEstimator, Members, ScoreTerms, core_dtype, warn_if_beyond_dtype
 
 __all__ = ["LinUCB", "as_arm_batch"]
 
@@ -58,6 +60,21 @@ def _check_beta(name: str, beta: Any) -> float | str:
 def arm_scratch_bytes(d: int, n_arms: int) -> int:
     """A few ``K x d`` arm sets and their scores in float64: what a round holds beside the state."""
     return 4 * n_arms * d * 8
+
+
+def state_dtypes(args: dict[str, Any]) -> tuple[torch.dtype, torch.dtype]:
+    """The working and core dtypes of an agent built with the constructor arguments ``args``
+    (``device``, ``dtype``), read without building it or checking that the device exists."""
+    device = args.get("device")
+    try:
+        device = torch.device("cpu" if device is None else device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device={args.get('device')!r} is not a valid torch device") from exc
+    return resolve_dtype(args.get("dtype"), device), core_dtype(device)
+
+
+def element_size(dtype: torch.dtype) -> int:
+    return torch.empty(0, dtype=dtype).element_size()
 
 
 def _fmt(value: Any) -> str:
@@ -138,13 +155,63 @@ class LinUCB(TorchAgent):
         # which the batched agent (the same class with batch_size=B) would not run.
         return cls.__dict__.get("_has_batched_twin", False)
 
+    #: the constructor arguments beside ``d`` that size the state (named when a state cannot fit)
+    _size_args: tuple[str, ...] = ()
+
+    # -- memory, from the arguments alone (the estimator classes' own formulas) ------------------
+    @classmethod
+    def estimate_memory_bytes(cls, d: int, n_arms: int, **args: Any) -> int | None:
+        """The arm sets of a round (:func:`arm_scratch_bytes`) and the state at its peak
+        (:meth:`estimate_state_bytes`); ``None`` for an estimator the class cannot size.
+        ``dtype``/``device`` in ``args`` are honoured (float64 state on CPU by default)."""
+        state = cls.estimate_state_bytes(d, n_arms, **args)
+        return None if state is None else arm_scratch_bytes(d, n_arms) + state
+
+    @classmethod
+    def estimate_state_bytes(cls, d: int, n_arms: int, *, initial: bool = False, **args: Any) -> int | None:
+        """Bytes of one agent's state: its estimator's (the estimator class's own byte formula,
+        :meth:`_estimator_bytes`) and ``theta_hat`` (``d`` numbers of the working dtype). At its
+        peak, or ``initial``: what is allocated before the stream fills it. For OFUL, SOFUL and
+        CBSCFD both are what :meth:`memory_bytes` reports (the state is allocated whole);
+        DBSLinUCB's peak is a bound (see its :meth:`_estimator_bytes`)."""
+        dtype, cdtype = state_dtypes(args)
+        estimator = cls._estimator_bytes(d, n_arms, args, dtype, cdtype, initial)
+        return None if estimator is None else int(estimator) + d * element_size(dtype)
+
+    @classmethod
+    def _estimator_bytes(cls, d: int, n_arms: int, args: dict[str, Any], dtype: torch.dtype, cdtype: torch.dtype,
+                         initial: bool) -> int | None:
+        """Bytes of the estimator one agent plays with (``None``: this class cannot say)."""
+        return None
+
+    def _sizing_args(self) -> dict[str, Any]:
+        """The constructor arguments :meth:`estimate_state_bytes` reads, from this agent."""
+        return {"dtype": self.dtype, "device": self.device}
+
+    def _check_state_fits(self, d: int) -> None:
+        """Refuse, before anything is allocated, a state (all members) beyond :func:`~linbandit_host.memory.memory_limit_bytes`,
+        naming the arguments that size it and the bytes; nothing changes."""
+        per_member = type(self).estimate_state_bytes(d, 1, initial=True, **self._sizing_args())
+        if per_member is None:
+            return
+        need, limit = per_member * self.batch_size, memory_limit_bytes()
+        if need <= limit:
+            return
+        name = getattr(type(self), "single_class", type(self)).__name__
+        sizes = ", ".join(f"{arg}={_fmt(self._sizing_args()[arg])}" for arg in self._size_args)
+        members = "" if self.members.unbatched else f" for its {self.batch_size} members"
+        raise ValueError(
+            f"{name}({sizes}) at d={d} would allocate about {format_bytes(need)} ({format_count(need)} bytes){members}, "
+            f"more than {memory_limit_source()} ({format_bytes(limit)}); lower {' or '.join((*self._size_args, 'd'))}"
+        )
+
     #: whether ``beta="theory"`` accumulates ``log(1 + ||x||^2_{A_hat^-1})`` (OFUL's radius);
     #: the sketched agents' radii read their sketch instead, so they skip that work
     _accumulates_logdet = True
 
     def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, delta: float = 0.05, noise_std: float = 1.0,
-                 theta_bound: float = 1.0, batch_size: int | None = None, d: int | None = None, device=None,
-                 dtype=None, seed: int | None = None):
+                 theta_bound: float = 1.0, batch_size: int | None = None, d: int | None = None, device: DeviceLike = None,
+                 dtype: DTypeLike = None, seed: int | None = None):
         batch_size = check_batch_size(batch_size)
         # lam and beta may differ across members (one value per member, see per_member_args)
         self.lam = per_member("lam", lam, batch_size, _check_lam)
@@ -201,6 +268,7 @@ class LinUCB(TorchAgent):
         super().reset(seed=seed if seed is None or isinstance(seed, numbers.Integral) else None)
 
     def _allocate(self, d: int) -> None:
+        self._check_state_fits(d)  # before anything is allocated or changed
         super()._allocate(d)
         self.estimator = self._make_estimator(d)
 
@@ -346,7 +414,12 @@ class LinUCB(TorchAgent):
             raise ValueError(f"action {int(a[(a < 0) | (a >= n_arms)][0])} is out of range for arm sets of {n_arms} arms")
         r = rewards.detach().cpu().numpy() if isinstance(rewards, torch.Tensor) else rewards
         try:
-            r = np.asarray(r, dtype=np.float64)
+            r = np.asarray(r)
+            # strings such as "1.0" are not parsed, and complex is not real (also inside an object array)
+            if r.dtype.kind in "USc" or (r.dtype.kind == "O" and any(
+                    isinstance(v, (str, bytes, complex, np.complexfloating)) for v in r.ravel().tolist())):
+                raise TypeError(r.dtype)
+            r = r.astype(np.float64)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"rewards must be {B} real numbers, got {rewards!r}") from exc
         if r.shape != (B,):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .linucb import LinUCB, arm_scratch_bytes
+from .linucb import LinUCB, element_size
 from .sketches.exact import ExactCovariance
 
 __all__ = ["OFUL"]
@@ -36,9 +36,9 @@ class OFUL(LinUCB):
     _has_batched_twin = True
 
     @classmethod
-    def estimate_memory_bytes(cls, d: int, n_arms: int, **args) -> int:
-        # the d x d inverse, b and theta_hat
-        return arm_scratch_bytes(d, n_arms) + 8 * (d * d + 2 * d)
+    def _estimator_bytes(cls, d, n_arms, args, dtype, cdtype, initial) -> int:
+        # the d x d inverse and b, allocated whole
+        return ExactCovariance.peak_member_bytes(d, dtype, core_bytes=element_size(cdtype))
 
     def _make_estimator(self, d: int) -> ExactCovariance:
         return ExactCovariance(d, reg=self.lam, device=self.device, dtype=self.dtype, batch_size=self._est_batch)

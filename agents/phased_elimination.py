@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from ._bai import FixedArmSetAgent, input_eps
-from ._torch import tensor_bytes
+from ._torch import DeviceLike, DTypeLike, tensor_bytes
 from ._validate import check_probability, check_real, check_seed
 from .design import solve_g_design
 from .design._common import span_arms
@@ -84,8 +84,8 @@ class PhasedElimination(FixedArmSetAgent):
         noise_std: float = 1.0,
         design_eps: float = 0.1,
         d: int | None = None,
-        device=None,
-        dtype=None,
+        device: DeviceLike = None,
+        dtype: DTypeLike = None,
         seed: int | None = None,
     ):
         self.delta = check_probability("delta", delta, hint="confidence of the elimination, e.g. 1/horizon")

@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
+from ._torch import DeviceLike, DTypeLike
 from ._validate import check_batch_size
-from .linucb import LinUCB, arm_scratch_bytes
+from ._warnings import SketchSizeWarning, warn_user
+from .linucb import LinUCB
 from .sketches.fd import FrequentDirections, check_sketch_size
 
 __all__ = ["SOFUL"]
@@ -59,13 +62,18 @@ class SOFUL(LinUCB):
     _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
     _has_batched_twin = True
 
+    _size_args = ("sketch_size",)
+
     @classmethod
-    def estimate_memory_bytes(cls, d: int, n_arms: int, **args) -> int:
-        return sketched_memory_bytes(cls, d, n_arms, args)
+    def _estimator_bytes(cls, d, n_arms, args, dtype, cdtype, initial) -> int:
+        return sketch_bytes(cls, d, args, dtype, cdtype)
+
+    def _sizing_args(self) -> dict:
+        return {**super()._sizing_args(), "sketch_size": self._l, "fast": self.fast}
 
     def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, sketch_size: int = 50, fast: bool = True,
                  delta: float = 0.05, noise_std: float = 1.0, theta_bound: float = 1.0, d: int | None = None,
-                 device=None, dtype=None, seed: int | None = None, batch_size: int | None = None):
+                 device: DeviceLike = None, dtype: DTypeLike = None, seed: int | None = None, batch_size: int | None = None):
         # sketch_size may differ across members (padding keeps each member its single twin)
         self._l = _check_sketch_args(sketch_size, fast, batch_size)
         self.fast = fast
@@ -87,27 +95,49 @@ class SOFUL(LinUCB):
         ) + self.theta_bound * (lam + sb) / np.sqrt(lam)
 
 
-def sketched_memory_bytes(cls, d: int, n_arms: int, args: dict) -> int:
-    """The estimate of :meth:`~agents.base.Agent.estimate_memory_bytes` for SOFUL and CBSCFD:
-    the fast buffer's ``2l`` rows, their ``2l x 2l`` Gram and factor and a ``2l``-vector, b and
-    theta_hat (the largest member's ``l`` when the sizes differ)."""
-    cap = 2 * int(np.max(cls.constructor_argument("sketch_size", args)))
-    return arm_scratch_bytes(d, n_arms) + 8 * (cap * d + 2 * cap * cap + cap + 2 * d)
+def sketch_bytes(cls, d: int, args: dict, dtype, cdtype) -> int:
+    """The FD (SOFUL) or RFD (CBSCFD) sketch of an agent of ``cls`` built with ``args``: the estimator
+    class's own :meth:`~agents.sketches.fd.FrequentDirections.peak_member_bytes` (allocated whole, at
+    construction), for the largest member's ``sketch_size`` when the sizes differ."""
+    l = int(np.max(cls.constructor_argument("sketch_size", args)))
+    return FrequentDirections.peak_member_bytes(d, l, bool(cls.constructor_argument("fast", args)), dtype, cdtype)
+
+
+def largest_sketch_size_within(d: int, limit: int, fast: bool, dtype, cdtype) -> int | None:
+    """The largest ``sketch_size`` whose FD sketch (:meth:`~agents.sketches.fd.FrequentDirections.peak_member_bytes`,
+    non-decreasing in the size) holds at most ``limit`` bytes at dimension ``d``: 0 when none does, ``None``
+    when every size does (the buffer stops growing at ``d`` rows)."""
+    def size(l: int) -> int:
+        return FrequentDirections.peak_member_bytes(d, l, fast, dtype, cdtype)
+
+    if size(d + 1) <= limit:  # from l = d + 1 on the buffer holds min(cap, d + 1) rows: every l fits
+        return None
+    lo, hi = 0, d + 1  # size(lo) <= limit (or lo = 0), size(hi) > limit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if size(mid) <= limit else (lo, mid)
+    return lo
 
 
 def _warn_if_larger_than_oful(agent, d: int) -> None:
-    """A SOFUL/CBSCFD sketch that holds more than OFUL's d x d inverse saves nothing: say so (and how
-    to fix it) once, when the dimension becomes known."""
-    import warnings
-
+    """A SOFUL/CBSCFD sketch that holds more bytes than OFUL's d x d inverse saves nothing: say so, with
+    the largest sketch size that does not (the very comparison made here), at the user's line (once per
+    line and message, Python's default), when the dimension becomes known."""
+    from .sketches.base import core_dtype
     from .sketches.exact import ExactCovariance
 
     l = int(np.max(agent._l))  # the largest member's sketch when the sizes differ
-    sketch = FrequentDirections.peak_member_bytes(d, l, agent.fast, agent.dtype)
-    oful = ExactCovariance.peak_member_bytes(d, agent.dtype)
-    if sketch > oful:
-        warnings.warn(
-            f"{type(agent).__name__}(sketch_size={l}) at d={d} holds {sketch} bytes per agent, more than "
-            f"OFUL's d x d inverse ({oful} bytes); use sketch_size < ~{max(1, d // 3)} or OFUL",
-            stacklevel=4,
-        )
+    cdtype = core_dtype(agent.device)
+    ec = torch.empty(0, dtype=cdtype).element_size()
+    sketch = FrequentDirections.peak_member_bytes(d, l, agent.fast, agent.dtype, cdtype)
+    oful = ExactCovariance.peak_member_bytes(d, agent.dtype, core_bytes=ec)
+    if sketch <= oful:
+        return
+    name = getattr(type(agent), "single_class", type(agent)).__name__  # the class the user built, not its batch
+    largest = largest_sketch_size_within(d, oful, agent.fast, agent.dtype, cdtype)
+    fix = f"use sketch_size <= {largest} or OFUL" if largest else "use OFUL"
+    warn_user(
+        f"{name}(sketch_size={l}) at d={d} holds {sketch} bytes per agent, more than OFUL's d x d inverse "
+        f"({oful} bytes): {fix}",
+        SketchSizeWarning,
+    )

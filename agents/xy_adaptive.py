@@ -31,6 +31,7 @@ import warnings
 import numpy as np
 import torch
 
+from ._torch import DeviceLike, DTypeLike
 from ._bai import BAIAgent, LeastSquares, is_zero
 from ._validate import check_int, check_real, check_seed
 from .design import round_design, solve_xy_design
@@ -92,8 +93,8 @@ class XYAdaptive(BAIAgent):
         design_max_iter: int = 1000,
         lam: float = 0.0,
         d: int | None = None,
-        device=None,
-        dtype=None,
+        device: DeviceLike = None,
+        dtype: DTypeLike = None,
         seed: int | None = None,
     ):
         self.alpha = check_real("alpha", alpha, gt=0.0, lt=1.0, hint="per-phase uncertainty reduction, eq. 19")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from ._torch import DeviceLike, DTypeLike
 from .design import xy_optimal_design
 from .g_allocation import GAllocation
 
@@ -52,8 +53,8 @@ class XYStatic(GAllocation):
         check_growth: float = 0.01,
         lam: float = 0.0,
         d: int | None = None,
-        device=None,
-        dtype=None,
+        device: DeviceLike = None,
+        dtype: DTypeLike = None,
         seed: int | None = None,
     ):
         super().__init__(

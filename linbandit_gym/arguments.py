@@ -398,7 +398,8 @@ def describe_arguments(arguments: Arguments, width: int = 100) -> list[str]:
     lines = ["  " + "  ".join(h.ljust(w) for h, w in zip(("argument", "type", "default"), columns)) + "  meaning"]
     for *cells, meaning in rows:
         head = "  " + "  ".join(c.ljust(w) for c, w in zip(cells, columns)) + "  "
-        wrapped = textwrap.wrap(meaning, max(30, width - indent)) or [""]
+        # compound words ("one-SVD-per-row", "2l-row") are not split at their hyphens
+        wrapped = textwrap.wrap(meaning, max(30, width - indent), break_on_hyphens=False) or [""]
         lines.append(head + wrapped[0])
         lines += [" " * indent + more for more in wrapped[1:]]
     if arguments.open:

@@ -136,6 +136,11 @@ class AgentEntry:
         """The class's estimate of one agent's peak memory for arm sets ``(n_arms, d)`` (``None``: unknown)."""
         return self._ask("estimate_memory_bytes")(d, n_arms, **args)
 
+    def estimate_initial_memory_bytes(self, d: int, n_arms: int, args: dict[str, Any]) -> int | None:
+        """The class's estimate of what one agent allocates first, where its memory grows with the
+        stream (``None``: the peak is allocated up front, or unknown)."""
+        return self._ask("estimate_initial_memory_bytes")(d, n_arms, **args)
+
 
 def _without_qualname(exc: TypeError) -> str:
     """A ``TypeError`` of a call, without the ``Class.__init__()`` Python puts first."""
@@ -307,20 +312,6 @@ class RunMemory:
         return self.env_bytes + (first or 0)
 
 
-def _first_allocation(entry: AgentEntry, d: int, n_arms: int, args: dict[str, Any]) -> int | None:
-    """For an agent whose memory grows with the stream, what it allocates first (``None`` for
-    the others): a Dyadic Block Sketching agent (Wen et al. (2025)) starts with one FD block of
-    sketch size ``l0``, which is what SOFUL holds with ``sketch_size=l0``."""
-    from agents import SOFUL, DBSLinUCB
-
-    if not (inspect.isclass(entry.factory) and issubclass(entry.factory, DBSLinUCB)):
-        return None
-    import numpy as np
-
-    l0 = int(np.max(entry.factory.constructor_argument("l0", args)))
-    return int(SOFUL.estimate_memory_bytes(d, n_arms, sketch_size=l0))
-
-
 def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: str,
                        env_args: dict[str, Any]) -> RunMemory:
     """The peak memory of playing ``entry``'s agent (built with ``agent_args``) on ``env_id``
@@ -345,7 +336,7 @@ def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: st
     args = {k: v for k, v in agent_args.items() if k != "d"}
     try:
         agent_bytes = entry.estimate_memory_bytes(d, n_arms, args)
-        first = _first_allocation(entry, d, n_arms, args)
+        first = entry.estimate_initial_memory_bytes(d, n_arms, args)
     except (TypeError, ValueError, KeyError, OverflowError):
         agent_bytes = first = None
     return RunMemory(estimate.nbytes, None if agent_bytes is None else int(agent_bytes), n_arms, d, first)

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import linbandit_gym
@@ -32,6 +32,10 @@ from linbandit_gym.evaluate import RECORD_COLUMNS
 from linbandit_gym.loop import TIMING_COLUMNS
 from linbandit_gym.vector import LinBanditVectorEnv, supports_vector
 from sketch_streams import KINDS, make_stream
+
+#: small d: the sketches of these tests hold more than OFUL's inverse, which is warned (asserted in
+#: tests/test_agent_boundaries.py); not what these tests are about
+pytestmark = pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")
 
 SMALL = dict(d=8, n_arms=6, horizon=40)
 TIMING = TIMING_COLUMNS
@@ -293,6 +297,8 @@ def test_batched_twin_of_an_agent_keeps_its_parameters():
     l=st.integers(1, 8), fast=st.booleans(), robust=st.booleans(), reg=st.sampled_from([0.1, 1.0, 10.0]),
     seed=st.integers(0, 2**31 - 1),
 )
+# a residual at rounding level joins the single's basis and not the batch's: the log-det bound must not see it
+@example(kinds=["gauss", "gauss", "orth_bursts"], n=11, d=3, l=3, fast=True, robust=False, reg=0.1, seed=0)
 def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(kinds, n, d, l, fast, robust, reg, seed):
     """Members see different stream kinds (zero rows, low rank, huge rows, ...), so their row
     counts and reduction rounds diverge; every query must still match the unbatched sketch.

@@ -257,6 +257,7 @@ def test_list_is_plain_text_one_line_per_id(capsys):
 # -- 6. labels -----------------------------------------------------------------------------
 
 @pytest.mark.skipif("SOFUL" not in AGENTS, reason="needs SOFUL")
+@pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")  # a small sketch at a small d, on purpose
 def test_run_labels_carry_non_default_arguments(tmp_path, capsys):
     for size in (3, 2):
         assert main(["run", "--agent", "SOFUL", "--agent-arg", f"sketch_size={size}", *TINY_ENV]) == 0

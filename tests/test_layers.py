@@ -5,10 +5,11 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("agents", "envs_data", "linbandit_gym")
+PACKAGES = ("linbandit_host", "agents", "envs_data", "linbandit_gym")
 
 #: Bottom to top (DESIGN.md, "Layers"); a module belongs to the longest prefix listed.
 LAYERS = [
+    ("linbandit_host",),                                         # memory limit, warnings at the user's line
     ("agents", "envs_data"),                                    # agents, sketches, designs; data
     ("linbandit_gym.envs", "linbandit_gym.vector", "linbandit_gym.registration", "linbandit_gym._version"),
     ("linbandit_gym.specs", "linbandit_gym.registry", "linbandit_gym.arguments"),  # names users type, argument checks
@@ -62,7 +63,7 @@ def _layer(module: str) -> int:
             if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
                 best, level = len(prefix), i
     if module == "linbandit_gym":
-        return 3  # the package's face: run, make_vec, the env ids
+        return 4  # the package's face: run, make_vec, the env ids (the loop's layer)
     assert level is not None, f"{module} is in no layer: add it to LAYERS"
     return level
 

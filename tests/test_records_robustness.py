@@ -90,6 +90,7 @@ def _files(directory: Path) -> list[Path]:
 
 # -- item: `run --out` writes the sweep layout ------------------------------------------------
 
+@pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")  # a small sketch at a small d, on purpose
 def test_run_out_is_a_sweep_directory_for_plot_report_and_sweep(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(RUN + ["--agent", "SOFUL", "--agent-arg", "sketch_size=3", "--seeds", "2", "--out", str(out)]) == 0

@@ -68,6 +68,7 @@ def test_openml_without_data_says_what_to_do(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.skipif("SOFUL" not in AGENTS, reason="SOFUL not registered")
+@pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")  # a small sketch at a small d, on purpose
 def test_matrix_approximation_errors_respect_their_bounds(tmp_path):
     from agents.sketches.diagnostics import spectral_error
 

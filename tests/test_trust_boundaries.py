@@ -98,15 +98,17 @@ def test_an_env_too_large_for_memory_is_one_line_under_dry_run(tmp_path, capsys)
     assert line.startswith("linbandit sweep: error: envs[0].args") and "d=1000000000" in line
 
 
-@pytest.mark.parametrize("args, named", [
-    ({"sketch_size": 100000}, "sketch_size=100000"),
-    ({"d": 10**9}, "d=1000000000"),
+@pytest.mark.parametrize("args, env_d, named", [
+    # the sketch holds min(2 sketch_size, d) rows of d numbers: a huge sketch_size is large only at a large d
+    ({"sketch_size": 100000}, 200_000, "sketch_size=100000"),
+    ({"d": 10**9}, None, "d=1000000000"),
 ])
-def test_agent_arguments_that_cannot_fit_are_refused_before_building(tmp_path, capsys, args, named):
-    arg = [f"--agent-arg={k}={v}" for k, v in args.items()]
+def test_agent_arguments_that_cannot_fit_are_refused_before_building(tmp_path, capsys, args, env_d, named):
+    arg = [f"--agent-arg={k}={v}" for k, v in args.items()] + ([f"--env-arg=d={env_d}"] if env_d else [])
     line = _refused(capsys, ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "SOFUL", *arg, "--no-progress"])
     assert named in line and "more than" in line and "GB" in line, line
-    config = _write(tmp_path / "c.yaml", {**THREE, "agents": [{"name": "SOFUL", "args": args}]})
+    env = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": env_d}} if env_d else SMALL_ENV
+    config = _write(tmp_path / "c.yaml", {**THREE, "envs": [env], "agents": [{"name": "SOFUL", "args": args}]})
     line = _refused(capsys, ["sweep", str(config), "--dry-run"])
     assert line.startswith("linbandit sweep: error: agents[0].args") and named in line, line
 
@@ -347,7 +349,6 @@ def _small(name: str):
 
 
 @NO_SIZE_WARNING
-@pytest.mark.xfail(strict=True, reason=AGENT_SIDE)
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_agent_side_a_string_reward_is_refused(name):
     agent = _small(name)
@@ -358,7 +359,6 @@ def test_agent_side_a_string_reward_is_refused(name):
         agent.update(arms, action, "1.0")
 
 
-@pytest.mark.xfail(strict=True, reason=AGENT_SIDE)
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_agent_side_a_meta_tensor_is_refused_naming_the_device(name):
     agent = _small(name)
@@ -367,13 +367,11 @@ def test_agent_side_a_meta_tensor_is_refused_naming_the_device(name):
         agent.act(torch.empty((3, 4), device="meta"))
 
 
-@pytest.mark.xfail(strict=True, reason=AGENT_SIDE)
 def test_agent_side_a_dimension_of_a_billion_is_refused_before_allocating():
     with pytest.raises(ValueError, match="d=1000000000"):
         AGENTS["OFUL"](d=10**9)
 
 
-@pytest.mark.xfail(strict=True, reason=AGENT_SIDE)
 @pytest.mark.skipif(not LINUX, reason="RLIMIT_AS")
 def test_agent_side_soful_d_1e8_is_refused_before_allocating():
     """Under a 6 GB address-space limit (so that today's attempt at 16 GB fails at once) and a
@@ -388,10 +386,21 @@ def test_agent_side_soful_d_1e8_is_refused_before_allocating():
     assert done.stdout.startswith("REFUSED") and "d=100000000" in done.stdout, done.stdout + done.stderr
 
 
-@NO_SIZE_WARNING
-@pytest.mark.xfail(strict=True, reason=AGENT_SIDE)
-def test_agent_side_a_sketch_larger_than_memory_is_refused_naming_sketch_size():
+def test_agent_side_a_sketch_larger_than_memory_is_refused_naming_sketch_size(monkeypatch):
+    """The sketch holds min(2 sketch_size, d) rows of d numbers (no more can be used): a huge
+    sketch_size costs nothing at d = 500, and is refused at d = 200,000 (a d x d basis, its
+    coordinates and their inverse: ~960 GB, the class's own estimate), before anything is
+    allocated, leaving the agent as it was."""
+    monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "8GB")
     agent = AGENTS["SOFUL"](sketch_size=100000)
     agent.reset(seed=0)
-    with pytest.raises(ValueError, match="sketch_size"):
-        agent.act(np.ones((3, 500), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"SOFUL\(sketch_size=100000\) at d=200000 would allocate about 960 GB.*"
+                                         r"lower sketch_size or d") as refused:
+        agent.act(np.ones((3, 200_000), dtype=np.float32))
+    estimate = AGENTS["SOFUL"].estimate_state_bytes(200_000, 3, sketch_size=100000)
+    assert f"({estimate:,} bytes)" in str(refused.value) and "LINBANDIT_MEMORY_LIMIT (8 GB)" in str(refused.value)
+    assert agent.d is None and agent.estimator is None and agent.t == 0  # nothing changed
+    arms = np.eye(500, dtype=np.float32)[:3]
+    with pytest.warns(UserWarning, match="more than OFUL's d x d inverse"):  # it fits, and saves nothing
+        agent.act(arms)  # d = 500 fits: the buffer is sized by the d rows FD can use
+    assert agent.memory_bytes() < 10 * AGENTS["OFUL"].estimate_state_bytes(500, 3)

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from typing import Any
 
 import numpy as np
 import torch
 
+from .._warnings import DesignWarning, warn_user
 from ._common import (
     DesignResult,
     as_weights,
@@ -212,11 +212,10 @@ def _solve_g(
             since_refresh = 0
     w = w / w.sum()
     if not converged:
-        warnings.warn(
+        warn_user(
             f"G-optimal design did not reach max g <= (1 + eps) r = {target:.4g} in {max_iter} iterations "
             f"(reached {gk:.4g}); returning the best design found. Raise max_iter or eps.",
-            RuntimeWarning,
-            stacklevel=3,
+            DesignWarning,
         )
     return DesignResult(
         weights=to_output(w, sa.is_tensor, sa.device),

@@ -52,12 +52,12 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from typing import Any
 
 import numpy as np
 import torch
 
+from .._warnings import DesignWarning, warn_user
 from ._common import (
     DesignResult,
     SpanArms,
@@ -280,11 +280,10 @@ def _solve_xy(
         w = torch.clamp(w, min=0.0)
         w = w / w.sum()
     if not converged:
-        warnings.warn(
+        warn_user(
             f"XY design not certified within {max_iter} iterations (value {f:.6g}, lower bound {lb:.6g}, "
             f"eps={eps}); returning the best design found. Raise max_iter or eps.",
-            RuntimeWarning,
-            stacklevel=3,
+            DesignWarning,
         )
     return DesignResult(
         weights=to_output(w, sa.is_tensor, sa.device),

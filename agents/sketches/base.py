@@ -44,7 +44,6 @@ Numerics shared by every estimator:
 from __future__ import annotations
 
 import math
-import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +53,7 @@ import torch
 
 from .._torch import resolve_device, resolve_dtype
 from .._validate import per_member
+from .._warnings import warn_user
 from .backend import Backend, choose_backend
 
 __all__ = ["CovarianceEstimator", "Members", "PrecisionWarning", "ScoreTerms", "core_dtype", "BEYOND_DTYPE",
@@ -157,12 +157,13 @@ class PrecisionWarning(RuntimeWarning):
     (:func:`warn_if_beyond_dtype`)."""
 
 
-def warn_if_beyond_dtype(est: "CovarianceEstimator", stacklevel: int = 3, who: str | None = None) -> None:
+def warn_if_beyond_dtype(est: "CovarianceEstimator", who: str | None = None) -> None:
     """Warn once per estimator when ``(reg + tr X^T X + alpha) / reg`` exceeds ``BEYOND_DTYPE / eps`` of
     the working dtype: ``A_hat``'s condition number can then reach what that dtype cannot hold for
     any estimator (OFUL's exact inverse included); the fixes are named. Called by the public entry
-    points after a step (``estimator.update``, ``agent.update``): ``stacklevel=3`` is their caller; ``who``
-    names the agent the warning is about (the estimator's class by default)."""
+    points after a step (``estimator.update``, ``agent.update``), attributed to the user's line
+    (:func:`agents._warnings.warn_user`); ``who`` names the agent the warning is about (the
+    estimator's class by default)."""
     if est._warned_dtype:
         return
     alpha = est._alpha_total()
@@ -174,12 +175,11 @@ def warn_if_beyond_dtype(est: "CovarianceEstimator", stacklevel: int = 3, who: s
     eps = torch.finfo(est.dtype).eps
     cond = float(np.max((est._reg_host() + est.trace + est._alpha_total()) / est._reg_host()))
     fixes = "dtype=torch.float64, a larger lam, or" if est.dtype != torch.float64 else "a larger lam or"
-    warnings.warn(
+    warn_user(
         f"{who or type(est).__name__}: (lam + tr X^T X) / lam = {cond:.3g} is beyond what {est.dtype} resolves "
         f"(~{BEYOND_DTYPE:g} / eps = {BEYOND_DTYPE / eps:.3g}): every estimator's widths (OFUL's too) lose their "
         f"accuracy in this dtype. Use {fixes} normalised (rescaled) arms.",
         PrecisionWarning,
-        stacklevel=stacklevel,
     )
 
 

@@ -498,7 +498,8 @@ class SketchCore:
                 nu2 = xp.norm_sq(e, self.cdtype)
                 ratio2 = xp.host(nu2) / norms
                 ratio = np.where(again & (ratio2 < 0.5 * ratio), 0.0, np.where(again, ratio2, ratio))
-        new = ratio > (64.0 * self.d * self.eps_w ** 2) * (self.R + 1)  # (each member's own basis size)
+        # each member's own R: its decision must not depend on the other members of a batch
+        new = ratio > 64.0 * (self.R + 1) * self.d * self.eps_w ** 2
         if Rw >= self.basis_cap - 1:
             new &= self.R < self.basis_cap
         if np.count_nonzero(new) == new.size:

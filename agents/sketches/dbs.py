@@ -346,14 +346,47 @@ class DyadicBlockSketch(CovarianceEstimator):
     def _over_caps(self, idx: np.ndarray) -> np.ndarray:
         """Whether the members ``idx``, about to open their block ``l_act`` after ``rows_in`` frozen rows,
         would hold more than OFUL (``memory_cap``) or cost more per round (``time_cap``)."""
-        over = np.zeros(idx.size, dtype=bool)
-        rows_in, cap = self.rows_in[idx], self._cap_of(self.l_act[idx])
-        if self.memory_cap:
-            over |= self.layout_bytes(rows_in, cap) > self._exact_bytes()
-        if self.time_cap:
-            over |= block_round_cost(self.d, self._n_arms, rows_in + cap, self.l_act[idx], self.fast) > (
-                exact_round_cost(self.d, self._n_arms))
+        return self.opens_over_caps(self.d, self.rows_in[idx], self.l_act[idx], n_arms=self._n_arms, fast=self.fast,
+                                    memory_cap=self.memory_cap, time_cap=self.time_cap, keep_gram=self.keep_gram,
+                                    dtype=self.dtype, core_dtype=self.cdtype)
+
+    @classmethod
+    def opens_over_caps(cls, d: int, rows_in, l, *, n_arms: int, fast: bool, memory_cap: bool, time_cap: bool,
+                        keep_gram: bool = False, dtype: torch.dtype = torch.float64,
+                        core_dtype: torch.dtype = torch.float64) -> np.ndarray:
+        """The switch rule, for an estimator (:meth:`_over_caps`) and for an estimate made before any
+        exists: whether a member about to open a block of sketch size ``l`` after ``rows_in`` frozen rows
+        would hold more bytes than the exact inverse (``memory_cap``) or cost more multiply-adds per
+        round of ``n_arms`` arms (``time_cap``). Accepts numpy int arrays."""
+        rows_in, l = np.asarray(rows_in), np.asarray(l)
+        rows = rows_in + (2 * l if fast else l)
+        over = np.zeros(rows.shape, dtype=bool)
+        if memory_cap:
+            es = torch.empty(0, dtype=dtype).element_size()
+            ec = torch.empty(0, dtype=core_dtype).element_size()
+            exact = ExactCovariance.peak_member_bytes(d, dtype, keep_gram, ec)
+            over |= SketchCore.layout_bytes(d, rows, np.minimum(rows, d), es, ec) > exact
+        if time_cap:
+            over |= block_round_cost(d, n_arms, rows, l, fast) > exact_round_cost(d, n_arms)
         return over
+
+    @classmethod
+    def first_member_bytes(cls, d: int, l0: int, n_arms: int, fast: bool = True, memory_cap: bool = True,
+                           time_cap: bool = True, keep_gram: bool = False, dtype: torch.dtype = torch.float64,
+                           core_dtype: torch.dtype = torch.float64) -> int:
+        """Bytes one member allocates first, without building anything: its first block's layout (``l0``'s
+        buffer, :meth:`layout_bytes` with no frozen rows), or the exact inverse where the sketch is exact
+        from the first row (Alg. 1 line 3's cap is reached at once, or the first block is over a cap at
+        one arm per round, as at construction, or at ``n_arms``, as at the first scoring)."""
+        ec = torch.empty(0, dtype=core_dtype).element_size()
+        caps = dict(fast=fast, memory_cap=memory_cap, time_cap=time_cap, keep_gram=keep_gram, dtype=dtype,
+                    core_dtype=core_dtype)
+        if block_cap(d, l0) <= 1 or cls.opens_over_caps(d, 0, l0, n_arms=1, **caps) or cls.opens_over_caps(
+                d, 0, l0, n_arms=n_arms, **caps):
+            return int(ExactCovariance.peak_member_bytes(d, dtype, keep_gram, ec))
+        rows = 2 * l0 if fast else l0
+        es = torch.empty(0, dtype=dtype).element_size()
+        return int(SketchCore.layout_bytes(d, rows, min(rows, d), es, ec))
 
     def _set_n_arms(self, k: int) -> None:
         """The arms per round the time cap assumes (``K``, seen at scoring). Members that have not
@@ -386,10 +419,11 @@ class DyadicBlockSketch(CovarianceEstimator):
         cap_blocks = block_cap(d, l0)
         peak, rows_in, l = exact, 0, l0
         for i in range(max(cap_blocks - 1, 0)):
+            if cls.opens_over_caps(d, rows_in, l, n_arms=1, fast=fast, memory_cap=memory_cap, time_cap=False,
+                                   keep_gram=keep_gram, dtype=dtype, core_dtype=core_dtype):
+                break
             rows = rows_in + (2 * l if fast else l)
             layout = int(SketchCore.layout_bytes(d, rows, min(rows, d), es, ec))
-            if memory_cap and layout > exact:
-                break
             peak = max(peak, layout)
             rows_in += (2 * l if fast else l) - 1
             l *= 2

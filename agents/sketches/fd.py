@@ -69,7 +69,7 @@ import torch
 from .._torch import as_vector
 from .._validate import per_member
 from .base import CovarianceEstimator, ScoreTerms
-from .core import SketchCore, fd_shrink, shrink_groups
+from .core import SketchCore, fd_shrink, rounding, shrink_groups
 
 __all__ = ["FrequentDirections", "check_sketch_size"]
 
@@ -457,13 +457,23 @@ class FrequentDirections(CovarianceEstimator):
         sigma_bar))`` (the first step of Wen et al. (2025), Lemma 6); the sum is bounded by the smaller
         of ``sum_j ln(1 + s_j^2/reg) = ln det(M + reg I) - R ln reg`` (kept with the core inverse) and the
         trace/AM-GM bound ``R ln(1 + ||S||_F^2/(R (reg + sigma_bar)))``. Exact when nothing was
-        discarded. RFD (overridden): ``ln det(A_hat) - d ln(reg)`` exactly (``A <= A_hat``)."""
+        discarded. RFD (overridden): ``ln det(A_hat) - d ln(reg)`` exactly (``A <= A_hat``).
+
+        ``R`` in the AM-GM bound counts the eigenvalues of ``M = S^T S`` above the rounding of a zero
+        one (:func:`~agents.sketches.core.rounding`): a basis vector kept for a residual at rounding
+        level carries a squared singular value at rounding level, adds nothing to the sum, and must
+        not raise the bound (whether such a residual is kept can differ with the backend's rounding)."""
         self._settle()
+        core, xp = self.core, self.xp
         lam, sig = self._reg_host(), self._shrink
-        m = self.core.R.astype(np.float64)
+        m = np.zeros(self.batch_size)
+        if core.Rmax:
+            s2 = xp.maximum(xp.eigvalsh_desc(core.gram()), 0.0)
+            noise = rounding(xp, core.eps_w, core.eps_c, int(core.N.max()) + core.Rmax, s2)
+            m = (xp.host(s2) > (noise.coord ** 2 + noise.gram)[:, None]).sum(axis=1).astype(np.float64)
         out = self.d * np.log1p(sig / lam)
-        exact = self.core.logdet()
-        trace = self.core.frob2()
+        exact = core.logdet()
+        trace = core.frob2()
         amgm = m * np.log1p(np.maximum(trace, 0.0) / (np.maximum(m, 1.0) * (lam + sig)))
         return self._host_out(out + np.where(m > 0, np.minimum(exact, amgm), 0.0))
 

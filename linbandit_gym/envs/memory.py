@@ -15,10 +15,8 @@ for the means and copied to the caller), so that the estimate bounds the measure
 (``tracemalloc``) from above; ``tests/test_env_memory.py`` checks that it stays within a
 small factor of it.
 
-The limit is the memory available now: the smaller of ``MemAvailable`` (``/proc/meminfo``)
-and the room left under the process's cgroup limit, else the physical memory
-(``os.sysconf``); ``$LINBANDIT_MEMORY_LIMIT`` (``"8GB"``, ``"512MiB"``, ``"2e9"``) overrides
-it. Tests and callers may monkeypatch :func:`memory_limit_bytes`.
+The limit is the one agents use too (:mod:`linbandit_host.memory`): the memory available now,
+or ``$LINBANDIT_MEMORY_LIMIT``. Tests and callers may monkeypatch :func:`memory_limit_bytes` here.
 
 >>> est = MemoryEstimate("Demo", {"d": 10}, (Allocation("arms", 10 * 4, 8, ("n_arms", "d"), "lower d"),))
 >>> est.nbytes, format_bytes(3_400_000_000)
@@ -28,11 +26,18 @@ it. Tests and callers may monkeypatch :func:`memory_limit_bytes`.
 from __future__ import annotations
 
 import math
-import os
-import re
-import sys
 from dataclasses import dataclass, replace
 from typing import Any
+
+from linbandit_host.memory import (
+    MEMORY_LIMIT_ENV,
+    available_memory_bytes,
+    format_bytes,
+    format_count,
+    format_sci,
+    memory_limit_bytes,
+    memory_limit_source,
+)
 
 __all__ = [
     "MEMORY_LIMIT_ENV",
@@ -47,8 +52,6 @@ __all__ = [
     "memory_limit_bytes",
 ]
 
-#: Environment variable that overrides the memory limit (bytes, or a number with a unit).
-MEMORY_LIMIT_ENV = "LINBANDIT_MEMORY_LIMIT"
 
 
 class Shown(str):
@@ -122,123 +125,13 @@ class MemoryEstimate:
         return replace(self, owner=owner, arguments={"num_envs": num_envs, **self.arguments}, allocations=allocations)
 
 
-def _sci(n: int) -> str:
-    """``n`` to three significant digits, also beyond the float range: ``'3.5e+21'``."""
-    try:
-        return f"{float(n):.3g}"
-    except OverflowError:
-        digits = str(n)
-        return f"{digits[0]}.{digits[1:3]}e+{len(digits) - 1}"
-
-
-def format_count(n: int) -> str:
-    """An exact count with thousands separators, or three significant digits from 10^15 on.
-
-    >>> format_count(2_000_000_000), format_count(10**20)
-    ('2,000,000,000', '1e+20')
-    """
-    return f"{n:,}" if n < 10**15 else _sci(n)
-
-
-def format_bytes(n: int) -> str:
-    """``n`` bytes in decimal units, three significant digits: ``'3.4 GB'``, ``'512 B'``.
-
-    >>> format_bytes(999), format_bytes(999_999), format_bytes(70_000_000_048), format_bytes(10**30)
-    ('999 B', '1 MB', '70 GB', '1e+30 bytes')
-    """
-    if n < 1000:
-        return f"{n} B"
-    try:
-        rounded = float(f"{float(n):.3g}")  # 999,999 -> 1e6, so that it reads 1 MB, not 1e+03 kB
-    except OverflowError:
-        return f"{_sci(n)} bytes"
-    for power, unit in ((3, "kB"), (6, "MB"), (9, "GB"), (12, "TB"), (15, "PB"), (18, "EB"), (21, "ZB"), (24, "YB")):
-        if rounded < 1000 * 10**power:
-            return f"{rounded / 10**power:.3g} {unit}"
-    return f"{_sci(n)} bytes"
-
-
-_UNITS = {
-    "": 1, "b": 1,
-    "k": 10**3, "kb": 10**3, "kib": 2**10,
-    "m": 10**6, "mb": 10**6, "mib": 2**20,
-    "g": 10**9, "gb": 10**9, "gib": 2**30,
-    "t": 10**12, "tb": 10**12, "tib": 2**40,
-}
-
-
-def _parse_bytes(text: str) -> int:
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
-    unit = match.group(2).lower() if match else None
-    if match is None or unit not in _UNITS or float(match.group(1)) <= 0:
-        raise ValueError(
-            f"${MEMORY_LIMIT_ENV}={text!r} is not a memory size; write bytes or a number with a unit, "
-            "e.g. 8GB, 512MiB or 2e9"
-        )
-    return int(float(match.group(1)) * _UNITS[unit])
-
-
-def _read_int(path: str) -> int | None:
-    try:
-        with open(path, "rb") as fh:
-            return int(fh.read().split()[0])
-    except (OSError, ValueError, IndexError):  # missing file, "max", empty
-        return None
-
-
-def _cgroup_room() -> int | None:
-    """Bytes left under the cgroup memory limit (v2, then v1), or None without a limit."""
-    for limit_file, usage_file in (
-        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
-    ):
-        limit = _read_int(limit_file)
-        if limit is not None and limit < 2**60:  # v1 writes ~2**63 for "no limit"
-            return max(limit - (_read_int(usage_file) or 0), 0)
-    return None
-
-
-def available_memory_bytes() -> int | None:
-    """The memory this process can still allocate, in bytes, or None where it cannot be read.
-
-    Linux: ``MemAvailable`` of ``/proc/meminfo`` (free memory plus reclaimable caches), capped
-    by the room under the cgroup limit (containers); elsewhere the physical memory.
-    """
-    available = None
-    try:
-        with open("/proc/meminfo", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"MemAvailable:"):
-                    available = int(line.split()[1]) * 1024  # the file says kB and means KiB
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
-    if available is None:
-        try:
-            available = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (AttributeError, ValueError, OSError):  # no sysconf (Windows) or no such name
-            return None
-    room = _cgroup_room()
-    return available if room is None else min(available, room)
-
-
-def memory_limit_bytes() -> int:
-    """The bytes an env may take: ``$LINBANDIT_MEMORY_LIMIT`` if set, else
-    :func:`available_memory_bytes` (numpy's largest array, ``sys.maxsize``, where unknown)."""
-    override = os.environ.get(MEMORY_LIMIT_ENV)
-    if override:
-        return _parse_bytes(override)
-    available = available_memory_bytes()
-    return sys.maxsize if available is None else available
-
-
 def _bound(factors: tuple[str, ...], itemsize: int, room: int) -> str:
     """``'n_arms x d must stay below about 6.7e+08'``: the largest product of ``factors`` whose
     ``itemsize`` bytes a number fit in ``room`` bytes (for ``d x d``, the bound on ``d``)."""
     largest_count = room // itemsize
     if len(set(factors)) == 1 and len(factors) > 1:
         return f"{factors[0]} must stay below about {format_count(math.isqrt(largest_count))}"
-    return f"{' x '.join(factors)} must stay below about {_sci(largest_count)}"
+    return f"{' x '.join(factors)} must stay below about {format_sci(largest_count)}"
 
 
 def check_fits(estimate: MemoryEstimate, limit: int | None = None) -> None:
@@ -258,7 +151,7 @@ def check_fits(estimate: MemoryEstimate, limit: int | None = None) -> None:
     itemsize = sum(a.itemsize for a in group)
     room = limit - (total - big.count * itemsize)
     bound = f": {_bound(big.factors, itemsize, room)} here" if room >= itemsize else ""
-    source = f"the limit ${MEMORY_LIMIT_ENV}" if os.environ.get(MEMORY_LIMIT_ENV) else "the memory available"
+    source = memory_limit_source()
     arguments = ", ".join(f"{name}={value!r}" for name, value in estimate.arguments.items())
     raise EnvTooLargeError(
         f"{estimate.owner}({arguments}) needs about {format_bytes(total)} of memory ({format_count(total)} bytes), "

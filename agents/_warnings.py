@@ -1,0 +1,17 @@
+"""The agents' warning categories; :func:`warn_user` (:mod:`linbandit_host.user_line`) attributes
+them to the user's line, so that each is shown once per cause."""
+
+from __future__ import annotations
+
+from linbandit_host.user_line import warn_user
+
+__all__ = ["DesignWarning", "SketchSizeWarning", "warn_user"]
+
+
+class SketchSizeWarning(UserWarning):
+    """A sketched agent whose sketch holds more bytes than OFUL's exact state (it saves nothing)."""
+
+
+class DesignWarning(RuntimeWarning):
+    """An optimal-design solver stopped at its iteration budget before its certificate (the design
+    returned is the best found, its bound still valid)."""
