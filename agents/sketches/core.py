@@ -358,7 +358,7 @@ class SketchCore:
     # -- raw rows (a sketch nobody queries) ----------------------------------------------------------
     def raw_room(self) -> bool:
         """Whether every member has a free basis slot for one more raw row (:meth:`append_raw`)."""
-        return self.Rmax + self.Pmax < self.basis_cap
+        return self.Rmax + self.Pmax < self.V.shape[1]  # (the basis capacity)
 
     def append_raw(self, X, live: np.ndarray | None = None) -> None:
         """Keep the rows ``X`` ``(B, d)`` raw (no response: ``b`` is unchanged) in the free slots of the basis

@@ -263,7 +263,7 @@ class FrequentDirections(CovarianceEstimator):
             p, hp, q = self._pick(terms.proj, ix), self._pick(terms.hp, ix), self._pick(terms.php, ix)
         else:
             xx, xx_h = self._row_norms(X)
-        self.trace += xx_h
+        self.trace = self.trace + xx_h  # (a new array: for a few members cheaper than an in-place add)
         everyone = min(xx_h.tolist()) > 0.0
         if p is None and self._unanswered and (r == 0.0 if isinstance(r, float) else not r.any()) \
                 and core.raw_room():
@@ -355,15 +355,16 @@ class FrequentDirections(CovarianceEstimator):
         queries), from their coordinates in the basis otherwise."""
         core = self.core
         self._sync_m()
-        for group, l in shrink_groups(idx, core.N[idx] + core.pend[idx], self._ls[idx]):
-            raw = np.count_nonzero(core.pend[group]) > 0
+        every = slice(None) if idx.size == self.batch_size else idx  # (every member: basic slicing)
+        for group, l in shrink_groups(idx, core.N[every] + core.pend[every], self._ls[every]):
+            own = slice(None) if group.size == self.batch_size else group
+            raw = np.count_nonzero(core.pend[own]) > 0
             if raw:
                 plan = core.shrink_rows(group, l)
             else:
                 zero = np.zeros(group.size, dtype=np.int64)
                 plan = core.shrink(group, zero, l, zero)
             delta = plan.delta
-            own = slice(None) if group.size == self.batch_size else group  # (every member: basic slicing)
             if self.robust:  # Alg. 3 line 5: alpha <- alpha + sigma, before H is refactored with the new ridge
                 self._alpha[own] += delta
                 core.set_ridge(group, self.rho_all[group])
