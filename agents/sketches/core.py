@@ -438,12 +438,12 @@ class SketchCore:
         if Rw == 0:
             return mean, sq * self.inv_c, P, sq * 0.0
         PH = P @ self.H[:, :Rw, :Rw]  # (H is symmetric: row k is H p_k)
-        mean += xp.matvec(PH, self.bV[:, :Rw])
+        mean = mean + xp.matvec(PH, self.bV[:, :Rw])  # (new arrays here: cheaper than in-place on (B, K))
         quad = (sq - xp.vecdot(P, P)) * self.inv_c
         if self.Rmax >= self.d:  # members whose basis spans R^d have no residual
             quad *= xp.cast_like(self.R < self.d, quad)[:, None]
         pHp = xp.vecdot(PH, P)
-        quad += pHp
+        quad = quad + pHp
         # the rounding of the residual against rel of the width: (2 sqrt(R d) eps / rel) ||x||^2 / c > quad
         k = 2.0 * math.sqrt(Rw * self.d) * self.eps_w / rel
         if top is not None and (k + 2.0 * Rw * self.d * self.eps_w) * max((top / self.c).tolist()) <= 0.5:

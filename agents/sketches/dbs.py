@@ -531,7 +531,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             xx_h = xp.host(xx)
         else:
             xx, xx_h = self._row_norms(X)
-        self._frob += xx_h
+        self._frob = self._frob + xx_h  # (a new array: cheaper than in-place for a few members)
         self.trace += xx_h
         rr = r if isinstance(r, float) else np.asarray(r, dtype=np.float64)
         n_exact = self._n_exact  # members already exact (host int: most rounds have none)
