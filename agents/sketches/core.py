@@ -505,7 +505,7 @@ class SketchCore:
                 ratio2 = xp.host(nu2) / norms
                 ratio = np.where(again & (ratio2 < 0.5 * ratio), 0.0, np.where(again, ratio2, ratio))
         # each member's own R: its decision must not depend on the other members of a batch
-        new = ratio > 64.0 * (self.R + 1) * self.d * self.eps_w ** 2
+        new = ratio > (self.R + 1) * (64.0 * self.d * self.eps_w ** 2)
         if Rw >= self.basis_cap - 1:
             new &= self.R < self.basis_cap
         if np.count_nonzero(new) == new.size:
