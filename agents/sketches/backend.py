@@ -161,7 +161,8 @@ class Backend:
         """``||x||^2`` over the last axis, summed in ``dtype`` (float32 arms summed in float64 see
         exactly the squares float64 would: the values are exact in float64)."""
         if self.is_numpy:
-            xc = self.astype(x, dtype)
+            target = _NP_DTYPE[dtype]
+            xc = x if x.dtype == target else x.astype(target)
             return np.vecdot(xc, xc)
         return torch.linalg.vector_norm(x, dim=-1, dtype=dtype).square()
 

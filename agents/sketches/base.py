@@ -220,6 +220,7 @@ class CovarianceEstimator(ABC):
         self._no_alpha = np.zeros(self.batch_size)
         self._max_norm_sq = float(torch.finfo(self.dtype).max)  # a row's ||x||^2 beyond it overflows the dtype
         self._no_response = self.members.host(np.zeros(self.batch_size))  # update()'s default r (read only)
+        self._row_shape = self.members.shape(self.d)  # the public shape of one row per member
 
     # -- the batched internals the optimistic loop calls ----------------------------------------
     @abstractmethod
@@ -314,9 +315,11 @@ class CovarianceEstimator(ABC):
         """``||x||^2`` per row (core ``(B,)`` and host float64), or a ``ValueError`` (state untouched)
         when it overflows the working dtype."""
         xx = self.xp.norm_sq(X, self.cdtype)
-        xx_h = self.xp.host(xx).astype(np.float64, copy=False)
-        top = max(xx_h.tolist())  # NaN when some entry is NaN; inf when one is infinite or the sum overflows
-        if not top <= self._max_norm_sq:
+        xx_h = self.xp.host(xx)
+        if xx_h.dtype != np.float64:
+            xx_h = xx_h.astype(np.float64)
+        # the largest is NaN when some entry is NaN, inf when one is infinite or the sum overflows
+        if not max(xx_h.tolist()) <= self._max_norm_sq:
             if not self.xp.all_finite(X):
                 raise ValueError("x contains NaN or infinite entries")
             raise ValueError(
@@ -345,9 +348,8 @@ class CovarianceEstimator(ABC):
             X = xp.asarray(x, self.dtype)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{name} must be numeric, got {type(x).__name__}") from exc
-        want = self.members.shape(self.d)
-        if tuple(X.shape) != want:
-            raise ValueError(f"{name} must have shape {want}, got {tuple(X.shape)}")
+        if X.shape != self._row_shape:  # (a torch.Size compares equal to the tuple)
+            raise ValueError(f"{name} must have shape {self._row_shape}, got {tuple(X.shape)}")
         if finite and not xp.all_finite(X):
             raise ValueError(f"{name} contains NaN or infinite entries")
         return self.members.take(X)

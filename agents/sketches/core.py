@@ -99,6 +99,12 @@ def shrink_groups(idx: np.ndarray, rows: np.ndarray, ls: np.ndarray) -> list[tup
 Array = Any  # a numpy array or a torch tensor, as the backend says
 
 
+def _host64(xp: Backend, a) -> np.ndarray:
+    """``a`` as a host float64 array (``a`` itself when it already is one)."""
+    a = xp.host(a)
+    return a if a.dtype == np.float64 else a.astype(np.float64)
+
+
 @dataclass(frozen=True)
 class Rounding:
     """The rounding of a range's eigenvalues ``lambda_i = s_i^2`` (host float64 ``(n,)`` each, per
@@ -120,7 +126,7 @@ def rounding(xp: Backend, eps_work: float, eps_core: float, n: int, lam) -> Roun
     product's rounding), so ``lambda_i`` within ``2 s_i ||delta C_r|| + ||delta C_r||^2``. Forming the Gram
     and its symmetric eigendecomposition are backward stable: each eigenvalue within
     ``n eps_core ||M_r||_2`` more (LAPACK's bound, linear in the size)."""
-    lam = xp.host(lam).astype(np.float64, copy=False)
+    lam = _host64(xp, lam)
     coord = ((eps_work + eps_core) * math.sqrt(n)) * np.sqrt(lam.sum(axis=1))
     return Rounding(coord, (n * eps_core) * lam[:, 0])
 
@@ -151,7 +157,7 @@ def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
     + 2 n eps ||M||``, is a tie of ``lambda_i`` with ``lambda_l`` and is dropped, with every smaller
     one. Either way the mass left unaccounted is at the rounding level of the rows: FD's bounds hold
     up to it. (Host arithmetic on the ``n x m`` eigenvalues.)"""
-    lam_h = xp.host(lam).astype(np.float64, copy=False)
+    lam_h = _host64(xp, lam)
     n, m = lam_h.shape
     k = min(l - 1, m)
     lead = lam_h[:, :k]
@@ -161,7 +167,7 @@ def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
         keep = lead - delta[:, None]
     else:
         delta, keep = np.zeros(n), lead
-    alive = keep > (4.0 * noise.coord)[:, None] * np.sqrt(lead) + (2.0 * noise.gram)[:, None]
+    alive = keep > np.sqrt(lead) * (4.0 * noise.coord)[:, None] + (2.0 * noise.gram)[:, None]
     alive = np.logical_and.accumulate(alive, axis=1)  # (a prefix: past a tie, every smaller one goes)
     keep = np.where(alive, keep, 0.0)
     return FDPlan(delta, xp.cast_like(keep, lam), alive.sum(axis=1), keep.sum(axis=1))
@@ -352,7 +358,7 @@ class SketchCore:
     # -- raw rows (a sketch nobody queries) ----------------------------------------------------------
     def raw_room(self) -> bool:
         """Whether every member has a free basis slot for one more raw row (:meth:`append_raw`)."""
-        return self.Rmax + self.Pmax < self.basis_cap
+        return self.Rmax + self.Pmax < self.V.shape[1]  # (the basis capacity)
 
     def append_raw(self, X, live: np.ndarray | None = None) -> None:
         """Keep the rows ``X`` ``(B, d)`` raw (no response: ``b`` is unchanged) in the free slots of the basis
@@ -432,12 +438,12 @@ class SketchCore:
         if Rw == 0:
             return mean, sq * self.inv_c, P, sq * 0.0
         PH = P @ self.H[:, :Rw, :Rw]  # (H is symmetric: row k is H p_k)
-        mean += xp.matvec(PH, self.bV[:, :Rw])
+        mean = mean + xp.matvec(PH, self.bV[:, :Rw])  # (new arrays here: cheaper than in-place on (B, K))
         quad = (sq - xp.vecdot(P, P)) * self.inv_c
         if self.Rmax >= self.d:  # members whose basis spans R^d have no residual
             quad *= xp.cast_like(self.R < self.d, quad)[:, None]
         pHp = xp.vecdot(PH, P)
-        quad += pHp
+        quad = quad + pHp
         # the rounding of the residual against rel of the width: (2 sqrt(R d) eps / rel) ||x||^2 / c > quad
         k = 2.0 * math.sqrt(Rw * self.d) * self.eps_w / rel
         if top is not None and (k + 2.0 * Rw * self.d * self.eps_w) * max((top / self.c).tolist()) <= 0.5:
@@ -499,7 +505,7 @@ class SketchCore:
                 ratio2 = xp.host(nu2) / norms
                 ratio = np.where(again & (ratio2 < 0.5 * ratio), 0.0, np.where(again, ratio2, ratio))
         # each member's own R: its decision must not depend on the other members of a batch
-        new = ratio > 64.0 * (self.R + 1) * self.d * self.eps_w ** 2
+        new = ratio > (self.R + 1) * (64.0 * self.d * self.eps_w ** 2)
         if Rw >= self.basis_cap - 1:
             new &= self.R < self.basis_cap
         if np.count_nonzero(new) == new.size:
@@ -836,11 +842,11 @@ class SketchCore:
         lam = xp.maximum(lam, 0.0)
         plan = fd_shrink(xp, lam, l, rounding(xp, self.eps_w, self.eps_c, S.shape[1] + self.d, lam))
         k = plan.keep.shape[1]  # (at most min(l - 1, rows) directions; kept <= basis_cap: a rank <= d)
-        w = plan.keep / xp.maximum(lam[:, :k], np.finfo(np.float64).tiny)
+        w = plan.keep / xp.maximum(lam[:, :k], _TINY)
         S_new = (U[:, :, :k].mT * xp.sqrt(w)[:, :, None]) @ S  # (n, k, d); zero rows past each member's kept
         k = min(k, self.basis_cap)
         self._set_diagonal(idx, False)
-        if self.N[idx].any():  # (rows held in coordinates: the basis goes; the caller refactors nothing)
+        if np.count_nonzero(self.N[idx]):  # (rows held in coordinates: the basis goes; the caller refactors nothing)
             self.C[ii] = 0.0
             self.H[ii] = 0.0
             self.N[idx] = 0

@@ -531,8 +531,9 @@ class DyadicBlockSketch(CovarianceEstimator):
             xx_h = xp.host(xx)
         else:
             xx, xx_h = self._row_norms(X)
-        self._frob += xx_h
-        self.trace += xx_h
+        # (new arrays, here and for the block counters: cheaper than in-place adds for a few members)
+        self._frob = self._frob + xx_h
+        self.trace = self.trace + xx_h  # (not the exact estimator's yet: that is shared only once the core goes)
         rr = r if isinstance(r, float) else np.asarray(r, dtype=np.float64)
         n_exact = self._n_exact  # members already exact (host int: most rounds have none)
         was_exact = self.exact.copy() if n_exact else None
@@ -590,10 +591,10 @@ class DyadicBlockSketch(CovarianceEstimator):
             self.act_mass[insert] = mass[insert]
             live = insert & (xx_h > 0.0)
         if insert is None:
-            self.act_rows += 1
+            self.act_rows = self.act_rows + 1
         else:
             self.act_rows[insert] += 1
-        self.m_act += 1 if live is None else live
+        self.m_act = self.m_act + (1 if live is None else live)
         n_live = self.batch_size if live is None else np.count_nonzero(live)
         if not n_live:
             return

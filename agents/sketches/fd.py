@@ -263,7 +263,7 @@ class FrequentDirections(CovarianceEstimator):
             p, hp, q = self._pick(terms.proj, ix), self._pick(terms.hp, ix), self._pick(terms.php, ix)
         else:
             xx, xx_h = self._row_norms(X)
-        self.trace += xx_h
+        self.trace = self.trace + xx_h  # (a new array: for a few members cheaper than an in-place add)
         everyone = min(xx_h.tolist()) > 0.0
         if p is None and self._unanswered and (r == 0.0 if isinstance(r, float) else not r.any()) \
                 and core.raw_room():
@@ -283,7 +283,7 @@ class FrequentDirections(CovarianceEstimator):
             if self._until_fill > 1:  # no buffer fills with this row
                 self._until_fill -= 1
                 return
-        elif live.any():
+        elif np.count_nonzero(live):
             self.core.append_raw(X, live)
             self._sync_m()
             self._m += live
@@ -291,7 +291,7 @@ class FrequentDirections(CovarianceEstimator):
             return
         self._sync_m()
         fills = self._m >= self._caps if self.fast else np.ones(self.batch_size, dtype=bool) if live is None else live
-        if fills.any():
+        if np.count_nonzero(fills):
             self._reduce(np.flatnonzero(fills))
         self._until_fill = int((self._caps - self._m).min()) if self.fast else 1
 
@@ -305,7 +305,7 @@ class FrequentDirections(CovarianceEstimator):
         """Append the rows to the basis state (:meth:`SketchCore.append`; ``live``: the members whose row
         is not zero, None for all), and shrink the members whose buffer they fill."""
         core, xp = self.core, self.xp
-        if live is not None and not live.any():
+        if live is not None and not np.count_nonzero(live):
             return
         self._settle()
         self._unanswered = self._unanswered and (r == 0.0 if isinstance(r, float) else not r.any())
@@ -313,7 +313,7 @@ class FrequentDirections(CovarianceEstimator):
             crowded = core.N >= core.rows_cap
             if live is not None:
                 crowded &= live
-            if crowded.any():  # their QR factor stands for them (the same S^T S, fewer rows)
+            if np.count_nonzero(crowded):  # their QR factor stands for them (the same S^T S, fewer rows)
                 core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
         ex = core.expand(X, xx, xx_h, p, hp, q)
         rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
@@ -345,7 +345,7 @@ class FrequentDirections(CovarianceEstimator):
             X = raw[:, j]
             xx = xp.norm_sq(X, self.cdtype)
             crowded = live & (core.N >= core.rows_cap)
-            if crowded.any():
+            if np.count_nonzero(crowded):
                 core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
             core.append(core.expand(X, xx, xp.host(xx)), 0.0, live=None if live.all() else live)
 
@@ -355,8 +355,10 @@ class FrequentDirections(CovarianceEstimator):
         queries), from their coordinates in the basis otherwise."""
         core = self.core
         self._sync_m()
-        for group, l in shrink_groups(idx, core.N[idx] + core.pend[idx], self._ls[idx]):
-            raw = bool(core.pend[group].any())
+        every = slice(None) if idx.size == self.batch_size else idx  # (every member: basic slicing)
+        for group, l in shrink_groups(idx, core.N[every] + core.pend[every], self._ls[every]):
+            own = slice(None) if group.size == self.batch_size else group
+            raw = np.count_nonzero(core.pend[own]) > 0
             if raw:
                 plan = core.shrink_rows(group, l)
             else:
@@ -364,16 +366,16 @@ class FrequentDirections(CovarianceEstimator):
                 plan = core.shrink(group, zero, l, zero)
             delta = plan.delta
             if self.robust:  # Alg. 3 line 5: alpha <- alpha + sigma, before H is refactored with the new ridge
-                self._alpha[group] += delta
+                self._alpha[own] += delta
                 core.set_ridge(group, self.rho_all[group])
             if not raw:  # (a shrink of raw rows leaves them raw: no basis, no H)
                 core.refactor(group)
-            self._m[group] = plan.kept
-            self._shrink[group] += delta
-            self._n_red[group] += 1
-            self.trace[group] = plan.mass  # tr S^T S now
-            for i, v in zip(group, delta):
-                self._shrinkages[i].append(float(v))
+            self._m[own] = plan.kept
+            self._shrink[own] += delta
+            self._n_red[own] += 1
+            self.trace[own] = plan.mass  # tr S^T S now
+            for i, v in zip(group.tolist(), delta.tolist()):
+                self._shrinkages[i].append(v)
 
     # -- look-ahead (state unchanged; one sketch) --------------------------------------------------
     def _shrink_value(self, x) -> float:
