@@ -52,6 +52,8 @@ def _make(kind: str, lam: float, dtype, d: int):
 # float64 scores of ~1e39, finite where act() ranks them, overflowed float32 in scores() to -inf
 # without the error (found by this test on the fifth session's base)
 @example(agent="SOFUL", stream="huge_rows", scale=1e8, lam=1e-6, dtype=torch.float32, d=2, seed=48)
+# float32 OFUL's mean x^T A^-1 b passed float32's range (an overflow warning) while A^-1 x and b did not
+@example(agent="OFUL", stream="lowrank", scale=1e8, lam=1e-6, dtype=torch.float32, d=4, seed=0)
 def test_state_stays_finite_at_any_scale_and_ridge(agent, stream, scale, lam, dtype, d, seed):
     n, k = 60, 4
     X = make_stream(stream, n * k, d, seed).reshape(n, k, d) * scale

@@ -129,7 +129,8 @@ class ExactCovariance(CovarianceEstimator):
         quad = xp.maximum(raw, floor)
         if fresh.any():
             quad = xp.where(xp.cast_like(fresh, quad)[:, None] > 0, floor, quad)
-        mean = xp.astype((P @ xp.astype(self._b, self.dtype)[:, :, None])[:, :, 0], self.cdtype)
+        # in the core dtype: x^T A^-1 b can pass float32's range where A^-1 x and b do not
+        mean = (xp.astype(P, self.cdtype) @ self._b[:, :, None])[:, :, 0]
         return ScoreTerms(arms, sq, mean, quad, P, self.n_rows, raw=raw)
 
     def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
