@@ -8,7 +8,7 @@ import numpy as np
 
 from ._torch import DeviceLike, DTypeLike
 from ._validate import check_batch_size
-from .linucb import LinUCB, arm_scratch_bytes, element_size
+from .linucb import LinUCB, arm_scratch_bytes
 from .sketches.dbs import DyadicBlockSketch, check_dbs_params
 from .sketches.exact import ExactCovariance
 
@@ -93,7 +93,7 @@ class DBSLinUCB(LinUCB):
         if initial:
             return max(DyadicBlockSketch.first_member_bytes(d, l0, n_arms, **opts, dtype=dtype, core_dtype=cdtype)
                        for l0 in l0s)
-        exact = ExactCovariance.peak_member_bytes(d, dtype, core_bytes=element_size(cdtype))
+        exact = ExactCovariance.peak_member_bytes(d, dtype, core_bytes=cdtype.itemsize)
         return exact + max(DyadicBlockSketch.peak_member_bytes(d, l0, opts["fast"], dtype, opts["memory_cap"],
                                                                core_dtype=cdtype) for l0 in l0s)
 

@@ -73,10 +73,6 @@ def state_dtypes(args: dict[str, Any]) -> tuple[torch.dtype, torch.dtype]:
     return resolve_dtype(args.get("dtype"), device), core_dtype(device)
 
 
-def element_size(dtype: torch.dtype) -> int:
-    return torch.empty(0, dtype=dtype).element_size()
-
-
 def _fmt(value: Any) -> str:
     """A parameter for a message or repr: a per-member array as a list."""
     return repr(value.tolist()) if np.ndim(value) else repr(value)
@@ -176,7 +172,7 @@ class LinUCB(TorchAgent):
         DBSLinUCB's peak is a bound (see its :meth:`_estimator_bytes`)."""
         dtype, cdtype = state_dtypes(args)
         estimator = cls._estimator_bytes(d, n_arms, args, dtype, cdtype, initial)
-        return None if estimator is None else int(estimator) + d * element_size(dtype)
+        return None if estimator is None else int(estimator) + d * dtype.itemsize
 
     @classmethod
     def _estimator_bytes(cls, d: int, n_arms: int, args: dict[str, Any], dtype: torch.dtype, cdtype: torch.dtype,
@@ -463,7 +459,7 @@ class LinUCB(TorchAgent):
         plus ``theta_hat`` (working dtype)."""
         if self.estimator is None:
             return np.zeros(self.batch_size, dtype=np.int64)
-        own = self.d * torch.empty(0, dtype=self.dtype).element_size()
+        own = self.d * self.dtype.itemsize
         return self.estimator.member_memory_bytes() + own
 
     def memory_bytes(self) -> int:

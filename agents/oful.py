@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .linucb import LinUCB, element_size
+from .linucb import LinUCB
 from .sketches.exact import ExactCovariance
 
 __all__ = ["OFUL"]
@@ -38,7 +38,7 @@ class OFUL(LinUCB):
     @classmethod
     def _estimator_bytes(cls, d, n_arms, args, dtype, cdtype, initial) -> int:
         # the d x d inverse and b, allocated whole
-        return ExactCovariance.peak_member_bytes(d, dtype, core_bytes=element_size(cdtype))
+        return ExactCovariance.peak_member_bytes(d, dtype, core_bytes=cdtype.itemsize)
 
     def _make_estimator(self, d: int) -> ExactCovariance:
         return ExactCovariance(d, reg=self.lam, device=self.device, dtype=self.dtype, batch_size=self._est_batch)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from ._torch import DeviceLike, DTypeLike
 from ._validate import check_batch_size
@@ -128,7 +127,7 @@ def _warn_if_larger_than_oful(agent, d: int) -> None:
 
     l = int(np.max(agent._l))  # the largest member's sketch when the sizes differ
     cdtype = core_dtype(agent.device)
-    ec = torch.empty(0, dtype=cdtype).element_size()
+    ec = cdtype.itemsize
     sketch = FrequentDirections.peak_member_bytes(d, l, agent.fast, agent.dtype, cdtype)
     oful = ExactCovariance.peak_member_bytes(d, agent.dtype, core_bytes=ec)
     if sketch <= oful:

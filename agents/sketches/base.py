@@ -43,7 +43,6 @@ Numerics shared by every estimator:
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any

@@ -335,12 +335,12 @@ class DyadicBlockSketch(CovarianceEstimator):
         (:meth:`agents.sketches.core.SketchCore.layout_bytes` with ``rows_in + cap`` rows and as many
         basis vectors, at most ``d``)."""
         rows = np.asarray(rows_in) + cap
-        es = torch.empty(0, dtype=self.dtype).element_size()
-        ec = torch.empty(0, dtype=self.cdtype).element_size()
+        es = self.dtype.itemsize
+        ec = self.cdtype.itemsize
         return SketchCore.layout_bytes(self.d, rows, np.minimum(rows, self.d), es, ec)
 
     def _exact_bytes(self) -> int:
-        ec = torch.empty(0, dtype=self.cdtype).element_size()
+        ec = self.cdtype.itemsize
         return ExactCovariance.peak_member_bytes(self.d, self.dtype, self.keep_gram, ec)
 
     def _over_caps(self, idx: np.ndarray) -> np.ndarray:
@@ -362,8 +362,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         rows = rows_in + (2 * l if fast else l)
         over = np.zeros(rows.shape, dtype=bool)
         if memory_cap:
-            es = torch.empty(0, dtype=dtype).element_size()
-            ec = torch.empty(0, dtype=core_dtype).element_size()
+            es = dtype.itemsize
+            ec = core_dtype.itemsize
             exact = ExactCovariance.peak_member_bytes(d, dtype, keep_gram, ec)
             over |= SketchCore.layout_bytes(d, rows, np.minimum(rows, d), es, ec) > exact
         if time_cap:
@@ -378,14 +378,14 @@ class DyadicBlockSketch(CovarianceEstimator):
         buffer, :meth:`layout_bytes` with no frozen rows), or the exact inverse where the sketch is exact
         from the first row (Alg. 1 line 3's cap is reached at once, or the first block is over a cap at
         one arm per round, as at construction, or at ``n_arms``, as at the first scoring)."""
-        ec = torch.empty(0, dtype=core_dtype).element_size()
+        ec = core_dtype.itemsize
         caps = dict(fast=fast, memory_cap=memory_cap, time_cap=time_cap, keep_gram=keep_gram, dtype=dtype,
                     core_dtype=core_dtype)
         if block_cap(d, l0) <= 1 or cls.opens_over_caps(d, 0, l0, n_arms=1, **caps) or cls.opens_over_caps(
                 d, 0, l0, n_arms=n_arms, **caps):
             return int(ExactCovariance.peak_member_bytes(d, dtype, keep_gram, ec))
         rows = 2 * l0 if fast else l0
-        es = torch.empty(0, dtype=dtype).element_size()
+        es = dtype.itemsize
         return int(SketchCore.layout_bytes(d, rows, min(rows, d), es, ec))
 
     def _set_n_arms(self, k: int) -> None:
@@ -413,8 +413,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         closing with up to one row less than its buffer, while Alg. 1 line 3's cap and, with
         ``memory_cap``, OFUL's bytes allow) and the exact inverse it ends with. The time cap only ever
         switches earlier, so it does not raise the peak."""
-        es = torch.empty(0, dtype=dtype).element_size()
-        ec = torch.empty(0, dtype=core_dtype).element_size()
+        es = dtype.itemsize
+        ec = core_dtype.itemsize
         exact = ExactCovariance.peak_member_bytes(d, dtype, keep_gram, ec)
         cap_blocks = block_cap(d, l0)
         peak, rows_in, l = exact, 0, l0

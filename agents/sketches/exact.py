@@ -97,7 +97,7 @@ class ExactCovariance(CovarianceEstimator):
                           core_bytes: int = 8) -> int:
         """Bytes one member holds at its peak (always), without building anything: the ``d x d`` inverse
         (and Gram) in ``dtype``, and ``b`` (``d``, core dtype of ``core_bytes`` per number)."""
-        es = torch.empty(0, dtype=dtype).element_size()
+        es = dtype.itemsize
         return es * d * d * (2 if keep_gram else 1) + core_bytes * d
 
     @classmethod
@@ -181,7 +181,7 @@ class ExactCovariance(CovarianceEstimator):
         return np.full(self.batch_size, self.d, dtype=np.int64)
 
     def member_memory_bytes(self):
-        ec = torch.empty(0, dtype=self.cdtype).element_size()
+        ec = self.cdtype.itemsize
         return np.full(self.batch_size, self.peak_member_bytes(self.d, self.dtype, self.gram is not None, ec),
                        dtype=np.int64)
 

@@ -163,8 +163,8 @@ class FrequentDirections(CovarianceEstimator):
         the core inverse and the split of ``b`` (:meth:`agents.sketches.core.SketchCore.layout_bytes`),
         ``cap = 2 l`` fast, ``l`` textbook. :meth:`member_memory_bytes` reports the same."""
         _, rows, basis = _caps(d, int(sketch_size), fast)
-        es = torch.empty(0, dtype=dtype).element_size()
-        ec = torch.empty(0, dtype=core_dtype).element_size()
+        es = dtype.itemsize
+        ec = core_dtype.itemsize
         return int(SketchCore.layout_bytes(d, int(rows), int(basis), es, ec))
 
     # -- per-member scalars ------------------------------------------------------------------------
@@ -486,8 +486,8 @@ class FrequentDirections(CovarianceEstimator):
 
     def member_memory_bytes(self):
         """What each member's single sketch allocates (:meth:`peak_member_bytes`: its own sizes)."""
-        es = torch.empty(0, dtype=self.dtype).element_size()
-        ec = torch.empty(0, dtype=self.cdtype).element_size()
+        es = self.dtype.itemsize
+        ec = self.cdtype.itemsize
         return SketchCore.layout_bytes(self.d, self._rows_caps, self._basis_caps, es, ec).astype(np.int64)
 
     def _held_bytes(self):
