@@ -457,7 +457,7 @@ class FrequentDirections(CovarianceEstimator):
 
         FD: ``X^T X <= S^T S + sigma_bar I`` gives ``d ln(1 + sigma_bar/reg) + sum_j ln(1 + s_j^2/(reg +
         sigma_bar))`` (the first step of Wen et al. (2025), Lemma 6); the sum is bounded by the smaller
-        of ``sum_j ln(1 + s_j^2/reg) = ln det(M + reg I) - R ln reg`` (kept with the core inverse) and the
+        of ``sum_j ln(1 + s_j^2/reg) = ln det(M + reg I) - R ln reg`` and the
         trace/AM-GM bound ``R ln(1 + ||S||_F^2/(R (reg + sigma_bar)))``. Exact when nothing was
         discarded. RFD (overridden): ``ln det(A_hat) - d ln(reg)`` exactly (``A <= A_hat``).
 
@@ -468,13 +468,14 @@ class FrequentDirections(CovarianceEstimator):
         self._settle()
         core, xp = self.core, self.xp
         lam, sig = self._reg_host(), self._shrink
-        m = np.zeros(self.batch_size)
-        if core.Rmax:
+        m, exact = np.zeros(self.batch_size), np.zeros(self.batch_size)
+        if core.Rmax:  # one eigendecomposition of M serves both the count and the sum
             s2 = xp.maximum(xp.eigvalsh_desc(core.gram()), 0.0)
             noise = rounding(xp, core.eps_w, core.eps_c, int(core.N.max()) + core.Rmax, s2)
-            m = (xp.host(s2) > (noise.coord ** 2 + noise.gram)[:, None]).sum(axis=1).astype(np.float64)
+            s2h = xp.host(s2).astype(np.float64, copy=False)
+            m = (s2h > (noise.coord ** 2 + noise.gram)[:, None]).sum(axis=1).astype(np.float64)
+            exact = np.log1p(s2h / lam[:, None]).sum(axis=1)
         out = self.d * np.log1p(sig / lam)
-        exact = core.logdet()
         trace = core.frob2()
         amgm = m * np.log1p(np.maximum(trace, 0.0) / (np.maximum(m, 1.0) * (lam + sig)))
         return self._host_out(out + np.where(m > 0, np.minimum(exact, amgm), 0.0))
