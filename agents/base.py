@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ._torch import DeviceLike, DTypeLike, as_arm_matrix, resolve_device, resolve_dtype
-from ._validate import SHARED_CONSTRAINTS, check_seed, validate_parameters
+from ._validate import SHARED_CONSTRAINTS, _form, check_seed, validate_parameters
 
 __all__ = ["Agent", "AgentProtocol", "Batching", "TorchAgent", "check_agent"]
 
@@ -255,8 +255,7 @@ class TorchAgent(Agent):
         Raises:
             InvalidArgumentError: the first argument that breaks a rule, named.
         """
-        rules = [(name, forms) for klass in reversed(cls.__mro__)
-                 for name, forms in klass.__dict__.get("parameter_constraints", {}).items()]
+        rules = _rules(cls)
         batch = validate_parameters(rules, {k: v for k, v in values.items() if k == "batch_size"})
         return validate_parameters(rules, {**values, **batch}, batch_size=batch.get("batch_size"),
                                    per_member_args=cls.per_member_args)
@@ -349,6 +348,13 @@ class TorchAgent(Agent):
         return f"{type(self).__name__}({inner})"
 
 
+@functools.lru_cache(maxsize=1024)
+def _rules(cls: type) -> tuple[tuple[str, tuple], ...]:
+    """The ``(name, forms)`` rules of ``cls`` and of its bases, the bases' first."""
+    return tuple((name, tuple(_form(f) for f in forms)) for klass in reversed(cls.__mro__)
+                 for name, forms in klass.__dict__.get("parameter_constraints", {}).items())
+
+
 def _listed(value: Any) -> Any:
     """A per-member array as a list (for messages and repr), anything else as it is."""
     return value.tolist() if isinstance(value, np.ndarray) and value.ndim else value
@@ -360,10 +366,10 @@ def _called_with_checked_arguments(init: Callable[..., None]) -> Callable[..., N
 
     When it is the constructor of the object's class (not a base's, called by a subclass's
     ``__init__`` with arguments checked already), the call is bound to the constructor's
-    parameters (a ``**kwargs`` passed on to a base's ``__init__`` is read as that one's), the
-    defaults are filled in, everything is checked (:meth:`TorchAgent.check_arguments`) and kept
-    as ``self.arguments``, and ``init`` runs with the normalised values of what was given. A call
-    that does not bind is left to Python's own ``TypeError``.
+    parameters (a ``**kwargs`` passed on to a base's ``__init__`` is read as that one's), what was
+    given is checked (:meth:`TorchAgent.check_arguments`) and kept, with the defaults of the rest,
+    as ``self.arguments``, and ``init`` runs with the normalised values. A call that does not bind
+    is left to Python's own ``TypeError``.
     """
     signature = inspect.signature(init)
     parameters = signature.parameters.values()
@@ -382,7 +388,8 @@ def _called_with_checked_arguments(init: Callable[..., None]) -> Callable[..., N
         given = {name: value for name, value in list(bound.arguments.items())[1:]
                  if name != var_keyword and signature.parameters[name].kind is not positional}
         passed_on = bound.arguments.get(var_keyword, {})
-        self.arguments = cls.check_arguments({**_constructor_defaults(cls), **given, **passed_on})
+        checked = cls.check_arguments({**given, **passed_on})  # the defaults obey the rules
+        self.arguments = {**_constructor_defaults(cls), **checked}
         for name in given:
             bound.arguments[name] = self.arguments[name]
         for name in passed_on:

@@ -25,6 +25,7 @@ from agents import (
     LinUCB,
     TorchAgent,
 )
+from agents.base import _constructor_parameters
 from agents.batched import BATCHED, batched, batched_members, constructor_args, supports_batched
 from agents.estimator_agent import arm_scratch_bytes
 from agents.sketches.fd import FrequentDirections
@@ -32,8 +33,7 @@ from agents.sketches.fd import FrequentDirections
 pytestmark = pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")
 
 
-# -- a new rule beside optimism, and an agent pairing it with an estimator, in a few lines
-# ----------
+# -- a new rule beside optimism, and an agent pairing it with an estimator, in a few lines -----
 class Greedy(EstimatorAgent):
     """Plays ``argmax_x x^T theta_hat``: a rule with no exploration bonus."""
 
@@ -193,7 +193,7 @@ def test_the_registry_planner_and_describe_read_the_declarations(monkeypatch):
     )
 
 
-# -- the package's agents are built from the same declarations ------------------------------------
+# -- the package's agents are built from the same declarations --------------------------------
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_every_constructor_argument_of_every_agent_has_a_declared_rule(name):
     """No argument is checked ad hoc: each has a rule in the class's table or a base's (device and
@@ -212,6 +212,8 @@ def test_every_constructor_argument_of_every_agent_has_a_declared_rule(name):
         if not any(p.kind is p.VAR_KEYWORD for p in found):
             break
     assert params - {"device", "dtype"} <= declared, params - declared
+    defaults = {p.name: p.default for p in _constructor_parameters(cls) if p.default is not p.empty}
+    assert cls.check_arguments(defaults) == defaults  # a constructor's defaults obey its rules
 
 
 def test_the_rules_of_a_class_and_its_bases_all_hold_the_bases_first():

@@ -429,8 +429,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             l *= 2
         return int(peak)
 
-    # -- byte estimate, asked by the agents before anything is built (agents.estimator_agent)
-    # --------
+    # -- byte estimate, asked by the agents before building one (agents.estimator_agent) ------
     @classmethod
     def estimate_member_bytes(cls, d: int, l0, eps=None, *, sketch: str = "fd", fast: bool = True,
                               sentinel: bool = True, memory_cap: bool = True, time_cap: bool = True,
@@ -451,7 +450,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             return max(cls.first_member_bytes(d, l, n_arms, time_cap=time_cap, **caps) for l in l0s)
         exact = ExactCovariance.peak_member_bytes(d, dtype, keep_gram, core_dtype.itemsize)
         return exact + max(cls.peak_member_bytes(d, l, **caps) for l in l0s)
-    # -- end of the byte estimate ---------------------------------------------------------------
+    # -- end of the byte estimate --------------------------------------------------------------
 
     # -- per-member scalars ------------------------------------------------------------------------
     def c(self) -> np.ndarray:

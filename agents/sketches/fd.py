@@ -167,8 +167,7 @@ class FrequentDirections(CovarianceEstimator):
         ec = core_dtype.itemsize
         return int(SketchCore.layout_bytes(d, int(rows), int(basis), es, ec))
 
-    # -- byte estimate, asked by the agents before anything is built (agents.estimator_agent)
-    # --------
+    # -- byte estimate, asked by the agents before building one (agents.estimator_agent) ------
     @classmethod
     def estimate_member_bytes(cls, d: int, sketch_size, *, fast: bool = True, n_arms: int = 1,
                               initial: bool = False, dtype: torch.dtype = torch.float64,
@@ -177,7 +176,7 @@ class FrequentDirections(CovarianceEstimator):
         one per member: the state is padded to the largest). Allocated whole at construction, so the
         first allocation is the peak (``n_arms`` and ``initial`` change nothing)."""
         return cls.peak_member_bytes(d, int(np.max(sketch_size)), fast, dtype, core_dtype)
-    # -- end of the byte estimate ---------------------------------------------------------------
+    # -- end of the byte estimate --------------------------------------------------------------
 
     # -- per-member scalars ------------------------------------------------------------------------
     @property
