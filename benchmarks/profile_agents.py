@@ -116,7 +116,7 @@ def product_rows(agent) -> int:
     est = agent.estimator
     core = getattr(est, "core", None)
     if core is not None and not getattr(est, "exact_mode", False):  # FD / RFD / DBS while sketched
-        return int(core.Rmax)
+        return int(core.width)
     return agent.d  # OFUL (and DBS once exact): the d x d inverse
 
 

@@ -234,23 +234,30 @@ class CovarianceEstimator(ABC):
         ints, or an int when B = 1) of the arms ``terms`` were computed for; reused if current."""
 
     @abstractmethod
-    def _quad(self, arms):
-        """``(B, K, d) -> (B, K)`` widths (core dtype), leaving the state as it is."""
+    def quad_all(self, arms):
+        """``(B, K, d) -> (B, K)``: ``x^T A_hat_i^-1 x`` (core dtype, clamped at the valid floor),
+        leaving the state as it is."""
 
     @abstractmethod
-    def _solve(self, V):
+    def solve_all(self, V):
         """``(B, d) -> (B, d)``: ``A_hat_i^-1 v_i`` (core dtype)."""
 
     @abstractmethod
-    def _covariance(self):
+    def draw_all(self, Z):
+        """``(B, n, d) -> (B, n, d)``: ``F_i z`` for each row ``z`` of ``Z[i]`` (core dtype), with a factor
+        ``F_i F_i^T = A_hat_i^-1`` (each estimator says which): standard normal rows ``z`` give draws of
+        covariance ``A_hat_i^-1`` (Thompson sampling)."""
+
+    @abstractmethod
+    def covariance_all(self):
         """``(B, d, d)``: the dense approximation of ``X_i^T X_i`` (without ``reg``)."""
 
     @abstractmethod
-    def _theta_all(self):
+    def theta_all(self):
         """``(B, d)``: ``A_hat_i^-1 b_i`` (core dtype)."""
 
     @abstractmethod
-    def _b_all(self):
+    def b_all(self):
         """``(B, d)``: ``b_i`` (core dtype)."""
 
     @abstractmethod
@@ -313,19 +320,17 @@ class CovarianceEstimator(ABC):
     def _row_norms(self, X):
         """``||x||^2`` per row (core ``(B,)`` and host float64), or a ``ValueError`` (state untouched)
         when it overflows the working dtype."""
-        xx = self.xp.norm_sq(X, self.cdtype)
-        xx_h = self.xp.host(xx)
-        if xx_h.dtype != np.float64:
-            xx_h = xx_h.astype(np.float64)
+        sq = self.xp.norm_sq(X, self.cdtype)
+        sq_host = self.xp.host(sq).astype(np.float64, copy=False)
         # the largest is NaN when some entry is NaN, inf when one is infinite or the sum overflows
-        if not max(xx_h.tolist()) <= self._max_norm_sq:
+        if not max(sq_host.tolist()) <= self._max_norm_sq:
             if not self.xp.all_finite(X):
                 raise ValueError("x contains NaN or infinite entries")
             raise ValueError(
                 f"a row's squared norm overflows {self.dtype} (|x| up to {float(np.abs(self.xp.host(X)).max()):.3g}); "
                 "rescale the features or use dtype=torch.float64"
             )
-        return xx, xx_h
+        return sq, sq_host
 
     # -- public API (unbatched shapes when batch_size is None) ---------------------------------
     @property
@@ -381,29 +386,56 @@ class CovarianceEstimator(ABC):
     def quad_inv(self, arms) -> torch.Tensor:
         """``x^T A_hat^-1 x`` for each row of ``arms``: ``(K, d) -> (K,)`` (batched ``(B, K, d) -> (B, K)``),
         in the working dtype."""
-        return self._out(self.xp.astype(self._quad(self._arms_in(arms)), self.dtype))
+        return self._out(self.xp.astype(self.quad_all(self._arms_in(arms)), self.dtype))
 
     def solve(self, v) -> torch.Tensor:
         """``A_hat^-1 v``: ``(d,) -> (d,)`` (batched ``(B, d) -> (B, d)``), in the working dtype."""
         V = self.xp.astype(self._rows_in(v, name="v"), self.cdtype)
-        return self._out(self.xp.astype(self._solve(V), self.dtype))
+        return self._out(self.xp.astype(self.solve_all(V), self.dtype))
 
     def theta(self) -> torch.Tensor:
         """``A_hat_i^-1 b_i``: ``(d,)`` (batched ``(B, d)``), in the working dtype."""
-        return self._out(self.xp.astype(self._theta_all(), self.dtype))
+        return self._out(self.xp.astype(self.theta_all(), self.dtype))
 
     @property
     def b(self) -> torch.Tensor:
         """``sum_s r_s x_s``: ``(d,)`` (batched ``(B, d)``), in the core dtype."""
-        return self._out(self._b_all())
+        return self._out(self.b_all())
 
     def covariance(self) -> torch.Tensor:
         """The dense ``d x d`` approximation of ``X^T X`` (without ``reg``); diagnostics only."""
-        return self._out(self.xp.astype(self._covariance(), self.dtype))
+        return self._out(self.xp.astype(self.covariance_all(), self.dtype))
+
+    def draw(self, z) -> torch.Tensor:
+        """``F z`` for standard normal ``z``, with ``F F^T = A_hat^-1``: ``(n, d) -> (n, d)`` (batched
+        ``(B, n, d) -> (B, n, d)``), in the working dtype. Fed ``z ~ N(0, I_d)``, the rows are draws of
+        ``N(0, A_hat^-1)`` (Thompson sampling: ``theta_hat + v F z``); which factor ``F`` each estimator
+        applies is on its :meth:`draw_all`. Validated first; the state is unchanged (a sketch nobody
+        queried yet gives its raw rows their coordinates).
+
+        >>> import torch
+        >>> from agents.sketches import FrequentDirections
+        >>> fd = FrequentDirections(3, sketch_size=2, reg=4.0)
+        >>> fd.draw(torch.eye(3, dtype=torch.float64))   # nothing seen: F = I / sqrt(4)
+        tensor([[0.5000, 0.0000, 0.0000],
+                [0.0000, 0.5000, 0.0000],
+                [0.0000, 0.0000, 0.5000]], dtype=torch.float64)
+        """
+        xp = self.xp
+        try:
+            Z = xp.asarray(z, self.cdtype)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"z must be numeric, got {type(z).__name__}") from exc
+        want = self.members.shape("n", self.d)
+        if Z.ndim != len(want) or Z.shape[-1] != self.d or (Z.ndim == 3 and Z.shape[0] != self.batch_size):
+            raise ValueError(f"z must have shape ({', '.join(map(str, want))}), got {tuple(Z.shape)}")
+        if not xp.all_finite(Z):
+            raise ValueError("z contains NaN or infinite entries")
+        return self._out(xp.astype(self.draw_all(self.members.take(Z)), self.dtype))
 
     def logdet_increment(self, x) -> torch.Tensor:
         """``log det(A_hat + x x^T) - log det(A_hat)`` = ``log(1 + ||x||^2_{A_hat^-1})``."""
-        q = self._quad(self._rows_in(x)[:, None, :])[:, 0]
+        q = self.quad_all(self._rows_in(x)[:, None, :])[:, 0]
         return self._out(self.xp.astype(self.xp.log1p(q), self.dtype))
 
     def logdet_increments(self, X, terms: ScoreTerms | None = None, actions=None):
@@ -411,7 +443,7 @@ class CovarianceEstimator(ABC):
         if self._fresh(terms, actions):
             q = self._pick(terms.quad, actions)
         else:
-            q = self._quad(X[:, None, :])[:, 0]
+            q = self.quad_all(X[:, None, :])[:, 0]
         return np.log1p(self.xp.host(q).astype(np.float64))
 
     @property

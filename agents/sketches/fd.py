@@ -39,12 +39,13 @@ Implementation choices (the papers leave them open):
   replaced by their ``R x R`` QR factor (the same ``S^T S``; :meth:`~agents.sketches.core.SketchCore.compress`),
   while the shrinks still happen at FD's own row counts. ``SOFUL(sketch_size=5000)`` at ``d = 10``
   holds ``10`` basis vectors and ``11`` coordinate rows of 10 numbers.
-* **A sketch nobody queries** (rows without responses and no scoring between them, e.g. matrix
-  approximation) keeps its rows raw and shrinks them from their own ``n x n`` Gram, Liberty's and
-  Ghashami et al.'s buffer algorithm (:meth:`~agents.sketches.core.SketchCore.shrink_rows`): a copy a
-  row and one ``2 l x 2 l`` eigendecomposition a shrink. The basis state is built when a query or
-  a row with a response comes (one row append per raw row) and kept from then on; both routes
-  shrink at the same rows by the same values.
+* **A sketch nobody queries** (rows without responses and no scoring, e.g. matrix approximation)
+  keeps its rows themselves until its first query, response or full buffer, and shrinks them from
+  their own ``n x n`` Gram, Liberty's and Ghashami et al.'s buffer algorithm
+  (:meth:`~agents.sketches.core.SketchCore.shrink_raw`): the row stored, no product, and one
+  ``2 l x 2 l`` eigendecomposition a shrink. Then the basis state is built (one row append per raw
+  row, :meth:`~agents.sketches.core.SketchCore.settle`) and kept from then on; both routes shrink at
+  the same rows by the same values.
 * Zero rows carry no information and are skipped.
 
 Example:
@@ -69,7 +70,7 @@ import torch
 from .._torch import as_vector
 from .._validate import per_member
 from .base import CovarianceEstimator, ScoreTerms
-from .core import SketchCore, fd_shrink, rounding, shrink_groups
+from .core import SketchCore, rounding, shrink_groups
 
 __all__ = ["FrequentDirections", "check_sketch_size"]
 
@@ -146,11 +147,7 @@ class FrequentDirections(CovarianceEstimator):
         self.core = SketchCore(self.xp, B, self.d, self.dtype, self.cdtype, int(self._rows_caps.max()),
                                int(self._basis_caps.max()), self._reg_host())
         self._m = np.zeros(B, dtype=np.int64)  # rows in FD's buffer (a shrink when it reaches the buffer size)
-        self._unanswered = True  # every response so far 0: rows may stay raw (core.append_raw)
-        self._m_lag = 0  # rows appended raw to every member, not yet counted in _m (_sync_m)
-        self._until_fill = 0  # rows until some member's buffer fills, _m_lag counted in (0: not known)
-        self._cap_max = int(self._caps.max())
-        self._alpha = np.zeros(B)  # RFD's added-back mass (stays 0 for FD)
+        self._raw = True  # no query and no response yet: rows are kept raw (SketchCore.append_raw)
         self._shrink = np.zeros(B)
         self._n_red = np.zeros(B, dtype=np.int64)
         self._shrinkages: list[list[float]] = [[] for _ in range(B)]
@@ -171,7 +168,12 @@ class FrequentDirections(CovarianceEstimator):
     @property
     def rho_all(self) -> np.ndarray:
         """``reg + alpha`` per member: the ridge of ``A_hat`` (``reg`` for FD)."""
-        return self._reg_host() + self._alpha
+        return self.core.c.copy()
+
+    @property
+    def _alpha(self) -> np.ndarray:
+        """RFD's added-back mass per member (0 for FD; the core's, read only)."""
+        return self.core.alpha
 
     @property
     def rho(self):
@@ -202,7 +204,7 @@ class FrequentDirections(CovarianceEstimator):
         """FD's rows in use, the count its buffer fills by (at most ``2 l - 1`` fast, ``l - 1`` textbook,
         between rows): the rows held, or as many when a basis of ``d`` vectors lets fewer stand for
         them (their QR factor)."""
-        return self._host_out(self._m + self._m_lag)
+        return self._host_out(self._m)
 
     @property
     def capacity(self) -> int:
@@ -253,157 +255,89 @@ class FrequentDirections(CovarianceEstimator):
 
     # -- streaming ---------------------------------------------------------------------------------
     def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
-        """Add the rows (see :meth:`CovarianceEstimator.step`)."""
+        """Add the rows (see :meth:`CovarianceEstimator.step`): zero rows are skipped (they carry no
+        information); a member whose buffer the row fills shrinks (Wen et al. (2025), Alg. 2)."""
         xp, core = self.xp, self.core
-        p = hp = q = None
+        p = hp = php = None
         if self._fresh(terms, actions):
             ix = self._played(actions)
-            xx = self._pick(terms.sq, ix)
-            xx_h = xp.host(xx)
-            p, hp, q = self._pick(terms.proj, ix), self._pick(terms.hp, ix), self._pick(terms.php, ix)
+            sq = self._pick(terms.sq, ix)
+            sq_host = xp.host(sq)
+            p, hp, php = self._pick(terms.proj, ix), self._pick(terms.hp, ix), self._pick(terms.php, ix)
         else:
-            xx, xx_h = self._row_norms(X)
-        self.trace = self.trace + xx_h  # (a new array: for a few members cheaper than an in-place add)
-        everyone = min(xx_h.tolist()) > 0.0
-        if p is None and self._unanswered and (r == 0.0 if isinstance(r, float) else not r.any()) \
-                and core.raw_room():
-            # a row nobody scored, without a response, to a sketch without any: kept raw until a query or
-            # the shrink needs it (the cost of Liberty's sketch: a copy a row, one decomposition a shrink)
-            self._step_raw(X, None if everyone else xx_h > 0.0)
+            sq, sq_host = self._row_norms(X)
+        self.trace = self.trace + sq_host
+        live = sq_host > 0.0
+        answered = r != 0.0 if isinstance(r, float) else r.any()
+        if self._raw and not answered and core.raw_room():
+            core.append_raw(X, live)
         else:
-            self._step_basis(X, xx, xx_h, p, r, None if everyone else xx_h > 0.0, hp, q)
-        self.n_rows += 1
-
-    def _step_raw(self, X, live: np.ndarray | None) -> None:
-        """Append the rows raw (``live``: the members whose row is not zero, None for all), and shrink the
-        members whose buffer they fill."""
-        if live is None:
-            self.core.append_raw(X)
-            self._m_lag += 1  # (every member's buffer grows by one: counted in when next read)
-            if self._until_fill > 1:  # no buffer fills with this row
-                self._until_fill -= 1
-                return
-        elif np.count_nonzero(live):
-            self.core.append_raw(X, live)
-            self._sync_m()
-            self._m += live
-        else:
-            return
-        self._sync_m()
-        fills = self._m >= self._caps if self.fast else np.ones(self.batch_size, dtype=bool) if live is None else live
+            self._leave_raw()
+            self._compress_crowded(live)
+            ex = core.expand(X, sq, sq_host, p, hp, php)
+            core.append(ex, r if isinstance(r, float) else xp.asarray(r, self.cdtype), live)
+        self._m += live
+        fills = live & (self._m >= self._caps) if self.fast else live
         if np.count_nonzero(fills):
             self._reduce(np.flatnonzero(fills))
-        self._until_fill = int((self._caps - self._m).min()) if self.fast else 1
+        self.n_rows += 1
 
-    def _sync_m(self) -> None:
-        """Count the uniform raw appends into ``_m`` (FD's buffer fill per member)."""
-        if self._m_lag:
-            self._m += self._m_lag
-            self._m_lag = 0
+    def _leave_raw(self) -> None:
+        """End the raw phase (a query, a response, or a full buffer came): the raw rows get their
+        coordinates (:meth:`SketchCore.settle`), and every later row goes to the basis state."""
+        if self._raw:
+            self._raw = False
+            self.core.settle()
 
-    def _step_basis(self, X, xx, xx_h, p, r, live: np.ndarray | None, hp=None, q=None) -> None:
-        """Append the rows to the basis state (:meth:`SketchCore.append`; ``live``: the members whose row
-        is not zero, None for all), and shrink the members whose buffer they fill."""
-        core, xp = self.core, self.xp
-        if live is not None and not np.count_nonzero(live):
-            return
-        self._settle()
-        self._unanswered = self._unanswered and (r == 0.0 if isinstance(r, float) else not r.any())
-        if core.rows_cap < self._cap_max:  # a basis of d vectors: rows past d + 1 are redundant
-            crowded = core.N >= core.rows_cap
-            if live is not None:
-                crowded &= live
-            if np.count_nonzero(crowded):  # their QR factor stands for them (the same S^T S, fewer rows)
-                core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
-        ex = core.expand(X, xx, xx_h, p, hp, q)
-        rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
-        if live is None and self._until_fill > 1:  # no buffer fills with this row
-            core.append(ex, rc)
-            self._m_lag += 1
-            self._until_fill -= 1
-            return
-        self._sync_m()
-        mask = np.ones(self.batch_size, dtype=bool) if live is None else live
-        fills = (self._m + 1 >= self._caps if self.fast else mask) & mask  # FD's buffer fills: a shrink follows
-        n_fill = np.count_nonzero(fills)
-        core.append(ex, rc, live=live, fold=n_fill < np.count_nonzero(mask))
-        self._m += mask
-        if n_fill:
-            self._reduce(np.flatnonzero(fills))
-        self._until_fill = int((self._caps - self._m).min()) if self.fast else 1
-
-    def _settle(self) -> None:
-        """Give the raw rows their coordinates (the row append, each in turn) before the basis serves a
-        query or a scored row: O(d R) a raw row, what a queried sketch pays as it goes."""
-        core, xp = self.core, self.xp
-        if not core.Pmax:
-            return
-        count = core.pend.copy()
-        raw = core.take_raw()
-        for j in range(int(count.max())):
-            live = count > j
-            X = raw[:, j]
-            xx = xp.norm_sq(X, self.cdtype)
-            crowded = live & (core.N >= core.rows_cap)
-            if np.count_nonzero(crowded):
-                core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
-            core.append(core.expand(X, xx, xp.host(xx)), 0.0, live=None if live.all() else live)
+    def _compress_crowded(self, live: np.ndarray) -> None:
+        """Members whose coordinate rows are full (a basis of ``d`` vectors holds at most ``d + 1``
+        useful rows) replace them by their QR factor: the same ``S^T S`` in fewer rows."""
+        crowded = live & (self.core.N >= self.core.rows_cap)
+        if np.count_nonzero(crowded):
+            self.core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
 
     def _reduce(self, idx: np.ndarray) -> None:
-        """FD's shrink (Wen et al. (2025), Alg. 2 lines 4-7) of the members ``idx``, grouped by the rows
-        they hold and their sketch size: from the rows' own Gram while some are raw (the sketch nobody
-        queries), from their coordinates in the basis otherwise."""
+        """FD's shrink (Wen et al. (2025), Alg. 2 lines 4-7; RFD: Alg. 3 line 5 adds the shrink value
+        back) of the members ``idx``, grouped by the rows they hold and their sketch size: from the
+        raw rows' own Gram in the raw phase, from the rows' coordinates otherwise."""
         core = self.core
-        self._sync_m()
-        every = slice(None) if idx.size == self.batch_size else idx  # (every member: basic slicing)
-        for group, l in shrink_groups(idx, core.N[every] + core.pend[every], self._ls[every]):
-            own = slice(None) if group.size == self.batch_size else group
-            raw = np.count_nonzero(core.pend[own]) > 0
-            if raw:
-                plan = core.shrink_rows(group, l)
+        for group, l in shrink_groups(idx, core.N[idx] + core.n_raw[idx], self._ls[idx]):
+            if self._raw:
+                plan = core.shrink_raw(group, l, add_back=self.robust)
             else:
                 zero = np.zeros(group.size, dtype=np.int64)
-                plan = core.shrink(group, zero, l, zero)
-            delta = plan.delta
-            if self.robust:  # Alg. 3 line 5: alpha <- alpha + sigma, before H is refactored with the new ridge
-                self._alpha[own] += delta
-                core.set_ridge(group, self.rho_all[group])
-            if not raw:  # (a shrink of raw rows leaves them raw: no basis, no H)
-                core.refactor(group)
-            self._m[own] = plan.kept
-            self._shrink[own] += delta
-            self._n_red[own] += 1
-            self.trace[own] = plan.mass  # tr S^T S now
-            for i, v in zip(group.tolist(), delta.tolist()):
+                plan = core.shrink(group, zero, l, zero, add_back=self.robust)
+            self._m[group] = plan.kept
+            self._shrink[group] += plan.delta
+            self._n_red[group] += 1
+            self.trace[group] = plan.mass  # tr S^T S now
+            for i, v in zip(group.tolist(), plan.delta.tolist()):
                 self._shrinkages[i].append(v)
 
-    # -- look-ahead (state unchanged; one sketch) --------------------------------------------------
+    # -- look-ahead (one sketch) -------------------------------------------------------------------
     def _shrink_value(self, x) -> float:
-        """FD's shrink value of the held rows (with ``x`` appended when given), the state unchanged."""
+        """FD's shrink value of the held rows (with ``x`` appended when given); the sketch unchanged
+        (its raw rows, if any, get their coordinates)."""
         core, xp = self.core, self.xp
-        zero = np.zeros(1, dtype=np.int64)
-        if core.N[0] + core.pend[0] == 0 and x is None:
+        self._leave_raw()
+        if core.N[0] == 0 and x is None:
             return 0.0
-        X = None if x is None else xp.asarray(x, self.dtype)[None]
-        if core.pend[0]:  # raw rows: from the rows themselves
-            lam, noise = core.row_eigvals(zero, X)
-            return float(fd_shrink(xp, lam, int(self._ls[0]), noise).delta[0])
         ex = None
-        if X is not None:
-            xx = xp.norm_sq(X, self.cdtype)
-            ex = core.expand(X, xx, xp.host(xx))
-        lam, noise = core.range_eigvals(zero, zero, ex)
-        return float(fd_shrink(xp, lam, int(self._ls[0]), noise).delta[0])
+        if x is not None:
+            X = xp.asarray(x, self.dtype)[None]
+            sq = xp.norm_sq(X, self.cdtype)
+            ex = core.expand(X, sq, xp.host(sq))
+        zero = np.zeros(1, dtype=np.int64)
+        return float(core.shrink_value(zero, zero, int(self._ls[0]), ex)[0])
 
     def shrinkage_if_added(self, x) -> float:
         """The shrink value that ``update(x)`` would apply now (0.0 if no shrink would happen or it
-        would discard nothing); the state is unchanged. In the fast variant a shrink happens only
+        would discard nothing); the sketch is unchanged. In the fast variant a shrink happens only
         when ``x`` fills the 2l-row buffer (Dyadic Block Sketching's ``willExcessSketch`` test)."""
         self._need_single("shrinkage_if_added")
         x = as_vector(x, self.device, self.dtype, self.d)
         if not float(x @ x) > 0.0:  # the test update() uses to skip zero rows
             return 0.0
-        self._sync_m()
         if self.fast and self._m[0] + 1 < self._caps[0]:
             return 0.0
         return self._shrink_value(x)
@@ -421,31 +355,35 @@ class FrequentDirections(CovarianceEstimator):
     # -- queries -----------------------------------------------------------------------------------
     def score_terms(self, arms) -> ScoreTerms:
         xp, core = self.xp, self.core
-        self._settle()
+        self._leave_raw()
         arms_c, sq = self._arm_norms(arms)
         P = core.project(arms)
-        top = self._top()
-        mean, quad, PH, pHp = core.score(arms, arms_c, sq, P, top)
-        return ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq, top)), P, self.n_rows, hp=PH, php=pHp)
+        mean, quad, PH, pHp = core.score(arms, arms_c, sq, P)
+        return ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows, hp=PH, php=pHp)
 
-    def _quad(self, arms):
-        self._settle()
-        xp = self.xp
+    def quad_all(self, arms):
+        self._leave_raw()
         arms_c, sq = self._arm_norms(arms)
-        return xp.maximum(self.core.score(arms, arms_c, sq, self.core.project(arms))[1], self._floor(sq))
+        return self.xp.maximum(self.core.score(arms, arms_c, sq, self.core.project(arms))[1], self._floor(sq))
 
-    def _solve(self, V):
-        self._settle()
+    def solve_all(self, V):
+        self._leave_raw()
         return self.core.solve(V)
 
-    def _theta_all(self):
-        self._settle()
+    def theta_all(self):
+        self._leave_raw()
         return self.core.theta()
 
-    def _b_all(self):
+    def b_all(self):
         return self.core.b()
 
-    def _covariance(self):
+    def draw_all(self, Z):
+        """``F z = (z - V^T V z) / sqrt(c) + V^T L V z`` with ``H = L L^T`` (lower Cholesky factor of the
+        core inverse; :meth:`agents.sketches.core.SketchCore.draw`)."""
+        self._leave_raw()
+        return self.core.draw(Z)
+
+    def covariance_all(self):
         """``S^T S`` (plus ``alpha I`` for RFD), ``(B, d, d)``."""
         cov = self.core.covariance()
         if self.robust:
@@ -465,15 +403,15 @@ class FrequentDirections(CovarianceEstimator):
         one (:func:`~agents.sketches.core.rounding`): a basis vector kept for a residual at rounding
         level carries a squared singular value at rounding level, adds nothing to the sum, and must
         not raise the bound (whether such a residual is kept can differ with the backend's rounding)."""
-        self._settle()
+        self._leave_raw()
         core, xp = self.core, self.xp
         lam, sig = self._reg_host(), self._shrink
         m, exact = np.zeros(self.batch_size), np.zeros(self.batch_size)
-        if core.Rmax:  # one eigendecomposition of M serves both the count and the sum
+        if core.width:  # one eigendecomposition of M serves both the count and the sum
             s2 = xp.maximum(xp.eigvalsh_desc(core.gram()), 0.0)
-            noise = rounding(xp, core.eps_w, core.eps_c, int(core.N.max()) + core.Rmax, s2)
+            noise = rounding(xp, core.eps_w, core.eps_c, int(core.N.max()) + core.width, s2)
             s2h = xp.host(s2).astype(np.float64, copy=False)
-            m = (s2h > (noise.coord ** 2 + noise.gram)[:, None]).sum(axis=1).astype(np.float64)
+            m = (s2h > noise.zero_level()[:, None]).sum(axis=1).astype(np.float64)
             exact = np.log1p(s2h / lam[:, None]).sum(axis=1)
         out = self.d * np.log1p(sig / lam)
         trace = core.frob2()
