@@ -239,6 +239,15 @@ class NumpyBackend(Backend):
         """Reduced QR ``(Q, R)`` of ``A`` (``(..., n, m)``, ``n >= m``)."""
         return np.linalg.qr(A)
 
+    def put(self, dst, index: tuple, src) -> None:
+        """``dst[m, i, ...] = src[m]`` for each ``(m, i, ...)`` of ``zip(*index)`` (host int arrays, the
+        members first); a row ``src[m]`` fills the first ``src.shape[-1]`` entries of the slot. One
+        basic store per member (numpy holds one estimator: one member)."""
+        width = (slice(0, src.shape[-1]),) if src.ndim > 1 else ()
+        for j in range(len(index[0])):
+            key = tuple([int(i[j]) for i in index])
+            dst[key + width] = src[key[0]]
+
     def rank1_update_(self, A, x, alpha) -> None:
         """``A_i += alpha_i x_i x_i^T`` in place for symmetric ``A`` ``(B, n, n)``, ``x`` ``(B, n)``,
         ``alpha`` ``(B,)``: BLAS ``ger`` per member (one pass, no ``n x n`` temporary)."""
@@ -374,6 +383,12 @@ class TorchBackend(Backend):
 
     def qr(self, A):
         return torch.linalg.qr(A)
+
+    def put(self, dst, index: tuple, src) -> None:
+        """``dst[m, i, ...] = src[m]`` for each ``(m, i, ...)`` of ``zip(*index)``: one indexed store."""
+        keys = tuple(self.index(i) for i in index)
+        width = (slice(0, src.shape[-1]),) if src.ndim > 1 else ()
+        dst[keys + width] = src[keys[0]]
 
     def rank1_update_(self, A, x, alpha) -> None:
         """``A_i += alpha_i x_i x_i^T`` in place: one fused ``baddbmm``."""

@@ -20,11 +20,16 @@ tensors or lists, outputs are torch tensors):
 * ``quad_inv(arms)``: ``x^T A_hat^-1 x`` for the K rows of ``arms`` (K, d) -> (K,).
 * ``solve(v)``: ``A_hat^-1 v``; ``theta()``: ``A_hat^-1 b``; ``b``.
 * ``covariance()``: the dense approximation of ``X^T X`` (diagnostics only).
+* ``draw(z)``: ``F z`` with ``F F^T = A_hat^-1`` for standard normal rows ``z`` ``(n, d) -> (n, d)``
+  (Thompson sampling's draws; each estimator says which factor).
 * ``sketch_size``, ``memory_bytes()``, ``logdet_increment(x)``.
 
-The optimistic loop (:class:`agents.linucb.LinUCB`) uses two batched internals: :meth:`score_terms`
-returns a :class:`ScoreTerms` (both UCB terms of every arm, and the projection of the arms the
-update reuses) and :meth:`step` adds the played rows, taking those terms as an argument.
+Each query is implemented once, batch-first on backend arrays in the core dtype (``quad_all``,
+``solve_all``, ``theta_all``, ``b_all``, ``covariance_all``, ``draw_all``); the public methods
+validate, add or drop the member axis and convert. The optimistic loop
+(:class:`agents.linucb.LinUCB`) uses two more batched methods: :meth:`score_terms` returns a
+:class:`ScoreTerms` (both UCB terms of every arm, and the projection of the arms the update
+reuses) and :meth:`step` adds the played rows, taking those terms as an argument.
 
 Numerics shared by every estimator:
 

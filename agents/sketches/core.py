@@ -207,7 +207,7 @@ class Expansion:
 
 class SketchCore:
     """The basis state of ``B`` sketches (see the module docstring). Host bookkeeping (``N``, ``R``,
-    ``c``, ``n_raw``) is numpy; the arrays are the backend's, zero past each member's rows and basis.
+    ``c``) is numpy; the arrays are the backend's, zero past each member's rows and basis.
 
     Args:
         xp: the backend (numpy or torch).
@@ -222,7 +222,8 @@ class SketchCore:
         width: ``max R``, the width every member's products run over.
         reg, alpha, c: the ridge ``c = reg + alpha`` per member (host float64 ``(B,)``), ``alpha`` the
             shrink values added back (:meth:`shrink` with ``add_back``).
-        n_raw: rows kept raw per member (a sketch nobody queried yet: :meth:`append_raw`).
+        n_raw: raw rows every member holds (a sketch nobody queried yet: :meth:`append_raw`), in the
+            first slots of ``V`` (zero rows past a member's own after a raw shrink).
         V, C, H, b_coords, theta_perp: the state of the module docstring.
     """
 
@@ -234,16 +235,16 @@ class SketchCore:
         self.N = np.zeros(B, dtype=np.int64)
         self.R = np.zeros(B, dtype=np.int64)
         self.width = 0
-        self.n_raw = np.zeros(B, dtype=np.int64)
+        self._members = np.arange(B)
+        self.n_raw = 0
         self.reg = np.array(np.broadcast_to(np.asarray(reg, dtype=np.float64), (B,)))
         self.alpha = np.zeros(B)
-        self.c = np.zeros(B)
         self.V = xp.zeros((B, 0, d), dtype)
         self.C = xp.zeros((B, 0, 0), cdtype)
         self.H = xp.zeros((B, 0, 0), cdtype)
         self.b_coords = xp.zeros((B, 0), cdtype)
         self.theta_perp = xp.zeros((B, d), cdtype)
-        self._set_ridge(np.arange(B))
+        self._set_ridge()
         self.ensure(rows, basis)
 
     # -- storage -----------------------------------------------------------------------------------
@@ -280,17 +281,20 @@ class SketchCore:
         (``basis``) and ``theta_perp`` (``d``). Accepts numpy int arrays."""
         return work_bytes * basis * d + core_bytes * (rows * basis + basis * basis + basis + d)
 
-    def _set_ridge(self, idx: np.ndarray) -> None:
-        """``c = reg + alpha`` for the members ``idx`` (after their ``alpha`` changed); ``theta_perp =
-        b_perp / c`` follows. ``H`` is the caller's to refactor."""
-        old = self.c[idx].copy()
+    def _set_ridge(self) -> None:
+        """``c = reg + alpha`` per member, and its backend arrays ``c`` and ``1 / c``."""
         self.c = self.reg + self.alpha
-        xp = self.xp
-        self.c_arr = xp.asarray(self.c, self.cdtype)
-        self.inv_c = xp.asarray(1.0 / self.c, self.cdtype)[:, None]
-        if (old > 0).all():
-            ii = xp.index(idx)
-            self.theta_perp[ii] = self.theta_perp[ii] * xp.asarray(old / self.c[idx], self.cdtype)[:, None]
+        self.c_arr = self.xp.asarray(self.c, self.cdtype)
+        self.inv_c = self.xp.asarray(1.0 / self.c, self.cdtype)[:, None]
+
+    def _add_back(self, idx: np.ndarray, delta: np.ndarray) -> None:
+        """RFD's Alg. 3 line 5 for the members ``idx``: ``alpha += delta``, so ``c`` grows and
+        ``theta_perp = b_perp / c`` follows. ``H`` is the caller's to refactor."""
+        old = self.c[idx]
+        self.alpha[idx] += delta
+        self._set_ridge()
+        ii = self.xp.index(idx)
+        self.theta_perp[ii] = self.theta_perp[ii] * self.xp.asarray(old / self.c[idx], self.cdtype)[:, None]
 
     def _set_R(self, R: np.ndarray) -> None:
         self.R = R
@@ -337,14 +341,14 @@ class SketchCore:
     def covariance(self):
         """``S^T S = V^T M V``, or the raw rows' ``S^T S``, ``(B, d, d)`` in the core dtype."""
         basis = self._basis_core()
-        raw = self.xp.astype(self.V[:, :int(self.n_raw.max())], self.cdtype)
+        raw = self.xp.astype(self.V[:, :self.n_raw], self.cdtype)
         return basis.mT @ self.gram() @ basis + raw.mT @ raw
 
     def rows(self, i: int):
         """Member ``i``'s rows ``S``: ``C V`` ``(N_i, d)``, or its raw rows (core dtype; diagnostics)."""
-        n, r, k = int(self.N[i]), int(self.R[i]), int(self.n_raw[i])
+        n, r = int(self.N[i]), int(self.R[i])
         held = self.C[i, :n, :r] @ self.xp.astype(self.V[i, :r], self.cdtype)
-        return self.xp.concat(held, self.xp.astype(self.V[i, :k], self.cdtype), axis=0)
+        return self.xp.concat(held, self.xp.astype(self.V[i, :self.n_raw], self.cdtype), axis=0)
 
     def inverse(self, idx: np.ndarray):
         """``A_hat^-1 = (I - V^T V) / c + V^T H V`` of the members ``idx``, ``(n, d, d)`` in the core
@@ -381,11 +385,14 @@ class SketchCore:
         PH = P @ self.H[:, :w, :w]  # H is symmetric: row k is H p_k
         mean = xp.matvec(arms_c, self.theta_perp) + xp.matvec(PH, self.b_coords[:, :w])
         pHp = xp.vecdot(PH, P)
-        outside = self._outside(sq)
-        quad = (sq - xp.vecdot(P, P)) * self.inv_c * outside + pHp
-        # the rounding of the residual against rel of the width: (2 sqrt(R d) eps / rel) ||x||^2 / c > quad
-        k = 2.0 * math.sqrt(w * self.d) * self.eps_w / rel
-        cancels = (sq * (k * self.inv_c) > quad) & (outside > 0)
+        residual = sq - xp.vecdot(P, P)
+        # the rounding of that difference, against rel of the width: (2 sqrt(R d) eps / rel) ||x||^2 / c
+        noise = sq * ((2.0 * math.sqrt(w * self.d) * self.eps_w / rel) * self.inv_c)
+        if self.width >= self.d:  # a member whose basis spans R^d has no residual
+            outside = self._outside(sq)
+            residual, noise = residual * outside, noise * outside
+        quad = residual * self.inv_c + pHp
+        cancels = noise > quad
         if xp.any(cancels):
             residual = arms - xp.astype(P, self.dtype) @ self.V[:, :w]
             quad = xp.where(cancels, xp.norm_sq(residual, self.cdtype) * self.inv_c + pHp, quad)
@@ -457,44 +464,45 @@ class SketchCore:
 
     def append(self, ex: Expansion, r, live: np.ndarray | None = None) -> None:
         """Commit the expanded rows ``ex`` with responses ``r`` (a float, or core ``(B,)``) to the
-        members where ``live`` (host bools; all when None): the new basis vectors and coordinate rows,
-        ``b``, and ``H`` by the bordered Sherman-Morrison step of the module docstring; a member whose
-        step amplified rounding by more than :data:`AMPLIFICATION_LIMIT` (``1 + q`` large: the row
-        carries far more mass in a direction than the sketch held there) is refactored from ``C``
-        instead (:meth:`refactor`)."""
+        members where ``live`` (host bools; every member when None): the new basis vectors and
+        coordinate rows, ``b``, and ``H`` by the bordered Sherman-Morrison step of the module
+        docstring; a member whose step amplified rounding by more than :data:`AMPLIFICATION_LIMIT`
+        (``1 + q`` large: the row carries far more mass in a direction than the sketch held there) is
+        refactored from ``C`` instead (:meth:`refactor`)."""
         xp = self.xp
-        live = np.ones(self.B, dtype=bool) if live is None else live
-        on = xp.cast_like(live, ex.p)
-        p, nu, new = ex.p * on[:, None], ex.nu * on, ex.new & live
-        hp, php = (None, None) if ex.hp is None else (ex.hp * on[:, None], ex.php * on)
-        r = r * on
-        w = p.shape[1]
-        rows = np.flatnonzero(live)
-        ri = xp.index(rows)
-        self.C[ri, xp.index(self.N[rows]), :w] = p[ri]
-        if np.count_nonzero(new):
-            self._extend_basis(np.flatnonzero(new), ex.v, nu, r)
-        self.b_coords[:, :w] += r[:, None] * p
-        stale = self._fold(p, nu, new, hp, php)
+        p, nu, new, hp, php = ex.p, ex.nu, ex.new, ex.hp, ex.php
+        rows = self._members
+        if live is not None:  # the other members append nothing: their row is 0
+            on = xp.cast_like(live, p)
+            p, nu, new, r = p * on[:, None], nu * on, new & live, r * on
+            hp, php = (None, None) if hp is None else (hp * on[:, None], php * on)
+            rows = np.nonzero(live)[0]
+        xp.put(self.C, (rows, self.N[rows]), p)
+        gained = np.nonzero(new)[0]
+        if gained.size:
+            self._extend_basis(gained, ex.v, nu, r)
+        self.b_coords[:, :p.shape[1]] += (r if isinstance(r, float) else r[:, None]) * p
+        stale = self._fold(p, nu, gained, hp, php)
         self._set_R(self.R + new)
-        self.N = self.N + live
-        self._no_perp_once_spanning(np.flatnonzero(new & (self.R >= self.d)))
+        self.N = self.N + (1 if live is None else live)
+        if self.width >= self.d:
+            self._no_perp_once_spanning(np.nonzero(new & (self.R >= self.d))[0])
         if stale.size:
             self.refactor(stale)
 
     def _extend_basis(self, gained: np.ndarray, v, nu, r) -> None:
         """The new unit vectors ``v`` of the members ``gained`` join the basis at slot ``R_i``, with the
         row's coordinate ``nu`` there; ``b_perp``'s share of ``v`` moves to ``b_coords``: ``theta_perp``
-        loses ``(v . theta_perp) v`` and ``b_coords[R] = c (v . theta_perp) + r nu``."""
+        loses ``(v . theta_perp) v`` and ``b_coords[R] = c (v . theta_perp) + r nu`` (``v = 0`` for the
+        other members)."""
         xp = self.xp
         vc = xp.astype(v, self.cdtype)
         share = xp.vecdot(vc, self.theta_perp)
         self.theta_perp -= share[:, None] * vc
-        gi, slot = xp.index(gained), xp.index(self.R[gained])
-        coord = share * self.c_arr + r * nu
-        self.V[gi, slot] = v[gi]
-        self.C[gi, xp.index(self.N[gained]), slot] = nu[gi]
-        self.b_coords[gi, slot] = coord[gi]
+        slot = self.R[gained]
+        xp.put(self.V, (gained, slot), v)
+        xp.put(self.C, (gained, self.N[gained], slot), nu)
+        xp.put(self.b_coords, (gained, slot), share * self.c_arr + r * nu)
 
     def _no_perp_once_spanning(self, idx: np.ndarray) -> None:
         """``theta_perp = 0`` for the members ``idx`` whose basis spans ``R^d``: nothing lies outside it,
@@ -502,9 +510,10 @@ class SketchCore:
         if idx.size:
             self.theta_perp[self.xp.index(idx)] = 0.0
 
-    def _fold(self, p, nu, new: np.ndarray, hp=None, php=None) -> np.ndarray:
-        """``H <- ([[M, 0], [0, 0]] + [p, nu] [p, nu]^T + c I)^-1`` (bordered where ``new``, at slot
-        ``R_i``); returns the members whose step amplified rounding past :data:`AMPLIFICATION_LIMIT`.
+    def _fold(self, p, nu, gained: np.ndarray, hp=None, php=None) -> np.ndarray:
+        """``H <- ([[M, 0], [0, 0]] + [p, nu] [p, nu]^T + c I)^-1`` (bordered at slot ``R_i`` for the
+        members ``gained``); returns the members whose step amplified rounding past
+        :data:`AMPLIFICATION_LIMIT`.
 
         The bordered step is one rank-1 update of the padded ``H``: with ``u = [h, nu / c]`` (``h = H
         p`` is 0 at the new slot, ``H``'s padding), ``H - (c / den) u u^T`` has the block ``H - (c /
@@ -522,12 +531,11 @@ class SketchCore:
             u[:, :w] = hp
             one_plus_q = 1.0 + php
         den = self.c_arr * one_plus_q + nu * nu
-        gained = np.flatnonzero(new)
-        gi, slot = xp.index(gained), xp.index(self.R[gained])
-        u[gi, slot] = (nu * self.inv_c[:, 0])[gi]
+        slot = self.R[gained]
+        xp.put(u, (gained, slot), nu * self.inv_c[:, 0])
         xp.rank1_update_(self.H, u, -self.c_arr / den)
-        self.H[gi, slot, slot] = (one_plus_q / den)[gi]
-        return np.flatnonzero(xp.host(one_plus_q) > AMPLIFICATION_LIMIT)
+        xp.put(self.H, (gained, slot, slot), one_plus_q / den)
+        return np.nonzero(xp.host(one_plus_q) > AMPLIFICATION_LIMIT)[0]
 
     def refactor(self, idx: np.ndarray) -> None:
         """``H = (C^T C + c I)^-1`` of the members ``idx`` from their coordinates, by Cholesky
@@ -633,8 +641,7 @@ class SketchCore:
         self._set_R(R)
         self._perp_in_span_to_coords(idx, w)
         if add_back:
-            self.alpha[idx] += plan.delta
-            self._set_ridge(idx)
+            self._add_back(idx, plan.delta)
         if nothing_frozen and not start.any():
             real = xp.cast_like(np.arange(k)[None, :] < n_basis[:, None], sing)
             self.H[ii] = 0.0
@@ -711,51 +718,44 @@ class SketchCore:
         self._set_R(R)
 
     # -- raw rows (a sketch nobody queried yet) ----------------------------------------------------
-    def raw_room(self) -> bool:
-        """Whether every member holds no basis and has a free slot for one more raw row."""
-        return self.width == 0 and max(self.n_raw.tolist()) < self.basis_cap
+    def append_raw(self, X) -> None:
+        """Keep every member's row ``X`` ``(B, d)`` as it is, in the basis buffer's slot ``n_raw`` (no
+        response: ``b`` is unchanged). Only while the basis is empty and the buffer has room."""
+        self.V[:, self.n_raw] = X
+        self.n_raw += 1
 
-    def append_raw(self, X, live: np.ndarray | None = None) -> None:
-        """Keep the rows ``X`` ``(B, d)`` of the members where ``live`` (all when None) as they are, in
-        the basis buffer (``V[i, n_raw_i]``; no response: ``b`` is unchanged). The caller makes sure
-        there is room (:meth:`raw_room`)."""
-        rows = np.arange(self.B) if live is None else np.flatnonzero(live)
-        ri = self.xp.index(rows)
-        self.V[ri, self.xp.index(self.n_raw[rows])] = X[ri]
-        self.n_raw = self.n_raw + (1 if live is None else live)
-
-    def shrink_raw(self, idx: np.ndarray, l: int, add_back: bool = False) -> FDPlan:
-        """The Frequent Directions shrink (:func:`fd_shrink`) of the raw rows ``S`` of the members ``idx``
-        as Liberty's and Ghashami et al.'s sketch does it (``add_back``: ``alpha += delta``): from their
-        own ``n x n`` Gram ``S S^T = U diag(s^2) U^T``, the ``k`` new rows ``diag(sqrt(w)) U_k^T S`` with
-        ``w = (s^2 - delta) / s^2`` in [0, 1] (so ``S_new^T S_new <= S^T S`` however ``U`` is rounded).
-        They stay raw."""
+    def shrink_raw(self, l: int, add_back: bool = False) -> FDPlan:
+        """The Frequent Directions shrink (:func:`fd_shrink`) of every member's raw rows ``S`` as Liberty's
+        and Ghashami et al.'s sketch does it (``add_back``: ``alpha += delta``): from their own ``n x n``
+        Gram ``S S^T = U diag(s^2) U^T``, the ``k`` new rows ``diag(sqrt(w)) U_k^T S`` with ``w = (s^2 -
+        delta) / s^2`` in [0, 1] (so ``S_new^T S_new <= S^T S`` however ``U`` is rounded). They stay raw,
+        in the first ``max kept`` slots (zero rows past a member's own)."""
         xp = self.xp
-        ii = xp.index(idx)
-        S = xp.astype(self.V[ii, :int(self.n_raw[idx].max())], self.cdtype)
+        S = xp.astype(self.V[:, :self.n_raw], self.cdtype)
         lam, U = xp.eigh_desc(S @ S.mT)
         lam = xp.maximum(lam, 0.0)
         plan = fd_shrink(xp, lam, l, rounding(xp, self.eps_w, self.eps_c, S.shape[1] + self.d, lam))
         k = plan.keep.shape[1]
         weights = plan.keep / xp.maximum(lam[:, :k], _TINY)
-        new_rows = (U[:, :, :k].mT * xp.sqrt(weights)[:, :, None]) @ S  # (n, k, d): zero past kept
-        self.V[ii] = 0.0
-        self.V[ii, :k] = xp.astype(new_rows, self.dtype)
-        self.n_raw[idx] = plan.kept
+        new_rows = (U[:, :, :k].mT * xp.sqrt(weights)[:, :, None]) @ S  # (B, k, d): zero past kept
+        self.V[:] = 0.0
+        self.V[:, :k] = xp.astype(new_rows, self.dtype)
+        self.n_raw = int(plan.kept.max())
         if add_back:
-            self.alpha[idx] += plan.delta
-            self._set_ridge(idx)
+            self._add_back(self._members, plan.delta)
         return plan
 
     def settle(self) -> None:
         """Give the raw rows their coordinates, each in turn by the row append (O(d R) a row, what a
-        queried sketch pays as it goes): from then on every row is in the basis state."""
+        queried sketch pays as it goes; a member's zero rows are skipped): from then on every row is in
+        the basis state."""
         xp = self.xp
-        count = self.n_raw.copy()
-        raw = xp.copy(self.V[:, :int(count.max())])
-        self.V[:, :raw.shape[1]] = 0.0
-        self.n_raw = np.zeros(self.B, dtype=np.int64)
+        raw = xp.copy(self.V[:, :self.n_raw])
+        self.V[:, :self.n_raw] = 0.0
+        self.n_raw = 0
         for j in range(raw.shape[1]):
             X = raw[:, j]
             sq = xp.norm_sq(X, self.cdtype)
-            self.append(self.expand(X, sq, xp.host(sq)), 0.0, live=count > j)
+            sq_host = xp.host(sq)
+            live = sq_host > 0.0
+            self.append(self.expand(X, sq, sq_host), 0.0, None if live.all() else live)

@@ -599,10 +599,11 @@ class DyadicBlockSketch(CovarianceEstimator):
         was_exact = self.exact.copy()
         all_exact = self.core is None  # then the terms are the exact estimator's own (score_terms)
         if not all_exact:
-            sketched = terms.parts.sketched if fresh and terms.parts is not None else terms if fresh else None
-            p, hp, php = (None,) * 3 if sketched is None else (self._pick(a, ix) for a in (sketched.proj, sketched.hp,
-                                                                                             sketched.php))
-            self._sketched_step(X, sq, sq_host, r, p, hp, php)
+            played = (None, None, None)  # the played arm's V x, H V x and x^T V^T H V x from the scoring
+            if fresh:
+                sketched = terms if terms.parts is None else terms.parts.sketched
+                played = tuple(self._pick(a, ix) for a in (sketched.proj, sketched.hp, sketched.php))
+            self._sketched_step(X, sq, sq_host, r, *played)
         exact = np.flatnonzero(self.exact)
         if exact.size:
             own = None
@@ -648,7 +649,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         bs.receive(insert, bs.mass + sq_host, live)
         if not np.count_nonzero(live):
             return
-        self.core.append(ex, r if isinstance(r, float) else self.xp.asarray(r, self.cdtype), live)
+        some = None if np.count_nonzero(live) == live.size else live  # (None: every member appends)
+        self.core.append(ex, r if isinstance(r, float) else self.xp.asarray(r, self.cdtype), some)
         fills = live & (bs.held >= self._buffer(bs.size)) if self.fast else live
         if np.count_nonzero(fills):
             self._shrink_active(np.flatnonzero(fills))

@@ -147,7 +147,9 @@ class FrequentDirections(CovarianceEstimator):
         self.core = SketchCore(self.xp, B, self.d, self.dtype, self.cdtype, int(self._rows_caps.max()),
                                int(self._basis_caps.max()), self._reg_host())
         self._m = np.zeros(B, dtype=np.int64)  # rows in FD's buffer (a shrink when it reaches the buffer size)
-        self._raw = True  # no query and no response yet: rows are kept raw (SketchCore.append_raw)
+        # the raw phase (rows kept as they are, SketchCore.append_raw) needs every buffer to fill at once
+        self._raw = bool((self._ls == self._ls[0]).all())
+        self._members = np.arange(B)
         self._shrink = np.zeros(B)
         self._n_red = np.zeros(B, dtype=np.int64)
         self._shrinkages: list[list[float]] = [[] for _ in range(B)]
@@ -204,7 +206,7 @@ class FrequentDirections(CovarianceEstimator):
         """FD's rows in use, the count its buffer fills by (at most ``2 l - 1`` fast, ``l - 1`` textbook,
         between rows): the rows held, or as many when a basis of ``d`` vectors lets fewer stand for
         them (their QR factor)."""
-        return self._host_out(self._m)
+        return self._host_out(np.full(self.batch_size, self.core.n_raw) if self._raw else self._m)
 
     @property
     def capacity(self) -> int:
@@ -257,7 +259,7 @@ class FrequentDirections(CovarianceEstimator):
     def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
         """Add the rows (see :meth:`CovarianceEstimator.step`): zero rows are skipped (they carry no
         information); a member whose buffer the row fills shrinks (Wen et al. (2025), Alg. 2)."""
-        xp, core = self.xp, self.core
+        xp = self.xp
         p = hp = php = None
         if self._fresh(terms, actions):
             ix = self._played(actions)
@@ -267,52 +269,74 @@ class FrequentDirections(CovarianceEstimator):
         else:
             sq, sq_host = self._row_norms(X)
         self.trace = self.trace + sq_host
-        live = sq_host > 0.0
+        every = min(sq_host.tolist()) > 0.0
         answered = r != 0.0 if isinstance(r, float) else r.any()
-        if self._raw and not answered and core.raw_room():
-            core.append_raw(X, live)
-        else:
-            self._leave_raw()
-            self._compress_crowded(live)
-            ex = core.expand(X, sq, sq_host, p, hp, php)
-            core.append(ex, r if isinstance(r, float) else xp.asarray(r, self.cdtype), live)
-        self._m += live
-        fills = live & (self._m >= self._caps) if self.fast else live
-        if np.count_nonzero(fills):
-            self._reduce(np.flatnonzero(fills))
+        if self._raw and every and not answered and self.core.n_raw < self.core.basis_cap:
+            self._append_raw(X)
+        elif every or max(sq_host.tolist()) > 0.0:
+            self._append(X, sq, sq_host, r, p, hp, php, every)
         self.n_rows += 1
 
+    def _append_raw(self, X) -> None:
+        """The raw phase (no query, no response, every member's row nonzero, one sketch size): every
+        member keeps its row as it is, and every buffer fills at the same row."""
+        core = self.core
+        core.append_raw(X)
+        if core.n_raw >= self._caps[0] or not self.fast:
+            plan = core.shrink_raw(int(self._ls[0]), add_back=self.robust)
+            self._record(self._members, plan)
+            if plan.kept.min() != plan.kept.max():  # (the members' ranks differ: their buffers part)
+                self._raw = False
+                core.settle()
+
+    def _append(self, X, sq, sq_host: np.ndarray, r, p, hp, php, every: bool) -> None:
+        """The row append to the basis state (:meth:`SketchCore.append`) of the members whose row is not
+        zero, and the shrink of those whose buffer it fills."""
+        core = self.core
+        live = sq_host > 0.0
+        self._leave_raw()
+        self._compress_crowded(live)
+        ex = core.expand(X, sq, sq_host, p, hp, php)
+        core.append(ex, r if isinstance(r, float) else self.xp.asarray(r, self.cdtype), None if every else live)
+        self._m += live
+        fills = self._m >= self._caps if self.fast else live  # (a member without a row was below its cap)
+        if np.count_nonzero(fills):
+            self._reduce(np.nonzero(fills)[0])
+
     def _leave_raw(self) -> None:
-        """End the raw phase (a query, a response, or a full buffer came): the raw rows get their
-        coordinates (:meth:`SketchCore.settle`), and every later row goes to the basis state."""
+        """End the raw phase (a query, a response, a zero row or a full buffer came): the raw rows get
+        their coordinates (:meth:`SketchCore.settle`), and every later row goes to the basis state."""
         if self._raw:
             self._raw = False
+            self._m[:] = self.core.n_raw
             self.core.settle()
 
     def _compress_crowded(self, live: np.ndarray) -> None:
         """Members whose coordinate rows are full (a basis of ``d`` vectors holds at most ``d + 1``
         useful rows) replace them by their QR factor: the same ``S^T S`` in fewer rows."""
-        crowded = live & (self.core.N >= self.core.rows_cap)
-        if np.count_nonzero(crowded):
-            self.core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
+        core = self.core
+        if max(core.N.tolist()) < core.rows_cap:
+            return
+        crowded = np.nonzero(live & (core.N >= core.rows_cap))[0]
+        if crowded.size:
+            core.compress(crowded, np.zeros(crowded.size, dtype=np.int64))
 
     def _reduce(self, idx: np.ndarray) -> None:
         """FD's shrink (Wen et al. (2025), Alg. 2 lines 4-7; RFD: Alg. 3 line 5 adds the shrink value
-        back) of the members ``idx``, grouped by the rows they hold and their sketch size: from the
-        raw rows' own Gram in the raw phase, from the rows' coordinates otherwise."""
+        back) of the members ``idx``, grouped by the rows they hold and their sketch size."""
         core = self.core
-        for group, l in shrink_groups(idx, core.N[idx] + core.n_raw[idx], self._ls[idx]):
-            if self._raw:
-                plan = core.shrink_raw(group, l, add_back=self.robust)
-            else:
-                zero = np.zeros(group.size, dtype=np.int64)
-                plan = core.shrink(group, zero, l, zero, add_back=self.robust)
-            self._m[group] = plan.kept
-            self._shrink[group] += plan.delta
-            self._n_red[group] += 1
-            self.trace[group] = plan.mass  # tr S^T S now
-            for i, v in zip(group.tolist(), plan.delta.tolist()):
-                self._shrinkages[i].append(v)
+        for group, l in shrink_groups(idx, core.N[idx], self._ls[idx]):
+            zero = np.zeros(group.size, dtype=np.int64)
+            self._record(group, core.shrink(group, zero, l, zero, add_back=self.robust))
+
+    def _record(self, group: np.ndarray, plan) -> None:
+        """Count the shrink ``plan`` of the members ``group``: their rows, shrinkage and ``tr S^T S``."""
+        self._m[group] = plan.kept
+        self._shrink[group] += plan.delta
+        self._n_red[group] += 1
+        self.trace[group] = plan.mass
+        for i, v in zip(group.tolist(), plan.delta.tolist()):
+            self._shrinkages[i].append(v)
 
     # -- look-ahead (one sketch) -------------------------------------------------------------------
     def _shrink_value(self, x) -> float:
@@ -338,7 +362,7 @@ class FrequentDirections(CovarianceEstimator):
         x = as_vector(x, self.device, self.dtype, self.d)
         if not float(x @ x) > 0.0:  # the test update() uses to skip zero rows
             return 0.0
-        if self.fast and self._m[0] + 1 < self._caps[0]:
+        if self.fast and int(self.rows_in_use) + 1 < self._caps[0]:
             return 0.0
         return self._shrink_value(x)
 
