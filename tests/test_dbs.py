@@ -343,7 +343,7 @@ def test_no_dxd_matrix_before_the_cap():
             break
         core = dbs.core
         assert max(a.size for a in (core.V, core.C, core.H, core.b_coords, core.theta_perp)) < d * d
-        rows = int(dbs.block_state.frozen_rows[0] + 2 * dbs.block_state.size[0])  # frozen rows + the active buffer
+        rows = int(dbs.block_state.frozen_rows[0] + dbs.block_state.buffer[0])  # frozen rows + the active buffer
         assert rows < d and dbs.sketch_size <= rows and core.C.shape[1] == rows  # allocated exactly
         basis = rows  # < d: one basis vector per row at most
         assert dbs.memory_bytes() == 8 * (basis * d + rows * basis + basis * basis + basis + d)

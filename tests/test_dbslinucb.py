@@ -273,7 +273,7 @@ def test_time_cap_keeps_every_round_at_most_ofuls_cost_and_the_choices_before_th
 
     def peak_cost(est):
         bs = est.block_state
-        return float(block_round_cost(d, K, bs.frozen_rows + est._buffer(bs.size), bs.size, est.fast)[0])
+        return float(block_round_cost(d, K, bs.frozen_rows + bs.buffer, bs.size, est.fast)[0])
 
     uncapped_peak, switched_at = 0.0, None
     for t in range(600):

@@ -49,6 +49,13 @@ class Backend:
     def __repr__(self) -> str:
         return f"Backend({self.kind!r}, {str(self.device)!r})"
 
+    def select(self, idx: np.ndarray):
+        """The members ``idx`` (sorted host ints) as a key of a batch-first array: a slice where they
+        are consecutive (every member, or one: basic indexing, views), else an index array."""
+        if idx.size and int(idx[-1]) - int(idx[0]) + 1 == idx.size:
+            return slice(int(idx[0]), int(idx[-1]) + 1)
+        return self.index(idx)
+
     def eigh_desc(self, G):
         """Eigenvalues (descending) and eigenvectors (columns, same order) of the symmetric ``G``
         (the lower triangle is read)."""
@@ -81,7 +88,8 @@ class Backend:
 
 
 class NumpyBackend(Backend):
-    """numpy arrays on the CPU (one estimator: the smaller fixed cost per call)."""
+    """numpy arrays on the CPU, for one estimator (a batch of one member; :func:`choose_backend`):
+    the smaller fixed cost per call."""
 
     kind = "numpy"
     is_numpy = True
@@ -241,12 +249,25 @@ class NumpyBackend(Backend):
 
     def put(self, dst, index: tuple, src) -> None:
         """``dst[m, i, ...] = src[m]`` for each ``(m, i, ...)`` of ``zip(*index)`` (host int arrays, the
-        members first); a row ``src[m]`` fills the first ``src.shape[-1]`` entries of the slot. One
-        basic store per member (numpy holds one estimator: one member)."""
-        width = (slice(0, src.shape[-1]),) if src.ndim > 1 else ()
-        for j in range(len(index[0])):
-            key = tuple([int(i[j]) for i in index])
-            dst[key + width] = src[key[0]]
+        members first); a row ``src[m]`` fills the first ``src.shape[-1]`` entries of the slot. The
+        numpy backend holds one estimator (:func:`choose_backend`): its one member, if in ``index``,
+        is stored with basic indexing."""
+        if len(index[0]):
+            key = (slice(None),) + tuple([int(i[0]) for i in index[1:]])
+            dst[key + ((slice(0, src.shape[-1]),) if src.ndim > 1 else ())] = src
+
+    def row_range(self, src, idx: np.ndarray, starts: np.ndarray, count: int, width: int):
+        """``src[m_j, starts_j : starts_j + count, :width]`` for the members ``m_j`` of ``idx``, stacked."""
+        return np.stack([src[m, s:s + count, :width] for m, s in zip(idx.tolist(), starts.tolist())])
+
+    def put_rows(self, dst, idx: np.ndarray, offsets: np.ndarray, src, counts: np.ndarray, stop: int) -> None:
+        """For each member ``m_j`` of ``idx``: the rows ``[offsets_j, stop)`` of ``dst[m_j]`` zeroed, then
+        the first ``counts_j`` rows of ``src[j]`` written from row ``offsets_j`` on (into the first
+        ``src.shape[-1]`` columns when the rows are vectors)."""
+        width = (slice(0, src.shape[-1]),) if src.ndim == 3 else ()
+        for j, (m, o, c) in enumerate(zip(idx.tolist(), offsets.tolist(), counts.tolist())):
+            dst[m, o:stop] = 0.0
+            dst[(m, slice(o, o + c)) + width] = src[j, :c]
 
     def rank1_update_(self, A, x, alpha) -> None:
         """``A_i += alpha_i x_i x_i^T`` in place for symmetric ``A`` ``(B, n, n)``, ``x`` ``(B, n)``,
@@ -389,6 +410,23 @@ class TorchBackend(Backend):
         keys = tuple(self.index(i) for i in index)
         width = (slice(0, src.shape[-1]),) if src.ndim > 1 else ()
         dst[keys + width] = src[keys[0]]
+
+    def row_range(self, src, idx: np.ndarray, starts: np.ndarray, count: int, width: int):
+        rows = self.index(starts[:, None] + np.arange(count)[None, :])
+        return src[self.index(idx)[:, None], rows, :width]
+
+    def put_rows(self, dst, idx: np.ndarray, offsets: np.ndarray, src, counts: np.ndarray, stop: int) -> None:
+        ii = self.index(idx)
+        keep = self.cast_like(np.arange(stop)[None, :] < offsets[:, None], dst)
+        dst[ii, :stop] = dst[ii, :stop] * keep.reshape((idx.size, stop) + (1,) * (dst.ndim - 2))
+        which = np.repeat(np.arange(idx.size), counts)
+        j = np.arange(which.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        values = src[self.index(which), self.index(j)]
+        rows, cols = self.index(idx[which]), self.index(offsets[which] + j)
+        if src.ndim == 3:
+            dst[rows, cols, :src.shape[2]] = values
+        else:
+            dst[rows, cols] = values
 
     def rank1_update_(self, A, x, alpha) -> None:
         """``A_i += alpha_i x_i x_i^T`` in place: one fused ``baddbmm``."""

@@ -293,8 +293,8 @@ class SketchCore:
         old = self.c[idx]
         self.alpha[idx] += delta
         self._set_ridge()
-        ii = self.xp.index(idx)
-        self.theta_perp[ii] = self.theta_perp[ii] * self.xp.asarray(old / self.c[idx], self.cdtype)[:, None]
+        sel = self.xp.select(idx)
+        self.theta_perp[sel] = self.theta_perp[sel] * self.xp.asarray(old / self.c[idx], self.cdtype)[:, None]
 
     def _set_R(self, R: np.ndarray) -> None:
         self.R = R
@@ -354,11 +354,11 @@ class SketchCore:
         """``A_hat^-1 = (I - V^T V) / c + V^T H V`` of the members ``idx``, ``(n, d, d)`` in the core
         dtype (symmetrised; O(d^2 R), for a switch to exact updates)."""
         xp = self.xp
-        ii = xp.index(idx)
+        sel = xp.select(idx)
         w = int(self.R[idx].max()) if idx.size else 0
-        basis = xp.astype(self.V[ii, :w], self.cdtype)
+        basis = xp.astype(self.V[sel, :w], self.cdtype)
         eye = xp.eye(self.d, self.cdtype)[None]
-        inv = (eye - basis.mT @ basis) / self.c_arr[ii][:, None, None] + basis.mT @ self.H[ii, :w, :w] @ basis
+        inv = (eye - basis.mT @ basis) / self.c_arr[sel][:, None, None] + basis.mT @ self.H[sel, :w, :w] @ basis
         return 0.5 * (inv + inv.mT)
 
     # -- score, solve, draw ------------------------------------------------------------------------
@@ -508,7 +508,7 @@ class SketchCore:
         """``theta_perp = 0`` for the members ``idx`` whose basis spans ``R^d``: nothing lies outside it,
         and what rounding left there would reach the mean as ``x . theta_perp``."""
         if idx.size:
-            self.theta_perp[self.xp.index(idx)] = 0.0
+            self.theta_perp[self.xp.select(idx)] = 0.0
 
     def _fold(self, p, nu, gained: np.ndarray, hp=None, php=None) -> np.ndarray:
         """``H <- ([[M, 0], [0, 0]] + [p, nu] [p, nu]^T + c I)^-1`` (bordered at slot ``R_i`` for the
@@ -541,42 +541,19 @@ class SketchCore:
         """``H = (C^T C + c I)^-1`` of the members ``idx`` from their coordinates, by Cholesky
         (identity on the padding, then zeroed)."""
         xp = self.xp
-        ii = xp.index(idx)
+        sel = xp.select(idx)
         w = int(self.R[idx].max())
-        held = self.C[ii, :int(self.N[idx].max()), :w]
+        held = self.C[sel, :int(self.N[idx].max()), :w]
         real = xp.cast_like(np.arange(w)[None, :] < self.R[idx][:, None], held)
-        A = held.mT @ held + (self.c_arr[ii][:, None] * real + (1.0 - real))[:, :, None] * xp.eye(w, self.cdtype)
-        self.H[ii] = 0.0
-        self.H[ii, :w, :w] = xp.inv_spd(A) * (real[:, :, None] * real[:, None, :])
+        A = held.mT @ held + (self.c_arr[sel][:, None] * real + (1.0 - real))[:, :, None] * xp.eye(w, self.cdtype)
+        self.H[sel] = 0.0
+        self.H[sel, :w, :w] = xp.inv_spd(A) * (real[:, :, None] * real[:, None, :])
 
     # -- ranges of rows ----------------------------------------------------------------------------
     def _range(self, idx: np.ndarray, start: np.ndarray, width: int):
         """The coordinates ``(n, rows, width)`` of the rows ``[start_i, N_i)`` of the members ``idx``
-        (every member holds as many there)."""
-        xp = self.xp
-        count = int(self.N[idx[0]] - start[0])
-        rows = xp.index(start[:, None] + np.arange(count)[None, :])
-        return self.C[xp.index(idx)[:, None], rows, :width]
-
-    def _place(self, dst, idx: np.ndarray, offset: np.ndarray, src, count: np.ndarray) -> None:
-        """``dst[idx_i, offset_i + j, :w] = src[i, j]`` for ``j < count_i`` (rows along axis 1; ``w``
-        the width of ``src``'s rows, when it has any)."""
-        xp = self.xp
-        which = np.repeat(np.arange(idx.size), count)
-        j = np.arange(which.size) - np.repeat(np.cumsum(count) - count, count)
-        values = src[xp.index(which), xp.index(j)]
-        rows, cols = xp.index(idx[which]), xp.index(offset[which] + j)
-        if src.ndim == 3:
-            dst[rows, cols, :src.shape[2]] = values
-        else:
-            dst[rows, cols] = values
-
-    def _zero_rows(self, a, idx: np.ndarray, start: np.ndarray, stop: int) -> None:
-        """Zero ``a[idx_i, j]`` for ``start_i <= j < stop`` (rows along axis 1)."""
-        xp = self.xp
-        ii = xp.index(idx)
-        keep = xp.cast_like(np.arange(stop)[None, :] < start[:, None], a)
-        a[ii, :stop] = a[ii, :stop] * keep.reshape((idx.size, stop) + (1,) * (a.ndim - 2))
+        (every member holds as many there); a copy."""
+        return self.xp.row_range(self.C, idx, start, int(self.N[idx[0]] - start[0]), width)
 
     def shrink_value(self, idx: np.ndarray, start: np.ndarray, l: int, ex: Expansion | None = None) -> np.ndarray:
         """FD's shrink value (:func:`fd_shrink`) of the rows ``[start_i, N_i)`` of the members ``idx``
@@ -586,12 +563,12 @@ class SketchCore:
         w = int(self.R[idx].max())
         Cr = self._range(idx, start, w)
         if ex is not None:  # the row's coordinates [p, nu] as one more row, one more column
-            ii = xp.index(idx)
+            sel = xp.select(idx)
             wx = w + 1 if w < self.d else w
             row = xp.zeros((idx.size, 1, wx), self.cdtype)
-            row[:, 0, :w] = ex.p[ii, :w]  # (the expansion's width is every member's: 0 past R)
+            row[:, 0, :w] = ex.p[sel, :w]  # (the expansion's width is every member's: 0 past R)
             gained = np.flatnonzero(ex.new[idx])
-            row[xp.index(gained), 0, xp.index(self.R[idx][gained])] = ex.nu[ii][xp.index(gained)]
+            row[xp.index(gained), 0, xp.index(self.R[idx][gained])] = ex.nu[sel][xp.index(gained)]
             padded = xp.zeros((idx.size, Cr.shape[1], wx), self.cdtype)
             padded[:, :, :w] = Cr
             Cr, w = xp.concat(padded, row), wx
@@ -613,7 +590,7 @@ class SketchCore:
         nothing is frozen the new rows are ``diag(sqrt(s^2 - delta))`` on the basis ``W_k V``, and
         ``H = diag(1 / (s^2 - delta + c))``."""
         xp = self.xp
-        ii = xp.index(idx)
+        sel = xp.select(idx)
         w = int(self.R[idx].max())
         Cr = self._range(idx, start, w)
         lam, W = xp.eigh_desc(Cr.mT @ Cr)
@@ -626,15 +603,15 @@ class SketchCore:
         nothing_frozen = not frozen_basis.any()
         Q, n_basis = (kept_dirs, plan.kept) if nothing_frozen else self._kept_basis(kept_dirs, frozen_basis, w)
         self._rotate_basis(idx, frozen_basis, Q, n_basis, w)
-        self._zero_rows(self.C, idx, start, int(self.N[idx].max()))
         if nothing_frozen:
-            self._place(self.C, idx, start, sing[:, :, None] * xp.eye(k, self.cdtype), plan.kept)
+            new_rows = sing[:, :, None] * xp.eye(k, self.cdtype)
         else:  # the new rows Y on the frozen vectors as they are, and on Q (columns frozen_basis_i + j)
             Y = sing[:, :, None] * kept_dirs
             frozen = xp.cast_like(np.arange(w)[None, :] < frozen_basis[:, None], Y)
             shifted = xp.zeros((idx.size, w, k), self.cdtype)
-            self._place(shifted, np.arange(idx.size), frozen_basis, (Y @ Q.mT).mT, n_basis)
-            self._place(self.C, idx, start, Y * frozen[:, None, :] + shifted.mT, plan.kept)
+            xp.put_rows(shifted, np.arange(idx.size), frozen_basis, (Y @ Q.mT).mT, n_basis, 0)
+            new_rows = Y * frozen[:, None, :] + shifted.mT
+        xp.put_rows(self.C, idx, start, new_rows, plan.kept, int(self.N[idx].max()))
         self.N[idx] = start + plan.kept
         R = self.R.copy()
         R[idx] = frozen_basis + n_basis
@@ -644,8 +621,8 @@ class SketchCore:
             self._add_back(idx, plan.delta)
         if nothing_frozen and not start.any():
             real = xp.cast_like(np.arange(k)[None, :] < n_basis[:, None], sing)
-            self.H[ii] = 0.0
-            self.H[ii, :k, :k] = (real / (sing * sing + self.c_arr[ii][:, None]))[:, :, None] * xp.eye(k, self.cdtype)
+            self.H[sel] = 0.0
+            self.H[sel, :k, :k] = (real / (sing * sing + self.c_arr[sel][:, None]))[:, :, None] * xp.eye(k, self.cdtype)
         else:
             self.refactor(idx)
         return plan
@@ -672,27 +649,26 @@ class SketchCore:
         basis' coordinates, orthogonal to the frozen vectors); ``b_coords`` keeps its part on them, its
         part on the dropped directions moves to ``b_perp`` (``theta_perp``, divided by ``c``)."""
         xp = self.xp
-        ii = xp.index(idx)
-        old_basis, old_coords = self.V[ii, :w], self.b_coords[ii, :w]
+        sel = xp.select(idx)
+        old_basis, old_coords = self.V[sel, :w], self.b_coords[sel, :w]  # (views: read before the writes)
         coords_on_Q = (Q @ old_coords[:, :, None])[:, :, 0]
         frozen = xp.cast_like(np.arange(w)[None, :] < frozen_basis[:, None], old_coords)
         dropped = old_coords * (1.0 - frozen) - (coords_on_Q[:, None, :] @ Q)[:, 0]
         moved = (dropped[:, None, :] @ xp.astype(old_basis, self.cdtype))[:, 0]
-        self.theta_perp[ii] = self.theta_perp[ii] + moved * self.inv_c[ii]
-        self._zero_rows(self.V, idx, frozen_basis, w)
-        self._place(self.V, idx, frozen_basis, xp.astype(Q, self.dtype) @ old_basis, n_basis)
-        self._zero_rows(self.b_coords, idx, frozen_basis, w)
-        self._place(self.b_coords, idx, frozen_basis, coords_on_Q, n_basis)
+        new_basis = xp.astype(Q, self.dtype) @ old_basis
+        self.theta_perp[sel] = self.theta_perp[sel] + moved * self.inv_c[sel]
+        xp.put_rows(self.V, idx, frozen_basis, new_basis, n_basis, w)
+        xp.put_rows(self.b_coords, idx, frozen_basis, coords_on_Q, n_basis, w)
 
     def _perp_in_span_to_coords(self, idx: np.ndarray, w: int) -> None:
         """``theta_perp`` keeps ``b``'s part outside the (new) span only: what rounding left inside it
         moves to ``b_coords``."""
         xp = self.xp
-        ii = xp.index(idx)
-        basis = xp.astype(self.V[ii, :w], self.cdtype)
-        inside = (basis @ self.theta_perp[ii][:, :, None])[:, :, 0]
-        self.theta_perp[ii] = self.theta_perp[ii] - (inside[:, None, :] @ basis)[:, 0]
-        self.b_coords[ii, :w] = self.b_coords[ii, :w] + inside * self.c_arr[ii][:, None]
+        sel = xp.select(idx)
+        basis = xp.astype(self.V[sel, :w], self.cdtype)
+        inside = (basis @ self.theta_perp[sel][:, :, None])[:, :, 0]
+        self.theta_perp[sel] = self.theta_perp[sel] - (inside[:, None, :] @ basis)[:, 0]
+        self.b_coords[sel, :w] = self.b_coords[sel, :w] + inside * self.c_arr[sel][:, None]
         self._no_perp_once_spanning(idx[self.R[idx] >= self.d])
 
     def compress(self, idx: np.ndarray, start: np.ndarray) -> None:
@@ -701,17 +677,16 @@ class SketchCore:
         xp = self.xp
         count = int(self.N[idx[0]] - start[0])
         _, factor = xp.qr(self._range(idx, start, int(self.R[idx].max())))
-        self._zero_rows(self.C, idx, start, int(self.N[idx].max()))
         keep = np.minimum(count, self.R[idx])
-        self._place(self.C, idx, start, factor, keep)
+        xp.put_rows(self.C, idx, start, factor, keep, int(self.N[idx].max()))
         self.N[idx] = start + keep
 
     def drop(self, idx: np.ndarray) -> None:
         """Forget the members ``idx``' rows and ``b`` (a member switching to exact updates takes them
         elsewhere): no rows, no basis, zero arrays."""
-        ii = self.xp.index(idx)
+        sel = self.xp.select(idx)
         for a in (self.V, self.C, self.H, self.b_coords, self.theta_perp):
-            a[ii] = 0.0
+            a[sel] = 0.0
         self.N[idx] = 0
         R = self.R.copy()
         R[idx] = 0

@@ -253,12 +253,13 @@ class BlockState:
         frozen_shrinkage, frozen_alpha, frozen_weighted_shrinkage: sums over the closed blocks of
             ``sigma_bar_i``, ``alpha_i`` and ``l_i sigma_bar_i``.
         size: the active block's sketch size ``l0 2^i``.
+        buffer: rows its FD buffer holds before a shrink (``2 size`` fast, ``size`` textbook).
         held: rows its FD sketch holds.
         received: rows it received.
         mass: its BlockSize, the squared Frobenius mass of the rows it received.
         shrinkage, alpha: its FD shrinkage ``sigma_bar`` and RFD counter ``alpha``.
         exact: whether the member switched to exact updates.
-        exact_rows: rows added exactly since.
+        exact_since: the row count from which its rows are added exactly.
         closed: each member's closed blocks, oldest first.
     """
 
@@ -269,22 +270,26 @@ class BlockState:
     frozen_alpha: np.ndarray
     frozen_weighted_shrinkage: np.ndarray
     size: np.ndarray
+    buffer: np.ndarray
     held: np.ndarray
     received: np.ndarray
     mass: np.ndarray
     shrinkage: np.ndarray
     alpha: np.ndarray
     exact: np.ndarray
-    exact_rows: np.ndarray
+    exact_since: np.ndarray
     closed: list[list[BlockInfo]]
+    fast: bool
 
     @classmethod
-    def start(cls, l0: np.ndarray) -> "BlockState":
-        """Every member in its first, empty block of sketch size ``l0`` (host ints ``(B,)``)."""
+    def start(cls, l0: np.ndarray, fast: bool) -> "BlockState":
+        """Every member in its first, empty block of sketch size ``l0`` (host ints ``(B,)``); ``fast``:
+        2l-row FD buffers (Alg. 4), else textbook FD (Alg. 1)."""
         B = l0.size
         ints, floats = (lambda: np.zeros(B, dtype=np.int64)), (lambda: np.zeros(B))  # noqa: E731
-        return cls(ints(), ints(), ints(), floats(), floats(), floats(), np.array(l0, dtype=np.int64), ints(),
-                   ints(), floats(), floats(), floats(), np.zeros(B, dtype=bool), ints(), [[] for _ in range(B)])
+        size = np.array(l0, dtype=np.int64)
+        return cls(ints(), ints(), ints(), floats(), floats(), floats(), size, size * (2 if fast else 1), ints(),
+                   ints(), floats(), floats(), floats(), np.zeros(B, dtype=bool), ints(), [[] for _ in range(B)], fast)
 
     def active(self, i: int) -> BlockInfo:
         """Member ``i``'s active block."""
@@ -294,7 +299,7 @@ class BlockState:
     def receive(self, members: np.ndarray, mass: np.ndarray, live: np.ndarray) -> None:
         """The active blocks of ``members`` (host bools) receive a row: their BlockSize becomes ``mass``;
         the sketch holds it where ``live`` (FD skips zero rows)."""
-        self.mass[members] = mass[members]
+        self.mass = np.where(members, mass, self.mass)
         self.received += members
         self.held += live
 
@@ -317,16 +322,19 @@ class BlockState:
         self.n_frozen[idx] += 1
         self.frozen_rows[idx], self.frozen_basis[idx] = rows, basis
         self.size[idx] *= 2
+        self.buffer[idx] = self.size[idx] * (2 if self.fast else 1)
         for counter in (self.held, self.received, self.mass, self.shrinkage, self.alpha):
             counter[idx] = 0
 
-    def go_exact(self, idx: np.ndarray, mass: np.ndarray, rows: int) -> None:
+    def go_exact(self, idx: np.ndarray, mass: np.ndarray, rows: int, since: int) -> None:
         """The members ``idx`` switch to exact updates in the block they are in, which holds ``rows``
-        rows (the switching row, or none from the start) of ``mass`` exactly; their sketch is gone."""
+        rows (the switching row, or none from the start) of ``mass`` exactly; their sketch is gone and
+        their rows are exact from the ``since``-th on."""
         for i, m in zip(idx.tolist(), mass.tolist()):
             self.closed[i].append(BlockInfo(len(self.closed[i]), int(self.size[i]), m, rows, 0, 0.0, 0.0, False))
         self.n_frozen[idx] += 1
         self.exact[idx] = True
+        self.exact_since[idx] = since
         self.frozen_rows[idx] = self.frozen_basis[idx] = self.held[idx] = 0
 
 
@@ -385,7 +393,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         l0s = np.broadcast_to(np.asarray(self.l0, dtype=np.int64), (B,))
         self._block_caps = np.array([block_cap(self.d, int(v)) for v in l0s], dtype=np.int64)
         self.block_cap = self._block_caps if np.ndim(self.l0) else int(self._block_caps[0])
-        self.block_state = BlockState.start(l0s)
+        self.block_state = BlockState.start(l0s, fast)
         self._frob = np.zeros(B)  # ||X||_F^2 of the rows so far
         self._n_arms = 1  # arms per round of the last scoring (the time cap's K)
         self._exact: ExactCovariance | None = None  # the exact members, in member order
@@ -394,16 +402,12 @@ class DyadicBlockSketch(CovarianceEstimator):
         start_exact = (self._block_caps <= 1) | self._over_caps(np.arange(B))
         sketched = np.flatnonzero(~start_exact)
         if sketched.size:
-            rows = int(self._buffer(l0s[sketched]).max())
+            rows = int(self.block_state.buffer[sketched].max())
             self.core.ensure(rows, rows)
         if start_exact.any():
             self._switch_to_exact(np.flatnonzero(start_exact), np.zeros(B), 0)
 
     # -- sizes, bytes and costs ------------------------------------------------------------------
-    def _buffer(self, l):
-        """Rows an FD block of sketch size l buffers at most (2l fast, l textbook)."""
-        return 2 * np.asarray(l) if self.fast else np.asarray(l)
-
     def layout_bytes(self, frozen_rows, buffer):
         """Bytes a sketched member holds with ``frozen_rows`` frozen rows and an active buffer of ``buffer``
         rows (:meth:`agents.sketches.core.SketchCore.layout_bytes` with ``frozen_rows + buffer`` rows and
@@ -523,7 +527,7 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     @property
     def n_exact_rows(self):
-        return self._host_out(self.block_state.exact_rows)
+        return self._host_out(np.where(self.exact, self.n_rows - self.block_state.exact_since, 0))
 
     @property
     def frobenius_mass(self):
@@ -596,7 +600,6 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._frob = self._frob + sq_host
         self.trace = self.trace + sq_host
         r = r if isinstance(r, float) else np.asarray(r, dtype=np.float64)
-        was_exact = self.exact.copy()
         all_exact = self.core is None  # then the terms are the exact estimator's own (score_terms)
         if not all_exact:
             played = (None, None, None)  # the played arm's V x, H V x and x^T V^T H V x from the scoring
@@ -604,15 +607,14 @@ class DyadicBlockSketch(CovarianceEstimator):
                 sketched = terms if terms.parts is None else terms.parts.sketched
                 played = tuple(self._pick(a, ix) for a in (sketched.proj, sketched.hp, sketched.php))
             self._sketched_step(X, sq, sq_host, r, *played)
-        exact = np.flatnonzero(self.exact)
-        if exact.size:
+        if self._exact is not None:
+            exact = np.flatnonzero(self.exact)
             own = None
             if all_exact:
                 own = terms
             elif fresh and terms.parts is not None and np.array_equal(terms.parts.exact_members, exact):
                 own = terms.parts.exact  # (not when a member switched this round: its row is folded in afresh)
             self._exact_step(exact, X, r, own, actions)
-        self.block_state.exact_rows[was_exact] += 1
         self.n_rows += 1
 
     def _sketched_step(self, X, sq, sq_host: np.ndarray, r, p, hp, php) -> None:
@@ -621,8 +623,9 @@ class DyadicBlockSketch(CovarianceEstimator):
         closes and ``x`` opens the next one (lines 10-12), or goes exact at the cap."""
         bs = self.block_state
         ex = self.core.expand(X, sq, sq_host, p, hp, php)
-        insert = (bs.mass + sq_host < self.threshold) & ~bs.exact
-        full = ~insert & ~bs.exact
+        sketched = ~bs.exact
+        insert = (bs.mass + sq_host < self.threshold) & sketched
+        full = sketched & ~insert
         if np.count_nonzero(full):
             closing = np.flatnonzero(full & self._will_excess(full, ex, sq_host))
             switched = self._close_active(closing, sq_host)
@@ -651,7 +654,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             return
         some = None if np.count_nonzero(live) == live.size else live  # (None: every member appends)
         self.core.append(ex, r if isinstance(r, float) else self.xp.asarray(r, self.cdtype), some)
-        fills = live & (bs.held >= self._buffer(bs.size)) if self.fast else live
+        fills = live & (bs.held >= bs.buffer) if self.fast else live
         if np.count_nonzero(fills):
             self._shrink_active(np.flatnonzero(fills))
 
@@ -673,7 +676,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         value = np.zeros(self.batch_size)
         cand = idx[(sq_host[idx] > 0.0) & (bs.held[idx] + 1 >= bs.size[idx])]
         if self.fast:
-            cand = cand[bs.held[cand] + 1 >= self._buffer(bs.size[cand])]
+            cand = cand[bs.held[cand] + 1 >= bs.buffer[cand]]
         for group, l in shrink_groups(cand, bs.held[cand], bs.size[cand]):
             value[group] = self.core.shrink_value(group, bs.frozen_rows[group], l, ex)
         return value[idx]
@@ -693,7 +696,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             self._switch_to_exact(idx[over], sq_host, 1)
         opening = idx[~over]
         if opening.size:
-            rows = int((self.block_state.frozen_rows[opening] + self._buffer(self.block_state.size[opening])).max())
+            rows = int((self.block_state.frozen_rows[opening] + self.block_state.buffer[opening]).max())
             self.core.ensure(rows, rows)
         return switched
 
@@ -713,7 +716,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._exact = new if self._exact is None else self._exact.joined(
             new, np.argsort(np.concatenate([held, idx]), kind="stable"))
         core.drop(idx)
-        self.block_state.go_exact(idx, mass[idx], rows)
+        self.block_state.go_exact(idx, mass[idx], rows, self.n_rows + rows)  # (the row in hand is not yet counted)
         if self.exact.all():  # from now on the exact estimator does all
             self.core = None
 
@@ -799,7 +802,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         """What one member holds: its frozen rows and the active block's full buffer in the basis state
         (:meth:`layout_bytes`), or the exact inverse (and ``b``) once exact."""
         bs = self.block_state
-        sketched = self.layout_bytes(bs.frozen_rows, self._buffer(bs.size))
+        sketched = self.layout_bytes(bs.frozen_rows, bs.buffer)
         return np.where(self.exact, self._exact_bytes(), sketched).astype(np.int64)
 
     def _held_bytes(self):
