@@ -4,6 +4,7 @@ every problem of a config at the key where it was written, argument help, comman
 from __future__ import annotations
 
 import doctest
+import re
 
 import pytest
 import yaml
@@ -154,20 +155,73 @@ def test_describe_lists_what_the_checks_accept_with_type_default_and_meaning(nam
     for argument in accepted:
         row = rows[argument.name]
         assert argument.type_text in row and argument.default_text in row
-        assert argument.meaning and argument.summary() in " ".join(row.split())  # documented, from the docstring
+        # documented, from the docstring, and whole: no clause of it left out
+        assert argument.meaning and " ".join(argument.meaning.split()) in " ".join(row.split())
     assert "(not documented)" not in out
+
+
+def _every_documented_argument():
+    """``(owner, Argument)`` of every registered env id and agent name, as describe reads them."""
+    from linbandit_gym.registration import ENV_IDS
+    from linbandit_gym.registry import agent_names
+    from linbandit_gym.specs import env_arguments
+
+    pairs = [(env_id, a) for env_id in ENV_IDS for a in env_arguments(env_id)]
+    return pairs + [(name, a) for name in agent_names() for a in lookup_agent(name).arguments()]
+
+
+def test_describe_keeps_a_meaning_past_its_colons():
+    from linbandit_gym.registry import describe
+
+    rank = " ".join(_rows(describe("LinBandit-HeavyTail-v0"))["rank"].split())
+    assert "None: full rank d; an int in [1, d]: arms in a fixed rank-dim subspace" in rank
+    min_gap = " ".join(_rows(describe("LinBandit-BAI-v0"))["min_gap"].split())
+    assert '"random": redraw until the best arm leads by at least this' in min_gap
+    theta_bound = " ".join(_rows(describe("SOFUL"))["theta_bound"].split())
+    assert 'used by beta="theory" only (written H in the formulas)' in theta_bound
+
+
+def test_no_meaning_points_at_text_describe_does_not_show():
+    elsewhere = re.compile(r"\b(see|as) (above|below)\b|\((above|below)\)", re.IGNORECASE)
+    pointing = [(owner, a.name, a.meaning) for owner, a in _every_documented_argument()
+                if elsewhere.search(a.meaning)]
+    assert not pointing, pointing
+
+
+#: A literal a meaning may state as the default: a number, True, False, None or a quoted string.
+_LITERAL = r"-?\d[\d.e+-]*|True|False|None|\"[^\"]*\"|'[^']*'"
+
+
+def _same_value(written: str, default: object) -> bool:
+    try:
+        return float(written) == float(default)  # "1" and 1.0 are the same default
+    except (TypeError, ValueError):
+        return written.strip("'\"") == str(default)
+
+
+def test_documented_defaults_agree_with_the_signature():
+    # "(default 0.01)" or "True (default)" in a meaning must be the default describe shows beside it
+    wrong = []
+    for owner, argument in _every_documented_argument():
+        said = re.findall(rf"\bdefaults?:? ({_LITERAL})", argument.meaning)
+        said += re.findall(rf"(?:^|[\s(])({_LITERAL}) \(default\)", argument.meaning)
+        wrong += [(owner, argument.name, value, argument.default) for value in said
+                  if not _same_value(value.rstrip("."), argument.default)]
+    assert not wrong, wrong
 
 
 def test_describe_reads_the_docstrings_meanings():
     from linbandit_gym.registry import describe
 
     soful = _rows(describe("soful"))  # case ignored
-    assert soful["sketch_size"].split() == ["sketch_size", "int", "50", "FD", "sketch", "size", "l", ">=", "1"]
+    words = ["sketch_size", "int", "50", "FD", "sketch", "size", "l", ">=", "1;"]
+    assert soful["sketch_size"].split()[:9] == words
     assert "ridge lambda > 0" in soful["lam"]
     assert "dimension of the arms" in soful["d"]  # "d, device, dtype, seed: see TorchAgent" is followed
     mnist = _rows(describe("linbandit-mnist-v0"))
     assert " ".join(mnist["dataset"].split()).startswith(
-        "dataset str | tuple[Any, Any] 'mnist' a name of envs_data.DATASETS, or a tuple (X, y)")
+        "dataset str | tuple[Any, Any] 'mnist' a name of envs_data.DATASETS (\"mnist\": "
+        "the 5,000-image subset")
     assert "rounds per episode" in mnist["horizon"]
 
 
@@ -183,7 +237,7 @@ def test_describe_of_an_undocumented_user_class_says_so(tmp_path, monkeypatch):
     from linbandit_gym.registry import describe
 
     rows = _rows(describe("myagents:Greedy"))
-    assert rows["eps"].split() == ["eps", "float", "0.1", "exploration", "rate"]
+    assert rows["eps"].split() == ["eps", "float", "0.1", "exploration", "rate."]
     assert rows["width"].split() == ["width", "int", "3", "(not", "documented)"]
 
 
@@ -214,8 +268,9 @@ def test_docstring_sections_and_tables_are_parsed():
         Example: not an argument.
         """
 
-    assert documented_arguments(Documented) == {"a": "the first", "b": "shared text that goes on.",
-                                                "c": "shared text that goes on.", "kwargs": "forwarded."}
+    assert documented_arguments(Documented) == {
+        "a": "the first", "b": "shared text that goes on.",
+        "c": "shared text that goes on (written R in the formulas).", "kwargs": "forwarded."}
 
 
 def test_list_points_at_describe(capsys):
