@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import gymnasium as gym
 import pandas as pd
+from linbandit_host.user_line import KeptWarning, kept_warnings
 
 from .._version import __version__
 from ..evaluate import run, summarize
@@ -268,11 +269,11 @@ def build_parser() -> argparse.ArgumentParser:
         "  linbandit describe SOFUL\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent OFUL --horizon 500 --seeds 3 --out runs/oful\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent SOFUL --agent-arg sketch_size=50 --env-arg d=100\n"
-        "  linbandit run --env LinBandit-Synthetic-v0 --agent mypackage.mymodule:MyAgent\n"
+        "  linbandit run --env LinBandit-Synthetic-v0 --agent examples.mymodule:MyAgent\n"
         "  linbandit demo\n"
-        "  linbandit sweep my_sweep.yaml --out runs/my_sweep --workers 2\n"
+        "  linbandit sweep examples/my_sweep.yaml --out runs/my-sweep --workers 2\n"
         "  linbandit reproduce mnist --quick\n"
-        "  linbandit plot runs/my_sweep && linbandit report runs/my_sweep\n"
+        "  linbandit plot runs/my-sweep && linbandit report runs/my-sweep\n"
         "Each COMMAND has its own --help.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -349,7 +350,8 @@ EXIT_INTERRUPTED = 130
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``linbandit``; returns the exit code: 0, 2 on bad input and 1 on a failure
-    (a full disk, failed runs), each with a one-line message; 130 after Ctrl-C.
+    (a full disk, failed runs), each with a one-line message; 130 after Ctrl-C. A warning is
+    said once, on stderr: ``linbandit run: warning: SketchSizeWarning: ...``.
 
     When the reader of the output goes away (``linbandit sweep ... --dry-run | head -1``),
     the command stops quietly with code 141, as ``cat`` or ``ls`` would, instead of a
@@ -396,7 +398,8 @@ def _run_command(argv: Sequence[str] | None) -> int:
             parser.print_help()
             return 2
         try:
-            code = int(args.func(args) or 0)
+            with kept_warnings(_warning_printer(args.command)):
+                code = int(args.func(args) or 0)
         except (ValueError, FileNotFoundError, gym.error.Error) as exc:
             print(f"linbandit {args.command}: error: {exc}", file=sys.stderr)
             code = getattr(exc, "exit_code", 2)  # records.OutputError: 1 for a full disk
@@ -418,6 +421,16 @@ def _run_command(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
+
+
+def _warning_printer(command: str) -> Callable[[KeptWarning], None]:
+    """How a command says a warning: once, on stderr, as ``linbandit run: warning: Category:
+    message`` (a warning of the command's own work has no line of the user's to point at)."""
+    def say(warning: KeptWarning) -> None:
+        sys.stdout.flush()  # after what the command printed before it
+        print(f"linbandit {command}: warning: {warning.text}", file=sys.stderr, flush=True)
+
+    return say
 
 
 def _silence_stdout() -> None:

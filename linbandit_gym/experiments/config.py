@@ -217,6 +217,7 @@ class RunSpec:
     agent_label: str
     env_label: str
     family: str
+    entry: str = ""  #: the config entry the run comes from (``"agents[1]"``), what messages name
 
     @property
     def seed(self) -> int:
@@ -224,11 +225,12 @@ class RunSpec:
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "config": self.config, "agent_label": self.agent_label,
-                "env_label": self.env_label, "family": self.family}
+                "env_label": self.env_label, "family": self.family, "entry": self.entry}
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunSpec":
-        return cls(data["run_id"], data["config"], data["agent_label"], data["env_label"], data["family"])
+        return cls(data["run_id"], data["config"], data["agent_label"], data["env_label"], data["family"],
+                   data.get("entry", ""))
 
 
 @dataclass
@@ -612,7 +614,8 @@ def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
                 }
                 if run_record:
                     config["record"] = run_record
-                spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"], family)
+                spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"], family,
+                               where)
                 if spec.run_id in x.by_id:
                     first, first_tuned = x.by_id[spec.run_id]
                     if not (overrides or first_tuned):

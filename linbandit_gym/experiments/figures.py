@@ -25,7 +25,8 @@ from ..plots import (
 from ..evaluate import timed_runs
 from ..text import NOT_REPORTED, count, mean_spread, reported_bytes
 from .config import ConfigError, _validate_plots, select_labels
-from .sweep import load_meta, load_records, load_runs, read_sweep_config, summary_table
+from .sweep import (load_meta, load_records, load_runs, read_sweep_config, run_warnings, summary_table,
+                    warning_lines)
 
 __all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
            "scaling_points"]
@@ -160,12 +161,18 @@ def _ms_or_blank(value: float) -> str:
 
 
 def write_tables(out_dir: str | Path) -> tuple[pd.DataFrame, list[Path]]:
-    """Write ``summary.csv`` (exact numbers) and ``summary.md`` (rounded) into ``out_dir``."""
+    """Write ``summary.csv`` (exact numbers) and ``summary.md`` (rounded, then the distinct
+    warnings of the runs, each with where it came from) into ``out_dir``."""
     out = Path(out_dir)
-    table = summary_table(load_runs(out))
+    runs = load_runs(out)
+    table = summary_table(runs)
     csv, md = out / "summary.csv", out / "summary.md"
     table.to_csv(csv, index=False)
-    md.write_text(markdown_table(format_table(table)) + "\n" if not table.empty else "(no finished runs)\n")
+    text = markdown_table(format_table(table)) + "\n" if not table.empty else "(no finished runs)\n"
+    warnings = warning_lines(run_warnings(out, runs))
+    if warnings:
+        text += "\nWarnings of the runs (each once):\n\n" + "".join(f"- {line}\n" for line in warnings)
+    md.write_text(text)
     return table, [csv, md]
 
 

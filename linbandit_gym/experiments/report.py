@@ -22,7 +22,7 @@ import yaml
 
 from ..text import count, human_bytes, mean_spread, reported_bytes
 from .figures import env_settings, format_table, make_plots, markdown_table, read_captions
-from .sweep import load_meta, load_runs, read_sweep_config, summary_table
+from .sweep import load_meta, load_runs, read_sweep_config, run_warnings, summary_table, warning_lines
 
 __all__ = ["METRIC_WORDS", "what_was_run", "winners_in_words", "write_report"]
 
@@ -191,8 +191,8 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
 
     It opens with what was run, what each metric means and which way is better, and, per env,
     the lowest regret and the configuration with the least regret at every cost; then the
-    summary table, the figures with captions in words, any failed runs, the library versions
-    and the config.
+    summary table, the warnings of the runs (each once), the figures with captions in words, any
+    failed runs, the library versions and the config.
     """
     if fmt not in ("html", "md"):
         raise ValueError(f"format must be 'html' or 'md', got {fmt!r}")
@@ -208,6 +208,7 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
     figures = _figures(directory)
     versions = _versions(directory, runs)
     failed = _failed(directory)
+    warnings = warning_lines(run_warnings(directory, runs))
     title = f"linbandit sweep report: {raw.get('name', directory.name)}"
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     target = Path(out) if out else directory / f"report.{fmt}"
@@ -232,6 +233,9 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
             for env, lines in winners.items():
                 parts += [f"**{env}**", ""] + [f"- {line}" for line in lines] + [""]
         parts += ["## Summary", "", markdown_table(table), ""]
+        if warnings:
+            parts += ["## Warnings", "", "What the runs warned of, each once:", ""]
+            parts += [f"- {line}" for line in warnings] + [""]
         parts += ["## Figures", ""]
         for png, name, caption in figures:
             rel = png.relative_to(target.parent) if png.is_relative_to(target.parent) else png
@@ -254,6 +258,9 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
         for env, lines in winners.items():
             body += [f"<p><b>{esc(env)}</b></p>", "<ul>", *[f"<li>{esc(line)}</li>" for line in lines], "</ul>"]
     body += ["<h2>Summary</h2>", table.to_html(index=False, escape=True, border=0)]
+    if warnings:
+        body += ["<h2>Warnings</h2>", "<p>What the runs warned of, each once:</p>", "<ul>",
+                 *[f"<li>{esc(line)}</li>" for line in warnings], "</ul>"]
     body.append("<h2>Figures</h2>")
     for png, name, caption in figures:
         data = base64.b64encode(png.read_bytes()).decode("ascii")

@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import pandas as pd
 import yaml
+from linbandit_host.user_line import KeptWarning, warn_user
 
 from ..records import (
     OutputError,
@@ -75,6 +76,8 @@ __all__ = [
     "is_finished",
     "play_into",
     "Interrupted",
+    "run_warnings",
+    "warning_lines",
 ]
 
 
@@ -87,6 +90,9 @@ class SweepResult:
     executed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # run id -> traceback
+    #: the warnings the executed runs raised, each said once: (category, message) -> where, in
+    #: the words of :func:`warning_source` ("agents[1] (SOFUL l=600 on mnist)")
+    warnings: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -304,11 +310,16 @@ def sweep(
         timing_repeats: how many times each timing run is played; its records are the same each
             time but for the times, of which each round keeps the least (what the rest of the
             machine disturbed least); default: the config's ``timing_repeats``, else 1.
-        log: called with one line per finished run (``None``: silent).
+        log: called with one line per finished run, and at the end one per distinct warning of
+            the runs (``None``: silent).
 
     Returns:
         A :class:`SweepResult`; failed runs are listed there (with tracebacks, also written to
         ``DIR/failed/``) and are retried by the next call.
+
+    Warnings the runs raise (in this process or a worker) are kept in each run's metadata and
+    raised here once each, naming the config entry and run (``"agents[1] (SOFUL l=600 on
+    mnist): ..."``), at the caller's line; :attr:`SweepResult.warnings` lists where each came from.
 
     Example:
 
@@ -363,6 +374,11 @@ def sweep(
                      backend=backend, workers=workers, threads=threads, address=address)
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
+    if result.warnings:
+        say(f"{count(len(result.warnings), 'warning')} from the runs, each said once (also in summary.md and the "
+            "report):")
+        for line in warning_lines(result.warnings):
+            say(f"  {line}")
     if result.failed:
         say(f"{count(len(result.failed), 'run')} failed; tracebacks in {out / 'failed'}; rerun the sweep to retry them")
     return result
@@ -408,6 +424,56 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
             save_run(out, res["records"], res["meta"])
             result.executed.append(rid)
             say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s since the sweep started)")
+            _say_new_warnings(result.warnings, res["meta"])
+
+
+def warning_source(meta: dict) -> str:
+    """Where a run's warning came from, in words: its config entry and run label, ``"agents[1]
+    (SOFUL l=600 on mnist)"`` (the labels alone for a run of ``linbandit run``); for a member of
+    a batch, whose warnings are the batch's, the batch: ``"agents[1] (a batch of 4 runs of
+    SOFUL on mnist)"``."""
+    batch = int(meta.get("batch_size") or 1)
+    what = (f"a batch of {batch} runs of {meta.get('family')}" if batch > 1 else meta.get("agent_label"))
+    what = f"{what} on {meta.get('env_label')}"
+    return f"{meta['entry']} ({what})" if meta.get("entry") else what
+
+
+def _say_new_warnings(said: dict[tuple[str, str], list[str]], meta: dict) -> None:
+    """Raise each warning of the run ``meta`` describes that no run before it raised, once, naming
+    where it came from (at the caller's line: stderr of a ``linbandit`` command); record where
+    every one came from in ``said``."""
+    source = warning_source(meta)
+    for record in meta.get("warnings") or ():
+        sources = said.setdefault((record["category"], record["message"]), [])
+        if not sources:
+            kept = KeptWarning(record["category"], record.get("module", ""), record["message"])
+            warn_user(f"{source}: {record['message']}", kept.category_class())
+        if source not in sources:
+            sources.append(source)
+
+
+def warning_lines(warnings: dict[tuple[str, str], list[str]]) -> list[str]:
+    """One line per distinct warning: ``"SketchSizeWarning from agents[1] (SOFUL l=600 on mnist):
+    SOFUL(sketch_size=600) at d=784 ..."`` (several sources: the first two and how many more)."""
+    lines = []
+    for (category, message), sources in warnings.items():
+        more = f" and {count(len(sources) - 2, 'more run')}" if len(sources) > 2 else ""
+        lines.append(f"{category} from {', '.join(sources[:2])}{more}: {message}")
+    return lines
+
+
+def run_warnings(out_dir: str | Path, runs: pd.DataFrame | None = None) -> dict[tuple[str, str], list[str]]:
+    """The distinct warnings the finished runs of ``out_dir`` (or ``runs``, rows of
+    :func:`load_runs`) raised, each with where it came from, as :attr:`SweepResult.warnings`."""
+    runs = load_runs(out_dir) if runs is None else runs
+    found: dict[tuple[str, str], list[str]] = {}
+    for rid in runs["run_id"] if not runs.empty else ():
+        meta = load_meta(out_dir, rid)
+        for record in meta.get("warnings") or ():
+            sources = found.setdefault((record["category"], record["message"]), [])
+            if warning_source(meta) not in sources:
+                sources.append(warning_source(meta))
+    return found
 
 
 def _object_agent_config(agent: Any, label: str) -> dict:
