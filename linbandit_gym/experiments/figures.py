@@ -324,12 +324,15 @@ _FIGURE_WORDS = {
               "lower is better, and a curve that flattens has learnt.",
     "pareto_time": "Final cumulative regret against the agent's total CPU time on {env} ({what}). Each point is one "
                    "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
-                   "argument the family varies. The stepped line joins a family's Pareto front: the least regret "
-                   "it reaches at each cost. Lower and further left is better.",
+                   "argument the family varies where it varies one. Each point carries a number, which the key "
+                   "beside the figure gives its configuration, regret and cost. The stepped line joins a family's "
+                   "Pareto front: the least regret it reaches at each cost. Lower and further left is better.",
     "pareto_memory": "Final cumulative regret against the agent's peak memory on {env} ({what}). Each point is one "
                      "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
-                     "argument the family varies. The stepped line joins a family's Pareto front: the least regret "
-                     "it reaches with that much memory. Lower and further left is better.",
+                     "argument the family varies where it varies one. Each point carries a number, which the key "
+                     "beside the figure gives its configuration, regret and cost; points drawn over each other "
+                     "share one label. The stepped line joins a family's Pareto front: the least regret it reaches "
+                     "with that much memory. Lower and further left is better.",
     "spectral": "The spectral-error exponent log(Δ_t)/log t on {env} ({what}): while it stays below the dashed line "
                 "y = 1/3, SOFUL's regret bound stays sublinear (Wen et al., 2025, Fig. 1c).",
     "sketch_size": "The rows each agent's sketch holds against the round on {env} ({what}): DBSLinUCB's grows "
@@ -339,8 +342,9 @@ _FIGURE_WORDS = {
              "better on both.",
     "fronts": "Pareto fronts side by side ({what}): final cumulative regret against agent CPU time (top row) and "
               "peak memory (bottom row), one column per env, all on one regret scale. Colour and marker give the "
-              "family, marker size the argument it varies; the stepped lines are the families' Pareto fronts. "
-              "Lower and further left is better.",
+              "family, marker size the argument it varies; the numbers are the configurations of the key beside "
+              "the panels, and a panel that lacks some says so under its title. The stepped lines are the "
+              "families' Pareto fronts. Lower and further left is better.",
     "scaling": "Agent CPU ms per round (left) and peak memory (right) against the env size on log-log axes "
                "({what}): a slope of 1 grows linearly with it, 2 quadratically (the grey guides); each agent's "
                "fitted slope is in the legend. Lower is better.",
