@@ -1,6 +1,7 @@
 """The documentation site: it builds with warnings as errors, documents every public class,
 its examples run, and the files a package is expected to have are there and valid."""
 
+import ast
 import html as html_module
 import json
 import os
@@ -155,3 +156,12 @@ def test_citation_cff_is_valid_cff_1_2_0():
     assert citation["cff-version"] == "1.2.0"
     assert citation["version"] == linbandit_gym.__version__
     assert citation["license"] == "MIT"
+
+
+def test_the_experiments_guide_counts_its_figures_as_figures(tmp_path):
+    [block] = [b for b in DOCS_EXAMPLES if b.path.name == "experiments.md" and "make_plots" in b.code]
+    printed = run_example(block, tmp_path)
+    line = next(line for line in printed.splitlines() if " figures: " in line)
+    count, names = line.split(" figures: ")
+    names = ast.literal_eval(names)
+    assert int(count) == len(names) >= 2 and all(name.endswith(".png") for name in names), line

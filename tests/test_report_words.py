@@ -244,3 +244,20 @@ def test_a_fronts_panel_says_which_configurations_it_lacks():
         assert all(agent in key for agent in small["agent"])
     finally:
         P.plt.close(fig)
+
+
+def test_a_row_tuned_apart_from_its_siblings_says_so(tmp_path):
+    from linbandit_gym.experiments.figures import write_tables
+
+    config = {"name": "tuned", "seeds": 1, "envs": [{"id": SYNTH, "args": {"d": 8, "n_arms": 4, "horizon": 20},
+                                                     "label": "small"}],
+              "agents": [{"name": "OFUL", "args": {"lam": 0.2, "beta": 0.01}, "grid": {"beta": [0.01, 0.02]},
+                          "label": "OFUL b={beta}"}],
+              "tuned": {"small": {"OFUL b=0.02": {"lam": 2.0}}}}
+    sweep(config, tmp_path, log=None)
+    table, _ = write_tables(tmp_path)
+    assert table.set_index("agent")["tuned"].to_dict() == {"OFUL b=0.01": "", "OFUL b=0.02": "lam=2.0"}
+    summary = (tmp_path / "summary.md").read_text()
+    assert re.search(r"\| OFUL b=0\.02 +\| lam=2\.0 +\|", summary)
+    write_report(tmp_path)
+    assert "<th>tuned</th>" in (tmp_path / "report.html").read_text()

@@ -31,9 +31,9 @@ from .._version import __version__
 from ..evaluate import run, summarize
 from ..registration import ENV_IDS, env_description
 from ..arguments import format_problems, rst_to_text
-from ..registry import AgentEntry, agent_names, describe, lookup_agent, resolve_agent
-from ..specs import args_label, check_env_args, env_argument_problems, env_arguments, non_default_args
-from ..text import count, human_bytes, mean_spread
+from ..registry import AgentEntry, agent_names, describe, lookup_agent, object_label, resolve_agent
+from ..specs import args_label, check_env_args, env_argument_problems, env_arguments
+from ..text import count, exact_updates, human_bytes, mean_spread
 from ..threads import DEFAULT_THREADS, check_threads
 
 __all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
@@ -63,6 +63,26 @@ def parse_key_values(pairs: Sequence[str] | None, what: str = "--agent-arg") -> 
         except (ValueError, SyntaxError):
             out[key] = raw
     return out
+
+
+def _key_value(option: str, example: str) -> Callable[[str], str]:
+    """The argparse type of ``option`` (``--agent-arg``): one ``NAME=VALUE`` word, else an error
+    in the subcommand's usage that shows the form (``--agent-arg sketch_size 10`` gives
+    ``expected NAME=VALUE, e.g. --agent-arg sketch_size=10``); :func:`parse_key_values` reads
+    the value."""
+    example_name, example_value = example.split("=")
+
+    def check(text: str) -> str:
+        key, sep, _ = text.partition("=")
+        if not sep or not key.strip().isidentifier():
+            name = text.strip() if text.strip().isidentifier() else example_name
+            value = example_value if name == example_name else "VALUE"
+            raise argparse.ArgumentTypeError(f"expected NAME=VALUE in one word, e.g. {option} {name}={value}; "
+                                             f"got {text!r}")
+        return text
+
+    check.__name__ = "NAME=VALUE"  # what argparse calls the type in its messages
+    return check
 
 
 def run_experiment(
@@ -133,7 +153,11 @@ def run_experiment(
 
 
 def format_summary(summary: pd.DataFrame) -> str:
-    """The table the command line prints."""
+    """The table the command line prints, and below it what its words mean where they need
+    saying: ``timing`` (``alone``: the seeds timed one by one; ``batch share``: each seed's
+    1/B share of a batch's time, which is not its own) and ``exact updates`` (the round from
+    which a sketched agent became OFUL)."""
+    exact = "exact_seeds" in summary and bool(summary["exact_seeds"].notna().any())
     table = pd.DataFrame(
         {
             "agent": summary["agent"],
@@ -149,9 +173,21 @@ def format_summary(summary: pd.DataFrame) -> str:
             "peak memory": summary["peak_memory_bytes"].map(human_bytes),  # "not reported": no memory_bytes()
             # how the times were measured: alone, or each run's share of a batch's time
             **({"timing": summary["timing"]} if "timing" in summary else {}),
+            **({"exact updates": [exact_updates(n, s, a, b) for n, s, a, b in zip(
+                summary["exact_seeds"], summary["seeds"], summary["exact_from_first"], summary["exact_from_last"])]}
+               if exact else {}),
         }
     )
-    return table.to_string(index=False)
+    notes = []
+    if "timing" in summary and (summary["timing"] == "batch share").any():
+        notes.append("timing: alone = each seed played and timed on its own; batch share = the seeds advanced "
+                     "together as one batch, each time a 1/B share of the batch's, not a seed's own (compare "
+                     "ms/round only between rows timed alike; --no-batched times every seed alone)")
+    if exact and (summary["exact_seeds"] > 0).any():
+        notes.append("exact updates: the round from which a sketched agent switched to exact rank-1 updates "
+                     "(DBSLinUCB: its next block would pass its block cap, or hold more memory or cost more time per "
+                     "round than OFUL's d x d inverse); from then on it is OFUL, with OFUL's memory and time")
+    return table.to_string(index=False) + "".join(f"\n{note}" for note in notes)
 
 
 # -- subcommands -------------------------------------------------------------------
@@ -208,7 +244,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     agent = entry.build(agent_kwargs)
     _, summary = run_experiment(
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
-        agent_name=args_label(entry.label, non_default_args(entry.factory, agent_kwargs)), out=args.out,
+        agent_name=object_label(agent), out=args.out,
         progress=False if args.no_progress else None, batched=args.batched,
         agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads,
     )
@@ -306,9 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--out", default=None, metavar="DIR",
                        help="save each seed's records as it finishes, as a sweep directory (plot, report and "
                        "resuming work on it), plus summary.csv and regret.png")
-    p_run.add_argument("--agent-arg", action="append", metavar="K=V",
+    p_run.add_argument("--agent-arg", action="append", metavar="K=V", type=_key_value("--agent-arg", "sketch_size=10"),
                        help="agent constructor argument, repeatable (e.g. --agent-arg beta=0.1 --agent-arg lam=1)")
-    p_run.add_argument("--env-arg", action="append", metavar="K=V",
+    p_run.add_argument("--env-arg", action="append", metavar="K=V", type=_key_value("--env-arg", "d=100"),
                        help="env constructor argument, repeatable (e.g. --env-arg d=100 --env-arg n_arms=20)")
     p_run.add_argument("--no-progress", action="store_true", help="no progress bar")
     p_run.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
@@ -336,6 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .experiment_commands import add_commands  # sweep, plot, tune, reproduce, report
 
     add_commands(sub)
+    parser.subcommands = sub.choices  # each command's parser: what reports its leftover words
     return parser
 
 
@@ -393,7 +430,10 @@ def _run_command(argv: Sequence[str] | None) -> int:
     """:func:`main`'s work: parse, run the subcommand, turn errors into one line and a code."""
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said by the subcommand, with its usage: "linbandit run: error: ..."
+            command = parser.subcommands.get(getattr(args, "command", None) or "", parser)
+            command.error(f"unrecognized arguments: {' '.join(extra)}" + _key_value_hint(extra, argv))
         if not getattr(args, "command", None):
             parser.print_help()
             return 2
@@ -421,6 +461,17 @@ def _run_command(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
+
+
+def _key_value_hint(extra: list[str], argv: Sequence[str] | None) -> str:
+    """For a word left over after a ``NAME=VALUE`` option (``--agent-arg sketch_size=10 20``),
+    the form the option takes."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    for i in range(2, len(words)):
+        option = words[i - 2]
+        if words[i] == extra[0] and option in ("--agent-arg", "--env-arg"):
+            return f" ({option} takes one NAME=VALUE word each time: {option} a=1 {option} b=2)"
+    return ""
 
 
 def _warning_printer(command: str) -> Callable[[KeptWarning], None]:

@@ -430,6 +430,24 @@ def _check_env_id(env_id: Any, where: str) -> str:
     return env_id
 
 
+def tuned_arguments(raw: dict, env_label: str, agent_label: str) -> dict:
+    """The arguments a config's ``tuned:`` section gives the agent labelled ``agent_label`` on the
+    env labelled ``env_label`` (what ``linbandit tune`` chose, over its entry's ``args:``); ``{}``
+    when none, or when the section is not a mapping of mappings (a config edited by hand).
+
+    >>> raw = {"tuned": {"mnist": {"SOFUL l=20": {"beta": 0.1, "lam": 2.0}}}}
+    >>> tuned_arguments(raw, "mnist", "SOFUL l=20"), tuned_arguments(raw, "mnist", "SOFUL l=100")
+    ({'beta': 0.1, 'lam': 2.0}, {})
+    """
+    tuned = raw.get("tuned") if isinstance(raw, dict) else None
+    if not isinstance(tuned, dict) or not all(isinstance(v, dict) or v is None for v in tuned.values()):
+        return {}
+    try:
+        return _apply_tuned(tuned, env_label, agent_label)
+    except (TypeError, ValueError):
+        return {}
+
+
 def _apply_tuned(tuned: dict, env_label: str, agent_label: str) -> dict:
     """Overrides from ``tuned`` for this (env label, agent label); exact labels beat globs."""
     return _tuned_entry(tuned, env_label, agent_label)[0]

@@ -156,8 +156,13 @@ class _DiagnosedAgent:
 
 def bandit_summary(frame: pd.DataFrame, curve_points: int = 200, timing_repeats: int = 1) -> dict[str, Any]:
     """The ``summary`` of a bandit run's metadata: final regret, times (and ``time_shared_by``: how
-    they were measured), peak memory, a subsampled curve."""
+    they were measured), peak memory, whether and from which round the agent updated exactly
+    (``reports_exact``, ``exact_from_round``: :func:`linbandit_gym.evaluate.exact_from`), a
+    subsampled curve."""
+    from ..evaluate import exact_from
+
     rounds = len(frame)
+    exact = exact_from(frame.assign(run=0), ["run"]).iloc[0]
     idx = subsample_index(rounds, curve_points)
     last = frame.iloc[-1]
     sketch = frame["sketch_size"].to_numpy(dtype=float) if "sketch_size" in frame else np.full(rounds, np.nan)
@@ -175,6 +180,8 @@ def bandit_summary(frame: pd.DataFrame, curve_points: int = 200, timing_repeats:
         "timing_repeats": timing_repeats,  # plays whose per-round least times these are
         "peak_memory_bytes": int(frame["memory_bytes"].max()),
         "final_sketch_size": None if math.isnan(sketch[-1]) else float(sketch[-1]),
+        "reports_exact": bool(exact["reports_exact"]),
+        "exact_from_round": None if math.isnan(exact["exact_from_round"]) else int(exact["exact_from_round"]),
         "curve": {
             "t": frame["t"].to_numpy()[idx].tolist(),
             "cumulative_regret": frame["cumulative_regret"].to_numpy()[idx].tolist(),

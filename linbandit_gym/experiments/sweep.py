@@ -57,8 +57,8 @@ from ..records import (
     write_records,
     write_text_atomic,
 )
-from ..evaluate import timed_runs
-from ..registry import registered_name
+from ..evaluate import exact_summary, timed_runs
+from ..registry import agent_arguments, registered_name
 from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
 from ..text import count
 from .backends import iter_results, local_workers
@@ -478,26 +478,11 @@ def run_warnings(out_dir: str | Path, runs: pd.DataFrame | None = None) -> dict[
 
 def _object_agent_config(agent: Any, label: str) -> dict:
     """What the runs of an agent object are identified by when its exact config is unknown:
-    its class (registered name or module:Class), its constructor arguments read back as
-    attributes (the scikit-learn convention; non-scalars as text) and its label."""
-    import inspect
-
-    cls = type(agent)
-    name = registered_name(cls)
-    try:
-        params = inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        params = {}
-    args: dict[str, Any] = {}
-    for key, param in params.items():
-        if key == "d" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue  # d: read from the first observation, not a choice of the user
-        try:
-            value = getattr(agent, key)
-        except Exception:  # no such attribute (or a property that needs state): not recorded
-            continue
-        args[key] = value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
-    return {"name": name, "args": args, "label": label}
+    its class (registered name or module:Class), its constructor arguments read back
+    (:func:`linbandit_gym.registry.agent_arguments`; non-scalars as text) and its label."""
+    args = {key: value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
+            for key, value in agent_arguments(agent).items()}
+    return {"name": registered_name(type(agent)), "args": args, "label": label}
 
 
 def play_into(
@@ -724,7 +709,9 @@ def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, colum
 
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (env, agent): seeds, final regret mean/std, total and per-round agent time (CPU; wall
-    ms/round too when recorded), peak memory, sketch size. The times are means over the runs
+    ms/round too when recorded), peak memory, sketch size, and over how many seeds and from which
+    rounds a sketched agent updated exactly (``exact_seeds``, ``exact_from_first|last``:
+    :func:`linbandit_gym.evaluate.exact_summary`). The times are means over the runs
     timed alone where an agent has any (:func:`linbandit_gym.evaluate.timed_runs`), else over
     its runs' shares of batches; ``timing`` says which, ``timed_seeds`` over how many runs."""
     if runs.empty:
@@ -751,7 +738,7 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             peak_memory_kib=("peak_memory_bytes", lambda v: float(np.max(v)) / 1024.0),
             final_sketch_size=("final_sketch_size", "mean"),
         )
-        table = table.join(memory)
+        table = table.join(memory).join(exact_summary(runs, keys))
         last = [c for c in ("timing", "timed_seeds", "timing_repeats") if c in table]
         table = table[[c for c in table.columns if c not in last] + last]
         table["final_regret_std"] = table["final_regret_std"].fillna(0.0)
