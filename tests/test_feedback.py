@@ -23,6 +23,7 @@ from linbandit_gym.cli import main
 from linbandit_gym.experiments import load_records, load_runs, sweep
 from linbandit_gym.experiments.config import ConfigError, parse_config
 from linbandit_gym.experiments.runner import _overhead_by_round
+from linbandit_gym.experiments.tune import tune
 from linbandit_gym.feedback import FeedbackSchedule, HeldFeedback
 from linbandit_gym.loop import RECORD_COLUMNS, TIMING_COLUMNS
 
@@ -448,3 +449,13 @@ def test_run_out_saves_the_schedule_and_resumes_only_its_own_runs(tmp_path, caps
     assert len(list((out / "runs").glob("*.json"))) == 2
     assert main(run) == 0  # the plain loop: other runs
     assert len(list((out / "runs").glob("*.json"))) == 4
+
+
+def test_tune_tunes_each_agent_under_the_schedule_its_evaluation_runs_play(tmp_path):
+    config = {"seeds": 1, "feedback_delay": [0, 3], "agents": [{"name": "OFUL"}],
+              "envs": [{"id": ENV, "args": {"d": 4, "n_arms": 3, "horizon": 10}}]}
+    result = tune(config, tmp_path, beta=[0.1, 1.0], lam=[1.0], seeds=1, log=None)
+    runs = load_runs(tmp_path)
+    assert sorted(set(zip(runs["family"], runs["feedback_delay"]))) == [
+        ("OFUL", 0), ("OFUL feedback_delay=3", 3)]
+    assert set(result.tuned[ENV]) == {"OFUL", "OFUL feedback_delay=3"}
