@@ -412,11 +412,12 @@ def agent_arguments(agent: Any) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k not in PLACEMENT_ARGS}
 
 
-def object_label(agent: Any) -> str:
+def object_label(agent: Any, name: str | None = None) -> str:
     """The label of an agent object, the one rule of :func:`linbandit_gym.run` and ``linbandit
     run``: its name and its constructor arguments that differ from that name's defaults,
-    ``sketch_size`` written ``l`` (:func:`~linbandit_gym.specs.args_label`). The name is the
-    agent's own ``name`` (``DBSLinUCB(sketch="rfd")`` calls itself ``DBSLinUCB-RFD``, whose
+    ``sketch_size`` written ``l`` (:func:`~linbandit_gym.specs.args_label`). The name is
+    ``name`` where given (``linbandit run --agent mymodule:MyAgent`` gives the one typed), else
+    the agent's own ``name`` (``DBSLinUCB(sketch="rfd")`` calls itself ``DBSLinUCB-RFD``, whose
     default sketch is ``"rfd"``), else its registered name, else its class's.
 
     >>> from agents import DBSLinUCB, OFUL, SOFUL
@@ -429,8 +430,9 @@ def object_label(agent: Any) -> str:
 
     cls = type(agent)
     own = getattr(agent, "name", None)
-    name = own if isinstance(own, str) and own else next(
-        (key for key, known in AGENTS.items() if known is cls), cls.__name__)
+    if name is None:
+        name = own if isinstance(own, str) and own else next(
+            (key for key, known in AGENTS.items() if known is cls), cls.__name__)
     return args_label(name, non_default_args(AGENTS.get(name, cls), agent_arguments(agent)))
 
 

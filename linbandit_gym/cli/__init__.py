@@ -257,7 +257,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # as a sweep labels its runs, the feedback schedule where it is not the plain loop's
     _, summary = run_experiment(
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
-        agent_name=args_label(object_label(agent), played), out=args.out,
+        agent_name=args_label(object_label(agent, entry.label if ":" in entry.label else None), played),
+        out=args.out,
         progress=False if args.no_progress else None, batched=args.batched,
         agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads, **played,
     )
