@@ -2,7 +2,8 @@
 from linbandit-gym. From the repository's root::
 
     linbandit describe examples.mymodule:MyAgent
-    linbandit run --env LinBandit-Synthetic-v0 --agent examples.mymodule:MyAgent --agent-arg eps=0.05
+    linbandit run --env LinBandit-Synthetic-v0 --agent examples.mymodule:MyAgent \\
+        --agent-arg eps=0.05
 
 and ``name: examples.mymodule:MyAgent`` in a sweep config (``mymodule:MyAgent`` from inside
 this directory).

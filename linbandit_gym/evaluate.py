@@ -23,7 +23,8 @@ from .feedback import FeedbackSchedule
 from .loop import RECORD_COLUMNS, agent_label, check_seeds, make_env, play, records_frame, single_members
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 
-__all__ = ["RECORD_COLUMNS", "exact_from", "exact_summary", "run", "make_env", "summarize", "timed_runs"]
+__all__ = ["RECORD_COLUMNS", "exact_from", "exact_summary", "run", "make_env", "summarize",
+           "timed_runs"]
 
 
 def _env_name(env: gym.Env, given: str | None) -> str:
@@ -152,7 +153,8 @@ def exact_from(records: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     ``exact_from_round``, the first round after which it did (DBSLinUCB past its cap: OFUL from
     then on; NaN: never, or not said).
 
-    >>> exact_from(pd.DataFrame({"seed": 0, "t": [1, 2, 3], "exact_mode": [0.0, 1.0, 1.0]}), ["seed"])
+    >>> records = pd.DataFrame({"seed": 0, "t": [1, 2, 3], "exact_mode": [0.0, 1.0, 1.0]})
+    >>> exact_from(records, ["seed"])
        seed  reports_exact  exact_from_round
     0     0           True               2.0
     """
@@ -163,7 +165,8 @@ def exact_from(records: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     else:
         said = groups["exact_mode"].count() > 0
         first = records.loc[records["exact_mode"] == 1.0].groupby(keys, sort=False)["t"].min()
-    return pd.DataFrame({"reports_exact": said, "exact_from_round": first.reindex(said.index).astype(float)}).reset_index()
+    first = first.reindex(said.index).astype(float)
+    return pd.DataFrame({"reports_exact": said, "exact_from_round": first}).reset_index()
 
 
 def exact_summary(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -172,8 +175,8 @@ def exact_summary(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     agent does not say), and the first and last round they switched at (``exact_from_first``,
     ``exact_from_last``)."""
     said = runs["reports_exact"] if "reports_exact" in runs else pd.Series(False, index=runs.index)
-    runs = runs.assign(reports_exact=said.fillna(False).astype(bool),
-                       exact_from_round=pd.to_numeric(runs.get("exact_from_round"), errors="coerce"))
+    rounds = pd.to_numeric(runs.get("exact_from_round"), errors="coerce")
+    runs = runs.assign(reports_exact=said.fillna(False).astype(bool), exact_from_round=rounds)
     grouped = runs.groupby(keys, sort=False)
     return pd.DataFrame({
         "exact_seeds": grouped["exact_from_round"].count().where(grouped["reports_exact"].any()),

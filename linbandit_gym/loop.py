@@ -219,10 +219,17 @@ def _sketch_size(agent: Any) -> float:
 
 
 def _flag(value: Any) -> Any:
-    """An agent's ``exact_mode`` (a bool, or one per member) as 1.0/0.0; NaN where it has none yet."""
+    """An agent's ``exact_mode`` (a bool, or one per member) as 1.0/0.0; NaN where it has none
+    yet."""
     if value is None:
         return _NAN
     return np.asarray(value, dtype=np.float64) if np.ndim(value) else float(bool(value))
+
+
+def _exact_reader(agent: Any) -> Callable[[], Any] | None:
+    """What reads, after a round, whether the agent (each member) updates exactly; None where it
+    does not say."""
+    return (lambda: _flag(agent.exact_mode)) if hasattr(agent, "exact_mode") else None
 
 
 class Members:
@@ -258,7 +265,7 @@ def single_members(env: gym.Env, agent: Any, seed: int, agent_name: str, env_nam
         reset_agent=(lambda seeds: reset(seed=seeds[0])) if callable(reset) else (lambda seeds: None),
         memory=memory if callable(memory) else None,
         sketch_size=(lambda: _sketch_size(agent)) if hasattr(agent, "sketch_size") else None,
-        exact_mode=(lambda: _flag(agent.exact_mode)) if hasattr(agent, "exact_mode") else None,
+        exact_mode=_exact_reader(agent),
     )
 
 
@@ -274,8 +281,7 @@ def batch_members(venv: Any, agent: Any, seeds: Sequence[int], agent_names: Sequ
 
     return Members(VectorEnvMembers(venv, seeds), agent, seeds=seeds, agent_names=agent_names, env_names=env_names,
                    reset_agent=lambda s: agent.reset(seed=list(s)), memory=agent.member_memory_bytes,
-                   sketch_size=sketch_size,
-                   exact_mode=(lambda: _flag(agent.exact_mode)) if hasattr(agent, "exact_mode") else None)
+                   sketch_size=sketch_size, exact_mode=_exact_reader(agent))
 
 
 # -- the records ---------------------------------------------------------------------------------
@@ -358,8 +364,8 @@ class RoundRecords:
         return [frame.iloc[i * T: (i + 1) * T].reset_index(drop=True) for i in range(self.members.size)]
 
 
-_BUFFERS = ("action", "reward", "expected", "best", "regret", "memory", "sketch", "exact", "agent_time",
-            "agent_wall_time", "wall_time")
+_BUFFERS = ("action", "reward", "expected", "best", "regret", "memory", "sketch", "exact",
+            "agent_time", "agent_wall_time", "wall_time")
 
 
 def records_frame(played: Iterable[RoundRecords]) -> pd.DataFrame:
@@ -405,8 +411,8 @@ def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], f
     update = agent.update if held is None else held.receive  # same arguments: one call a round
     wall = time.perf_counter
     # The columns as locals (rebound when they grow): a round writes each once, in place.
-    (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col, exact_col, agent_cpu_col,
-     agent_wall_col, round_wall_col) = records.columns()
+    (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col, exact_col,
+     agent_cpu_col, agent_wall_col, round_wall_col) = records.columns()
     reads_state = memory is not None or sketch_size is not None or exact_mode is not None
     t = 0
     cpu_start, wall_start = cpu(), wall()
@@ -445,7 +451,7 @@ def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], f
         cpu_start, wall_start = cpu_end, wall_end
         if t == records.capacity:
             records.grow()
-            (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col, exact_col,
-             agent_cpu_col, agent_wall_col, round_wall_col) = records.columns()
+            (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col,
+             exact_col, agent_cpu_col, agent_wall_col, round_wall_col) = records.columns()
     records.rounds = t
     return records

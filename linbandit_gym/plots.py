@@ -229,7 +229,8 @@ def varied_arguments(group: pd.DataFrame) -> list[str]:
         if values.empty or not all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in values):
             continue
         name = column[4:]
-        named = [label.find(f"{_short_arg(name)}=") if f"{_short_arg(name)}=" in label else label.find(f"{name}=")
+        short = f"{_short_arg(name)}="
+        named = [label.find(short) if short in label else label.find(f"{name}=")
                  for label in labels]
         if values.nunique() > 1 and min(named) >= 0:
             found.append((-values.nunique(), named[0], name))
@@ -258,15 +259,17 @@ def _sizes_and_labels(table: pd.DataFrame) -> tuple[dict[str, float], dict[str, 
             continue
         if len(varied) != 1:
             sizes.update({agent: _GRID_SIZE for agent in group["agent"]})
-            what = " x ".join(_short_arg(a) for a in sorted(varied, key=lambda a: str(group["agent"].iloc[0]).find(
-                f"{_short_arg(a)}="))) if varied else "as labelled"
+            first = str(group["agent"].iloc[0])  # the order its label names them in
+            ordered = sorted(varied, key=lambda a: first.find(f"{_short_arg(a)}="))
+            what = " x ".join(_short_arg(a) for a in ordered) if varied else "as labelled"
             labels[family] = f"{family} ({len(group)} configurations: {what})"
             continue
         values = group[f"arg.{varied[0]}"].astype(float)
         distinct = np.unique(values.dropna())
         position = {v: i / max(len(distinct) - 1, 1) for i, v in enumerate(distinct)}
         for agent, value in zip(group["agent"], values):
-            sizes[agent] = _SIZE_RANGE[0] + position.get(value, 0.5) * (_SIZE_RANGE[1] - _SIZE_RANGE[0])
+            low, high = _SIZE_RANGE
+            sizes[agent] = low + position.get(value, 0.5) * (high - low)
         labels[family] = (f"{family} (marker size: {_short_arg(varied[0])} = {distinct[0]:g} to "
                           f"{distinct[-1]:g})")
     return sizes, labels
@@ -298,8 +301,8 @@ def _draw_families(ax, table: pd.DataFrame, x: str, y: str, styles: dict, sizes:
         xs, ys = group[x].to_numpy(dtype=float), group[y].to_numpy(dtype=float)
         style = styles[family]
         single = group["agent"].nunique() == 1
-        ax.scatter(xs, ys, s=[sizes[a] for a in group["agent"]], c=[style["color"]], marker=style["marker"],
-                   edgecolors="k", linewidths=0.5, alpha=0.85, zorder=3)
+        ax.scatter(xs, ys, s=[sizes[a] for a in group["agent"]], c=[style["color"]],
+                   marker=style["marker"], edgecolors="k", linewidths=0.5, alpha=0.85, zorder=3)
         mask = _pareto_mask(xs, ys)
         order = np.argsort(xs[mask])
         if mask.sum() > 1:
@@ -321,8 +324,9 @@ def _family_handles(table: pd.DataFrame, styles: dict, labels: dict) -> tuple[li
     for family in dict.fromkeys(table["family"]):
         single = table.loc[table["family"] == family, "agent"].nunique() == 1
         any_front |= not single
-        handles.append(Line2D([], [], color=styles[family]["color"], marker=styles[family]["marker"],
-                              ms=11 if styles[family]["marker"] == "*" else 8, mec="k", mew=0.5,
+        style = styles[family]
+        handles.append(Line2D([], [], color=style["color"], marker=style["marker"],
+                              ms=11 if style["marker"] == "*" else 8, mec="k", mew=0.5,
                               ls="none" if single else "-", lw=1.3))
         texts.append(labels[family])
     if any_front:
@@ -339,7 +343,8 @@ def _legend_below(fig, handles: list, texts: list[str], *, fontsize: float = 9, 
     fig.canvas.draw()
     height = legend.get_window_extent().height / fig.bbox.height
     right = getattr(fig, "_layout_rect", (0, 0, 1, 1))[2]  # a key beside the panels keeps its room
-    fig._layout_rect = (0, min(0.6, height + 0.015), right, 1)  # save_figure lays out above the legend again
+    # save_figure lays out above the legend again
+    fig._layout_rect = (0, min(0.6, height + 0.015), right, 1)
     fig.tight_layout(rect=fig._layout_rect)
 
 
@@ -376,7 +381,8 @@ def _label_points(ax, points: list[tuple], drawn: list[tuple], fontsize: float =
             note.remove()
 
 
-def _number_points(axes_points: list[tuple], numbers: dict[str, int], fontsize: float = 7.5) -> None:
+def _number_points(axes_points: list[tuple], numbers: dict[str, int],
+                   fontsize: float = 7.5) -> None:
     """Write each drawn point's number (:func:`point_numbers`) beside it, on every axes of
     ``axes_points`` (``(ax, drawn)``, ``drawn`` as :func:`_draw_families` returns it). Points
     whose markers overlap share one label (``"3,7,9"``): every point carries its number. A label
@@ -398,9 +404,11 @@ def _number_points(axes_points: list[tuple], numbers: dict[str, int], fontsize: 
             label = ",".join(str(n) for n in sorted(numbers[centres[i][2]] for i in cluster))
             cx = float(np.mean([centres[i][0][0] for i in cluster]))
             cy = float(np.mean([centres[i][0][1] for i in cluster]))
-            reach = max(np.hypot(centres[i][0][0] - cx, centres[i][0][1] - cy) + centres[i][1] for i in cluster)
+            reach = max(np.hypot(centres[i][0][0] - cx, centres[i][0][1] - cy) + centres[i][1]
+                        for i in cluster)
             anchor = ax.transData.inverted().transform((cx, cy))
-            _place_label(ax, label, anchor, reach / pixels + 1.5, inside, markers, texts, renderer, fontsize)
+            _place_label(ax, label, anchor, reach / pixels + 1.5, inside, markers, texts, renderer,
+                         fontsize)
 
 
 def _overlapping(centres: list[tuple]) -> list[list[int]]:
@@ -446,26 +454,30 @@ def _place_label(ax, label, anchor, reach, inside, markers, texts, renderer, fon
             x0 = cx + dx * pixels - (0 if dx > 1e-9 else width if dx < -1e-9 else width / 2)
             y0 = cy + dy * pixels - (0 if dy > 1e-9 else height if dy < -1e-9 else height / 2)
             candidates.append(((dx, dy), Bbox.from_bounds(x0, y0, width, height)))
+    def inside_axes(box) -> bool:
+        return (inside.x0 <= box.x0 and box.x1 <= inside.x1
+                and inside.y0 <= box.y0 and box.y1 <= inside.y1)
+
     chosen = None
     for avoid_markers in (True, False):
         for offset, box in candidates:
-            fits = inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
-            if fits and not any(box.overlaps(t) for t in texts) and not (
+            if inside_axes(box) and not any(box.overlaps(t) for t in texts) and not (
                     avoid_markers and any(box.overlaps(m) for m in markers)):
                 chosen = offset, box
                 break
         if chosen:
             break
     if chosen is None:  # nowhere free: the nearest place inside the axes
-        chosen = next(((o, b) for o, b in candidates if inside.x0 <= b.x0 and b.x1 <= inside.x1
-                       and inside.y0 <= b.y0 and b.y1 <= inside.y1), candidates[0])
+        chosen = next(((o, b) for o, b in candidates if inside_axes(b)), candidates[0])
     (dx, dy), box = chosen
-    note = ax.annotate(label, anchor, xytext=(dx, dy), textcoords="offset points", fontsize=fontsize, color="k",
-                       zorder=5, ha="left" if dx > 1e-9 else "right" if dx < -1e-9 else "center",
+    note = ax.annotate(label, anchor, xytext=(dx, dy), textcoords="offset points",
+                       fontsize=fontsize, color="k", zorder=5,
+                       ha="left" if dx > 1e-9 else "right" if dx < -1e-9 else "center",
                        va="bottom" if dy > 1e-9 else "top" if dy < -1e-9 else "center")
     # the leader: a line without text, from the label's side to the markers' edge
+    line = {"arrowstyle": "-", "color": "0.45", "lw": 0.6, "shrinkA": 0, "shrinkB": 0.8 * reach}
     leader = ax.annotate("", anchor, xytext=(dx, dy), textcoords="offset points", zorder=4,
-                         arrowprops=dict(arrowstyle="-", color="0.45", lw=0.6, shrinkA=0, shrinkB=0.8 * reach))
+                         arrowprops=line)
     for artist in (note, leader):
         artist.set_in_layout(False)
     texts.append(note.get_window_extent(renderer))
@@ -503,14 +515,17 @@ def _with_key(panels_width: float, height: float, key: str, columns: int = 1, ro
     key_width = 0.3 + widest * 7.0 * 0.6 / 72.0  # monospace at 7 points: ~0.6 em a character
     height = max(height, 1.9 + lines * 7.0 * 1.25 / 72.0)
     fig = plt.figure(figsize=(panels_width + key_width, height))
-    grid = fig.add_gridspec(rows, columns + 1, width_ratios=[panels_width / columns] * columns + [key_width])
+    widths = [panels_width / columns] * columns + [key_width]
+    grid = fig.add_gridspec(rows, columns + 1, width_ratios=widths)
     axes = np.empty((rows, columns), dtype=object)
     for r in range(rows):
         for c in range(columns):
-            axes[r, c] = fig.add_subplot(grid[r, c], sharey=axes[0, 0] if (r, c) != (0, 0) else None)
+            shared = axes[0, 0] if (r, c) != (0, 0) else None
+            axes[r, c] = fig.add_subplot(grid[r, c], sharey=shared)
     side = fig.add_subplot(grid[:, -1])
     side.axis("off")
-    side.text(0.0, 1.0, key, family="monospace", fontsize=7.0, va="top", ha="left", transform=side.transAxes)
+    side.text(0.0, 1.0, key, family="monospace", fontsize=7.0, va="top", ha="left",
+              transform=side.transAxes)
     return fig, axes
 
 
@@ -578,8 +593,8 @@ def plot_fronts(tables: dict[str, pd.DataFrame], *, y: str = "final_regret_mean"
     envs = list(tables)
     everyone = pd.concat(list(tables.values()), ignore_index=True)
     numbers = point_numbers(everyone)
-    fig, axes = _with_key(3.3 * len(envs) + 0.6, 3.0 * len(costs) + 1.8, _key_text(everyone, numbers, None, y),
-                          columns=len(envs), rows=len(costs))
+    fig, axes = _with_key(3.3 * len(envs) + 0.6, 3.0 * len(costs) + 1.8,
+                          _key_text(everyone, numbers, None, y), columns=len(envs), rows=len(costs))
     styles = family_styles(list(dict.fromkeys(everyone["family"])))
     sizes, labels = _sizes_and_labels(everyone)  # one size per agent across every panel
     panels = []
@@ -595,7 +610,8 @@ def plot_fronts(tables: dict[str, pd.DataFrame], *, y: str = "final_regret_mean"
             ax.tick_params(labelsize=8)
             if row == 0:
                 heading = (titles or {}).get(env, env)
-                ax.set_title(heading + (f"\nnot run here: {_names(missing)}" if missing else ""), fontsize=9)
+                lacks = f"\nnot run here: {_names(missing)}" if missing else ""
+                ax.set_title(heading + lacks, fontsize=9)
             ax.set_xlabel(_COST_NAMES.get(cost, cost), fontsize=8)
             if col == 0:
                 ax.set_ylabel("final cumulative regret" if y == "final_regret_mean" else y, fontsize=8)

@@ -420,8 +420,8 @@ def _are_warnings(warnings: Any) -> bool:
     """A run's kept warnings (:func:`linbandit_gym.experiments.runner.warning_records`): a list
     of mappings of strings with a ``category`` and a ``message``."""
     return isinstance(warnings, list) and all(
-        isinstance(w, dict) and {"category", "message"} <= w.keys() and all(_is_text(v) for v in w.values())
-        for w in warnings)
+        isinstance(w, dict) and {"category", "message"} <= w.keys()
+        and all(_is_text(v) for v in w.values()) for w in warnings)
 
 
 # -- output directories ------------------------------------------------------------------

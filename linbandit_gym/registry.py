@@ -35,9 +35,24 @@ from .envs.names import closest_name, name_key
 from .registration import ENV_IDS, env_description
 from .specs import args_label, did_you_mean, env_arguments, load_object, non_default_args
 
-__all__ = ["AGENT_METHODS", "AgentEntry", "PLACEMENT_ARGS", "RunMemory", "RunTooLargeError", "agent_arguments",
-           "agent_names", "check_agent_factory", "check_run_fits", "describe", "estimate_run_bytes", "lookup_agent",
-           "lookup_estimator", "object_label", "registered_name", "resolve_agent"]
+__all__ = [
+    "AGENT_METHODS",
+    "PLACEMENT_ARGS",
+    "AgentEntry",
+    "RunMemory",
+    "RunTooLargeError",
+    "agent_arguments",
+    "agent_names",
+    "check_agent_factory",
+    "check_run_fits",
+    "describe",
+    "estimate_run_bytes",
+    "lookup_agent",
+    "lookup_estimator",
+    "object_label",
+    "registered_name",
+    "resolve_agent",
+]
 
 #: What every agent has (the agent contract, DESIGN.md): checked on a ``module:Class`` before use.
 AGENT_METHODS = ("reset", "act", "update")

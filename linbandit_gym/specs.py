@@ -171,8 +171,8 @@ def args_label(base: str, args: dict[str, Any]) -> str:
 
 def non_default_args(factory: Callable, args: dict[str, Any]) -> dict[str, Any]:
     """The entries of ``args`` that differ from ``factory``'s defaults (its signature's, along
-    the MRO where a constructor forwards ``**kwargs``: :func:`~linbandit_gym.arguments.arguments_of`;
-    all when unknown)."""
+    the MRO where a constructor forwards ``**kwargs``:
+    :func:`~linbandit_gym.arguments.arguments_of`; all when unknown)."""
     try:
         defaults = {a.name: a.default for a in arguments_of(factory) if not a.required}
     except (TypeError, ValueError):

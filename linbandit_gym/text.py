@@ -77,4 +77,5 @@ def exact_updates(switched: Any, seeds: int, first: Any, last: Any) -> str:
     if switched == 0:
         return "never"
     rounds = f"t={int(first)}" if int(first) == int(last) else f"t={int(first)}-{int(last)}"
-    return f"from {rounds}" + ("" if switched == seeds else f" ({switched} of {count(seeds, 'seed')})")
+    some = "" if switched == seeds else f" ({switched} of {count(seeds, 'seed')})"
+    return f"from {rounds}{some}"

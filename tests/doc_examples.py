@@ -69,7 +69,7 @@ def python_examples() -> list[CodeBlock]:
 
 #: What pandas prints for a frame too wide or long for the console: a reader of the example
 #: would see ``...`` where the numbers should be.
-ELIDED = re.compile(r"\[\d+ rows x \d+ columns\]|^\s*\.\.\.\s|\s\.\.\.\s*$|\s\.\.\.\s", re.M)
+ELIDED = re.compile(r"\[\d+ rows x \d+ columns\]|(?:^|\s)\.\.\.(?:\s|$)", re.MULTILINE)
 
 
 def run_example(block: CodeBlock, workdir: Path) -> str:
@@ -95,6 +95,7 @@ def run_example(block: CodeBlock, workdir: Path) -> str:
         plt.close("all")
     output = printed.getvalue()
     elided = ELIDED.search(output)
-    assert elided is None, (f"{block.where}: the example prints {elided.group(0).strip()!r}, where pandas cut what "
-                            f"it shows; print the columns that matter, or .to_string():\n{output}")
+    assert elided is None, (f"{block.where}: the example prints {elided.group(0).strip()!r}, where "
+                            "pandas cut what it shows; print the columns that matter, or "
+                            f".to_string():\n{output}")
     return output

@@ -327,13 +327,14 @@ def test_demo_prints_a_flushed_line_per_finished_agent(tmp_path, monkeypatch):
 
 # -- one label per agent, whoever plays it --------------------------------------------------------
 
-@pytest.mark.filterwarnings("default::agents.SketchSizeWarning")  # a small sketch at a small d, on purpose
+@pytest.mark.filterwarnings("default::agents.SketchSizeWarning")  # small sketches at a small d
 def test_run_and_the_command_line_label_an_agent_alike(capsys):
     from agents import DBSLinUCB, SOFUL
 
     env = {"d": 20, "n_arms": 3, "horizon": 5}
-    for agent, cli_args in ((SOFUL(lam=1.0, beta=0.1, sketch_size=10), ["beta=0.1", "sketch_size=10"]),
-                            (DBSLinUCB(sketch="rfd", l0=4), ["sketch=rfd", "l0=4"])):
+    cases = ((SOFUL(lam=1.0, beta=0.1, sketch_size=10), ["beta=0.1", "sketch_size=10"]),
+             (DBSLinUCB(sketch="rfd", l0=4), ["sketch=rfd", "l0=4"]))
+    for agent, cli_args in cases:
         records = linbandit_gym.run(SYNTH, agent, seeds=1, env_kwargs=env, progress=False)
         label = records["agent"].iloc[0]
         name = "SOFUL" if isinstance(agent, SOFUL) else "DBSLinUCB"
@@ -345,12 +346,14 @@ def test_run_and_the_command_line_label_an_agent_alike(capsys):
     assert label == "DBSLinUCB-RFD l0=4"  # its own name, whose default sketch is rfd: no sketch=rfd
 
 
-# -- a NAME=VALUE option given two words ------------------------------------------------------------
+# -- a NAME=VALUE option given two words -----------------------------------------------------------
 
 @pytest.mark.parametrize("words, said", [
-    (["--agent-arg", "sketch_size", "10"], "argument --agent-arg: expected NAME=VALUE in one word, e.g. "
-                                           "--agent-arg sketch_size=10; got 'sketch_size'"),
-    (["--env-arg", "d=10", "20"], "unrecognized arguments: 20 (--env-arg takes one NAME=VALUE word each time"),
+    (["--agent-arg", "sketch_size", "10"],
+     ("argument --agent-arg: expected NAME=VALUE in one word, e.g. --agent-arg sketch_size=10; "
+      "got 'sketch_size'")),
+    (["--env-arg", "d=10", "20"],
+     "unrecognized arguments: 20 (--env-arg takes one NAME=VALUE word each time"),
 ])
 def test_a_name_value_option_given_otherwise_shows_runs_usage_and_the_form(words, said, capsys):
     with pytest.raises(SystemExit) as stop:
@@ -360,7 +363,7 @@ def test_a_name_value_option_given_otherwise_shows_runs_usage_and_the_form(words
     assert err.startswith("usage: linbandit run ") and f"linbandit run: error: {said}" in err
 
 
-# -- what a summary says of the times and of a sketch gone exact ------------------------------------
+# -- what a summary says of the times and of a sketch gone exact -----------------------------------
 
 def test_the_summary_says_how_times_were_measured_and_when_a_sketch_went_exact():
     import numpy as np
@@ -384,14 +387,16 @@ def test_the_summary_says_how_times_were_measured_and_when_a_sketch_went_exact()
             if agent.exact_mode:
                 switched.append(t)
                 break
-    records = pd.concat([linbandit_gym.run(SYNTH, DBSLinUCB(l0=4, eps=2.0), seeds=[0, 1], env_kwargs=env,
-                                           batched=batched, progress=False) for batched in (False, True)])
+    records = pd.concat([linbandit_gym.run(SYNTH, DBSLinUCB(l0=4, eps=2.0), seeds=[0, 1],
+                                           env_kwargs=env, batched=batched, progress=False)
+                         for batched in (False, True)])
     records["agent"] = np.repeat(["alone", "batched"], len(records) // 2)
     summary = summarize(records)
     assert summary["exact_seeds"].tolist() == [2, 2]
     assert summary["exact_from_first"].tolist() == [min(switched)] * 2
     assert summary["exact_from_last"].tolist() == [max(switched)] * 2
     text = format_summary(summary)
-    rounds = f"t={min(switched)}" if min(switched) == max(switched) else f"t={min(switched)}-{max(switched)}"
+    first, last = min(switched), max(switched)
+    rounds = f"t={first}" if first == last else f"t={first}-{last}"
     assert f"from {rounds}" in text and "exact updates: the round from which" in text
     assert "batch share = the seeds advanced together" in text  # the batched rows' times are shares

@@ -90,8 +90,8 @@ def _parameter_rows(page: str, anchor: str) -> list[list[str]]:
     start = page.index(f'id="{anchor}"')
     table = page[page.index("<table", start):page.index("</table>", start)]
     rows = []
-    for row in re.findall(r"<tr[^>]*>.*?</tr>", table, re.S)[1:]:
-        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    for row in re.findall(r"<tr[^>]*>.*?</tr>", table, re.DOTALL)[1:]:
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)
         rows.append([" ".join(html_module.unescape(re.sub(r"<[^>]+>", "", cell)).split())
                      for cell in cells])
     return rows
@@ -159,7 +159,8 @@ def test_citation_cff_is_valid_cff_1_2_0():
 
 
 def test_the_experiments_guide_counts_its_figures_as_figures(tmp_path):
-    [block] = [b for b in DOCS_EXAMPLES if b.path.name == "experiments.md" and "make_plots" in b.code]
+    [block] = [b for b in DOCS_EXAMPLES
+               if b.path.name == "experiments.md" and "make_plots" in b.code]
     printed = run_example(block, tmp_path)
     line = next(line for line in printed.splitlines() if " figures: " in line)
     count, names = line.split(" figures: ")

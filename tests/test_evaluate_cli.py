@@ -135,7 +135,8 @@ def test_cli_errors_are_clear(capsys):
     assert main(["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--agent-arg", "lam=-1"]) == 2
     assert "lam" in capsys.readouterr().err
     with pytest.raises(SystemExit) as usage:  # argparse's: run's usage, then the form it takes
-        main(["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--agent-arg", "nonsense"])
+        main(["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL",
+              "--agent-arg", "nonsense"])
     assert usage.value.code == 2 and "expected NAME=VALUE" in capsys.readouterr().err
 
 

@@ -388,34 +388,39 @@ _SKETCH_50_AT_20 = "SOFUL(sketch_size=50) at d=20 holds"
 
 @pytest.mark.filterwarnings("default::agents.SketchSizeWarning")
 def test_a_command_says_a_warning_once_on_stderr_not_at_its_own_script(capsys):
-    args = ["run", "--env", SYNTH, "--env-arg", "d=20", "--env-arg", "n_arms=3", "--horizon", "5", "--seeds", "3",
-            "--no-progress", "--no-batched", "--agent", "SOFUL", "--agent-arg", "sketch_size=50"]
+    args = ["run", "--env", SYNTH, "--env-arg", "d=20", "--env-arg", "n_arms=3", "--horizon", "5",
+            "--seeds", "3", "--no-progress", "--no-batched", "--agent", "SOFUL",
+            "--agent-arg", "sketch_size=50"]
     assert main(args) == 0
     err = capsys.readouterr().err
     said = [line for line in err.splitlines() if "SketchSizeWarning" in line]
-    assert len(said) == 1 and said[0].startswith(f"linbandit run: warning: SketchSizeWarning: {_SKETCH_50_AT_20}")
+    said_as = f"linbandit run: warning: SketchSizeWarning: {_SKETCH_50_AT_20}"
+    assert len(said) == 1 and said[0].startswith(said_as)
     assert ".py:" not in err and "bin/linbandit" not in err  # no file and line: the command says it
 
 
 @pytest.mark.filterwarnings("default::agents.SketchSizeWarning")
 @pytest.mark.parametrize("workers", [1, 2])
-def test_a_sweep_says_each_warning_of_its_runs_once_naming_the_config_entry(workers, tmp_path, capsys):
+def test_a_sweep_says_each_warning_of_its_runs_once_naming_the_config_entry(workers, tmp_path,
+                                                                           capsys):
     # in this process or in spawned workers, every seed of the run warns: the sweep says it once
     # (l=2 is small enough at d=20 to warn of nothing)
     config = tmp_path / "warned.yaml"
     config.write_text(yaml.safe_dump({
-        "name": "warned", "seeds": 3, "horizon": 5, "envs": [{"id": SYNTH, "args": {"d": 20, "n_arms": 3}}],
+        "name": "warned", "seeds": 3, "horizon": 5,
+        "envs": [{"id": SYNTH, "args": {"d": 20, "n_arms": 3}}],
         "agents": [{"name": "OFUL"}, {"name": "SOFUL", "grid": {"sketch_size": [2, 50]}}]}))
     out = tmp_path / "runs"
-    assert main(["sweep", str(config), "--out", str(out), "--workers", str(workers), "--no-batched"]) == 0
+    command = ["sweep", str(config), "--out", str(out), "--workers", str(workers), "--no-batched"]
+    assert main(command) == 0
     captured = capsys.readouterr()
     source = f"agents[1] (SOFUL l=50 on {SYNTH})"
     said = [line for line in captured.err.splitlines() if "Warning" in line]
-    assert said == [line for line in said if line.startswith(
-        f"linbandit sweep: warning: SketchSizeWarning: {source}: {_SKETCH_50_AT_20}")] and len(said) == 1, said
+    said_as = f"linbandit sweep: warning: SketchSizeWarning: {source}: {_SKETCH_50_AT_20}"
+    assert len(said) == 1 and said[0].startswith(said_as), said
     assert "process.py" not in captured.err
     listed = f"SketchSizeWarning from {source}: {_SKETCH_50_AT_20}"
-    assert "1 warning from the runs" in captured.out and listed in captured.out  # the sweep's summary
+    assert "1 warning from the runs" in captured.out and listed in captured.out  # its summary
     assert listed in (out / "summary.md").read_text()
     assert main(["report", str(out)]) == 0
     assert listed.replace("'", "&#x27;") in (out / "report.html").read_text()
@@ -435,4 +440,5 @@ def test_a_sweep_called_from_python_warns_at_the_callers_line():
     assert [w.filename for w in caught] == [__file__]
     assert str(caught[0].message).startswith(f"agents[0] (SOFUL on {SYNTH}): {_SKETCH_50_AT_20}")
     [(category, message)] = result.warnings
-    assert category == "SketchSizeWarning" and result.warnings[(category, message)] == [f"agents[0] (SOFUL on {SYNTH})"]
+    assert category == "SketchSizeWarning"
+    assert result.warnings[(category, message)] == [f"agents[0] (SOFUL on {SYNTH})"]

@@ -66,7 +66,7 @@ def _command_lines() -> list[str]:
     return [line for line in lines if line.startswith("linbandit ")]
 
 
-@pytest.mark.filterwarnings("default::agents.SketchSizeWarning")  # DBSLinUCB's l0=10 at the test's small d
+@pytest.mark.filterwarnings("default::agents.SketchSizeWarning")  # l0=10 at the test's small d
 def test_readme_commands_name_files_a_clone_has_and_they_run(tmp_path, monkeypatch, capsys):
     import yaml
 
@@ -81,7 +81,8 @@ def test_readme_commands_name_files_a_clone_has_and_they_run(tmp_path, monkeypat
     config = sweep.split()[2]
     assert (ROOT / config).is_file() and config.startswith("examples/")
     out = next(c for c in commands if c.startswith("linbandit plot ")).split()[2]
-    assert yaml.safe_load((ROOT / config).read_text())["name"] == out.split("/")[-1]  # plot reads what sweep writes
+    # plot reads what sweep writes
+    assert yaml.safe_load((ROOT / config).read_text())["name"] == out.split("/")[-1]
 
     assert main(["describe", f"{module}:MyAgent"]) == 0
     assert main([*agent.split()[1:], "--horizon", "30", "--env-arg", "d=10", "--no-progress"]) == 0

@@ -104,7 +104,8 @@ class SphinxRoles(griffe.Extension):
             return
         obj.docstring.value = fence_doctests(_roles(one_name_per_entry(obj.docstring.value), obj))
 
-    def on_class(self, *, cls: griffe.Class, **kwargs) -> None:  # noqa: D102
+    def on_class(self, *, cls: griffe.Class, **kwargs) -> None:
+        """A class's arguments, one row per keyword of its runtime signature."""
         runtime = resolve_dotted(cls.path)
         if cls.docstring is None or not inspect.isclass(runtime) or any(
                 TABLE.search(k.__dict__.get("__doc__") or "") for k in runtime.__mro__):

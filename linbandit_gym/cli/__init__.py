@@ -78,8 +78,8 @@ def _key_value(option: str, example: str) -> Callable[[str], str]:
         if not sep or not key.strip().isidentifier():
             name = text.strip() if text.strip().isidentifier() else example_name
             value = example_value if name == example_name else "VALUE"
-            raise argparse.ArgumentTypeError(f"expected NAME=VALUE in one word, e.g. {option} {name}={value}; "
-                                             f"got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected NAME=VALUE in one word, e.g. {option} {name}={value}; got {text!r}")
         return text
 
     check.__name__ = "NAME=VALUE"  # what argparse calls the type in its messages
@@ -158,6 +158,17 @@ def run_experiment(
     return records, summary
 
 
+#: What the summary's words mean, said below it where they appear.
+_TIMING_NOTE = (
+    "timing: alone = each seed played and timed on its own; batch share = the seeds advanced "
+    "together as one batch, each time a 1/B share of the batch's, not a seed's own (compare "
+    "ms/round only between rows timed alike; --no-batched times every seed alone)")
+_EXACT_NOTE = (
+    "exact updates: the round from which a sketched agent switched to exact rank-1 updates "
+    "(DBSLinUCB: its next block would pass its block cap, or hold more memory or cost more time "
+    "per round than OFUL's d x d inverse); from then on it is OFUL, with OFUL's memory and time")
+
+
 def format_summary(summary: pd.DataFrame) -> str:
     """The table the command line prints, and below it what its words mean where they need
     saying: ``timing`` (``alone``: the seeds timed one by one; ``batch share``: each seed's
@@ -179,20 +190,17 @@ def format_summary(summary: pd.DataFrame) -> str:
             "peak memory": summary["peak_memory_bytes"].map(human_bytes),  # "not reported": no memory_bytes()
             # how the times were measured: alone, or each run's share of a batch's time
             **({"timing": summary["timing"]} if "timing" in summary else {}),
-            **({"exact updates": [exact_updates(n, s, a, b) for n, s, a, b in zip(
-                summary["exact_seeds"], summary["seeds"], summary["exact_from_first"], summary["exact_from_last"])]}
-               if exact else {}),
+            **({"exact updates": [
+                exact_updates(n, s, first, last) for n, s, first, last in zip(
+                    summary["exact_seeds"], summary["seeds"], summary["exact_from_first"],
+                    summary["exact_from_last"])]} if exact else {}),
         }
     )
     notes = []
     if "timing" in summary and (summary["timing"] == "batch share").any():
-        notes.append("timing: alone = each seed played and timed on its own; batch share = the seeds advanced "
-                     "together as one batch, each time a 1/B share of the batch's, not a seed's own (compare "
-                     "ms/round only between rows timed alike; --no-batched times every seed alone)")
+        notes.append(_TIMING_NOTE)
     if exact and (summary["exact_seeds"] > 0).any():
-        notes.append("exact updates: the round from which a sketched agent switched to exact rank-1 updates "
-                     "(DBSLinUCB: its next block would pass its block cap, or hold more memory or cost more time per "
-                     "round than OFUL's d x d inverse); from then on it is OFUL, with OFUL's memory and time")
+        notes.append(_EXACT_NOTE)
     return table.to_string(index=False) + "".join(f"\n{note}" for note in notes)
 
 
@@ -254,11 +262,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _check_run_memory(entry, agent_kwargs, args.env, run_env_kwargs)
     agent = entry.build(agent_kwargs)
     # labelled as run() labels the agent (its name and non-default arguments: object_label), then,
-    # as a sweep labels its runs, the feedback schedule where it is not the plain loop's
+    # as a sweep labels its runs, the feedback schedule where it is not the plain loop's; an agent
+    # of the user's keeps the module:Class typed
+    own_name = entry.label if ":" in entry.label else None
     _, summary = run_experiment(
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
-        agent_name=args_label(object_label(agent, entry.label if ":" in entry.label else None), played),
-        out=args.out,
+        agent_name=args_label(object_label(agent, own_name), played), out=args.out,
         progress=False if args.no_progress else None, batched=args.batched,
         agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads, **played,
     )
@@ -356,9 +365,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--out", default=None, metavar="DIR",
                        help="save each seed's records as it finishes, as a sweep directory (plot, report and "
                        "resuming work on it), plus summary.csv and regret.png")
-    p_run.add_argument("--agent-arg", action="append", metavar="K=V", type=_key_value("--agent-arg", "sketch_size=10"),
+    p_run.add_argument("--agent-arg", action="append", metavar="K=V",
+                       type=_key_value("--agent-arg", "sketch_size=10"),
                        help="agent constructor argument, repeatable (e.g. --agent-arg beta=0.1 --agent-arg lam=1)")
-    p_run.add_argument("--env-arg", action="append", metavar="K=V", type=_key_value("--env-arg", "d=100"),
+    p_run.add_argument("--env-arg", action="append", metavar="K=V",
+                       type=_key_value("--env-arg", "d=100"),
                        help="env constructor argument, repeatable (e.g. --env-arg d=100 --env-arg n_arms=20)")
     p_run.add_argument("--no-progress", action="store_true", help="no progress bar")
     p_run.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
@@ -453,7 +464,8 @@ def _run_command(argv: Sequence[str] | None) -> int:
         args, extra = parser.parse_known_args(argv)
         if extra:  # said by the subcommand, with its usage: "linbandit run: error: ..."
             command = parser.subcommands.get(getattr(args, "command", None) or "", parser)
-            command.error(f"unrecognized arguments: {' '.join(extra)}" + _key_value_hint(extra, argv))
+            command.error(f"unrecognized arguments: {' '.join(extra)}"
+                          + _key_value_hint(extra, argv))
         if not getattr(args, "command", None):
             parser.print_help()
             return 2

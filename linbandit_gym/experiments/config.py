@@ -241,8 +241,8 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunSpec":
-        return cls(data["run_id"], data["config"], data["agent_label"], data["env_label"], data["family"],
-                   data.get("entry", ""))
+        return cls(data["run_id"], data["config"], data["agent_label"], data["env_label"],
+                   data["family"], data.get("entry", ""))
 
 
 @dataclass
@@ -485,7 +485,8 @@ def tuned_arguments(raw: dict, env_label: str, agent_label: str) -> dict:
     ({'beta': 0.1, 'lam': 2.0}, {})
     """
     tuned = raw.get("tuned") if isinstance(raw, dict) else None
-    if not isinstance(tuned, dict) or not all(isinstance(v, dict) or v is None for v in tuned.values()):
+    if not isinstance(tuned, dict) or not all(v is None or isinstance(v, dict)
+                                              for v in tuned.values()):
         return {}
     try:
         return _apply_tuned(tuned, env_label, agent_label)

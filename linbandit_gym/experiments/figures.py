@@ -25,8 +25,8 @@ from ..plots import (
 from ..evaluate import timed_runs
 from ..text import NOT_REPORTED, count, exact_updates, mean_spread, reported_bytes
 from .config import ConfigError, _validate_plots, select_labels, tuned_arguments
-from .sweep import (load_meta, load_records, load_runs, read_sweep_config, run_warnings, summary_table,
-                    warning_lines)
+from .sweep import (load_meta, load_records, load_runs, read_sweep_config, run_warnings,
+                    summary_table, warning_lines)
 
 __all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
            "scaling_points", "with_tuned"]
@@ -136,9 +136,11 @@ def _reports_exact(table: pd.DataFrame) -> bool:
 
 
 def _exact_words(table: pd.DataFrame) -> list[str]:
-    """Per row, whether and from which round its agent updated exactly (:func:`~linbandit_gym.text.exact_updates`)."""
+    """Per row, whether and from which round its agent updated exactly
+    (:func:`~linbandit_gym.text.exact_updates`)."""
     return [exact_updates(n, seeds, first, last) for n, seeds, first, last in
-            zip(table["exact_seeds"], table["seeds"], table["exact_from_first"], table["exact_from_last"])]
+            zip(table["exact_seeds"], table["seeds"], table["exact_from_first"],
+                table["exact_from_last"])]
 
 
 def _timing_words(table: pd.DataFrame) -> list[str]:
@@ -201,7 +203,8 @@ def write_tables(out_dir: str | Path) -> tuple[pd.DataFrame, list[Path]]:
     text = markdown_table(format_table(table)) + "\n" if not table.empty else "(no finished runs)\n"
     warnings = warning_lines(run_warnings(out, runs))
     if warnings:
-        text += "\nWarnings of the runs (each once):\n\n" + "".join(f"- {line}\n" for line in warnings)
+        text += "\nWarnings of the runs (each once):\n\n"
+        text += "".join(f"- {line}\n" for line in warnings)
     md.write_text(text)
     return table, [csv, md]
 
@@ -354,15 +357,17 @@ _FIGURE_WORDS = {
               "lower is better, and a curve that flattens has learnt.",
     "pareto_time": "Final cumulative regret against the agent's total CPU time on {env} ({what}). Each point is one "
                    "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
-                   "argument the family varies where it varies one. Each point carries a number, which the key "
-                   "beside the figure gives its configuration, regret and cost. The stepped line joins a family's "
-                   "Pareto front: the least regret it reaches at each cost. Lower and further left is better.",
+                   "argument the family varies where it varies one. Each point carries a number, "
+                   "which the key beside the figure gives its configuration, regret and cost. The "
+                   "stepped line joins a family's Pareto front: the least regret it reaches at "
+                   "each cost. Lower and further left is better.",
     "pareto_memory": "Final cumulative regret against the agent's peak memory on {env} ({what}). Each point is one "
                      "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
-                     "argument the family varies where it varies one. Each point carries a number, which the key "
-                     "beside the figure gives its configuration, regret and cost; points drawn over each other "
-                     "share one label. The stepped line joins a family's Pareto front: the least regret it reaches "
-                     "with that much memory. Lower and further left is better.",
+                     "argument the family varies where it varies one. Each point carries a number, "
+                     "which the key beside the figure gives its configuration, regret and cost; "
+                     "points drawn over each other share one label. The stepped line joins a "
+                     "family's Pareto front: the least regret it reaches with that much memory. "
+                     "Lower and further left is better.",
     "spectral": "The spectral-error exponent log(Δ_t)/log t on {env} ({what}): while it stays below the dashed line "
                 "y = 1/3, SOFUL's regret bound stays sublinear (Wen et al., 2025, Fig. 1c).",
     "sketch_size": "The rows each agent's sketch holds against the round on {env} ({what}): DBSLinUCB's grows "
@@ -372,9 +377,10 @@ _FIGURE_WORDS = {
              "better on both.",
     "fronts": "Pareto fronts side by side ({what}): final cumulative regret against agent CPU time (top row) and "
               "peak memory (bottom row), one column per env, all on one regret scale. Colour and marker give the "
-              "family, marker size the argument it varies; the numbers are the configurations of the key beside "
-              "the panels, and a panel that lacks some says so under its title. The stepped lines are the "
-              "families' Pareto fronts. Lower and further left is better.",
+              "family, marker size the argument it varies; the numbers are the configurations "
+              "of the key beside the panels, and a panel that lacks some says so under its "
+              "title. The stepped lines are the families' Pareto fronts. Lower and further left "
+              "is better.",
     "scaling": "Agent CPU ms per round (left) and peak memory (right) against the env size on log-log axes "
                "({what}): a slope of 1 grows linearly with it, 2 quadratically (the grey guides); each agent's "
                "fitted slope is in the legend. Lower is better.",

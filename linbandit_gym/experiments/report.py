@@ -21,8 +21,10 @@ import pandas as pd
 import yaml
 
 from ..text import count, human_bytes, mean_spread, reported_bytes
-from .figures import env_settings, format_table, make_plots, markdown_table, read_captions, with_tuned
-from .sweep import load_meta, load_runs, read_sweep_config, run_warnings, summary_table, warning_lines
+from .figures import (env_settings, format_table, make_plots, markdown_table, read_captions,
+                      with_tuned)
+from .sweep import (load_meta, load_runs, read_sweep_config, run_warnings, summary_table,
+                    warning_lines)
 
 __all__ = ["METRIC_WORDS", "what_was_run", "winners_in_words", "write_report"]
 
@@ -109,12 +111,14 @@ METRIC_WORDS = [
     ("peak memory", "the most memory the agent reported holding (its memory_bytes(): sketch, matrices, "
                     "vectors) at any round. Lower is better; \"not reported\" for an agent without memory_bytes()."),
     ("final sketch size", "the rows the agent's sketch holds at the end (d once DBSLinUCB has gone exact)."),
-    ("tuned", "the arguments the config's tuned: section (what linbandit tune chose) gives a row over its "
-              "entry's args: a row tuned apart from its siblings (SOFUL l=20 with its own beta and lam) says so."),
-    ("exact updates", "for an agent that may switch from its sketch to exact rank-1 updates (DBSLinUCB: when "
-                      "its next block would pass its block cap, or hold more memory or cost more time per round "
-                      "than OFUL's d x d inverse), the round from which it did (\"from t=807\"; a range over the "
-                      "seeds), or \"never\". From that round on it is OFUL, with OFUL's memory and time."),
+    ("tuned", ("the arguments the config's tuned: section (what linbandit tune chose) gives a "
+               "row over its entry's args: a row tuned apart from its siblings (SOFUL l=20 with "
+               "its own beta and lam) says so.")),
+    ("exact updates", ("for an agent that may switch from its sketch to exact rank-1 updates "
+                       "(DBSLinUCB: when its next block would pass its block cap, or hold more "
+                       "memory or cost more time per round than OFUL's d x d inverse), the round "
+                       "from which it did (\"from t=807\"; a range over the seeds), or "
+                       "\"never\". From that round on it is OFUL, with OFUL's memory and time.")),
     ("Pareto front", "the configurations that no other beats on both regret and cost: for every budget of "
                      "time or memory, the least regret it buys."),
 ]

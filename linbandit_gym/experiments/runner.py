@@ -166,6 +166,7 @@ def bandit_summary(frame: pd.DataFrame, curve_points: int = 200, timing_repeats:
 
     rounds = len(frame)
     exact = exact_from(frame.assign(run=0), ["run"]).iloc[0]
+    switched = exact["exact_from_round"]
     idx = subsample_index(rounds, curve_points)
     last = frame.iloc[-1]
     sketch = frame["sketch_size"].to_numpy(dtype=float) if "sketch_size" in frame else np.full(rounds, np.nan)
@@ -184,7 +185,7 @@ def bandit_summary(frame: pd.DataFrame, curve_points: int = 200, timing_repeats:
         "peak_memory_bytes": int(frame["memory_bytes"].max()),
         "final_sketch_size": None if math.isnan(sketch[-1]) else float(sketch[-1]),
         "reports_exact": bool(exact["reports_exact"]),
-        "exact_from_round": None if math.isnan(exact["exact_from_round"]) else int(exact["exact_from_round"]),
+        "exact_from_round": None if math.isnan(switched) else int(switched),
         "curve": {
             "t": frame["t"].to_numpy()[idx].tolist(),
             "cumulative_regret": frame["cumulative_regret"].to_numpy()[idx].tolist(),
@@ -259,8 +260,8 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
         )
         threads_used = thread_record(threads)
     duration = (time.perf_counter() - t0) / len(specs)
-    extra = {"device": str(getattr(agent, "device", "cpu")), **threads_used, "batch_size": len(specs),
-             "warnings": warning_records(kept)}
+    extra = {"device": str(getattr(agent, "device", "cpu")), **threads_used,
+             "batch_size": len(specs), "warnings": warning_records(kept)}
     return _results(parts, specs, extra, started, duration, curve_points)
 
 

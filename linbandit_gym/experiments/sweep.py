@@ -375,8 +375,8 @@ def sweep(
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
     if result.warnings:
-        say(f"{count(len(result.warnings), 'warning')} from the runs, each said once (also in summary.md and the "
-            "report):")
+        say(f"{count(len(result.warnings), 'warning')} from the runs, each said once (also in "
+            "summary.md and the report):")
         for line in warning_lines(result.warnings):
             say(f"  {line}")
     if result.failed:
@@ -433,7 +433,8 @@ def warning_source(meta: dict) -> str:
     a batch, whose warnings are the batch's, the batch: ``"agents[1] (a batch of 4 runs of
     SOFUL on mnist)"``."""
     batch = int(meta.get("batch_size") or 1)
-    what = (f"a batch of {batch} runs of {meta.get('family')}" if batch > 1 else meta.get("agent_label"))
+    what = (meta.get("agent_label") if batch == 1
+            else f"a batch of {batch} runs of {meta.get('family')}")
     what = f"{what} on {meta.get('env_label')}"
     return f"{meta['entry']} ({what})" if meta.get("entry") else what
 
@@ -462,7 +463,8 @@ def warning_lines(warnings: dict[tuple[str, str], list[str]]) -> list[str]:
     return lines
 
 
-def run_warnings(out_dir: str | Path, runs: pd.DataFrame | None = None) -> dict[tuple[str, str], list[str]]:
+def run_warnings(out_dir: str | Path,
+                 runs: pd.DataFrame | None = None) -> dict[tuple[str, str], list[str]]:
     """The distinct warnings the finished runs of ``out_dir`` (or ``runs``, rows of
     :func:`load_runs`) raised, each with where it came from, as :attr:`SweepResult.warnings`."""
     runs = load_runs(out_dir) if runs is None else runs
@@ -480,7 +482,8 @@ def _object_agent_config(agent: Any, label: str) -> dict:
     """What the runs of an agent object are identified by when its exact config is unknown:
     its class (registered name or module:Class), its constructor arguments read back
     (:func:`linbandit_gym.registry.agent_arguments`; non-scalars as text) and its label."""
-    args = {key: value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
+    scalar = (bool, int, float, str)
+    args = {key: value if value is None or isinstance(value, scalar) else str(value)
             for key, value in agent_arguments(agent).items()}
     return {"name": registered_name(type(agent)), "args": args, "label": label}
 
