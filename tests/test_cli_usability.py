@@ -327,11 +327,10 @@ def test_demo_prints_a_flushed_line_per_finished_agent(tmp_path, monkeypatch):
 
 # -- one label per agent, whoever plays it --------------------------------------------------------
 
-@pytest.mark.filterwarnings("default::agents.SketchSizeWarning")  # small sketches at a small d
 def test_run_and_the_command_line_label_an_agent_alike(capsys):
     from agents import DBSLinUCB, SOFUL
 
-    env = {"d": 20, "n_arms": 3, "horizon": 5}
+    env = {"d": 100, "n_arms": 3, "horizon": 5}  # at d = 100 a sketch of 10 rows saves memory
     cases = ((SOFUL(lam=1.0, beta=0.1, sketch_size=10), ["beta=0.1", "sketch_size=10"]),
              (DBSLinUCB(sketch="rfd", l0=4), ["sketch=rfd", "l0=4"]))
     for agent, cli_args in cases:
