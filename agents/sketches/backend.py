@@ -1,4 +1,5 @@
-"""The array namespace every estimator's kernels are written against, and the one place it is chosen.
+"""The array namespace every estimator's kernels are written against, and the one place it is
+chosen.
 
 Each estimator (exact, FD, RFD, Dyadic Block Sketch) is written once, batch dimension first, with
 operators numpy arrays and torch tensors share (``@``, ``*``, ``+``, slicing, item and index
@@ -28,7 +29,7 @@ import numpy as np
 import torch
 from scipy.linalg.blas import dger, sger
 
-__all__ = ["Backend", "NumpyBackend", "TorchBackend", "choose_backend", "NUMPY_CPU"]
+__all__ = ["NUMPY_CPU", "Backend", "NumpyBackend", "TorchBackend", "choose_backend"]
 
 _NP_DTYPE = {torch.float64: np.float64, torch.float32: np.float32}
 _GER = {np.dtype(np.float64): dger, np.dtype(np.float32): sger}
@@ -50,8 +51,8 @@ class Backend:
         return f"Backend({self.kind!r}, {str(self.device)!r})"
 
     def select(self, idx: np.ndarray):
-        """The members ``idx`` (sorted host ints) as a key of a batch-first array: a slice where they
-        are consecutive (every member, or one: basic indexing, views), else an index array."""
+        """The members ``idx`` (sorted host ints) as a key of a batch-first array: a slice where
+        they are consecutive (every member, or one: basic indexing, views), else an index array."""
         if idx.size and int(idx[-1]) - int(idx[0]) + 1 == idx.size:
             return slice(int(idx[0]), int(idx[-1]) + 1)
         return self.index(idx)
@@ -69,7 +70,8 @@ class Backend:
         """``A^-1`` of symmetric positive definite ``A``, symmetrised: Cholesky ``A = L L^T``, then
         ``A^-1 = L^-T L^-1``. A member whose factorization fails (rounding made a matrix with
         eigenvalues far apart look indefinite) is inverted from its eigendecomposition with its
-        eigenvalues clamped below at ``n eps lambda_max``, the rounding level of the decomposition."""
+        eigenvalues clamped below at ``n eps lambda_max``, the rounding level of the
+        decomposition."""
         n = A.shape[-1]
         if n == 0:
             return self.copy(A)
@@ -93,12 +95,8 @@ class NumpyBackend(Backend):
 
     kind = "numpy"
     is_numpy = True
-    index_dtype = np.int64
 
     # -- dtypes, creation, conversion --------------------------------------------------------------
-    def dtype(self, dtype: torch.dtype):
-        return _NP_DTYPE[dtype]
-
     def zeros(self, shape, dtype: torch.dtype):
         return np.zeros(shape, dtype=_NP_DTYPE[dtype])
 
@@ -106,7 +104,8 @@ class NumpyBackend(Backend):
         return np.eye(n, dtype=_NP_DTYPE[dtype])
 
     def asarray(self, x, dtype: torch.dtype):
-        """``x`` (array, tensor, list or scalar) as an array of ``dtype`` (shared when it already is one)."""
+        """``x`` (array, tensor, list or scalar) as an array of ``dtype`` (shared when it already is
+        one)."""
         if isinstance(x, torch.Tensor):
             x = x.detach().cpu().numpy()
         return np.asarray(x, dtype=_NP_DTYPE[dtype])
@@ -197,7 +196,8 @@ class NumpyBackend(Backend):
             return math.isfinite(float(x.sum())) or bool(np.isfinite(x).all())
 
     def norm_sq(self, x, dtype: torch.dtype):
-        """``||x||^2`` over the last axis, summed in ``dtype`` (float32 entries are exact in float64)."""
+        """``||x||^2`` over the last axis, summed in ``dtype`` (float32 entries are exact in
+        float64)."""
         xc = self.astype(x, dtype)
         return np.vecdot(xc, xc)
 
@@ -248,30 +248,36 @@ class NumpyBackend(Backend):
         return np.linalg.qr(A)
 
     def put(self, dst, index: tuple, src) -> None:
-        """``dst[m, i, ...] = src[m]`` for each ``(m, i, ...)`` of ``zip(*index)`` (host int arrays, the
-        members first); a row ``src[m]`` fills the first ``src.shape[-1]`` entries of the slot. The
-        numpy backend holds one estimator (:func:`choose_backend`): its one member, if in ``index``,
-        is stored with basic indexing."""
+        """``dst[m, i, ...] = src[m]`` for each ``(m, i, ...)`` of ``zip(*index)`` (host int arrays,
+        the members first); a row ``src[m]`` fills the first ``src.shape[-1]`` entries of the slot.
+        The numpy backend holds one estimator (:func:`choose_backend`): its one member, if in
+        ``index``, is stored with basic indexing."""
         if len(index[0]):
             key = (slice(None),) + tuple([int(i[0]) for i in index[1:]])
             dst[key + ((slice(0, src.shape[-1]),) if src.ndim > 1 else ())] = src
 
     def row_range(self, src, idx: np.ndarray, starts: np.ndarray, count: int, width: int):
-        """``src[m_j, starts_j : starts_j + count, :width]`` for the members ``m_j`` of ``idx``, stacked."""
-        return np.stack([src[m, s:s + count, :width] for m, s in zip(idx.tolist(), starts.tolist())])
+        """``src[m_j, starts_j : starts_j + count, :width]`` for the members ``m_j`` of ``idx``,
+        stacked."""
+        return np.stack(
+            [src[m, s : s + count, :width] for m, s in zip(idx.tolist(), starts.tolist())]
+        )
 
-    def put_rows(self, dst, idx: np.ndarray, offsets: np.ndarray, src, counts: np.ndarray, stop: int) -> None:
-        """For each member ``m_j`` of ``idx``: the rows ``[offsets_j, stop)`` of ``dst[m_j]`` zeroed, then
-        the first ``counts_j`` rows of ``src[j]`` written from row ``offsets_j`` on (into the first
-        ``src.shape[-1]`` columns when the rows are vectors)."""
+    def put_rows(
+        self, dst, idx: np.ndarray, offsets: np.ndarray, src, counts: np.ndarray, stop: int
+    ) -> None:
+        """For each member ``m_j`` of ``idx``: the rows ``[offsets_j, stop)`` of ``dst[m_j]``
+        zeroed, then the first ``counts_j`` rows of ``src[j]`` written from row ``offsets_j`` on
+        (into the first ``src.shape[-1]`` columns when the rows are vectors)."""
         width = (slice(0, src.shape[-1]),) if src.ndim == 3 else ()
         for j, (m, o, c) in enumerate(zip(idx.tolist(), offsets.tolist(), counts.tolist())):
             dst[m, o:stop] = 0.0
             dst[(m, slice(o, o + c)) + width] = src[j, :c]
 
     def rank1_update_(self, A, x, alpha) -> None:
-        """``A_i += alpha_i x_i x_i^T`` in place for symmetric ``A`` ``(B, n, n)``, ``x`` ``(B, n)``,
-        ``alpha`` ``(B,)``: BLAS ``ger`` per member (one pass, no ``n x n`` temporary)."""
+        """``A_i += alpha_i x_i x_i^T`` in place for symmetric ``A`` ``(B, n, n)``, ``x``
+        ``(B, n)``, ``alpha`` ``(B,)``: BLAS ``ger`` per member (one pass, no ``n x n``
+        temporary)."""
         ger = _GER[A.dtype]
         for i, a in enumerate(alpha.tolist()):
             At = A[i].T  # A is symmetric: updating A^T (Fortran-ordered) in place is updating A
@@ -285,12 +291,8 @@ class TorchBackend(Backend):
 
     kind = "torch"
     is_numpy = False
-    index_dtype = torch.long
 
     # -- dtypes, creation, conversion --------------------------------------------------------------
-    def dtype(self, dtype: torch.dtype):
-        return dtype
-
     def zeros(self, shape, dtype: torch.dtype):
         return torch.zeros(shape, dtype=dtype, device=self.device)
 
@@ -298,7 +300,8 @@ class TorchBackend(Backend):
         return torch.eye(n, dtype=dtype, device=self.device)
 
     def asarray(self, x, dtype: torch.dtype):
-        """``x`` (array, tensor, list or scalar) as a tensor of ``dtype`` (shared when it already is one)."""
+        """``x`` (array, tensor, list or scalar) as a tensor of ``dtype`` (shared when it already is
+        one)."""
         if isinstance(x, torch.Tensor):
             return x.to(device=self.device, dtype=dtype)
         x = np.asarray(x, dtype=np.float64)
@@ -406,7 +409,8 @@ class TorchBackend(Backend):
         return torch.linalg.qr(A)
 
     def put(self, dst, index: tuple, src) -> None:
-        """``dst[m, i, ...] = src[m]`` for each ``(m, i, ...)`` of ``zip(*index)``: one indexed store."""
+        """``dst[m, i, ...] = src[m]`` for each ``(m, i, ...)`` of ``zip(*index)``: one indexed
+        store."""
         keys = tuple(self.index(i) for i in index)
         width = (slice(0, src.shape[-1]),) if src.ndim > 1 else ()
         dst[keys + width] = src[keys[0]]
@@ -415,7 +419,9 @@ class TorchBackend(Backend):
         rows = self.index(starts[:, None] + np.arange(count)[None, :])
         return src[self.index(idx)[:, None], rows, :width]
 
-    def put_rows(self, dst, idx: np.ndarray, offsets: np.ndarray, src, counts: np.ndarray, stop: int) -> None:
+    def put_rows(
+        self, dst, idx: np.ndarray, offsets: np.ndarray, src, counts: np.ndarray, stop: int
+    ) -> None:
         ii = self.index(idx)
         keep = self.cast_like(np.arange(stop)[None, :] < offsets[:, None], dst)
         dst[ii, :stop] = dst[ii, :stop] * keep.reshape((idx.size, stop) + (1,) * (dst.ndim - 2))
@@ -424,7 +430,7 @@ class TorchBackend(Backend):
         values = src[self.index(which), self.index(j)]
         rows, cols = self.index(idx[which]), self.index(offsets[which] + j)
         if src.ndim == 3:
-            dst[rows, cols, :src.shape[2]] = values
+            dst[rows, cols, : src.shape[2]] = values
         else:
             dst[rows, cols] = values
 

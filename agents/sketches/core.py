@@ -46,9 +46,9 @@ The operations (batch dimension first; ``xp`` is the :class:`~agents.sketches.ba
       H <- [[H - (c / den) h h^T,  -(||e|| / den) h], [-(||e|| / den) h^T,  (1 + q) / den]].
 
   ``b`` gains ``r x = r (V^T p + ||e|| v)``: ``r p`` on the old coordinates, and the new coordinate
-  ``r ||e||`` plus ``b_perp``'s share of ``v``, moved out of ``b_perp``. (Adding ``r e`` to ``b_perp``
-  and taking ``v``'s share out again would subtract numbers of size ``|r x|``, leaving ``eps |r x|``
-  there, which the mean reads amplified by ``|x| / c``.)
+  ``r ||e||`` plus ``b_perp``'s share of ``v``, moved out of ``b_perp``. (Adding ``r e`` to
+  ``b_perp`` and taking ``v``'s share out again would subtract numbers of size ``|r x|``, leaving
+  ``eps |r x|`` there, which the mean reads amplified by ``|x| / c``.)
 * :meth:`SketchCore.shrink`: the Frequent Directions shrink (Ghashami et al. 2016, Alg. 2; Wen
   et al. (2025), Alg. 2 lines 4-7) of a range of rows: the eigendecomposition of the range's Gram
   ``C_r^T C_r = W diag(s^2) W^T`` (``R x R`` numbers, not ``rows x d``), the shrink value
@@ -87,7 +87,15 @@ import torch
 
 from .backend import Backend
 
-__all__ = ["SketchCore", "Expansion", "fd_shrink", "FDPlan", "Rounding", "rounding", "shrink_groups"]
+__all__ = [
+    "Expansion",
+    "FDPlan",
+    "Rounding",
+    "SketchCore",
+    "fd_shrink",
+    "rounding",
+    "shrink_groups",
+]
 
 Array = Any  # a numpy array or a torch tensor, as the backend says
 
@@ -96,13 +104,15 @@ _TINY = np.finfo(np.float64).tiny
 
 #: A bordered Sherman-Morrison step of ``H`` multiplies the rounding it meets by ``1 + q``
 #: (``q = p^T H p``: how much more the row weighs in its directions than the sketch held there,
-#: relative to ``c``). A step beyond this refactors ``H`` from the coordinates instead (O(R^3), rare:
-#: early rows against a tiny ridge), so a kept ``H`` is the inverse to ~``AMPLIFICATION_LIMIT eps``
-#: per row since its factorization.
-AMPLIFICATION_LIMIT = 2.0 ** 10
+#: relative to ``c``). A step beyond this refactors ``H`` from the coordinates instead (O(R^3),
+#: rare: early rows against a tiny ridge), so a kept ``H`` is the inverse to
+#: ~``AMPLIFICATION_LIMIT eps`` per row since its factorization.
+AMPLIFICATION_LIMIT = 2.0**10
 
 
-def shrink_groups(idx: np.ndarray, rows: np.ndarray, ls: np.ndarray) -> list[tuple[np.ndarray, int]]:
+def shrink_groups(
+    idx: np.ndarray, rows: np.ndarray, ls: np.ndarray
+) -> list[tuple[np.ndarray, int]]:
     """The members ``idx`` grouped for batched shrinks: ``(members, l)`` per distinct (rows held,
     sketch size ``l``) pair (``rows``, ``ls``: host ints, one per member of ``idx``), so that each
     member's decomposition has the shapes of its own single sketch's."""
@@ -125,7 +135,8 @@ class Rounding:
     gram: np.ndarray
 
     def zero_level(self) -> np.ndarray:
-        """``||delta C_r||^2 + n eps ||M_r||``: an eigenvalue at or below it cannot be told from 0."""
+        """``||delta C_r||^2 + n eps ||M_r||``: an eigenvalue at or below it cannot be told from
+        0."""
         return self.coord * self.coord + self.gram
 
 
@@ -147,10 +158,10 @@ def rounding(xp: Backend, eps_work: float, eps_core: float, n: int, lam) -> Roun
 
 @dataclass(frozen=True)
 class FDPlan:
-    """Frequent Directions' shrink of one group of ranges (Alg. 2 lines 5-6), per member:
-    ``delta`` the shrink value (host float64 ``(n,)``), ``keep`` the kept squared singular values
-    ``(n, k)`` (backend array, 0 where dropped), ``kept`` how many survive (host ints ``(n,)``;
-    always the leading ones) and ``mass`` their sum ``tr(S_new^T S_new)`` (host float64 ``(n,)``)."""
+    """Frequent Directions' shrink of one group of ranges (Alg. 2 lines 5-6), per member: ``delta``
+    the shrink value (host float64 ``(n,)``), ``keep`` the kept squared singular values ``(n, k)``
+    (backend array, 0 where dropped), ``kept`` how many survive (host ints ``(n,)``; always the
+    leading ones) and ``mass`` their sum ``tr(S_new^T S_new)`` (host float64 ``(n,)``)."""
 
     delta: np.ndarray
     keep: Array
@@ -189,12 +200,12 @@ def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
 
 @dataclass(slots=True)
 class Expansion:
-    """A row's coordinates in the basis extended by its residual direction (:meth:`SketchCore.expand`):
-    ``p`` ``(B, width)`` core, ``nu`` ``(B,)`` core (``||e||``, 0 where no new direction), ``v``
-    ``(B, d)`` working (the new unit vector ``e / ||e||``, 0 where none), ``new`` ``(B,)`` host bools,
-    ``sq`` ``(B,)`` core ``||x||^2``; ``hp = H p`` ``(B, width)`` and ``php = p^T H p`` ``(B,)`` (core)
-    when the scoring computed them for this very ``p`` (:meth:`SketchCore.score`), else None (the
-    append forms them)."""
+    """A row's coordinates in the basis extended by its residual direction
+    (:meth:`SketchCore.expand`): ``p`` ``(B, width)`` core, ``nu`` ``(B,)`` core (``||e||``, 0 where
+    no new direction), ``v`` ``(B, d)`` working (the new unit vector ``e / ||e||``, 0 where none),
+    ``new`` ``(B,)`` host bools, ``sq`` ``(B,)`` core ``||x||^2``; ``hp = H p`` ``(B, width)`` and
+    ``php = p^T H p`` ``(B,)`` (core) when the scoring computed them for this very ``p``
+    (:meth:`SketchCore.score`), else None (the append forms them)."""
 
     p: Array
     nu: Array
@@ -213,22 +224,31 @@ class SketchCore:
         xp: the backend (numpy or torch).
         B, d: members and dimension.
         dtype, cdtype: working dtype (the basis) and core dtype (coordinates, ``H``, ``b``).
-        rows, basis: initial capacities (rows of ``C``, basis vectors, ``basis <= d``); :meth:`ensure`
-            grows them.
+        rows, basis: initial capacities (rows of ``C``, basis vectors, ``basis <= d``);
+            :meth:`ensure` grows them.
         reg: the ridge per member before any mass is added back (host float64 ``(B,)``).
 
     Attributes:
         N, R: rows held in coordinates and basis size per member (host ints ``(B,)``).
         width: ``max R``, the width every member's products run over.
-        reg, alpha, c: the ridge ``c = reg + alpha`` per member (host float64 ``(B,)``), ``alpha`` the
-            shrink values added back (:meth:`shrink` with ``add_back``).
+        reg, alpha, c: the ridge ``c = reg + alpha`` per member (host float64 ``(B,)``), ``alpha``
+            the shrink values added back (:meth:`shrink` with ``add_back``).
         n_raw: raw rows every member holds (a sketch nobody queried yet: :meth:`append_raw`), in the
             first slots of ``V`` (zero rows past a member's own after a raw shrink).
         V, C, H, b_coords, theta_perp: the state of the module docstring.
     """
 
-    def __init__(self, xp: Backend, B: int, d: int, dtype: torch.dtype, cdtype: torch.dtype, rows: int,
-                 basis: int, reg: np.ndarray):
+    def __init__(
+        self,
+        xp: Backend,
+        B: int,
+        d: int,
+        dtype: torch.dtype,
+        cdtype: torch.dtype,
+        rows: int,
+        basis: int,
+        reg: np.ndarray,
+    ):
         self.xp, self.B, self.d = xp, B, d
         self.dtype, self.cdtype = dtype, cdtype
         self.eps_w, self.eps_c = torch.finfo(dtype).eps, torch.finfo(cdtype).eps
@@ -257,7 +277,8 @@ class SketchCore:
         return self.V.shape[1]
 
     def ensure(self, rows: int, basis: int) -> None:
-        """Grow the capacities to ``rows`` rows and ``basis`` basis vectors (copies, zero padding)."""
+        """Grow the capacities to ``rows`` rows and ``basis`` basis vectors (copies, zero
+        padding)."""
         rows, basis = max(rows, self.rows_cap), min(max(basis, self.basis_cap), self.d)
         if rows == self.rows_cap and basis == self.basis_cap:
             return
@@ -267,7 +288,12 @@ class SketchCore:
         C = xp.zeros((B, rows, basis), self.cdtype)
         H = xp.zeros((B, basis, basis), self.cdtype)
         b_coords = xp.zeros((B, basis), self.cdtype)
-        V[:, :r0], C[:, :n0, :r0], H[:, :r0, :r0], b_coords[:, :r0] = self.V, self.C, self.H, self.b_coords
+        V[:, :r0], C[:, :n0, :r0], H[:, :r0, :r0], b_coords[:, :r0] = (
+            self.V,
+            self.C,
+            self.H,
+            self.b_coords,
+        )
         self.V, self.C, self.H, self.b_coords = V, C, H, b_coords
 
     def held_bytes(self) -> int:
@@ -276,9 +302,9 @@ class SketchCore:
 
     @staticmethod
     def layout_bytes(d: int, rows, basis, work_bytes: int, core_bytes: int):
-        """Bytes one member holds with capacities ``rows`` x ``basis``: the basis (``basis x d``, working
-        dtype); in the core dtype its coordinates (``rows x basis``), ``H`` (``basis^2``), ``b_coords``
-        (``basis``) and ``theta_perp`` (``d``). Accepts numpy int arrays."""
+        """Bytes one member holds with capacities ``rows`` x ``basis``: the basis (``basis x d``,
+        working dtype); in the core dtype its coordinates (``rows x basis``), ``H`` (``basis^2``),
+        ``b_coords`` (``basis``) and ``theta_perp`` (``d``). Accepts numpy int arrays."""
         return work_bytes * basis * d + core_bytes * (rows * basis + basis * basis + basis + d)
 
     def _set_ridge(self) -> None:
@@ -294,7 +320,9 @@ class SketchCore:
         self.alpha[idx] += delta
         self._set_ridge()
         sel = self.xp.select(idx)
-        self.theta_perp[sel] = self.theta_perp[sel] * self.xp.asarray(old / self.c[idx], self.cdtype)[:, None]
+        self.theta_perp[sel] = (
+            self.theta_perp[sel] * self.xp.asarray(old / self.c[idx], self.cdtype)[:, None]
+        )
 
     def _set_R(self, R: np.ndarray) -> None:
         self.R = R
@@ -308,12 +336,15 @@ class SketchCore:
     # -- reading the state -------------------------------------------------------------------------
     def _basis_core(self):
         """The basis over the common width, in the core dtype ``(B, width, d)``."""
-        return self.xp.astype(self.V[:, :self.width], self.cdtype)
+        return self.xp.astype(self.V[:, : self.width], self.cdtype)
 
     def b(self):
         """``b = b_perp + V^T b_coords`` ``(B, d)``, core dtype."""
         w = self.width
-        return self.theta_perp * self.c_arr[:, None] + (self.b_coords[:, None, :w] @ self._basis_core())[:, 0]
+        return (
+            self.theta_perp * self.c_arr[:, None]
+            + (self.b_coords[:, None, :w] @ self._basis_core())[:, 0]
+        )
 
     def theta(self):
         """``A_hat^-1 b = theta_perp + V^T H b_coords`` ``(B, d)``, core dtype."""
@@ -323,14 +354,17 @@ class SketchCore:
 
     def gram(self):
         """``M = C^T C`` ``(B, width, width)`` over the rows held (core dtype)."""
-        held = self.C[:, :int(self.N.max()), :self.width]
+        held = self.C[:, : int(self.N.max()), : self.width]
         return held.mT @ held
 
     def logdet(self) -> np.ndarray:
-        """``log det(M + c I) - R log c = -log det(H) - R log c`` per member (host float64; O(R^3))."""
+        """``log det(M + c I) - R log c = -log det(H) - R log c`` per member (host float64;
+        O(R^3))."""
         w = self.width
         real = np.arange(w)[None, :] < self.R[:, None]
-        padded = self.H[:, :w, :w] + self.xp.cast_like(~real, self.H)[:, :, None] * self.xp.eye(w, self.cdtype)
+        padded = self.H[:, :w, :w] + self.xp.cast_like(~real, self.H)[:, :, None] * self.xp.eye(
+            w, self.cdtype
+        )
         return -self.xp.logdet(padded) - self.R * np.log(self.c)
 
     def frob2(self) -> np.ndarray:
@@ -341,35 +375,40 @@ class SketchCore:
     def covariance(self):
         """``S^T S = V^T M V``, or the raw rows' ``S^T S``, ``(B, d, d)`` in the core dtype."""
         basis = self._basis_core()
-        raw = self.xp.astype(self.V[:, :self.n_raw], self.cdtype)
+        raw = self.xp.astype(self.V[:, : self.n_raw], self.cdtype)
         return basis.mT @ self.gram() @ basis + raw.mT @ raw
 
     def rows(self, i: int):
-        """Member ``i``'s rows ``S``: ``C V`` ``(N_i, d)``, or its raw rows (core dtype; diagnostics)."""
+        """Member ``i``'s rows ``S``: ``C V`` ``(N_i, d)``, or its raw rows (core dtype;
+        diagnostics)."""
         n, r = int(self.N[i]), int(self.R[i])
         held = self.C[i, :n, :r] @ self.xp.astype(self.V[i, :r], self.cdtype)
-        return self.xp.concat(held, self.xp.astype(self.V[i, :self.n_raw], self.cdtype), axis=0)
+        return self.xp.concat(held, self.xp.astype(self.V[i, : self.n_raw], self.cdtype), axis=0)
 
     def inverse(self, idx: np.ndarray):
-        """``A_hat^-1 = (I - V^T V) / c + V^T H V`` of the members ``idx``, ``(n, d, d)`` in the core
-        dtype (symmetrised; O(d^2 R), for a switch to exact updates)."""
+        """``A_hat^-1 = (I - V^T V) / c + V^T H V`` of the members ``idx``, ``(n, d, d)`` in the
+        core dtype (symmetrised; O(d^2 R), for a switch to exact updates)."""
         xp = self.xp
         sel = xp.select(idx)
         w = int(self.R[idx].max()) if idx.size else 0
         basis = xp.astype(self.V[sel, :w], self.cdtype)
         eye = xp.eye(self.d, self.cdtype)[None]
-        inv = (eye - basis.mT @ basis) / self.c_arr[sel][:, None, None] + basis.mT @ self.H[sel, :w, :w] @ basis
+        inv = (eye - basis.mT @ basis) / self.c_arr[sel][:, None, None] + basis.mT @ self.H[
+            sel, :w, :w
+        ] @ basis
         return 0.5 * (inv + inv.mT)
 
     # -- score, solve, draw ------------------------------------------------------------------------
     def project(self, arms):
-        """``P = arms V^T`` ``(B, K, width)`` in the core dtype: the only ``K d R`` product of a round."""
-        return self.xp.astype(arms @ self.V[:, :self.width].mT, self.cdtype)
+        """``P = arms V^T`` ``(B, K, width)`` in the core dtype: the only ``K d R`` product of a
+        round."""
+        return self.xp.astype(arms @ self.V[:, : self.width].mT, self.cdtype)
 
-    def score(self, arms, arms_c, sq, P, rel: float = 2.0 ** -10):
-        """``(x^T theta_hat, x^T A_hat^-1 x, H p, p^T H p)`` of the arms ``(B, K, d)`` (working dtype;
-        ``arms_c`` the same in the core dtype, ``sq`` their ``||x||^2``, ``P`` from :meth:`project`):
-        ``(B, K)``, ``(B, K)``, ``(B, K, width)`` and ``(B, K)`` in the core dtype, with
+    def score(self, arms, arms_c, sq, P, rel: float = 2.0**-10):
+        """``(x^T theta_hat, x^T A_hat^-1 x, H p, p^T H p)`` of the arms ``(B, K, d)`` (working
+        dtype; ``arms_c`` the same in the core dtype, ``sq`` their ``||x||^2``, ``P`` from
+        :meth:`project`): ``(B, K)``, ``(B, K)``, ``(B, K, width)`` and ``(B, K)`` in the core
+        dtype, with
 
             x^T theta_hat    = x . theta_perp + p^T H b_coords,
             x^T A_hat^-1 x   = ||x - V^T p||^2 / c + p^T H p,          p = V x.
@@ -386,7 +425,8 @@ class SketchCore:
         mean = xp.matvec(arms_c, self.theta_perp) + xp.matvec(PH, self.b_coords[:, :w])
         pHp = xp.vecdot(PH, P)
         residual = sq - xp.vecdot(P, P)
-        # the rounding of that difference, against rel of the width: (2 sqrt(R d) eps / rel) ||x||^2 / c
+        # the rounding of that difference, against rel of the width: (2 sqrt(R d) eps / rel) ||x||^2
+        # / c
         noise = sq * ((2.0 * math.sqrt(w * self.d) * self.eps_w / rel) * self.inv_c)
         if self.width >= self.d:  # a member whose basis spans R^d has no residual
             outside = self._outside(sq)
@@ -416,9 +456,9 @@ class SketchCore:
         return xp.cholesky(padded) * (real[:, :, None] * real[:, None, :])
 
     def draw(self, z):
-        """``F z = (z - V^T V z) / sqrt(c) + V^T L V z`` for standard normal ``z`` ``(B, n, d)`` (core
-        dtype): ``n`` draws of covariance ``A_hat^-1`` per member (module docstring), ``(B, n, d)``,
-        with ``L`` from :meth:`h_factor`."""
+        """``F z = (z - V^T V z) / sqrt(c) + V^T L V z`` for standard normal ``z`` ``(B, n, d)``
+        (core dtype): ``n`` draws of covariance ``A_hat^-1`` per member (module docstring),
+        ``(B, n, d)``, with ``L`` from :meth:`h_factor`."""
         xp = self.xp
         basis = self._basis_core()
         pz = z @ basis.mT  # (B, n, width): V z
@@ -427,26 +467,29 @@ class SketchCore:
 
     # -- the row append ----------------------------------------------------------------------------
     def expand(self, X, sq, sq_host: np.ndarray, p=None, hp=None, php=None) -> Expansion:
-        """The rows ``X`` ``(B, d)`` (working dtype; ``sq = ||x||^2`` ``(B,)`` core, ``sq_host`` on the
-        host) in the basis extended by their residual directions; ``p = V x`` ``(B, width)`` when the
-        caller has it (the played arm's row of the scoring's ``P``), with ``hp = H p`` and ``php = p^T H
-        p`` (its rows of the scoring's, kept while ``p`` is). Changes nothing.
+        """The rows ``X`` ``(B, d)`` (working dtype; ``sq = ||x||^2`` ``(B,)`` core, ``sq_host`` on
+        the host) in the basis extended by their residual directions; ``p = V x`` ``(B, width)``
+        when the caller has it (the played arm's row of the scoring's ``P``), with ``hp = H p`` and
+        ``php = p^T H p`` (its rows of the scoring's, kept while ``p`` is). Changes nothing.
 
         Classical Gram-Schmidt against the basis; a second pass where the first kept less than half
         the squared norm; a new direction where the last pass kept at least half of what it was
         given (Kahan-Parlett: then the residual is orthogonal to the basis to working precision; if
         not, ``x`` lies in the span up to rounding), the residual exceeds the rounding of a residual
         of ``x`` in the span, ``8 sqrt((R + 1) d) eps ||x||`` (``R`` dot products of length ``d`` to
-        form ``p``, ``R`` terms in each entry of ``V^T p``), and there is room (``R < basis_cap``)."""
+        form ``p``, ``R`` terms in each entry of ``V^T p``), and there is room
+        (``R < basis_cap``)."""
         xp = self.xp
-        basis = self.V[:, :self.width]
+        basis = self.V[:, : self.width]
         norms = np.maximum(sq_host, _TINY)
         if p is None:
             p = xp.astype((basis @ X[:, :, None])[:, :, 0], self.cdtype)
         e = X - (xp.astype(p, self.dtype)[:, None, :] @ basis)[:, 0]
         nu2 = xp.norm_sq(e, self.cdtype)
         kept = xp.host(nu2) / norms
-        if min(kept.tolist()) < 0.5:  # "twice is enough": a second pass where half the norm was lost
+        if (
+            min(kept.tolist()) < 0.5
+        ):  # "twice is enough": a second pass where half the norm was lost
             again = kept < 0.5
             extra = (basis @ e[:, :, None])[:, :, 0] * xp.cast_like(again, e)[:, None]
             e = e - (extra[:, None, :] @ basis)[:, 0]
@@ -454,9 +497,11 @@ class SketchCore:
             hp = php = None  # p moved: the append forms H p afresh
             nu2 = xp.norm_sq(e, self.cdtype)
             kept_again = xp.host(nu2) / norms
-            kept = np.where(again & (kept_again < 0.5 * kept), 0.0, np.where(again, kept_again, kept))
+            kept = np.where(
+                again & (kept_again < 0.5 * kept), 0.0, np.where(again, kept_again, kept)
+            )
         # each member's own R: its decision must not depend on the other members of a batch
-        new = (kept > (self.R + 1) * (64.0 * self.d * self.eps_w ** 2)) & (self.R < self.basis_cap)
+        new = (kept > (self.R + 1) * (64.0 * self.d * self.eps_w**2)) & (self.R < self.basis_cap)
         w = xp.cast_like(new, nu2)
         nu = xp.sqrt(nu2) * w
         v = e / xp.astype(nu + (1.0 - w), self.dtype)[:, None] * xp.astype(w, self.dtype)[:, None]
@@ -467,8 +512,8 @@ class SketchCore:
         members where ``live`` (host bools; every member when None): the new basis vectors and
         coordinate rows, ``b``, and ``H`` by the bordered Sherman-Morrison step of the module
         docstring; a member whose step amplified rounding by more than :data:`AMPLIFICATION_LIMIT`
-        (``1 + q`` large: the row carries far more mass in a direction than the sketch held there) is
-        refactored from ``C`` instead (:meth:`refactor`)."""
+        (``1 + q`` large: the row carries far more mass in a direction than the sketch held there)
+        is refactored from ``C`` instead (:meth:`refactor`)."""
         xp = self.xp
         p, nu, new, hp, php = ex.p, ex.nu, ex.new, ex.hp, ex.php
         rows = self._members
@@ -481,7 +526,7 @@ class SketchCore:
         gained = np.nonzero(new)[0]
         if gained.size:
             self._extend_basis(gained, ex.v, nu, r)
-        self.b_coords[:, :p.shape[1]] += (r if isinstance(r, float) else r[:, None]) * p
+        self.b_coords[:, : p.shape[1]] += (r if isinstance(r, float) else r[:, None]) * p
         stale = self._fold(p, nu, gained, hp, php)
         self._set_R(self.R + new)
         self.N = self.N + (1 if live is None else live)
@@ -491,10 +536,10 @@ class SketchCore:
             self.refactor(stale)
 
     def _extend_basis(self, gained: np.ndarray, v, nu, r) -> None:
-        """The new unit vectors ``v`` of the members ``gained`` join the basis at slot ``R_i``, with the
-        row's coordinate ``nu`` there; ``b_perp``'s share of ``v`` moves to ``b_coords``: ``theta_perp``
-        loses ``(v . theta_perp) v`` and ``b_coords[R] = c (v . theta_perp) + r nu`` (``v = 0`` for the
-        other members)."""
+        """The new unit vectors ``v`` of the members ``gained`` join the basis at slot ``R_i``, with
+        the row's coordinate ``nu`` there; ``b_perp``'s share of ``v`` moves to ``b_coords``:
+        ``theta_perp`` loses ``(v . theta_perp) v`` and ``b_coords[R] = c (v . theta_perp) + r nu``
+        (``v = 0`` for the other members)."""
         xp = self.xp
         vc = xp.astype(v, self.cdtype)
         share = xp.vecdot(vc, self.theta_perp)
@@ -505,23 +550,26 @@ class SketchCore:
         xp.put(self.b_coords, (gained, slot), share * self.c_arr + r * nu)
 
     def _no_perp_once_spanning(self, idx: np.ndarray) -> None:
-        """``theta_perp = 0`` for the members ``idx`` whose basis spans ``R^d``: nothing lies outside it,
-        and what rounding left there would reach the mean as ``x . theta_perp``."""
+        """``theta_perp = 0`` for the members ``idx`` whose basis spans ``R^d``: nothing lies
+        outside it, and what rounding left there would reach the mean as ``x . theta_perp``."""
         if idx.size:
             self.theta_perp[self.xp.select(idx)] = 0.0
 
     def _fold(self, p, nu, gained: np.ndarray, hp=None, php=None) -> np.ndarray:
-        """``H <- ([[M, 0], [0, 0]] + [p, nu] [p, nu]^T + c I)^-1`` (bordered at slot ``R_i`` for the
-        members ``gained``); returns the members whose step amplified rounding past
+        """``H <- ([[M, 0], [0, 0]] + [p, nu] [p, nu]^T + c I)^-1`` (bordered at slot ``R_i`` for
+        the members ``gained``); returns the members whose step amplified rounding past
         :data:`AMPLIFICATION_LIMIT`.
 
-        The bordered step is one rank-1 update of the padded ``H``: with ``u = [h, nu / c]`` (``h = H
-        p`` is 0 at the new slot, ``H``'s padding), ``H - (c / den) u u^T`` has the block ``H - (c /
-        den) h h^T`` and the border ``-(nu / den) h``; its corner, ``1/c - nu^2 / (c den) = (1 + q) /
-        den``, is written directly (the difference would cancel)."""
+        The bordered step is one rank-1 update of the padded ``H``: with ``u = [h, nu / c]``
+        (``h = H p`` is 0 at the new slot, ``H``'s padding), ``H - (c / den) u u^T`` has the block
+        ``H - (c / den) h h^T`` and the border ``-(nu / den) h``; its corner,
+        ``1/c - nu^2 / (c den) = (1 + q) / den``, is written directly (the difference would
+        cancel)."""
         xp = self.xp
         w = p.shape[1]
-        padded = xp.zeros((self.B, self.basis_cap), self.cdtype)  # rows over the whole width: 0 past the basis
+        padded = xp.zeros(
+            (self.B, self.basis_cap), self.cdtype
+        )  # rows over the whole width: 0 past the basis
         if hp is None:
             padded[:, :w] = p
             u = xp.matvec(self.H, padded)
@@ -543,22 +591,27 @@ class SketchCore:
         xp = self.xp
         sel = xp.select(idx)
         w = int(self.R[idx].max())
-        held = self.C[sel, :int(self.N[idx].max()), :w]
+        held = self.C[sel, : int(self.N[idx].max()), :w]
         real = xp.cast_like(np.arange(w)[None, :] < self.R[idx][:, None], held)
-        A = held.mT @ held + (self.c_arr[sel][:, None] * real + (1.0 - real))[:, :, None] * xp.eye(w, self.cdtype)
+        A = held.mT @ held + (self.c_arr[sel][:, None] * real + (1.0 - real))[:, :, None] * xp.eye(
+            w, self.cdtype
+        )
         self.H[sel] = 0.0
         self.H[sel, :w, :w] = xp.inv_spd(A) * (real[:, :, None] * real[:, None, :])
 
     # -- ranges of rows ----------------------------------------------------------------------------
     def _range(self, idx: np.ndarray, start: np.ndarray, width: int):
-        """The coordinates ``(n, rows, width)`` of the rows ``[start_i, N_i)`` of the members ``idx``
-        (every member holds as many there); a copy."""
+        """The coordinates ``(n, rows, width)`` of the rows ``[start_i, N_i)`` of the members
+        ``idx`` (every member holds as many there); a copy."""
         return self.xp.row_range(self.C, idx, start, int(self.N[idx[0]] - start[0]), width)
 
-    def shrink_value(self, idx: np.ndarray, start: np.ndarray, l: int, ex: Expansion | None = None) -> np.ndarray:
-        """FD's shrink value (:func:`fd_shrink`) of the rows ``[start_i, N_i)`` of the members ``idx``
-        (all with the same count), with the expanded row ``ex`` appended when given: a look-ahead
-        (Dyadic Block Sketching's willExcessSketch), the state unchanged. Host float64 ``(n,)``."""
+    def shrink_value(
+        self, idx: np.ndarray, start: np.ndarray, l: int, ex: Expansion | None = None
+    ) -> np.ndarray:
+        """FD's shrink value (:func:`fd_shrink`) of the rows ``[start_i, N_i)`` of the members
+        ``idx`` (all with the same count), with the expanded row ``ex`` appended when given: a
+        look-ahead (Dyadic Block Sketching's willExcessSketch), the state unchanged. Host float64
+        ``(n,)``."""
         xp = self.xp
         w = int(self.R[idx].max())
         Cr = self._range(idx, start, w)
@@ -573,21 +626,30 @@ class SketchCore:
             padded[:, :, :w] = Cr
             Cr, w = xp.concat(padded, row), wx
         lam = xp.maximum(xp.eigvalsh_desc(Cr.mT @ Cr), 0.0)
-        return fd_shrink(xp, lam, l, rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam)).delta
+        return fd_shrink(
+            xp, lam, l, rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam)
+        ).delta
 
-    def shrink(self, idx: np.ndarray, start: np.ndarray, l: int, frozen_basis: np.ndarray,
-               add_back: bool = False) -> FDPlan:
-        """The Frequent Directions shrink (Wen et al. (2025), Alg. 2 lines 4-7; :func:`fd_shrink`) of
-        the rows ``[start_i, N_i)`` of the members ``idx`` (all with the same number of rows there and
-        the same sketch size ``l``); ``add_back`` (RFD, Alg. 3 line 5): ``alpha += delta``. Rows before
-        ``start_i`` (Dyadic Block Sketching's frozen blocks) are kept as they are; they live on the
-        first ``frozen_basis_i`` basis vectors, which stay too.
+    def shrink(
+        self,
+        idx: np.ndarray,
+        start: np.ndarray,
+        l: int,
+        frozen_basis: np.ndarray,
+        add_back: bool = False,
+    ) -> FDPlan:
+        """The Frequent Directions shrink (Wen et al. (2025), Alg. 2 lines 4-7; :func:`fd_shrink`)
+        of the rows ``[start_i, N_i)`` of the members ``idx`` (all with the same number of rows
+        there and the same sketch size ``l``); ``add_back`` (RFD, Alg. 3 line 5):
+        ``alpha += delta``. Rows before ``start_i`` (Dyadic Block Sketching's frozen blocks) are
+        kept as they are; they live on the first ``frozen_basis_i`` basis vectors, which stay too.
 
-        With ``C_r^T C_r = W diag(s^2) W^T``, the range becomes ``Y = diag(sqrt(s_i^2 - delta)) W_k^T``
-        in the old basis. The basis keeps the frozen vectors and an orthonormal basis ``Q`` of the new
-        rows' part beyond them (:meth:`_kept_basis`), rotated into ``d`` dimensions as ``Q V``;
-        ``b_coords``' share of the dropped directions moves to ``b_perp``. ``H`` is refactored; where
-        nothing is frozen the new rows are ``diag(sqrt(s^2 - delta))`` on the basis ``W_k V``, and
+        With ``C_r^T C_r = W diag(s^2) W^T``, the range becomes
+        ``Y = diag(sqrt(s_i^2 - delta)) W_k^T`` in the old basis. The basis keeps the frozen vectors
+        and an orthonormal basis ``Q`` of the new rows' part beyond them (:meth:`_kept_basis`),
+        rotated into ``d`` dimensions as ``Q V``; ``b_coords``' share of the dropped directions
+        moves to ``b_perp``. ``H`` is refactored; where nothing is frozen the new rows are
+        ``diag(sqrt(s^2 - delta))`` on the basis ``W_k V``, and
         ``H = diag(1 / (s^2 - delta + c))``."""
         xp = self.xp
         sel = xp.select(idx)
@@ -601,11 +663,15 @@ class SketchCore:
         kept_dirs = W.mT[:, :k] * alive[:, :, None]  # orthonormal rows, zero past kept
         sing = xp.sqrt(plan.keep)  # (n, k): the new rows' singular values
         nothing_frozen = not frozen_basis.any()
-        Q, n_basis = (kept_dirs, plan.kept) if nothing_frozen else self._kept_basis(kept_dirs, frozen_basis, w)
+        Q, n_basis = (
+            (kept_dirs, plan.kept)
+            if nothing_frozen
+            else self._kept_basis(kept_dirs, frozen_basis, w)
+        )
         self._rotate_basis(idx, frozen_basis, Q, n_basis, w)
         if nothing_frozen:
             new_rows = sing[:, :, None] * xp.eye(k, self.cdtype)
-        else:  # the new rows Y on the frozen vectors as they are, and on Q (columns frozen_basis_i + j)
+        else:  # the new rows Y: on the frozen vectors as they are, on Q in columns frozen_basis + j
             Y = sing[:, :, None] * kept_dirs
             frozen = xp.cast_like(np.arange(w)[None, :] < frozen_basis[:, None], Y)
             shifted = xp.zeros((idx.size, w, k), self.cdtype)
@@ -622,7 +688,9 @@ class SketchCore:
         if nothing_frozen and not start.any():
             real = xp.cast_like(np.arange(k)[None, :] < n_basis[:, None], sing)
             self.H[sel] = 0.0
-            self.H[sel, :k, :k] = (real / (sing * sing + self.c_arr[sel][:, None]))[:, :, None] * xp.eye(k, self.cdtype)
+            self.H[sel, :k, :k] = (real / (sing * sing + self.c_arr[sel][:, None]))[
+                :, :, None
+            ] * xp.eye(k, self.cdtype)
         else:
             self.refactor(idx)
         return plan
@@ -630,27 +698,37 @@ class SketchCore:
     def _kept_basis(self, kept_dirs, frozen_basis: np.ndarray, w: int):
         """An orthonormal basis ``Q`` (rows, in the old basis' coordinates) of the kept directions'
         part beyond the first ``frozen_basis_i`` basis vectors, and its size per member: the right
-        singular vectors of that part above rounding (its rows are orthonormal: singular values <= 1).
-        A right singular vector of a small singular value ``s`` carries ``eps / s`` on the frozen
-        columns, which are exactly zero in the rows it spans: they are zeroed and the rows
+        singular vectors of that part above rounding (its rows are orthonormal: singular values <=
+        1). A right singular vector of a small singular value ``s`` carries ``eps / s`` on the
+        frozen columns, which are exactly zero in the rows it spans: they are zeroed and the rows
         orthonormalized again (Cholesky of a Gram within ``eps / s`` of ``I``)."""
         xp = self.xp
         k = kept_dirs.shape[1]
         beyond = xp.cast_like(np.arange(w)[None, :] >= frozen_basis[:, None], kept_dirs)
         _, sv, Q = xp.svd(kept_dirs * beyond[:, None, :])
-        n_basis = (xp.host(sv) > (self.eps_w + self.eps_c) * math.sqrt(k + w)).sum(axis=1).astype(np.int64)
+        n_basis = (
+            (xp.host(sv) > (self.eps_w + self.eps_c) * math.sqrt(k + w))
+            .sum(axis=1)
+            .astype(np.int64)
+        )
         real = xp.cast_like(np.arange(Q.shape[1])[None, :] < n_basis[:, None], Q)
         Q = Q * real[:, :, None] * beyond[:, None, :]
         G = Q @ Q.mT + (1.0 - real)[:, :, None] * xp.eye(Q.shape[1], self.cdtype)
         return xp.solve_lower(xp.cholesky(G), Q), n_basis
 
-    def _rotate_basis(self, idx: np.ndarray, frozen_basis: np.ndarray, Q, n_basis: np.ndarray, w: int) -> None:
-        """The basis of the members ``idx`` becomes ``[frozen | Q V]`` (``Q``: orthonormal rows in the old
-        basis' coordinates, orthogonal to the frozen vectors); ``b_coords`` keeps its part on them, its
-        part on the dropped directions moves to ``b_perp`` (``theta_perp``, divided by ``c``)."""
+    def _rotate_basis(
+        self, idx: np.ndarray, frozen_basis: np.ndarray, Q, n_basis: np.ndarray, w: int
+    ) -> None:
+        """The basis of the members ``idx`` becomes ``[frozen | Q V]`` (``Q``: orthonormal rows in
+        the old basis' coordinates, orthogonal to the frozen vectors); ``b_coords`` keeps its part
+        on them, its part on the dropped directions moves to ``b_perp`` (``theta_perp``, divided by
+        ``c``)."""
         xp = self.xp
         sel = xp.select(idx)
-        old_basis, old_coords = self.V[sel, :w], self.b_coords[sel, :w]  # (views: read before the writes)
+        old_basis, old_coords = (
+            self.V[sel, :w],
+            self.b_coords[sel, :w],
+        )  # (views: read before the writes)
         coords_on_Q = (Q @ old_coords[:, :, None])[:, :, 0]
         frozen = xp.cast_like(np.arange(w)[None, :] < frozen_basis[:, None], old_coords)
         dropped = old_coords * (1.0 - frozen) - (coords_on_Q[:, None, :] @ Q)[:, 0]
@@ -661,8 +739,8 @@ class SketchCore:
         xp.put_rows(self.b_coords, idx, frozen_basis, coords_on_Q, n_basis, w)
 
     def _perp_in_span_to_coords(self, idx: np.ndarray, w: int) -> None:
-        """``theta_perp`` keeps ``b``'s part outside the (new) span only: what rounding left inside it
-        moves to ``b_coords``."""
+        """``theta_perp`` keeps ``b``'s part outside the (new) span only: what rounding left inside
+        it moves to ``b_coords``."""
         xp = self.xp
         sel = xp.select(idx)
         basis = xp.astype(self.V[sel, :w], self.cdtype)
@@ -672,8 +750,9 @@ class SketchCore:
         self._no_perp_once_spanning(idx[self.R[idx] >= self.d])
 
     def compress(self, idx: np.ndarray, start: np.ndarray) -> None:
-        """Replace the rows ``[start_i, N_i)`` of the members ``idx`` (more rows than basis vectors) by
-        the ``R_i`` rows of their QR factor: the same ``C^T C``, hence the same sketch, in fewer rows."""
+        """Replace the rows ``[start_i, N_i)`` of the members ``idx`` (more rows than basis vectors)
+        by the ``R_i`` rows of their QR factor: the same ``C^T C``, hence the same sketch, in fewer
+        rows."""
         xp = self.xp
         count = int(self.N[idx[0]] - start[0])
         _, factor = xp.qr(self._range(idx, start, int(self.R[idx].max())))
@@ -682,8 +761,8 @@ class SketchCore:
         self.N[idx] = start + keep
 
     def drop(self, idx: np.ndarray) -> None:
-        """Forget the members ``idx``' rows and ``b`` (a member switching to exact updates takes them
-        elsewhere): no rows, no basis, zero arrays."""
+        """Forget the members ``idx``' rows and ``b`` (a member switching to exact updates takes
+        them elsewhere): no rows, no basis, zero arrays."""
         sel = self.xp.select(idx)
         for a in (self.V, self.C, self.H, self.b_coords, self.theta_perp):
             a[sel] = 0.0
@@ -694,19 +773,20 @@ class SketchCore:
 
     # -- raw rows (a sketch nobody queried yet) ----------------------------------------------------
     def append_raw(self, X) -> None:
-        """Keep every member's row ``X`` ``(B, d)`` as it is, in the basis buffer's slot ``n_raw`` (no
-        response: ``b`` is unchanged). Only while the basis is empty and the buffer has room."""
+        """Keep every member's row ``X`` ``(B, d)`` as it is, in the basis buffer's slot ``n_raw``
+        (no response: ``b`` is unchanged). Only while the basis is empty and the buffer has room."""
         self.V[:, self.n_raw] = X
         self.n_raw += 1
 
     def shrink_raw(self, l: int, add_back: bool = False) -> FDPlan:
-        """The Frequent Directions shrink (:func:`fd_shrink`) of every member's raw rows ``S`` as Liberty's
-        and Ghashami et al.'s sketch does it (``add_back``: ``alpha += delta``): from their own ``n x n``
-        Gram ``S S^T = U diag(s^2) U^T``, the ``k`` new rows ``diag(sqrt(w)) U_k^T S`` with ``w = (s^2 -
-        delta) / s^2`` in [0, 1] (so ``S_new^T S_new <= S^T S`` however ``U`` is rounded). They stay raw,
-        in the first ``max kept`` slots (zero rows past a member's own)."""
+        """The Frequent Directions shrink (:func:`fd_shrink`) of every member's raw rows ``S`` as
+        Liberty's and Ghashami et al.'s sketch does it (``add_back``: ``alpha += delta``): from
+        their own ``n x n`` Gram ``S S^T = U diag(s^2) U^T``, the ``k`` new rows
+        ``diag(sqrt(w)) U_k^T S`` with ``w = (s^2 - delta) / s^2`` in [0, 1] (so
+        ``S_new^T S_new <= S^T S`` however ``U`` is rounded). They stay raw, in the first
+        ``max kept`` slots (zero rows past a member's own)."""
         xp = self.xp
-        S = xp.astype(self.V[:, :self.n_raw], self.cdtype)
+        S = xp.astype(self.V[:, : self.n_raw], self.cdtype)
         lam, U = xp.eigh_desc(S @ S.mT)
         lam = xp.maximum(lam, 0.0)
         plan = fd_shrink(xp, lam, l, rounding(xp, self.eps_w, self.eps_c, S.shape[1] + self.d, lam))
@@ -722,11 +802,11 @@ class SketchCore:
 
     def settle(self) -> None:
         """Give the raw rows their coordinates, each in turn by the row append (O(d R) a row, what a
-        queried sketch pays as it goes; a member's zero rows are skipped): from then on every row is in
-        the basis state."""
+        queried sketch pays as it goes; a member's zero rows are skipped): from then on every row is
+        in the basis state."""
         xp = self.xp
-        raw = xp.copy(self.V[:, :self.n_raw])
-        self.V[:, :self.n_raw] = 0.0
+        raw = xp.copy(self.V[:, : self.n_raw])
+        self.V[:, : self.n_raw] = 0.0
         self.n_raw = 0
         for j in range(raw.shape[1]):
             X = raw[:, j]

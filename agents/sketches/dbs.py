@@ -25,38 +25,38 @@ because a block only ever shrinks while its mass (including the row being insert
 ``< eps l0``, and FD of size ``l_i`` discards at most (mass)/l_i (Liberty 2013). For RFD
 blocks the discarded mass is added back, ``alpha = sum_i alpha_i = total_shrinkage``, so
 
-    -alpha I  <=  X^T X - (S^T S + alpha I)  <=  0,   i.e.  ||X^T X - covariance()||_2 <= alpha < 2 eps.
+    -alpha I <= X^T X - (S^T S + alpha I) <= 0,   so   ||X^T X - covariance()||_2 <= alpha < 2 eps.
 
-Layout (one implementation, batch dimension first: ``batch_size=B`` members, ``None`` = one
-sketch). Member i's rows ``[S~_i; S*_i]`` (frozen blocks, then the active block's FD buffer) live
-in the basis state of :mod:`agents.sketches.core`: an orthonormal basis ``V`` of their span whose
-first ``frozen_basis_i`` vectors span the frozen rows, the rows' coordinates ``C`` (the
-``frozen_rows_i`` frozen rows first) and ``H = (C^T C + c I)^-1``, so ``A_hat^-1 = (I - V^T V) / c +
-V^T H V`` is eq. 5 evaluated without cancellation. eq. 7 (a row appended to the active block) is
-the core's bordered append; eq. 3 (the inverse of the stacked Gram after the active block
-shrinks) is its refactorization; the active block's FD shrink is the core's shrink of the rows
+Layout (one implementation, batch dimension first: ``batch_size=B`` members, ``None`` = one sketch).
+Member i's rows ``[S~_i; S*_i]`` (frozen blocks, then the active block's FD buffer) live in the
+basis state of :mod:`agents.sketches.core`: an orthonormal basis ``V`` of their span whose first
+``frozen_basis_i`` vectors span the frozen rows, the rows' coordinates ``C`` (the ``frozen_rows_i``
+frozen rows first) and ``H = (C^T C + c I)^-1``, so ``A_hat^-1 = (I - V^T V) / c + V^T H V`` is eq.
+5 evaluated without cancellation. eq. 7 (a row appended to the active block) is the core's bordered
+append; eq. 3 (the inverse of the stacked Gram after the active block shrinks) is its
+refactorization; the active block's FD shrink is the core's shrink of the rows
 ``[frozen_rows_i, N_i)``, which leaves the frozen rows and their basis as they are. The blocks'
 bookkeeping is one record, :class:`BlockState`. Members close blocks on their own rounds; the
-decisions of Alg. 1 line 7 are taken for all at once with masks, shrinks and look-aheads are
-grouped by (rows, sketch size) into batched decompositions. A member that switches to exact
-updates hands its ``A_hat^-1`` (formed once from the basis state) and ``b`` to an
-:class:`~agents.sketches.exact.ExactCovariance` (:meth:`~agents.sketches.exact.ExactCovariance.from_inverse`),
-which holds every exact member.
+decisions of Alg. 1 line 7 are taken for all at once with masks, shrinks and look-aheads are grouped
+by (rows, sketch size) into batched decompositions. A member that switches to exact updates hands
+its ``A_hat^-1`` (formed once from the basis state) and ``b`` to an
+:class:`~agents.sketches.exact.ExactCovariance`
+(:meth:`~agents.sketches.exact.ExactCovariance.from_inverse`), which holds every exact member.
 
 Cost (``fast=True``, Alg. 4): O(K d R + K R^2) to score K arms (one product with the basis),
 O(d R + R^2) to insert, O(R^3 + l R d) per shrink (once per ~l rows). ``fast=False`` runs Alg. 1
 over textbook FD blocks (one shrink per row).
 
 **Never above OFUL, in memory or in time (``memory_cap=True``, ``time_cap=True``, the defaults; our
-extension of Invariant 2).** When closing a block would open one whose layout holds more bytes
-than OFUL's ``d x d`` inverse (:meth:`DyadicBlockSketch.layout_bytes`), or whose cost per round at
-its peak, the scoring product ``K d R`` (``R`` basis vectors, ``K`` the arms of the last scored
-round) plus its appends and its shrinks amortised over the rows between them
-(:func:`block_round_cost`), would pass OFUL's ``(K + 1) d^2`` (:func:`exact_round_cost`), the
-member switches to exact updates at that moment (as at the cap: the new row is folded into the
-inverse). Both are operation counts, not timings, so the switch is deterministic. Before the
-switch nothing changes: the blocks and choices are the paper's. With both caps off only the
-literal cap of Alg. 1 line 3 applies (the paper's rule; its peak can pass OFUL's memory). All keep Theorem 1: exact rows add no error.
+extension of Invariant 2).** When closing a block would open one whose layout holds more bytes than
+OFUL's ``d x d`` inverse (:meth:`DyadicBlockSketch.layout_bytes`), or whose cost per round at its
+peak, the scoring product ``K d R`` (``R`` basis vectors, ``K`` the arms of the last scored round)
+plus its appends and its shrinks amortised over the rows between them (:func:`block_round_cost`),
+would pass OFUL's ``(K + 1) d^2`` (:func:`exact_round_cost`), the member switches to exact updates
+at that moment (as at the cap: the new row is folded into the inverse). Both are operation counts,
+not timings, so the switch is deterministic. Before the switch nothing changes: the blocks and
+choices are the paper's. With both caps off only the literal cap of Alg. 1 line 3 applies (the
+paper's rule; its peak can pass OFUL's memory). All keep Theorem 1: exact rows add no error.
 
 Paper slips and gaps, settled here (tests in ``tests/test_dbs.py``):
 
@@ -66,8 +66,9 @@ Paper slips and gaps, settled here (tests in ``tests/test_dbs.py``):
   that makes eq. 5 the inverse of ``c I + S^T S`` (the frozen part's Gram ``S~ S~^T`` is what we
   cache when a block closes; eq. 7 then agrees exactly, which the tests check).
 * **RFD prefactor.** eq. 5 / Alg. 5 line 8 print ``1/lambda``; with RFD blocks the ridge is
-  ``c = lambda + sum_i alpha_i`` (App. E.3 uses ``A_hat = lambda I + sum alpha_i I + sum S_i^T S_i``),
-  and eq. 7's ``xi`` uses the same ``alpha + lambda``.
+  ``c = lambda + sum_i alpha_i`` (App. E.3 uses
+  ``A_hat = lambda I + sum alpha_i I + sum S_i^T S_i``), and eq. 7's ``xi`` uses the same
+  ``alpha + lambda``.
 * **log base of the cap.** Invariant 2 writes ``floor(log(d/l0 + 1))``. We use log2: it is the
   unique base for which the cap means "the sketch sizes of all blocks sum to at most d",
   ``l0 (2^C - 1) <= d``; we compute C in integers as the largest such C (no float log).
@@ -80,8 +81,8 @@ Paper slips and gaps, settled here (tests in ``tests/test_dbs.py``):
   (``l0 > d/3``) the algorithm is exact (OFUL) from the first row; ``l0 > d`` (C = 0, a sketch
   larger than the space) is rejected.
 * **threshold.** Wen et al. (2025) (Alg. 1 line 7 and Alg. 4 line 9) keeps x in the block iff
-  ``BlockSize + ||x||^2 < eps l0`` (strict) or not willExcessSketch; Wen et al. (2024)'s fast algorithm
-  used ``eps/2``, we follow Wen et al. (2025) (``eps l0`` for both variants).
+  ``BlockSize + ||x||^2 < eps l0`` (strict) or not willExcessSketch; Wen et al. (2024)'s fast
+  algorithm used ``eps/2``, we follow Wen et al. (2025) (``eps l0`` for both variants).
 * **willExcessSketch.** Computed as the paper says, by inserting x into a temporary copy of the
   active block and reading FD's shrink value (:func:`~agents.sketches.core.fd_shrink` on the
   eigenvalues of the bordered Gram, which treats rounding-level values as 0, so low-rank streams
@@ -89,18 +90,18 @@ Paper slips and gaps, settled here (tests in ``tests/test_dbs.py``):
   2l buffer a shrink happens only when x fills the buffer, so a block may keep absorbing
   (exactly held) rows past the mass threshold until that moment: Theorem 1's proof only needs
   "a block never discards mass once its BlockSize reaches eps l0", which this keeps.
-* **the sentinel (App. B.1).** "When the number of rows currently stored in a block is smaller
-  than its sketch size l (or d), set willExcessSketch to True": with ``sentinel=True``
-  (default, the paper's practice) a block that has received fewer than ``l_i`` rows closes on
-  the mass threshold alone. We count rows *received by the block* (the fast buffer's stored
-  count oscillates between l - 1 and 2l), and never close an EMPTY block on the sentinel
-  (it would be an inactive block holding nothing): an empty block is closed only if FD would
-  actually discard the first row (possible only when ``l = 1``). ``sentinel=False`` always
-  uses the shrink test; it keeps low-rank streams in fewer blocks: on rank-k data the last
-  block index is at most ``floor(log2(k/l0)) + 1`` (Theorem 1's ``ceil(log2(k/l0))``, plus one
-  when k/l0 is a power of two because FD of size l holds l - 1 directions exactly), with no
-  condition like ``eps l0 >= l_i ||x||^2`` that the sentinel needs for the same count). App. D.2's "at least d rows" is a slip for "l rows". Either way the error
-  bound is unaffected (the sentinel only closes blocks earlier).
+* **the sentinel (App. B.1).** "When the number of rows currently stored in a block is smaller than
+  its sketch size l (or d), set willExcessSketch to True": with ``sentinel=True`` (default, the
+  paper's practice) a block that has received fewer than ``l_i`` rows closes on the mass threshold
+  alone. We count rows *received by the block* (the fast buffer's stored count oscillates between
+  ``l - 1`` and ``2l``), and never close an EMPTY block on the sentinel (it would be an inactive
+  block holding nothing): an empty block is closed only if FD would actually discard the first row
+  (possible only when ``l = 1``). ``sentinel=False`` always uses the shrink test; it keeps low-rank
+  streams in fewer blocks: on rank-k data the last block index is at most ``floor(log2(k/l0)) + 1``
+  (Theorem 1's ``ceil(log2(k/l0))``, plus one when k/l0 is a power of two because FD of size l holds
+  l - 1 directions exactly), with no condition like ``eps l0 >= l_i ||x||^2`` that the sentinel
+  needs for the same count). App. D.2's "at least d rows" is a slip for "l rows". Either way the
+  error bound is unaffected (the sentinel only closes blocks earlier).
 * **Invariant 1 as printed** ("each inactive block has sketch size >= its rank, or block size
   < eps l0") is not what line 7 maintains: "or willExcessSketch is False" lets a block that has
   already shrunk keep absorbing rows that need no shrink, past ``eps l0``. What does hold, and
@@ -127,9 +128,9 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -141,13 +142,22 @@ from .core import SketchCore, shrink_groups
 from .exact import ExactCovariance
 from .fd import _listed
 
-__all__ = ["DyadicBlockSketch", "BlockInfo", "BlockState", "block_cap", "check_dbs_params", "block_round_cost", "exact_round_cost"]
+__all__ = [
+    "BlockInfo",
+    "BlockState",
+    "DyadicBlockSketch",
+    "block_cap",
+    "block_round_cost",
+    "check_dbs_params",
+    "exact_round_cost",
+]
 
 _SKETCHES = ("fd", "rfd")
 
 
 def block_cap(d: int, l0: int) -> int:
-    """Invariant 2's cap ``floor(log2(d/l0 + 1))``, in integers: the largest C with ``l0 (2^C - 1) <= d``."""
+    """Invariant 2's cap ``floor(log2(d/l0 + 1))``, in integers: the largest C with
+    ``l0 (2^C - 1) <= d``."""
     c = 0
     while l0 * (2 ** (c + 1) - 1) <= d:
         c += 1
@@ -155,21 +165,23 @@ def block_cap(d: int, l0: int) -> int:
 
 
 def exact_round_cost(d: int, n_arms) -> np.ndarray:
-    """Multiply-adds of one exact (OFUL) round: scoring ``K d^2`` (``arms A^-1``) and the rank-1 update ``d^2``."""
+    """Multiply-adds of one exact (OFUL) round: scoring ``K d^2`` (``arms A^-1``) and the rank-1
+    update ``d^2``."""
     return (np.asarray(n_arms, dtype=np.float64) + 1.0) * d * d
 
 
 def block_round_cost(d: int, n_arms, rows, l, fast: bool) -> np.ndarray:
-    """Multiply-adds of one round of a sketched member whose block of sketch size ``l`` is at its peak,
-    ``rows`` held rows (frozen plus the full buffer; the basis has ``R = min(rows, d)`` vectors):
-    scoring ``K d R`` (``arms V^T``) and ``K R^2`` (``P H``); the append ``d R`` (its residual) and
-    ``3 R^2`` (the core inverse's bordered update and ``H bV``); and the shrink every ``l + 1`` rows
-    (fast; every row textbook) amortised: the range's Gram ``2 l R^2``, its eigendecomposition and
-    the refactorization ``5 R^3``, the rotation of the new basis ``l R d``."""
+    """Multiply-adds of one round of a sketched member whose block of sketch size ``l`` is at its
+    peak, ``rows`` held rows (frozen plus the full buffer; the basis has ``R = min(rows, d)``
+    vectors): scoring ``K d R`` (``arms V^T``) and ``K R^2`` (``P H``); the append ``d R`` (its
+    residual) and ``3 R^2`` (the core inverse's bordered update and ``H b_coords``); and the shrink
+    every ``l + 1`` rows (fast; every row textbook) amortised: the range's Gram ``2 l R^2``, its
+    eigendecomposition and the refactorization ``5 R^3``, the rotation of the new basis
+    ``l R d``."""
     R = np.minimum(np.asarray(rows, dtype=np.float64), d)
     l = np.asarray(l, dtype=np.float64)
     K = np.asarray(n_arms, dtype=np.float64)
-    per_shrink = 2.0 * l * R * R + 5.0 * R ** 3 + l * R * d
+    per_shrink = 2.0 * l * R * R + 5.0 * R**3 + l * R * d
     return K * d * R + K * R * R + d * R + 3.0 * R * R + per_shrink / (l + 1.0 if fast else 1.0)
 
 
@@ -179,8 +191,9 @@ def _l0_check(d: int | None):
             raise ValueError(f"{name} (the initial sketch size) must be an int >= 1, got {l0!r}")
         if d is not None and l0 > d:
             raise ValueError(
-                f"{name}={l0} exceeds the dimension d={d}: a sketch larger than the space is pointless and the "
-                f"block cap floor(log2(d/l0 + 1)) would be 0; choose 1 <= l0 <= d (l0 > d/3 means exact updates)"
+                f"{name}={l0} exceeds the dimension d={d}: a sketch larger than the space is "
+                "pointless and the block cap floor(log2(d/l0 + 1)) would be 0; choose "
+                "1 <= l0 <= d (l0 > d/3 means exact updates)"
             )
         return int(l0)
 
@@ -197,7 +210,9 @@ def _eps_check(name: str, eps) -> float:
     return eps_f
 
 
-def check_dbs_params(l0, eps, sketch, fast=True, sentinel=True, d: int | None = None, batch_size: int | None = None):
+def check_dbs_params(
+    l0, eps, sketch, fast=True, sentinel=True, d: int | None = None, batch_size: int | None = None
+):
     """Validate Dyadic Block Sketching's parameters (``d=None``: dimension not known yet).
 
     Raises ``ValueError`` naming the bad parameter and the fix; returns ``(l0, eps)`` as an int
@@ -222,7 +237,8 @@ class BlockInfo:
     Attributes:
         index: 0-based block index ``i``.
         sketch_size: ``l_i = l0 * 2^i``.
-        block_size: squared Frobenius mass of the rows the block received (Wen et al. (2025)'s BlockSize).
+        block_size: squared Frobenius mass of the rows the block received (Wen et al. (2025)'s
+            BlockSize).
         n_rows: rows the block received.
         rows_held: sketch rows it holds now (0 once folded into the exact part).
         shrinkage: sum of its FD shrink values (its sigma_bar_i).
@@ -282,29 +298,57 @@ class BlockState:
     fast: bool
 
     @classmethod
-    def start(cls, l0: np.ndarray, fast: bool) -> "BlockState":
-        """Every member in its first, empty block of sketch size ``l0`` (host ints ``(B,)``); ``fast``:
-        2l-row FD buffers (Alg. 4), else textbook FD (Alg. 1)."""
+    def start(cls, l0: np.ndarray, fast: bool) -> BlockState:
+        """Every member in its first, empty block of sketch size ``l0`` (host ints ``(B,)``);
+        ``fast``: 2l-row FD buffers (Alg. 4), else textbook FD (Alg. 1)."""
         B = l0.size
-        ints, floats = (lambda: np.zeros(B, dtype=np.int64)), (lambda: np.zeros(B))  # noqa: E731
+        ints, floats = (lambda: np.zeros(B, dtype=np.int64)), (lambda: np.zeros(B))
         size = np.array(l0, dtype=np.int64)
-        return cls(ints(), ints(), ints(), floats(), floats(), floats(), size, size * (2 if fast else 1), ints(),
-                   ints(), floats(), floats(), floats(), np.zeros(B, dtype=bool), ints(), [[] for _ in range(B)], fast)
+        return cls(
+            ints(),
+            ints(),
+            ints(),
+            floats(),
+            floats(),
+            floats(),
+            size,
+            size * (2 if fast else 1),
+            ints(),
+            ints(),
+            floats(),
+            floats(),
+            floats(),
+            np.zeros(B, dtype=bool),
+            ints(),
+            [[] for _ in range(B)],
+            fast,
+        )
 
     def active(self, i: int) -> BlockInfo:
         """Member ``i``'s active block."""
-        return BlockInfo(len(self.closed[i]), int(self.size[i]), float(self.mass[i]), int(self.received[i]),
-                         int(self.held[i]), float(self.shrinkage[i]), float(self.alpha[i]), True)
+        return BlockInfo(
+            len(self.closed[i]),
+            int(self.size[i]),
+            float(self.mass[i]),
+            int(self.received[i]),
+            int(self.held[i]),
+            float(self.shrinkage[i]),
+            float(self.alpha[i]),
+            True,
+        )
 
     def receive(self, members: np.ndarray, mass: np.ndarray, live: np.ndarray) -> None:
-        """The active blocks of ``members`` (host bools) receive a row: their BlockSize becomes ``mass``;
-        the sketch holds it where ``live`` (FD skips zero rows)."""
+        """The active blocks of ``members`` (host bools) receive a row: their BlockSize becomes
+        ``mass``; the sketch holds it where ``live`` (FD skips zero rows)."""
         self.mass = np.where(members, mass, self.mass)
         self.received += members
         self.held += live
 
-    def shrunk(self, group: np.ndarray, delta: np.ndarray, kept: np.ndarray, add_back: bool) -> None:
-        """The active blocks of ``group`` shrank by ``delta`` to ``kept`` rows (RFD: ``alpha += delta``)."""
+    def shrunk(
+        self, group: np.ndarray, delta: np.ndarray, kept: np.ndarray, add_back: bool
+    ) -> None:
+        """The active blocks of ``group`` shrank by ``delta`` to ``kept`` rows (RFD:
+        ``alpha += delta``)."""
         self.shrinkage[group] += delta
         if add_back:
             self.alpha[group] += delta
@@ -327,11 +371,13 @@ class BlockState:
             counter[idx] = 0
 
     def go_exact(self, idx: np.ndarray, mass: np.ndarray, rows: int, since: int) -> None:
-        """The members ``idx`` switch to exact updates in the block they are in, which holds ``rows``
-        rows (the switching row, or none from the start) of ``mass`` exactly; their sketch is gone and
-        their rows are exact from the ``since``-th on."""
+        """The members ``idx`` switch to exact updates in the block they are in, which holds
+        ``rows`` rows (the switching row, or none from the start) of ``mass`` exactly; their sketch
+        is gone and their rows are exact from the ``since``-th on."""
         for i, m in zip(idx.tolist(), mass.tolist()):
-            self.closed[i].append(BlockInfo(len(self.closed[i]), int(self.size[i]), m, rows, 0, 0.0, 0.0, False))
+            self.closed[i].append(
+                BlockInfo(len(self.closed[i]), int(self.size[i]), m, rows, 0, 0.0, 0.0, False)
+            )
         self.n_frozen[idx] += 1
         self.exact[idx] = True
         self.exact_since[idx] = since
@@ -373,20 +419,46 @@ class DyadicBlockSketch(CovarianceEstimator):
         core: the sketched members' basis state (None once every member is exact).
     """
 
-    def __init__(self, d: int, l0: int, eps: float, *, sketch: str = "fd", reg: float = 1.0, fast: bool = True,
-                 sentinel: bool = True, memory_cap: bool = True, time_cap: bool = True, keep_gram: bool = False,
-                 device=None, dtype=None, batch_size: int | None = None):
+    def __init__(
+        self,
+        d: int,
+        l0: int,
+        eps: float,
+        *,
+        sketch: str = "fd",
+        reg: float = 1.0,
+        fast: bool = True,
+        sentinel: bool = True,
+        memory_cap: bool = True,
+        time_cap: bool = True,
+        keep_gram: bool = False,
+        device=None,
+        dtype=None,
+        batch_size: int | None = None,
+    ):
         if not isinstance(d, numbers.Integral) or isinstance(d, bool) or d < 1:
             raise ValueError(f"d must be a positive int, got {d!r}")
-        l0, eps = check_dbs_params(l0, eps, sketch, fast, sentinel, d=int(d),
-                                   batch_size=None if batch_size is None else int(batch_size))
+        l0, eps = check_dbs_params(
+            l0,
+            eps,
+            sketch,
+            fast,
+            sentinel,
+            d=int(d),
+            batch_size=None if batch_size is None else int(batch_size),
+        )
         for name, flag in (("memory_cap", memory_cap), ("time_cap", time_cap)):
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True or False, got {flag!r}")
         super().__init__(int(d), reg=reg, device=device, dtype=dtype, batch_size=batch_size)
         self.l0, self.eps, self.sketch = l0, eps, sketch
         self.robust = sketch == "rfd"
-        self.fast, self.sentinel, self.memory_cap, self.time_cap = fast, sentinel, memory_cap, time_cap
+        self.fast, self.sentinel, self.memory_cap, self.time_cap = (
+            fast,
+            sentinel,
+            memory_cap,
+            time_cap,
+        )
         self.keep_gram = bool(keep_gram)
         self.threshold = self.eps * self.l0  # Alg. 1 line 7: BlockSize + ||x||^2 < eps * l0
         B = self.batch_size
@@ -397,8 +469,11 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._frob = np.zeros(B)  # ||X||_F^2 of the rows so far
         self._n_arms = 1  # arms per round of the last scoring (the time cap's K)
         self._exact: ExactCovariance | None = None  # the exact members, in member order
-        self.core: SketchCore | None = SketchCore(self.xp, B, self.d, self.dtype, self.cdtype, 0, 0, self._reg_host())
-        # Alg. 1 line 3 holds from the start (or the first block costs more than OFUL): exact from row 1
+        self.core: SketchCore | None = SketchCore(
+            self.xp, B, self.d, self.dtype, self.cdtype, 0, 0, self._reg_host()
+        )
+        # Alg. 1 line 3 holds from the start (or the first block costs more than OFUL): exact from
+        # row 1
         start_exact = (self._block_caps <= 1) | self._over_caps(np.arange(B))
         sketched = np.flatnonzero(~start_exact)
         if sketched.size:
@@ -409,9 +484,9 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     # -- sizes, bytes and costs ------------------------------------------------------------------
     def layout_bytes(self, frozen_rows, buffer):
-        """Bytes a sketched member holds with ``frozen_rows`` frozen rows and an active buffer of ``buffer``
-        rows (:meth:`agents.sketches.core.SketchCore.layout_bytes` with ``frozen_rows + buffer`` rows and
-        as many basis vectors, at most ``d``)."""
+        """Bytes a sketched member holds with ``frozen_rows`` frozen rows and an active buffer of
+        ``buffer`` rows (:meth:`agents.sketches.core.SketchCore.layout_bytes` with
+        ``frozen_rows + buffer`` rows and as many basis vectors, at most ``d``)."""
         rows = np.asarray(frozen_rows) + buffer
         es = self.dtype.itemsize
         ec = self.cdtype.itemsize
@@ -422,21 +497,43 @@ class DyadicBlockSketch(CovarianceEstimator):
         return ExactCovariance.peak_member_bytes(self.d, self.dtype, self.keep_gram, ec)
 
     def _over_caps(self, idx: np.ndarray) -> np.ndarray:
-        """Whether the members ``idx``, about to open their block of the active size after their frozen
-        rows, would hold more than OFUL (``memory_cap``) or cost more per round (``time_cap``)."""
+        """Whether the members ``idx``, about to open their block of the active size after their
+        frozen rows, would hold more than OFUL (``memory_cap``) or cost more per round
+        (``time_cap``)."""
         bs = self.block_state
-        return self.opens_over_caps(self.d, bs.frozen_rows[idx], bs.size[idx], n_arms=self._n_arms, fast=self.fast,
-                                    memory_cap=self.memory_cap, time_cap=self.time_cap, keep_gram=self.keep_gram,
-                                    dtype=self.dtype, core_dtype=self.cdtype)
+        return self.opens_over_caps(
+            self.d,
+            bs.frozen_rows[idx],
+            bs.size[idx],
+            n_arms=self._n_arms,
+            fast=self.fast,
+            memory_cap=self.memory_cap,
+            time_cap=self.time_cap,
+            keep_gram=self.keep_gram,
+            dtype=self.dtype,
+            core_dtype=self.cdtype,
+        )
 
     @classmethod
-    def opens_over_caps(cls, d: int, frozen_rows, l, *, n_arms: int, fast: bool, memory_cap: bool, time_cap: bool,
-                        keep_gram: bool = False, dtype: torch.dtype = torch.float64,
-                        core_dtype: torch.dtype = torch.float64) -> np.ndarray:
-        """The switch rule, for an estimator (:meth:`_over_caps`) and for an estimate made before any
-        exists: whether a member about to open a block of sketch size ``l`` after ``frozen_rows`` frozen rows
-        would hold more bytes than the exact inverse (``memory_cap``) or cost more multiply-adds per
-        round of ``n_arms`` arms (``time_cap``). Accepts numpy int arrays."""
+    def opens_over_caps(
+        cls,
+        d: int,
+        frozen_rows,
+        l,
+        *,
+        n_arms: int,
+        fast: bool,
+        memory_cap: bool,
+        time_cap: bool,
+        keep_gram: bool = False,
+        dtype: torch.dtype = torch.float64,
+        core_dtype: torch.dtype = torch.float64,
+    ) -> np.ndarray:
+        """The switch rule, for an estimator (:meth:`_over_caps`) and for an estimate made before
+        any exists: whether a member about to open a block of sketch size ``l`` after
+        ``frozen_rows`` frozen rows would hold more bytes than the exact inverse (``memory_cap``) or
+        cost more multiply-adds per round of ``n_arms`` arms (``time_cap``). Accepts numpy int
+        arrays."""
         frozen_rows, l = np.asarray(frozen_rows), np.asarray(l)
         rows = frozen_rows + (2 * l if fast else l)
         over = np.zeros(rows.shape, dtype=bool)
@@ -450,39 +547,76 @@ class DyadicBlockSketch(CovarianceEstimator):
         return over
 
     @classmethod
-    def first_member_bytes(cls, d: int, l0: int, n_arms: int, fast: bool = True, memory_cap: bool = True,
-                           time_cap: bool = True, keep_gram: bool = False, dtype: torch.dtype = torch.float64,
-                           core_dtype: torch.dtype = torch.float64) -> int:
-        """Bytes one member allocates first, without building anything: its first block's layout (``l0``'s
-        buffer, :meth:`layout_bytes` with no frozen rows), or the exact inverse where the sketch is exact
-        from the first row (Alg. 1 line 3's cap is reached at once, or the first block is over a cap at
-        one arm per round, as at construction, or at ``n_arms``, as at the first scoring)."""
+    def first_member_bytes(
+        cls,
+        d: int,
+        l0: int,
+        n_arms: int,
+        fast: bool = True,
+        memory_cap: bool = True,
+        time_cap: bool = True,
+        keep_gram: bool = False,
+        dtype: torch.dtype = torch.float64,
+        core_dtype: torch.dtype = torch.float64,
+    ) -> int:
+        """Bytes one member allocates first, without building anything: its first block's layout
+        (``l0``'s buffer, :meth:`layout_bytes` with no frozen rows), or the exact inverse where the
+        sketch is exact from the first row (Alg. 1 line 3's cap is reached at once, or the first
+        block is over a cap at one arm per round, as at construction, or at ``n_arms``, as at the
+        first scoring)."""
         ec = core_dtype.itemsize
-        caps = dict(fast=fast, memory_cap=memory_cap, time_cap=time_cap, keep_gram=keep_gram, dtype=dtype,
-                    core_dtype=core_dtype)
-        if block_cap(d, l0) <= 1 or cls.opens_over_caps(d, 0, l0, n_arms=1, **caps) or cls.opens_over_caps(
-                d, 0, l0, n_arms=n_arms, **caps):
+        caps = dict(
+            fast=fast,
+            memory_cap=memory_cap,
+            time_cap=time_cap,
+            keep_gram=keep_gram,
+            dtype=dtype,
+            core_dtype=core_dtype,
+        )
+        if (
+            block_cap(d, l0) <= 1
+            or cls.opens_over_caps(d, 0, l0, n_arms=1, **caps)
+            or cls.opens_over_caps(d, 0, l0, n_arms=n_arms, **caps)
+        ):
             return int(ExactCovariance.peak_member_bytes(d, dtype, keep_gram, ec))
         rows = 2 * l0 if fast else l0
         es = dtype.itemsize
         return int(SketchCore.layout_bytes(d, rows, min(rows, d), es, ec))
 
     @classmethod
-    def peak_member_bytes(cls, d: int, l0: int, fast: bool = True, dtype: torch.dtype = torch.float64,
-                          memory_cap: bool = True, keep_gram: bool = False, core_dtype: torch.dtype = torch.float64) -> int:
-        """Bytes one member can hold at its peak, without building anything: the largest layout of the
-        blocks it may open (block ``i`` after at most ``sum_{j<i} (cap_j - 1)`` frozen rows, a block
-        closing with up to one row less than its buffer, while Alg. 1 line 3's cap and, with
-        ``memory_cap``, OFUL's bytes allow) and the exact inverse it ends with. The time cap only ever
-        switches earlier, so it does not raise the peak."""
+    def peak_member_bytes(
+        cls,
+        d: int,
+        l0: int,
+        fast: bool = True,
+        dtype: torch.dtype = torch.float64,
+        memory_cap: bool = True,
+        keep_gram: bool = False,
+        core_dtype: torch.dtype = torch.float64,
+    ) -> int:
+        """Bytes one member can hold at its peak, without building anything: the largest layout of
+        the blocks it may open (block ``i`` after at most ``sum_{j<i} (cap_j - 1)`` frozen rows, a
+        block closing with up to one row less than its buffer, while Alg. 1 line 3's cap and, with
+        ``memory_cap``, OFUL's bytes allow) and the exact inverse it ends with. The time cap only
+        ever switches earlier, so it does not raise the peak."""
         es = dtype.itemsize
         ec = core_dtype.itemsize
         exact = ExactCovariance.peak_member_bytes(d, dtype, keep_gram, ec)
         cap_blocks = block_cap(d, l0)
         peak, frozen_rows, l = exact, 0, l0
         for i in range(max(cap_blocks - 1, 0)):
-            if cls.opens_over_caps(d, frozen_rows, l, n_arms=1, fast=fast, memory_cap=memory_cap, time_cap=False,
-                                   keep_gram=keep_gram, dtype=dtype, core_dtype=core_dtype):
+            if cls.opens_over_caps(
+                d,
+                frozen_rows,
+                l,
+                n_arms=1,
+                fast=fast,
+                memory_cap=memory_cap,
+                time_cap=False,
+                keep_gram=keep_gram,
+                dtype=dtype,
+                core_dtype=core_dtype,
+            ):
                 break
             rows = frozen_rows + (2 * l if fast else l)
             layout = int(SketchCore.layout_bytes(d, rows, min(rows, d), es, ec))
@@ -504,7 +638,8 @@ class DyadicBlockSketch(CovarianceEstimator):
 
     # -- per-member scalars ------------------------------------------------------------------------
     def c(self) -> np.ndarray:
-        """The ridge of ``A_hat_i``: reg, plus every block's alpha for RFD (host float64 ``(B,)``)."""
+        """The ridge of ``A_hat_i``: reg, plus every block's alpha for RFD (host float64
+        ``(B,)``)."""
         return self._reg_host() + self._alpha_total()
 
     def _alpha_total(self):
@@ -542,7 +677,8 @@ class DyadicBlockSketch(CovarianceEstimator):
     @property
     def alpha(self):
         """Total RFD counter ``sum_i alpha_i`` added back as ``alpha I`` (0 for FD blocks); summed
-        as :attr:`total_shrinkage` is, not read back as ``c - reg`` (which rounds at ``eps reg``)."""
+        as :attr:`total_shrinkage` is, not read back as ``c - reg`` (which rounds at
+        ``eps reg``)."""
         return self._host_out(self._alpha_total())
 
     @property
@@ -558,7 +694,9 @@ class DyadicBlockSketch(CovarianceEstimator):
     def blocks_weighted_shrinkage(self):
         """``sum_i l_i sigma_bar_i`` over each member's blocks (DBSLinUCB-RFD's theory radius)."""
         bs = self.block_state
-        return self._host_out(bs.frozen_weighted_shrinkage + np.where(bs.exact, 0.0, bs.size * bs.shrinkage))
+        return self._host_out(
+            bs.frozen_weighted_shrinkage + np.where(bs.exact, 0.0, bs.size * bs.shrinkage)
+        )
 
     def blocks(self, member: int = 0) -> list[BlockInfo]:
         """A snapshot of every block of ``member`` (0 for one sketch), oldest first (the last one is
@@ -569,27 +707,32 @@ class DyadicBlockSketch(CovarianceEstimator):
         return out
 
     def held_rows(self, member: int = 0) -> torch.Tensor:
-        """All sketch rows ``[S~; S*]`` of ``member`` ``(rows, d)`` in the working dtype (a copy)."""
+        """All sketch rows ``[S~; S*]`` of ``member`` ``(rows, d)`` in the working dtype (a
+        copy)."""
         if self.exact[member]:
             return torch.zeros(0, self.d, dtype=self.dtype)
         return self.xp.to_torch(self.xp.astype(self.core.rows(member), self.dtype))
 
     def active_rows(self, member: int = 0) -> torch.Tensor:
         """The active block's sketch rows ``S*`` of ``member`` (a copy)."""
-        return self.held_rows(member)[int(self.block_state.frozen_rows[member]):]
+        return self.held_rows(member)[int(self.block_state.frozen_rows[member]) :]
 
     def stats(self) -> dict:
         """Flat scalars for a per-round history (e.g. ``records.append(dbs.stats())``)."""
         return {
-            "n_rows": self.n_rows, "n_blocks": self.n_blocks, "sketch_size": self.sketch_size,
-            "active_sketch_size": self.active_sketch_size, "exact_mode": self.exact_mode,
-            "total_shrinkage": self.total_shrinkage, "alpha": self.alpha,
+            "n_rows": self.n_rows,
+            "n_blocks": self.n_blocks,
+            "sketch_size": self.sketch_size,
+            "active_sketch_size": self.active_sketch_size,
+            "exact_mode": self.exact_mode,
+            "total_shrinkage": self.total_shrinkage,
+            "alpha": self.alpha,
         }
 
     # -- streaming ---------------------------------------------------------------------------------
     def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
-        """Add the rows (see :meth:`CovarianceEstimator.step`): Alg. 1 (fast: Alg. 4) for the sketched
-        members, rank-1 updates (line 4) for the exact ones."""
+        """Add the rows (see :meth:`CovarianceEstimator.step`): Alg. 1 (fast: Alg. 4) for the
+        sketched members, rank-1 updates (line 4) for the exact ones."""
         fresh = self._fresh(terms, actions)
         if fresh:
             ix = self._played(actions)
@@ -602,18 +745,30 @@ class DyadicBlockSketch(CovarianceEstimator):
         r = r if isinstance(r, float) else np.asarray(r, dtype=np.float64)
         all_exact = self.core is None  # then the terms are the exact estimator's own (score_terms)
         if not all_exact:
-            played = (None, None, None)  # the played arm's V x, H V x and x^T V^T H V x from the scoring
+            played = (
+                None,
+                None,
+                None,
+            )  # the played arm's V x, H V x and x^T V^T H V x from the scoring
             if fresh:
                 sketched = terms if terms.parts is None else terms.parts.sketched
-                played = tuple(self._pick(a, ix) for a in (sketched.proj, sketched.hp, sketched.php))
+                played = tuple(
+                    self._pick(a, ix) for a in (sketched.proj, sketched.hp, sketched.php)
+                )
             self._sketched_step(X, sq, sq_host, r, *played)
         if self._exact is not None:
             exact = np.flatnonzero(self.exact)
             own = None
             if all_exact:
                 own = terms
-            elif fresh and terms.parts is not None and np.array_equal(terms.parts.exact_members, exact):
-                own = terms.parts.exact  # (not when a member switched this round: its row is folded in afresh)
+            elif (
+                fresh
+                and terms.parts is not None
+                and np.array_equal(terms.parts.exact_members, exact)
+            ):
+                own = (
+                    terms.parts.exact
+                )  # (not when a member switched this round: its row is folded in afresh)
             self._exact_step(exact, X, r, own, actions)
         self.n_rows += 1
 
@@ -634,9 +789,9 @@ class DyadicBlockSketch(CovarianceEstimator):
             self._insert_active(insert, ex, r, sq_host)
 
     def _will_excess(self, full: np.ndarray, ex, sq_host: np.ndarray) -> np.ndarray:
-        """willExcessSketch per member (host bools ``(B,)``, read where ``full``): App. B.1's sentinel (a
-        block that received fewer than its sketch size of rows, but some) or FD's shrink value of the
-        active block with ``x`` inserted."""
+        """willExcessSketch per member (host bools ``(B,)``, read where ``full``): App. B.1's
+        sentinel (a block that received fewer than its sketch size of rows, but some) or FD's shrink
+        value of the active block with ``x`` inserted."""
         bs = self.block_state
         excess = self.sentinel & (bs.received > 0) & (bs.received < bs.size)
         look = full & ~excess
@@ -659,19 +814,24 @@ class DyadicBlockSketch(CovarianceEstimator):
             self._shrink_active(np.flatnonzero(fills))
 
     def _shrink_active(self, idx: np.ndarray) -> None:
-        """FD shrink (Wen et al. (2025), Alg. 2 lines 4-7; RFD: Alg. 3 line 5) of the active blocks of
-        ``idx``, grouped by their rows and sketch size: the core's shrink of the rows after the frozen
-        ones, whose refactorization is eq. 3."""
+        """FD shrink (Wen et al. (2025), Alg. 2 lines 4-7; RFD: Alg. 3 line 5) of the active blocks
+        of ``idx``, grouped by their rows and sketch size: the core's shrink of the rows after the
+        frozen ones, whose refactorization is eq. 3."""
         bs, core = self.block_state, self.core
         for group, l in shrink_groups(idx, bs.held[idx], bs.size[idx]):
-            plan = core.shrink(group, bs.frozen_rows[group], l, bs.frozen_basis[group], add_back=self.robust)
+            plan = core.shrink(
+                group, bs.frozen_rows[group], l, bs.frozen_basis[group], add_back=self.robust
+            )
             bs.shrunk(group, plan.delta, plan.kept, self.robust)
-        self.trace[idx] = core.frob2()[idx]  # tr(S^T S) of the rows held now (the width floor's bound)
+        self.trace[idx] = core.frob2()[
+            idx
+        ]  # tr(S^T S) of the rows held now (the width floor's bound)
 
     def _shrinkage_if_added(self, idx: np.ndarray, ex, sq_host: np.ndarray) -> np.ndarray:
-        """willExcessSketch's shrink value per member of ``idx``: what inserting ``x`` would discard from
-        its active block now (0 for a zero row, while the block holds fewer than ``l - 1`` rows, or while
-        a fast buffer is not about to fill; else FD's shrink value of the bordered Gram)."""
+        """willExcessSketch's shrink value per member of ``idx``: what inserting ``x`` would discard
+        from its active block now (0 for a zero row, while the block holds fewer than ``l - 1``
+        rows, or while a fast buffer is not about to fill; else FD's shrink value of the bordered
+        Gram)."""
         bs = self.block_state
         value = np.zeros(self.batch_size)
         cand = idx[(sq_host[idx] > 0.0) & (bs.held[idx] + 1 >= bs.size[idx])]
@@ -682,10 +842,10 @@ class DyadicBlockSketch(CovarianceEstimator):
         return value[idx]
 
     def _close_active(self, idx: np.ndarray, sq_host: np.ndarray) -> np.ndarray:
-        """Alg. 1 lines 10-12: freeze the active blocks of ``idx`` (their rows and basis stay where they
-        are, now counted as frozen) and open blocks of twice the size; members reaching the cap (or
-        whose next block would cost more than OFUL, in bytes or in operations) switch to exact updates
-        with the row in hand. Returns which members switched (host bools ``(B,)``)."""
+        """Alg. 1 lines 10-12: freeze the active blocks of ``idx`` (their rows and basis stay where
+        they are, now counted as frozen) and open blocks of twice the size; members reaching the cap
+        (or whose next block would cost more than OFUL, in bytes or in operations) switch to exact
+        updates with the row in hand. Returns which members switched (host bools ``(B,)``)."""
         switched = np.zeros(self.batch_size, dtype=bool)
         if not idx.size:
             return switched
@@ -696,33 +856,48 @@ class DyadicBlockSketch(CovarianceEstimator):
             self._switch_to_exact(idx[over], sq_host, 1)
         opening = idx[~over]
         if opening.size:
-            rows = int((self.block_state.frozen_rows[opening] + self.block_state.buffer[opening]).max())
+            rows = int(
+                (self.block_state.frozen_rows[opening] + self.block_state.buffer[opening]).max()
+            )
             self.core.ensure(rows, rows)
         return switched
 
     def _switch_to_exact(self, idx: np.ndarray, mass: np.ndarray, rows: int) -> None:
-        """The members ``idx`` switch to exact updates in the block they are in (holding ``rows`` rows of
-        ``mass``, per member of the batch): ``A_hat^-1 = (I - V^T V) / c + V^T H V`` (eq. 5) and ``b`` are
-        formed once (O(d^2 R)) and handed to the exact estimator; the core forgets them."""
+        """The members ``idx`` switch to exact updates in the block they are in (holding ``rows``
+        rows of ``mass``, per member of the batch): ``A_hat^-1 = (I - V^T V) / c + V^T H V`` (eq. 5)
+        and ``b`` are formed once (O(d^2 R)) and handed to the exact estimator; the core forgets
+        them."""
         xp, core = self.xp, self.core
         ii = xp.index(idx)
         gram = core.covariance()[ii] if self.keep_gram else None
         ridge = core.c[idx]
         new = ExactCovariance.from_inverse(
-            core.inverse(idx), core.b()[ii], reg=float(ridge[0]) if self.members.unbatched else ridge.tolist(),
-            trace=self.trace[idx], n_rows=self.n_rows, gram=gram, device=self.device, dtype=self.dtype,
-            batch_size=self.members.of(idx.size))
+            core.inverse(idx),
+            core.b()[ii],
+            reg=float(ridge[0]) if self.members.unbatched else ridge.tolist(),
+            trace=self.trace[idx],
+            n_rows=self.n_rows,
+            gram=gram,
+            device=self.device,
+            dtype=self.dtype,
+            batch_size=self.members.of(idx.size),
+        )
         held = np.flatnonzero(self.exact)  # the exact estimator's members, in order
-        self._exact = new if self._exact is None else self._exact.joined(
-            new, np.argsort(np.concatenate([held, idx]), kind="stable"))
+        self._exact = (
+            new
+            if self._exact is None
+            else self._exact.joined(new, np.argsort(np.concatenate([held, idx]), kind="stable"))
+        )
         core.drop(idx)
-        self.block_state.go_exact(idx, mass[idx], rows, self.n_rows + rows)  # (the row in hand is not yet counted)
+        self.block_state.go_exact(
+            idx, mass[idx], rows, self.n_rows + rows
+        )  # (the row in hand is not yet counted)
         if self.exact.all():  # from now on the exact estimator does all
             self.core = None
 
     def _exact_step(self, idx: np.ndarray, X, r, terms: ScoreTerms | None, actions) -> None:
-        """Exact rank-1 updates (Alg. 1 line 4) of the members ``idx`` (all the exact ones, in order)
-        through the exact estimator, with its own terms of this round when given."""
+        """Exact rank-1 updates (Alg. 1 line 4) of the members ``idx`` (all the exact ones, in
+        order) through the exact estimator, with its own terms of this round when given."""
         Xe = X if idx.size == self.batch_size else X[self.xp.index(idx)]
         re = r if isinstance(r, float) else r[idx]
         if terms is not None and not isinstance(actions, (int, np.integer)):
@@ -741,7 +916,9 @@ class DyadicBlockSketch(CovarianceEstimator):
         arms_c, sq = self._arm_norms(arms)
         P = self.core.project(arms)
         mean, quad, PH, pHp = self.core.score(arms, arms_c, sq, P)
-        sketched = ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows, hp=PH, php=pHp)
+        sketched = ScoreTerms(
+            arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows, hp=PH, php=pHp
+        )
         exact = np.flatnonzero(self.exact)
         if not exact.size:
             return sketched
@@ -749,7 +926,9 @@ class DyadicBlockSketch(CovarianceEstimator):
         sub = self._exact.score_terms(arms[ei])
         mean, quad = sketched.mean, sketched.quad
         mean[ei], quad[ei] = sub.mean, sub.quad
-        return ScoreTerms(arms, sq, mean, quad, None, self.n_rows, parts=_Parts(sketched, sub, exact))
+        return ScoreTerms(
+            arms, sq, mean, quad, None, self.n_rows, parts=_Parts(sketched, sub, exact)
+        )
 
     def _merged(self, sketched, exact):
         """Per member: the sketched members' values from ``sketched(core)`` (all B rows), the exact
@@ -766,7 +945,9 @@ class DyadicBlockSketch(CovarianceEstimator):
     def quad_all(self, arms):
         def sketched(core):
             arms_c, sq = self._arm_norms(arms)
-            return self.xp.maximum(core.score(arms, arms_c, sq, core.project(arms))[1], self._floor(sq))
+            return self.xp.maximum(
+                core.score(arms, arms_c, sq, core.project(arms))[1], self._floor(sq)
+            )
 
         return self._merged(sketched, lambda est, ei: est.quad_all(arms[ei]))
 
@@ -780,17 +961,23 @@ class DyadicBlockSketch(CovarianceEstimator):
         return self._merged(lambda core: core.b(), lambda est, ei: est.b_all())
 
     def draw_all(self, Z):
-        """The sketched members' ``F z = (z - V^T V z) / sqrt(c) + V^T L V z`` (``H = L L^T``; eq. 5's
-        ``A_hat^-1``, :meth:`agents.sketches.core.SketchCore.draw`), the exact members' ``L z`` with
-        ``A^-1 = L L^T`` (:meth:`agents.sketches.exact.ExactCovariance.draw_all`)."""
+        """The sketched members' ``F z = (z - V^T V z) / sqrt(c) + V^T L V z`` (``H = L L^T``; eq.
+        5's ``A_hat^-1``, :meth:`agents.sketches.core.SketchCore.draw`), the exact members' ``L z``
+        with ``A^-1 = L L^T`` (:meth:`agents.sketches.exact.ExactCovariance.draw_all`)."""
         return self._merged(lambda core: core.draw(Z), lambda est, ei: est.draw_all(Z[ei]))
 
     def covariance_all(self):
-        """``sum_i S_i^T S_i (+ alpha I for RFD)``; after the switch the exact Gram (``keep_gram``) or
-        ``A_hat - c I`` recovered from the inverse (O(d^3), accurate to ~eps cond(A_hat)), plus alpha I."""
+        """``sum_i S_i^T S_i (+ alpha I for RFD)``; after the switch the exact Gram (``keep_gram``)
+        or ``A_hat - c I`` recovered from the inverse (O(d^3), accurate to ~eps cond(A_hat)), plus
+        alpha I."""
         xp = self.xp
-        alpha = xp.asarray(self._alpha_total(), self.cdtype)[:, None, None] * xp.eye(self.d, self.cdtype)
-        cov = self._merged(lambda core: core.covariance(), lambda est, ei: xp.astype(est.covariance_all(), self.cdtype))
+        alpha = xp.asarray(self._alpha_total(), self.cdtype)[:, None, None] * xp.eye(
+            self.d, self.cdtype
+        )
+        cov = self._merged(
+            lambda core: core.covariance(),
+            lambda est, ei: xp.astype(est.covariance_all(), self.cdtype),
+        )
         return cov + alpha
 
     # -- introspection -----------------------------------------------------------------------------
@@ -799,8 +986,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         return np.where(self.exact, self.d, self.rows)
 
     def member_memory_bytes(self):
-        """What one member holds: its frozen rows and the active block's full buffer in the basis state
-        (:meth:`layout_bytes`), or the exact inverse (and ``b``) once exact."""
+        """What one member holds: its frozen rows and the active block's full buffer in the basis
+        state (:meth:`layout_bytes`), or the exact inverse (and ``b``) once exact."""
         bs = self.block_state
         sketched = self.layout_bytes(bs.frozen_rows, bs.buffer)
         return np.where(self.exact, self._exact_bytes(), sketched).astype(np.int64)
@@ -810,15 +997,18 @@ class DyadicBlockSketch(CovarianceEstimator):
         return core + (self._exact._held_bytes() if self._exact is not None else 0)
 
     def __repr__(self) -> str:
-        return (f"DyadicBlockSketch(d={self.d}, l0={_listed(self.l0)}, eps={_listed(self.eps)}, sketch={self.sketch!r}, "
-                f"reg={_listed(self.reg)}, fast={self.fast}, batch_size={self.members.given}, "
-                f"n_blocks={self.n_blocks}, exact_mode={self.exact_mode})")
+        return (
+            f"DyadicBlockSketch(d={self.d}, l0={_listed(self.l0)}, eps={_listed(self.eps)}, "
+            f"sketch={self.sketch!r}, reg={_listed(self.reg)}, fast={self.fast}, "
+            f"batch_size={self.members.given}, n_blocks={self.n_blocks}, "
+            f"exact_mode={self.exact_mode})"
+        )
 
 
 @dataclass(frozen=True)
 class _Parts:
-    """Dyadic Block Sketching's terms of its sketched members (the basis state's, all B rows) and of its
-    exact members (the exact estimator's, rows ``exact_members``)."""
+    """Dyadic Block Sketching's terms of its sketched members (the basis state's, all B rows) and of
+    its exact members (the exact estimator's, rows ``exact_members``)."""
 
     sketched: ScoreTerms | None
     exact: ScoreTerms | None

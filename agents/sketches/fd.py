@@ -3,8 +3,8 @@
 FD streams rows x_1, x_2, ... in R^d into a sketch ``S`` of at most ``2 l`` rows (fast) or ``l``
 rows (textbook) with
 
-    0  <=  X^T X - S^T S  <=  total_shrinkage * I                    (PSD order)
-    total_shrinkage  <=  min_{0 <= k < l} ||X - X_[k]||_F^2 / (l - k)     (Wen et al. (2025), eq. 1, Lemma 1)
+    0  <=  X^T X - S^T S  <=  total_shrinkage * I                    (PSD order) total_shrinkage  <=
+    min_{0 <= k < l} ||X - X_[k]||_F^2 / (l - k)     (Wen et al. (2025), eq. 1, Lemma 1)
 
 and serves ``A_hat = rho I + S^T S`` (``rho = reg``; RFD adds its ``alpha``) through the basis state
 of :mod:`agents.sketches.core`, never forming a d x d matrix:
@@ -23,11 +23,12 @@ Two variants (``fast=``):
 
 Implementation choices (the papers leave them open):
 
-* **The shrink** (:func:`agents.sketches.core.fd_shrink`, :meth:`agents.sketches.core.SketchCore.shrink`)
-  is the SVD step of Alg. 2 lines 4-6 on the rows' coordinates in the orthonormal basis of their
-  span (``N x R`` numbers): the same singular values and right singular vectors as the SVD of the
-  ``N x d`` rows, at O(N R^2) cost. New rows ``diag(sqrt(s^2 - delta)) W^T``: weights in [0, 1], so
-  ``S_new^T S_new <= S^T S`` (FD never over-estimates) survives rounding.
+* **The shrink** (:func:`agents.sketches.core.fd_shrink`,
+  :meth:`agents.sketches.core.SketchCore.shrink`) is the SVD step of Alg. 2 lines 4-6 on the rows'
+  coordinates in the orthonormal basis of their span (``N x R`` numbers): the same singular values
+  and right singular vectors as the SVD of the ``N x d`` rows, at O(N R^2) cost. New rows
+  ``diag(sqrt(s^2 - delta)) W^T``: weights in [0, 1], so ``S_new^T S_new <= S^T S`` (FD never
+  over-estimates) survives rounding.
 * **The rank cut** (:func:`agents.sketches.core.fd_shrink`) follows from FD's analysis and the
   dtype's rounding: a singular value below the rounding of the coordinates cannot be told from 0
   (FD of size l is exact on rank < l: shrink value 0), and a kept direction below the rounding
@@ -36,9 +37,10 @@ Implementation choices (the papers leave them open):
   ``sketch_size = d`` (it keeps ``l - 1`` directions).
 * **Buffers sized by what can be used.** The basis never holds more than ``min(cap, d)`` vectors,
   and more than ``basis + 1`` rows in ``d`` dimensions are redundant: beyond that the rows are
-  replaced by their ``R x R`` QR factor (the same ``S^T S``; :meth:`~agents.sketches.core.SketchCore.compress`),
-  while the shrinks still happen at FD's own row counts. ``SOFUL(sketch_size=5000)`` at ``d = 10``
-  holds ``10`` basis vectors and ``11`` coordinate rows of 10 numbers.
+  replaced by their ``R x R`` QR factor (the same ``S^T S``;
+  :meth:`~agents.sketches.core.SketchCore.compress`), while the shrinks still happen at FD's own row
+  counts. ``SOFUL(sketch_size=5000)`` at ``d = 10`` holds ``10`` basis vectors and ``11`` coordinate
+  rows of 10 numbers.
 * **A sketch nobody queries** (rows without responses and no scoring, e.g. matrix approximation)
   keeps its rows themselves until its first query, response or full buffer, and shrinks them from
   their own ``n x n`` Gram, Liberty's and Ghashami et al.'s buffer algorithm
@@ -135,8 +137,17 @@ class FrequentDirections(CovarianceEstimator):
 
     robust = False
 
-    def __init__(self, d: int, sketch_size: int, *, reg: float = 1.0, fast: bool = True, device=None, dtype=None,
-                 batch_size: int | None = None):
+    def __init__(
+        self,
+        d: int,
+        sketch_size: int,
+        *,
+        reg: float = 1.0,
+        fast: bool = True,
+        device=None,
+        dtype=None,
+        batch_size: int | None = None,
+    ):
         l = check_sketch_size(sketch_size, fast, None if batch_size is None else int(batch_size))
         super().__init__(d, reg=reg, device=device, dtype=dtype, batch_size=batch_size)
         self._l = l  # an int, or (members' sizes differing) an int array (B,)
@@ -144,10 +155,21 @@ class FrequentDirections(CovarianceEstimator):
         B = self.batch_size
         self._ls = np.broadcast_to(np.asarray(l, dtype=np.int64), (B,)).copy()
         self._caps, self._rows_caps, self._basis_caps = _caps(self.d, self._ls, fast)
-        self.core = SketchCore(self.xp, B, self.d, self.dtype, self.cdtype, int(self._rows_caps.max()),
-                               int(self._basis_caps.max()), self._reg_host())
-        self._m = np.zeros(B, dtype=np.int64)  # rows in FD's buffer (a shrink when it reaches the buffer size)
-        # the raw phase (rows kept as they are, SketchCore.append_raw) needs every buffer to fill at once
+        self.core = SketchCore(
+            self.xp,
+            B,
+            self.d,
+            self.dtype,
+            self.cdtype,
+            int(self._rows_caps.max()),
+            int(self._basis_caps.max()),
+            self._reg_host(),
+        )
+        self._m = np.zeros(
+            B, dtype=np.int64
+        )  # rows in FD's buffer (a shrink when it reaches the buffer size)
+        # the raw phase (rows kept as they are, SketchCore.append_raw) needs every buffer to fill at
+        # once
         self._raw = bool((self._ls == self._ls[0]).all())
         self._members = np.arange(B)
         self._shrink = np.zeros(B)
@@ -155,12 +177,19 @@ class FrequentDirections(CovarianceEstimator):
         self._shrinkages: list[list[float]] = [[] for _ in range(B)]
 
     @classmethod
-    def peak_member_bytes(cls, d: int, sketch_size: int, fast: bool = True, dtype: torch.dtype = torch.float64,
-                          core_dtype: torch.dtype = torch.float64) -> int:
+    def peak_member_bytes(
+        cls,
+        d: int,
+        sketch_size: int,
+        fast: bool = True,
+        dtype: torch.dtype = torch.float64,
+        core_dtype: torch.dtype = torch.float64,
+    ) -> int:
         """Bytes one member holds at its peak (allocated once, at construction), without building
-        anything: the basis ``min(cap, d) x d`` in ``dtype`` and, in ``core_dtype``, the coordinate rows,
-        the core inverse and the split of ``b`` (:meth:`agents.sketches.core.SketchCore.layout_bytes`),
-        ``cap = 2 l`` fast, ``l`` textbook. :meth:`member_memory_bytes` reports the same."""
+        anything: the basis ``min(cap, d) x d`` in ``dtype`` and, in ``core_dtype``, the coordinate
+        rows, the core inverse and the split of ``b``
+        (:meth:`agents.sketches.core.SketchCore.layout_bytes`), ``cap = 2 l`` fast, ``l`` textbook.
+        :meth:`member_memory_bytes` reports the same."""
         _, rows, basis = _caps(d, int(sketch_size), fast)
         es = dtype.itemsize
         ec = core_dtype.itemsize
@@ -203,14 +232,15 @@ class FrequentDirections(CovarianceEstimator):
 
     @property
     def rows_in_use(self):
-        """FD's rows in use, the count its buffer fills by (at most ``2 l - 1`` fast, ``l - 1`` textbook,
-        between rows): the rows held, or as many when a basis of ``d`` vectors lets fewer stand for
-        them (their QR factor)."""
+        """FD's rows in use, the count its buffer fills by (at most ``2 l - 1`` fast, ``l - 1``
+        textbook, between rows): the rows held, or as many when a basis of ``d`` vectors lets fewer
+        stand for them (their QR factor)."""
         return self._host_out(np.full(self.batch_size, self.core.n_raw) if self._raw else self._m)
 
     @property
     def capacity(self) -> int:
-        """Rows FD buffers before a shrink (``2l`` fast, ``l`` textbook; the largest member's when batched)."""
+        """Rows FD buffers before a shrink (``2l`` fast, ``l`` textbook; the largest member's when
+        batched)."""
         return int(self._caps.max())
 
     # -- single-sketch views (diagnostics) ---------------------------------------------------------
@@ -239,21 +269,27 @@ class FrequentDirections(CovarianceEstimator):
         """Lower Cholesky factor of ``S S^T + rho I``."""
         self._need_single("chol")
         G = self.gram.to(torch.float64)
-        return torch.linalg.cholesky(G + float(self.rho_all[0]) * torch.eye(G.shape[0], dtype=G.dtype)).to(self.dtype)
+        return torch.linalg.cholesky(
+            G + float(self.rho_all[0]) * torch.eye(G.shape[0], dtype=G.dtype)
+        ).to(self.dtype)
 
     @property
     def is_orthogonal(self) -> bool:
-        """True when the rows of ``S`` are mutually orthogonal to the last bit (:attr:`gram` diagonal)."""
+        """True when the rows of ``S`` are mutually orthogonal to the last bit (:attr:`gram`
+        diagonal)."""
         self._need_single("is_orthogonal")
         G = self.gram
         return bool(torch.equal(G, torch.diag(torch.diagonal(G))))
 
     @property
     def M(self) -> torch.Tensor:
-        """``(S S^T + rho I)^-1`` (the paper's M, m x m; diagonal when :attr:`is_orthogonal`). Diagnostics."""
+        """``(S S^T + rho I)^-1`` (the paper's M, m x m; diagonal when :attr:`is_orthogonal`).
+        Diagnostics."""
         self._need_single("M")
         G = self.gram.to(torch.float64)
-        return torch.linalg.inv(G + float(self.rho_all[0]) * torch.eye(G.shape[0], dtype=G.dtype)).to(self.dtype)
+        return torch.linalg.inv(
+            G + float(self.rho_all[0]) * torch.eye(G.shape[0], dtype=G.dtype)
+        ).to(self.dtype)
 
     # -- streaming ---------------------------------------------------------------------------------
     def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
@@ -265,7 +301,11 @@ class FrequentDirections(CovarianceEstimator):
             ix = self._played(actions)
             sq = self._pick(terms.sq, ix)
             sq_host = xp.host(sq)
-            p, hp, php = self._pick(terms.proj, ix), self._pick(terms.hp, ix), self._pick(terms.php, ix)
+            p, hp, php = (
+                self._pick(terms.proj, ix),
+                self._pick(terms.hp, ix),
+                self._pick(terms.php, ix),
+            )
         else:
             sq, sq_host = self._row_norms(X)
         self.trace = self.trace + sq_host
@@ -285,27 +325,36 @@ class FrequentDirections(CovarianceEstimator):
         if core.n_raw >= self._caps[0] or not self.fast:
             plan = core.shrink_raw(int(self._ls[0]), add_back=self.robust)
             self._record(self._members, plan)
-            if plan.kept.min() != plan.kept.max():  # (the members' ranks differ: their buffers part)
+            if (
+                plan.kept.min() != plan.kept.max()
+            ):  # (the members' ranks differ: their buffers part)
                 self._raw = False
                 core.settle()
 
     def _append(self, X, sq, sq_host: np.ndarray, r, p, hp, php, every: bool) -> None:
-        """The row append to the basis state (:meth:`SketchCore.append`) of the members whose row is not
-        zero, and the shrink of those whose buffer it fills."""
+        """The row append to the basis state (:meth:`SketchCore.append`) of the members whose row is
+        not zero, and the shrink of those whose buffer it fills."""
         core = self.core
         live = sq_host > 0.0
         self._leave_raw()
         self._compress_crowded(live)
         ex = core.expand(X, sq, sq_host, p, hp, php)
-        core.append(ex, r if isinstance(r, float) else self.xp.asarray(r, self.cdtype), None if every else live)
+        core.append(
+            ex,
+            r if isinstance(r, float) else self.xp.asarray(r, self.cdtype),
+            None if every else live,
+        )
         self._m += live
-        fills = self._m >= self._caps if self.fast else live  # (a member without a row was below its cap)
+        fills = (
+            self._m >= self._caps if self.fast else live
+        )  # (a member without a row was below its cap)
         if np.count_nonzero(fills):
             self._reduce(np.nonzero(fills)[0])
 
     def _leave_raw(self) -> None:
-        """End the raw phase (a query, a response, a zero row or a full buffer came): the raw rows get
-        their coordinates (:meth:`SketchCore.settle`), and every later row goes to the basis state."""
+        """End the raw phase (a query, a response, a zero row or a full buffer came): the raw rows
+        get their coordinates (:meth:`SketchCore.settle`), and every later row goes to the basis
+        state."""
         if self._raw:
             self._raw = False
             self._m[:] = self.core.n_raw
@@ -322,15 +371,16 @@ class FrequentDirections(CovarianceEstimator):
             core.compress(crowded, np.zeros(crowded.size, dtype=np.int64))
 
     def _reduce(self, idx: np.ndarray) -> None:
-        """FD's shrink (Wen et al. (2025), Alg. 2 lines 4-7; RFD: Alg. 3 line 5 adds the shrink value
-        back) of the members ``idx``, grouped by the rows they hold and their sketch size."""
+        """FD's shrink (Wen et al. (2025), Alg. 2 lines 4-7; RFD: Alg. 3 line 5 adds the shrink
+        value back) of the members ``idx``, grouped by the rows they hold and their sketch size."""
         core = self.core
         for group, l in shrink_groups(idx, core.N[idx], self._ls[idx]):
             zero = np.zeros(group.size, dtype=np.int64)
             self._record(group, core.shrink(group, zero, l, zero, add_back=self.robust))
 
     def _record(self, group: np.ndarray, plan) -> None:
-        """Count the shrink ``plan`` of the members ``group``: their rows, shrinkage and ``tr S^T S``."""
+        """Count the shrink ``plan`` of the members ``group``: their rows, shrinkage and
+        ``tr S^T S``."""
         self._m[group] = plan.kept
         self._shrink[group] += plan.delta
         self._n_red[group] += 1
@@ -367,8 +417,8 @@ class FrequentDirections(CovarianceEstimator):
         return self._shrink_value(x)
 
     def pending_shrinkage(self, x=None) -> float:
-        """The shrink value a shrink of the current sketch (with ``x`` appended, if given) would apply
-        now, whether or not the buffer is full; 0.0 while the rank is < l."""
+        """The shrink value a shrink of the current sketch (with ``x`` appended, if given) would
+        apply now, whether or not the buffer is full; 0.0 while the rank is < l."""
         self._need_single("pending_shrinkage")
         if x is not None:
             x = as_vector(x, self.device, self.dtype, self.d)
@@ -383,12 +433,16 @@ class FrequentDirections(CovarianceEstimator):
         arms_c, sq = self._arm_norms(arms)
         P = core.project(arms)
         mean, quad, PH, pHp = core.score(arms, arms_c, sq, P)
-        return ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows, hp=PH, php=pHp)
+        return ScoreTerms(
+            arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows, hp=PH, php=pHp
+        )
 
     def quad_all(self, arms):
         self._leave_raw()
         arms_c, sq = self._arm_norms(arms)
-        return self.xp.maximum(self.core.score(arms, arms_c, sq, self.core.project(arms))[1], self._floor(sq))
+        return self.xp.maximum(
+            self.core.score(arms, arms_c, sq, self.core.project(arms))[1], self._floor(sq)
+        )
 
     def solve_all(self, V):
         self._leave_raw()
@@ -402,8 +456,8 @@ class FrequentDirections(CovarianceEstimator):
         return self.core.b()
 
     def draw_all(self, Z):
-        """``F z = (z - V^T V z) / sqrt(c) + V^T L V z`` with ``H = L L^T`` (lower Cholesky factor of the
-        core inverse; :meth:`agents.sketches.core.SketchCore.draw`)."""
+        """``F z = (z - V^T V z) / sqrt(c) + V^T L V z`` with ``H = L L^T`` (lower Cholesky factor
+        of the core inverse; :meth:`agents.sketches.core.SketchCore.draw`)."""
         self._leave_raw()
         return self.core.draw(Z)
 
@@ -411,22 +465,26 @@ class FrequentDirections(CovarianceEstimator):
         """``S^T S`` (plus ``alpha I`` for RFD), ``(B, d, d)``."""
         cov = self.core.covariance()
         if self.robust:
-            cov = cov + self.xp.asarray(self._alpha, self.cdtype)[:, None, None] * self.xp.eye(self.d, self.cdtype)
+            cov = cov + self.xp.asarray(self._alpha, self.cdtype)[:, None, None] * self.xp.eye(
+                self.d, self.cdtype
+            )
         return cov
 
     def log_det_ratio_bound(self):
         """An upper bound on ``ln det(reg I + X^T X) - d ln(reg)`` for the rows seen so far.
 
-        FD: ``X^T X <= S^T S + sigma_bar I`` gives ``d ln(1 + sigma_bar/reg) + sum_j ln(1 + s_j^2/(reg +
-        sigma_bar))`` (the first step of Wen et al. (2025), Lemma 6); the sum is bounded by the smaller
-        of ``sum_j ln(1 + s_j^2/reg) = ln det(M + reg I) - R ln reg`` and the
-        trace/AM-GM bound ``R ln(1 + ||S||_F^2/(R (reg + sigma_bar)))``. Exact when nothing was
-        discarded. RFD (overridden): ``ln det(A_hat) - d ln(reg)`` exactly (``A <= A_hat``).
+        FD: ``X^T X <= S^T S + sigma_bar I`` gives
+        ``d ln(1 + sigma_bar/reg) + sum_j ln(1 + s_j^2/(reg + sigma_bar))`` (the first step of Wen
+        et al. (2025), Lemma 6); the sum is bounded by the smaller of
+        ``sum_j ln(1 + s_j^2/reg) = ln det(M + reg I) - R ln reg`` and the trace/AM-GM bound
+        ``R ln(1 + ||S||_F^2/(R (reg + sigma_bar)))``. Exact when nothing was discarded. RFD
+        (overridden): ``ln det(A_hat) - d ln(reg)`` exactly (``A <= A_hat``).
 
-        ``R`` in the AM-GM bound counts the eigenvalues of ``M = S^T S`` above the rounding of a zero
-        one (:func:`~agents.sketches.core.rounding`): a basis vector kept for a residual at rounding
-        level carries a squared singular value at rounding level, adds nothing to the sum, and must
-        not raise the bound (whether such a residual is kept can differ with the backend's rounding)."""
+        ``R`` in the AM-GM bound counts the eigenvalues of ``M = S^T S`` above the rounding of a
+        zero one (:func:`~agents.sketches.core.rounding`): a basis vector kept for a residual at
+        rounding level carries a squared singular value at rounding level, adds nothing to the sum,
+        and must not raise the bound (whether such a residual is kept can differ with the backend's
+        rounding)."""
         self._leave_raw()
         core, xp = self.core, self.xp
         lam, sig = self._reg_host(), self._shrink
@@ -444,19 +502,24 @@ class FrequentDirections(CovarianceEstimator):
 
     # -- introspection -----------------------------------------------------------------------------
     def sketch_sizes(self):
-        """The sketch size ``l`` per member (FD's parameter; :attr:`rows_in_use` says the rows held)."""
+        """The sketch size ``l`` per member (FD's parameter; :attr:`rows_in_use` says the rows
+        held)."""
         return self._ls.copy()
 
     def member_memory_bytes(self):
         """What each member's single sketch allocates (:meth:`peak_member_bytes`: its own sizes)."""
         es = self.dtype.itemsize
         ec = self.cdtype.itemsize
-        return SketchCore.layout_bytes(self.d, self._rows_caps, self._basis_caps, es, ec).astype(np.int64)
+        return SketchCore.layout_bytes(self.d, self._rows_caps, self._basis_caps, es, ec).astype(
+            np.int64
+        )
 
     def _held_bytes(self):
         return self.core.held_bytes()
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(d={self.d}, sketch_size={_listed(self._l)}, reg={_listed(self.reg)}, "
-                f"fast={self.fast}, batch_size={self.members.given}, "
-                f"rows_in_use={self.rows_in_use})")
+        return (
+            f"{type(self).__name__}(d={self.d}, sketch_size={_listed(self._l)}, "
+            f"reg={_listed(self.reg)}, fast={self.fast}, batch_size={self.members.given}, "
+            f"rows_in_use={self.rows_in_use})"
+        )
