@@ -43,19 +43,13 @@ class Backend:
 
     kind: str
     is_numpy: bool
+    max_members: int | None  # the most members one batch may have on this backend (None: any)
 
     def __init__(self, device: torch.device):
         self.device = device
 
     def __repr__(self) -> str:
         return f"Backend({self.kind!r}, {str(self.device)!r})"
-
-    def select(self, idx: np.ndarray):
-        """The members ``idx`` (sorted host ints) as a key of a batch-first array: a slice where
-        they are consecutive (every member, or one: basic indexing, views), else an index array."""
-        if idx.size and int(idx[-1]) - int(idx[0]) + 1 == idx.size:
-            return slice(int(idx[0]), int(idx[-1]) + 1)
-        return self.index(idx)
 
     def eigh_desc(self, G):
         """Eigenvalues (descending) and eigenvectors (columns, same order) of the symmetric ``G``
@@ -90,11 +84,18 @@ class Backend:
 
 
 class NumpyBackend(Backend):
-    """numpy arrays on the CPU, for one estimator (a batch of one member; :func:`choose_backend`):
-    the smaller fixed cost per call."""
+    """numpy arrays on the CPU, for one estimator: a batch of one member (:func:`choose_backend`),
+    at the smaller fixed cost per call of numpy. Its member helpers (:meth:`select`, :meth:`put`)
+    address that one member by basic indexing."""
 
     kind = "numpy"
     is_numpy = True
+    max_members = 1
+
+    def select(self, idx: np.ndarray):
+        """The members ``idx`` (host ints: the one member, or none) as a key of a batch-first
+        array."""
+        return slice(0, len(idx))
 
     # -- dtypes, creation, conversion --------------------------------------------------------------
     def zeros(self, shape, dtype: torch.dtype):
@@ -247,14 +248,13 @@ class NumpyBackend(Backend):
         """Reduced QR ``(Q, R)`` of ``A`` (``(..., n, m)``, ``n >= m``)."""
         return np.linalg.qr(A)
 
-    def put(self, dst, index: tuple, src) -> None:
-        """``dst[m, i, ...] = src[m]`` for each ``(m, i, ...)`` of ``zip(*index)`` (host int arrays,
-        the members first); a row ``src[m]`` fills the first ``src.shape[-1]`` entries of the slot.
-        The numpy backend holds one estimator (:func:`choose_backend`): its one member, if in
-        ``index``, is stored with basic indexing."""
-        if len(index[0]):
-            key = (slice(None),) + tuple([int(i[0]) for i in index[1:]])
-            dst[key + ((slice(0, src.shape[-1]),) if src.ndim > 1 else ())] = src
+    def put(self, dst, members: np.ndarray, slots: tuple, src) -> None:
+        """``dst[m, slots[0][m], slots[1][m], ...] = src[j]`` for the ``j``-th member ``m`` of
+        ``members`` (host ints; ``slots``: host int arrays ``(B,)``, one per axis after the
+        members'); a row ``src[j]`` fills the first ``src.shape[-1]`` entries of its slot."""
+        if len(members):  # the one member
+            width = (slice(0, src.shape[-1]),) if src.ndim > 1 else ()
+            dst[(0, *[int(s[0]) for s in slots], *width)] = src[0]
 
     def row_range(self, src, idx: np.ndarray, starts: np.ndarray, count: int, width: int):
         """``src[m_j, starts_j : starts_j + count, :width]`` for the members ``m_j`` of ``idx``,
@@ -291,6 +291,14 @@ class TorchBackend(Backend):
 
     kind = "torch"
     is_numpy = False
+    max_members = None
+
+    def select(self, idx: np.ndarray):
+        """The members ``idx`` (sorted host ints) as a key of a batch-first tensor: a slice where
+        they are consecutive (every member, or one: views), else an index tensor."""
+        if idx.size and int(idx[-1]) - int(idx[0]) + 1 == idx.size:
+            return slice(int(idx[0]), int(idx[-1]) + 1)
+        return self.index(idx)
 
     # -- dtypes, creation, conversion --------------------------------------------------------------
     def zeros(self, shape, dtype: torch.dtype):
@@ -408,12 +416,10 @@ class TorchBackend(Backend):
     def qr(self, A):
         return torch.linalg.qr(A)
 
-    def put(self, dst, index: tuple, src) -> None:
-        """``dst[m, i, ...] = src[m]`` for each ``(m, i, ...)`` of ``zip(*index)``: one indexed
-        store."""
-        keys = tuple(self.index(i) for i in index)
+    def put(self, dst, members: np.ndarray, slots: tuple, src) -> None:
+        """:meth:`NumpyBackend.put` as one indexed store."""
         width = (slice(0, src.shape[-1]),) if src.ndim > 1 else ()
-        dst[keys + width] = src[keys[0]]
+        dst[(self.index(members), *[self.index(s[members]) for s in slots], *width)] = src
 
     def row_range(self, src, idx: np.ndarray, starts: np.ndarray, count: int, width: int):
         rows = self.index(starts[:, None] + np.arange(count)[None, :])

@@ -249,16 +249,13 @@ class CovarianceEstimator(ABC):
         # tr X^T X + alpha beyond which (reg + tr + alpha) / reg > BEYOND_DTYPE / eps
         # (warn_if_beyond_dtype)
         self._trace_limit = (BEYOND_DTYPE / torch.finfo(self.dtype).eps - 1.0) * self._reg_host()
-        self._trace_room = float(
-            self._trace_limit.min()
-        )  # below it no member needs the exact check
+        # below it no member needs the exact check
+        self._trace_room = float(self._trace_limit.min())
         self._no_alpha = np.zeros(self.batch_size)
-        self._max_norm_sq = float(
-            torch.finfo(self.dtype).max
-        )  # a row's ||x||^2 beyond it overflows the dtype
-        self._no_response = self.members.host(
-            np.zeros(self.batch_size)
-        )  # update()'s default r (read only)
+        # a row's ||x||^2 beyond it overflows the dtype
+        self._max_norm_sq = float(torch.finfo(self.dtype).max)
+        # update()'s default r (read only)
+        self._no_response = self.members.host(np.zeros(self.batch_size))
         self._row_shape = self.members.shape(self.d)  # the public shape of one row per member
 
     # -- the batched internals the optimistic loop calls ----------------------------------------

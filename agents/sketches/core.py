@@ -202,14 +202,14 @@ def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
 class Expansion:
     """A row's coordinates in the basis extended by its residual direction
     (:meth:`SketchCore.expand`): ``p`` ``(B, width)`` core, ``nu`` ``(B,)`` core (``||e||``, 0 where
-    no new direction), ``v`` ``(B, d)`` working (the new unit vector ``e / ||e||``, 0 where none),
-    ``new`` ``(B,)`` host bools, ``sq`` ``(B,)`` core ``||x||^2``; ``hp = H p`` ``(B, width)`` and
-    ``php = p^T H p`` ``(B,)`` (core) when the scoring computed them for this very ``p``
-    (:meth:`SketchCore.score`), else None (the append forms them)."""
+    no new direction), ``e`` ``(B, d)`` working (the residual ``x - V^T p``; where ``new``, the new
+    basis vector is ``e / ||e||``), ``new`` ``(B,)`` host bools, ``sq`` ``(B,)`` core ``||x||^2``;
+    ``hp = H p`` ``(B, width)`` and ``php = p^T H p`` ``(B,)`` (core) when the scoring computed them
+    for this very ``p`` (:meth:`SketchCore.score`), else None (the append forms them)."""
 
     p: Array
     nu: Array
-    v: Array
+    e: Array
     new: np.ndarray
     sq: Array
     hp: Array | None = None
@@ -249,6 +249,8 @@ class SketchCore:
         basis: int,
         reg: np.ndarray,
     ):
+        if xp.max_members is not None and B > xp.max_members:
+            raise ValueError(f"the {xp.kind} backend holds {xp.max_members} member(s), not {B}")
         self.xp, self.B, self.d = xp, B, d
         self.dtype, self.cdtype = dtype, cdtype
         self.eps_w, self.eps_c = torch.finfo(dtype).eps, torch.finfo(cdtype).eps
@@ -501,11 +503,11 @@ class SketchCore:
                 again & (kept_again < 0.5 * kept), 0.0, np.where(again, kept_again, kept)
             )
         # each member's own R: its decision must not depend on the other members of a batch
-        new = (kept > (self.R + 1) * (64.0 * self.d * self.eps_w**2)) & (self.R < self.basis_cap)
-        w = xp.cast_like(new, nu2)
-        nu = xp.sqrt(nu2) * w
-        v = e / xp.astype(nu + (1.0 - w), self.dtype)[:, None] * xp.astype(w, self.dtype)[:, None]
-        return Expansion(p, nu, v, new, sq, hp, php)
+        new = kept > (self.R + 1) * (64.0 * self.d * self.eps_w**2)
+        if self.width >= self.basis_cap:  # a full basis takes no new vector
+            new &= self.R < self.basis_cap
+        nu = xp.sqrt(nu2) * xp.cast_like(new, nu2)
+        return Expansion(p, nu, e, new, sq, hp, php)
 
     def append(self, ex: Expansion, r, live: np.ndarray | None = None) -> None:
         """Commit the expanded rows ``ex`` with responses ``r`` (a float, or core ``(B,)``) to the
@@ -522,10 +524,10 @@ class SketchCore:
             p, nu, new, r = p * on[:, None], nu * on, new & live, r * on
             hp, php = (None, None) if hp is None else (hp * on[:, None], php * on)
             rows = np.nonzero(live)[0]
-        xp.put(self.C, (rows, self.N[rows]), p)
+        xp.put(self.C, rows, (self.N,), p if live is None else p[xp.select(rows)])
         gained = np.nonzero(new)[0]
         if gained.size:
-            self._extend_basis(gained, ex.v, nu, r)
+            self._extend_basis(gained, ex.e, nu, r)
         self.b_coords[:, : p.shape[1]] += (r if isinstance(r, float) else r[:, None]) * p
         stale = self._fold(p, nu, gained, hp, php)
         self._set_R(self.R + new)
@@ -535,19 +537,21 @@ class SketchCore:
         if stale.size:
             self.refactor(stale)
 
-    def _extend_basis(self, gained: np.ndarray, v, nu, r) -> None:
-        """The new unit vectors ``v`` of the members ``gained`` join the basis at slot ``R_i``, with
-        the row's coordinate ``nu`` there; ``b_perp``'s share of ``v`` moves to ``b_coords``:
-        ``theta_perp`` loses ``(v . theta_perp) v`` and ``b_coords[R] = c (v . theta_perp) + r nu``
-        (``v = 0`` for the other members)."""
+    def _extend_basis(self, gained: np.ndarray, e, nu, r) -> None:
+        """The new unit vectors ``v = e / nu`` of the members ``gained`` join the basis at slot
+        ``R_i``, with the row's coordinate ``nu`` there; ``b_perp``'s share of ``v`` moves to
+        ``b_coords``: ``theta_perp`` loses ``(v . theta_perp) v`` and ``b_coords[R] = c (v .
+        theta_perp) + r nu``."""
         xp = self.xp
+        g = xp.select(gained)
+        v = e[g] / xp.astype(nu[g], self.dtype)[:, None]
         vc = xp.astype(v, self.cdtype)
-        share = xp.vecdot(vc, self.theta_perp)
-        self.theta_perp -= share[:, None] * vc
-        slot = self.R[gained]
-        xp.put(self.V, (gained, slot), v)
-        xp.put(self.C, (gained, self.N[gained], slot), nu)
-        xp.put(self.b_coords, (gained, slot), share * self.c_arr + r * nu)
+        share = xp.vecdot(vc, self.theta_perp[g])
+        self.theta_perp[g] = self.theta_perp[g] - share[:, None] * vc
+        xp.put(self.V, gained, (self.R,), v)
+        xp.put(self.C, gained, (self.N, self.R), nu[g])
+        r_g = r if isinstance(r, float) else r[g]
+        xp.put(self.b_coords, gained, (self.R,), share * self.c_arr[g] + r_g * nu[g])
 
     def _no_perp_once_spanning(self, idx: np.ndarray) -> None:
         """``theta_perp = 0`` for the members ``idx`` whose basis spans ``R^d``: nothing lies
@@ -567,9 +571,8 @@ class SketchCore:
         cancel)."""
         xp = self.xp
         w = p.shape[1]
-        padded = xp.zeros(
-            (self.B, self.basis_cap), self.cdtype
-        )  # rows over the whole width: 0 past the basis
+        # rows over the whole width: 0 past the basis
+        padded = xp.zeros((self.B, self.basis_cap), self.cdtype)
         if hp is None:
             padded[:, :w] = p
             u = xp.matvec(self.H, padded)
@@ -579,11 +582,14 @@ class SketchCore:
             u[:, :w] = hp
             one_plus_q = 1.0 + php
         den = self.c_arr * one_plus_q + nu * nu
-        slot = self.R[gained]
-        xp.put(u, (gained, slot), nu * self.inv_c[:, 0])
+        g = xp.select(gained)
+        xp.put(u, gained, (self.R,), nu[g] * self.inv_c[g, 0])
         xp.rank1_update_(self.H, u, -self.c_arr / den)
-        xp.put(self.H, (gained, slot, slot), one_plus_q / den)
-        return np.nonzero(xp.host(one_plus_q) > AMPLIFICATION_LIMIT)[0]
+        xp.put(self.H, gained, (self.R, self.R), one_plus_q[g] / den[g])
+        amplification = xp.host(one_plus_q)
+        if max(amplification.tolist()) <= AMPLIFICATION_LIMIT:  # (the usual step: none)
+            return _EMPTY
+        return np.nonzero(amplification > AMPLIFICATION_LIMIT)[0]
 
     def refactor(self, idx: np.ndarray) -> None:
         """``H = (C^T C + c I)^-1`` of the members ``idx`` from their coordinates, by Cholesky
@@ -725,10 +731,7 @@ class SketchCore:
         ``c``)."""
         xp = self.xp
         sel = xp.select(idx)
-        old_basis, old_coords = (
-            self.V[sel, :w],
-            self.b_coords[sel, :w],
-        )  # (views: read before the writes)
+        old_basis, old_coords = self.V[sel, :w], self.b_coords[sel, :w]  # (views: read them first)
         coords_on_Q = (Q @ old_coords[:, :, None])[:, :, 0]
         frozen = xp.cast_like(np.arange(w)[None, :] < frozen_basis[:, None], old_coords)
         dropped = old_coords * (1.0 - frozen) - (coords_on_Q[:, None, :] @ Q)[:, 0]

@@ -337,12 +337,15 @@ class BlockState:
             True,
         )
 
-    def receive(self, members: np.ndarray, mass: np.ndarray, live: np.ndarray) -> None:
-        """The active blocks of ``members`` (host bools) receive a row: their BlockSize becomes
-        ``mass``; the sketch holds it where ``live`` (FD skips zero rows)."""
-        self.mass = np.where(members, mass, self.mass)
-        self.received += members
-        self.held += live
+    def receive(
+        self, members: np.ndarray | None, mass: np.ndarray, live: np.ndarray | None
+    ) -> None:
+        """The active blocks of ``members`` (host bools; every member when None) receive a row:
+        their BlockSize becomes ``mass``; the sketch holds it where ``live`` (FD skips zero
+        rows)."""
+        self.mass = mass if members is None else np.where(members, mass, self.mass)
+        self.received += 1 if members is None else members
+        self.held += 1 if live is None else live
 
     def shrunk(
         self, group: np.ndarray, delta: np.ndarray, kept: np.ndarray, add_back: bool
@@ -466,6 +469,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._block_caps = np.array([block_cap(self.d, int(v)) for v in l0s], dtype=np.int64)
         self.block_cap = self._block_caps if np.ndim(self.l0) else int(self._block_caps[0])
         self.block_state = BlockState.start(l0s, fast)
+        self._members = np.arange(B)
         self._frob = np.zeros(B)  # ||X||_F^2 of the rows so far
         self._n_arms = 1  # arms per round of the last scoring (the time cap's K)
         self._exact: ExactCovariance | None = None  # the exact members, in member order
@@ -745,30 +749,23 @@ class DyadicBlockSketch(CovarianceEstimator):
         r = r if isinstance(r, float) else np.asarray(r, dtype=np.float64)
         all_exact = self.core is None  # then the terms are the exact estimator's own (score_terms)
         if not all_exact:
-            played = (
-                None,
-                None,
-                None,
-            )  # the played arm's V x, H V x and x^T V^T H V x from the scoring
+            p = hp = php = None  # the played arm's V x, H V x and x^T V^T H V x from the scoring
             if fresh:
                 sketched = terms if terms.parts is None else terms.parts.sketched
-                played = tuple(
-                    self._pick(a, ix) for a in (sketched.proj, sketched.hp, sketched.php)
+                p, hp, php = (
+                    self._pick(sketched.proj, ix),
+                    self._pick(sketched.hp, ix),
+                    self._pick(sketched.php, ix),
                 )
-            self._sketched_step(X, sq, sq_host, r, *played)
+            self._sketched_step(X, sq, sq_host, r, p, hp, php)
         if self._exact is not None:
             exact = np.flatnonzero(self.exact)
-            own = None
+            own = None  # the exact estimator's terms of this round, unless a member just switched
             if all_exact:
                 own = terms
-            elif (
-                fresh
-                and terms.parts is not None
-                and np.array_equal(terms.parts.exact_members, exact)
-            ):
-                own = (
-                    terms.parts.exact
-                )  # (not when a member switched this round: its row is folded in afresh)
+            elif fresh and terms.parts is not None:
+                same = np.array_equal(terms.parts.exact_members, exact)
+                own = terms.parts.exact if same else None
             self._exact_step(exact, X, r, own, actions)
         self.n_rows += 1
 
@@ -778,15 +775,23 @@ class DyadicBlockSketch(CovarianceEstimator):
         closes and ``x`` opens the next one (lines 10-12), or goes exact at the cap."""
         bs = self.block_state
         ex = self.core.expand(X, sq, sq_host, p, hp, php)
-        sketched = ~bs.exact
-        insert = (bs.mass + sq_host < self.threshold) & sketched
-        full = sketched & ~insert
-        if np.count_nonzero(full):
+        mass = bs.mass + sq_host  # BlockSize + ||x||^2
+        keep = mass < self.threshold
+        n_sketched = self.batch_size
+        if self._exact is not None:  # exact members take no rows into blocks
+            keep &= ~bs.exact
+            n_sketched -= self._exact.batch_size
+        if np.count_nonzero(keep) < n_sketched:
+            full = ~(keep | bs.exact)
             closing = np.flatnonzero(full & self._will_excess(full, ex, sq_host))
             switched = self._close_active(closing, sq_host)
-            insert |= full & ~switched
-        if np.count_nonzero(insert):
-            self._insert_active(insert, ex, r, sq_host)
+            keep |= full & ~switched
+            mass = (
+                bs.mass + sq_host
+            )  # (a closed block's row opens the next: its BlockSize is ||x||^2)
+        n_insert = np.count_nonzero(keep)
+        if n_insert:
+            self._insert_active(None if n_insert == keep.size else keep, ex, r, sq_host, mass)
 
     def _will_excess(self, full: np.ndarray, ex, sq_host: np.ndarray) -> np.ndarray:
         """willExcessSketch per member (host bools ``(B,)``, read where ``full``): App. B.1's
@@ -799,19 +804,24 @@ class DyadicBlockSketch(CovarianceEstimator):
             excess[look] = self._shrinkage_if_added(np.flatnonzero(look), ex, sq_host) > 0.0
         return excess
 
-    def _insert_active(self, insert: np.ndarray, ex, r, sq_host: np.ndarray) -> None:
-        """FD update of the active blocks of the members ``insert`` (Alg. 4 lines 11-19; eq. 7): the
-        append, and the shrink of the blocks whose buffer it fills."""
+    def _insert_active(self, insert: np.ndarray | None, ex, r, sq_host: np.ndarray, mass) -> None:
+        """FD update of the active blocks of the members ``insert`` (every member when None; Alg. 4
+        lines 11-19; eq. 7), whose BlockSize becomes ``mass``: the append of the nonzero rows (FD
+        skips zero rows), and the shrink of the blocks whose buffer it fills."""
         bs = self.block_state
-        live = insert & (sq_host > 0.0)  # FD skips zero rows: A_hat unchanged
-        bs.receive(insert, bs.mass + sq_host, live)
-        if not np.count_nonzero(live):
+        live = insert  # the members that append: None for every one
+        if min(sq_host.tolist()) <= 0.0:
+            live = sq_host > 0.0 if insert is None else insert & (sq_host > 0.0)
+        bs.receive(insert, mass, live)
+        if live is not None and not np.count_nonzero(live):
             return
-        some = None if np.count_nonzero(live) == live.size else live  # (None: every member appends)
-        self.core.append(ex, r if isinstance(r, float) else self.xp.asarray(r, self.cdtype), some)
-        fills = live & (bs.held >= bs.buffer) if self.fast else live
-        if np.count_nonzero(fills):
-            self._shrink_active(np.flatnonzero(fills))
+        self.core.append(ex, r if isinstance(r, float) else self.xp.asarray(r, self.cdtype), live)
+        if self.fast:  # (a member without a row was below its buffer's size)
+            fills = np.flatnonzero(bs.held >= bs.buffer)
+        else:
+            fills = self._members if live is None else np.flatnonzero(live)
+        if fills.size:
+            self._shrink_active(fills)
 
     def _shrink_active(self, idx: np.ndarray) -> None:
         """FD shrink (Wen et al. (2025), Alg. 2 lines 4-7; RFD: Alg. 3 line 5) of the active blocks
@@ -889,9 +899,8 @@ class DyadicBlockSketch(CovarianceEstimator):
             else self._exact.joined(new, np.argsort(np.concatenate([held, idx]), kind="stable"))
         )
         core.drop(idx)
-        self.block_state.go_exact(
-            idx, mass[idx], rows, self.n_rows + rows
-        )  # (the row in hand is not yet counted)
+        # (the row in hand, if any, is not counted in n_rows yet)
+        self.block_state.go_exact(idx, mass[idx], rows, self.n_rows + rows)
         if self.exact.all():  # from now on the exact estimator does all
             self.core = None
 
@@ -919,9 +928,9 @@ class DyadicBlockSketch(CovarianceEstimator):
         sketched = ScoreTerms(
             arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows, hp=PH, php=pHp
         )
-        exact = np.flatnonzero(self.exact)
-        if not exact.size:
+        if self._exact is None:  # every member sketched
             return sketched
+        exact = np.flatnonzero(self.exact)
         ei = xp.index(exact)
         sub = self._exact.score_terms(arms[ei])
         mean, quad = sketched.mean, sketched.quad

@@ -165,9 +165,8 @@ class FrequentDirections(CovarianceEstimator):
             int(self._basis_caps.max()),
             self._reg_host(),
         )
-        self._m = np.zeros(
-            B, dtype=np.int64
-        )  # rows in FD's buffer (a shrink when it reaches the buffer size)
+        # rows in FD's buffer (a shrink when it reaches the buffer size)
+        self._m = np.zeros(B, dtype=np.int64)
         # the raw phase (rows kept as they are, SketchCore.append_raw) needs every buffer to fill at
         # once
         self._raw = bool((self._ls == self._ls[0]).all())
@@ -333,23 +332,21 @@ class FrequentDirections(CovarianceEstimator):
 
     def _append(self, X, sq, sq_host: np.ndarray, r, p, hp, php, every: bool) -> None:
         """The row append to the basis state (:meth:`SketchCore.append`) of the members whose row is
-        not zero, and the shrink of those whose buffer it fills."""
+        not zero (every member when ``every``), and the shrink of those whose buffer it fills (a
+        member without a row was below its buffer's size)."""
         core = self.core
-        live = sq_host > 0.0
+        live = None if every else sq_host > 0.0
         self._leave_raw()
         self._compress_crowded(live)
         ex = core.expand(X, sq, sq_host, p, hp, php)
-        core.append(
-            ex,
-            r if isinstance(r, float) else self.xp.asarray(r, self.cdtype),
-            None if every else live,
-        )
-        self._m += live
-        fills = (
-            self._m >= self._caps if self.fast else live
-        )  # (a member without a row was below its cap)
-        if np.count_nonzero(fills):
-            self._reduce(np.nonzero(fills)[0])
+        core.append(ex, r if isinstance(r, float) else self.xp.asarray(r, self.cdtype), live)
+        self._m += 1 if live is None else live
+        if self.fast:
+            fills = np.nonzero(self._m >= self._caps)[0]
+        else:
+            fills = self._members if live is None else np.nonzero(live)[0]
+        if fills.size:
+            self._reduce(fills)
 
     def _leave_raw(self) -> None:
         """End the raw phase (a query, a response, a zero row or a full buffer came): the raw rows
@@ -360,13 +357,15 @@ class FrequentDirections(CovarianceEstimator):
             self._m[:] = self.core.n_raw
             self.core.settle()
 
-    def _compress_crowded(self, live: np.ndarray) -> None:
-        """Members whose coordinate rows are full (a basis of ``d`` vectors holds at most ``d + 1``
-        useful rows) replace them by their QR factor: the same ``S^T S`` in fewer rows."""
+    def _compress_crowded(self, live: np.ndarray | None) -> None:
+        """Members (where ``live``; all when None) whose coordinate rows are full (a basis of ``d``
+        vectors holds at most ``d + 1`` useful rows) replace them by their QR factor: the same
+        ``S^T S`` in fewer rows."""
         core = self.core
         if max(core.N.tolist()) < core.rows_cap:
             return
-        crowded = np.nonzero(live & (core.N >= core.rows_cap))[0]
+        full = core.N >= core.rows_cap
+        crowded = np.nonzero(full if live is None else full & live)[0]
         if crowded.size:
             core.compress(crowded, np.zeros(crowded.size, dtype=np.int64))
 
