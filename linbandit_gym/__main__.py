@@ -2,7 +2,11 @@
 
 import sys
 
-from .cli import main
+from .specs import drop_current_directory_entry
+
+drop_current_directory_entry()
+
+from .cli import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -306,7 +306,7 @@ def test_garbled_run_json_is_named_and_redone(tmp_path, capsys):
 def test_a_locked_directory_is_refused_with_the_holders_pid(tmp_path, capsys):
     out = tmp_path / "out"
     sweep(THREE, out, log=None)
-    mine = out / "runs" / f".x.parquet.pid{os.getpid()}.abc.tmp"  # a write in flight of a live process
+    mine = out / "runs" / f".x.parquet.linbandit-pid{os.getpid()}.abc.tmp"  # a write in flight of a live process
     mine.write_text("in flight")
     with lock_output_dir(out):
         with pytest.raises(OutputError, match=rf"another sweep \(pid {os.getpid()}\) is using {re.escape(str(out))}"):
@@ -322,13 +322,37 @@ def test_a_locked_directory_is_refused_with_the_holders_pid(tmp_path, capsys):
 def test_only_dead_writers_temporaries_are_removed(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(dead.stdout)
-    live = tmp_path / f".a.parquet.pid{os.getpid()}.q1.tmp"
-    stale = tmp_path / f".b.parquet.pid{dead_pid}.q2.tmp"
-    legacy = tmp_path / ".c.json.xyz.tmp"  # no pid: left by an older version
-    for p in (live, stale, legacy):
+    live = tmp_path / f".a.parquet.linbandit-pid{os.getpid()}.q1.tmp"
+    stale = tmp_path / f".b.parquet.linbandit-pid{dead_pid}.q2.tmp"
+    for p in (live, stale):
         p.write_text("x")
     removed = remove_stale_temporaries(tmp_path)
-    assert sorted(removed) == sorted([stale, legacy]) and live.exists()
+    assert removed == [stale] and live.exists() and not stale.exists()
+
+
+def test_a_sweep_removes_no_file_it_did_not_name(tmp_path):
+    """A user's ``.mynotes.tmp`` (no pid), another program's ``.x.pid<dead>.y.tmp``, a link and a
+    directory named like a temporary survive a sweep in DIR, DIR/runs and DIR/failed."""
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    out = tmp_path / "out"
+    sweep(THREE, out, log=None)
+    (out / "failed").mkdir()
+    kept = []
+    for where in (out, out / "runs", out / "failed"):
+        notes = where / ".mynotes.tmp"
+        notes.write_text("mine")
+        other = where / f".x.pid{dead}.y.tmp"  # an older naming, or another program's
+        other.write_text("theirs")
+        folder = where / f".d.linbandit-pid{dead}.z.tmp"
+        folder.mkdir()
+        link = where / f".l.linbandit-pid{dead}.w.tmp"
+        link.symlink_to(notes)
+        kept += [notes, other, folder, link]
+    result = sweep({**THREE, "seeds": 4}, out, log=None)
+    assert len(result.executed) == 1
+    assert all(p.exists() or p.is_symlink() for p in kept), [p for p in kept if not p.exists()]
+    assert (out / "runs" / ".mynotes.tmp").read_text() == "mine"
 
 
 @pytest.mark.skipif(not LINUX, reason="flock semantics checked on Linux")

@@ -131,7 +131,8 @@ def test_dry_run_reports_the_largest_runs_memory(tmp_path, capsys):
 
 def test_validation_builds_nothing_it_has_not_checked(tmp_path, capsys, monkeypatch):
     """A user's class is checked by name and signature, never constructed; a registered agent
-    is built without d, so it allocates nothing."""
+    whose state for d would take more than DIMENSION_CHECK_BYTES is built without d, so it
+    allocates nothing (OFUL at d = 5000: a 200 MB inverse)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sideeffect.py").write_text(
         "import pathlib\n"
@@ -152,7 +153,7 @@ def test_validation_builds_nothing_it_has_not_checked(tmp_path, capsys, monkeypa
         if "_allocate" in vars(cls):
             monkeypatch.setattr(cls, "_allocate", no_allocation)
     config = _write(tmp_path / "c.yaml", {**THREE, "agents": [
-        {"name": "sideeffect:Agent", "args": {"eps": 0.5}}, {"name": "OFUL", "args": {"d": 5}}]})
+        {"name": "sideeffect:Agent", "args": {"eps": 0.5}}, {"name": "OFUL", "args": {"d": 5000}}]})
     try:
         assert main(["sweep", str(config), "--dry-run"]) == 0, capsys.readouterr().err
         assert not (tmp_path / "constructed").exists()
@@ -161,6 +162,27 @@ def test_validation_builds_nothing_it_has_not_checked(tmp_path, capsys, monkeypa
         assert "has no argument 'epsilon'" in line and not (tmp_path / "constructed").exists()
     finally:
         sys.modules.pop("sideeffect", None)
+
+
+@pytest.mark.parametrize("how", ["dry-run", "sweep", "run"])
+def test_an_argument_checked_against_d_is_refused_before_the_run(tmp_path, capsys, how):
+    """``DBSLinUCB(l0=10)`` on arms of d = 5: refused by validation (the agent is built with the
+    env's d), not at the first round of the run, and nothing is written."""
+    env_d5 = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 5}}
+    config = _write(tmp_path / "c.yaml", {**THREE, "envs": [env_d5],
+                                          "agents": [{"name": "DBSLinUCB", "args": {"l0": 10}}]})
+    out = tmp_path / "out"
+    argv = {"dry-run": ["sweep", str(config), "--dry-run"],
+            "sweep": ["sweep", str(config), "--out", str(out)],
+            "run": ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "DBSLinUCB", "--agent-arg", "l0=10",
+                    "--env-arg", "d=5", "--horizon", "5", "--no-progress", "--out", str(out)]}[how]
+    line = _refused(capsys, argv)
+    assert "l0=10 exceeds the dimension d=5" in line, line
+    if how != "run":
+        assert "agents[0].args.l0" in line and "'LinBandit-Synthetic-v0'" in line, line
+    assert not out.exists()
+    with pytest.raises(ConfigError, match="l0=10 exceeds the dimension d=5"):
+        parse_config(config)
 
 
 # -- workers that die are replaced -------------------------------------------------------------
@@ -295,7 +317,7 @@ def test_a_full_disk_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
 
     sweep_module = importlib.import_module("linbandit_gym.experiments.sweep")  # the module, not the function
 
-    def no_space(frame, stem):
+    def no_space(frame, stem, root=None):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(stem) + ".parquet")
 
     monkeypatch.setattr(sweep_module, "write_records", no_space)

@@ -2,7 +2,11 @@
 
 import sys
 
-from . import main
+from ..specs import drop_current_directory_entry
+
+drop_current_directory_entry()
+
+from . import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())
