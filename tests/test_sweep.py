@@ -145,7 +145,9 @@ def test_rerun_skips_finished_and_redoes_missing(serial_dir, tmp_path):
     runs_dir = out / "runs"
     victim = sorted(runs_dir.glob("*.json"))[0]
     victim.unlink()  # the records file alone does not count as finished
-    (runs_dir / ".x.parquet.123.tmp").write_text("half-written")  # left by a killed writer
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    (runs_dir / f".x.parquet.linbandit-pid{dead}.ab12.tmp").write_text("half-written")  # a killed writer's
     result = sweep(SMALL, out, log=None)
     assert result.executed == [victim.stem] and len(result.skipped) == 11
     assert not list(runs_dir.glob(".*.tmp"))
