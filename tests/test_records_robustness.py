@@ -1,5 +1,5 @@
 """Result files and output directories under stress: Ctrl-C, kill -9, damaged files, two
-writers, umask, read-only directories (issue 13, "Command line and records")."""
+writers, umask, read-only directories, symbolic links, other files in the directory."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import ctypes
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from linbandit_gym.records import (
     records_fingerprint,
     remove_stale_temporaries,
     write_records,
+    write_text_atomic,
 )
 
 LINUX = sys.platform.startswith("linux") and Path("/proc/self/stat").exists()
@@ -143,6 +145,94 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
             tmp.write_text("half")
             raise RuntimeError("writer failed")
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+# -- item: no write follows a symbolic link out of the output directory ---------------------
+
+@pytest.fixture
+def finished(tmp_path):
+    """A finished sweep in ``tmp_path/out`` (config ``tmp_path/c.yaml``) and a file of the user's,
+    ``tmp_path/notes.txt``, outside it."""
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(THREE))
+    out = tmp_path / "out"
+    sweep(config, out, log=None)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    return config, out, notes
+
+
+def _refused_naming(capsys, argv: list[str], *words: str) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+@pytest.mark.parametrize("name, command", [
+    ("summary.csv", "plot"), ("summary.md", "plot"), ("plots/regret.png", "plot"), ("plots/captions.json", "plot"),
+    ("report.html", "report"), ("config.yaml", "sweep"), ("manifest.json", "sweep"), (".lock", "sweep"),
+    ("runs/RUN.json", "sweep"), ("regret.png", "run"), ("summary.csv", "run"),
+])
+def test_no_command_writes_through_a_link_out_of_its_directory(finished, capsys, name, command):
+    """``ln -s ~/notes.txt DIR/summary.csv; linbandit plot DIR`` leaves notes.txt as it was: every
+    file a command writes into an output directory is refused, before the first write, where it
+    is a link out of the directory (the link itself is left too)."""
+    config, out, notes = finished
+    first = sorted((out / "runs").glob("*.json"))[0]
+    link = out / name.replace("RUN", first.stem)
+    if link.exists():
+        link.unlink()
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(notes)
+    argv = {"plot": ["plot", str(out), "--formats", "png"], "report": ["report", str(out)],
+            "sweep": ["sweep", str(config), "--out", str(out), "--no-plots"],
+            "run": RUN + ["--agent", "OFUL", "--out", str(out)]}[command]
+    _refused_naming(capsys, argv, str(link), "symbolic link", str(notes))
+    assert notes.read_text() == "my notes" and link.is_symlink() and os.readlink(link) == str(notes)
+
+
+@pytest.mark.parametrize("sub, command", [("plots", "plot"), ("runs", "sweep"), ("failed", "sweep")])
+def test_a_linked_subdirectory_out_of_the_directory_is_refused(finished, tmp_path, capsys, sub, command):
+    config, out, _ = finished
+    elsewhere = tmp_path / "elsewhere"
+    if (out / sub).exists():
+        shutil.move(out / sub, elsewhere)
+    else:
+        elsewhere.mkdir()
+    (elsewhere / "mine.txt").write_text("mine")
+    (out / sub).symlink_to(elsewhere)
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in elsewhere.iterdir())
+    argv = ["plot", str(out)] if command == "plot" else ["sweep", str(config), "--out", str(out), "--no-plots"]
+    _refused_naming(capsys, argv, str(out / sub), "symbolic link")
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in elsewhere.iterdir()) == before
+
+
+def test_links_that_stay_inside_the_directory_are_followed_and_kept(finished, capsys):
+    _, out, _ = finished
+    (out / "figures").mkdir()
+    (out / "plots").symlink_to("figures")
+    (out / "tables").mkdir()
+    (out / "summary.md").symlink_to("tables/summary.md")
+    assert main(["plot", str(out), "--formats", "png"]) == 0, capsys.readouterr().err
+    assert (out / "plots").is_symlink() and (out / "figures" / "regret.png").is_file()
+    assert (out / "summary.md").is_symlink() and (out / "tables" / "summary.md").read_text().startswith("| env")
+
+
+def test_atomic_writes_replace_the_target_of_a_link_inside_and_refuse_one_out(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside.txt"
+    root.mkdir()
+    outside.write_text("mine")
+    (root / "out.txt").symlink_to(outside)
+    with pytest.raises(OutputError, match="symbolic link to .*outside.txt, outside the output directory"):
+        write_text_atomic("x", root / "out.txt", root)
+    assert outside.read_text() == "mine" and [p.name for p in root.iterdir()] == ["out.txt"]  # no temporary
+    (root / "b.txt").write_text("old")
+    (root / "in.txt").symlink_to("b.txt")
+    write_text_atomic("new", root / "in.txt", root)
+    assert (root / "b.txt").read_text() == "new" and (root / "in.txt").is_symlink()
 
 
 # -- item: Ctrl-C keeps every finished run ---------------------------------------------------

@@ -185,6 +185,105 @@ def test_an_argument_checked_against_d_is_refused_before_the_run(tmp_path, capsy
         parse_config(config)
 
 
+@pytest.mark.parametrize("horizon", [10_000_000_000, 99999999999999999999])
+def test_a_horizon_whose_records_cannot_fit_is_refused_naming_horizon(tmp_path, capsys, horizon):
+    """``horizon: 10000000000`` fails ``--dry-run`` (not at run time, allocating 74.5 GiB), and
+    ``run --horizon`` of either size is one line naming ``horizon`` and the records."""
+    env = {"id": "LinBandit-Synthetic-v0", "args": {"d": 4, "n_arms": 3}}
+    config = _write(tmp_path / "c.yaml", {**THREE, "horizon": horizon, "envs": [env]})
+    line = _refused(capsys, ["sweep", str(config), "--dry-run"])
+    assert line.startswith("linbandit sweep: error: horizon: ") and f"horizon={horizon}" in line, line
+    assert "records" in line and "lower horizon" in line, line
+    line = _refused(capsys, ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--horizon", str(horizon),
+                             "--no-progress", "--out", str(tmp_path / "out")])
+    assert f"horizon={horizon}" in line and "records" in line, line
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match=f"horizon={horizon}: the records of"):  # the loop's own check
+        run("LinBandit-Synthetic-v0", AGENTS["OFUL"](), env_kwargs={**env["args"], "horizon": horizon},
+            progress=False)
+
+
+def test_dry_run_counts_the_records_in_the_largest_run(tmp_path, capsys):
+    config = _write(tmp_path / "c.yaml", {**THREE, "envs": [{**SMALL_ENV, "args": {**SMALL_ENV["args"],
+                                                                                    "horizon": 200_000}}]})
+    assert main(["sweep", str(config), "--dry-run"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "records 102 MB" in last and "about 102 MB" in last, last
+
+
+# -- a refused command leaves the output directory as it was ------------------------------------
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file and directory under ``root`` (dot files too): its size and modification time."""
+    return {str(p.relative_to(root)): (p.lstat().st_size, p.lstat().st_mtime_ns) for p in root.rglob("*")}
+
+
+@pytest.mark.parametrize("options", [
+    ["--workers", "0"], ["--max-batch", "0"], ["--timing-repeats", "0"], ["--threads", "0"],
+    ["--address", "127.0.0.1:1"], ["--backend", "ray", "--address", "nowhere"],
+], ids=lambda o: " ".join(o))
+def test_a_refused_sweep_leaves_its_directory_as_it_was(tmp_path, capsys, options):
+    """``sweep small.yaml --out EXISTING --workers 0`` exits 2 without rewriting config.yaml,
+    manifest.json or .lock: ``plot EXISTING`` still finds its finished runs. ``--dry-run``
+    refuses the same options."""
+    out = tmp_path / "out"
+    sweep(THREE, out, log=None)
+    other = _write(tmp_path / "other.yaml", {**THREE, "name": "other", "seeds": 4})
+    before = _tree(out)
+    for dry in ([], ["--dry-run"]):
+        _refused(capsys, ["sweep", str(other), "--out", str(out), *options, *dry])
+        assert _tree(out) == before
+    assert main(["plot", str(out), "--formats", "png"]) == 0
+    assert len(load_runs(out)) == 3
+    capsys.readouterr()
+
+
+def test_a_sweep_whose_env_cannot_be_built_writes_nothing(tmp_path, capsys, monkeypatch):
+    """The envs of the runs to do are built before the first write (a dataset missing on this
+    machine is found then): the directory is left as it was."""
+    out = tmp_path / "out"
+    sweep(THREE, out, log=None)
+    before = _tree(out)
+    from linbandit_gym.envs.synthetic import SyntheticLinBanditEnv
+
+    def missing_data(self, *args, **kwargs):
+        raise FileNotFoundError("the data of this env is not on this machine")
+
+    monkeypatch.setattr(SyntheticLinBanditEnv, "reset", missing_data)
+    line = _refused(capsys, ["sweep", str(_write(tmp_path / "o.yaml", {**THREE, "seeds": 4})), "--out", str(out)])
+    assert "cannot be built" in line and "not on this machine" in line, line
+    assert _tree(out) == before
+
+
+@pytest.mark.parametrize("horizon", ["0", "-7"])
+def test_tune_refuses_a_horizon_instead_of_using_the_configs(tmp_path, capsys, horizon):
+    config = _write(tmp_path / "c.yaml", THREE)
+    line = _refused(capsys, ["tune", str(config), "--horizon", horizon, "--out", str(tmp_path / "t"),
+                             "--beta", "0.1", "--lam", "1"])
+    assert "--horizon" in line and f"got {horizon}" in line, line
+    assert not (tmp_path / "t").exists()
+
+
+def test_run_refuses_two_different_horizons(tmp_path, capsys):
+    run_argv = ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--env-arg", "d=3", "--no-progress",
+                "--env-arg", "horizon=5"]
+    line = _refused(capsys, [*run_argv, "--horizon", "7", "--out", str(tmp_path / "out")])
+    assert "--horizon 7" in line and "horizon=5" in line, line
+    assert not (tmp_path / "out").exists()
+    assert main([*run_argv, "--horizon", "5"]) == 0  # the same length twice is one length
+    capsys.readouterr()
+
+
+def test_plot_and_report_refuse_what_they_cannot_write_before_writing(tmp_path, capsys):
+    out = tmp_path / "out"
+    sweep(THREE, out, log=None)
+    before = _tree(out)
+    assert "'xyz'" in _refused(capsys, ["plot", str(out), "--formats", "png,xyz"])
+    line = _refused(capsys, ["report", str(out), "--out", str(tmp_path / "missing" / "r.html")])
+    assert str(tmp_path / "missing") in line, line
+    assert _tree(out) == before
+
+
 # -- workers that die are replaced -------------------------------------------------------------
 
 def _workers(pid: int) -> list[int]:

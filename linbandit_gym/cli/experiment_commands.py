@@ -106,7 +106,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _largest_run_line(cfg) -> str:
-    """``largest run: AGENT on ENV, about 3.5 MB (agent 1.2 MB, env 2.3 MB) of 20 GB available``."""
+    """``largest run: AGENT on ENV, about 3.5 MB (agent 1.2 MB, env 2.3 MB, records 1.02 MB) of 20 GB
+    available``."""
     from ..envs.memory import format_bytes, memory_limit_bytes
 
     largest = cfg.largest_run()
@@ -116,7 +117,8 @@ def _largest_run_line(cfg) -> str:
     agent_part = ("agent: no estimate" if memory.agent_bytes is None else
                   f"agent {'up to ' if memory.agent_grows else ''}{format_bytes(memory.agent_bytes)}")
     return (f"largest run: {agent} on {env}, about {format_bytes(memory.total)} ({agent_part}, env "
-            f"{format_bytes(memory.env_bytes)}) of {format_bytes(memory_limit_bytes())} available")
+            f"{format_bytes(memory.env_bytes)}, records {format_bytes(memory.records_bytes)}) of "
+            f"{format_bytes(memory_limit_bytes())} available")
 
 
 def _note_partial(command: str, out_dir: str | Path) -> None:
