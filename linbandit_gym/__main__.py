@@ -6,7 +6,7 @@ from .specs import drop_current_directory_entry
 
 drop_current_directory_entry()
 
-from .cli import main  # noqa: E402
+from .cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .records import atomic_path  # noqa: E402
+from .records import atomic_path
 
 __all__ = [
     "plot_cumulative_regret",
@@ -156,12 +156,13 @@ def check_formats(formats) -> tuple[str, ...]:
     plt.close("all")
     unknown = [f for f in formats if f not in known]
     if not formats or unknown:
-        raise ValueError(f"figure format(s) {', '.join(map(repr, unknown)) or 'none given'}: matplotlib writes "
-                         f"{', '.join(sorted(known))}")
+        named = ", ".join(map(repr, unknown)) or "none given"
+        raise ValueError(f"figure format(s) {named}: matplotlib writes {', '.join(sorted(known))}")
     return formats
 
 
-def write_figure(fig, path: str | Path, fmt: str | None = None, root: str | Path | None = None) -> Path:
+def write_figure(fig, path: str | Path, fmt: str | None = None,
+                 root: str | Path | None = None) -> Path:
     """Write ``fig`` to ``path`` (format ``fmt``, default ``path``'s suffix) atomically, inside
     the output directory ``root`` (default ``path``'s directory; a symbolic link out of it is
     refused: :func:`linbandit_gym.records.atomic_path`)."""
@@ -172,7 +173,8 @@ def write_figure(fig, path: str | Path, fmt: str | None = None, root: str | Path
     return path
 
 
-def save_figure(fig, path: str | Path, formats=("png", "pdf"), root: str | Path | None = None) -> list[Path]:
+def save_figure(fig, path: str | Path, formats=("png", "pdf"),
+                root: str | Path | None = None) -> list[Path]:
     """Save ``fig`` as ``path`` with each suffix in ``formats`` (e.g. PNG and PDF), inside the
     output directory ``root`` (:func:`write_figure`), and close it."""
     path = Path(path)

@@ -32,7 +32,7 @@ import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -180,12 +180,13 @@ def inside_output(path: str | Path, root: str | Path | None = None) -> Path:
         raise OutputError(f"{path} is not inside the output directory {root}")
     where, target = link
     raise OutputError(
-        f"{where} is a symbolic link to {target}, outside the output directory {root}: linbandit writes only "
-        f"inside the directory it was given; remove the link (or choose another output directory, --out)"
+        f"{where} is a symbolic link to {target}, outside the output directory {root}: linbandit "
+        "writes only inside the directory it was given; remove the link (or choose another output "
+        "directory, --out)"
     )
 
 
-def check_output_paths(root: str | Path, names: Iterator[str] | list[str] | tuple[str, ...]) -> None:
+def check_output_paths(root: str | Path, names: Iterable[str]) -> None:
     """:func:`inside_output` for each ``root / name`` that exists (files and directories a
     command is about to write), and for what a directory among them holds: a command checks
     every place it writes before it writes the first file."""
@@ -217,9 +218,9 @@ def atomic_path(path: str | Path, root: str | Path | None = None) -> Iterator[Pa
     """
     target = inside_output(path, root)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target = inside_output(path, root)  # what mkdir created holds no link; checked again all the same
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}{_TEMP_MARK}{os.getpid()}.",
-                               suffix=".tmp")
+    target = inside_output(path, root)  # what mkdir made holds no link: checked again all the same
+    prefix = f".{target.name}{_TEMP_MARK}{os.getpid()}."
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".tmp")
     os.close(fd)
     try:
         yield Path(tmp)
@@ -253,7 +254,8 @@ def _json_default(value: Any) -> Any:
 
 def write_json_atomic(data: Any, path: str | Path, root: str | Path | None = None) -> Path:
     """Write ``data`` as JSON to ``path`` through :func:`atomic_path` (inside ``root``)."""
-    return write_text_atomic(json.dumps(data, indent=1, default=_json_default, allow_nan=True), path, root)
+    text = json.dumps(data, indent=1, default=_json_default, allow_nan=True)
+    return write_text_atomic(text, path, root)
 
 
 def read_json(path: str | Path) -> Any:
@@ -543,14 +545,14 @@ def lock_output_dir(directory: str | Path, what: str = "sweep") -> Iterator[Path
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | _NO_FOLLOW | os.O_NONBLOCK, 0o666)
     except OSError as exc:
         if lock.is_symlink():
-            raise OutputError(f"{lock} is a symbolic link (to {os.path.realpath(lock)}), where linbandit keeps "
-                              f"the lock of {directory}: remove the link, or choose another output directory "
-                              "(--out)") from exc
+            raise OutputError(f"{lock} is a symbolic link (to {os.path.realpath(lock)}), where "
+                              f"linbandit keeps the lock of {directory}: remove the link, or "
+                              "choose another output directory (--out)") from exc
         raise _unwritable(directory, exc) from exc
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise OutputError(f"{lock} is not a regular file, where linbandit keeps the lock of {directory}: move it "
-                          "away, or choose another output directory (--out)")
+        raise OutputError(f"{lock} is not a regular file, where linbandit keeps the lock of "
+                          f"{directory}: move it away, or choose another output directory (--out)")
     try:
         if fcntl is not None:
             try:

@@ -71,7 +71,8 @@ class AgentEntry:
         hint (a per-member argument may be a list of such values). Nothing is built."""
         return self.arguments().problems(args, sequences=self.per_member_args())
 
-    def value_problem(self, args: dict[str, Any], d: int | None = None, up_front_bytes: int | None = None) -> str | None:
+    def value_problem(self, args: dict[str, Any], d: int | None = None,
+                      up_front_bytes: int | None = None) -> str | None:
         """What the agent's own checks say of ``args`` (ranges, combinations), else None.
 
         Only a registered agent is asked, built *without* ``d`` (so that it allocates nothing:
@@ -85,7 +86,8 @@ class AgentEntry:
         if ":" in self.label:
             return None
         given = args.get("d")
-        if given is not None and (isinstance(given, bool) or not isinstance(given, int) or given < 1):
+        if given is not None and (isinstance(given, bool) or not isinstance(given, int)
+                                  or given < 1):
             return f"{self.label}: d must be a positive int (the arms' dimension), got {given!r}"
         others = {k: v for k, v in args.items() if k != "d"}
         try:
@@ -95,6 +97,8 @@ class AgentEntry:
         d = given if given is not None else d
         if d is None or up_front_bytes is None or up_front_bytes > DIMENSION_CHECK_BYTES:
             return None
+        if not self.takes_d():
+            return None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -102,6 +106,14 @@ class AgentEntry:
         except (TypeError, ValueError) as exc:
             return f"{self.label}: {exc}"
         return None
+
+    def takes_d(self) -> bool:
+        """Whether the factory takes ``d`` (by name, or through ``**kwargs``)."""
+        try:
+            parameters = inspect.signature(self.factory).parameters
+        except (TypeError, ValueError):
+            return False
+        return "d" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
     def check_args(self, args: dict[str, Any]) -> None:
         """Raise a ``ValueError`` listing every problem of ``args`` (names and types, with the
@@ -305,8 +317,9 @@ def lookup_estimator(spec: str) -> Callable[..., Any]:
 @dataclass(frozen=True)
 class RunMemory:
     """The estimated peak bytes of one run: its env's, its agent's (``None``: the agent's class
-    cannot say) and its records' (every round is kept: :func:`~linbandit_gym.envs.memory.records_bytes`
-    of the env's ``rounds``, for ``members`` runs held together), and the arm sets' shape
+    cannot say) and its records' (every round is kept:
+    :func:`~linbandit_gym.envs.memory.records_bytes` of the env's ``rounds``, for ``members`` runs
+    held together), and the arm sets' shape
     ``(n_arms, d)`` the agent's estimate is for.
 
     ``agent_first_bytes``: what the agent allocates before the stream fills it, where that is
@@ -361,8 +374,8 @@ def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: st
 
     estimate = env_memory_estimate(env_id, **env_args)
     rounds = estimate.rounds
-    records = {"records_bytes": 0 if rounds is None else records_bytes(rounds, members), "rounds": rounds,
-               "members": members}
+    records = {"records_bytes": 0 if rounds is None else records_bytes(rounds, members),
+               "rounds": rounds, "members": members}
     if estimate.obs_shape is None:
         return RunMemory(estimate.nbytes, None, 0, 0, **records)
     n_arms, d = (int(n) for n in estimate.obs_shape)
@@ -375,7 +388,8 @@ def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: st
         first = entry.estimate_initial_memory_bytes(d, n_arms, args)
     except (TypeError, ValueError, KeyError, OverflowError):
         agent_bytes = first = None
-    return RunMemory(estimate.nbytes, None if agent_bytes is None else int(agent_bytes), n_arms, d, first, **records)
+    agent_bytes = None if agent_bytes is None else int(agent_bytes)
+    return RunMemory(estimate.nbytes, agent_bytes, n_arms, d, first, **records)
 
 
 class RunTooLargeError(ValueError):
@@ -407,19 +421,20 @@ def check_run_fits(entry: AgentEntry, agent_args: dict[str, Any], memory: RunMem
     given = ", ".join(f"{k}={v!r}" for k, v in agent_args.items()) or "default arguments"
     agent = memory.agent_up_front
     agent_part = "unknown" if agent is None else format_bytes(agent)
-    cause = max((("records", memory.records_bytes), ("env", memory.env_bytes), ("agent", agent or 0)),
-                key=lambda part: part[1])[0]
+    parts = (("records", memory.records_bytes), ("env", memory.env_bytes), ("agent", agent or 0))
+    cause = max(parts, key=lambda part: part[1])[0]
     if cause == "records":  # the records hold most: the horizon
         per_round = format_bytes(memory.records_bytes // max(1, memory.rounds or 1))
         together = f" for {memory.members} runs held together" if memory.members > 1 else ""
-        fix = (f"lower horizon (horizon={memory.rounds}: the records keep every round, {per_round} a round"
-               f"{together})")
+        fix = (f"lower horizon (horizon={memory.rounds}: the records keep every round, {per_round} "
+               f"a round{together})")
     else:
         fix = "lower the agent's sizes (sketch_size, l0, d) or the env's d, n_arms"
     raise RunTooLargeError(
-        f"agent {entry.label!r} ({given}) on {env_name} (d={memory.d}, n_arms={memory.n_arms}) needs about "
-        f"{format_bytes(memory.up_front)} (agent {agent_part}, env {format_bytes(memory.env_bytes)}, records "
-        f"{format_bytes(memory.records_bytes)}), more than {source} ({format_bytes(limit)}): {fix}", cause
+        f"agent {entry.label!r} ({given}) on {env_name} (d={memory.d}, n_arms={memory.n_arms}) "
+        f"needs about {format_bytes(memory.up_front)} (agent {agent_part}, env "
+        f"{format_bytes(memory.env_bytes)}, records {format_bytes(memory.records_bytes)}), more "
+        f"than {source} ({format_bytes(limit)}): {fix}", cause
     )
 
 

@@ -27,11 +27,11 @@ __all__ = [
     "check_env_args",
     "check_file_name",
     "did_you_mean",
+    "drop_current_directory_entry",
     "env_arg_types",
     "env_argument_problems",
     "env_arguments",
     "format_label",
-    "drop_current_directory_entry",
     "load_entry_point",
     "load_object",
     "non_default_args",
@@ -103,9 +103,8 @@ def load_object(spec: str) -> Any:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise ValueError(
-                f"cannot import {spec!r}: {exc} (looked in the current directory {cwd} and on sys.path)"
-            ) from exc
+            raise ValueError(f"cannot import {spec!r}: {exc} (looked in the current directory "
+                             f"{cwd} and on sys.path)") from exc
     return _attribute(module, module_name, attr, spec)
 
 

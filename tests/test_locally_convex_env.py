@@ -212,13 +212,15 @@ def test_bad_arguments_raise_clear_errors(kwargs, match):
 
 
 def test_axes_out_of_the_observations_range_are_named_through_gym_make_and_the_command(capsys):
-    """``axes=[..., 1e300]`` fails naming ``axes``, not in Gymnasium's Box with its dtype's range."""
+    """``axes=[..., 1e300]`` fails naming ``axes``, not in Gymnasium's Box with its dtype's
+    range."""
     from linbandit_gym.cli import main
 
     with pytest.raises(ValueError, match="axes must lie in"):
         gym.make("LinBandit-LocallyConvex-v0", d=3, axes=[1.0, 1.0, 1e300])
-    assert main(["run", "--env", "LinBandit-LocallyConvex-v0", "--agent", "OFUL", "--env-arg", "d=3",
-                 "--env-arg", "axes=[1, 1, 1e300]", "--horizon", "5", "--no-progress"]) == 2
+    assert main(["run", "--env", "LinBandit-LocallyConvex-v0", "--agent", "OFUL",
+                 "--env-arg", "d=3", "--env-arg", "axes=[1, 1, 1e300]", "--horizon", "5",
+                 "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "axes must lie in" in err and "Box" not in err, err
 

@@ -133,8 +133,8 @@ def test_the_records_size_rule_bounds_what_a_runs_records_hold_per_round():
     def peak(rounds: int) -> int:
         tracemalloc.start()
         try:
-            linbandit_gym.run("LinBandit-Synthetic-v0", First(), seeds=2, batched=False, progress=False,
-                              env_kwargs={"d": 2, "n_arms": 2, "horizon": rounds})
+            linbandit_gym.run("LinBandit-Synthetic-v0", First(), seeds=2, batched=False,
+                              progress=False, env_kwargs={"d": 2, "n_arms": 2, "horizon": rounds})
             return tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
@@ -148,7 +148,7 @@ def test_play_refuses_records_that_cannot_fit_before_the_first_round(monkeypatch
     monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "1MB")
     env = gym.make("LinBandit-Synthetic-v0", d=2, n_arms=2, horizon=10_000)  # 5.12 MB of records
     agent = OFUL()
-    with pytest.raises(ValueError, match=r"horizon=10000: the records of 10,000 rounds need about 5.12 MB.*"
-                                         r"\$LINBANDIT_MEMORY_LIMIT"):
+    with pytest.raises(ValueError, match=r"horizon=10000: the records of 10,000 rounds need about "
+                                         r"5.12 MB.*\$LINBANDIT_MEMORY_LIMIT"):
         play(single_members(env, agent, 0, "OFUL", "synthetic"))
     assert agent.t == 0  # nothing played

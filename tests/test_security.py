@@ -170,11 +170,13 @@ def test_dotted_and_dunder_specs_are_names_not_expressions():
 
 #: A module named like a library that the commands import late (``scipy``: the sketches'
 #: BLAS; ``pickle``: what every worker process starts with): run, it leaves a file behind.
-SHADOW = "import pathlib\npathlib.Path({marker!r}).write_text('executed')\nraise ImportError('shadow')\n"
+SHADOW = ("import pathlib\npathlib.Path({marker!r}).write_text('executed')\n"
+          "raise ImportError('shadow')\n")
 LINBANDIT = str(Path(sys.executable).with_name("linbandit"))
 
 
-@pytest.mark.parametrize("how", [[LINBANDIT], [sys.executable, "-m", "linbandit_gym"]], ids=["command", "python-m"])
+@pytest.mark.parametrize("how", [[LINBANDIT], [sys.executable, "-m", "linbandit_gym"]],
+                         ids=["command", "python-m"])
 def test_a_library_named_file_in_the_working_directory_is_never_imported(world, how):
     """``scipy.py`` in the working directory is not executed by ``linbandit sweep c.yaml
     --dry-run`` for a config that names only OFUL on LinBandit-Synthetic-v0 (the env id's
@@ -182,8 +184,8 @@ def test_a_library_named_file_in_the_working_directory_is_never_imported(world, 
     nor by ``python -m linbandit_gym``."""
     marker = world / "shadowed"
     (Path.cwd() / "scipy.py").write_text(SHADOW.format(marker=str(marker)))
-    done = subprocess.run([*how, "sweep", str(_config(world)), "--dry-run"], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([*how, "sweep", str(_config(world)), "--dry-run"], capture_output=True,
+                          text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert not marker.exists(), "the working directory's scipy.py was imported"
 
@@ -195,8 +197,9 @@ def test_worker_processes_import_nothing_from_the_working_directory(world):
     marker = world / "shadowed"
     (Path.cwd() / "pickle.py").write_text(SHADOW.format(marker=str(marker)))
     config = _config(world, seeds=2)
-    done = subprocess.run([LINBANDIT, "sweep", str(config), "--out", "out", "--workers", "2", "--no-plots",
-                           "--no-batched"], capture_output=True, text=True, timeout=300)
+    argv = [LINBANDIT, "sweep", str(config), "--out", "out", "--workers", "2", "--no-plots",
+            "--no-batched"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert not marker.exists(), "a worker imported the working directory's pickle.py"
 

@@ -96,9 +96,13 @@ def test_yaml_toml_and_dict_give_the_same_runs(tmp_path):
         ({"agents": [{"name": "OFUL"}, {"name": "OFUL", "label": "again"}]}, "agents[1]: the run 'again' on 'A' seed 0 is the same"),
         ({"agents": [{"name": "OFUL", "envs": ["Z*"]}]}, "agents[0].envs: ['Z*'] matches no env label"),
         ({"description": ["a", "list"]}, "description: expected free text (a string), got list"),
-        ({"plots": [{"kind": "regret", "title": ["x"]}]}, "plots[0].title: expected a string, got list"),
+        ({"plots": [{"kind": "regret", "title": ["x"]}]},
+         "plots[0].title: expected a string, got list"),
         ({"plots": [{"kind": "scaling", "x": 3}]}, "plots[0].x: expected a string, got int"),
-        ({"plots": [{"kind": "matrix_error", "bound": "no"}]}, "plots[0].bound: expected true or false"),
+        ({"plots": [{"kind": "scaling", "x": "rank"}]},
+         "plots[0].x: env(s) ['A', 'B'] are not given the argument"),
+        ({"plots": [{"kind": "matrix_error", "bound": "no"}]},
+         "plots[0].bound: expected true or false"),
         ({"tuned": {"A": {1: {"beta": 0.1}}}}, "tuned.A: 1 is not an agent label"),
     ],
 )
@@ -197,9 +201,10 @@ def test_rerun_skips_finished_and_redoes_missing(serial_dir, tmp_path):
     runs_dir = out / "runs"
     victim = sorted(runs_dir.glob("*.json"))[0]
     victim.unlink()  # the records file alone does not count as finished
-    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                              text=True).stdout)
-    (runs_dir / f".x.parquet.linbandit-pid{dead}.ab12.tmp").write_text("half-written")  # a killed writer's
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True).stdout)
+    # left by a killed writer
+    (runs_dir / f".x.parquet.linbandit-pid{dead}.ab12.tmp").write_text("half-written")
     result = sweep(SMALL, out, log=None)
     assert result.executed == [victim.stem] and len(result.skipped) == 11
     assert not list(runs_dir.glob(".*.tmp"))

@@ -174,8 +174,9 @@ def test_an_argument_checked_against_d_is_refused_before_the_run(tmp_path, capsy
     out = tmp_path / "out"
     argv = {"dry-run": ["sweep", str(config), "--dry-run"],
             "sweep": ["sweep", str(config), "--out", str(out)],
-            "run": ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "DBSLinUCB", "--agent-arg", "l0=10",
-                    "--env-arg", "d=5", "--horizon", "5", "--no-progress", "--out", str(out)]}[how]
+            "run": ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "DBSLinUCB",
+                    "--agent-arg", "l0=10", "--env-arg", "d=5", "--horizon", "5", "--no-progress",
+                    "--out", str(out)]}[how]
     line = _refused(capsys, argv)
     assert "l0=10 exceeds the dimension d=5" in line, line
     if how != "run":
@@ -192,20 +193,21 @@ def test_a_horizon_whose_records_cannot_fit_is_refused_naming_horizon(tmp_path, 
     env = {"id": "LinBandit-Synthetic-v0", "args": {"d": 4, "n_arms": 3}}
     config = _write(tmp_path / "c.yaml", {**THREE, "horizon": horizon, "envs": [env]})
     line = _refused(capsys, ["sweep", str(config), "--dry-run"])
-    assert line.startswith("linbandit sweep: error: horizon: ") and f"horizon={horizon}" in line, line
-    assert "records" in line and "lower horizon" in line, line
-    line = _refused(capsys, ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--horizon", str(horizon),
-                             "--no-progress", "--out", str(tmp_path / "out")])
+    assert line.startswith("linbandit sweep: error: horizon: "), line
+    assert f"horizon={horizon}" in line and "records" in line and "lower horizon" in line, line
+    line = _refused(capsys, ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL",
+                             "--horizon", str(horizon), "--no-progress",
+                             "--out", str(tmp_path / "out")])
     assert f"horizon={horizon}" in line and "records" in line, line
     assert not (tmp_path / "out").exists()
-    with pytest.raises(ValueError, match=f"horizon={horizon}: the records of"):  # the loop's own check
-        run("LinBandit-Synthetic-v0", AGENTS["OFUL"](), env_kwargs={**env["args"], "horizon": horizon},
-            progress=False)
+    with pytest.raises(ValueError, match=f"horizon={horizon}: the records of"):  # the loop's check
+        run("LinBandit-Synthetic-v0", AGENTS["OFUL"](), progress=False,
+            env_kwargs={**env["args"], "horizon": horizon})
 
 
 def test_dry_run_counts_the_records_in_the_largest_run(tmp_path, capsys):
-    config = _write(tmp_path / "c.yaml", {**THREE, "envs": [{**SMALL_ENV, "args": {**SMALL_ENV["args"],
-                                                                                    "horizon": 200_000}}]})
+    long_env = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "horizon": 200_000}}
+    config = _write(tmp_path / "c.yaml", {**THREE, "envs": [long_env]})
     assert main(["sweep", str(config), "--dry-run"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert "records 102 MB" in last and "about 102 MB" in last, last
@@ -215,7 +217,8 @@ def test_dry_run_counts_the_records_in_the_largest_run(tmp_path, capsys):
 
 def _tree(root: Path) -> dict[str, tuple[int, int]]:
     """Every file and directory under ``root`` (dot files too): its size and modification time."""
-    return {str(p.relative_to(root)): (p.lstat().st_size, p.lstat().st_mtime_ns) for p in root.rglob("*")}
+    return {str(p.relative_to(root)): (p.lstat().st_size, p.lstat().st_mtime_ns)
+            for p in root.rglob("*")}
 
 
 @pytest.mark.parametrize("options", [
@@ -250,7 +253,8 @@ def test_a_sweep_whose_env_cannot_be_built_writes_nothing(tmp_path, capsys, monk
         raise FileNotFoundError("the data of this env is not on this machine")
 
     monkeypatch.setattr(SyntheticLinBanditEnv, "reset", missing_data)
-    line = _refused(capsys, ["sweep", str(_write(tmp_path / "o.yaml", {**THREE, "seeds": 4})), "--out", str(out)])
+    more = _write(tmp_path / "o.yaml", {**THREE, "seeds": 4})
+    line = _refused(capsys, ["sweep", str(more), "--out", str(out)])
     assert "cannot be built" in line and "not on this machine" in line, line
     assert _tree(out) == before
 
@@ -258,15 +262,15 @@ def test_a_sweep_whose_env_cannot_be_built_writes_nothing(tmp_path, capsys, monk
 @pytest.mark.parametrize("horizon", ["0", "-7"])
 def test_tune_refuses_a_horizon_instead_of_using_the_configs(tmp_path, capsys, horizon):
     config = _write(tmp_path / "c.yaml", THREE)
-    line = _refused(capsys, ["tune", str(config), "--horizon", horizon, "--out", str(tmp_path / "t"),
-                             "--beta", "0.1", "--lam", "1"])
+    line = _refused(capsys, ["tune", str(config), "--horizon", horizon, "--out",
+                             str(tmp_path / "t"), "--beta", "0.1", "--lam", "1"])
     assert "--horizon" in line and f"got {horizon}" in line, line
     assert not (tmp_path / "t").exists()
 
 
 def test_run_refuses_two_different_horizons(tmp_path, capsys):
-    run_argv = ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--env-arg", "d=3", "--no-progress",
-                "--env-arg", "horizon=5"]
+    run_argv = ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--env-arg", "d=3",
+                "--no-progress", "--env-arg", "horizon=5"]
     line = _refused(capsys, [*run_argv, "--horizon", "7", "--out", str(tmp_path / "out")])
     assert "--horizon 7" in line and "horizon=5" in line, line
     assert not (tmp_path / "out").exists()

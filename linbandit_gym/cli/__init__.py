@@ -137,7 +137,8 @@ def with_horizon(env_kwargs: dict[str, Any] | None, horizon: int | None) -> dict
     if horizon is None:
         return env_kwargs
     if "horizon" in env_kwargs and env_kwargs["horizon"] != horizon:
-        raise ValueError(f"--horizon {horizon!r} and --env-arg horizon={env_kwargs['horizon']!r} give the episode "
+        given = env_kwargs["horizon"]
+        raise ValueError(f"--horizon {horizon!r} and --env-arg horizon={given!r} give the episode "
                          "two lengths: give it once")
     return {**env_kwargs, "horizon": horizon}
 
@@ -232,8 +233,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_run_memory(entry: AgentEntry, agent_kwargs: dict[str, Any], env_id: str, env_kwargs: dict[str, Any],
-                      seeds: Any = 1) -> Any:
+def _check_run_memory(entry: AgentEntry, agent_kwargs: dict[str, Any], env_id: str,
+                      env_kwargs: dict[str, Any], seeds: Any = 1) -> Any:
     """Before ``run`` builds the agent: agent, env and the records of its ``seeds`` (a count;
     ``run`` returns them together) must fit in memory, from their estimates
     (:func:`linbandit_gym.registry.check_run_fits`); nothing is built. Returns the estimate."""

@@ -79,9 +79,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from ..experiments.sweep import check_execution, default_out_dir, plan, sweep
 
     # every option is checked, with --dry-run too: a dry run says whether the command would run
-    check_execution(workers=args.workers, backend=args.backend, address=args.address, threads=args.threads,
-                    batched=args.batched, batch_memory=args.batch_memory, max_batch=args.max_batch,
-                    timing_runs=args.timing_runs, timing_repeats=args.timing_repeats)
+    check_execution(workers=args.workers, backend=args.backend, address=args.address,
+                    threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
+                    max_batch=args.max_batch, timing_runs=args.timing_runs,
+                    timing_repeats=args.timing_repeats)
     cfg = parse_config(args.config)
     out = Path(args.out) if args.out else default_out_dir(cfg)
     if args.dry_run:
@@ -106,8 +107,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _largest_run_line(cfg) -> str:
-    """``largest run: AGENT on ENV, about 3.5 MB (agent 1.2 MB, env 2.3 MB, records 1.02 MB) of 20 GB
-    available``."""
+    """``largest run: AGENT on ENV, about 3.5 MB (agent 1.2 MB, env 2.3 MB, records 1.02 MB) of
+    20 GB available``."""
     from ..envs.memory import format_bytes, memory_limit_bytes
 
     largest = cfg.largest_run()

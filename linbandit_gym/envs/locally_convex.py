@@ -165,8 +165,9 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
                 raise ValueError(f"axes must be a sequence of d={d} finite positive numbers, got {short_repr(axes)}")
             low, high = float(_FLOAT32.tiny), float(_FLOAT32.max)
             if not np.all((semi_axes >= low) & (semi_axes <= high)):
-                raise ValueError(f"axes must lie in [{low:.3g}, {high:.3g}] (the arms are float32 observations: "
-                                 f"a longer axis is inf there, a shorter one 0), got {short_repr(axes)}")
+                raise ValueError(f"axes must lie in [{low:.3g}, {high:.3g}] (the arms are float32 "
+                                 "observations: a longer axis is inf there, a shorter one 0), got "
+                                 f"{short_repr(axes)}")
         # every coordinate satisfies |x_i| <= a_i <= max(a)
         super().__init__(
             d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=float(np.max(semi_axes)),

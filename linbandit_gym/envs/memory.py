@@ -41,19 +41,19 @@ from linbandit_host.memory import (
 
 __all__ = [
     "MEMORY_LIMIT_ENV",
+    "RECORD_BYTES_PER_ROUND",
     "Allocation",
     "EnvTooLargeError",
     "MemoryEstimate",
+    "RecordsTooLargeError",
     "Shown",
     "available_memory_bytes",
-    "RECORD_BYTES_PER_ROUND",
-    "RecordsTooLargeError",
     "check_fits",
     "check_records_fit",
-    "records_bytes",
     "format_bytes",
     "format_count",
     "memory_limit_bytes",
+    "records_bytes",
 ]
 
 
@@ -139,7 +139,8 @@ RECORD_BYTES_PER_ROUND = 512
 
 
 class RecordsTooLargeError(ValueError):
-    """The records of a run (every round is kept) cannot fit in memory (raised before allocating)."""
+    """The records of a run (every round is kept) cannot fit in memory (raised before
+    allocating)."""
 
 
 def records_bytes(rounds: int, members: int = 1) -> int:
@@ -156,17 +157,20 @@ def records_bytes(rounds: int, members: int = 1) -> int:
 
 def check_records_fit(rounds: int, members: int = 1, limit: int | None = None) -> int:
     """:func:`records_bytes` if they fit in ``limit`` (default :func:`memory_limit_bytes`), else
-    :class:`RecordsTooLargeError` naming ``horizon``, the bytes and the largest horizon that fits."""
+    :class:`RecordsTooLargeError` naming ``horizon``, the bytes and the largest horizon that
+    fits."""
     need = records_bytes(rounds, members)
     limit = memory_limit_bytes() if limit is None else limit
     if need <= limit:
         return need
     per_round = RECORD_BYTES_PER_ROUND * members
-    together = f" for {members} runs played together" if members > 1 else ""
+    together = f" for {members} runs held together" if members > 1 else ""
+    largest = format_sci(max(limit // per_round, 1))
     raise RecordsTooLargeError(
-        f"horizon={rounds!r}: the records of {format_count(rounds)} rounds{together} need about {format_bytes(need)} "
-        f"of memory ({format_bytes(per_round)} a round: every round is kept), more than {memory_limit_source()} "
-        f"({format_bytes(limit)}); lower horizon: it must stay below about {format_sci(max(limit // per_round, 1))} here"
+        f"horizon={rounds!r}: the records of {format_count(rounds)} rounds{together} need about "
+        f"{format_bytes(need)} of memory ({format_bytes(per_round)} a round: every round is kept), "
+        f"more than {memory_limit_source()} ({format_bytes(limit)}); lower horizon: it must stay "
+        f"below about {largest} here"
     )
 
 

@@ -32,7 +32,8 @@ from typing import Any
 from ..threads import DEFAULT_THREADS, check_threads
 from .runner import execute_unit
 
-__all__ = ["BACKENDS", "check_backend", "check_workers", "iter_results", "local_workers", "ray_available"]
+__all__ = ["BACKENDS", "check_backend", "check_workers", "iter_results", "local_workers",
+           "ray_available"]
 
 BACKENDS = ("local", "ray")
 
@@ -64,13 +65,15 @@ def check_backend(backend: Any, address: Any = None) -> tuple[str, str | None]:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if address is not None:
         if backend != "ray":
-            raise ValueError(f"--address {address!r} names a Ray cluster: give it with --backend ray, or leave it "
-                             "out")
+            raise ValueError(f"--address {address!r} names a Ray cluster: give it with --backend "
+                             "ray, or leave it out")
         if not isinstance(address, str) or not address:
-            raise ValueError(f"--address: expected HOST:PORT, ray://HOST:PORT or auto, got {address!r}")
+            raise ValueError(f"--address: expected HOST:PORT, ray://HOST:PORT or auto, got "
+                             f"{address!r}")
         _ray_target(address)
     if backend == "ray" and not ray_available():
-        raise ValueError("backend 'ray' needs Ray: pip install 'linbandit-gym[ray]' (or pip install 'ray[default]')")
+        raise ValueError("backend 'ray' needs Ray: pip install 'linbandit-gym[ray]' (or pip "
+                         "install 'ray[default]')")
     return backend, address
 
 

@@ -87,10 +87,11 @@ __all__ = [
 
 TOP_LEVEL_KEYS = {
     "name": "a name for the sweep (default output directory runs/NAME)",
-    "description": "free text, shown in the report",
+    "description": "free text (a string), shown in the report",
     "task": "'bandit' (default) or 'matrix-approx'",
     "seeds": "an int n (seeds 0..n-1) or a list of ints",
-    "horizon": "rounds per episode, passed to every env as horizon=",
+    "horizon": "rounds per episode, passed to every env as horizon= (an env's own args.horizon "
+               "wins)",
     "envs": "list of {id, args, grid, label}",
     "agents": "list of {name, args, grid, label, family, record, envs}",
     "data": "matrix-approx only: {n, d, every}",
@@ -210,16 +211,17 @@ def check_config_size(data: Any, where: str = "the config") -> None:
             text += len(item)
         elif isinstance(item, (dict, list, tuple)):
             if depth > MAX_CONFIG_DEPTH:
-                raise ConfigError(f"{where} nests lists and mappings more than {MAX_CONFIG_DEPTH} deep: a config "
-                                  "lists agents, envs and seeds, a few levels deep")
+                raise ConfigError(f"{where} nests lists and mappings more than {MAX_CONFIG_DEPTH} "
+                                  "deep: a config lists agents, envs and seeds, a few levels deep")
             children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
         if values > MAX_CONFIG_VALUES or text > MAX_CONFIG_TEXT:
             what = (f"more than {MAX_CONFIG_VALUES:,} values" if values > MAX_CONFIG_VALUES
                     else f"more than {MAX_CONFIG_TEXT:,} characters of text")
             raise ConfigError(
-                f"{where} expands into {what} (YAML aliases, *name, repeat what &name holds each time they are "
-                "used): a config lists agents, envs and seeds; write several configs, or fewer aliases"
+                f"{where} expands into {what} (YAML aliases, *name, repeat what &name holds each "
+                "time they are used): a config lists agents, envs and seeds; write several "
+                "configs, or fewer aliases"
             )
 
 
@@ -238,7 +240,8 @@ def load_config(source: str | Path | dict) -> dict:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not a text file in UTF-8 ({exc.reason} at byte {exc.start})") from None
+        raise ConfigError(f"{path}: not a text file in UTF-8 ({exc.reason} at byte "
+                          f"{exc.start})") from None
     if path.suffix.lower() == ".toml":
         import tomllib
 
@@ -534,8 +537,8 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             problems.add(str(exc))
     description = raw.get("description")
     if description is not None and not isinstance(description, str):
-        problems.add(f"description: expected free text (a string), got {type(description).__name__} "
-                     f"{_short(description)}")
+        problems.add(f"description: expected free text (a string), got "
+                     f"{type(description).__name__} {_short(description)}")
     seeds, record, horizon, tuned, envs = [0], {}, None, {}, []
     with problems.section():
         seeds = _seeds(raw.get("seeds"))
@@ -568,6 +571,9 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             if raw.get("data") is not None:
                 raise ConfigError("data: only for task: matrix-approx; bandit sweeps list envs:")
             envs = _expand_envs(raw.get("envs"), horizon)
+    if task == "bandit" and envs:
+        with problems.section():
+            _check_plot_axes(raw.get("plots"), envs)
 
     try:  # before expanding: a billion runs would take minutes and gigabytes
         _check_run_count(agents, envs, seeds)
@@ -590,12 +596,14 @@ def _validate_tuned(tuned: Any) -> dict:
         raise ConfigError(f"tuned: expected a mapping ENV_LABEL: {{AGENT_LABEL: {{arg: value}}}}, got {tuned!r}")
     for env_label, per_agent in tuned.items():
         if not isinstance(env_label, str):
-            raise ConfigError(f"tuned: {env_label!r} is not an env label (a string, or a glob such as '*')")
+            raise ConfigError(f"tuned: {env_label!r} is not an env label (a string, or a glob such "
+                              "as '*')")
         if not isinstance(per_agent, dict) or not all(isinstance(v, dict) for v in per_agent.values()):
             raise ConfigError(f"tuned.{env_label}: expected a mapping AGENT_LABEL: {{arg: value}}")
         for agent_label in per_agent:
             if not isinstance(agent_label, str):
-                raise ConfigError(f"tuned.{env_label}: {agent_label!r} is not an agent label (a string or a glob)")
+                raise ConfigError(f"tuned.{env_label}: {agent_label!r} is not an agent label (a "
+                                  "string or a glob)")
         for agent_label, values in per_agent.items():
             _mapping(values, f"tuned.{env_label}.{agent_label}")
     return tuned
@@ -674,7 +682,7 @@ def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
             if x.validate_args and (label, env["label"]) not in x.memory:
                 memory = _check_run_memory(agent, final_args, env, x.task, where)
                 x.memory[(label, env["label"])] = memory
-                if checks is not None and x.task == "bandit":  # against the arms' dimension (l0 <= d)
+                if checks is not None and x.task == "bandit":  # against the arms' d (l0 <= d)
                     checks.check_values(final_args, j, point, overrides, tuned_where, memory=memory,
                                         env_label=env["label"])
             for seed in x.seeds:
@@ -810,7 +818,8 @@ class _AgentArgumentChecks:
         self._report([(f"{tuned_where}.{p.name}", p) for p in self.agent.argument_problems(overrides)])
 
     def check_values(self, args: dict, j: int, point: dict, overrides: dict | None = None,
-                     tuned_where: str = "tuned", memory: RunMemory | None = None, env_label: str | None = None) -> None:
+                     tuned_where: str = "tuned", memory: RunMemory | None = None,
+                     env_label: str | None = None) -> None:
         """The agent's own value checks of ``args`` (grid point ``j``), reported at the key of
         the argument the message names; skipped where a name or type is wrong (reported already).
         With the ``memory`` estimate of a run on env ``env_label``, the checks against that env's
@@ -917,17 +926,37 @@ def _validate_plots(plots: Any) -> None:
                 raise ConfigError(str(exc)) from None
         if entry.get("kind") not in PLOT_KINDS:
             raise ConfigError(f"{where}.kind: expected one of {sorted(PLOT_KINDS)}, got {entry.get('kind')!r}")
-        for key in ("title", "family", "x", "group", "env"):  # text; a name or glob where one is meant
+        for key in ("title", "family", "x", "group", "env"):  # text; a name or a glob
             if entry.get(key) is not None and not isinstance(entry[key], str):
-                raise ConfigError(f"{where}.{key}: expected a string, got {type(entry[key]).__name__} "
-                                  f"{_short(entry[key])}")
+                raise ConfigError(f"{where}.{key}: expected a string, got "
+                                  f"{type(entry[key]).__name__} {_short(entry[key])}")
         if entry.get("bound") is not None and not isinstance(entry["bound"], bool):
-            raise ConfigError(f"{where}.bound: expected true or false, got {_short(entry['bound'])}")
+            raise ConfigError(f"{where}.bound: expected true or false, got "
+                              f"{_short(entry['bound'])}")
         agents = entry.get("agents")
         if agents is not None and not (isinstance(agents, list) and all(isinstance(a, str) for a in agents)):
             raise ConfigError(f"{where}.agents: expected a list of agent labels or glob patterns, got {agents!r}")
         if entry["kind"] == "param" and not (entry.get("family") and entry.get("x")):
             raise ConfigError(f"{where}: a param plot needs family: and x: (and optionally group:)")
+
+
+def _check_plot_axes(plots: Any, envs: list[dict]) -> None:
+    """Each ``scaling`` or ``fronts`` figure puts an env argument on its x axis (``x``, default
+    ``d``): every env it draws must be given that argument, so that ``linbandit plot`` after
+    the sweep does not fail on it (checked before anything runs)."""
+    if not isinstance(plots, list):
+        return
+    for i, entry in enumerate(plots):
+        if not isinstance(entry, dict) or entry.get("kind") not in ("scaling", "fronts"):
+            continue
+        x = entry.get("x") or "d"
+        labels = [env["label"] for env in envs]
+        drawn = select_labels(labels, [entry["env"]]) if entry.get("env") else labels
+        missing = [env["label"] for env in envs if env["label"] in drawn and x not in env["args"]]
+        if missing:
+            raise ConfigError(f"plots[{i}].x: env(s) {missing} are not given the argument {x!r} "
+                              f"that this {entry['kind']} figure is drawn against; give it in "
+                              "their args (or grid), or set x")
 
 
 def _validate_tune(tune: Any) -> None:

@@ -19,14 +19,17 @@ import numpy as np
 import pandas as pd
 
 from ..plots import (
-    check_formats, plot_cumulative_regret, plot_fronts, plot_matrix_error, plot_param_effect, plot_pareto,
-    plot_scaling, plot_sketch_size, plot_spectral_exponent, save_figure,
+    check_formats, plot_cumulative_regret, plot_fronts, plot_matrix_error, plot_param_effect,
+    plot_pareto, plot_scaling, plot_sketch_size, plot_spectral_exponent, save_figure,
 )
 from ..evaluate import timed_runs
 from ..records import atomic_path, write_text_atomic
 from ..text import NOT_REPORTED, count, mean_spread, reported_bytes
 from .config import ConfigError, _validate_plots, select_labels
-from .sweep import check_output_dir, completeness, load_meta, load_records, load_runs, read_sweep_config, summary_table
+from .sweep import (
+    check_output_dir, completeness, load_meta, load_records, load_runs, read_sweep_config,
+    summary_table,
+)
 
 __all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
            "scaling_points", "seeds_in_words"]
@@ -306,7 +309,8 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                 fig = plot_spectral_exponent(sub)
                 _title(fig.axes[0], spec.get("title") or f"{env}: spectral error exponent log(Δ_t)/log t", caption)
                 captions[f"{name or 'spectral_exponent'}{suffix}"] = _in_words(spec, kind, caption, env=env)
-                written += save_figure(fig, plot_dir / f"{name or 'spectral_exponent'}{suffix}", formats, out)
+                stem = f"{name or 'spectral_exponent'}{suffix}"
+                written += save_figure(fig, plot_dir / stem, formats, out)
             elif kind == "param":
                 fam = env_runs[(env_runs["family"] == spec["family"]) & env_runs["agent"].isin(labels)]
                 if fam.empty or f"arg.{spec['x']}" not in fam:
@@ -336,8 +340,8 @@ def _check_scaling_arguments(out: Path, runs: pd.DataFrame, specs: list[dict]) -
         envs = select_labels(all_envs, [spec["env"]]) if spec.get("env") else all_envs
         missing = sorted(env for env in envs if settings[env].get(x) is None)
         if missing:
-            raise ValueError(f"{spec['kind']} plot: env(s) {missing} have no argument {x!r}; set plots[].x to an env "
-                             "argument")
+            raise ValueError(f"{spec['kind']} plot: env(s) {missing} have no argument {x!r}; set "
+                             "plots[].x to an env argument")
 
 
 def with_agent_args(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -404,7 +408,8 @@ def _in_words(spec: dict, kind: str, what: str, env: str | None = None, several:
 def _write_captions(out: Path, captions: dict[str, dict]) -> Path:
     """``plots/captions.json``: figure file stem -> ``{title, caption}`` in words, in the order the
     figures were drawn (what ``linbandit report`` shows)."""
-    return write_text_atomic(json.dumps(captions, indent=1, ensure_ascii=False), out / "plots" / "captions.json", out)
+    text = json.dumps(captions, indent=1, ensure_ascii=False)
+    return write_text_atomic(text, out / "plots" / "captions.json", out)
 
 
 def read_captions(out_dir: str | Path) -> dict[str, dict]:

@@ -8,8 +8,8 @@ them as the members of one vector env and one batched agent (member i seeded as 
 its own arguments and labels), and each member is still saved as its own run. A batch is
 bounded by ``max_batch`` members and by a memory budget (``batch_memory`` bytes over a
 conservative per-member estimate, :func:`member_bytes`, taken at the batch's largest member
-since members are padded to it, plus each member's records); members whose estimates differ by more than
-:data:`PAD_RATIO` go to different batches, so that a small sketch does not pay for a large
+since members are padded to it, plus each member's records); members whose estimates differ by
+more than :data:`PAD_RATIO` go to different batches, so that a small sketch does not pay for a large
 one's padding; DBSLinUCB members with different ``eps`` too (:data:`KEPT_APART`). Everything
 else runs on its own: agents whose class does not batch (``batchable()``, e.g. a user's
 ``module:Class``), envs without a native vector env (BAI), matrix-approximation sweeps, runs
@@ -42,8 +42,8 @@ from ..loop import env_shape as _env_shape
 from ..registry import AgentEntry, lookup_agent
 from .config import RunSpec, canonical_json
 
-__all__ = ["DEFAULT_BATCH_MEMORY", "KEPT_APART", "PAD_RATIO", "SMALL_STATE", "batch_key", "check_max_batch",
-           "env_shape", "member_bytes", "pack", "parse_bytes", "per_member_args"]
+__all__ = ["DEFAULT_BATCH_MEMORY", "KEPT_APART", "PAD_RATIO", "SMALL_STATE", "batch_key",
+           "check_max_batch", "env_shape", "member_bytes", "pack", "parse_bytes", "per_member_args"]
 
 #: Memory budget of one batch (bytes): 2 GiB.
 DEFAULT_BATCH_MEMORY = 2 * 1024**3

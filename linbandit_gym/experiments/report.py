@@ -23,8 +23,12 @@ import yaml
 from ..records import OutputError, write_text_atomic
 from ..text import count, human_bytes, mean_spread, reported_bytes
 from .config import ConfigError
-from .figures import env_settings, format_table, make_plots, markdown_table, read_captions, seeds_in_words
-from .sweep import check_output_dir, completeness, load_meta, load_runs, read_sweep_config, summary_table
+from .figures import (
+    env_settings, format_table, make_plots, markdown_table, read_captions, seeds_in_words,
+)
+from .sweep import (
+    check_output_dir, completeness, load_meta, load_runs, read_sweep_config, summary_table,
+)
 
 __all__ = ["METRIC_WORDS", "what_was_run", "winners_in_words", "write_report"]
 
@@ -200,8 +204,8 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
     directory = check_output_dir(out_dir)
     target = Path(out) if out else directory / f"report.{fmt}"
     if not target.parent.is_dir():
-        raise OutputError(f"{target.parent} is not a directory: create it, or name a report file in an existing "
-                          "directory (--out)")
+        raise OutputError(f"{target.parent} is not a directory: create it, or name a report file "
+                          "in an existing directory (--out)")
     root = directory if target.parent.resolve() == directory.resolve() else target.parent
     runs = load_runs(directory)
     if runs.empty:
@@ -211,8 +215,8 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
         make_plots(directory, formats=("png", "pdf"))
     raw = read_sweep_config(directory) or {}
     if not isinstance(raw.get("description", ""), (str, type(None))):
-        raise ConfigError(f"{directory / 'config.yaml'}: description: expected free text (a string), got "
-                          f"{type(raw['description']).__name__}")
+        raise ConfigError(f"{directory / 'config.yaml'}: description: expected free text (a "
+                          f"string), got {type(raw['description']).__name__}")
     summary = summary_table(runs)
     table = with_run_arguments(format_table(summary), directory, runs)
     figures = _figures(directory)

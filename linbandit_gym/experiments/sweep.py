@@ -128,8 +128,9 @@ def _output_error(out: Path, exc: OSError) -> OutputError:
 
 #: What the commands write into an output directory (``sweep``, ``run --out``, ``plot``,
 #: ``report``, ``tune``): each is checked before the first write (:func:`check_output_dir`).
-OUTPUT_NAMES = (".lock", "config.yaml", "manifest.json", "runs", "failed", "summary.csv", "summary.md", "plots",
-                "regret.png", "report.html", "report.md", "tune-table.csv", "tuned.yaml", "tuned-config.yaml")
+OUTPUT_NAMES = (".lock", "config.yaml", "manifest.json", "runs", "failed", "summary.csv",
+                "summary.md", "plots", "regret.png", "report.html", "report.md", "tune-table.csv",
+                "tuned.yaml", "tuned-config.yaml")
 
 
 def check_output_dir(out: str | Path) -> Path:
@@ -146,8 +147,8 @@ def check_output_dir(out: str | Path) -> Path:
         raise OutputError(f"{out} is not a directory: choose another output directory (--out)")
     for sub in ("runs", "failed", "plots"):
         if (out / sub).exists() and not (out / sub).is_dir():
-            raise OutputError(f"{out / sub} is a file, where {out} keeps its {sub}/ directory: move it "
-                              "away, or choose another output directory (--out)")
+            raise OutputError(f"{out / sub} is a file, where {out} keeps its {sub}/ directory: "
+                              "move it away, or choose another output directory (--out)")
     check_output_paths(out, OUTPUT_NAMES)
     return out
 
@@ -168,8 +169,9 @@ class Execution:
     timing_repeats: int | None = None
 
 
-def check_execution(*, workers: Any = 1, backend: Any = "local", address: Any = None, threads: Any = DEFAULT_THREADS,
-                    batched: Any = None, batch_memory: Any = DEFAULT_BATCH_MEMORY, max_batch: Any = None,
+def check_execution(*, workers: Any = 1, backend: Any = "local", address: Any = None,
+                    threads: Any = DEFAULT_THREADS, batched: Any = None,
+                    batch_memory: Any = DEFAULT_BATCH_MEMORY, max_batch: Any = None,
                     timing_runs: Any = True, timing_repeats: Any = None) -> Execution:
     """The :class:`Execution` of these options, or a ``ValueError`` naming the first that is
     wrong: what ``sweep``, ``tune``, ``reproduce`` and ``sweep --dry-run`` check before they
@@ -183,11 +185,12 @@ def check_execution(*, workers: Any = 1, backend: Any = "local", address: Any = 
         raise ValueError(f"batched must be None, True or False, got {batched!r}")
     if timing_runs not in (True, False):
         raise ValueError(f"timing_runs must be True or False, got {timing_runs!r}")
-    if timing_repeats is not None and (isinstance(timing_repeats, bool) or not isinstance(timing_repeats, int)
-                                       or timing_repeats < 1):
-        raise ValueError(f"timing_repeats must be an int >= 1, got {timing_repeats!r}")
-    return Execution(workers, backend, address, threads, batched, batch_memory, max_batch, timing_runs,
-                     timing_repeats)
+    repeats = timing_repeats
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int)
+                                or repeats < 1):
+        raise ValueError(f"timing_repeats must be an int >= 1, got {repeats!r}")
+    return Execution(workers, backend, address, threads, batched, batch_memory, max_batch,
+                     timing_runs, repeats)
 
 
 @contextmanager
@@ -389,9 +392,9 @@ def sweep(
     >>> len(sweep(cfg, out, log=None).executed), len(sweep(cfg, out, log=None).skipped)
     (4, 4)
     """
-    run = check_execution(workers=workers, backend=backend, address=address, threads=threads, batched=batched,
-                          batch_memory=batch_memory, max_batch=max_batch, timing_runs=timing_runs,
-                          timing_repeats=timing_repeats)
+    run = check_execution(workers=workers, backend=backend, address=address, threads=threads,
+                          batched=batched, batch_memory=batch_memory, max_batch=max_batch,
+                          timing_runs=timing_runs, timing_repeats=timing_repeats)
     threads, batch_memory = run.threads, run.batch_memory
     cfg = config if isinstance(config, SweepConfig) else parse_config(config)
     out = check_output_dir(Path(out_dir) if out_dir is not None else default_out_dir(cfg))
@@ -469,8 +472,8 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
                    f"seed {spec_dict['config']['seed']}")
             if error is not None:
                 result.failed[rid] = error
-                write_json_atomic({"run_id": rid, "spec": spec_dict, "error": error}, out / "failed" / f"{rid}.json",
-                                  out)
+                failure = {"run_id": rid, "spec": spec_dict, "error": error}
+                write_json_atomic(failure, out / "failed" / f"{rid}.json", out)
                 last = error.strip().splitlines()[-1] if error.strip() else "error"
                 say(f"{tag}: FAILED ({last})")
                 continue
@@ -563,6 +566,7 @@ def play_into(
     for label in labels:
         if labels.count(label) > 1:
             raise ValueError(f"two agents share the label {label!r}: give each a distinct name")
+    _check_records_fit(env_id, env_kwargs, len(seeds) * len(entries))
     raw = {"name": out.resolve().name or "run", "seeds": seeds, "envs": [{"id": env_id, "args": env_kwargs}],
            "agents": [{"name": specs[0].config["agent"]["name"], "args": specs[0].config["agent"]["args"], "label": label}
                       for label, _, _, specs in entries]}
@@ -598,6 +602,21 @@ def play_into(
         except KeyboardInterrupt:
             raise _interrupted(len(frames), len(cfg.runs), out, all(e[2] for e in entries)) from None
     return pd.concat([frames[spec.run_id] for spec in cfg.runs], ignore_index=True)
+
+
+def _check_records_fit(env_id: str, env_kwargs: dict, members: int) -> None:
+    """The records of ``members`` runs of ``env_id`` (all the runs a ``run --out`` returns
+    together) must fit in memory, before the output directory is touched
+    (:func:`linbandit_gym.envs.memory.check_records_fit`); an env that is not ours says nothing."""
+    from ..envs.memory import check_records_fit
+    from ..registration import env_memory_estimate
+
+    try:
+        rounds = env_memory_estimate(env_id, **env_kwargs).rounds
+    except (TypeError, ValueError):
+        return  # not a linbandit id, or arguments the env itself refuses when it is built
+    if rounds is not None:
+        check_records_fit(rounds, members)
 
 
 def _one_line(meta: dict) -> str:
@@ -707,13 +726,15 @@ class Completeness:
             pid, what, command = self.writer
             running = f" (`{command}`)" if command else ""
             listed = f" of {self.listed}" if self.listed is not None else ""
-            return (f"partial: a {what or 'process'} (pid {pid}){running} is still writing {self.out}; these "
-                    f"tables and figures hold the {self.finished}{listed} runs finished so far: plot again when "
-                    "it is done")
+            return (f"partial: a {what or 'process'} (pid {pid}){running} is still writing "
+                    f"{self.out}; these tables and figures hold the {self.finished}{listed} runs "
+                    "finished so far: plot again when it is done")
         if self.listed is not None and self.finished < self.listed:
-            return (f"partial: {self.listed - self.finished} of the {self.listed} runs of the config of {self.out} "
-                    f"are not finished (not run yet, failed, or their files deleted); these tables and figures "
-                    f"hold the {self.finished} finished runs: rerun the sweep to complete them")
+            missing = self.listed - self.finished
+            return (f"partial: {missing} of the {self.listed} runs of the config of {self.out} are "
+                    "not finished (not run yet, failed, or their files deleted); these tables and "
+                    f"figures hold the {self.finished} finished runs: rerun the sweep to complete "
+                    "them")
         return None
 
 
@@ -730,7 +751,8 @@ def completeness(out_dir: str | Path) -> Completeness:
         finished = len(list(runs_dir.glob("*.json"))) if runs_dir.is_dir() else 0
     else:
         finished = sum((runs_dir / f"{rid}.json").exists() for rid in dict.fromkeys(wanted))
-    return Completeness(out, finished, None if wanted is None else len(dict.fromkeys(wanted)), current_writer(out))
+    listed = None if wanted is None else len(dict.fromkeys(wanted))
+    return Completeness(out, finished, listed, current_writer(out))
 
 
 def _damaged(out: Path, problems: list[str]) -> RecordsError:

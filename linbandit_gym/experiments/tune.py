@@ -24,8 +24,8 @@ import yaml
 from ..threads import DEFAULT_THREADS
 from ..records import atomic_path, write_text_atomic
 from .config import (
-    PAPER_BETA_GRID, PAPER_LAM_GRID, ConfigError, _positive_int, _resolve_agent_factory, _seeds, canonical_json,
-    parse_config, select_labels,
+    PAPER_BETA_GRID, PAPER_LAM_GRID, ConfigError, _positive_int, _resolve_agent_factory, _seeds,
+    canonical_json, parse_config, select_labels,
 )
 from .packing import DEFAULT_BATCH_MEMORY
 from .sweep import check_execution, check_output_dir, load_runs, sweep
@@ -98,16 +98,16 @@ def tune(
     """
     from .config import load_config
 
-    check_execution(workers=workers, backend=backend, address=address, threads=threads, batched=batched,
-                    batch_memory=batch_memory, max_batch=max_batch)
+    check_execution(workers=workers, backend=backend, address=address, threads=threads,
+                    batched=batched, batch_memory=batch_memory, max_batch=max_batch)
     raw = load_config(config) if not isinstance(config, dict) else copy.deepcopy(config)
     cfg = parse_config(raw)
     if cfg.task != "bandit":
         raise ConfigError("task: only bandit sweeps have beta and lambda to tune")
     settings = dict(raw.get("tune") or {})
     # a value given is used or refused, never replaced by a default (0 is not "not given")
-    betas = list(_grid("--beta", beta) if beta is not None else settings.get("beta") or PAPER_BETA_GRID)
-    lams = list(_grid("--lam", lam) if lam is not None else settings.get("lam") or PAPER_LAM_GRID)
+    betas = _grid("--beta", beta) if beta is not None else settings.get("beta") or PAPER_BETA_GRID
+    lams = _grid("--lam", lam) if lam is not None else settings.get("lam") or PAPER_LAM_GRID
     seed_spec = seeds if seeds is not None else settings.get("seeds", 2)
     tune_seeds = [TUNE_SEED_OFFSET + s for s in _seeds(seed_spec)] if isinstance(seed_spec, int) else _seeds(seed_spec)
     if horizon is not None:
@@ -115,7 +115,8 @@ def tune(
     else:
         horizon = settings.get("horizon")
     patterns = agents or settings.get("agents")
-    out = check_output_dir(Path(out_dir) if out_dir is not None else Path("runs") / f"{cfg.name}-tune")
+    default = Path("runs") / f"{cfg.name}-tune"
+    out = check_output_dir(Path(out_dir) if out_dir is not None else default)
 
     wanted = set(select_labels([r.agent_label for r in cfg.runs], patterns))
     entries, seen, aliases = [], set(), {}
