@@ -8,14 +8,19 @@ an arm index; B > 1 members are the members of a native vector env
 and one batched agent (:mod:`agents.batched`), whose ``act`` returns B arm indices. Only the
 setting-up differs (:func:`single_members`, :func:`batch_members`); every round of every path
 -- :func:`linbandit_gym.run`, batched runs, sweeps, ``play_members`` -- goes through the same
-loop body, so their records agree column for column.
+loop body, so their records agree column for column. A
+:class:`~linbandit_gym.feedback.FeedbackSchedule` says when the agent learns from each round
+(delayed and batched feedback); the plain loop learns from round t right after acting in it.
 
 Timing: the CPU clock (a system call, the loop's largest cost) and the wall clock are read
 once at each boundary of a round's calls -- after ``act``, after the env's step (with the
 round's records written), after ``update`` -- and the end of one round is the start of the
 next; only an agent whose state is read after the round (``memory_bytes``, ``sketch_size``)
 gets a fresh start, so that reading its state is not counted as its time. With B members, the
-times are the batch's and each member's record holds a 1/B share of them.
+times are the batch's and each member's record holds a 1/B share of them. Under a feedback
+schedule a round's agent time is its ``act`` and the updates the schedule calls in that round
+(none, one, or several: those due, and at the episode's end everything still held), so the
+cumulative time at the last round covers every act and every update, as in the plain loop.
 
 Layer: the evaluation loop (above the envs, the agents and the registry; below the
 experiments and the command line).
@@ -33,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .envs.memory import check_records_fit
+from .feedback import IMMEDIATE_FEEDBACK, FeedbackSchedule, HeldFeedback
 from .registration import register_envs
 
 __all__ = ["RECORD_COLUMNS", "SEED_LIMIT", "TIMING_COLUMNS", "Members",
@@ -46,7 +52,9 @@ SEED_LIMIT = 2**63
 #: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
 #: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
 #: ``time_shared_by`` says how the times were measured: 1, alone; B, each time is a 1/B share of
-#: the time of a batch of B members advanced together.
+#: the time of a batch of B members advanced together. ``feedback_delay`` and ``update_every``
+#: say when the agent learnt from each round (:class:`~linbandit_gym.feedback.FeedbackSchedule`;
+#: 0 and 1: right after acting in it).
 RECORD_COLUMNS = [
     "agent",
     "env",
@@ -64,6 +72,8 @@ RECORD_COLUMNS = [
     "memory_bytes",
     "sketch_size",
     "time_shared_by",
+    "feedback_delay",
+    "update_every",
 ]
 
 #: The columns that depend on how the rounds were timed; the rest of a run's records is the same
@@ -259,10 +269,13 @@ class RoundRecords:
     round and member the action, reward, expected and best expected reward, regret, memory and
     sketch size (``(capacity,)`` arrays for a single env, whose values are scalars, ``(capacity,
     B)`` for the B members of a vector env, so that a round is one assignment either way), and
-    per round the batch's agent CPU, agent wall and round wall seconds."""
+    per round the batch's agent CPU, agent wall and round wall seconds; ``feedback`` is the
+    schedule the rounds were played by."""
 
-    def __init__(self, members: Members, capacity: int):
+    def __init__(self, members: Members, capacity: int,
+                 feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK):
         self.members = members
+        self.feedback = feedback
         self.rounds = 0
         self._allocate(max(1, capacity))
 
@@ -320,6 +333,8 @@ class RoundRecords:
             "memory_bytes": per_member(self.memory),
             "sketch_size": per_member(self.sketch),
             "time_shared_by": np.full(T * B, B, dtype=np.int64),
+            "feedback_delay": np.full(T * B, self.feedback.feedback_delay, dtype=np.int64),
+            "update_every": np.full(T * B, self.feedback.update_every, dtype=np.int64),
         }
         return pd.DataFrame(columns)
 
@@ -351,7 +366,7 @@ def records_frame(played: Iterable[RoundRecords]) -> pd.DataFrame:
 # -- the loop ----------------------------------------------------------------------------------
 
 def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], float] = time.thread_time,
-         bar: Any = None) -> RoundRecords:
+         bar: Any = None, feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK) -> RoundRecords:
     """Play one episode of every member of ``members`` and return its records.
 
     Each round: the agent acts on the members' arm sets, the env members step, the agent learns
@@ -360,13 +375,19 @@ def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], f
     every member at once), or after ``max_rounds``; the env's ``horizon``, where it has one,
     sizes the columns. ``cpu`` is the clock of ``agent_time``
     (:func:`linbandit_gym.threads.cpu_clock`); ``bar``, a tqdm bar, advances by B a round.
+    ``feedback``: when the agent learns from each round instead
+    (:class:`~linbandit_gym.feedback.FeedbackSchedule`: round t's ``update`` after round t + k's
+    ``act``, updates every n rounds, what is still held in the last round); the records of that
+    round then hold the time and the state after those updates.
     """
     envs, agent, size = members.envs, members.agent, members.size
     members.reset_agent(members.seeds)
     obs = envs.reset(members.seeds)
     known = [x for x in (envs.horizon, max_rounds) if x is not None]
-    records = RoundRecords(members, min(known) if known else 1024)
-    act, step, update, memory, sketch_size = agent.act, envs.step, agent.update, members.memory, members.sketch_size
+    records = RoundRecords(members, min(known) if known else 1024, feedback)
+    act, step, memory, sketch_size = agent.act, envs.step, members.memory, members.sketch_size
+    held = None if feedback.immediate else HeldFeedback(feedback, agent.update)
+    update = agent.update if held is None else held.receive  # same arguments: one call a round
     wall = time.perf_counter
     # The columns as locals (rebound when they grow): a round writes each once, in place.
     (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col, agent_cpu_col,
@@ -387,6 +408,9 @@ def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], f
             bar.update(size)
         wall_stepped, cpu_stepped = wall(), cpu()
         update(obs, actions, rewards)
+        last = ended or t + 1 == max_rounds
+        if last and held is not None:
+            held.flush()  # the episode's end: the feedback still held, in this last round
         cpu_end, wall_end = cpu(), wall()
         agent_cpu_col[t] = cpu_acted - cpu_start + cpu_end - cpu_stepped
         agent_wall_col[t] = wall_acted - wall_start + wall_end - wall_stepped
@@ -398,7 +422,7 @@ def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], f
                 sketch_col[t] = sketch_size()
             cpu_end, wall_end = cpu(), wall()  # what the agent holds is not its time
         t += 1
-        if ended or t == max_rounds:
+        if last:
             break
         obs = next_obs
         cpu_start, wall_start = cpu_end, wall_end

@@ -495,6 +495,10 @@ def run_meta_problem(meta: Any, run_id: str | None = None) -> str | None:
         return f"has seed {meta['seed']} where its config says {meta['config']['seed']}"
     if meta["records"]["file"] not in (f"{meta['run_id']}.parquet", f"{meta['run_id']}.csv"):
         return f"names the records file {meta['records']['file']!r}, not one of run {meta['run_id']}"
+    for key, low in (("feedback_delay", 0), ("update_every", 1)):  # absent: the plain loop
+        value = meta["config"].get(key, low)
+        if not _is_int(value, low):
+            return f"has config.{key} = {value!r}, not an int >= {low}"
     if meta.get("spectral") is not None:
         return _spectral_problem(meta["spectral"])
     return None

@@ -28,6 +28,7 @@ import pandas as pd
 
 from .._version import __version__
 from ..evaluate import run, summarize
+from ..feedback import FeedbackSchedule, schedule_problems
 from ..registration import ENV_IDS, env_description
 from ..arguments import format_problems, rst_to_text
 from ..registry import AgentEntry, agent_names, describe, lookup_agent, resolve_agent
@@ -78,6 +79,8 @@ def run_experiment(
     threads: int | None = DEFAULT_THREADS,
     agent_config: dict | list[dict | None] | None = None,
     log: Callable[[str], None] | None = None,
+    feedback_delay: int = 0,
+    update_every: int = 1,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run ``agent`` (an object or a list of ``(name, object)``) on ``env_id`` over ``seeds``,
     each run with ``threads`` torch and BLAS threads (default 1, see :mod:`linbandit_gym.threads`).
@@ -90,8 +93,10 @@ def run_experiment(
     ``regret.png``, so ``linbandit plot|report DIR`` work on it. ``agent_config``
     (``{"name": ..., "args": {...}}`` the agent was built from, one per agent for a list) makes
     those runs resumable: a second call skips the finished ones. ``log`` (e.g. ``print``)
-    receives one line per agent as soon as it has played all its seeds.
+    receives one line per agent as soon as it has played all its seeds. ``feedback_delay`` and
+    ``update_every``: the feedback schedule of every run (:func:`linbandit_gym.evaluate.run`).
     """
+    played = FeedbackSchedule(feedback_delay, update_every).config_entries()
     env_kwargs = with_horizon(env_kwargs, horizon)
     check_env_args(env_id, env_kwargs)
     players = agent if isinstance(agent, list) else [(agent_name, agent)]
@@ -109,7 +114,7 @@ def run_experiment(
         frames = []
         for index, (name, player) in enumerate(players):
             frame = run(env_id, player, seeds=seeds, env_kwargs=env_kwargs, agent_name=name, env_name=env_id,
-                        progress=progress, batched=batched, threads=threads)
+                        progress=progress, batched=batched, threads=threads, **played)
             agent_done(index, frame)
             frames.append(frame)
         records = pd.concat(frames, ignore_index=True)
@@ -118,7 +123,8 @@ def run_experiment(
 
         configs = agent_config if isinstance(agent_config, list) or agent_config is None else [agent_config]
         records = play_into(out, env_id, players, seeds, env_kwargs=env_kwargs, agent_configs=configs,
-                            progress=progress, batched=batched, threads=threads, on_agent_done=agent_done)
+                            progress=progress, batched=batched, threads=threads,
+                            on_agent_done=agent_done, **played)
     summary = summarize(records)
     if out is not None:
         from ..experiments.figures import write_tables
@@ -210,6 +216,11 @@ def _check_run_arguments(env_id: str, env_kwargs: dict[str, Any], entry: AgentEn
 
 def _cmd_run(args: argparse.Namespace) -> int:
     check_threads(args.threads, "--threads")
+    flags = ("--feedback-delay", "--update-every")
+    problems = schedule_problems(args.feedback_delay, args.update_every, flags)
+    if problems:
+        raise ValueError("\n".join(problems))
+    played = FeedbackSchedule(args.feedback_delay, args.update_every).config_entries()
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
     entry = lookup_agent(args.agent)
@@ -220,11 +231,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if problem:  # what the agent checks against the arms' dimension (l0 <= d): before anything runs
         raise ValueError(problem)
     agent = entry.build(agent_kwargs)
+    # labelled as a sweep labels its runs: the non-default arguments, then the schedule if not plain
+    label = args_label(entry.label, non_default_args(entry.factory, agent_kwargs))
     _, summary = run_experiment(
         args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
-        agent_name=args_label(entry.label, non_default_args(entry.factory, agent_kwargs)), out=args.out,
+        agent_name=args_label(label, played), out=args.out,
         progress=False if args.no_progress else None, batched=args.batched,
-        agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads,
+        agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads, **played,
     )
     print(format_summary(summary))
     if args.out:
@@ -336,6 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
                        "support it and one agent's state is at most 1 MiB, where a batch is faster; each run's "
                        "times are then its share of the batch's, which the table's timing column says); "
                        "--no-batched plays the seeds one by one, each timed alone")
+    p_run.add_argument("--feedback-delay", type=int, default=0, metavar="K",
+                       help="round t's update after round t + K's act (default 0: right "
+                       "after its own); the last K updates come in the episode's last round")
+    p_run.add_argument("--update-every", type=int, default=1, metavar="N",
+                       help="hold the updates and apply them, in order, every N rounds "
+                       "(default 1); the remainder in the episode's last round")
     p_run.set_defaults(func=_cmd_run)
 
     p_demo = sub.add_parser(

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .._version import __version__
+from ..feedback import FeedbackSchedule
 from ..registry import lookup_estimator, resolve_agent
 from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit, thread_record
 
@@ -84,11 +85,13 @@ def _spectral_point(gram: np.ndarray, estimator: Any, sizes: list[int]) -> tuple
 
 
 class _DiagnosedAgent:
-    """Forwards to ``agent`` and, every ``every`` rounds, records the spectral diagnostics.
+    """Forwards to ``agent`` and, every ``every`` updates, records the spectral diagnostics.
 
-    It keeps the exact Gram of the played arms (O(d^2) a round) and eigendecomposes it at each
-    checkpoint (O(d^3)). Its own time (CPU on ``cpu``, and wall) is measured and subtracted from
-    the records' timings.
+    It keeps the exact Gram of the arms the agent has learnt from (O(d^2) an update) and
+    eigendecomposes it at each checkpoint (O(d^3)): its ``t`` counts the rows the agent's
+    sketch has seen, which is the round under the plain loop and lags it under a feedback
+    schedule. Its own time (CPU on ``cpu``, and wall) is measured per update, cumulated, and
+    subtracted from the records' timings (:func:`_overhead_by_round`).
     """
 
     def __init__(self, agent: Any, every: int, sizes: list[int] | None, cpu=time.process_time):
@@ -222,9 +225,11 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
     config = first["config"]
     if len({spec["run_id"] for spec in specs}) != len(specs):
         raise ValueError(f"a batch needs distinct runs, got run ids {[spec['run_id'] for spec in specs]}")
+    feedback = FeedbackSchedule.of_config(config)
     if any(spec["config"]["env"] != config["env"] or spec["config"]["agent"]["name"] != config["agent"]["name"]
-           for spec in specs):
-        raise ValueError("the runs of a batch must share their env config and agent name")
+           or FeedbackSchedule.of_config(spec["config"]) != feedback for spec in specs):
+        raise ValueError("the runs of a batch must share their env config, agent name and feedback "
+                         "schedule")
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     with thread_limit(threads):
@@ -233,6 +238,7 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
             config["env"]["id"], agent, [int(spec["config"]["seed"]) for spec in specs],
             agent_names=[spec["agent_label"] for spec in specs], env_names=[spec["env_label"] for spec in specs],
             env_kwargs=dict(config["env"]["args"]), threads=threads,
+            feedback_delay=feedback.feedback_delay, update_every=feedback.update_every,
         )
         threads_used = thread_record(threads)
     duration = (time.perf_counter() - t0) / len(specs)
@@ -298,10 +304,20 @@ def run_meta(spec: dict, extra: dict, started: datetime, duration_s: float) -> d
     }
 
 
+def _overhead_by_round(cumulative: list[float], feedback: FeedbackSchedule,
+                       rounds: int) -> np.ndarray:
+    """``(rounds,)``: the diagnostics' cumulative time at the end of each round, from its
+    cumulative time after each update (``cumulative``) and the updates the schedule has made by
+    the end of each round (:meth:`~linbandit_gym.feedback.FeedbackSchedule.updates_by_round`)."""
+    at_update = np.concatenate([[0.0], np.asarray(cumulative, dtype=float)])
+    return at_update[feedback.updates_by_round(rounds)]
+
+
 def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.DataFrame, dict]:
     from ..evaluate import run
 
     config = spec["config"]
+    feedback = FeedbackSchedule.of_config(config)
     agent = resolve_agent(config["agent"]["name"], dict(config["agent"]["args"]))
     device = str(getattr(agent, "device", "cpu"))
     record = config.get("record") or {}
@@ -318,11 +334,13 @@ def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.Data
         frame = run(
             config["env"]["id"], player, seeds=[config["seed"]], env_kwargs=dict(config["env"]["args"]),
             agent_name=spec["agent_label"], env_name=spec["env_label"], progress=False, threads=threads,
+            feedback_delay=feedback.feedback_delay, update_every=feedback.update_every,
         )
         if player is not agent:
             # The diagnostics' own time is not the agent's: take it out of both clocks.
-            overhead = np.asarray(player.overhead_cum[: len(frame)])
-            frame["agent_time"] = frame["agent_time"].to_numpy() - np.asarray(player.overhead_cpu_cum[: len(frame)])
+            overhead = _overhead_by_round(player.overhead_cum, feedback, len(frame))
+            frame["agent_time"] = frame["agent_time"].to_numpy() - _overhead_by_round(
+                player.overhead_cpu_cum, feedback, len(frame))
             frame["agent_wall_time"] = frame["agent_wall_time"].to_numpy() - overhead
             frame["wall_time"] = frame["wall_time"].to_numpy() - overhead
         plays.append(frame)

@@ -519,6 +519,8 @@ def play_into(
     batched: bool | None = None,
     threads: int | None = DEFAULT_THREADS,
     on_agent_done: Callable[[int, pd.DataFrame], None] | None = None,
+    feedback_delay: int = 0,
+    update_every: int = 1,
 ) -> pd.DataFrame:
     """Play each ``(label, agent)`` of ``players`` on ``env_id`` over ``seeds`` and save every
     (agent, seed) as a run of the sweep layout in ``out_dir``; return all their records.
@@ -532,15 +534,19 @@ def play_into(
     Ctrl-C raises :class:`Interrupted` after saving every finished run. ``on_agent_done(i,
     records)`` is called as soon as agent ``i`` has all its seeds (e.g. to print a line).
     ``threads``: torch and BLAS threads of every run (default 1), recorded in its metadata.
+    ``feedback_delay``, ``update_every``: the feedback schedule of every run
+    (:func:`linbandit_gym.evaluate.run`), in its config when it is not the plain loop's.
     """
     from ..batched import can_batch
     from ..evaluate import run
+    from ..feedback import FeedbackSchedule
     from ..loop import agent_label, check_seeds
     from .runner import split_by_seed
 
     out = Path(out_dir)
     seeds = check_seeds(seeds)
     threads = check_threads(threads)
+    played = FeedbackSchedule(feedback_delay, update_every).config_entries()
     env_kwargs = dict(env_kwargs or {})
     configs = list(agent_configs) if agent_configs is not None else [None] * len(players)
     if len(configs) != len(players):
@@ -554,7 +560,8 @@ def play_into(
                      else _object_agent_config(player, label))
         specs = []
         for seed in seeds:
-            config = {"task": "bandit", "agent": agent_cfg, "env": {"id": env_id, "args": env_kwargs}, "seed": seed}
+            config = {"task": "bandit", "agent": agent_cfg,
+                      "env": {"id": env_id, "args": env_kwargs}, "seed": seed, **played}
             try:
                 canonical = json.loads(canonical_json(config))
             except TypeError as exc:
@@ -567,7 +574,8 @@ def play_into(
         if labels.count(label) > 1:
             raise ValueError(f"two agents share the label {label!r}: give each a distinct name")
     _check_records_fit(env_id, env_kwargs, len(seeds) * len(entries))
-    raw = {"name": out.resolve().name or "run", "seeds": seeds, "envs": [{"id": env_id, "args": env_kwargs}],
+    raw = {"name": out.resolve().name or "run", "seeds": seeds, **played,
+           "envs": [{"id": env_id, "args": env_kwargs}],
            "agents": [{"name": specs[0].config["agent"]["name"], "args": specs[0].config["agent"]["args"], "label": label}
                       for label, _, _, specs in entries]}
     cfg = SweepConfig(raw=raw, name=raw["name"], task="bandit", seeds=seeds, runs=[s for *_, specs in entries for s in specs])
@@ -590,7 +598,8 @@ def play_into(
                     with thread_limit(threads):
                         frame = run(env_id, player, seeds=[spec.seed for spec in group], env_kwargs=env_kwargs,
                                     agent_name=label, env_name=env_id, progress=progress,
-                                    batched=batched if together else False, threads=threads)
+                                    batched=batched if together else False, threads=threads,
+                                    **played)
                         threads_used = thread_record(threads)
                     duration = (time.perf_counter() - t0) / len(group)
                     extra = {"device": str(getattr(player, "device", "cpu")), "backend": "run", **threads_used}
@@ -698,6 +707,9 @@ def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
             "seed": meta["seed"],
             "device": meta.get("device"),
             "backend": meta.get("backend"),
+            # the feedback schedule played (absent from the config: the plain loop)
+            "feedback_delay": meta["config"].get("feedback_delay", 0),
+            "update_every": meta["config"].get("update_every", 1),
             **{f"arg.{k}": v for k, v in meta["config"]["agent"]["args"].items() if _is_scalar(v)},
             **{k: v for k, v in summary.items() if _is_scalar(v)},
             "time_shared_by": shared_by,
