@@ -24,7 +24,8 @@ from .feedback import FeedbackSchedule
 from .loop import RECORD_COLUMNS, agent_label, check_seeds, make_env, play, records_frame, single_members
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 
-__all__ = ["RECORD_COLUMNS", "run", "make_env", "summarize", "timed_runs"]
+__all__ = ["RECORD_COLUMNS", "exact_from", "exact_summary", "run", "make_env", "summarize",
+           "timed_runs"]
 
 
 def _env_name(env: gym.Env, given: str | None) -> str:
@@ -149,12 +150,52 @@ def timed_runs(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return runs[keep].assign(timing=alone[keep].map({True: "alone", False: "batch share"}))
 
 
+def exact_from(records: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per run (group of ``keys``) of per-round records: ``reports_exact``, whether its agent says
+    if it updates exactly (an ``exact_mode`` column that is not all NaN), and
+    ``exact_from_round``, the first round after which it did (DBSLinUCB past its cap: OFUL from
+    then on; NaN: never, or not said).
+
+    >>> records = pd.DataFrame({"seed": 0, "t": [1, 2, 3], "exact_mode": [0.0, 1.0, 1.0]})
+    >>> exact_from(records, ["seed"])
+       seed  reports_exact  exact_from_round
+    0     0           True               2.0
+    """
+    groups = records.groupby(keys, sort=False)
+    if "exact_mode" not in records:
+        said = groups.size() < 0
+        first = pd.Series(float("nan"), index=said.index)
+    else:
+        said = groups["exact_mode"].count() > 0
+        first = records.loc[records["exact_mode"] == 1.0].groupby(keys, sort=False)["t"].min()
+    first = first.reindex(said.index).astype(float)
+    return pd.DataFrame({"reports_exact": said, "exact_from_round": first}).reset_index()
+
+
+def exact_summary(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group of ``keys``, from one row per run with ``reports_exact`` and ``exact_from_round``
+    (:func:`exact_from`): ``exact_seeds``, the runs that switched to exact updates (NaN where the
+    agent does not say), and the first and last round they switched at (``exact_from_first``,
+    ``exact_from_last``)."""
+    said = runs["reports_exact"] if "reports_exact" in runs else pd.Series(False, index=runs.index)
+    rounds = pd.to_numeric(runs.get("exact_from_round"), errors="coerce")
+    runs = runs.assign(reports_exact=said.fillna(False).astype(bool), exact_from_round=rounds)
+    grouped = runs.groupby(keys, sort=False)
+    return pd.DataFrame({
+        "exact_seeds": grouped["exact_from_round"].count().where(grouped["reports_exact"].any()),
+        "exact_from_first": grouped["exact_from_round"].min(),
+        "exact_from_last": grouped["exact_from_round"].max(),
+    })
+
+
 def summarize(records: pd.DataFrame) -> pd.DataFrame:
     """One row per (agent, env, feedback schedule): final cumulative regret mean/std over seeds,
     ms/round (CPU time in act + update), wall ms/round of the same calls, peak memory; the times
     from the seeds timed alone where there are any (:func:`timed_runs`), and ``timing`` says
-    which they are. Records without the ``feedback_delay`` and ``update_every`` columns (written
-    before they existed) are one row per (agent, env)."""
+    which they are; for an agent that says whether it updates exactly (``exact_mode``), over how
+    many seeds it switched to exact updates and from which rounds (:func:`exact_summary`).
+    Records without the ``feedback_delay`` and ``update_every`` columns (written before they
+    existed) are one row per (agent, env)."""
     keys = ["agent", "env"] + [key for key in ("feedback_delay", "update_every") if key in records]
     last = records.groupby(keys + ["seed"], sort=False).tail(1)  # records are in round order
     last = last.assign(ms_per_round=1000.0 * last["agent_time"] / last["t"])
@@ -176,4 +217,5 @@ def summarize(records: pd.DataFrame) -> pd.DataFrame:
     out.insert(list(out.columns).index("timing"), "peak_memory_bytes",
                records.groupby(keys, sort=False)["memory_bytes"].max())
     out["final_regret_std"] = out["final_regret_std"].fillna(0.0)
+    out = out.join(exact_summary(exact_from(records, [*keys, "seed"]), keys))
     return out.reset_index()

@@ -499,9 +499,19 @@ def run_meta_problem(meta: Any, run_id: str | None = None) -> str | None:
         value = meta["config"].get(key, low)
         if not _is_int(value, low):
             return f"has config.{key} = {value!r}, not an int >= {low}"
+    if meta.get("warnings") is not None and not _are_warnings(meta["warnings"]):
+        return "has warnings that are not a list of {category, message} strings"
     if meta.get("spectral") is not None:
         return _spectral_problem(meta["spectral"])
     return None
+
+
+def _are_warnings(warnings: Any) -> bool:
+    """A run's kept warnings (:func:`linbandit_gym.experiments.runner.warning_records`): a list
+    of mappings of strings with a ``category`` and a ``message``."""
+    return isinstance(warnings, list) and all(
+        isinstance(w, dict) and {"category", "message"} <= w.keys()
+        and all(_is_text(v) for v in w.values()) for w in warnings)
 
 
 # -- output directories ------------------------------------------------------------------

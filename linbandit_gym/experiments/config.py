@@ -287,6 +287,7 @@ class RunSpec:
     agent_label: str
     env_label: str
     family: str
+    entry: str = ""  #: the config entry the run comes from (``"agents[1]"``), what messages name
 
     @property
     def seed(self) -> int:
@@ -294,11 +295,12 @@ class RunSpec:
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "config": self.config, "agent_label": self.agent_label,
-                "env_label": self.env_label, "family": self.family}
+                "env_label": self.env_label, "family": self.family, "entry": self.entry}
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunSpec":
-        return cls(data["run_id"], data["config"], data["agent_label"], data["env_label"], data["family"])
+        return cls(data["run_id"], data["config"], data["agent_label"], data["env_label"],
+                   data["family"], data.get("entry", ""))
 
 
 @dataclass
@@ -537,6 +539,25 @@ def _check_env_id(env_id: Any, where: str) -> str:
     return env_id
 
 
+def tuned_arguments(raw: dict, env_label: str, agent_label: str) -> dict:
+    """The arguments a config's ``tuned:`` section gives the agent labelled ``agent_label`` on the
+    env labelled ``env_label`` (what ``linbandit tune`` chose, over its entry's ``args:``); ``{}``
+    when none, or when the section is not a mapping of mappings (a config edited by hand).
+
+    >>> raw = {"tuned": {"mnist": {"SOFUL l=20": {"beta": 0.1, "lam": 2.0}}}}
+    >>> tuned_arguments(raw, "mnist", "SOFUL l=20"), tuned_arguments(raw, "mnist", "SOFUL l=100")
+    ({'beta': 0.1, 'lam': 2.0}, {})
+    """
+    tuned = raw.get("tuned") if isinstance(raw, dict) else None
+    if not isinstance(tuned, dict) or not all(v is None or isinstance(v, dict)
+                                              for v in tuned.values()):
+        return {}
+    try:
+        return _apply_tuned(tuned, env_label, agent_label)
+    except (TypeError, ValueError):
+        return {}
+
+
 def _apply_tuned(tuned: dict, env_label: str, agent_label: str) -> dict:
     """Overrides from ``tuned`` for this (env label, agent label); exact labels beat globs."""
     return _tuned_entry(tuned, env_label, agent_label)[0]
@@ -763,7 +784,7 @@ def _expand_runs(x: _Expansion, entry: dict, where: str, agent: AgentEntry,
         if run_record:
             config["record"] = run_record
         spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"],
-                       family)
+                       family, where)
         if spec.run_id in x.by_id:
             first, first_tuned = x.by_id[spec.run_id]
             if not (overrides or first_tuned):

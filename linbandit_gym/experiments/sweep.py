@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import pandas as pd
 import yaml
+from linbandit_host.user_line import KeptWarning, warn_user
 
 from ..records import (
     OutputError,
@@ -58,8 +59,8 @@ from ..records import (
     write_records,
     write_text_atomic,
 )
-from ..evaluate import timed_runs
-from ..registry import registered_name
+from ..evaluate import exact_summary, timed_runs
+from ..registry import agent_arguments, registered_name
 from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
 from ..text import count
 from .backends import check_backend, check_workers, iter_results, local_workers
@@ -82,6 +83,8 @@ __all__ = [
     "is_finished",
     "play_into",
     "Interrupted",
+    "run_warnings",
+    "warning_lines",
 ]
 
 
@@ -94,6 +97,9 @@ class SweepResult:
     executed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # run id -> traceback
+    #: the warnings the executed runs raised, each said once: (category, message) -> where, in
+    #: the words of :func:`warning_source` ("agents[1] (SOFUL l=600 on mnist)")
+    warnings: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -377,11 +383,16 @@ def sweep(
         timing_repeats: how many times each timing run is played; its records are the same each
             time but for the times, of which each round keeps the least (what the rest of the
             machine disturbed least); default: the config's ``timing_repeats``, else 1.
-        log: called with one line per finished run (``None``: silent).
+        log: called with one line per finished run, and at the end one per distinct warning of
+            the runs (``None``: silent).
 
     Returns:
         A :class:`SweepResult`; failed runs are listed there (with tracebacks, also written to
         ``DIR/failed/``) and are retried by the next call.
+
+    Warnings the runs raise (in this process or a worker) are kept in each run's metadata and
+    raised here once each, naming the config entry and run (``"agents[1] (SOFUL l=600 on
+    mnist): ..."``), at the caller's line; :attr:`SweepResult.warnings` lists where each came from.
 
     Example:
 
@@ -435,6 +446,11 @@ def sweep(
                      backend=backend, workers=workers, threads=threads, address=address)
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
+    if result.warnings:
+        say(f"{count(len(result.warnings), 'warning')} from the runs, each said once (also in "
+            "summary.md and the report):")
+        for line in warning_lines(result.warnings):
+            say(f"  {line}")
     if result.failed:
         say(f"{count(len(result.failed), 'run')} failed; tracebacks in {out / 'failed'}; rerun the sweep to retry them")
     return result
@@ -481,30 +497,68 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
             save_run(out, res["records"], res["meta"])
             result.executed.append(rid)
             say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s since the sweep started)")
+            _say_new_warnings(result.warnings, res["meta"])
+
+
+def warning_source(meta: dict) -> str:
+    """Where a run's warning came from, in words: its config entry and run label, ``"agents[1]
+    (SOFUL l=600 on mnist)"`` (the labels alone for a run of ``linbandit run``); for a member of
+    a batch, whose warnings are the batch's, the batch: ``"agents[1] (a batch of 4 runs of
+    SOFUL on mnist)"``."""
+    batch = int(meta.get("batch_size") or 1)
+    what = (meta.get("agent_label") if batch == 1
+            else f"a batch of {batch} runs of {meta.get('family')}")
+    what = f"{what} on {meta.get('env_label')}"
+    return f"{meta['entry']} ({what})" if meta.get("entry") else what
+
+
+def _say_new_warnings(said: dict[tuple[str, str], list[str]], meta: dict) -> None:
+    """Raise each warning of the run ``meta`` describes that no run before it raised, once, naming
+    where it came from (at the caller's line: stderr of a ``linbandit`` command); record where
+    every one came from in ``said``."""
+    source = warning_source(meta)
+    for record in meta.get("warnings") or ():
+        sources = said.setdefault((record["category"], record["message"]), [])
+        if not sources:
+            kept = KeptWarning(record["category"], record.get("module", ""), record["message"])
+            warn_user(f"{source}: {record['message']}", kept.category_class())
+        if source not in sources:
+            sources.append(source)
+
+
+def warning_lines(warnings: dict[tuple[str, str], list[str]]) -> list[str]:
+    """One line per distinct warning: ``"SketchSizeWarning from agents[1] (SOFUL l=600 on mnist):
+    SOFUL(sketch_size=600) at d=784 ..."`` (several sources: the first two and how many more)."""
+    lines = []
+    for (category, message), sources in warnings.items():
+        more = f" and {count(len(sources) - 2, 'more run')}" if len(sources) > 2 else ""
+        lines.append(f"{category} from {', '.join(sources[:2])}{more}: {message}")
+    return lines
+
+
+def run_warnings(out_dir: str | Path,
+                 runs: pd.DataFrame | None = None) -> dict[tuple[str, str], list[str]]:
+    """The distinct warnings the finished runs of ``out_dir`` (or ``runs``, rows of
+    :func:`load_runs`) raised, each with where it came from, as :attr:`SweepResult.warnings`."""
+    runs = load_runs(out_dir) if runs is None else runs
+    found: dict[tuple[str, str], list[str]] = {}
+    for rid in runs["run_id"] if not runs.empty else ():
+        meta = load_meta(out_dir, rid)
+        for record in meta.get("warnings") or ():
+            sources = found.setdefault((record["category"], record["message"]), [])
+            if warning_source(meta) not in sources:
+                sources.append(warning_source(meta))
+    return found
 
 
 def _object_agent_config(agent: Any, label: str) -> dict:
     """What the runs of an agent object are identified by when its exact config is unknown:
-    its class (registered name or module:Class), its constructor arguments read back as
-    attributes (the scikit-learn convention; non-scalars as text) and its label."""
-    import inspect
-
-    cls = type(agent)
-    name = registered_name(cls)
-    try:
-        params = inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        params = {}
-    args: dict[str, Any] = {}
-    for key, param in params.items():
-        if key == "d" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue  # d: read from the first observation, not a choice of the user
-        try:
-            value = getattr(agent, key)
-        except Exception:  # no such attribute (or a property that needs state): not recorded
-            continue
-        args[key] = value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
-    return {"name": name, "args": args, "label": label}
+    its class (registered name or module:Class), its constructor arguments read back
+    (:func:`linbandit_gym.registry.agent_arguments`; non-scalars as text) and its label."""
+    scalar = (bool, int, float, str)
+    args = {key: value if value is None or isinstance(value, scalar) else str(value)
+            for key, value in agent_arguments(agent).items()}
+    return {"name": registered_name(type(agent)), "args": args, "label": label}
 
 
 def play_into(
@@ -806,7 +860,9 @@ def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, colum
 
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (env, agent): seeds, final regret mean/std, total and per-round agent time (CPU; wall
-    ms/round too when recorded), peak memory, sketch size. The times are means over the runs
+    ms/round too when recorded), peak memory, sketch size, and over how many seeds and from which
+    rounds a sketched agent updated exactly (``exact_seeds``, ``exact_from_first|last``:
+    :func:`linbandit_gym.evaluate.exact_summary`). The times are means over the runs
     timed alone where an agent has any (:func:`linbandit_gym.evaluate.timed_runs`), else over
     its runs' shares of batches; ``timing`` says which, ``timed_seeds`` over how many runs."""
     if runs.empty:
@@ -833,7 +889,7 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             peak_memory_kib=("peak_memory_bytes", lambda v: float(np.max(v)) / 1024.0),
             final_sketch_size=("final_sketch_size", "mean"),
         )
-        table = table.join(memory)
+        table = table.join(memory).join(exact_summary(runs, keys))
         last = [c for c in ("timing", "timed_seeds", "timing_repeats") if c in table]
         table = table[[c for c in table.columns if c not in last] + last]
         table["final_regret_std"] = table["final_regret_std"].fillna(0.0)
