@@ -24,7 +24,8 @@ from ..records import OutputError, write_text_atomic
 from ..text import count, human_bytes, mean_spread, reported_bytes
 from .config import ConfigError
 from .figures import (
-    env_settings, format_table, make_plots, markdown_table, read_captions, seeds_in_words, with_tuned,
+    env_settings, format_table, make_plots, markdown_table, read_captions, seeds_in_words,
+    with_tuned,
 )
 from .sweep import (
     check_output_dir, completeness, load_meta, load_runs, read_sweep_config, run_warnings,
