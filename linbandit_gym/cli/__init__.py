@@ -118,9 +118,7 @@ def run_experiment(
     ``update_every``: the feedback schedule of every run (:func:`linbandit_gym.evaluate.run`).
     """
     played = FeedbackSchedule(feedback_delay, update_every).config_entries()
-    env_kwargs = dict(env_kwargs or {})
-    if horizon is not None:
-        env_kwargs["horizon"] = horizon
+    env_kwargs = with_horizon(env_kwargs, horizon)
     check_env_args(env_id, env_kwargs)
     players = agent if isinstance(agent, list) else [(agent_name, agent)]
     clock = [time.perf_counter()]
@@ -156,6 +154,20 @@ def run_experiment(
         write_tables(out)
         plot_cumulative_regret(records, Path(out) / "regret.png")
     return records, summary
+
+
+def with_horizon(env_kwargs: dict[str, Any] | None, horizon: int | None) -> dict[str, Any]:
+    """``env_kwargs`` with ``horizon`` (``--horizon``) as its ``horizon``; the env's own
+    ``horizon`` given too (``--env-arg horizon=5 --horizon 7``) must be the same, else a
+    ``ValueError``: one of two values for one thing would be dropped without a word."""
+    env_kwargs = dict(env_kwargs or {})
+    if horizon is None:
+        return env_kwargs
+    if "horizon" in env_kwargs and env_kwargs["horizon"] != horizon:
+        given = env_kwargs["horizon"]
+        raise ValueError(f"--horizon {horizon!r} and --env-arg horizon={given!r} give the episode "
+                         "two lengths: give it once")
+    return {**env_kwargs, "horizon": horizon}
 
 
 #: What the summary's words mean, said below it where they appear.
@@ -257,9 +269,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
     entry = lookup_agent(args.agent)
-    run_env_kwargs = env_kwargs if args.horizon is None else {**env_kwargs, "horizon": args.horizon}
+    run_env_kwargs = with_horizon(env_kwargs, args.horizon)
     _check_run_arguments(args.env, run_env_kwargs, entry, agent_kwargs)
-    _check_run_memory(entry, agent_kwargs, args.env, run_env_kwargs)
+    memory = _check_run_memory(entry, agent_kwargs, args.env, run_env_kwargs, args.seeds)
+    problem = entry.value_problem(agent_kwargs, memory.d or None, memory.agent_up_front)
+    if problem:  # what the agent checks against the arms' dimension (l0 <= d): before anything runs
+        raise ValueError(problem)
     agent = entry.build(agent_kwargs)
     # labelled as run() labels the agent (its name and non-default arguments: object_label), then,
     # as a sweep labels its runs, the feedback schedule where it is not the plain loop's; an agent
@@ -278,12 +293,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_run_memory(entry: AgentEntry, agent_kwargs: dict[str, Any], env_id: str, env_kwargs: dict[str, Any]) -> None:
-    """Before ``run`` builds the agent: agent and env must fit in memory together, from their
-    estimates (:func:`linbandit_gym.registry.check_run_fits`); nothing is built."""
+def _check_run_memory(entry: AgentEntry, agent_kwargs: dict[str, Any], env_id: str,
+                      env_kwargs: dict[str, Any], seeds: Any = 1) -> Any:
+    """Before ``run`` builds the agent: agent, env and the records of its ``seeds`` (a count;
+    ``run`` returns them together) must fit in memory, from their estimates
+    (:func:`linbandit_gym.registry.check_run_fits`); nothing is built. Returns the estimate."""
     from ..registry import check_run_fits, estimate_run_bytes
 
-    check_run_fits(entry, agent_kwargs, estimate_run_bytes(entry, agent_kwargs, env_id, env_kwargs), env_id)
+    members = seeds if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1 else 1
+    memory = estimate_run_bytes(entry, agent_kwargs, env_id, env_kwargs, members=members)
+    return check_run_fits(entry, agent_kwargs, memory, env_id)
 
 
 def demo_agents() -> list[tuple[str, Any]]:
