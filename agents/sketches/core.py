@@ -691,15 +691,21 @@ class SketchCore:
         self._perp_in_span_to_coords(idx, w)
         if add_back:
             self._add_back(idx, plan.delta)
-        if nothing_frozen and not start.any():
-            real = xp.cast_like(np.arange(k)[None, :] < n_basis[:, None], sing)
-            self.H[sel] = 0.0
-            self.H[sel, :k, :k] = (real / (sing * sing + self.c_arr[sel][:, None]))[
-                :, :, None
-            ] * xp.eye(k, self.cdtype)
+        if nothing_frozen and not start.any():  # the rows diag(sing) on the basis: H is diagonal
+            self._set_diagonal_H(idx, sing, n_basis)
         else:
             self.refactor(idx)
         return plan
+
+    def _set_diagonal_H(self, idx: np.ndarray, sing, n_basis: np.ndarray) -> None:
+        """``H = diag(1 / (sing^2 + c))`` over the first ``n_basis_i`` slots of the members ``idx``,
+        whose rows are ``diag(sing)`` on their basis (0 past them)."""
+        xp = self.xp
+        sel, k = xp.select(idx), sing.shape[1]
+        real = xp.cast_like(np.arange(k)[None, :] < n_basis[:, None], sing)
+        diagonal = real / (sing * sing + self.c_arr[sel][:, None])
+        self.H[sel] = 0.0
+        self.H[sel, :k, :k] = diagonal[:, :, None] * xp.eye(k, self.cdtype)
 
     def _kept_basis(self, kept_dirs, frozen_basis: np.ndarray, w: int):
         """An orthonormal basis ``Q`` (rows, in the old basis' coordinates) of the kept directions'

@@ -456,12 +456,8 @@ class DyadicBlockSketch(CovarianceEstimator):
         super().__init__(int(d), reg=reg, device=device, dtype=dtype, batch_size=batch_size)
         self.l0, self.eps, self.sketch = l0, eps, sketch
         self.robust = sketch == "rfd"
-        self.fast, self.sentinel, self.memory_cap, self.time_cap = (
-            fast,
-            sentinel,
-            memory_cap,
-            time_cap,
-        )
+        self.fast, self.sentinel = fast, sentinel
+        self.memory_cap, self.time_cap = memory_cap, time_cap
         self.keep_gram = bool(keep_gram)
         self.threshold = self.eps * self.l0  # Alg. 1 line 7: BlockSize + ||x||^2 < eps * l0
         B = self.batch_size
@@ -473,11 +469,9 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._frob = np.zeros(B)  # ||X||_F^2 of the rows so far
         self._n_arms = 1  # arms per round of the last scoring (the time cap's K)
         self._exact: ExactCovariance | None = None  # the exact members, in member order
-        self.core: SketchCore | None = SketchCore(
-            self.xp, B, self.d, self.dtype, self.cdtype, 0, 0, self._reg_host()
-        )
-        # Alg. 1 line 3 holds from the start (or the first block costs more than OFUL): exact from
-        # row 1
+        self.core: SketchCore | None = SketchCore(self.xp, B, self.d, self.dtype, self.cdtype, 0, 0,
+                                                  self._reg_host())
+        # exact from row 1 where Alg. 1 line 3 holds from the start (or the first block costs more)
         start_exact = (self._block_caps <= 1) | self._over_caps(np.arange(B))
         sketched = np.flatnonzero(~start_exact)
         if sketched.size:
