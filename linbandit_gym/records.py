@@ -1,11 +1,14 @@
 """Writing and reading result files: run records (Parquet, or CSV without pyarrow), JSON, YAML.
 
 Every result file goes through :func:`atomic_path`: it is written under a temporary name in
-its directory (``.NAME.pidPID.XXXX.tmp``), flushed to disk, given the mode the user's umask
-asks for, and renamed, so a reader never sees a half-written file and a colleague on a shared
-server can read what the umask lets them read. :func:`lock_output_dir` makes one process the
-only writer of an output directory; :func:`remove_stale_temporaries` removes only the
-temporaries of writers that are gone.
+its directory (``.NAME.linbandit-pidPID.XXXX.tmp``), flushed to disk, given the mode the user's
+umask asks for, and renamed, so a reader never sees a half-written file and a colleague on a
+shared server can read what the umask lets them read. A write never leaves its output
+directory through a symbolic link (:func:`inside_output`): a link on the way that leads out of
+it is refused, before anything is written, and a link that stays inside is followed to its
+target, which is replaced (the link itself is kept). :func:`lock_output_dir` makes one process
+the only writer of an output directory; :func:`remove_stale_temporaries` removes only the
+temporaries this project names as its own, of writers that are gone.
 
 Integrity: :func:`records_fingerprint` stores a records file's size, rows and SHA-256 in its
 run's JSON, and :func:`check_records` compares them, so that a truncated file, a flipped byte or
@@ -25,10 +28,11 @@ import math
 import os
 import re
 import shlex
+import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -41,11 +45,16 @@ try:  # POSIX; elsewhere an output directory is not locked
 except ImportError:  # pragma: no cover
     fcntl = None
 
+#: ``open`` without following a final symbolic link (0 where the system has no such flag).
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
 __all__ = [
     "RecordsError",
     "OutputError",
     "has_parquet",
     "current_umask",
+    "inside_output",
+    "check_output_paths",
     "atomic_path",
     "write_text_atomic",
     "write_json_atomic",
@@ -60,12 +69,17 @@ __all__ = [
     "run_meta_problem",
     "lock_output_dir",
     "lock_holder",
+    "current_writer",
     "remove_stale_temporaries",
 ]
 
 #: The lock file of an output directory (holds the writer's pid).
 LOCK_NAME = ".lock"
-_TEMP_PID = re.compile(r"\.pid(\d+)\.[^.]*\.tmp$")
+#: What every temporary file of :func:`atomic_path` is called: ``.NAME.linbandit-pidPID.XXXX.tmp``
+#: (``XXXX``: :func:`tempfile.mkstemp`'s random part); the only names
+#: :func:`remove_stale_temporaries` removes.
+_TEMP_MARK = ".linbandit-pid"
+_TEMP_NAME = re.compile(r"^\..+\.linbandit-pid(\d+)\.[A-Za-z0-9_]+\.tmp$")
 
 
 class RecordsError(ValueError):
@@ -121,34 +135,108 @@ def _umask_by_setting() -> int:
     return mask
 
 
-@contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; when the block succeeds, publish it as ``path``.
+def _link_out(path: Path, root: Path, real_root: Path) -> tuple[Path, str] | None:
+    """The first symbolic link on the way from ``root`` to ``path`` whose target is outside
+    ``real_root``, with that target; ``None`` if there is none."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        parts = path.parts
+        root = Path(path.anchor)
+    here = root
+    for part in parts:
+        here = here / part
+        if here.is_symlink():
+            target = os.path.realpath(here)
+            if not _is_within(Path(target), real_root):
+                return here, target
+    return None
 
-    The caller writes the temporary file; it is then fsync'ed, given mode ``0o666 & ~umask``
-    (``mkstemp`` creates 0600 whatever the umask) and renamed onto ``path``. On an error (or
-    Ctrl-C) the temporary file is removed and ``path`` is left as it was. The temporary name
-    carries this process's pid so that :func:`remove_stale_temporaries` can tell whose it is.
+
+def _is_within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def inside_output(path: str | Path, root: str | Path | None = None) -> Path:
+    """Where a write of ``path`` lands, if that is inside the output directory ``root``
+    (default: ``path``'s own directory): ``path`` with every symbolic link on the way resolved.
+
+    A link that stays inside ``root`` (``DIR/plots -> DIR/figures``, a file linked to another
+    file of ``DIR``) is followed; one that leads out of it (``DIR/summary.csv -> ~/notes.txt``,
+    ``DIR/runs -> /elsewhere``) is refused, so that nothing outside the directory the user named
+    is ever written. ``root`` itself may be a link (the user named it).
+
+    Raises:
+        OutputError: naming the link, where it leads and what to do (exit code 2).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.pid{os.getpid()}.", suffix=".tmp")
+    root = path.parent if root is None else Path(root)
+    real_root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(path))
+    if _is_within(real, real_root) and real != real_root:
+        return real
+    link = _link_out(path, root, real_root)
+    if link is None:  # not under root at all: a caller's mistake, not the user's
+        raise OutputError(f"{path} is not inside the output directory {root}")
+    where, target = link
+    raise OutputError(
+        f"{where} is a symbolic link to {target}, outside the output directory {root}: linbandit "
+        "writes only inside the directory it was given; remove the link (or choose another output "
+        "directory, --out)"
+    )
+
+
+def check_output_paths(root: str | Path, names: Iterable[str]) -> None:
+    """:func:`inside_output` for each ``root / name`` that exists (files and directories a
+    command is about to write), and for what a directory among them holds: a command checks
+    every place it writes before it writes the first file."""
+    root = Path(root)
+    for name in names:
+        path = root / name
+        if not (path.exists() or path.is_symlink()):
+            continue
+        inside_output(path, root)
+        if path.is_dir():
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    if entry.is_symlink():
+                        inside_output(Path(entry.path), root)
+
+
+@contextmanager
+def atomic_path(path: str | Path, root: str | Path | None = None) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; when the block succeeds, publish it as ``path``.
+
+    ``path`` is first checked to stay inside the output directory ``root`` (default: its own
+    directory) through any symbolic link (:func:`inside_output`); a link inside is followed and
+    its target replaced. The caller writes the temporary file; it is then fsync'ed, given mode
+    ``0o666 & ~umask`` (``mkstemp`` creates 0600 whatever the umask) and renamed onto the
+    target: ``os.replace`` swaps the directory entry, so it never writes through a link. On an
+    error (or Ctrl-C) the temporary file is removed and ``path`` is left as it was. The
+    temporary name carries this process's pid so that :func:`remove_stale_temporaries` can tell
+    whose it is.
+    """
+    target = inside_output(path, root)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target = inside_output(path, root)  # what mkdir made holds no link: checked again all the same
+    prefix = f".{target.name}{_TEMP_MARK}{os.getpid()}."
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".tmp")
     os.close(fd)
     try:
         yield Path(tmp)
         with open(tmp, "rb+") as fh:  # on disk before the rename: no empty file after a crash
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~current_umask())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     finally:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)
 
 
-def write_text_atomic(text: str, path: str | Path) -> Path:
-    """Write ``text`` to ``path`` through :func:`atomic_path`."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(text)
+def write_text_atomic(text: str, path: str | Path, root: str | Path | None = None) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` through :func:`atomic_path` (inside ``root``)."""
+    with atomic_path(path, root) as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return Path(path)
 
 
@@ -164,9 +252,10 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
 
 
-def write_json_atomic(data: Any, path: str | Path) -> Path:
-    """Write ``data`` as JSON to ``path`` through :func:`atomic_path`."""
-    return write_text_atomic(json.dumps(data, indent=1, default=_json_default, allow_nan=True), path)
+def write_json_atomic(data: Any, path: str | Path, root: str | Path | None = None) -> Path:
+    """Write ``data`` as JSON to ``path`` through :func:`atomic_path` (inside ``root``)."""
+    text = json.dumps(data, indent=1, default=_json_default, allow_nan=True)
+    return write_text_atomic(text, path, root)
 
 
 def read_json(path: str | Path) -> Any:
@@ -182,11 +271,12 @@ def read_json(path: str | Path) -> Any:
 
 # -- records ---------------------------------------------------------------------------
 
-def write_records(frame: pd.DataFrame, stem: str | Path) -> Path:
-    """Write ``frame`` atomically to ``stem.parquet`` (or ``stem.csv`` without pyarrow)."""
+def write_records(frame: pd.DataFrame, stem: str | Path, root: str | Path | None = None) -> Path:
+    """Write ``frame`` atomically to ``stem.parquet`` (or ``stem.csv`` without pyarrow), inside
+    the output directory ``root`` (:func:`atomic_path`)."""
     stem = Path(stem)
     path = stem.with_suffix(".parquet" if has_parquet() else ".csv")
-    with atomic_path(path) as tmp:
+    with atomic_path(path, root) as tmp:
         if path.suffix == ".parquet":
             frame.to_parquet(tmp, index=False)
         else:
@@ -405,9 +495,23 @@ def run_meta_problem(meta: Any, run_id: str | None = None) -> str | None:
         return f"has seed {meta['seed']} where its config says {meta['config']['seed']}"
     if meta["records"]["file"] not in (f"{meta['run_id']}.parquet", f"{meta['run_id']}.csv"):
         return f"names the records file {meta['records']['file']!r}, not one of run {meta['run_id']}"
+    for key, low in (("feedback_delay", 0), ("update_every", 1)):  # absent: the plain loop
+        value = meta["config"].get(key, low)
+        if not _is_int(value, low):
+            return f"has config.{key} = {value!r}, not an int >= {low}"
+    if meta.get("warnings") is not None and not _are_warnings(meta["warnings"]):
+        return "has warnings that are not a list of {category, message} strings"
     if meta.get("spectral") is not None:
         return _spectral_problem(meta["spectral"])
     return None
+
+
+def _are_warnings(warnings: Any) -> bool:
+    """A run's kept warnings (:func:`linbandit_gym.experiments.runner.warning_records`): a list
+    of mappings of strings with a ``category`` and a ``message``."""
+    return isinstance(warnings, list) and all(
+        isinstance(w, dict) and {"category", "message"} <= w.keys()
+        and all(_is_text(v) for v in w.values()) for w in warnings)
 
 
 # -- output directories ------------------------------------------------------------------
@@ -448,11 +552,21 @@ def lock_output_dir(directory: str | Path, what: str = "sweep") -> Iterator[Path
     the kernel releases it when the holder exits, however it exits, so no stale lock is left.
     """
     directory = Path(directory)
+    lock = directory / LOCK_NAME
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        # never through a link, never blocking on a FIFO; what opens must be a plain file
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | _NO_FOLLOW | os.O_NONBLOCK, 0o666)
     except OSError as exc:
+        if lock.is_symlink():
+            raise OutputError(f"{lock} is a symbolic link (to {os.path.realpath(lock)}), where "
+                              f"linbandit keeps the lock of {directory}: remove the link, or "
+                              "choose another output directory (--out)") from exc
         raise _unwritable(directory, exc) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OutputError(f"{lock} is not a regular file, where linbandit keeps the lock of "
+                          f"{directory}: move it away, or choose another output directory (--out)")
     try:
         if fcntl is not None:
             try:
@@ -474,6 +588,31 @@ def lock_output_dir(directory: str | Path, what: str = "sweep") -> Iterator[Path
         os.close(fd)  # releases the flock
 
 
+def current_writer(directory: str | Path) -> tuple[str, str, str] | None:
+    """``(pid, what, command)`` of the process that holds the lock of ``directory`` now (a
+    sweep or a run writing it), else ``None``. Asks the kernel without waiting and without
+    writing: the lock is tried shared and released at once."""
+    if fcntl is None:
+        return None
+    try:
+        fd = os.open(Path(directory) / LOCK_NAME, os.O_RDONLY | _NO_FOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return lock_holder(os.pread(fd, 4096, 0).decode(errors="replace"))
+        except OSError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def _pid_alive(pid: int) -> bool:
     if os.name == "nt":  # os.kill(pid, 0) would terminate it there: assume alive, keep its files
         return True
@@ -487,20 +626,25 @@ def _pid_alive(pid: int) -> bool:
 
 
 def remove_stale_temporaries(directory: str | Path) -> list[Path]:
-    """Remove the ``.NAME.*.tmp`` files of writers that are gone; returns what was removed.
+    """Remove the temporary files :func:`atomic_path` left in ``directory`` when their writer is
+    gone; returns what was removed.
 
-    A temporary file whose name carries the pid of a live process is kept (it may be that
-    process's write in flight); names without a pid come from older versions and are removed.
+    Only regular files named as this project names its temporaries
+    (``.NAME.linbandit-pidPID.XXXX.tmp``) are candidates, and one whose pid is a live process
+    is kept (it may be that process's write in flight): a user's ``.notes.tmp``, a link or a
+    directory is never touched.
     """
     directory = Path(directory)
-    removed = []
+    removed: list[Path] = []
     if not directory.is_dir():
         return removed
     for tmp in directory.glob(".*.tmp"):
-        match = _TEMP_PID.search(tmp.name)
-        if match and _pid_alive(int(match.group(1))):
+        match = _TEMP_NAME.match(tmp.name)
+        if not match or _pid_alive(int(match.group(1))):
             continue
         try:
+            if not stat.S_ISREG(tmp.lstat().st_mode):
+                continue
             tmp.unlink()
         except OSError:
             continue

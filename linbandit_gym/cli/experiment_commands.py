@@ -1,6 +1,7 @@
 """The experiment subcommands of ``linbandit``: sweep, plot, tune, reproduce, report.
 
     linbandit sweep CONFIG [--out DIR] [--workers N] [--backend ray [--address A]] [--no-batched]
+                           [--feedback-delay K ...] [--update-every N ...]
     linbandit plot DIR
     linbandit tune CONFIG [--out DIR] [--beta ...] [--lam ...]
     linbandit reproduce NAME [--quick] [--tune] [--out DIR] [--workers N]
@@ -10,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..batched import DEFAULT_MAX_BATCH
@@ -50,6 +52,41 @@ def _add_timing_option(p: argparse.ArgumentParser) -> None:
                    "machine disturbed least (default: the config's timing_repeats, else 1)")
 
 
+def _add_feedback_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--feedback-delay", type=int, nargs="+", default=None, metavar="K",
+                   help="round t's update after round t + K's act, for every run (several values: "
+                   "one run per value); as the config's top-level feedback_delay, which it "
+                   "replaces")
+    p.add_argument("--update-every", type=int, nargs="+", default=None, metavar="N",
+                   help="updates held and applied, in order, every N rounds, for every run "
+                   "(several values: one run per value); as the config's top-level update_every, "
+                   "which it replaces")
+
+
+def _config_source(args: argparse.Namespace):
+    """``args.config``, or its contents with the top-level ``feedback_delay`` and
+    ``update_every`` that ``--feedback-delay`` and ``--update-every`` give (each checked under
+    its flag first)."""
+    from ..experiments.config import load_config
+    from ..feedback import schedule_problems
+
+    given = {key: getattr(args, key) for key in ("feedback_delay", "update_every")
+             if getattr(args, key) is not None}
+    if not given:
+        return args.config
+    flags = ("--feedback-delay", "--update-every")
+    problems = [problem for value in given.get("feedback_delay", [])
+                for problem in schedule_problems(value, 1, flags)]
+    problems += [problem for value in given.get("update_every", [])
+                 for problem in schedule_problems(0, value, flags)]
+    if problems:
+        raise ValueError("\n".join(problems))
+    raw = load_config(args.config)
+    raw["name"] = raw.get("name") or Path(args.config).stem  # as parse_config names a file's sweep
+    raw.update({key: values[0] if len(values) == 1 else values for key, values in given.items()})
+    return raw
+
+
 def _memory_size(text: str) -> int:
     from ..experiments.packing import parse_bytes
 
@@ -75,9 +112,14 @@ def _print_summary(out_dir: Path) -> int:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ..experiments.config import parse_config
-    from ..experiments.sweep import default_out_dir, plan, sweep
+    from ..experiments.sweep import check_execution, default_out_dir, plan, sweep
 
-    cfg = parse_config(args.config)
+    # every option is checked, with --dry-run too: a dry run says whether the command would run
+    check_execution(workers=args.workers, backend=args.backend, address=args.address,
+                    threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
+                    max_batch=args.max_batch, timing_runs=args.timing_runs,
+                    timing_repeats=args.timing_repeats)
+    cfg = parse_config(_config_source(args))
     out = Path(args.out) if args.out else default_out_dir(cfg)
     if args.dry_run:
         finished, pending = plan(cfg, out)
@@ -101,7 +143,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _largest_run_line(cfg) -> str:
-    """``largest run: AGENT on ENV, about 3.5 MB (agent 1.2 MB, env 2.3 MB) of 20 GB available``."""
+    """``largest run: AGENT on ENV, about 3.5 MB (agent 1.2 MB, env 2.3 MB, records 1.02 MB) of
+    20 GB available``."""
     from ..envs.memory import format_bytes, memory_limit_bytes
 
     largest = cfg.largest_run()
@@ -111,7 +154,18 @@ def _largest_run_line(cfg) -> str:
     agent_part = ("agent: no estimate" if memory.agent_bytes is None else
                   f"agent {'up to ' if memory.agent_grows else ''}{format_bytes(memory.agent_bytes)}")
     return (f"largest run: {agent} on {env}, about {format_bytes(memory.total)} ({agent_part}, env "
-            f"{format_bytes(memory.env_bytes)}) of {format_bytes(memory_limit_bytes())} available")
+            f"{format_bytes(memory.env_bytes)}, records {format_bytes(memory.records_bytes)}) of "
+            f"{format_bytes(memory_limit_bytes())} available")
+
+
+def _note_partial(command: str, out_dir: str | Path) -> None:
+    """Say on stderr when the tables and figures just written hold only part of the config's
+    runs (a sweep still writing the directory, runs not finished or deleted)."""
+    from ..experiments.sweep import completeness
+
+    note = completeness(out_dir).note()
+    if note:
+        print(f"linbandit {command}: note: {note}", file=sys.stderr)
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
@@ -121,6 +175,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     files = make_plots(args.dir, formats=formats)
     for path in files:
         print(path)
+    _note_partial("plot", args.dir)
     return 0
 
 
@@ -129,6 +184,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     path = write_report(args.dir, fmt=args.format, out=args.out, replot=not args.no_replot)
     print(f"report written to {path}")
+    _note_partial("report", args.dir)
     return 0
 
 
@@ -175,6 +231,7 @@ def add_commands(sub) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip writing plots after the sweep")
     _add_exec_options(p)
     _add_timing_option(p)
+    _add_feedback_options(p)
     p.set_defaults(func=_cmd_sweep)
 
     p = sub.add_parser(

@@ -67,10 +67,14 @@ def reproduce(
     """
     from .figures import format_table, make_plots, markdown_table, write_tables
     from .report import write_report
-    from .sweep import sweep
+    from .sweep import check_execution, check_output_dir, sweep
 
+    check_execution(workers=workers, backend=backend, address=address, threads=threads,
+                    batched=batched, batch_memory=batch_memory, max_batch=max_batch,
+                    timing_runs=timing_runs, timing_repeats=timing_repeats)
     raw = load_config(config_path(name, quick))
-    target = Path(out) if out else Path("runs") / f"reproduce-{name}{'-quick' if quick else ''}"
+    default = Path("runs") / f"reproduce-{name}{'-quick' if quick else ''}"
+    target = check_output_dir(Path(out) if out else default)
     say = log or (lambda _msg: None)
     if tune_first:
         if raw.get("task", "bandit") != "bandit":

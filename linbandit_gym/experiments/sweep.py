@@ -39,11 +39,14 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import pandas as pd
 import yaml
+from linbandit_host.user_line import KeptWarning, warn_user
 
 from ..records import (
     OutputError,
     RecordsError,
+    check_output_paths,
     check_records,
+    current_writer,
     lock_output_dir,
     read_json,
     read_records,
@@ -56,16 +59,21 @@ from ..records import (
     write_records,
     write_text_atomic,
 )
-from ..evaluate import timed_runs
-from ..registry import registered_name
+from ..evaluate import exact_summary, timed_runs
+from ..registry import agent_arguments, registered_name
 from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
 from ..text import count
-from .backends import iter_results, local_workers
+from .backends import check_backend, check_workers, iter_results, local_workers
 from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config, run_id
-from .packing import DEFAULT_BATCH_MEMORY, pack, parse_bytes
+from .packing import DEFAULT_BATCH_MEMORY, check_max_batch, pack, parse_bytes
 
 __all__ = [
+    "Execution",
     "SweepResult",
+    "check_execution",
+    "check_output_dir",
+    "completeness",
+    "Completeness",
     "sweep",
     "plan",
     "load_runs",
@@ -75,6 +83,8 @@ __all__ = [
     "is_finished",
     "play_into",
     "Interrupted",
+    "run_warnings",
+    "warning_lines",
 ]
 
 
@@ -87,6 +97,9 @@ class SweepResult:
     executed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # run id -> traceback
+    #: the warnings the executed runs raised, each said once: (category, message) -> where, in
+    #: the words of :func:`warning_source` ("agents[1] (SOFUL l=600 on mnist)")
+    warnings: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -119,16 +132,82 @@ def _output_error(out: Path, exc: OSError) -> OutputError:
                        "another output directory (--out); every run saved before is kept", exit_code=1)
 
 
+#: What the commands write into an output directory (``sweep``, ``run --out``, ``plot``,
+#: ``report``, ``tune``): each is checked before the first write (:func:`check_output_dir`).
+OUTPUT_NAMES = (".lock", "config.yaml", "manifest.json", "runs", "failed", "summary.csv",
+                "summary.md", "plots", "regret.png", "report.html", "report.md", "tune-table.csv",
+                "tuned.yaml", "tuned-config.yaml")
+
+
+def check_output_dir(out: str | Path) -> Path:
+    """``out`` if a command can write its files there, checked without writing anything: it is
+    a directory (or does not exist yet), ``runs`` and ``failed`` are directories where they
+    exist, and no symbolic link among the places the commands write (:data:`OUTPUT_NAMES`)
+    leads out of it (:func:`linbandit_gym.records.check_output_paths`).
+
+    Raises:
+        OutputError: what is in the way, and what to do (exit code 2).
+    """
+    out = Path(out)
+    if (out.exists() or out.is_symlink()) and not out.is_dir():
+        raise OutputError(f"{out} is not a directory: choose another output directory (--out)")
+    for sub in ("runs", "failed", "plots"):
+        if (out / sub).exists() and not (out / sub).is_dir():
+            raise OutputError(f"{out / sub} is a file, where {out} keeps its {sub}/ directory: "
+                              "move it away, or choose another output directory (--out)")
+    check_output_paths(out, OUTPUT_NAMES)
+    return out
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How the runs of a sweep are executed, checked as a whole before anything is written
+    (:func:`check_execution`); the arguments of :func:`sweep` of the same names."""
+
+    workers: int = 1
+    backend: str = "local"
+    address: str | None = None
+    threads: int | None = DEFAULT_THREADS
+    batched: bool | None = None
+    batch_memory: int = DEFAULT_BATCH_MEMORY
+    max_batch: int | None = None
+    timing_runs: bool = True
+    timing_repeats: int | None = None
+
+
+def check_execution(*, workers: Any = 1, backend: Any = "local", address: Any = None,
+                    threads: Any = DEFAULT_THREADS, batched: Any = None,
+                    batch_memory: Any = DEFAULT_BATCH_MEMORY, max_batch: Any = None,
+                    timing_runs: Any = True, timing_repeats: Any = None) -> Execution:
+    """The :class:`Execution` of these options, or a ``ValueError`` naming the first that is
+    wrong: what ``sweep``, ``tune``, ``reproduce`` and ``sweep --dry-run`` check before they
+    touch the output directory (nothing connects to a Ray cluster here)."""
+    threads = check_threads(threads)
+    check_workers(workers)
+    check_backend(backend, address)
+    batch_memory = parse_bytes(batch_memory)
+    check_max_batch(max_batch)
+    if batched not in (None, True, False):
+        raise ValueError(f"batched must be None, True or False, got {batched!r}")
+    if timing_runs not in (True, False):
+        raise ValueError(f"timing_runs must be True or False, got {timing_runs!r}")
+    repeats = timing_repeats
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int)
+                                or repeats < 1):
+        raise ValueError(f"timing_repeats must be an int >= 1, got {repeats!r}")
+    return Execution(workers, backend, address, threads, batched, batch_memory, max_batch,
+                     timing_runs, repeats)
+
+
 @contextmanager
 def _writing(out: Path, what: str) -> Iterator[None]:
-    """Hold the lock of ``out`` (one writer per directory), clear what dead writers left, and
-    turn an error of the file system into one clear :class:`OutputError`."""
+    """Hold the lock of ``out`` (one writer per directory), check it again under the lock
+    (:func:`check_output_dir`), clear what dead writers left, and turn an error of the file
+    system into one clear :class:`OutputError`."""
+    check_output_dir(out)
     with lock_output_dir(out, what):
         try:
-            for sub in ("runs", "failed"):
-                if (out / sub).exists() and not (out / sub).is_dir():
-                    raise OutputError(f"{out / sub} is a file, where {out} keeps its {sub}/ directory: move it "
-                                      "away, or choose another output directory (--out)")
+            check_output_dir(out)
             (out / "runs").mkdir(exist_ok=True)
             for directory in (out, out / "runs", out / "failed"):
                 remove_stale_temporaries(directory)
@@ -209,7 +288,7 @@ def _refresh_labels(out_dir: Path, spec: RunSpec) -> None:
     new = {"agent_label": spec.agent_label, "env_label": spec.env_label, "family": spec.family}
     if any(meta.get(k) != v for k, v in new.items()):
         meta.update(new)
-        write_json_atomic(seal(meta), meta_path)
+        write_json_atomic(seal(meta), meta_path, out_dir)
 
 
 def save_run(out_dir: str | Path, records: pd.DataFrame, meta: dict) -> Path:
@@ -218,9 +297,9 @@ def save_run(out_dir: str | Path, records: pd.DataFrame, meta: dict) -> Path:
     finished). Clears an earlier failure."""
     out = Path(out_dir)
     rid = meta["run_id"]
-    path = write_records(records, out / "runs" / rid)
+    path = write_records(records, out / "runs" / rid, out)
     meta = seal({**meta, "records": records_fingerprint(path, len(records))})
-    write_json_atomic(meta, out / "runs" / f"{rid}.json")
+    write_json_atomic(meta, out / "runs" / f"{rid}.json", out)
     stale = out / "failed" / f"{rid}.json"
     if stale.exists():
         stale.unlink()
@@ -304,11 +383,16 @@ def sweep(
         timing_repeats: how many times each timing run is played; its records are the same each
             time but for the times, of which each round keeps the least (what the rest of the
             machine disturbed least); default: the config's ``timing_repeats``, else 1.
-        log: called with one line per finished run (``None``: silent).
+        log: called with one line per finished run, and at the end one per distinct warning of
+            the runs (``None``: silent).
 
     Returns:
         A :class:`SweepResult`; failed runs are listed there (with tracebacks, also written to
         ``DIR/failed/``) and are retried by the next call.
+
+    Warnings the runs raise (in this process or a worker) are kept in each run's metadata and
+    raised here once each, naming the config entry and run (``"agents[1] (SOFUL l=600 on
+    mnist): ..."``), at the caller's line; :attr:`SweepResult.warnings` lists where each came from.
 
     Example:
 
@@ -319,19 +403,19 @@ def sweep(
     >>> len(sweep(cfg, out, log=None).executed), len(sweep(cfg, out, log=None).skipped)
     (4, 4)
     """
-    threads = check_threads(threads)
-    batch_memory = parse_bytes(batch_memory)
-    if timing_repeats is not None and (isinstance(timing_repeats, bool) or not isinstance(timing_repeats, int)
-                                       or timing_repeats < 1):
-        raise ValueError(f"timing_repeats must be an int >= 1, got {timing_repeats!r}")
-    if batched not in (None, True, False):
-        raise ValueError(f"batched must be None, True or False, got {batched!r}")
+    run = check_execution(workers=workers, backend=backend, address=address, threads=threads,
+                          batched=batched, batch_memory=batch_memory, max_batch=max_batch,
+                          timing_runs=timing_runs, timing_repeats=timing_repeats)
+    threads, batch_memory = run.threads, run.batch_memory
     cfg = config if isinstance(config, SweepConfig) else parse_config(config)
-    out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
+    out = check_output_dir(Path(out_dir) if out_dir is not None else default_out_dir(cfg))
     say = log or (lambda _msg: None)
+    # Everything that can refuse the sweep comes before its first write: the options, the
+    # config, the output directory, and every env config of the runs to do (missing data).
+    shapes = _preflight(cfg, plan(cfg, out)[1])
     with _writing(out, "sweep"):
         _write_config(out, cfg)
-        finished, pending = plan(cfg, out)
+        finished, pending = plan(cfg, out)  # again, now that no other writer can change it
         for spec in finished:
             _refresh_labels(out, spec)
         result = SweepResult(out_dir=out, config=cfg, skipped=[s.run_id for s in finished])
@@ -349,7 +433,6 @@ def sweep(
         if not pending:
             return result
         try:
-            shapes = _preflight(cfg, pending)
             timing_seed = cfg.seeds[0] if timing_runs else None
             units = pack(pending, shapes=shapes, batched=batched, batch_memory=batch_memory, max_batch=max_batch,
                          workers=local_workers(workers, threads) if backend == "local" else workers,
@@ -363,6 +446,11 @@ def sweep(
                      backend=backend, workers=workers, threads=threads, address=address)
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
+    if result.warnings:
+        say(f"{count(len(result.warnings), 'warning')} from the runs, each said once (also in "
+            "summary.md and the report):")
+        for line in warning_lines(result.warnings):
+            say(f"  {line}")
     if result.failed:
         say(f"{count(len(result.failed), 'run')} failed; tracebacks in {out / 'failed'}; rerun the sweep to retry them")
     return result
@@ -400,7 +488,8 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
                    f"seed {spec_dict['config']['seed']}")
             if error is not None:
                 result.failed[rid] = error
-                write_json_atomic({"run_id": rid, "spec": spec_dict, "error": error}, out / "failed" / f"{rid}.json")
+                failure = {"run_id": rid, "spec": spec_dict, "error": error}
+                write_json_atomic(failure, out / "failed" / f"{rid}.json", out)
                 last = error.strip().splitlines()[-1] if error.strip() else "error"
                 say(f"{tag}: FAILED ({last})")
                 continue
@@ -408,30 +497,68 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
             save_run(out, res["records"], res["meta"])
             result.executed.append(rid)
             say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s since the sweep started)")
+            _say_new_warnings(result.warnings, res["meta"])
+
+
+def warning_source(meta: dict) -> str:
+    """Where a run's warning came from, in words: its config entry and run label, ``"agents[1]
+    (SOFUL l=600 on mnist)"`` (the labels alone for a run of ``linbandit run``); for a member of
+    a batch, whose warnings are the batch's, the batch: ``"agents[1] (a batch of 4 runs of
+    SOFUL on mnist)"``."""
+    batch = int(meta.get("batch_size") or 1)
+    what = (meta.get("agent_label") if batch == 1
+            else f"a batch of {batch} runs of {meta.get('family')}")
+    what = f"{what} on {meta.get('env_label')}"
+    return f"{meta['entry']} ({what})" if meta.get("entry") else what
+
+
+def _say_new_warnings(said: dict[tuple[str, str], list[str]], meta: dict) -> None:
+    """Raise each warning of the run ``meta`` describes that no run before it raised, once, naming
+    where it came from (at the caller's line: stderr of a ``linbandit`` command); record where
+    every one came from in ``said``."""
+    source = warning_source(meta)
+    for record in meta.get("warnings") or ():
+        sources = said.setdefault((record["category"], record["message"]), [])
+        if not sources:
+            kept = KeptWarning(record["category"], record.get("module", ""), record["message"])
+            warn_user(f"{source}: {record['message']}", kept.category_class())
+        if source not in sources:
+            sources.append(source)
+
+
+def warning_lines(warnings: dict[tuple[str, str], list[str]]) -> list[str]:
+    """One line per distinct warning: ``"SketchSizeWarning from agents[1] (SOFUL l=600 on mnist):
+    SOFUL(sketch_size=600) at d=784 ..."`` (several sources: the first two and how many more)."""
+    lines = []
+    for (category, message), sources in warnings.items():
+        more = f" and {count(len(sources) - 2, 'more run')}" if len(sources) > 2 else ""
+        lines.append(f"{category} from {', '.join(sources[:2])}{more}: {message}")
+    return lines
+
+
+def run_warnings(out_dir: str | Path,
+                 runs: pd.DataFrame | None = None) -> dict[tuple[str, str], list[str]]:
+    """The distinct warnings the finished runs of ``out_dir`` (or ``runs``, rows of
+    :func:`load_runs`) raised, each with where it came from, as :attr:`SweepResult.warnings`."""
+    runs = load_runs(out_dir) if runs is None else runs
+    found: dict[tuple[str, str], list[str]] = {}
+    for rid in runs["run_id"] if not runs.empty else ():
+        meta = load_meta(out_dir, rid)
+        for record in meta.get("warnings") or ():
+            sources = found.setdefault((record["category"], record["message"]), [])
+            if warning_source(meta) not in sources:
+                sources.append(warning_source(meta))
+    return found
 
 
 def _object_agent_config(agent: Any, label: str) -> dict:
     """What the runs of an agent object are identified by when its exact config is unknown:
-    its class (registered name or module:Class), its constructor arguments read back as
-    attributes (the scikit-learn convention; non-scalars as text) and its label."""
-    import inspect
-
-    cls = type(agent)
-    name = registered_name(cls)
-    try:
-        params = inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        params = {}
-    args: dict[str, Any] = {}
-    for key, param in params.items():
-        if key == "d" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue  # d: read from the first observation, not a choice of the user
-        try:
-            value = getattr(agent, key)
-        except Exception:  # no such attribute (or a property that needs state): not recorded
-            continue
-        args[key] = value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
-    return {"name": name, "args": args, "label": label}
+    its class (registered name or module:Class), its constructor arguments read back
+    (:func:`linbandit_gym.registry.agent_arguments`; non-scalars as text) and its label."""
+    scalar = (bool, int, float, str)
+    args = {key: value if value is None or isinstance(value, scalar) else str(value)
+            for key, value in agent_arguments(agent).items()}
+    return {"name": registered_name(type(agent)), "args": args, "label": label}
 
 
 def play_into(
@@ -446,6 +573,8 @@ def play_into(
     batched: bool | None = None,
     threads: int | None = DEFAULT_THREADS,
     on_agent_done: Callable[[int, pd.DataFrame], None] | None = None,
+    feedback_delay: int = 0,
+    update_every: int = 1,
 ) -> pd.DataFrame:
     """Play each ``(label, agent)`` of ``players`` on ``env_id`` over ``seeds`` and save every
     (agent, seed) as a run of the sweep layout in ``out_dir``; return all their records.
@@ -459,15 +588,19 @@ def play_into(
     Ctrl-C raises :class:`Interrupted` after saving every finished run. ``on_agent_done(i,
     records)`` is called as soon as agent ``i`` has all its seeds (e.g. to print a line).
     ``threads``: torch and BLAS threads of every run (default 1), recorded in its metadata.
+    ``feedback_delay``, ``update_every``: the feedback schedule of every run
+    (:func:`linbandit_gym.evaluate.run`), in its config when it is not the plain loop's.
     """
     from ..batched import can_batch
     from ..evaluate import run
+    from ..feedback import FeedbackSchedule
     from ..loop import agent_label, check_seeds
     from .runner import split_by_seed
 
     out = Path(out_dir)
     seeds = check_seeds(seeds)
     threads = check_threads(threads)
+    played = FeedbackSchedule(feedback_delay, update_every).config_entries()
     env_kwargs = dict(env_kwargs or {})
     configs = list(agent_configs) if agent_configs is not None else [None] * len(players)
     if len(configs) != len(players):
@@ -481,7 +614,8 @@ def play_into(
                      else _object_agent_config(player, label))
         specs = []
         for seed in seeds:
-            config = {"task": "bandit", "agent": agent_cfg, "env": {"id": env_id, "args": env_kwargs}, "seed": seed}
+            config = {"task": "bandit", "agent": agent_cfg,
+                      "env": {"id": env_id, "args": env_kwargs}, "seed": seed, **played}
             try:
                 canonical = json.loads(canonical_json(config))
             except TypeError as exc:
@@ -493,7 +627,9 @@ def play_into(
     for label in labels:
         if labels.count(label) > 1:
             raise ValueError(f"two agents share the label {label!r}: give each a distinct name")
-    raw = {"name": out.resolve().name or "run", "seeds": seeds, "envs": [{"id": env_id, "args": env_kwargs}],
+    _check_records_fit(env_id, env_kwargs, len(seeds) * len(entries))
+    raw = {"name": out.resolve().name or "run", "seeds": seeds, **played,
+           "envs": [{"id": env_id, "args": env_kwargs}],
            "agents": [{"name": specs[0].config["agent"]["name"], "args": specs[0].config["agent"]["args"], "label": label}
                       for label, _, _, specs in entries]}
     cfg = SweepConfig(raw=raw, name=raw["name"], task="bandit", seeds=seeds, runs=[s for *_, specs in entries for s in specs])
@@ -516,7 +652,8 @@ def play_into(
                     with thread_limit(threads):
                         frame = run(env_id, player, seeds=[spec.seed for spec in group], env_kwargs=env_kwargs,
                                     agent_name=label, env_name=env_id, progress=progress,
-                                    batched=batched if together else False, threads=threads)
+                                    batched=batched if together else False, threads=threads,
+                                    **played)
                         threads_used = thread_record(threads)
                     duration = (time.perf_counter() - t0) / len(group)
                     extra = {"device": str(getattr(player, "device", "cpu")), "backend": "run", **threads_used}
@@ -530,6 +667,21 @@ def play_into(
     return pd.concat([frames[spec.run_id] for spec in cfg.runs], ignore_index=True)
 
 
+def _check_records_fit(env_id: str, env_kwargs: dict, members: int) -> None:
+    """The records of ``members`` runs of ``env_id`` (all the runs a ``run --out`` returns
+    together) must fit in memory, before the output directory is touched
+    (:func:`linbandit_gym.envs.memory.check_records_fit`); an env that is not ours says nothing."""
+    from ..envs.memory import check_records_fit
+    from ..registration import env_memory_estimate
+
+    try:
+        rounds = env_memory_estimate(env_id, **env_kwargs).rounds
+    except (TypeError, ValueError):
+        return  # not a linbandit id, or arguments the env itself refuses when it is built
+    if rounds is not None:
+        check_records_fit(rounds, members)
+
+
 def _one_line(meta: dict) -> str:
     s = meta.get("summary", {})
     if "final_regret" in s:
@@ -540,13 +692,13 @@ def _one_line(meta: dict) -> str:
 
 
 def _write_config(out: Path, cfg: SweepConfig) -> None:
-    write_text_atomic(yaml.safe_dump(cfg.raw, sort_keys=False), out / "config.yaml")
+    write_text_atomic(yaml.safe_dump(cfg.raw, sort_keys=False), out / "config.yaml", out)
     manifest = {
         "name": cfg.name,
         "task": cfg.task,
         "runs": [{"run_id": r.run_id, "agent": r.agent_label, "env": r.env_label, "seed": r.seed} for r in cfg.runs],
     }
-    write_json_atomic(seal(manifest), out / "manifest.json")
+    write_json_atomic(seal(manifest), out / "manifest.json", out)
 
 
 def read_sweep_config(out_dir: str | Path) -> dict | None:
@@ -609,6 +761,9 @@ def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
             "seed": meta["seed"],
             "device": meta.get("device"),
             "backend": meta.get("backend"),
+            # the feedback schedule played (absent from the config: the plain loop)
+            "feedback_delay": meta["config"].get("feedback_delay", 0),
+            "update_every": meta["config"].get("update_every", 1),
             **{f"arg.{k}": v for k, v in meta["config"]["agent"]["args"].items() if _is_scalar(v)},
             **{k: v for k, v in summary.items() if _is_scalar(v)},
             "time_shared_by": shared_by,
@@ -617,6 +772,53 @@ def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
     if problems:
         raise _damaged(out, problems)
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """How much of a sweep directory's config is on disk: ``finished`` runs of the ``listed``
+    ones of its manifest (``None``: no manifest), and ``writer``, the ``(pid, what, command)``
+    of a process writing the directory now (:func:`linbandit_gym.records.current_writer`)."""
+
+    out: Path
+    finished: int
+    listed: int | None
+    writer: tuple[str, str, str] | None
+
+    def note(self) -> str | None:
+        """A line saying that tables and figures drawn now are partial, and why; ``None`` when
+        every run of the config is finished and nothing is writing the directory."""
+        if self.writer is not None:
+            pid, what, command = self.writer
+            running = f" (`{command}`)" if command else ""
+            listed = f" of {self.listed}" if self.listed is not None else ""
+            return (f"partial: a {what or 'process'} (pid {pid}){running} is still writing "
+                    f"{self.out}; these tables and figures hold the {self.finished}{listed} runs "
+                    "finished so far: plot again when it is done")
+        if self.listed is not None and self.finished < self.listed:
+            missing = self.listed - self.finished
+            return (f"partial: {missing} of the {self.listed} runs of the config of {self.out} are "
+                    "not finished (not run yet, failed, or their files deleted); these tables and "
+                    f"figures hold the {self.finished} finished runs: rerun the sweep to complete "
+                    "them")
+        return None
+
+
+def completeness(out_dir: str | Path) -> Completeness:
+    """The :class:`Completeness` of ``out_dir``: its manifest's runs that have their JSON (the
+    checks of :func:`load_runs` are not repeated here) and what is writing it now."""
+    out = Path(out_dir)
+    try:
+        wanted = _run_ids(out, all_runs=False)
+    except (RecordsError, OSError):
+        wanted = None
+    runs_dir = out / "runs"
+    if wanted is None:
+        finished = len(list(runs_dir.glob("*.json"))) if runs_dir.is_dir() else 0
+    else:
+        finished = sum((runs_dir / f"{rid}.json").exists() for rid in dict.fromkeys(wanted))
+    listed = None if wanted is None else len(dict.fromkeys(wanted))
+    return Completeness(out, finished, listed, current_writer(out))
 
 
 def _damaged(out: Path, problems: list[str]) -> RecordsError:
@@ -658,7 +860,9 @@ def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, colum
 
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (env, agent): seeds, final regret mean/std, total and per-round agent time (CPU; wall
-    ms/round too when recorded), peak memory, sketch size. The times are means over the runs
+    ms/round too when recorded), peak memory, sketch size, and over how many seeds and from which
+    rounds a sketched agent updated exactly (``exact_seeds``, ``exact_from_first|last``:
+    :func:`linbandit_gym.evaluate.exact_summary`). The times are means over the runs
     timed alone where an agent has any (:func:`linbandit_gym.evaluate.timed_runs`), else over
     its runs' shares of batches; ``timing`` says which, ``timed_seeds`` over how many runs."""
     if runs.empty:
@@ -685,7 +889,7 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             peak_memory_kib=("peak_memory_bytes", lambda v: float(np.max(v)) / 1024.0),
             final_sketch_size=("final_sketch_size", "mean"),
         )
-        table = table.join(memory)
+        table = table.join(memory).join(exact_summary(runs, keys))
         last = [c for c in ("timing", "timed_seeds", "timing_repeats") if c in table]
         table = table[[c for c in table.columns if c not in last] + last]
         table["final_regret_std"] = table["final_regret_std"].fillna(0.0)
