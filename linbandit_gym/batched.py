@@ -60,7 +60,7 @@ def _env_id(env: Any) -> str | None:
 
 def can_batch(env: Any, agent: Any) -> bool:
     """Whether ``run(env, agent, ...)`` can take the batched path: ``env`` is a registered id
-    with a native vector env and ``agent`` one of ours with a batched twin."""
+    with a native vector env and ``agent`` one whose class batches (declares its ``batching``)."""
     from agents.batched import supports_batched  # torch loads on first use, not with the package
 
     env_id = _env_id(env)
@@ -75,7 +75,7 @@ def batch_is_faster(env: Any, env_kwargs: dict | None, agent: Any, seeds: list[i
 
 
 def member_state_is_small(env_id: str, env_kwargs: dict | None, agent: Any, seed: int) -> bool:
-    """Whether one member of ``agent`` (one of ours with a batched twin) holds at most
+    """Whether one member of ``agent`` (one whose class batches) holds at most
     :data:`SMALL_STATE` on the arm sets of ``env_id``: where a batch of seeds is faster than the
     seeds one by one."""
     from agents.batched import constructor_args

@@ -13,7 +13,7 @@ import torch
 from agents import AGENTS, CBSCFD, OFUL, SOFUL, DBSLinUCB, DBSLinUCBRFD
 from agents._warnings import DesignWarning, SketchSizeWarning
 from agents.batched import batched
-from agents.linucb import arm_scratch_bytes
+from agents.estimator_agent import arm_scratch_bytes
 from agents.sketches.exact import ExactCovariance
 from agents.sketches.fd import FrequentDirections
 
@@ -216,10 +216,10 @@ def test_a_design_warning_points_at_the_users_line():
 
 def test_the_agents_memory_limit_is_the_envs(monkeypatch):
     """One limit: agents and envs read it from linbandit_host.memory, and both obey the variable."""
-    from agents import linucb
+    from agents import estimator_agent
     from linbandit_gym.envs import memory
 
-    assert linucb.memory_limit_bytes is memory.memory_limit_bytes
+    assert estimator_agent.memory_limit_bytes is memory.memory_limit_bytes
     monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "1MB")
     with pytest.raises(ValueError, match=r"the limit \$LINBANDIT_MEMORY_LIMIT \(1 MB\)"):
         OFUL(d=1000)

@@ -158,7 +158,7 @@ def test_agent_names_and_factories():
         (dict(fast="yes"), "fast"),
         (dict(lam=0.0), "lam"),
         (dict(beta="optimistic"), "beta"),
-        (dict(l0=60, d=50), "exceeds the dimension"),
+        (dict(l0=60, d=50), "exceeds the arm dimension"),
         (dict(device="cuda"), "CUDA") if not torch.cuda.is_available() else (dict(l0=-1), "l0"),
     ],
 )
