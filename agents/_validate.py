@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from linbandit_host.seeds import SEED_RULE, is_seed
+
 __all__ = [
     "InvalidArgumentError",
     "SHARED_KEYWORDS",
@@ -114,9 +116,16 @@ def check_int(name: str, value: Any, *, minimum: int | None = None, optional: bo
     return int(value)
 
 
-def check_seed(seed: Any) -> int | None:
-    """A seed: ``None`` (fresh entropy) or an int >= 0 (``True`` is not a seed)."""
-    return check_int("seed", seed, minimum=0, optional=True, hint="seeds the agent's own generator")
+def check_seed(seed: Any, name: str = "seed") -> int | None:
+    """A seed: ``None`` (fresh entropy) or, by the one seed rule of the loop, the configs and the
+    records (:mod:`linbandit_host.seeds`), an int in ``[0, 2**63)`` (``True`` is not a seed)."""
+    if seed is None:
+        return None
+    if not is_seed(seed):
+        raise InvalidArgumentError(
+            f"{name} must be {SEED_RULE} or None (seeds the agent's own generator), {_got(seed)}"
+        )
+    return int(seed)
 
 
 #: keyword -> check, for the keywords that mean the same thing in every agent having them.

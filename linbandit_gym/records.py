@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from linbandit_host.seeds import SEED_RULE, is_seed
+
 try:  # POSIX; elsewhere an output directory is not locked
     import fcntl
 except ImportError:  # pragma: no cover
@@ -329,10 +331,10 @@ _RUN_FIELDS: list[tuple[tuple[str, ...], Any, str]] = [
     (("agent_label",), _is_text, "a string"),
     (("env_label",), _is_text, "a string"),
     (("family",), _is_text, "a string"),
-    (("seed",), lambda v: _is_int(v) and v < 2**63, "an int in [0, 2**63)"),
+    (("seed",), is_seed, SEED_RULE),
     (("config",), _is_mapping, "a mapping"),
     (("config", "task"), lambda v: v in ("bandit", "matrix-approx"), "'bandit' or 'matrix-approx'"),
-    (("config", "seed"), lambda v: _is_int(v) and v < 2**63, "an int in [0, 2**63)"),
+    (("config", "seed"), is_seed, SEED_RULE),
     (("config", "agent"), _is_mapping, "a mapping"),
     (("config", "agent", "name"), _is_text, "a string"),
     (("config", "agent", "args"), _is_mapping, "a mapping"),

@@ -106,7 +106,7 @@ def test_an_env_too_large_for_memory_is_one_line_under_dry_run(tmp_path, capsys)
 def test_agent_arguments_that_cannot_fit_are_refused_before_building(tmp_path, capsys, args, env_d, named):
     arg = [f"--agent-arg={k}={v}" for k, v in args.items()] + ([f"--env-arg=d={env_d}"] if env_d else [])
     line = _refused(capsys, ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "SOFUL", *arg, "--no-progress"])
-    assert named in line and "more than" in line and "GB" in line, line
+    assert named in line and "more than" in line and "GiB" in line, line
     env = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": env_d}} if env_d else SMALL_ENV
     config = _write(tmp_path / "c.yaml", {**THREE, "envs": [env], "agents": [{"name": "SOFUL", "args": args}]})
     line = _refused(capsys, ["sweep", str(config), "--dry-run"])
@@ -116,7 +116,8 @@ def test_agent_arguments_that_cannot_fit_are_refused_before_building(tmp_path, c
 def test_the_limit_is_the_one_envs_use(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "1MB")
     config = _write(tmp_path / "c.yaml", {**THREE, "envs": [{**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 400}}]})
-    assert "$LINBANDIT_MEMORY_LIMIT (1 MB)" in _refused(capsys, ["sweep", str(config), "--dry-run"])
+    line = _refused(capsys, ["sweep", str(config), "--dry-run"])
+    assert "$LINBANDIT_MEMORY_LIMIT (1 MiB)" in line
 
 
 def test_dry_run_reports_the_largest_runs_memory(tmp_path, capsys):
@@ -125,7 +126,7 @@ def test_dry_run_reports_the_largest_runs_memory(tmp_path, capsys):
         "envs": [SMALL_ENV, {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 300}, "label": "wide"}]})
     assert main(["sweep", str(config), "--dry-run"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    # OFUL's d x d inverse at d = 300 is the largest: 720 kB and more
+    # OFUL's d x d inverse at d = 300 is the largest: 703 KiB and more
     assert last.startswith("largest run: OFUL on wide, about ") and "available" in last, last
 
 
@@ -389,16 +390,18 @@ def test_agent_side_soful_d_1e8_is_refused_before_allocating():
 def test_agent_side_a_sketch_larger_than_memory_is_refused_naming_sketch_size(monkeypatch):
     """The sketch holds min(2 sketch_size, d) rows of d numbers (no more can be used): a huge
     sketch_size costs nothing at d = 500, and is refused at d = 200,000 (a d x d basis, its
-    coordinates and their inverse: ~960 GB, the class's own estimate), before anything is
+    coordinates and their inverse: ~894 GiB, the class's own estimate), before anything is
     allocated, leaving the agent as it was."""
     monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "8GB")
     agent = AGENTS["SOFUL"](sketch_size=100000)
     agent.reset(seed=0)
-    with pytest.raises(ValueError, match=r"SOFUL\(sketch_size=100000\) at d=200000 would allocate about 960 GB.*"
-                                         r"lower sketch_size or d") as refused:
+    too_large = (r"SOFUL\(sketch_size=100000\) at d=200000 would allocate about 894 GiB.*"
+                 r"lower sketch_size or d")
+    with pytest.raises(ValueError, match=too_large) as refused:
         agent.act(np.ones((3, 200_000), dtype=np.float32))
     estimate = AGENTS["SOFUL"].estimate_state_bytes(200_000, 3, sketch_size=100000)
-    assert f"({estimate:,} bytes)" in str(refused.value) and "LINBANDIT_MEMORY_LIMIT (8 GB)" in str(refused.value)
+    assert f"({estimate:,} bytes)" in str(refused.value)
+    assert "LINBANDIT_MEMORY_LIMIT (8 GiB)" in str(refused.value)
     assert agent.d is None and agent.estimator is None and agent.t == 0  # nothing changed
     arms = np.eye(500, dtype=np.float32)[:3]
     with pytest.warns(UserWarning, match="more than OFUL's d x d inverse"):  # it fits, and saves nothing

@@ -26,6 +26,8 @@ from typing import Any, Sequence
 import gymnasium as gym
 import pandas as pd
 
+from linbandit_host.seeds import check_seeds
+
 from .._version import __version__
 from ..evaluate import run, summarize
 from ..registration import ENV_IDS, env_description
@@ -198,6 +200,7 @@ def _check_run_arguments(env_id: str, env_kwargs: dict[str, Any], entry: AgentEn
 
 def _cmd_run(args: argparse.Namespace) -> int:
     check_threads(args.threads, "--threads")
+    seeds = check_seeds(args.seeds, "--seeds")
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
     entry = lookup_agent(args.agent)
@@ -206,7 +209,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _check_run_memory(entry, agent_kwargs, args.env, run_env_kwargs)
     agent = entry.build(agent_kwargs)
     _, summary = run_experiment(
-        args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
+        args.env, agent, seeds=seeds, horizon=args.horizon, env_kwargs=env_kwargs,
         agent_name=args_label(entry.label, non_default_args(entry.factory, agent_kwargs)), out=args.out,
         progress=False if args.no_progress else None, batched=args.batched,
         agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads,
@@ -247,6 +250,7 @@ def _print_now(line: str) -> None:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     check_threads(args.threads, "--threads")
+    check_seeds(args.seeds, "--seeds")
     env_id = "LinBandit-MNIST-v0" if "LinBandit-MNIST-v0" in ENV_IDS else "LinBandit-Synthetic-v0"
     _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {count(args.seeds, 'seed')}; works offline")
     _, summary = run_experiment(

@@ -34,7 +34,8 @@ def _add_exec_options(p: argparse.ArgumentParser) -> None:
                    "env allow it and the agent's state is small, < 1 MiB, so that a batch is faster; --batched: "
                    "wherever allowed; --no-batched: one run at a time)")
     p.add_argument("--batch-memory", default=DEFAULT_BATCH_MEMORY, type=_memory_size, metavar="SIZE",
-                   help="memory budget of one batch, e.g. 2GiB (default), 512M")
+                   help="memory budget of one batch, e.g. 2GiB (default), 512M (binary units: "
+                   "1K = 1024 bytes)")
     p.add_argument("--max-batch", type=int, default=None, metavar="B",
                    help=f"members of one batch at most (default {DEFAULT_MAX_BATCH})")
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
@@ -51,10 +52,10 @@ def _add_timing_option(p: argparse.ArgumentParser) -> None:
 
 
 def _memory_size(text: str) -> int:
-    from ..experiments.packing import parse_bytes
+    from linbandit_host.memory import parse_bytes
 
     try:
-        return parse_bytes(text)
+        return parse_bytes(text, "--batch-memory")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -101,7 +102,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _largest_run_line(cfg) -> str:
-    """``largest run: AGENT on ENV, about 3.5 MB (agent 1.2 MB, env 2.3 MB) of 20 GB available``."""
+    """``largest run: AGENT on ENV, about 3.5 MiB (agent 1.2 MiB, env 2.3 MiB) of 20 GiB
+    available``."""
     from ..envs.memory import format_bytes, memory_limit_bytes
 
     largest = cfg.largest_run()
