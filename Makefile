@@ -1,8 +1,9 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   -> create .venv, install the package (base dependencies only), run the offline MNIST demo
 #   make test   -> create .venv, install the package with the dev extras, run the test suite
-# and one more:
+# and more:
 #   make docs   -> build the documentation site into site/ (offline; any warning is an error)
+#   make lint   -> ruff check and ruff format --check (the rules are in pyproject.toml)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -12,7 +13,7 @@ BASE_STAMP := $(VENV)/.linbandit-installed-base
 DEV_STAMP := $(VENV)/.linbandit-installed
 DOCS_STAMP := $(VENV)/.linbandit-installed-docs
 
-.PHONY: install install-base demo test test-all docs bench clean
+.PHONY: install install-base demo test test-all docs lint bench clean
 
 install: $(DEV_STAMP)
 
@@ -44,6 +45,10 @@ test-all: $(DEV_STAMP)
 # NO_MKDOCS_2_WARNING: no end-of-life banner from MkDocs Material in the build log
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+lint: $(DEV_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 clean:
 	rm -rf $(VENV) runs site .pytest_cache .hypothesis
