@@ -292,14 +292,12 @@ def test_runs_being_a_file_is_one_line(tmp_path, capsys):
 
 
 def test_a_full_disk_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
-    import importlib
-
-    sweep_module = importlib.import_module("linbandit_gym.experiments.sweep")  # the module, not the function
+    import linbandit_gym.records as storage  # where runs are saved
 
     def no_space(frame, stem):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(stem) + ".parquet")
 
-    monkeypatch.setattr(sweep_module, "write_records", no_space)
+    monkeypatch.setattr(storage, "write_records", no_space)
     config = _write(tmp_path / "c.yaml", THREE)
     line = _refused(capsys, ["sweep", str(config), "--out", str(tmp_path / "out")], code=1)
     assert "No space left on device" in line and "free space" in line, line

@@ -6,8 +6,8 @@
     linbandit demo                                   the offline MNIST demo (the README's main job)
 
 ``python -m linbandit_gym ...`` is the same command. Every subcommand is also callable from
-Python: ``main(["run", "--env", ...])`` returns the exit code, and :func:`run_experiment` is
-the function behind ``run``.
+Python: ``main(["run", "--env", ...])`` returns the exit code, and
+:func:`~linbandit_gym.experiments.experiment.run_experiment` is the function behind ``run``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,6 @@ import os
 import signal
 import sys
 import threading
-import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -29,13 +26,13 @@ import pandas as pd
 from linbandit_host.seeds import check_seeds
 
 from .._version import __version__
-from ..evaluate import run, summarize
+from ..experiments.experiment import run_experiment
 from ..registration import ENV_IDS, env_description
 from ..arguments import format_problems, rst_to_text
 from ..registry import AgentEntry, agent_names, describe, lookup_agent, resolve_agent
-from ..specs import args_label, check_env_args, env_argument_problems, env_arguments, non_default_args
+from ..specs import args_label, env_argument_problems, env_arguments, non_default_args
 from ..text import count, human_bytes, mean_spread
-from ..threads import DEFAULT_THREADS, check_threads
+from .experiment_commands import add_execution_flags, execution_options
 
 __all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
 
@@ -64,73 +61,6 @@ def parse_key_values(pairs: Sequence[str] | None, what: str = "--agent-arg") -> 
         except (ValueError, SyntaxError):
             out[key] = raw
     return out
-
-
-def run_experiment(
-    env_id: str,
-    agent: Any,
-    *,
-    seeds: int = 1,
-    horizon: int | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    agent_name: str | None = None,
-    out: str | Path | None = None,
-    progress: bool | None = None,
-    batched: bool | None = None,
-    threads: int | None = DEFAULT_THREADS,
-    agent_config: dict | list[dict | None] | None = None,
-    log: Callable[[str], None] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run ``agent`` (an object or a list of ``(name, object)``) on ``env_id`` over ``seeds``,
-    each run with ``threads`` torch and BLAS threads (default 1, see :mod:`linbandit_gym.threads`).
-
-    Returns ``(records, summary)``. ``env_kwargs`` are checked against the env's constructor
-    before anything runs (:func:`linbandit_gym.specs.check_env_args`). With ``out``, every
-    (agent, seed) is saved as it finishes in the layout of a sweep directory
-    (``runs/<id>.parquet|json``, ``config.yaml``, ``manifest.json``; see
-    :func:`linbandit_gym.experiments.sweep.play_into`), plus ``summary.csv|md`` and
-    ``regret.png``, so ``linbandit plot|report DIR`` work on it. ``agent_config``
-    (``{"name": ..., "args": {...}}`` the agent was built from, one per agent for a list) makes
-    those runs resumable: a second call skips the finished ones. ``log`` (e.g. ``print``)
-    receives one line per agent as soon as it has played all its seeds.
-    """
-    env_kwargs = dict(env_kwargs or {})
-    if horizon is not None:
-        env_kwargs["horizon"] = horizon
-    check_env_args(env_id, env_kwargs)
-    players = agent if isinstance(agent, list) else [(agent_name, agent)]
-    clock = [time.perf_counter()]
-
-    def agent_done(index: int, frame: pd.DataFrame) -> None:
-        if log is not None:
-            row = summarize(frame).iloc[0]
-            regret = mean_spread(row["final_regret_mean"], row["final_regret_std"], int(row["seeds"]))
-            log(f"[{index + 1}/{len(players)}] {row['agent']}: final regret {regret}, {row['ms_per_round']:.3f} "
-                f"ms/round; {count(int(row['seeds']), 'seed')} played in {time.perf_counter() - clock[0]:.1f} s")
-        clock[0] = time.perf_counter()
-
-    if out is None:
-        frames = []
-        for index, (name, player) in enumerate(players):
-            frame = run(env_id, player, seeds=seeds, env_kwargs=env_kwargs, agent_name=name, env_name=env_id,
-                        progress=progress, batched=batched, threads=threads)
-            agent_done(index, frame)
-            frames.append(frame)
-        records = pd.concat(frames, ignore_index=True)
-    else:
-        from ..experiments.sweep import play_into
-
-        configs = agent_config if isinstance(agent_config, list) or agent_config is None else [agent_config]
-        records = play_into(out, env_id, players, seeds, env_kwargs=env_kwargs, agent_configs=configs,
-                            progress=progress, batched=batched, threads=threads, on_agent_done=agent_done)
-    summary = summarize(records)
-    if out is not None:
-        from ..experiments.figures import write_tables
-        from ..plots import plot_cumulative_regret
-
-        write_tables(out)
-        plot_cumulative_regret(records, Path(out) / "regret.png")
-    return records, summary
 
 
 def format_summary(summary: pd.DataFrame) -> str:
@@ -199,7 +129,7 @@ def _check_run_arguments(env_id: str, env_kwargs: dict[str, Any], entry: AgentEn
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    check_threads(args.threads, "--threads")
+    options = execution_options(args)
     seeds = check_seeds(args.seeds, "--seeds")
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
@@ -211,8 +141,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _, summary = run_experiment(
         args.env, agent, seeds=seeds, horizon=args.horizon, env_kwargs=env_kwargs,
         agent_name=args_label(entry.label, non_default_args(entry.factory, agent_kwargs)), out=args.out,
-        progress=False if args.no_progress else None, batched=args.batched,
-        agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads,
+        progress=False if args.no_progress else None, batched=options.batched,
+        agent_config={"name": args.agent, "args": agent_kwargs}, threads=options.threads,
     )
     print(format_summary(summary))
     if args.out:
@@ -249,13 +179,13 @@ def _print_now(line: str) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    check_threads(args.threads, "--threads")
+    options = execution_options(args)
     check_seeds(args.seeds, "--seeds")
     env_id = "LinBandit-MNIST-v0" if "LinBandit-MNIST-v0" in ENV_IDS else "LinBandit-Synthetic-v0"
     _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {count(args.seeds, 'seed')}; works offline")
     _, summary = run_experiment(
         env_id, demo_agents(), seeds=args.seeds, horizon=args.horizon, out=args.out,
-        progress=False if args.no_progress else None, log=_print_now, threads=args.threads,
+        progress=False if args.no_progress else None, log=_print_now, threads=options.threads,
     )
     print()
     print(format_summary(summary))
@@ -314,13 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--env-arg", action="append", metavar="K=V",
                        help="env constructor argument, repeatable (e.g. --env-arg d=100 --env-arg n_arms=20)")
     p_run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p_run.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
-                       help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
-    p_run.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
-                       help="advance all seeds together as one tensor program (default: when env and agent "
-                       "support it and one agent's state is at most 1 MiB, where a batch is faster; each run's "
-                       "times are then its share of the batch's, which the table's timing column says); "
-                       "--no-batched plays the seeds one by one, each timed alone")
+    add_execution_flags(p_run, ("threads", "batched"))
     p_run.set_defaults(func=_cmd_run)
 
     p_demo = sub.add_parser(
@@ -332,8 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo.add_argument("--seeds", type=int, default=3, metavar="S", help="seeds (default 3)")
     p_demo.add_argument("--out", default="runs/demo", metavar="DIR", help="output directory (default runs/demo)")
     p_demo.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p_demo.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
-                       help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
+    add_execution_flags(p_demo, ("threads",))
     p_demo.set_defaults(func=_cmd_demo)
 
     from .experiment_commands import add_commands  # sweep, plot, tune, reproduce, report

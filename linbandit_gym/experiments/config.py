@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-import hashlib
 import itertools
 import json
 import numbers
@@ -65,6 +64,7 @@ import yaml
 from linbandit_host.seeds import SEED_LIMIT, check_seeds
 
 from ..arguments import ArgumentProblem, format_problems, named_argument
+from ..records import canonical_json, run_id
 from ..registration import ENV_IDS
 from ..registry import AgentEntry, RunMemory, check_run_fits, estimate_run_bytes, lookup_agent, lookup_estimator
 from ..specs import (
@@ -260,26 +260,6 @@ class SweepConfig:
     def timing_repeats(self) -> int:
         """How many times each timing run is played (``timing_repeats:``, default 1)."""
         return int(self.raw.get("timing_repeats") or 1)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, (tuple, set)):
-        return list(value)
-    raise TypeError(f"value {value!r} of type {type(value).__name__} is not JSON-serialisable")
-
-
-def canonical_json(value: Any) -> str:
-    """Key-sorted compact JSON: the form run ids hash."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default)
-
-
-def run_id(config: dict) -> str:
-    """Stable id of a canonical run config: 16 hex digits of its SHA-256."""
-    return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
 
 
 # -- validation helpers -------------------------------------------------------------

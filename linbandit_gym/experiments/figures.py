@@ -25,7 +25,8 @@ from ..plots import (
 from ..evaluate import timed_runs
 from ..text import NOT_REPORTED, count, mean_spread, reported_bytes
 from .config import ConfigError, _validate_plots, select_labels
-from .sweep import load_meta, load_records, load_runs, read_sweep_config, summary_table
+from ..records import load_meta, load_records, load_runs
+from .sweep import read_sweep_config, summary_table
 
 __all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
            "scaling_points"]

@@ -22,7 +22,8 @@ import yaml
 
 from ..text import count, human_bytes, mean_spread, reported_bytes
 from .figures import env_settings, format_table, make_plots, markdown_table, read_captions
-from .sweep import load_meta, load_runs, read_sweep_config, summary_table
+from ..records import load_meta, load_runs
+from .sweep import read_sweep_config, summary_table
 
 __all__ = ["METRIC_WORDS", "what_was_run", "winners_in_words", "write_report"]
 
