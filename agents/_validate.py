@@ -1,6 +1,6 @@
 """Argument validation shared by every agent: one rule and one message per kind of argument.
 
-DESIGN.md makes the constructor keywords a contract: a keyword means the same thing in every
+docs/contracts.md makes the constructor keywords a contract: a keyword means the same thing in every
 agent that has it. So its check lives here once, and every agent says the same thing about
 the same bad value, naming the argument, what was expected, and what it got (value and
 type): ``delta must be a real number in (0, 1) (confidence level, e.g. 0.05), got '0.5'

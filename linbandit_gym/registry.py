@@ -39,7 +39,8 @@ __all__ = ["AGENT_METHODS", "AgentEntry", "RunMemory", "RunTooLargeError", "agen
            "check_run_fits", "describe", "estimate_run_bytes", "lookup_agent", "lookup_estimator", "registered_name",
            "resolve_agent"]
 
-#: What every agent has (the agent contract, DESIGN.md): checked on a ``module:Class`` before use.
+#: What every agent has (the agent contract, ``docs/contracts.md``): checked on a ``module:Class``
+#: before use.
 AGENT_METHODS = ("reset", "act", "update")
 #: What a covariance estimator named by a ``task: matrix-approx`` config has.
 ESTIMATOR_METHODS = ("update", "covariance")

@@ -82,14 +82,27 @@ def test_api_pages_link_the_cross_references(site):
 
 
 INTERNAL_WORDS = re.compile(r"seed 00[0-4]|issue [0-9]+", re.I)
+#: Files a clone of the repository does not hold: the code cites docs/contracts.md instead.
+OUTSIDE_FILES = re.compile(r"\bDESIGN\.md\b|\.\./shared/")
+SOURCE_DIRS = ("agents", "envs_data", "linbandit_gym", "linbandit_host", "tests", "benchmarks",
+               "scripts")
 
 
-def test_user_text_names_papers_by_author_not_by_internal_numbers():
+def _hits(pattern: re.Pattern, files: list) -> list[str]:
+    return [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in files
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if pattern.search(line)]
+
+
+def test_user_text_code_and_tests_name_papers_by_author_not_by_internal_numbers():
     files = doc_files() + sorted((ROOT / "linbandit_gym" / "configs").glob("*.yaml"))
     files += [ROOT / "CHANGELOG.md", ROOT / "CITATION.cff", ROOT / "mkdocs.yml"]
-    hits = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in files
-            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if INTERNAL_WORDS.search(line)]
-    assert not hits, "cite papers by author and year (docs/references.md), not by internal numbers:\n" + "\n".join(hits)
+    files += sorted(p for d in SOURCE_DIRS for p in (ROOT / d).rglob("*.py"))
+    hits = _hits(INTERNAL_WORDS, files)
+    assert not hits, ("cite papers by author and year (docs/references.md), not by internal or "
+                      "tracker numbers:\n" + "\n".join(hits))
+    outside = _hits(OUTSIDE_FILES, files)
+    assert not outside, "cite docs/contracts.md, which the repository holds:\n" + "\n".join(outside)
 
 
 def test_references_page_defines_every_key_used():

@@ -40,7 +40,7 @@ def _overlaps(boxes):
 
 
 def _mnist_like_table(costs):
-    """Labels and costs shaped as the MNIST sweep's (the issue's collisions came from these)."""
+    """Labels and costs shaped as the MNIST sweep's, whose labels crowd one another."""
     rows = [("OFUL", "OFUL"), ("SOFUL l=20", "SOFUL"), ("SOFUL l=100", "SOFUL"), ("SOFUL l=150", "SOFUL"),
             ("CBSCFD l=20", "CBSCFD"), ("CBSCFD l=150", "CBSCFD")]
     rows += [(f"DBSLinUCB l0={l0} eps={eps}", "DBSLinUCB-FD") for eps in (2, 8, 25) for l0 in (50, 100)]

@@ -1,4 +1,4 @@
-"""Numerics of the one sketch core at any row scale and ridge, in float32 and float64 (issue 10).
+"""Numerics of the one sketch core at any row scale and ridge, in float32 and float64.
 
 Every agent plays adversarial streams (tests/sketch_streams.py) scaled by 1e-6..1e8 with lam in
 1e-6..1e4: theta_hat and the scores stay finite every round, or the agent raises an error that
@@ -133,7 +133,8 @@ def test_sketch_bounds_hold_at_any_scale_and_ridge(kind, stream, scale, lam, dty
 @pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")  # due at these scales
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_oful_and_dbs_on_rows_of_norm_1e8_stay_finite_and_learn(dtype):
-    """The issue's failure: float64 OFUL at norm 1e8 overflowed at t ~ 35 (inverse gone indefinite)."""
+    """Rows of norm 1e8: a Sherman-Morrison inverse in float64 goes indefinite and overflows
+    within ~35 rounds; OFUL and DBSLinUCB stay finite and learn."""
     rng = np.random.default_rng(0)
     d, K = 20, 10
     th = rng.standard_normal(d)

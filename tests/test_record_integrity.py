@@ -131,7 +131,7 @@ def test_damaged_records_never_crash_plot_or_report_and_resume_restores_them(ref
         assert main([command, str(out)]) == 0, capsys.readouterr().err
 
 
-# -- the inputs of the issue, one by one ---------------------------------------------------------
+# -- damaged and edited inputs, one by one -------------------------------------------------------
 
 def _resealed(path: Path, change) -> None:
     """Edit a run JSON and seal it again, so that only the schema can tell."""

@@ -1,5 +1,5 @@
 """Result files and output directories under stress: Ctrl-C, kill -9, damaged files, two
-writers, umask, read-only directories (issue 13, "Command line and records")."""
+writers, umask, read-only directories."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sweeps (issue 6): config expansion and errors, backends, resumable atomic records, plots, report, tune."""
+"""Sweeps: config expansion and errors, backends, resumable atomic records, plots, report, tune."""
 
 from __future__ import annotations
 
@@ -272,7 +272,8 @@ def test_spectral_error_recording_matches_a_replay(tmp_path):
     for i, t in enumerate(spectral["t"]):
         for l in (2, 5):
             assert spectral["delta"][str(l)][i] == pytest.approx(fd_error_bound(X[:t], l), rel=1e-6, abs=1e-9)
-    # FD never errs by more than its shrinkage: ||X^T X - S^T S||_2 <= Delta_t(3) (seed 000 Lemma 1)
+    # FD never errs by more than its shrinkage: ||X^T X - S^T S||_2 <= Delta_t(3)
+    # (Wen et al. (2025), Lemma 1)
     for i, t in enumerate(spectral["t"]):
         assert spectral["cov_error"][i] <= fd_error_bound(X[:t], 3) + 1e-9
     assert records["agent_time"].is_monotonic_increasing and (records["agent_time"] > 0).all()

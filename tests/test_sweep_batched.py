@@ -1,4 +1,4 @@
-"""Sweeps as batched programs (issue 12 item 2): the planner packs runs that differ only in seed,
+"""Sweeps as batched programs: the planner packs runs that differ only in seed,
 records equal the per-run path's apart from timing, every run is saved and resumed on its own."""
 
 from __future__ import annotations
