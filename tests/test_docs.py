@@ -131,3 +131,64 @@ def test_citation_cff_is_valid_cff_1_2_0():
     assert citation["cff-version"] == "1.2.0"
     assert citation["version"] == linbandit_gym.__version__
     assert citation["license"] == "MIT"
+
+
+# -- tables that come from a command (scripts/doc_figures.py) ------------------------------------
+
+def _doc_figures():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "doc_figures", ROOT / "scripts" / "doc_figures.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_figures_marker_heads_a_table_of_an_existing_command():
+    figures = _doc_figures()
+    tables = figures.marked_tables()
+    assert any("memory_mnist" in t.command for t in tables)
+    for table in tables:
+        header, separator, *rows = table.lines()
+        assert re.fullmatch(r"\|(-+\|)+", separator.replace(" ", "")), table.where
+        cells = lambda row: re.sub(r"`[^`]*`", "code", row).count("|")  # a code span's | is no cell
+        assert rows and all(cells(row) == cells(header) for row in rows), table.where
+        argv = figures.command_argv(table.command)
+        named = [a for a in argv[1:] if a.endswith((".py", ".yaml"))]
+        assert all((ROOT / a).is_file() for a in named), f"{table.where}: {table.command}"
+
+
+def test_the_figures_script_reads_a_printed_table_and_rewrites_only_it(tmp_path, monkeypatch):
+    figures = _doc_figures()
+    page = tmp_path / "page.md"
+    page.write_text(
+        "text\n<!-- figures: python x.py -->\n| a | b |\n|---|---|\n| 1 | 2 |\n\nafter\n"
+    )
+    monkeypatch.setattr(figures, "ROOT", tmp_path)
+    [table] = figures.marked_tables([page])
+    output = "noise\n| a | b |\n|---|---|\n| 1 | 3 |\n| 4 | 5 |\nmore noise\n"
+    rows = figures.printed_table(output, table.lines()[0])
+    assert rows == ["| a | b |", "|---|---|", "| 1 | 3 |", "| 4 | 5 |"]
+    assert (
+        "-| 1 | 2 |" in figures.difference(table, rows)
+        and figures.difference(table, table.lines()) == ""
+    )
+    assert figures.update(table, rows) and not figures.update(
+        figures.marked_tables([page])[0], rows
+    )
+    assert page.read_text() == (
+        "text\n<!-- figures: python x.py -->\n| a | b |\n|---|---|\n| 1 | 3 |\n| 4 | 5 |\n\nafter\n"
+    )
+    assert figures.printed_table(output, "| c |") is None
+
+
+@pytest.mark.slow
+def test_the_memory_table_is_what_its_command_prints():
+    """Memory and regret are the same on every run: the page holds the command's figures (after a
+    change that moves them: python scripts/doc_figures.py --update memory_mnist)."""
+    figures = _doc_figures()
+    [table] = [t for t in figures.marked_tables() if "memory_mnist" in t.command]
+    assert figures.difference(table, figures.run_command(table)) == ""
