@@ -180,6 +180,7 @@ def test_failed_runs_are_reported_and_retried(tmp_path):
     assert sorted(load_runs(tmp_path)["seed"]) == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
     cfg = {"name": "killme", "seeds": 6, "horizon": 600,
            "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 20, "n_arms": 10}}],
@@ -230,6 +231,7 @@ def test_two_worker_processes_give_identical_records(serial_dir, tmp_path):
     assert {json.loads(p.read_text())["torch_threads"] for p in (tmp_path / "runs").glob("*.json")} == {1}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not ray_available(), reason="ray is not installed (pip install 'linbandit-gym[ray]')")
 def test_ray_backend_gives_identical_records(serial_dir, tmp_path):
     result = sweep(SMALL, tmp_path, workers=2, backend="ray", log=None)

@@ -177,6 +177,7 @@ def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
     assert not list((tmp_path / "failed").glob("*.json"))
 
 
+@pytest.mark.slow
 def test_batches_go_to_two_workers_as_units(per_run_dir, tmp_path):
     cfg = {**GRID, "agents": GRID["agents"][:2]}
     result = sweep(cfg, tmp_path, workers=2, timing_runs=False, log=None)

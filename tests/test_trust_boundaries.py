@@ -78,6 +78,7 @@ def test_the_largest_seeds_play_batched_and_alone(tmp_path):
     assert sorted(load_runs(tmp_path / "out")["seed"]) == sorted(seeds)
 
 
+@pytest.mark.slow
 def test_a_count_of_a_billion_seeds_is_one_line_at_once(tmp_path):
     config = _write(tmp_path / "c.yaml", {**THREE, "seeds": 1_000_000_000})
     started = time.perf_counter()
@@ -182,6 +183,7 @@ def _workers(pid: int) -> list[int]:
     return sorted(out)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="reads /proc")
 def test_kill_9_of_one_worker_fails_only_the_run_it_held(tmp_path):
     config = _write(tmp_path / "c.yaml", {"name": "many", "seeds": 16, "envs": [
@@ -213,6 +215,7 @@ def test_kill_9_of_one_worker_fails_only_the_run_it_held(tmp_path):
 
 # -- a Ray cluster that does not answer ----------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_ray_address_that_does_not_answer_fails_within_a_stated_timeout(tmp_path):
     pytest.importorskip("ray")
     config = _write(tmp_path / "c.yaml", THREE)
@@ -254,6 +257,7 @@ def _interrupt_after(proc: subprocess.Popen, marker: str, pause: float = 0.0) ->
             proc.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
 def test_ctrl_c_after_the_last_run_exits_130_without_a_traceback(tmp_path):
     config = _write(tmp_path / "c.yaml", THREE)
@@ -269,6 +273,7 @@ def test_ctrl_c_after_the_last_run_exits_130_without_a_traceback(tmp_path):
     assert len(plan(config, tmp_path / "out")[0]) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
 def test_ctrl_c_while_the_summary_is_written_exits_130(tmp_path):
     config = _write(tmp_path / "c.yaml", THREE)
