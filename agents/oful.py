@@ -19,7 +19,7 @@ class OFUL(LinUCB):
         beta: a constant radius (float, as in the papers' experiments) or ``"theory"``.
         delta, noise_std, theta_bound: used by ``beta="theory"`` only.
         d: optional dimension, allocates eagerly; read from the first observation otherwise.
-        device: ``"cpu"`` (default) or ``"cuda"``; dtype: float64 default on CPU.
+        device, dtype: see :class:`~agents.base.TorchAgent`.
         seed: accepted for a uniform interface (OFUL is deterministic).
         batch_size: ``None`` (one agent) or B independent agents (:class:`agents.batched.BatchedOFUL`).
 

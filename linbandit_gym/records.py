@@ -447,9 +447,23 @@ def run_meta_problem(meta: Any, run_id: str | None = None) -> str | None:
         return f"has seed {meta['seed']} where its config says {meta['config']['seed']}"
     if meta["records"]["file"] not in (f"{meta['run_id']}.parquet", f"{meta['run_id']}.csv"):
         return f"names the records file {meta['records']['file']!r}, not one of run {meta['run_id']}"
+    for key, low in (("feedback_delay", 0), ("update_every", 1)):  # absent: the plain loop
+        value = meta["config"].get(key, low)
+        if not _is_int(value, low):
+            return f"has config.{key} = {value!r}, not an int >= {low}"
+    if meta.get("warnings") is not None and not _are_warnings(meta["warnings"]):
+        return "has warnings that are not a list of {category, message} strings"
     if meta.get("spectral") is not None:
         return _spectral_problem(meta["spectral"])
     return None
+
+
+def _are_warnings(warnings: Any) -> bool:
+    """A run's kept warnings (:func:`linbandit_gym.experiments.runner.warning_records`): a list
+    of mappings of strings with a ``category`` and a ``message``."""
+    return isinstance(warnings, list) and all(
+        isinstance(w, dict) and {"category", "message"} <= w.keys()
+        and all(_is_text(v) for v in w.values()) for w in warnings)
 
 
 # -- output directories ------------------------------------------------------------------
@@ -782,6 +796,9 @@ def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
             "seed": meta["seed"],
             "device": meta.get("device"),
             "backend": meta.get("backend"),
+            # the feedback schedule played (absent from the config: the plain loop)
+            "feedback_delay": meta["config"].get("feedback_delay", 0),
+            "update_every": meta["config"].get("update_every", 1),
             **{f"arg.{k}": v for k, v in meta["config"]["agent"]["args"].items() if _is_scalar(v)},
             **{k: v for k, v in summary.items() if _is_scalar(v)},
             "time_shared_by": shared_by,

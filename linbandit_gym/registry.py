@@ -33,11 +33,26 @@ from typing import Any
 from .arguments import ArgumentProblem, Arguments, arguments_of, describe_arguments, format_problems, rst_to_text
 from .envs.names import closest_name, name_key
 from .registration import ENV_IDS, env_description
-from .specs import did_you_mean, env_arguments, load_object
+from .specs import args_label, did_you_mean, env_arguments, load_object, non_default_args
 
-__all__ = ["AGENT_METHODS", "AgentEntry", "RunMemory", "RunTooLargeError", "agent_names", "check_agent_factory",
-           "check_run_fits", "describe", "estimate_run_bytes", "lookup_agent", "lookup_estimator", "registered_name",
-           "resolve_agent"]
+__all__ = [
+    "AGENT_METHODS",
+    "PLACEMENT_ARGS",
+    "AgentEntry",
+    "RunMemory",
+    "RunTooLargeError",
+    "agent_arguments",
+    "agent_names",
+    "check_agent_factory",
+    "check_run_fits",
+    "describe",
+    "estimate_run_bytes",
+    "lookup_agent",
+    "lookup_estimator",
+    "object_label",
+    "registered_name",
+    "resolve_agent",
+]
 
 #: What every agent has (the agent contract, ``docs/contracts.md``): checked on a ``module:Class``
 #: before use.
@@ -376,6 +391,65 @@ def check_run_fits(entry: AgentEntry, agent_args: dict[str, Any], memory: RunMem
 def resolve_agent(name: str, kwargs: dict[str, Any] | None = None) -> Any:
     """Build an agent from a registered name (case-insensitive) or ``"package.module:Class"``."""
     return lookup_agent(name).build(kwargs)
+
+
+#: Constructor keywords that place or size an agent (where it runs, its dimension, its seed, its
+#: batch) rather than choose it: not part of a label.
+PLACEMENT_ARGS = frozenset({"d", "device", "dtype", "seed", "batch_size"})
+
+
+def agent_arguments(agent: Any) -> dict[str, Any]:
+    """The constructor keywords that build an agent like ``agent``, read back from it: for ours,
+    :func:`agents.batched.constructor_args`; for any other class, the attributes named as its
+    constructor's parameters (the scikit-learn convention), where it has them. Placement
+    (:data:`PLACEMENT_ARGS`) is left out.
+
+    >>> from agents import SOFUL
+    >>> agent_arguments(SOFUL(beta=0.1, sketch_size=10))["sketch_size"]
+    10
+    """
+    from agents.batched import constructor_args, supports_batched
+
+    cls = type(agent)
+    if supports_batched(agent):
+        args = constructor_args(agent)
+    else:
+        try:
+            names = [name for name, p in inspect.signature(cls).parameters.items()
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        except (TypeError, ValueError):
+            names = []
+        args = {}
+        for name in names:
+            try:
+                args[name] = getattr(agent, name)
+            except Exception:  # noqa: BLE001  (no such attribute, or a property that needs state)
+                continue
+    return {k: v for k, v in args.items() if k not in PLACEMENT_ARGS}
+
+
+def object_label(agent: Any, name: str | None = None) -> str:
+    """The label of an agent object, the one rule of :func:`linbandit_gym.run` and ``linbandit
+    run``: its name and its constructor arguments that differ from that name's defaults,
+    ``sketch_size`` written ``l`` (:func:`~linbandit_gym.specs.args_label`). The name is
+    ``name`` where given (``linbandit run --agent mymodule:MyAgent`` gives the one typed), else
+    the agent's own ``name`` (``DBSLinUCB(sketch="rfd")`` calls itself ``DBSLinUCB-RFD``, whose
+    default sketch is ``"rfd"``), else its registered name, else its class's.
+
+    >>> from agents import DBSLinUCB, OFUL, SOFUL
+    >>> object_label(SOFUL(sketch_size=10)), object_label(OFUL(lam=1.0, beta=0.1))
+    ('SOFUL l=10', 'OFUL beta=0.1')
+    >>> object_label(DBSLinUCB(sketch="rfd", l0=20))
+    'DBSLinUCB-RFD l0=20'
+    """
+    from agents import AGENTS
+
+    cls = type(agent)
+    own = getattr(agent, "name", None)
+    if name is None:
+        name = own if isinstance(own, str) and own else next(
+            (key for key, known in AGENTS.items() if known is cls), cls.__name__)
+    return args_label(name, non_default_args(AGENTS.get(name, cls), agent_arguments(agent)))
 
 
 def registered_name(cls: type) -> str:

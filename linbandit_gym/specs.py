@@ -8,7 +8,6 @@ all and a label means the same everywhere.
 from __future__ import annotations
 
 import importlib
-import inspect
 import numbers
 import os
 import string
@@ -171,11 +170,11 @@ def args_label(base: str, args: dict[str, Any]) -> str:
 
 
 def non_default_args(factory: Callable, args: dict[str, Any]) -> dict[str, Any]:
-    """The entries of ``args`` that differ from ``factory``'s defaults (all when unknown)."""
+    """The entries of ``args`` that differ from ``factory``'s defaults (its signature's, along
+    the MRO where a constructor forwards ``**kwargs``:
+    :func:`~linbandit_gym.arguments.arguments_of`; all when unknown)."""
     try:
-        defaults = {
-            name: p.default for name, p in inspect.signature(factory).parameters.items() if p.default is not p.empty
-        }
+        defaults = {a.name: a.default for a in arguments_of(factory) if not a.required}
     except (TypeError, ValueError):
         return dict(args)
     out = {}

@@ -12,7 +12,7 @@ from typing import Any
 
 from linbandit_host.memory import format_bytes
 
-__all__ = ["count", "human_bytes", "mean_spread", "NOT_REPORTED", "reported_bytes"]
+__all__ = ["count", "exact_updates", "human_bytes", "mean_spread", "NOT_REPORTED", "reported_bytes"]
 
 #: What a table shows for the memory of an agent that has no ``memory_bytes()``.
 NOT_REPORTED = "not reported"
@@ -54,3 +54,24 @@ def human_bytes(n: float) -> str:
     ('960 B', '1.5 KiB', 'not reported')
     """
     return format_bytes(float(n)) if reported_bytes(n) else NOT_REPORTED
+
+
+def exact_updates(switched: Any, seeds: int, first: Any, last: Any) -> str:
+    """Whether and from which round an agent updated exactly, over ``seeds`` seeds of which
+    ``switched`` did (from round ``first`` to ``last`` of them); empty for an agent that does
+    not say (``switched`` NaN or None): a sketched agent past its cap is OFUL from then on.
+
+    >>> exact_updates(1, 1, 807, 807), exact_updates(3, 3, 790, 812), exact_updates(2, 3, 807, 807)
+    ('from t=807', 'from t=790-812', 'from t=807 (2 of 3 seeds)')
+    >>> exact_updates(0, 3, None, None), exact_updates(float("nan"), 3, None, None)
+    ('never', '')
+    """
+    try:
+        switched = int(switched)
+    except (TypeError, ValueError):
+        return ""
+    if switched == 0:
+        return "never"
+    rounds = f"t={int(first)}" if int(first) == int(last) else f"t={int(first)}-{int(last)}"
+    some = "" if switched == seeds else f" ({switched} of {count(seeds, 'seed')})"
+    return f"from {rounds}{some}"

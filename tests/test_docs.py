@@ -1,6 +1,8 @@
 """The documentation site: it builds with warnings as errors, documents every public class,
 its examples run, and the files a package is expected to have are there and valid."""
 
+import ast
+import html as html_module
 import json
 import os
 import re
@@ -13,6 +15,7 @@ import yaml
 import agents
 import agents.sketches
 import linbandit_gym.envs
+from linbandit_gym.arguments import rst_to_text
 from doc_examples import DOCS, ROOT, code_blocks, doc_files, python_examples, run_example
 
 DOCS_EXAMPLES = [b for b in python_examples() if b.path != ROOT / "README.md"]
@@ -81,6 +84,41 @@ def test_api_pages_link_the_cross_references(site):
     assert links >= 20, f"only {links} links between API pages"
 
 
+def _parameter_rows(page: str, anchor: str) -> list[list[str]]:
+    """The cells (name, type, description, default) of the parameters table of the object whose
+    heading has ``id=anchor`` on an API page."""
+    start = page.index(f'id="{anchor}"')
+    table = page[page.index("<table", start):page.index("</table>", start)]
+    rows = []
+    for row in re.findall(r"<tr[^>]*>.*?</tr>", table, re.DOTALL)[1:]:
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)
+        rows.append([" ".join(html_module.unescape(re.sub(r"<[^>]+>", "", cell)).split())
+                     for cell in cells])
+    return rows
+
+
+def test_api_pages_list_every_agent_argument_as_describe_does(site):
+    # one parser for both: one row per keyword of the signature, its default, its whole meaning
+    from linbandit_gym.registry import lookup_agent
+
+    pages = "\n".join(p.read_text(encoding="utf-8")
+                      for p in (site / "api" / "agents").glob("*.html"))
+    checked = 0
+    for name, cls in agents.AGENTS.items():
+        anchor = f"agents.{cls.__name__}"
+        if f'id="{anchor}"' not in pages:
+            continue  # an alias such as "DBSLinUCB-FD": its class is on no page of its own
+        rows = _parameter_rows(pages, anchor)
+        arguments = list(lookup_agent(name).arguments())
+        assert [r[0] for r in rows] == [a.name for a in arguments], name
+        for row, argument in zip(rows, arguments):
+            default = "required" if argument.required else repr(argument.default)
+            assert row[3] == default, (name, row)
+            assert row[2] == " ".join(rst_to_text(argument.meaning).split()), (name, row)
+        checked += 1
+    assert checked >= 8
+
+
 INTERNAL_WORDS = re.compile(r"seed 00[0-4]|issue [0-9]+", re.I)
 #: Files a clone of the repository does not hold: the code cites docs/contracts.md instead.
 OUTSIDE_FILES = re.compile(r"\bDESIGN\.md\b|\.\./shared/")
@@ -131,6 +169,16 @@ def test_citation_cff_is_valid_cff_1_2_0():
     assert citation["cff-version"] == "1.2.0"
     assert citation["version"] == linbandit_gym.__version__
     assert citation["license"] == "MIT"
+
+
+def test_the_experiments_guide_counts_its_figures_as_figures(tmp_path):
+    [block] = [b for b in DOCS_EXAMPLES
+               if b.path.name == "experiments.md" and "make_plots" in b.code]
+    printed = run_example(block, tmp_path)
+    line = next(line for line in printed.splitlines() if " figures: " in line)
+    count, names = line.split(" figures: ")
+    names = ast.literal_eval(names)
+    assert int(count) == len(names) >= 2 and all(name.endswith(".png") for name in names), line
 
 
 # -- tables that come from a command (scripts/doc_figures.py) ------------------------------------

@@ -76,6 +76,24 @@ def test_check_env_passes_with_the_render_check(env_id):
     env.close()
 
 
+def test_the_readme_names_every_id_on_which_check_env_warns():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    sentence = next(s for s in re.split(r"(?<=\.)\s", readme) if "check_env" in s and "warns" in s)
+    named = set(re.findall(r"`(LinBandit-[\w-]+)`", sentence))
+    warned = set()
+    for env_id in ENV_IDS:
+        env = gym.make(env_id, **SMALL_KWARGS[env_id])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped, skip_render_check=True)
+        env.close()
+        if any("infinity" in str(w.message) for w in caught):
+            warned.add(env_id)
+    assert warned == named, f"check_env warns on {sorted(warned)}; the README names {sorted(named)}"
+
+
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
 def test_rgb_array_frame_is_an_image_that_changes_with_play(env_id):
     env = gym.make(env_id, render_mode="rgb_array", **SMALL_KWARGS[env_id])

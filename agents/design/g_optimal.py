@@ -103,13 +103,15 @@ def solve_g_design(arms: Any, eps: float = 0.01, *, rank_eps: float | None = Non
         arms: ``(K, d)`` arm matrix (numpy array, nested list or torch tensor). May be
             rank-deficient: the design is computed in span(arms) and the target is its rank.
         eps: stop once ``max_i ||x_i||^2_{V^-1} <= (1 + eps) r``.
+        rank_eps: machine epsilon for the rank test (default: that of the arms' dtype).
+
+    Keyword Args:
         init: ``"basis"`` (uniform on r spanning arms, default: small support),
             ``"uniform"`` (all K arms) or K initial weights whose design spans the arms.
         away_steps: use away/drop steps (default); ``False`` gives plain Fedorov-Wynn.
         max_iter: iteration budget (default ``1000 + 200 r / eps``); when exhausted a
             ``RuntimeWarning`` is issued and the best design so far is returned.
         refresh: recompute ``V^-1`` from scratch every this many steps (numerical hygiene).
-        rank_eps: machine epsilon for the rank test (default: that of the arms' dtype).
 
     Returns:
         :class:`~agents.design.DesignResult` (``value`` = achieved ``max g``,

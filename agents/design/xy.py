@@ -134,6 +134,8 @@ def solve_xy_design(arms: Any, eps: float = 0.05, *, active: Any = None, **kwarg
         arms: ``(K, d)`` arm matrix; the design is over all K arms.
         eps: stop once ``value <= (1 + eps) * bound`` (a certified ``(1 + eps)`` optimum).
         active: arms whose pairwise differences form Y (None = all; a boolean mask or indices).
+
+    Keyword Args:
         init: starting weights (default: a G-optimal design, which has a non-singular V).
         max_iter: iteration budget (default ``500 + 20 r / eps``; a ``RuntimeWarning`` and
             the best design so far when exhausted, whose ``bound`` is still valid).

@@ -1,6 +1,7 @@
 """The experiment subcommands of ``linbandit``: sweep, plot, tune, reproduce, report.
 
     linbandit sweep CONFIG [--out DIR] [--workers N] [--backend ray [--address A]] [--no-batched]
+                           [--feedback-delay K ...] [--update-every N ...]
     linbandit plot DIR
     linbandit tune CONFIG [--out DIR] [--beta ...] [--lam ...]
     linbandit reproduce NAME [--quick] [--tune] [--out DIR] [--workers N]
@@ -16,6 +17,41 @@ from ..batched import DEFAULT_MAX_BATCH
 from ..experiments.execution import ExecutionOptions
 
 __all__ = ["EXECUTION_FLAGS", "add_commands", "add_execution_flags", "execution_options"]
+
+
+def _add_feedback_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--feedback-delay", type=int, nargs="+", default=None, metavar="K",
+                   help="round t's update after round t + K's act, for every run (several values: "
+                   "one run per value); as the config's top-level feedback_delay, which it "
+                   "replaces")
+    p.add_argument("--update-every", type=int, nargs="+", default=None, metavar="N",
+                   help="updates held and applied, in order, every N rounds, for every run "
+                   "(several values: one run per value); as the config's top-level update_every, "
+                   "which it replaces")
+
+
+def _config_source(args: argparse.Namespace):
+    """``args.config``, or its contents with the top-level ``feedback_delay`` and
+    ``update_every`` that ``--feedback-delay`` and ``--update-every`` give (each checked under
+    its flag first)."""
+    from ..experiments.config import load_config
+    from ..feedback import schedule_problems
+
+    given = {key: getattr(args, key) for key in ("feedback_delay", "update_every")
+             if getattr(args, key) is not None}
+    if not given:
+        return args.config
+    flags = ("--feedback-delay", "--update-every")
+    problems = [problem for value in given.get("feedback_delay", [])
+                for problem in schedule_problems(value, 1, flags)]
+    problems += [problem for value in given.get("update_every", [])
+                 for problem in schedule_problems(0, value, flags)]
+    if problems:
+        raise ValueError("\n".join(problems))
+    raw = load_config(args.config)
+    raw["name"] = raw.get("name") or Path(args.config).stem  # as parse_config names a file's sweep
+    raw.update({key: values[0] if len(values) == 1 else values for key, values in given.items()})
+    return raw
 
 
 def _memory_size(text: str) -> int:
@@ -126,7 +162,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from ..experiments.sweep import default_out_dir, plan, sweep
 
     options = execution_options(args)
-    cfg = parse_config(args.config)
+    cfg = parse_config(_config_source(args))
     out = Path(args.out) if args.out else default_out_dir(cfg)
     if args.dry_run:
         finished, pending = plan(cfg, out)
@@ -219,6 +255,7 @@ def add_commands(sub) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip writing plots after the sweep")
     add_execution_flags(p, RUN_FLAGS + TIMING_FLAGS)
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
+    _add_feedback_options(p)
     p.set_defaults(func=_cmd_sweep)
 
     p = sub.add_parser(

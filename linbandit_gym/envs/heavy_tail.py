@@ -132,7 +132,7 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
     | ``alpha`` | 0.5 | power-law decay ``lambda_i ~ i^-alpha``, >= 0 (0: flat) |
     | ``rank`` | None | None: full rank d; an int in [1, d]: arms in a fixed ``rank``-dim subspace |
     | ``rotate`` | True | random rotation ``Q`` (else the spectrum is axis-aligned) |
-    | ``normalize`` | False | scale every arm to unit norm (changes the spectrum, see above) |
+    | ``normalize`` | False | scale every arm to unit norm (its ``spectrum`` is then flatter) |
     | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
 
     ## Version History

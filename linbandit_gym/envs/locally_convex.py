@@ -94,7 +94,7 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
     | argument | default | meaning |
     |---|---|---|
     | ``d`` | 5 | dimension, >= 2 |
-    | ``n_arms`` | 1000 | arms per round K (see above) |
+    | ``n_arms`` | 1000 | arms per round K (at d = 5, a cap of ~0.25 rad around theta*) |
     | ``horizon`` | 2000 | rounds per episode |
     | ``noise_std`` | 0.1 | std of the Gaussian reward noise |
     | ``shape`` | None | ``"sphere"`` or ``"ellipsoid"``; None: ellipsoid iff ``axes`` is given |

@@ -36,6 +36,10 @@ expands into one *run* per (agent config, env config, seed). Example (YAML)::
       lam: [0.2, 2.0]
     tuned:                        # optional: per env label, per agent label (glob): arg overrides
       synthetic: {"SOFUL*": {beta: 0.1, lam: 2.0}}
+    feedback_delay: 10            # optional: round t's update after round t + 10's act (default 0)
+    update_every: 1               # optional: updates applied every n rounds (default 1); either
+                                  # key may be a list (one run per value) and an agents entry may
+                                  # carry its own (overrides this)
 
 ``task: matrix-approx`` configs instead stream Gaussian rows through covariance sketches
 (no bandit; Wen et al. (2025), App. F.2): ``data: {n, d}`` replaces ``envs`` and each ``agents`` entry
@@ -49,6 +53,7 @@ it, so relabelling a finished sweep does not redo it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import fnmatch
 import itertools
 import json
@@ -64,6 +69,7 @@ import yaml
 from linbandit_host.seeds import SEED_LIMIT, check_seeds
 
 from ..arguments import ArgumentProblem, format_problems, named_argument
+from ..feedback import FeedbackSchedule, schedule_problems
 from ..records import canonical_json, run_id
 from ..registration import ENV_IDS
 from ..registry import AgentEntry, RunMemory, check_run_fits, estimate_run_bytes, lookup_agent, lookup_estimator
@@ -98,8 +104,14 @@ TOP_LEVEL_KEYS = {
     "tuned": "per env label, per agent label (glob): argument overrides, e.g. tuned beta/lam",
     "timing_repeats": "plays of each timing run (a configuration's first seed, played alone); each round "
                       "keeps its least time (default 1)",
+    "feedback_delay": "an int k >= 0, or a list of them: round t's update after round t + k's act "
+                      "(default 0)",
+    "update_every": "an int n >= 1, or a list of them: updates applied every n rounds (default 1)",
 }
-AGENT_KEYS = {"name", "args", "grid", "label", "family", "record", "envs"}
+#: The keys of a feedback schedule (:class:`~linbandit_gym.feedback.FeedbackSchedule`): at the
+#: top level for every agents entry, or in an entry for its runs; defaults: the plain loop.
+FEEDBACK_KEYS = {field.name: field.default for field in dataclasses.fields(FeedbackSchedule)}
+AGENT_KEYS = {"name", "args", "grid", "label", "family", "record", "envs", *FEEDBACK_KEYS}
 ENV_KEYS = {"id", "args", "grid", "label"}
 RECORD_KEYS = {"spectral_error", "spectral_sketch_sizes", "curve_points"}
 DATA_KEYS = {"n", "d", "every"}
@@ -218,6 +230,7 @@ class RunSpec:
     agent_label: str
     env_label: str
     family: str
+    entry: str = ""  #: the config entry the run comes from (``"agents[1]"``), what messages name
 
     @property
     def seed(self) -> int:
@@ -225,11 +238,12 @@ class RunSpec:
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "config": self.config, "agent_label": self.agent_label,
-                "env_label": self.env_label, "family": self.family}
+                "env_label": self.env_label, "family": self.family, "entry": self.entry}
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunSpec":
-        return cls(data["run_id"], data["config"], data["agent_label"], data["env_label"], data["family"])
+        return cls(data["run_id"], data["config"], data["agent_label"], data["env_label"],
+                   data["family"], data.get("entry", ""))
 
 
 @dataclass
@@ -341,6 +355,39 @@ def _positive_int(value: Any, where: str) -> int:
     return int(value)
 
 
+def _feedback_values(value: Any, where: str, task: str) -> list[int]:
+    """The values of a ``feedback_delay`` or ``update_every`` key (an int or a non-empty list of
+    distinct ints, each checked by :func:`linbandit_gym.feedback.schedule_problems`)."""
+    key = where.rpartition(".")[2]
+    if task != "bandit":
+        raise ConfigError(f"{where}: only bandit sweeps have rounds whose feedback can be delayed; "
+                          "remove it")
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise ConfigError(f"{where}: an empty list; give an int or a list of ints")
+    problems = []
+    for i, item in enumerate(values):
+        at = f"{where}[{i}]" if isinstance(value, list) else where
+        delay, every = (item, 1) if key == "feedback_delay" else (0, item)
+        problems += schedule_problems(delay, every, names=(f"{at}:", f"{at}:"))
+    if problems:
+        raise ConfigError.listing(problems)
+    if len(set(values)) != len(values):
+        raise ConfigError(f"{where}: the list has repeated values: {value}")
+    return [int(v) for v in values]
+
+
+def _schedules(entry: dict, where: str, x: _Expansion) -> list[FeedbackSchedule]:
+    """The feedback schedules of the runs of an ``agents`` entry: its own ``feedback_delay`` and
+    ``update_every`` (else the top level's), one schedule per pair of values."""
+    values = dict(x.feedback)
+    for key in FEEDBACK_KEYS:
+        if entry.get(key) is not None:
+            values[key] = _feedback_values(entry[key], f"{where}.{key}", x.task)
+    return [FeedbackSchedule(delay, every)
+            for delay in values["feedback_delay"] for every in values["update_every"]]
+
+
 def _record_options(raw: Any, where: str = "record") -> dict:
     rec = _mapping(raw, where)
     _check_keys(rec, RECORD_KEYS, where)
@@ -389,6 +436,25 @@ def _check_env_id(env_id: Any, where: str) -> str:
                 f"{where}: unknown env id {env_id!r}{did_you_mean(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}"
             )
     return env_id
+
+
+def tuned_arguments(raw: dict, env_label: str, agent_label: str) -> dict:
+    """The arguments a config's ``tuned:`` section gives the agent labelled ``agent_label`` on the
+    env labelled ``env_label`` (what ``linbandit tune`` chose, over its entry's ``args:``); ``{}``
+    when none, or when the section is not a mapping of mappings (a config edited by hand).
+
+    >>> raw = {"tuned": {"mnist": {"SOFUL l=20": {"beta": 0.1, "lam": 2.0}}}}
+    >>> tuned_arguments(raw, "mnist", "SOFUL l=20"), tuned_arguments(raw, "mnist", "SOFUL l=100")
+    ({'beta': 0.1, 'lam': 2.0}, {})
+    """
+    tuned = raw.get("tuned") if isinstance(raw, dict) else None
+    if not isinstance(tuned, dict) or not all(v is None or isinstance(v, dict)
+                                              for v in tuned.values()):
+        return {}
+    try:
+        return _apply_tuned(tuned, env_label, agent_label)
+    except (TypeError, ValueError):
+        return {}
 
 
 def _apply_tuned(tuned: dict, env_label: str, agent_label: str) -> dict:
@@ -447,6 +513,11 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
     if raw.get("timing_repeats") is not None:
         with problems.section():
             _positive_int(raw["timing_repeats"], "timing_repeats")
+    feedback = {key: [default] for key, default in FEEDBACK_KEYS.items()}
+    for key in FEEDBACK_KEYS:
+        if raw.get(key) is not None:
+            with problems.section():
+                feedback[key] = _feedback_values(raw[key], key, task)
     agents = raw.get("agents")
     if not isinstance(agents, list) or not agents:
         problems.add("agents: expected a non-empty list of {name: ..., args: {...}, grid: {...}}")
@@ -468,12 +539,12 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             envs = _expand_envs(raw.get("envs"), horizon)
 
     try:  # before expanding: a billion runs would take minutes and gigabytes
-        _check_run_count(agents, envs, seeds)
+        _check_run_count(agents, envs, seeds, feedback)
     except ConfigError as exc:
         problems.add(str(exc))
         problems.raise_if_any()
     expansion = _Expansion(raw=raw, task=task, seeds=seeds, record=record, tuned=tuned, envs=envs,
-                           validate_args=validate_args, problems=problems)
+                           validate_args=validate_args, problems=problems, feedback=feedback)
     for i, entry in enumerate(agents):
         with problems.section():
             _expand_agent(i, entry, expansion)
@@ -506,10 +577,11 @@ class _Expansion:
     envs: list[dict]
     validate_args: bool
     problems: _Problems
+    feedback: dict[str, list[int]]  # the top level's feedback_delay and update_every values
     runs: list[RunSpec] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     by_id: dict[str, tuple[RunSpec, bool]] = field(default_factory=dict)
-    seen_labels: dict[tuple[str, str], dict] = field(default_factory=dict)
+    seen_labels: dict[tuple[str, str], tuple[dict, dict]] = field(default_factory=dict)
     memory: dict[tuple[str, str], RunMemory] = field(default_factory=dict)
 
 
@@ -542,52 +614,71 @@ def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
             raise ConfigError(
                 f"{where}.envs: {patterns!r} matches no env label; labels: {', '.join(e['label'] for e in x.envs)}"
             )
+    schedules = _schedules(entry, where, x)
     checks = None
     if x.validate_args and not (x.task == "matrix-approx" and ":" in entry["name"]):
         checks = _AgentArgumentChecks(agent, where, base_args, entry.get("grid"), x.problems)
     for j, point in enumerate(points):
         args = {**base_args, **point}
         varying = {k: v for k, v in point.items()}
-        label = _format_label(entry.get("label"), args_label(entry["name"], varying), args, f"{where}.label")
         if checks is not None and not entry_envs:  # the envs are broken: the arguments still get checked
             checks.check_values(args, j, point)
-        for env in entry_envs:
-            key = (env["label"], label)
-            overrides, tuned_where = _tuned_entry(x.tuned, env["label"], label)
-            final_args = {**args, **overrides}
-            if key in x.seen_labels and x.seen_labels[key] != final_args:
+        for schedule in schedules:  # a setting other than the plain loop's is part of the label
+            played = schedule.config_entries()
+            default = args_label(args_label(entry["name"], varying), played)
+            values = {**args, **dataclasses.asdict(schedule)}  # a label may name them
+            label = _format_label(entry.get("label"), default, values, f"{where}.label")
+            for env in entry_envs:
+                _expand_runs(x, entry, where, agent, checks, j, point, args, label, env, played,
+                             run_record, family)
+
+
+def _expand_runs(x: _Expansion, entry: dict, where: str, agent: AgentEntry,
+                 checks: _AgentArgumentChecks | None, j: int, point: dict, args: dict, label: str,
+                 env: dict, played: dict, run_record: dict, family: str) -> None:
+    """The runs (one per seed) of grid point ``j`` of ``agents[i]`` (``where``) on ``env``,
+    labelled ``label`` and played by the feedback schedule whose ``config_entries`` are
+    ``played``."""
+    key = (env["label"], label)
+    overrides, tuned_where = _tuned_entry(x.tuned, env["label"], label)
+    final_args = {**args, **overrides}
+    if key in x.seen_labels and x.seen_labels[key] != (final_args, played):
+        raise ConfigError(
+            f"{where}.label: label {label!r} is used by two different agent configs on env "
+            f"{env['label']!r}; give them distinct labels"
+            + (" (a label template may use {feedback_delay} and {update_every})" if played else "")
+        )
+    x.seen_labels[key] = (final_args, played)
+    if checks is not None:
+        checks.check_overrides(overrides, tuned_where)
+        checks.check_values(final_args, j, point, overrides, tuned_where)
+    if x.validate_args and (label, env["label"]) not in x.memory:
+        x.memory[(label, env["label"])] = _check_run_memory(agent, final_args, env, x.task, where)
+    for seed in x.seeds:
+        config = {
+            "task": x.task,
+            "agent": {"name": entry["name"], "args": final_args},
+            "env": {"id": env["id"], "args": env["args"]},
+            "seed": seed,
+            **played,  # nothing for the plain loop: its runs keep their ids
+        }
+        if run_record:
+            config["record"] = run_record
+        spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"],
+                       family, where)
+        if spec.run_id in x.by_id:
+            first, first_tuned = x.by_id[spec.run_id]
+            if not (overrides or first_tuned):
                 raise ConfigError(
-                    f"{where}.label: label {label!r} is used by two different agent configs on env "
-                    f"{env['label']!r}; give them distinct labels"
+                    f"{where}: the run {label!r} on {env['label']!r} seed {seed} is the same agent "
+                    f"config as {first.agent_label!r}; remove the duplicate"
                 )
-            x.seen_labels[key] = final_args
-            if checks is not None:
-                checks.check_overrides(overrides, tuned_where)
-                checks.check_values(final_args, j, point, overrides, tuned_where)
-            if x.validate_args and (label, env["label"]) not in x.memory:
-                x.memory[(label, env["label"])] = _check_run_memory(agent, final_args, env, x.task, where)
-            for seed in x.seeds:
-                config = {
-                    "task": x.task,
-                    "agent": {"name": entry["name"], "args": final_args},
-                    "env": {"id": env["id"], "args": env["args"]},
-                    "seed": seed,
-                }
-                if run_record:
-                    config["record"] = run_record
-                spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"], family)
-                if spec.run_id in x.by_id:
-                    first, first_tuned = x.by_id[spec.run_id]
-                    if not (overrides or first_tuned):
-                        raise ConfigError(
-                            f"{where}: the run {label!r} on {env['label']!r} seed {seed} is the same agent config "
-                            f"as {first.agent_label!r}; remove the duplicate"
-                        )
-                    # tuned: overrides made two configs equal: run it once, under the first label
-                    x.notes.append(f"{label!r} on {env['label']!r} equals {first.agent_label!r} after tuning; run once")
-                    continue
-                x.by_id[spec.run_id] = (spec, bool(overrides))
-                x.runs.append(spec)
+            # tuned: overrides made two configs equal: run it once, under the first label
+            x.notes.append(f"{label!r} on {env['label']!r} equals {first.agent_label!r} after "
+                           "tuning; run once")
+            continue
+        x.by_id[spec.run_id] = (spec, bool(overrides))
+        x.runs.append(spec)
 
 
 def _agent_entry(name: Any, where: str, task: str) -> AgentEntry:
@@ -601,7 +692,8 @@ def _agent_entry(name: Any, where: str, task: str) -> AgentEntry:
     return _lookup_agent(name, where)
 
 
-def _check_run_count(agents: list, envs: list[dict], seeds: list[int]) -> None:
+def _check_run_count(agents: list, envs: list[dict], seeds: list[int],
+                     feedback: dict[str, list[int]]) -> None:
     """Refuse, before expanding, a config of more than :data:`MAX_RUNS` runs."""
     points = 0
     for entry in agents:
@@ -612,6 +704,12 @@ def _check_run_count(agents: list, envs: list[dict], seeds: list[int]) -> None:
                 count *= len(values) if isinstance(values, list) else 1
         else:
             count = len(grid) if isinstance(grid, list) and grid else 1
+        for key, values in feedback.items():  # one run per feedback schedule
+            own = entry.get(key) if isinstance(entry, dict) else None
+            if own is None:
+                count *= len(values)
+            elif isinstance(own, list):
+                count *= max(len(own), 1)
         points += count
     total = points * max(len(envs), 1) * len(seeds)
     if total > MAX_RUNS:

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ..evaluate import run, summarize
+from ..feedback import FeedbackSchedule
 from ..specs import check_env_args
 from ..text import count, mean_spread
 from ..threads import DEFAULT_THREADS
@@ -38,6 +39,8 @@ def run_experiment(
     threads: int | None = DEFAULT_THREADS,
     agent_config: dict | list[dict | None] | None = None,
     log: Callable[[str], None] | None = None,
+    feedback_delay: int = 0,
+    update_every: int = 1,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run ``agent`` (an object or a list of ``(name, object)``) on ``env_id`` over ``seeds``,
     each run with ``threads`` torch and BLAS threads (default 1, see :mod:`linbandit_gym.threads`).
@@ -50,8 +53,10 @@ def run_experiment(
     ``regret.png``, so ``linbandit plot|report DIR`` work on it. ``agent_config``
     (``{"name": ..., "args": {...}}`` the agent was built from, one per agent for a list) makes
     those runs resumable: a second call skips the finished ones. ``log`` (e.g. ``print``)
-    receives one line per agent as soon as it has played all its seeds.
+    receives one line per agent as soon as it has played all its seeds. ``feedback_delay`` and
+    ``update_every``: the feedback schedule of every run (:func:`linbandit_gym.evaluate.run`).
     """
+    played_schedule = FeedbackSchedule(feedback_delay, update_every).config_entries()
     env_kwargs = dict(env_kwargs or {})
     if horizon is not None:
         env_kwargs["horizon"] = horizon
@@ -86,6 +91,7 @@ def run_experiment(
                 progress=progress,
                 batched=batched,
                 threads=threads,
+                **played_schedule,
             )
             agent_done(index, frame)
             frames.append(frame)
@@ -106,6 +112,7 @@ def run_experiment(
             progress=progress,
             batched=batched,
             threads=threads,
+            **played_schedule,
             on_agent_done=agent_done,
         )
     summary = summarize(records)

@@ -23,13 +23,13 @@ from ..plots import (
     plot_sketch_size, plot_spectral_exponent, save_figure,
 )
 from ..evaluate import timed_runs
-from ..text import NOT_REPORTED, count, mean_spread, reported_bytes
-from .config import ConfigError, _validate_plots, select_labels
+from ..text import NOT_REPORTED, count, exact_updates, mean_spread, reported_bytes
+from .config import ConfigError, _validate_plots, select_labels, tuned_arguments
 from ..records import load_meta, load_records, load_runs
-from .sweep import read_sweep_config, summary_table
+from .sweep import read_sweep_config, run_warnings, summary_table, warning_lines
 
 __all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
-           "scaling_points"]
+           "scaling_points", "with_tuned"]
 
 
 def _slug(text: str) -> str:
@@ -102,6 +102,7 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({
             "env": table["env"],
             "agent": table["agent"],
+            **({"tuned": table["tuned"]} if "tuned" in table else {}),
             "seeds": table["seeds"],
             "rounds": table["rounds"],
             # mean ± std over the seeds; the mean alone for one seed, which has no spread
@@ -114,6 +115,7 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
             "timing": _timing_words(table),
             "peak memory (KiB)": table["peak_memory_kib"].map(_kib_or_not_reported),
             "final sketch size": table["final_sketch_size"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
+            **({"exact updates": _exact_words(table)} if _reports_exact(table) else {}),
         })
     return pd.DataFrame({
         "agent": table["agent"],
@@ -126,6 +128,19 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
         "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
         "final sketch size": table["final_sketch_size"].map(lambda v: f"{v:.0f}"),
     })
+
+
+def _reports_exact(table: pd.DataFrame) -> bool:
+    """Whether some agent of a summary says whether it updates exactly (DBSLinUCB)."""
+    return "exact_seeds" in table and bool(table["exact_seeds"].notna().any())
+
+
+def _exact_words(table: pd.DataFrame) -> list[str]:
+    """Per row, whether and from which round its agent updated exactly
+    (:func:`~linbandit_gym.text.exact_updates`)."""
+    return [exact_updates(n, seeds, first, last) for n, seeds, first, last in
+            zip(table["exact_seeds"], table["seeds"], table["exact_from_first"],
+                table["exact_from_last"])]
 
 
 def _timing_words(table: pd.DataFrame) -> list[str]:
@@ -160,13 +175,37 @@ def _ms_or_blank(value: float) -> str:
     return "" if pd.isna(value) else f"{value:.3f}"
 
 
+def with_tuned(table: pd.DataFrame, raw: dict) -> pd.DataFrame:
+    """``table`` (a summary, one row per env and agent) with a ``tuned`` column after ``agent``:
+    the arguments the config's ``tuned:`` section gives that row over its entry's ``args:``
+    (``beta=0.1, lam=2.0``), so that rows tuned apart from their siblings say so; ``table``
+    as it is when no row is tuned."""
+    if table.empty or not raw.get("tuned"):
+        return table
+    words = [", ".join(f"{k}={v}" for k, v in tuned_arguments(raw, env, agent).items())
+             for env, agent in zip(table["env"], table["agent"])]
+    if not any(words):
+        return table
+    out = table.copy()
+    out.insert(list(out.columns).index("agent") + 1, "tuned", words)
+    return out
+
+
 def write_tables(out_dir: str | Path) -> tuple[pd.DataFrame, list[Path]]:
-    """Write ``summary.csv`` (exact numbers) and ``summary.md`` (rounded) into ``out_dir``."""
+    """Write ``summary.csv`` (exact numbers) and ``summary.md`` (rounded, then the distinct
+    warnings of the runs, each with where it came from) into ``out_dir``; a row whose arguments
+    the config's ``tuned:`` section sets says which (:func:`with_tuned`)."""
     out = Path(out_dir)
-    table = summary_table(load_runs(out))
+    runs = load_runs(out)
+    table = with_tuned(summary_table(runs), read_sweep_config(out) or {})
     csv, md = out / "summary.csv", out / "summary.md"
     table.to_csv(csv, index=False)
-    md.write_text(markdown_table(format_table(table)) + "\n" if not table.empty else "(no finished runs)\n")
+    text = markdown_table(format_table(table)) + "\n" if not table.empty else "(no finished runs)\n"
+    warnings = warning_lines(run_warnings(out, runs))
+    if warnings:
+        text += "\nWarnings of the runs (each once):\n\n"
+        text += "".join(f"- {line}\n" for line in warnings)
+    md.write_text(text)
     return table, [csv, md]
 
 
@@ -318,12 +357,17 @@ _FIGURE_WORDS = {
               "lower is better, and a curve that flattens has learnt.",
     "pareto_time": "Final cumulative regret against the agent's total CPU time on {env} ({what}). Each point is one "
                    "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
-                   "argument the family varies. The stepped line joins a family's Pareto front: the least regret "
-                   "it reaches at each cost. Lower and further left is better.",
+                   "argument the family varies where it varies one. Each point carries a number, "
+                   "which the key beside the figure gives its configuration, regret and cost. The "
+                   "stepped line joins a family's Pareto front: the least regret it reaches at "
+                   "each cost. Lower and further left is better.",
     "pareto_memory": "Final cumulative regret against the agent's peak memory on {env} ({what}). Each point is one "
                      "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
-                     "argument the family varies. The stepped line joins a family's Pareto front: the least regret "
-                     "it reaches with that much memory. Lower and further left is better.",
+                     "argument the family varies where it varies one. Each point carries a number, "
+                     "which the key beside the figure gives its configuration, regret and cost; "
+                     "points drawn over each other share one label. The stepped line joins a "
+                     "family's Pareto front: the least regret it reaches with that much memory. "
+                     "Lower and further left is better.",
     "spectral": "The spectral-error exponent log(Δ_t)/log t on {env} ({what}): while it stays below the dashed line "
                 "y = 1/3, SOFUL's regret bound stays sublinear (Wen et al., 2025, Fig. 1c).",
     "sketch_size": "The rows each agent's sketch holds against the round on {env} ({what}): DBSLinUCB's grows "
@@ -333,8 +377,10 @@ _FIGURE_WORDS = {
              "better on both.",
     "fronts": "Pareto fronts side by side ({what}): final cumulative regret against agent CPU time (top row) and "
               "peak memory (bottom row), one column per env, all on one regret scale. Colour and marker give the "
-              "family, marker size the argument it varies; the stepped lines are the families' Pareto fronts. "
-              "Lower and further left is better.",
+              "family, marker size the argument it varies; the numbers are the configurations "
+              "of the key beside the panels, and a panel that lacks some says so under its "
+              "title. The stepped lines are the families' Pareto fronts. Lower and further left "
+              "is better.",
     "scaling": "Agent CPU ms per round (left) and peak memory (right) against the env size on log-log axes "
                "({what}): a slope of 1 grows linearly with it, 2 quadratically (the grey guides); each agent's "
                "fitted slope is in the legend. Lower is better.",

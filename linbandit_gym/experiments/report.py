@@ -21,9 +21,10 @@ import pandas as pd
 import yaml
 
 from ..text import count, human_bytes, mean_spread, reported_bytes
-from .figures import env_settings, format_table, make_plots, markdown_table, read_captions
+from .figures import (env_settings, format_table, make_plots, markdown_table, read_captions,
+                      with_tuned)
 from ..records import load_meta, load_runs
-from .sweep import read_sweep_config, summary_table
+from .sweep import read_sweep_config, run_warnings, summary_table, warning_lines
 
 __all__ = ["METRIC_WORDS", "what_was_run", "winners_in_words", "write_report"]
 
@@ -110,6 +111,14 @@ METRIC_WORDS = [
     ("peak memory", "the most memory the agent reported holding (its memory_bytes(): sketch, matrices, "
                     "vectors) at any round. Lower is better; \"not reported\" for an agent without memory_bytes()."),
     ("final sketch size", "the rows the agent's sketch holds at the end (d once DBSLinUCB has gone exact)."),
+    ("tuned", ("the arguments the config's tuned: section (what linbandit tune chose) gives a "
+               "row over its entry's args: a row tuned apart from its siblings (SOFUL l=20 with "
+               "its own beta and lam) says so.")),
+    ("exact updates", ("for an agent that may switch from its sketch to exact rank-1 updates "
+                       "(DBSLinUCB: when its next block would pass its block cap, or hold more "
+                       "memory or cost more time per round than OFUL's d x d inverse), the round "
+                       "from which it did (\"from t=807\"; a range over the seeds), or "
+                       "\"never\". From that round on it is OFUL, with OFUL's memory and time.")),
     ("Pareto front", "the configurations that no other beats on both regret and cost: for every budget of "
                      "time or memory, the least regret it buys."),
 ]
@@ -192,8 +201,8 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
 
     It opens with what was run, what each metric means and which way is better, and, per env,
     the lowest regret and the configuration with the least regret at every cost; then the
-    summary table, the figures with captions in words, any failed runs, the library versions
-    and the config.
+    summary table, the warnings of the runs (each once), the figures with captions in words, any
+    failed runs, the library versions and the config.
     """
     if fmt not in ("html", "md"):
         raise ValueError(f"format must be 'html' or 'md', got {fmt!r}")
@@ -204,11 +213,12 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
     if replot or not (directory / "plots").is_dir():
         make_plots(directory, formats=("png", "pdf"))
     raw = read_sweep_config(directory) or {}
-    summary = summary_table(runs)
+    summary = with_tuned(summary_table(runs), raw)
     table = with_run_arguments(format_table(summary), directory, runs)
     figures = _figures(directory)
     versions = _versions(directory, runs)
     failed = _failed(directory)
+    warnings = warning_lines(run_warnings(directory, runs))
     title = f"linbandit sweep report: {raw.get('name', directory.name)}"
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     target = Path(out) if out else directory / f"report.{fmt}"
@@ -233,6 +243,9 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
             for env, lines in winners.items():
                 parts += [f"**{env}**", ""] + [f"- {line}" for line in lines] + [""]
         parts += ["## Summary", "", markdown_table(table), ""]
+        if warnings:
+            parts += ["## Warnings", "", "What the runs warned of, each once:", ""]
+            parts += [f"- {line}" for line in warnings] + [""]
         parts += ["## Figures", ""]
         for png, name, caption in figures:
             rel = png.relative_to(target.parent) if png.is_relative_to(target.parent) else png
@@ -255,6 +268,9 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
         for env, lines in winners.items():
             body += [f"<p><b>{esc(env)}</b></p>", "<ul>", *[f"<li>{esc(line)}</li>" for line in lines], "</ul>"]
     body += ["<h2>Summary</h2>", table.to_html(index=False, escape=True, border=0)]
+    if warnings:
+        body += ["<h2>Warnings</h2>", "<p>What the runs warned of, each once:</p>", "<ul>",
+                 *[f"<li>{esc(line)}</li>" for line in warnings], "</ul>"]
     body.append("<h2>Figures</h2>")
     for png, name, caption in figures:
         data = base64.b64encode(png.read_bytes()).decode("ascii")

@@ -27,9 +27,11 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
+from linbandit_host.user_line import KeptWarning, warn_user
 
 from ..records import (
     is_finished,
+    load_meta,
     load_records,
     load_runs,
     read_records,
@@ -41,8 +43,8 @@ from ..records import (
     write_sweep_config,
     writing_output_dir,
 )
-from ..evaluate import timed_runs
-from ..registry import registered_name
+from ..evaluate import exact_summary, timed_runs
+from ..registry import agent_arguments, registered_name
 from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
 from ..text import count
 from .backends import iter_results, local_workers
@@ -61,6 +63,8 @@ __all__ = [
     "is_finished",
     "play_into",
     "Interrupted",
+    "run_warnings",
+    "warning_lines",
 ]
 
 
@@ -73,6 +77,9 @@ class SweepResult:
     executed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # run id -> traceback
+    #: the warnings the executed runs raised, each said once: (category, message) -> where, in
+    #: the words of :func:`warning_source` ("agents[1] (SOFUL l=600 on mnist)")
+    warnings: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -141,13 +148,18 @@ def sweep(
         options: how the runs execute (:class:`~linbandit_gym.experiments.ExecutionOptions`:
             workers, backend, address, threads, batched, batch_memory, max_batch, timing_runs,
             timing_repeats); default: every default.
-        log: called with one line per finished run (``None``: silent).
+        log: called with one line per finished run, and at the end one per distinct warning of
+            the runs (``None``: silent).
         **execution: fields of ``options`` given as keywords (``workers=2, batched=False``),
             which override those of ``options``.
 
     Returns:
         A :class:`SweepResult`; failed runs are listed there (with tracebacks, also written to
         ``DIR/failed/``) and are retried by the next call.
+
+    Warnings the runs raise (in this process or a worker) are kept in each run's metadata and
+    raised here once each, naming the config entry and run (``"agents[1] (SOFUL l=600 on
+    mnist): ..."``), at the caller's line; :attr:`SweepResult.warnings` lists where each came from.
 
     Example:
 
@@ -202,6 +214,11 @@ def sweep(
                      address=opts.address)
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
+    if result.warnings:
+        say(f"{count(len(result.warnings), 'warning')} from the runs, each said once (also in "
+            "summary.md and the report):")
+        for line in warning_lines(result.warnings):
+            say(f"  {line}")
     if result.failed:
         say(f"{count(len(result.failed), 'run')} failed; tracebacks in {out / 'failed'}; rerun the sweep to retry them")
     return result
@@ -247,30 +264,68 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
             save_run(out, res["records"], res["meta"])
             result.executed.append(rid)
             say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s since the sweep started)")
+            _say_new_warnings(result.warnings, res["meta"])
+
+
+def warning_source(meta: dict) -> str:
+    """Where a run's warning came from, in words: its config entry and run label, ``"agents[1]
+    (SOFUL l=600 on mnist)"`` (the labels alone for a run of ``linbandit run``); for a member of
+    a batch, whose warnings are the batch's, the batch: ``"agents[1] (a batch of 4 runs of
+    SOFUL on mnist)"``."""
+    batch = int(meta.get("batch_size") or 1)
+    what = (meta.get("agent_label") if batch == 1
+            else f"a batch of {batch} runs of {meta.get('family')}")
+    what = f"{what} on {meta.get('env_label')}"
+    return f"{meta['entry']} ({what})" if meta.get("entry") else what
+
+
+def _say_new_warnings(said: dict[tuple[str, str], list[str]], meta: dict) -> None:
+    """Raise each warning of the run ``meta`` describes that no run before it raised, once, naming
+    where it came from (at the caller's line: stderr of a ``linbandit`` command); record where
+    every one came from in ``said``."""
+    source = warning_source(meta)
+    for record in meta.get("warnings") or ():
+        sources = said.setdefault((record["category"], record["message"]), [])
+        if not sources:
+            kept = KeptWarning(record["category"], record.get("module", ""), record["message"])
+            warn_user(f"{source}: {record['message']}", kept.category_class())
+        if source not in sources:
+            sources.append(source)
+
+
+def warning_lines(warnings: dict[tuple[str, str], list[str]]) -> list[str]:
+    """One line per distinct warning: ``"SketchSizeWarning from agents[1] (SOFUL l=600 on mnist):
+    SOFUL(sketch_size=600) at d=784 ..."`` (several sources: the first two and how many more)."""
+    lines = []
+    for (category, message), sources in warnings.items():
+        more = f" and {count(len(sources) - 2, 'more run')}" if len(sources) > 2 else ""
+        lines.append(f"{category} from {', '.join(sources[:2])}{more}: {message}")
+    return lines
+
+
+def run_warnings(out_dir: str | Path,
+                 runs: pd.DataFrame | None = None) -> dict[tuple[str, str], list[str]]:
+    """The distinct warnings the finished runs of ``out_dir`` (or ``runs``, rows of
+    :func:`load_runs`) raised, each with where it came from, as :attr:`SweepResult.warnings`."""
+    runs = load_runs(out_dir) if runs is None else runs
+    found: dict[tuple[str, str], list[str]] = {}
+    for rid in runs["run_id"] if not runs.empty else ():
+        meta = load_meta(out_dir, rid)
+        for record in meta.get("warnings") or ():
+            sources = found.setdefault((record["category"], record["message"]), [])
+            if warning_source(meta) not in sources:
+                sources.append(warning_source(meta))
+    return found
 
 
 def _object_agent_config(agent: Any, label: str) -> dict:
     """What the runs of an agent object are identified by when its exact config is unknown:
-    its class (registered name or module:Class), its constructor arguments read back as
-    attributes (the scikit-learn convention; non-scalars as text) and its label."""
-    import inspect
-
-    cls = type(agent)
-    name = registered_name(cls)
-    try:
-        params = inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        params = {}
-    args: dict[str, Any] = {}
-    for key, param in params.items():
-        if key == "d" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue  # d: read from the first observation, not a choice of the user
-        try:
-            value = getattr(agent, key)
-        except Exception:  # no such attribute (or a property that needs state): not recorded
-            continue
-        args[key] = value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
-    return {"name": name, "args": args, "label": label}
+    its class (registered name or module:Class), its constructor arguments read back
+    (:func:`linbandit_gym.registry.agent_arguments`; non-scalars as text) and its label."""
+    scalar = (bool, int, float, str)
+    args = {key: value if value is None or isinstance(value, scalar) else str(value)
+            for key, value in agent_arguments(agent).items()}
+    return {"name": registered_name(type(agent)), "args": args, "label": label}
 
 
 def play_into(
@@ -285,6 +340,8 @@ def play_into(
     batched: bool | None = None,
     threads: int | None = DEFAULT_THREADS,
     on_agent_done: Callable[[int, pd.DataFrame], None] | None = None,
+    feedback_delay: int = 0,
+    update_every: int = 1,
 ) -> pd.DataFrame:
     """Play each ``(label, agent)`` of ``players`` on ``env_id`` over ``seeds`` and save every
     (agent, seed) as a run of the sweep layout in ``out_dir``; return all their records.
@@ -298,15 +355,19 @@ def play_into(
     Ctrl-C raises :class:`Interrupted` after saving every finished run. ``on_agent_done(i,
     records)`` is called as soon as agent ``i`` has all its seeds (e.g. to print a line).
     ``threads``: torch and BLAS threads of every run (default 1), recorded in its metadata.
+    ``feedback_delay``, ``update_every``: the feedback schedule of every run
+    (:func:`linbandit_gym.evaluate.run`), in its config when it is not the plain loop's.
     """
     from ..batched import can_batch
     from ..evaluate import run
+    from ..feedback import FeedbackSchedule
     from ..loop import agent_label, check_seeds
     from .runner import split_by_seed
 
     out = Path(out_dir)
     seeds = check_seeds(seeds)
     threads = check_threads(threads)
+    played = FeedbackSchedule(feedback_delay, update_every).config_entries()
     env_kwargs = dict(env_kwargs or {})
     configs = list(agent_configs) if agent_configs is not None else [None] * len(players)
     if len(configs) != len(players):
@@ -320,7 +381,8 @@ def play_into(
                      else _object_agent_config(player, label))
         specs = []
         for seed in seeds:
-            config = {"task": "bandit", "agent": agent_cfg, "env": {"id": env_id, "args": env_kwargs}, "seed": seed}
+            config = {"task": "bandit", "agent": agent_cfg,
+                      "env": {"id": env_id, "args": env_kwargs}, "seed": seed, **played}
             try:
                 canonical = json.loads(canonical_json(config))
             except TypeError as exc:
@@ -332,7 +394,8 @@ def play_into(
     for label in labels:
         if labels.count(label) > 1:
             raise ValueError(f"two agents share the label {label!r}: give each a distinct name")
-    raw = {"name": out.resolve().name or "run", "seeds": seeds, "envs": [{"id": env_id, "args": env_kwargs}],
+    raw = {"name": out.resolve().name or "run", "seeds": seeds, **played,
+           "envs": [{"id": env_id, "args": env_kwargs}],
            "agents": [{"name": specs[0].config["agent"]["name"], "args": specs[0].config["agent"]["args"], "label": label}
                       for label, _, _, specs in entries]}
     cfg = SweepConfig(raw=raw, name=raw["name"], task="bandit", seeds=seeds, runs=[s for *_, specs in entries for s in specs])
@@ -356,7 +419,8 @@ def play_into(
                     with thread_limit(threads):
                         frame = run(env_id, player, seeds=[spec.seed for spec in group], env_kwargs=env_kwargs,
                                     agent_name=label, env_name=env_id, progress=progress,
-                                    batched=batched if together else False, threads=threads)
+                                    batched=batched if together else False, threads=threads,
+                                    **played)
                         threads_used = thread_record(threads)
                     duration = (time.perf_counter() - t0) / len(group)
                     extra = {"device": str(getattr(player, "device", "cpu")), "backend": "run", **threads_used}
@@ -391,7 +455,9 @@ def read_sweep_config(out_dir: str | Path) -> dict | None:
 
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (env, agent): seeds, final regret mean/std, total and per-round agent time (CPU; wall
-    ms/round too when recorded), peak memory, sketch size. The times are means over the runs
+    ms/round too when recorded), peak memory, sketch size, and over how many seeds and from which
+    rounds a sketched agent updated exactly (``exact_seeds``, ``exact_from_first|last``:
+    :func:`linbandit_gym.evaluate.exact_summary`). The times are means over the runs
     timed alone where an agent has any (:func:`linbandit_gym.evaluate.timed_runs`), else over
     its runs' shares of batches; ``timing`` says which, ``timed_seeds`` over how many runs."""
     if runs.empty:
@@ -418,7 +484,7 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             peak_memory_kib=("peak_memory_bytes", lambda v: float(np.max(v)) / 1024.0),
             final_sketch_size=("final_sketch_size", "mean"),
         )
-        table = table.join(memory)
+        table = table.join(memory).join(exact_summary(runs, keys))
         last = [c for c in ("timing", "timed_seeds", "timing_repeats") if c in table]
         table = table[[c for c in table.columns if c not in last] + last]
         table["final_regret_std"] = table["final_regret_std"].fillna(0.0)

@@ -23,8 +23,8 @@ import yaml
 
 from ..records import write_text_atomic
 from .config import (
-    PAPER_BETA_GRID, PAPER_LAM_GRID, ConfigError, _resolve_agent_factory, _seeds, canonical_json, parse_config,
-    select_labels,
+    FEEDBACK_KEYS, PAPER_BETA_GRID, PAPER_LAM_GRID, ConfigError, _resolve_agent_factory, _seeds,
+    canonical_json, parse_config, select_labels,
 )
 from .execution import ExecutionOptions
 from .sweep import load_runs, sweep
@@ -127,12 +127,14 @@ def tune(
             continue
         for key in grid:
             args.pop(key, None)
-        key = canonical_json([name, args, grid])
+        # tuned under the feedback schedule its evaluation runs play (absent: the plain loop)
+        played = {key: spec.config[key] for key in FEEDBACK_KEYS if key in spec.config}
+        key = canonical_json([name, args, grid, played])
         if key in aliases:  # labels differing only in beta/lam share one tuning grid
             aliases[key].append(label)
             continue
         aliases[key] = [label]
-        entries.append({"name": name, "args": args, "grid": grid, "family": label,
+        entries.append({"name": name, "args": args, "grid": grid, "family": label, **played,
                         "label": label.replace("{", "{{").replace("}", "}}") + " [beta={beta}, lam={lam}]"})
     if not entries:
         raise ConfigError(f"tune.agents: no agent label matches {patterns!r}")
