@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 import linbandit_gym.batched as batched_path  # the module, so that its functions are looked up per call
 
+from .envs.memory import check_records_fit
 from .feedback import FeedbackSchedule
 from .loop import RECORD_COLUMNS, agent_label, check_seeds, make_env, play, records_frame, single_members
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
@@ -128,6 +129,8 @@ def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_
     e_name, a_name = _env_name(env, env_name), agent_label(agent, agent_name)
     horizon = getattr(env.unwrapped, "horizon", None)
     per_seed = min(x for x in (horizon, max_rounds) if x is not None) if (horizon or max_rounds) else None
+    if per_seed:  # the records of every seed are returned together: all of them must fit
+        check_records_fit(per_seed, len(seeds))
     show = sys.stderr.isatty() if progress is None else bool(progress)
     cpu, _ = cpu_clock(threads)
     with tqdm(total=per_seed * len(seeds) if per_seed else None, disable=not show, desc=f"{a_name} on {e_name}") as bar:

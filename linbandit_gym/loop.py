@@ -40,6 +40,7 @@ import pandas as pd
 from linbandit_host.seeds import SEED_LIMIT
 from linbandit_host.seeds import check_seeds as check_seed_list
 
+from .envs.memory import check_records_fit
 from .feedback import IMMEDIATE_FEEDBACK, FeedbackSchedule, HeldFeedback
 from .registration import register_envs
 
@@ -296,6 +297,11 @@ class RoundRecords:
         self._allocate(max(1, capacity))
 
     def _allocate(self, capacity: int) -> None:
+        # the one size rule of records, before the first byte: horizon=10**10 is refused by name
+        check_records_fit(capacity, self.members.size)
+        self._allocate_columns(capacity)
+
+    def _allocate_columns(self, capacity: int) -> None:
         shape = (capacity,) if self.members.envs.scalar else (capacity, self.members.size)
         self.action = np.zeros(shape, dtype=np.int64)
         self.reward, self.expected, self.best, self.regret = (np.zeros(shape) for _ in range(4))

@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .records import atomic_path
+
 __all__ = [
     "plot_cumulative_regret",
     "plot_pareto",
@@ -22,6 +24,8 @@ __all__ = [
     "plot_param_effect",
     "plot_matrix_error",
     "save_figure",
+    "write_figure",
+    "check_formats",
     "lay_out",
     "line_styles",
     "family_styles",
@@ -123,7 +127,7 @@ def plot_cumulative_regret(records: pd.DataFrame, path: str | Path | None = None
         ax.legend(fontsize=9)
         fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=120)
+        write_figure(fig, path)
         plt.close(fig)
     return fig
 
@@ -146,17 +150,43 @@ def lay_out(fig) -> None:
     fig.tight_layout(rect=getattr(fig, "_layout_rect", (0, 0, 1, 1)))
 
 
-def save_figure(fig, path: str | Path, formats=("png", "pdf")) -> list[Path]:
-    """Save ``fig`` as ``path`` with each suffix in ``formats`` (e.g. PNG and PDF) and close it."""
+def check_formats(formats) -> tuple[str, ...]:
+    """``formats`` as a tuple if matplotlib can write each (``png``, ``pdf``, ``svg``, ...),
+    else a ``ValueError`` naming those it cannot and those it can."""
+    formats = tuple(formats)
+    known = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    unknown = [f for f in formats if f not in known]
+    if not formats or unknown:
+        named = ", ".join(map(repr, unknown)) or "none given"
+        raise ValueError(f"figure format(s) {named}: matplotlib writes {', '.join(sorted(known))}")
+    return formats
+
+
+def write_figure(fig, path: str | Path, fmt: str | None = None,
+                 root: str | Path | None = None) -> Path:
+    """Write ``fig`` to ``path`` (format ``fmt``, default ``path``'s suffix) atomically, inside
+    the output directory ``root`` (default ``path``'s directory; a symbolic link out of it is
+    refused: :func:`linbandit_gym.records.atomic_path`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    fmt = fmt or path.suffix.lstrip(".").lower() or "png"
+    with atomic_path(path, root) as tmp:
+        fig.savefig(tmp, format=fmt, dpi=120)
+    return path
+
+
+def save_figure(fig, path: str | Path, formats=("png", "pdf"),
+                root: str | Path | None = None) -> list[Path]:
+    """Save ``fig`` as ``path`` with each suffix in ``formats`` (e.g. PNG and PDF), inside the
+    output directory ``root`` (:func:`write_figure`), and close it."""
+    path = Path(path)
     written = []
     lay_out(fig)
-    for fmt in formats:
-        target = path.with_suffix("." + fmt)
-        fig.savefig(target, dpi=120)
-        written.append(target)
-    plt.close(fig)
+    try:
+        for fmt in formats:
+            written.append(write_figure(fig, path.with_suffix("." + fmt), fmt, root))
+    finally:
+        plt.close(fig)
     return written
 
 

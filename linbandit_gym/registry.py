@@ -26,6 +26,7 @@ from __future__ import annotations
 import inspect
 import re
 import typing
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,12 @@ AGENT_METHODS = ("reset", "act", "update")
 ESTIMATOR_METHODS = ("update", "covariance")
 
 
+#: The most a registered agent may allocate for its checks against the arms' dimension in
+#: validation (:meth:`AgentEntry.value_problem`): built with ``d`` only up to this, so that a
+#: ``--dry-run`` of large agents stays cheap (theirs come at the first round).
+DIMENSION_CHECK_BYTES = 64 * 2**20
+
+
 @dataclass(frozen=True)
 class AgentEntry:
     """A resolved agent name: ``label``, the registered spelling (or the ``module:Class`` given),
@@ -80,23 +87,49 @@ class AgentEntry:
         hint (a per-member argument may be a list of such values). Nothing is built."""
         return self.arguments().problems(args, sequences=self.per_member_args())
 
-    def value_problem(self, args: dict[str, Any]) -> str | None:
+    def value_problem(self, args: dict[str, Any], d: int | None = None,
+                      up_front_bytes: int | None = None) -> str | None:
         """What the agent's own checks say of ``args`` (ranges, combinations), else None.
 
         Only a registered agent is asked, built *without* ``d`` (so that it allocates nothing:
         the state is allocated when the dimension is known) and dropped; ``d`` itself must be a
-        positive int. A user's ``module:Class`` is never constructed here: its own code runs in
-        its runs, not in validation or ``--dry-run``."""
+        positive int. Given the arms' dimension ``d`` (the env's, or the agent's own ``d``) and
+        what the agent allocates up front for it (``up_front_bytes``, from its class's estimate,
+        at most :data:`DIMENSION_CHECK_BYTES`), it is then built with ``d`` too, so that what it
+        checks against the dimension (``l0 <= d``) is refused here and not at the first round;
+        its warnings are left to the run. A user's ``module:Class`` is never constructed here: its
+        own code runs in its runs, not in validation or ``--dry-run``."""
         if ":" in self.label:
             return None
-        d = args.get("d")
-        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or d < 1):
-            return f"{self.label}: d must be a positive int (the arms' dimension), got {d!r}"
+        given = args.get("d")
+        if given is not None and (isinstance(given, bool) or not isinstance(given, int)
+                                  or given < 1):
+            return f"{self.label}: d must be a positive int (the arms' dimension), got {given!r}"
+        others = {k: v for k, v in args.items() if k != "d"}
         try:
-            self.factory(**{k: v for k, v in args.items() if k != "d"})
+            self.factory(**others)
+        except (TypeError, ValueError) as exc:
+            return f"{self.label}: {exc}"
+        d = given if given is not None else d
+        if d is None or up_front_bytes is None or up_front_bytes > DIMENSION_CHECK_BYTES:
+            return None
+        if not self.takes_d():
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.factory(**others, d=d)
         except (TypeError, ValueError) as exc:
             return f"{self.label}: {exc}"
         return None
+
+    def takes_d(self) -> bool:
+        """Whether the factory takes ``d`` (by name, or through ``**kwargs``)."""
+        try:
+            parameters = inspect.signature(self.factory).parameters
+        except (TypeError, ValueError):
+            return False
+        return "d" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
     def check_args(self, args: dict[str, Any]) -> None:
         """Raise a ``ValueError`` listing every problem of ``args`` (names and types, with the
@@ -299,8 +332,11 @@ def lookup_estimator(spec: str) -> Callable[..., Any]:
 
 @dataclass(frozen=True)
 class RunMemory:
-    """The estimated peak bytes of one run: its env's and its agent's (``None``: the agent's
-    class cannot say), and the arm sets' shape ``(n_arms, d)`` the agent's estimate is for.
+    """The estimated peak bytes of one run: its env's, its agent's (``None``: the agent's class
+    cannot say) and its records' (every round is kept:
+    :func:`~linbandit_gym.envs.memory.records_bytes` of the env's ``rounds``, for ``members`` runs
+    held together), and the arm sets' shape
+    ``(n_arms, d)`` the agent's estimate is for.
 
     ``agent_first_bytes``: what the agent allocates before the stream fills it, where that is
     less than its peak (Dyadic Block Sketching: one block at first; the exact phase's d x d
@@ -312,6 +348,9 @@ class RunMemory:
     n_arms: int
     d: int
     agent_first_bytes: int | None = None
+    records_bytes: int = 0
+    rounds: int | None = None
+    members: int = 1
 
     @property
     def agent_grows(self) -> bool:
@@ -319,32 +358,42 @@ class RunMemory:
 
     @property
     def total(self) -> int:
-        return self.env_bytes + (self.agent_bytes or 0)
+        return self.env_bytes + (self.agent_bytes or 0) + self.records_bytes
+
+    @property
+    def agent_up_front(self) -> int | None:
+        """What the agent allocates whatever it learns: its first allocation (``None``: unknown)."""
+        return self.agent_first_bytes if self.agent_grows else self.agent_bytes
 
     @property
     def up_front(self) -> int:
-        """What is allocated whatever the stream: the env's, and the agent's first allocation."""
-        first = self.agent_first_bytes if self.agent_grows else self.agent_bytes
-        return self.env_bytes + (first or 0)
+        """What is allocated whatever the agent learns: the env's, the agent's first allocation
+        and the records (sized by the horizon before the first round)."""
+        return self.env_bytes + (self.agent_up_front or 0) + self.records_bytes
 
 
 def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: str,
-                       env_args: dict[str, Any]) -> RunMemory:
+                       env_args: dict[str, Any], members: int = 1) -> RunMemory:
     """The peak memory of playing ``entry``'s agent (built with ``agent_args``) on ``env_id``
     (built with ``env_args``), estimated from the arguments alone: the env's
-    :func:`~linbandit_gym.registration.env_memory_estimate` and the agent class's
+    :func:`~linbandit_gym.registration.env_memory_estimate`, the agent class's
     ``estimate_memory_bytes(d, n_arms, **args)`` on the env's arm sets (on the agent's own
-    ``d`` where it is given one). Nothing is built.
+    ``d`` where it is given one), and the records of ``members`` runs of the env's horizon held
+    together (:func:`~linbandit_gym.envs.memory.records_bytes`). Nothing is built.
 
     Raises the env's ``ValueError`` for a bad size argument (:class:`~linbandit_gym.envs.EnvTooLargeError`
     for an env that cannot fit); an agent class whose estimate fails for these arguments
     counts as unknown (``agent_bytes=None``): the agent's own checks will name the argument.
     """
+    from .envs.memory import records_bytes
     from .registration import env_memory_estimate
 
     estimate = env_memory_estimate(env_id, **env_args)
+    rounds = estimate.rounds
+    records = {"records_bytes": 0 if rounds is None else records_bytes(rounds, members),
+               "rounds": rounds, "members": members}
     if estimate.obs_shape is None:
-        return RunMemory(estimate.nbytes, None, 0, 0)
+        return RunMemory(estimate.nbytes, None, 0, 0, **records)
     n_arms, d = (int(n) for n in estimate.obs_shape)
     given = agent_args.get("d")  # an agent given d= allocates for that d when it is built
     if isinstance(given, int) and not isinstance(given, bool) and given > 0:
@@ -355,11 +404,18 @@ def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: st
         first = entry.estimate_initial_memory_bytes(d, n_arms, args)
     except (TypeError, ValueError, KeyError, OverflowError):
         agent_bytes = first = None
-    return RunMemory(estimate.nbytes, None if agent_bytes is None else int(agent_bytes), n_arms, d, first)
+    agent_bytes = None if agent_bytes is None else int(agent_bytes)
+    return RunMemory(estimate.nbytes, agent_bytes, n_arms, d, first, **records)
 
 
 class RunTooLargeError(ValueError):
-    """A run's agent and env together need more memory than is available (raised before building)."""
+    """A run's agent, env and records together need more memory than is available (raised
+    before building); ``cause`` is the part that holds most: ``"agent"``, ``"env"`` or
+    ``"records"`` (then the horizon is what to lower)."""
+
+    def __init__(self, message: str, cause: str = "agent"):
+        super().__init__(message)
+        self.cause = cause
 
 
 def check_run_fits(entry: AgentEntry, agent_args: dict[str, Any], memory: RunMemory, env_name: str,
@@ -379,12 +435,22 @@ def check_run_fits(entry: AgentEntry, agent_args: dict[str, Any], memory: RunMem
         return memory
     source = f"${MEMORY_LIMIT_ENV}" if os.environ.get(MEMORY_LIMIT_ENV) else "the memory available"
     given = ", ".join(f"{k}={v!r}" for k, v in agent_args.items()) or "default arguments"
-    agent = memory.agent_first_bytes if memory.agent_grows else memory.agent_bytes
+    agent = memory.agent_up_front
     agent_part = "unknown" if agent is None else format_bytes(agent)
+    parts = (("records", memory.records_bytes), ("env", memory.env_bytes), ("agent", agent or 0))
+    cause = max(parts, key=lambda part: part[1])[0]
+    if cause == "records":  # the records hold most: the horizon
+        per_round = format_bytes(memory.records_bytes // max(1, memory.rounds or 1))
+        together = f" for {memory.members} runs held together" if memory.members > 1 else ""
+        fix = (f"lower horizon (horizon={memory.rounds}: the records keep every round, {per_round} "
+               f"a round{together})")
+    else:
+        fix = "lower the agent's sizes (sketch_size, l0, d) or the env's d, n_arms"
     raise RunTooLargeError(
-        f"agent {entry.label!r} ({given}) on {env_name} (d={memory.d}, n_arms={memory.n_arms}) needs about "
-        f"{format_bytes(memory.up_front)} (agent {agent_part}, env {format_bytes(memory.env_bytes)}), more than "
-        f"{source} ({format_bytes(limit)}): lower the agent's sizes (sketch_size, l0, d) or the env's d, n_arms"
+        f"agent {entry.label!r} ({given}) on {env_name} (d={memory.d}, n_arms={memory.n_arms}) "
+        f"needs about {format_bytes(memory.up_front)} (agent {agent_part}, env "
+        f"{format_bytes(memory.env_bytes)}, records {format_bytes(memory.records_bytes)}), more "
+        f"than {source} ({format_bytes(limit)}): {fix}", cause
     )
 
 

@@ -10,6 +10,7 @@ from gymnasium import spaces
 import linbandit_gym
 from agents import OFUL, SOFUL, GAllocation
 from agents.batched import batched
+from linbandit_gym.envs.memory import RECORD_BYTES_PER_ROUND
 from linbandit_gym.loop import RECORD_COLUMNS, TIMING_COLUMNS, batch_members, play, records_frame, single_members
 
 SMALL = dict(d=6, n_arms=4, horizon=30)
@@ -108,3 +109,46 @@ def test_records_frame_joins_runs_in_order():
     first, second = (play(single_members(env, OFUL(), s, "OFUL", "e"), max_rounds=4) for s in (1, 2))
     frame = records_frame([first, second])
     assert frame["seed"].tolist() == [1] * 4 + [2] * 4 and frame["t"].tolist() == [1, 2, 3, 4] * 2
+
+
+# -- the records' size rule ------------------------------------------------------------------------
+
+def test_the_records_size_rule_bounds_what_a_runs_records_hold_per_round():
+    """:data:`RECORD_BYTES_PER_ROUND` (what ``--dry-run``, ``run`` and :func:`play` check) is an
+    upper bound of the memory a run's records add per round and seed, within a factor of 3
+    (traced by tracemalloc: the loop's columns, the frame, its sums; the Parquet writer's own
+    buffers are not traced, and the rule leaves room for them)."""
+    import tracemalloc
+
+    class First:  # the records do not depend on the agent: the cheapest one
+        def reset(self, seed=None):
+            pass
+
+        def act(self, obs):
+            return 0
+
+        def update(self, obs, action, reward):
+            pass
+
+    def peak(rounds: int) -> int:
+        tracemalloc.start()
+        try:
+            linbandit_gym.run("LinBandit-Synthetic-v0", First(), seeds=2, batched=False,
+                              progress=False, env_kwargs={"d": 2, "n_arms": 2, "horizon": rounds})
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    peak(100)  # imports and caches first
+    per_round = (peak(11_000) - peak(1_000)) / 10_000 / 2
+    assert per_round <= RECORD_BYTES_PER_ROUND <= 3 * per_round, per_round
+
+
+def test_play_refuses_records_that_cannot_fit_before_the_first_round(monkeypatch):
+    monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "1MB")
+    env = gym.make("LinBandit-Synthetic-v0", d=2, n_arms=2, horizon=10_000)  # 5.12 MB of records
+    agent = OFUL()
+    with pytest.raises(ValueError, match=r"horizon=10000: the records of 10,000 rounds need about "
+                                         r"5.12 MB.*\$LINBANDIT_MEMORY_LIMIT"):
+        play(single_members(env, agent, 0, "OFUL", "synthetic"))
+    assert agent.t == 0  # nothing played

@@ -5,6 +5,8 @@ Checked on the matplotlib objects, not on pixels."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from importlib import resources
 from pathlib import Path
@@ -14,10 +16,12 @@ import pandas as pd
 import pytest
 
 from linbandit_gym import plots as P
+from linbandit_gym.cli import main
 from linbandit_gym.experiments.config import parse_config
 from linbandit_gym.experiments.figures import make_plots, read_captions
 from linbandit_gym.experiments.report import winners_in_words, write_report
 from linbandit_gym.experiments.sweep import sweep
+from linbandit_gym.records import lock_output_dir
 
 SYNTH = "LinBandit-Synthetic-v0"
 
@@ -270,3 +274,44 @@ def test_a_row_tuned_apart_from_its_siblings_says_so(tmp_path):
     assert re.search(r"\| OFUL b=0\.02 +\| lam=2\.0 +\|", summary)
     write_report(tmp_path)
     assert "<th>tuned</th>" in (tmp_path / "report.html").read_text()
+
+
+# -- tables and figures say what they hold ---------------------------------------------------
+
+@pytest.fixture
+def two_agents_dir(tmp_path):
+    out = tmp_path / "out"
+    env = {"id": SYNTH, "args": {"d": 4, "n_arms": 3, "horizon": 20}}
+    config = {"name": "six", "seeds": 3, "envs": [env],
+              "agents": [{"name": "OFUL", "grid": {"beta": [0.1, 1.0]}}]}
+    assert sweep(config, out, log=None).ok
+    return out
+
+
+def test_a_deleted_run_is_not_counted_by_captions_and_the_tables_say_so(two_agents_dir, capsys):
+    """One run JSON deleted of 6: the captions do not claim 3 seeds over the 2 a curve averages,
+    and ``plot``, ``summary.md`` and the report say the tables hold 5 of the 6 runs."""
+    out = two_agents_dir
+    metas = {p: json.loads(p.read_text()) for p in (out / "runs").glob("*.json")}
+    victim = next(p for p, meta in metas.items()
+                  if meta["agent_label"] == "OFUL beta=0.1" and meta["seed"] == 2)
+    victim.unlink()
+    assert main(["plot", str(out), "--formats", "png"]) == 0
+    err = capsys.readouterr().err
+    assert "partial: 1 of the 6 runs of the config" in err and "rerun the sweep" in err, err
+    assert "3 seeds (OFUL beta=0.1: 2)" in read_captions(out)["regret"]["caption"]
+    assert "partial: 1 of the 6 runs" in (out / "summary.md").read_text()
+    md = write_report(out, fmt="md", replot=False).read_text(encoding="utf-8")
+    assert "3 seeds (OFUL beta=0.1: 2) each" in md and "partial: 1 of the 6 runs" in md
+
+
+def test_plot_during_a_live_sweep_says_its_tables_are_partial(two_agents_dir, capsys):
+    out = two_agents_dir
+    with lock_output_dir(out, "sweep"):  # a sweep writing the directory now
+        assert main(["plot", str(out), "--formats", "png"]) == 0
+    err = capsys.readouterr().err
+    assert f"partial: a sweep (pid {os.getpid()})" in err and "still writing" in err, err
+    assert "still writing" in (out / "summary.md").read_text()
+    assert main(["plot", str(out), "--formats", "png"]) == 0  # done: nothing to say
+    assert "partial" not in capsys.readouterr().err
+    assert "partial" not in (out / "summary.md").read_text()

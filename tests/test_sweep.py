@@ -19,6 +19,7 @@ import linbandit_gym
 from agents import AGENTS, OFUL
 from linbandit_gym.cli import main
 from linbandit_gym.experiments import ConfigError, load_records, load_runs, parse_config, sweep
+from linbandit_gym.experiments.config import load_config
 from linbandit_gym.experiments.backends import ray_available
 from linbandit_gym.experiments.sweep import is_finished
 
@@ -94,6 +95,15 @@ def test_yaml_toml_and_dict_give_the_same_runs(tmp_path):
         ({"plots": [{"kind": "pie"}]}, "plots[0].kind"),
         ({"agents": [{"name": "OFUL"}, {"name": "OFUL", "label": "again"}]}, "agents[1]: the run 'again' on 'A' seed 0 is the same"),
         ({"agents": [{"name": "OFUL", "envs": ["Z*"]}]}, "agents[0].envs: ['Z*'] matches no env label"),
+        ({"description": ["a", "list"]}, "description: expected free text (a string), got list"),
+        ({"plots": [{"kind": "regret", "title": ["x"]}]},
+         "plots[0].title: expected a string, got list"),
+        ({"plots": [{"kind": "scaling", "x": 3}]}, "plots[0].x: expected a string, got int"),
+        ({"plots": [{"kind": "scaling", "x": "rank"}]},
+         "plots[0].x: env(s) ['A', 'B'] are not given the argument"),
+        ({"plots": [{"kind": "matrix_error", "bound": "no"}]},
+         "plots[0].bound: expected true or false"),
+        ({"tuned": {"A": {1: {"beta": 0.1}}}}, "tuned.A: 1 is not an agent label"),
     ],
 )
 def test_malformed_config_names_the_offending_key(change, expected):
@@ -108,6 +118,52 @@ def test_cli_reports_a_bad_config_with_exit_code_2(tmp_path, capsys):
     assert main(["sweep", str(path), "--out", str(tmp_path / "o")]) == 2
     assert "agents[0].grid.beta" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+#: A "billion laughs" of YAML aliases: 14 lines that stand for 9**9 strings of 200 characters.
+ALIAS_BOMB = """name: bomb
+seeds: 1
+envs: [{id: LinBandit-Synthetic-v0, args: {d: 3, n_arms: 2, horizon: 5}}]
+a: &a ["%s"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]
+""" % ("ha" * 100)
+
+
+@pytest.mark.parametrize("where", [
+    "description: [*i, *i, *i, *i, *i, *i, *i, *i, *i]\nagents: [{name: OFUL}]\n",
+    "agents: [{name: OFUL, args: {beta: [*i, *i, *i]}}]\n",
+])
+def test_a_yaml_alias_bomb_is_refused_as_it_is_read(tmp_path, capsys, where):
+    """What a config expands into is bounded where it is read, whatever key its aliases sit
+    under (a 16-line config once became a 738 MB report.html): one line, at once, nothing
+    written."""
+    path = tmp_path / "bomb.yaml"
+    path.write_text(ALIAS_BOMB + where)
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match="expands into more than"):
+        load_config(path)
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "YAML aliases" in err, err
+    assert time.perf_counter() - started < 10 and not (tmp_path / "out").exists()
+
+
+def test_recursive_and_deeply_nested_configs_are_refused(tmp_path):
+    recursive = tmp_path / "r.yaml"
+    recursive.write_text("name: r\nseeds: 1\ndescription: &d [*d]\n")
+    with pytest.raises(ConfigError, match="nests lists and mappings more than 50 deep"):
+        load_config(recursive)
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("description: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="too deep to read"):
+        load_config(deep)
 
 
 # -- records -----------------------------------------------------------------------------
@@ -145,7 +201,10 @@ def test_rerun_skips_finished_and_redoes_missing(serial_dir, tmp_path):
     runs_dir = out / "runs"
     victim = sorted(runs_dir.glob("*.json"))[0]
     victim.unlink()  # the records file alone does not count as finished
-    (runs_dir / ".x.parquet.123.tmp").write_text("half-written")  # left by a killed writer
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True).stdout)
+    # left by a killed writer
+    (runs_dir / f".x.parquet.linbandit-pid{dead}.ab12.tmp").write_text("half-written")
     result = sweep(SMALL, out, log=None)
     assert result.executed == [victim.stem] and len(result.skipped) == 11
     assert not list(runs_dir.glob(".*.tmp"))

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import linbandit_gym.batched
 from linbandit_gym.cli import main
+from linbandit_gym.envs.memory import records_bytes
 from linbandit_gym.experiments import load_records, load_runs, parse_config, summary_table, sweep
 from linbandit_gym.experiments.config import canonical_json
 from linbandit_gym.experiments.packing import batch_key, member_bytes, pack, parse_bytes
@@ -205,7 +206,9 @@ def test_plan_partitions_the_runs_within_the_bounds(seeds, max_batch, budget_mem
     cfg = parse_config({"seeds": seeds, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}},
                                                                    {"name": "OFUL"}]})
     shapes = {canonical_json(cfg.runs[0].config["env"]): (5, 16)}
-    own = {"SOFUL": member_bytes("SOFUL", {"sketch_size": 3}, 5, 16), "OFUL": member_bytes("OFUL", {}, 5, 16)}
+    records = records_bytes(ENV["args"]["horizon"])  # every member keeps its own records
+    own = {"SOFUL": member_bytes("SOFUL", {"sketch_size": 3}, 5, 16) + records,
+           "OFUL": member_bytes("OFUL", {}, 5, 16) + records}
     budget = budget_members * max(own.values())
     units = pack(cfg.runs, shapes=shapes, max_batch=max_batch, batch_memory=budget, workers=workers)
     _partition_ok(units, cfg.runs)

@@ -133,7 +133,8 @@ def test_dry_run_reports_the_largest_runs_memory(tmp_path, capsys):
 
 def test_validation_builds_nothing_it_has_not_checked(tmp_path, capsys, monkeypatch):
     """A user's class is checked by name and signature, never constructed; a registered agent
-    is built without d, so it allocates nothing."""
+    whose state for d would take more than DIMENSION_CHECK_BYTES is built without d, so it
+    allocates nothing (OFUL at d = 5000: a 200 MB inverse)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sideeffect.py").write_text(
         "import pathlib\n"
@@ -154,7 +155,7 @@ def test_validation_builds_nothing_it_has_not_checked(tmp_path, capsys, monkeypa
         if "_allocate" in vars(cls):
             monkeypatch.setattr(cls, "_allocate", no_allocation)
     config = _write(tmp_path / "c.yaml", {**THREE, "agents": [
-        {"name": "sideeffect:Agent", "args": {"eps": 0.5}}, {"name": "OFUL", "args": {"d": 5}}]})
+        {"name": "sideeffect:Agent", "args": {"eps": 0.5}}, {"name": "OFUL", "args": {"d": 5000}}]})
     try:
         assert main(["sweep", str(config), "--dry-run"]) == 0, capsys.readouterr().err
         assert not (tmp_path / "constructed").exists()
@@ -163,6 +164,130 @@ def test_validation_builds_nothing_it_has_not_checked(tmp_path, capsys, monkeypa
         assert "has no argument 'epsilon'" in line and not (tmp_path / "constructed").exists()
     finally:
         sys.modules.pop("sideeffect", None)
+
+
+@pytest.mark.parametrize("how", ["dry-run", "sweep", "run"])
+def test_an_argument_checked_against_d_is_refused_before_the_run(tmp_path, capsys, how):
+    """``DBSLinUCB(l0=10)`` on arms of d = 5: refused by validation (the agent is built with the
+    env's d), not at the first round of the run, and nothing is written."""
+    env_d5 = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 5}}
+    config = _write(tmp_path / "c.yaml", {**THREE, "envs": [env_d5],
+                                          "agents": [{"name": "DBSLinUCB", "args": {"l0": 10}}]})
+    out = tmp_path / "out"
+    argv = {"dry-run": ["sweep", str(config), "--dry-run"],
+            "sweep": ["sweep", str(config), "--out", str(out)],
+            "run": ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "DBSLinUCB",
+                    "--agent-arg", "l0=10", "--env-arg", "d=5", "--horizon", "5", "--no-progress",
+                    "--out", str(out)]}[how]
+    line = _refused(capsys, argv)
+    assert "l0=10 exceeds the dimension d=5" in line, line
+    if how != "run":
+        assert "agents[0].args.l0" in line and "'LinBandit-Synthetic-v0'" in line, line
+    assert not out.exists()
+    with pytest.raises(ConfigError, match="l0=10 exceeds the dimension d=5"):
+        parse_config(config)
+
+
+@pytest.mark.parametrize("horizon", [10_000_000_000, 99999999999999999999])
+def test_a_horizon_whose_records_cannot_fit_is_refused_naming_horizon(tmp_path, capsys, horizon):
+    """``horizon: 10000000000`` fails ``--dry-run`` (not at run time, allocating 74.5 GiB), and
+    ``run --horizon`` of either size is one line naming ``horizon`` and the records."""
+    env = {"id": "LinBandit-Synthetic-v0", "args": {"d": 4, "n_arms": 3}}
+    config = _write(tmp_path / "c.yaml", {**THREE, "horizon": horizon, "envs": [env]})
+    line = _refused(capsys, ["sweep", str(config), "--dry-run"])
+    assert line.startswith("linbandit sweep: error: horizon: "), line
+    assert f"horizon={horizon}" in line and "records" in line and "lower horizon" in line, line
+    line = _refused(capsys, ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL",
+                             "--horizon", str(horizon), "--no-progress",
+                             "--out", str(tmp_path / "out")])
+    assert f"horizon={horizon}" in line and "records" in line, line
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match=f"horizon={horizon}: the records of"):  # the loop's check
+        run("LinBandit-Synthetic-v0", AGENTS["OFUL"](), progress=False,
+            env_kwargs={**env["args"], "horizon": horizon})
+
+
+def test_dry_run_counts_the_records_in_the_largest_run(tmp_path, capsys):
+    long_env = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "horizon": 200_000}}
+    config = _write(tmp_path / "c.yaml", {**THREE, "envs": [long_env]})
+    assert main(["sweep", str(config), "--dry-run"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "records 102 MB" in last and "about 102 MB" in last, last
+
+
+# -- a refused command leaves the output directory as it was ------------------------------------
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file and directory under ``root`` (dot files too): its size and modification time."""
+    return {str(p.relative_to(root)): (p.lstat().st_size, p.lstat().st_mtime_ns)
+            for p in root.rglob("*")}
+
+
+@pytest.mark.parametrize("options", [
+    ["--workers", "0"], ["--max-batch", "0"], ["--timing-repeats", "0"], ["--threads", "0"],
+    ["--address", "127.0.0.1:1"], ["--backend", "ray", "--address", "nowhere"],
+], ids=lambda o: " ".join(o))
+def test_a_refused_sweep_leaves_its_directory_as_it_was(tmp_path, capsys, options):
+    """``sweep small.yaml --out EXISTING --workers 0`` exits 2 without rewriting config.yaml,
+    manifest.json or .lock: ``plot EXISTING`` still finds its finished runs. ``--dry-run``
+    refuses the same options."""
+    out = tmp_path / "out"
+    sweep(THREE, out, log=None)
+    other = _write(tmp_path / "other.yaml", {**THREE, "name": "other", "seeds": 4})
+    before = _tree(out)
+    for dry in ([], ["--dry-run"]):
+        _refused(capsys, ["sweep", str(other), "--out", str(out), *options, *dry])
+        assert _tree(out) == before
+    assert main(["plot", str(out), "--formats", "png"]) == 0
+    assert len(load_runs(out)) == 3
+    capsys.readouterr()
+
+
+def test_a_sweep_whose_env_cannot_be_built_writes_nothing(tmp_path, capsys, monkeypatch):
+    """The envs of the runs to do are built before the first write (a dataset missing on this
+    machine is found then): the directory is left as it was."""
+    out = tmp_path / "out"
+    sweep(THREE, out, log=None)
+    before = _tree(out)
+    from linbandit_gym.envs.synthetic import SyntheticLinBanditEnv
+
+    def missing_data(self, *args, **kwargs):
+        raise FileNotFoundError("the data of this env is not on this machine")
+
+    monkeypatch.setattr(SyntheticLinBanditEnv, "reset", missing_data)
+    more = _write(tmp_path / "o.yaml", {**THREE, "seeds": 4})
+    line = _refused(capsys, ["sweep", str(more), "--out", str(out)])
+    assert "cannot be built" in line and "not on this machine" in line, line
+    assert _tree(out) == before
+
+
+@pytest.mark.parametrize("horizon", ["0", "-7"])
+def test_tune_refuses_a_horizon_instead_of_using_the_configs(tmp_path, capsys, horizon):
+    config = _write(tmp_path / "c.yaml", THREE)
+    line = _refused(capsys, ["tune", str(config), "--horizon", horizon, "--out",
+                             str(tmp_path / "t"), "--beta", "0.1", "--lam", "1"])
+    assert "--horizon" in line and f"got {horizon}" in line, line
+    assert not (tmp_path / "t").exists()
+
+
+def test_run_refuses_two_different_horizons(tmp_path, capsys):
+    run_argv = ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--env-arg", "d=3",
+                "--no-progress", "--env-arg", "horizon=5"]
+    line = _refused(capsys, [*run_argv, "--horizon", "7", "--out", str(tmp_path / "out")])
+    assert "--horizon 7" in line and "horizon=5" in line, line
+    assert not (tmp_path / "out").exists()
+    assert main([*run_argv, "--horizon", "5"]) == 0  # the same length twice is one length
+    capsys.readouterr()
+
+
+def test_plot_and_report_refuse_what_they_cannot_write_before_writing(tmp_path, capsys):
+    out = tmp_path / "out"
+    sweep(THREE, out, log=None)
+    before = _tree(out)
+    assert "'xyz'" in _refused(capsys, ["plot", str(out), "--formats", "png,xyz"])
+    line = _refused(capsys, ["report", str(out), "--out", str(tmp_path / "missing" / "r.html")])
+    assert str(tmp_path / "missing") in line, line
+    assert _tree(out) == before
 
 
 # -- workers that die are replaced -------------------------------------------------------------
@@ -299,7 +424,7 @@ def test_runs_being_a_file_is_one_line(tmp_path, capsys):
 def test_a_full_disk_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
     import linbandit_gym.records as storage  # where runs are saved
 
-    def no_space(frame, stem):
+    def no_space(frame, stem, root=None):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(stem) + ".parquet")
 
     monkeypatch.setattr(storage, "write_records", no_space)

@@ -27,7 +27,7 @@ from linbandit_host.seeds import check_seeds
 from linbandit_host.user_line import KeptWarning, kept_warnings
 
 from .._version import __version__
-from ..experiments.experiment import run_experiment
+from ..experiments.experiment import run_experiment, with_horizon
 from ..feedback import FeedbackSchedule, schedule_problems
 from ..registration import ENV_IDS, env_description
 from ..arguments import format_problems, rst_to_text
@@ -185,9 +185,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
     entry = lookup_agent(args.agent)
-    run_env_kwargs = env_kwargs if args.horizon is None else {**env_kwargs, "horizon": args.horizon}
+    run_env_kwargs = with_horizon(env_kwargs, args.horizon)
     _check_run_arguments(args.env, run_env_kwargs, entry, agent_kwargs)
-    _check_run_memory(entry, agent_kwargs, args.env, run_env_kwargs)
+    memory = _check_run_memory(entry, agent_kwargs, args.env, run_env_kwargs, args.seeds)
+    problem = entry.value_problem(agent_kwargs, memory.d or None, memory.agent_up_front)
+    if problem:  # what the agent checks against the arms' dimension (l0 <= d): before anything runs
+        raise ValueError(problem)
     agent = entry.build(agent_kwargs)
     # labelled as run() labels the agent (its name and non-default arguments: object_label), then,
     # as a sweep labels its runs, the feedback schedule where it is not the plain loop's; an agent
@@ -206,12 +209,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_run_memory(entry: AgentEntry, agent_kwargs: dict[str, Any], env_id: str, env_kwargs: dict[str, Any]) -> None:
-    """Before ``run`` builds the agent: agent and env must fit in memory together, from their
-    estimates (:func:`linbandit_gym.registry.check_run_fits`); nothing is built."""
+def _check_run_memory(entry: AgentEntry, agent_kwargs: dict[str, Any], env_id: str,
+                      env_kwargs: dict[str, Any], seeds: Any = 1) -> Any:
+    """Before ``run`` builds the agent: agent, env and the records of its ``seeds`` (a count;
+    ``run`` returns them together) must fit in memory, from their estimates
+    (:func:`linbandit_gym.registry.check_run_fits`); nothing is built. Returns the estimate."""
     from ..registry import check_run_fits, estimate_run_bytes
 
-    check_run_fits(entry, agent_kwargs, estimate_run_bytes(entry, agent_kwargs, env_id, env_kwargs), env_id)
+    members = seeds if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1 else 1
+    memory = estimate_run_bytes(entry, agent_kwargs, env_id, env_kwargs, members=members)
+    return check_run_fits(entry, agent_kwargs, memory, env_id)
 
 
 def demo_agents() -> list[tuple[str, Any]]:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..batched import DEFAULT_MAX_BATCH
@@ -161,6 +162,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from ..experiments.config import parse_config
     from ..experiments.sweep import default_out_dir, plan, sweep
 
+    # every option is checked, with --dry-run too: a dry run says whether the command would run
     options = execution_options(args)
     cfg = parse_config(_config_source(args))
     out = Path(args.out) if args.out else default_out_dir(cfg)
@@ -183,8 +185,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _largest_run_line(cfg) -> str:
-    """``largest run: AGENT on ENV, about 3.5 MiB (agent 1.2 MiB, env 2.3 MiB) of 20 GiB
-    available``."""
+    """``largest run: AGENT on ENV, about 3.5 MiB (agent 1.2 MiB, env 2.3 MiB, records 1 MiB) of
+    20 GiB available``."""
     from ..envs.memory import format_bytes, memory_limit_bytes
 
     largest = cfg.largest_run()
@@ -194,7 +196,18 @@ def _largest_run_line(cfg) -> str:
     agent_part = ("agent: no estimate" if memory.agent_bytes is None else
                   f"agent {'up to ' if memory.agent_grows else ''}{format_bytes(memory.agent_bytes)}")
     return (f"largest run: {agent} on {env}, about {format_bytes(memory.total)} ({agent_part}, env "
-            f"{format_bytes(memory.env_bytes)}) of {format_bytes(memory_limit_bytes())} available")
+            f"{format_bytes(memory.env_bytes)}, records {format_bytes(memory.records_bytes)}) of "
+            f"{format_bytes(memory_limit_bytes())} available")
+
+
+def _note_partial(command: str, out_dir: str | Path) -> None:
+    """Say on stderr when the tables and figures just written hold only part of the config's
+    runs (a sweep still writing the directory, runs not finished or deleted)."""
+    from ..experiments.sweep import completeness
+
+    note = completeness(out_dir).note()
+    if note:
+        print(f"linbandit {command}: note: {note}", file=sys.stderr)
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
@@ -204,6 +217,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     files = make_plots(args.dir, formats=formats)
     for path in files:
         print(path)
+    _note_partial("plot", args.dir)
     return 0
 
 
@@ -212,6 +226,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     path = write_report(args.dir, fmt=args.format, out=args.out, replot=not args.no_replot)
     print(f"report written to {path}")
+    _note_partial("report", args.dir)
     return 0
 
 

@@ -86,15 +86,19 @@ __all__ = [
     "run_id",
     "canonical_json",
     "MAX_RUNS",
+    "MAX_CONFIG_VALUES",
+    "MAX_CONFIG_TEXT",
+    "check_config_size",
     "SEED_LIMIT",
 ]
 
 TOP_LEVEL_KEYS = {
     "name": "a name for the sweep (default output directory runs/NAME)",
-    "description": "free text, shown in the report",
+    "description": "free text (a string), shown in the report",
     "task": "'bandit' (default) or 'matrix-approx'",
     "seeds": "an int n (seeds 0..n-1) or a list of ints",
-    "horizon": "rounds per episode, passed to every env as horizon=",
+    "horizon": "rounds per episode, passed to every env as horizon= (an env's own args.horizon "
+               "wins)",
     "envs": "list of {id, args, grid, label}",
     "agents": "list of {name, args, grid, label, family, record, envs}",
     "data": "matrix-approx only: {n, d, every}",
@@ -123,6 +127,18 @@ TASKS = {"bandit", "matrix-approx"}
 #: The most runs one config expands into: each is two files in one directory and at least a
 #: process round trip; a config past this is a typo (``seeds: 1000000000``) or several sweeps.
 MAX_RUNS = 100_000
+
+#: The most values a config may hold, and the most characters of text, counted as the config
+#: expands: a YAML alias (``*name``) repeats what its anchor (``&name``) holds each time it is
+#: used, so that a few lines of aliases of aliases (an "alias bomb") can stand for billions of
+#: values. Far above any real config (a grid of 10,000 points, 100,000 seeds, a page of
+#: description); a config past them is refused as it is read (:func:`check_config_size`).
+MAX_CONFIG_VALUES = 1_000_000
+MAX_CONFIG_TEXT = 1_000_000
+#: The deepest a config's nesting may go (a grid point's value inside a list inside a mapping
+#: is 5 deep), and the largest file read as one.
+MAX_CONFIG_DEPTH = 50
+MAX_CONFIG_BYTES = 10_000_000
 
 #: The paper's tuning grids (Wen et al., 2025, App. F.1).
 PAPER_BETA_GRID = [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
@@ -194,14 +210,51 @@ _Loader.add_implicit_resolver(
 )
 
 
+def check_config_size(data: Any, where: str = "the config") -> None:
+    """Refuse ``data`` (a loaded config) if, expanded, it holds more than
+    :data:`MAX_CONFIG_VALUES` values or :data:`MAX_CONFIG_TEXT` characters of text: each use of
+    a YAML alias counts what it repeats (a recursive alias, ``&a [*a]``, never ends and is
+    refused too). Stops counting at the limit: an alias bomb costs no more than a real config."""
+    values = text = 0
+    stack = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        values += 1
+        if isinstance(item, str):
+            text += len(item)
+        elif isinstance(item, (dict, list, tuple)):
+            if depth > MAX_CONFIG_DEPTH:
+                raise ConfigError(f"{where} nests lists and mappings more than {MAX_CONFIG_DEPTH} "
+                                  "deep: a config lists agents, envs and seeds, a few levels deep")
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+        if values > MAX_CONFIG_VALUES or text > MAX_CONFIG_TEXT:
+            what = (f"more than {MAX_CONFIG_VALUES:,} values" if values > MAX_CONFIG_VALUES
+                    else f"more than {MAX_CONFIG_TEXT:,} characters of text")
+            raise ConfigError(
+                f"{where} expands into {what} (YAML aliases, *name, repeat what &name holds each "
+                "time they are used): a config lists agents, envs and seeds; write several "
+                "configs, or fewer aliases"
+            )
+
+
 def load_config(source: str | Path | dict) -> dict:
-    """Read a config from a YAML/TOML file (by suffix; YAML otherwise) or copy a dict."""
+    """Read a config from a YAML/TOML file (by suffix; YAML otherwise) or copy a dict; what it
+    expands into is bounded (:func:`check_config_size`)."""
     if isinstance(source, dict):
+        check_config_size(source)
         return copy.deepcopy(source)
     path = Path(source)
     if not path.is_file():
         raise FileNotFoundError(f"sweep config {str(path)!r} not found")
-    text = path.read_text()
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: {path.stat().st_size:,} bytes is not a sweep config (at most "
+                          f"{MAX_CONFIG_BYTES:,}): a config lists agents, envs and seeds")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a text file in UTF-8 ({exc.reason} at byte "
+                          f"{exc.start})") from None
     if path.suffix.lower() == ".toml":
         import tomllib
 
@@ -209,13 +262,18 @@ def load_config(source: str | Path | dict) -> dict:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+        except RecursionError:
+            raise ConfigError(f"{path}: nests tables and arrays too deep to read") from None
     else:
         try:
             data = yaml.load(text, Loader=_Loader)
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        except RecursionError:
+            raise ConfigError(f"{path}: nests lists and mappings too deep to read") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a sweep config is a mapping (agents:, envs:, seeds:, ...), got {type(data).__name__}")
+    check_config_size(data, str(path))
     return data
 
 
@@ -347,6 +405,12 @@ def _seeds(value: Any, where: str = "seeds") -> list[int]:
     if value is None:
         return [0]
     return check_seeds(value, where, error=ConfigError)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a message quotes what it refuses, briefly)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _positive_int(value: Any, where: str) -> int:
@@ -500,6 +564,10 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             check_file_name(name, "name")
         except ValueError as exc:
             problems.add(str(exc))
+    description = raw.get("description")
+    if description is not None and not isinstance(description, str):
+        problems.add(f"description: expected free text (a string), got "
+                     f"{type(description).__name__} {_short(description)}")
     seeds, record, horizon, tuned, envs = [0], {}, None, {}, []
     with problems.section():
         seeds = _seeds(raw.get("seeds"))
@@ -537,6 +605,9 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             if raw.get("data") is not None:
                 raise ConfigError("data: only for task: matrix-approx; bandit sweeps list envs:")
             envs = _expand_envs(raw.get("envs"), horizon)
+    if task == "bandit" and envs:
+        with problems.section():
+            _check_plot_axes(raw.get("plots"), envs)
 
     try:  # before expanding: a billion runs would take minutes and gigabytes
         _check_run_count(agents, envs, seeds, feedback)
@@ -558,8 +629,15 @@ def _validate_tuned(tuned: Any) -> dict:
     if not isinstance(tuned, dict):
         raise ConfigError(f"tuned: expected a mapping ENV_LABEL: {{AGENT_LABEL: {{arg: value}}}}, got {tuned!r}")
     for env_label, per_agent in tuned.items():
+        if not isinstance(env_label, str):
+            raise ConfigError(f"tuned: {env_label!r} is not an env label (a string, or a glob such "
+                              "as '*')")
         if not isinstance(per_agent, dict) or not all(isinstance(v, dict) for v in per_agent.values()):
             raise ConfigError(f"tuned.{env_label}: expected a mapping AGENT_LABEL: {{arg: value}}")
+        for agent_label in per_agent:
+            if not isinstance(agent_label, str):
+                raise ConfigError(f"tuned.{env_label}: {agent_label!r} is not an agent label (a "
+                                  "string or a glob)")
         for agent_label, values in per_agent.items():
             _mapping(values, f"tuned.{env_label}.{agent_label}")
     return tuned
@@ -653,7 +731,11 @@ def _expand_runs(x: _Expansion, entry: dict, where: str, agent: AgentEntry,
         checks.check_overrides(overrides, tuned_where)
         checks.check_values(final_args, j, point, overrides, tuned_where)
     if x.validate_args and (label, env["label"]) not in x.memory:
-        x.memory[(label, env["label"])] = _check_run_memory(agent, final_args, env, x.task, where)
+        memory = _check_run_memory(agent, final_args, env, x.task, where)
+        x.memory[(label, env["label"])] = memory
+        if checks is not None and x.task == "bandit":  # against the arms' d (l0 <= d)
+            checks.check_values(final_args, j, point, overrides, tuned_where, memory=memory,
+                                env_label=env["label"])
     for seed in x.seeds:
         config = {
             "task": x.task,
@@ -735,7 +817,8 @@ def _check_run_memory(agent: AgentEntry, args: dict, env: dict, task: str, where
     try:
         return check_run_fits(agent, args, run, f"env {env['label']!r}")
     except ValueError as exc:
-        raise ConfigError(f"{where}.args: {exc}") from None
+        location = "horizon" if getattr(exc, "cause", None) == "records" else f"{where}.args"
+        raise ConfigError(f"{location}: {exc}") from None
 
 
 def _agent_bytes(agent: AgentEntry, d: int, n_arms: int, args: dict) -> int | None:
@@ -796,14 +879,23 @@ class _AgentArgumentChecks:
         self._report([(f"{tuned_where}.{p.name}", p) for p in self.agent.argument_problems(overrides)])
 
     def check_values(self, args: dict, j: int, point: dict, overrides: dict | None = None,
-                     tuned_where: str = "tuned") -> None:
+                     tuned_where: str = "tuned", memory: RunMemory | None = None,
+                     env_label: str | None = None) -> None:
         """The agent's own value checks of ``args`` (grid point ``j``), reported at the key of
-        the argument the message names; skipped where a name or type is wrong (reported already)."""
-        key = canonical_json(args)
+        the argument the message names; skipped where a name or type is wrong (reported already).
+        With the ``memory`` estimate of a run on env ``env_label``, the checks against that env's
+        dimension (:meth:`~linbandit_gym.registry.AgentEntry.value_problem`), once per dimension."""
+        d = None if memory is None else memory.d or None
+        key = canonical_json([args, d])
         if key in self.valued or self.agent.argument_problems(args):
             return
         self.valued.add(key)
-        message = self.agent.value_problem(args)
+        if d is None:
+            message = self.agent.value_problem(args)
+        else:
+            message = self.agent.value_problem(args, d, memory.agent_up_front)
+            if message is not None and self.agent.value_problem(args) is None:
+                message += f" (on env {env_label!r}, whose arms have d={d})"
         if message is None:
             return
         name = named_argument(message, args)
@@ -895,11 +987,37 @@ def _validate_plots(plots: Any) -> None:
                 raise ConfigError(str(exc)) from None
         if entry.get("kind") not in PLOT_KINDS:
             raise ConfigError(f"{where}.kind: expected one of {sorted(PLOT_KINDS)}, got {entry.get('kind')!r}")
+        for key in ("title", "family", "x", "group", "env"):  # text; a name or a glob
+            if entry.get(key) is not None and not isinstance(entry[key], str):
+                raise ConfigError(f"{where}.{key}: expected a string, got "
+                                  f"{type(entry[key]).__name__} {_short(entry[key])}")
+        if entry.get("bound") is not None and not isinstance(entry["bound"], bool):
+            raise ConfigError(f"{where}.bound: expected true or false, got "
+                              f"{_short(entry['bound'])}")
         agents = entry.get("agents")
         if agents is not None and not (isinstance(agents, list) and all(isinstance(a, str) for a in agents)):
             raise ConfigError(f"{where}.agents: expected a list of agent labels or glob patterns, got {agents!r}")
         if entry["kind"] == "param" and not (entry.get("family") and entry.get("x")):
             raise ConfigError(f"{where}: a param plot needs family: and x: (and optionally group:)")
+
+
+def _check_plot_axes(plots: Any, envs: list[dict]) -> None:
+    """Each ``scaling`` or ``fronts`` figure puts an env argument on its x axis (``x``, default
+    ``d``): every env it draws must be given that argument, so that ``linbandit plot`` after
+    the sweep does not fail on it (checked before anything runs)."""
+    if not isinstance(plots, list):
+        return
+    for i, entry in enumerate(plots):
+        if not isinstance(entry, dict) or entry.get("kind") not in ("scaling", "fronts"):
+            continue
+        x = entry.get("x") or "d"
+        labels = [env["label"] for env in envs]
+        drawn = select_labels(labels, [entry["env"]]) if entry.get("env") else labels
+        missing = [env["label"] for env in envs if env["label"] in drawn and x not in env["args"]]
+        if missing:
+            raise ConfigError(f"plots[{i}].x: env(s) {missing} are not given the argument {x!r} "
+                              f"that this {entry['kind']} figure is drawn against; give it in "
+                              "their args (or grid), or set x")
 
 
 def _validate_tune(tune: Any) -> None:

@@ -15,27 +15,16 @@ or records but its times, so it is kept apart from the sweep config, in one froz
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from dataclasses import dataclass, fields
 from typing import Any
 
 from linbandit_host.memory import parse_bytes
 
 from ..threads import DEFAULT_THREADS, check_threads
-from .backends import BACKENDS
-from .packing import DEFAULT_BATCH_MEMORY
+from .backends import check_backend, check_workers
+from .packing import DEFAULT_BATCH_MEMORY, check_max_batch
 
 __all__ = ["ExecutionOptions"]
-
-
-def _positive_int(value: Any, name: str, optional: bool = False) -> int | None:
-    if optional and value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(
-            f"{name} must be an int >= 1{' or None' if optional else ''}, got {value!r}"
-        )
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -67,7 +56,8 @@ class ExecutionOptions:
             machine disturbed least); ``None``: the config's ``timing_repeats``, else 1.
 
     Raises:
-        ValueError: a value out of its range, naming the field.
+        ValueError: a value out of its range, naming the field (checked without connecting to a
+            Ray cluster: an address of the wrong form, or Ray not installed, is refused here).
     """
 
     workers: int = 1
@@ -81,27 +71,23 @@ class ExecutionOptions:
     timing_repeats: int | None = None
 
     def __post_init__(self) -> None:
-        set_field = lambda name, value: object.__setattr__(
-            self, name, value
-        )  # frozen: checked once
-        set_field("workers", _positive_int(self.workers, "workers"))
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
-        if self.address is not None and not isinstance(self.address, str):
-            raise ValueError(
-                f"address must be a Ray address such as 'ray://head:10001' or 'auto', got "
-                f"{self.address!r}"
-            )
+        def set_field(name: str, value: Any) -> None:  # frozen: each field checked once, here
+            object.__setattr__(self, name, value)
+
+        set_field("workers", check_workers(self.workers))
+        check_backend(self.backend, self.address)  # without connecting anywhere
         set_field("threads", check_threads(self.threads))
         if not any(self.batched is choice for choice in (None, True, False)):
             raise ValueError(f"batched must be None, True or False, got {self.batched!r}")
         if not isinstance(self.timing_runs, bool):
             raise ValueError(f"timing_runs must be True or False, got {self.timing_runs!r}")
         set_field("batch_memory", parse_bytes(self.batch_memory, "batch_memory"))
-        set_field("max_batch", _positive_int(self.max_batch, "max_batch", optional=True))
-        set_field(
-            "timing_repeats", _positive_int(self.timing_repeats, "timing_repeats", optional=True)
-        )
+        if self.max_batch is not None:
+            set_field("max_batch", check_max_batch(self.max_batch))
+        repeats = self.timing_repeats
+        if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int)
+                                    or repeats < 1):
+            raise ValueError(f"timing_repeats must be an int >= 1, got {repeats!r}")
 
     @classmethod
     def build(cls, options: ExecutionOptions | None = None, **changes: Any) -> ExecutionOptions:

@@ -22,7 +22,7 @@ from ..text import count, mean_spread
 from ..threads import DEFAULT_THREADS
 from .sweep import play_into
 
-__all__ = ["run_experiment"]
+__all__ = ["run_experiment", "with_horizon"]
 
 
 def run_experiment(
@@ -57,9 +57,7 @@ def run_experiment(
     ``update_every``: the feedback schedule of every run (:func:`linbandit_gym.evaluate.run`).
     """
     played_schedule = FeedbackSchedule(feedback_delay, update_every).config_entries()
-    env_kwargs = dict(env_kwargs or {})
-    if horizon is not None:
-        env_kwargs["horizon"] = horizon
+    env_kwargs = with_horizon(env_kwargs, horizon)
     check_env_args(env_id, env_kwargs)
     players = agent if isinstance(agent, list) else [(agent_name, agent)]
     clock = [time.perf_counter()]
@@ -123,3 +121,17 @@ def run_experiment(
         write_tables(out)
         plot_cumulative_regret(records, Path(out) / "regret.png")
     return records, summary
+
+
+def with_horizon(env_kwargs: dict[str, Any] | None, horizon: int | None) -> dict[str, Any]:
+    """``env_kwargs`` with ``horizon`` (``--horizon``) as its ``horizon``; the env's own
+    ``horizon`` given too (``--env-arg horizon=5 --horizon 7``) must be the same, else a
+    ``ValueError``: one of two values for one thing would be dropped without a word."""
+    env_kwargs = dict(env_kwargs or {})
+    if horizon is None:
+        return env_kwargs
+    if "horizon" in env_kwargs and env_kwargs["horizon"] != horizon:
+        given = env_kwargs["horizon"]
+        raise ValueError(f"--horizon {horizon!r} and --env-arg horizon={given!r} give the episode "
+                         "two lengths: give it once")
+    return {**env_kwargs, "horizon": horizon}

@@ -19,17 +19,18 @@ import numpy as np
 import pandas as pd
 
 from ..plots import (
-    plot_cumulative_regret, plot_fronts, plot_matrix_error, plot_param_effect, plot_pareto, plot_scaling,
-    plot_sketch_size, plot_spectral_exponent, save_figure,
+    check_formats, plot_cumulative_regret, plot_fronts, plot_matrix_error, plot_param_effect,
+    plot_pareto, plot_scaling, plot_sketch_size, plot_spectral_exponent, save_figure,
 )
 from ..evaluate import timed_runs
+from ..records import atomic_path, write_text_atomic
 from ..text import NOT_REPORTED, count, exact_updates, mean_spread, reported_bytes
 from .config import ConfigError, _validate_plots, select_labels, tuned_arguments
-from ..records import load_meta, load_records, load_runs
+from ..records import check_output_dir, completeness, load_meta, load_records, load_runs
 from .sweep import read_sweep_config, run_warnings, summary_table, warning_lines
 
 __all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
-           "scaling_points", "with_tuned"]
+           "scaling_points", "seeds_in_words", "with_tuned"]
 
 
 def _slug(text: str) -> str:
@@ -63,13 +64,27 @@ _ARG_NAMES = (("d", "d"), ("n_arms", "K"), ("horizon", "T"), ("rank", "rank"), (
               ("dataset", "data"))
 
 
+def seeds_in_words(runs: pd.DataFrame) -> str:
+    """How many seeds each agent of ``runs`` has, in words: ``"3 seeds"`` when every agent has
+    as many, else the most and the agents with fewer (``"6 seeds (OFUL beta=0.1: 5)"``), so that
+    a caption never claims seeds a curve does not average over (a run deleted, or not finished)."""
+    per_agent = runs.groupby("agent", sort=False)["seed"].nunique()
+    most = int(per_agent.max()) if len(per_agent) else 0
+    fewer = per_agent[per_agent < most]
+    if fewer.empty:
+        return count(most, "seed")
+    listed = ", ".join(f"{agent}: {int(n)}" for agent, n in fewer.iloc[:3].items())
+    more = f" and {len(fewer) - 3} more with fewer" if len(fewer) > 3 else ""
+    return f"{count(most, 'seed')} ({listed}{more})"
+
+
 def _caption(settings: dict, runs: pd.DataFrame) -> str:
     """``"LinBandit-Synthetic-v0: d=100, K=100, T=2000, 3 seeds"``: what a figure of these runs shows."""
     parts = [f"{short}={settings[key]}" for key, short in _ARG_NAMES if settings.get(key) is not None]
     rounds = runs["rounds"].max() if "rounds" in runs and "horizon" not in settings else None
     if rounds is not None and pd.notna(rounds):
         parts.append(f"T={int(rounds)}")
-    parts.append(count(runs["seed"].nunique(), "seed"))
+    parts.append(seeds_in_words(runs))
     return f"{settings.get('id', '')}: " + ", ".join(parts)
 
 
@@ -194,18 +209,24 @@ def with_tuned(table: pd.DataFrame, raw: dict) -> pd.DataFrame:
 def write_tables(out_dir: str | Path) -> tuple[pd.DataFrame, list[Path]]:
     """Write ``summary.csv`` (exact numbers) and ``summary.md`` (rounded, then the distinct
     warnings of the runs, each with where it came from) into ``out_dir``; a row whose arguments
-    the config's ``tuned:`` section sets says which (:func:`with_tuned`)."""
-    out = Path(out_dir)
+    the config's ``tuned:`` section sets says which (:func:`with_tuned`). ``summary.md`` says so
+    below the table when runs of the config are not finished (yet)
+    (:func:`~linbandit_gym.experiments.sweep.completeness`)."""
+    out = check_output_dir(out_dir)
     runs = load_runs(out)
     table = with_tuned(summary_table(runs), read_sweep_config(out) or {})
     csv, md = out / "summary.csv", out / "summary.md"
-    table.to_csv(csv, index=False)
+    note = completeness(out).note()
+    with atomic_path(csv, out) as tmp:
+        table.to_csv(tmp, index=False)
     text = markdown_table(format_table(table)) + "\n" if not table.empty else "(no finished runs)\n"
+    if note:
+        text += f"\n{note}\n"
     warnings = warning_lines(run_warnings(out, runs))
     if warnings:
         text += "\nWarnings of the runs (each once):\n\n"
         text += "".join(f"- {line}\n" for line in warnings)
-    md.write_text(text)
+    write_text_atomic(text, md, out)
     return table, [csv, md]
 
 
@@ -238,7 +259,8 @@ def _default_plots(runs: pd.DataFrame, has_spectral: bool) -> list[dict]:
 
 def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
     """Draw every figure of a sweep into ``DIR/plots`` and write the summary tables; returns the files."""
-    out = Path(out_dir)
+    out = check_output_dir(out_dir)
+    formats = check_formats(formats)
     runs = load_runs(out)
     if runs.empty:
         raise FileNotFoundError(f"{out} has no finished runs yet: run the sweep first")
@@ -247,6 +269,8 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         _validate_plots(raw.get("plots"))
     except ConfigError as exc:
         raise ConfigError(f"{out / 'config.yaml'}: {exc}") from None
+    if raw.get("task") != "matrix-approx":
+        _check_scaling_arguments(out, runs, raw.get("plots") or [])
     plot_dir = out / "plots"
     written: list[Path] = []
     captions: dict[str, dict] = {}  # figure file stem -> what the figure shows, in words (the report's captions)
@@ -260,12 +284,12 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
             fig = plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
             data = raw.get("data") or {}
             caption = (f"N(0, I) rows, normalised: n={data.get('n')}, d={data.get('d')}, "
-                       f"{count(runs['seed'].nunique(), 'seed')}")
+                       f"{seeds_in_words(runs)}")
             _title(fig.axes[0], spec.get("title") or "spectral norm error of the sketch", caption)
             stem = spec.get("name") or f"matrix_error_{i}"
             captions[stem] = _in_words(spec, "matrix_error", caption)
-            written += save_figure(fig, plot_dir / stem, formats)
-        return written + [_write_captions(plot_dir, captions)]
+            written += save_figure(fig, plot_dir / stem, formats, out)
+        return written + [_write_captions(out, captions)]
 
     spectral = spectral_series(out, runs)
     specs = raw.get("plots") or _default_plots(runs, not spectral.empty)
@@ -305,7 +329,7 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                     _title(fig.axes[0], spec.get("title") or f"{env}: sketch size over time", caption)
                 captions[f"{name or kind}{suffix}"] = _in_words(spec, kind, caption, env=env, several=several
                                                                 if kind == "regret" else False)
-                written += save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats)
+                written += save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats, out)
             elif kind == "pareto":
                 chosen = env_runs[env_runs["agent"].isin(labels)]
                 table = with_agent_args(summary_table(chosen), chosen)
@@ -315,7 +339,7 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                     fig = plot_pareto(table, x, title=title)
                     stem = f"{name or 'pareto'}_{tag}{suffix}"
                     captions[stem] = _in_words(spec, f"pareto_{tag}", caption, env=env)
-                    written += save_figure(fig, plot_dir / stem, formats)
+                    written += save_figure(fig, plot_dir / stem, formats, out)
             elif kind == "spectral":
                 sub = spectral[(spectral["env"] == env) & spectral["agent"].isin(labels)] if not spectral.empty else spectral
                 if sub.empty:
@@ -323,7 +347,8 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                 fig = plot_spectral_exponent(sub)
                 _title(fig.axes[0], spec.get("title") or f"{env}: spectral error exponent log(Δ_t)/log t", caption)
                 captions[f"{name or 'spectral_exponent'}{suffix}"] = _in_words(spec, kind, caption, env=env)
-                written += save_figure(fig, plot_dir / f"{name or 'spectral_exponent'}{suffix}", formats)
+                stem = f"{name or 'spectral_exponent'}{suffix}"
+                written += save_figure(fig, plot_dir / stem, formats, out)
             elif kind == "param":
                 fam = env_runs[(env_runs["family"] == spec["family"]) & env_runs["agent"].isin(labels)]
                 if fam.empty or f"arg.{spec['x']}" not in fam:
@@ -334,10 +359,27 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                 fig.tight_layout()
                 stem = f"{name or 'param_' + _slug(spec['family'])}{suffix}"
                 captions[stem] = _in_words(spec, kind, caption, env=env)
-                written += save_figure(fig, plot_dir / stem, formats)
+                written += save_figure(fig, plot_dir / stem, formats, out)
             elif kind == "matrix_error":
                 continue
-    return written + [_write_captions(plot_dir, captions)]
+    return written + [_write_captions(out, captions)]
+
+
+def _check_scaling_arguments(out: Path, runs: pd.DataFrame, specs: list[dict]) -> None:
+    """Before any file is written: every env a ``scaling`` or ``fronts`` figure puts on its x
+    axis has the argument ``x`` it is drawn against (:func:`scaling_points` needs it)."""
+    settings = None
+    all_envs = list(dict.fromkeys(runs["env"]))
+    for spec in specs:
+        if spec.get("kind") not in ("scaling", "fronts"):
+            continue
+        settings = settings or env_settings(out, runs)
+        x = spec.get("x") or "d"
+        envs = select_labels(all_envs, [spec["env"]]) if spec.get("env") else all_envs
+        missing = sorted(env for env in envs if settings[env].get(x) is None)
+        if missing:
+            raise ValueError(f"{spec['kind']} plot: env(s) {missing} have no argument {x!r}; set "
+                             "plots[].x to an env argument")
 
 
 def with_agent_args(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -408,13 +450,11 @@ def _in_words(spec: dict, kind: str, what: str, env: str | None = None, several:
     return {"title": title, "caption": f"{spec['title']}. {text}" if spec.get("title") else text}
 
 
-def _write_captions(plot_dir: Path, captions: dict[str, dict]) -> Path:
+def _write_captions(out: Path, captions: dict[str, dict]) -> Path:
     """``plots/captions.json``: figure file stem -> ``{title, caption}`` in words, in the order the
     figures were drawn (what ``linbandit report`` shows)."""
-    path = plot_dir / "captions.json"
-    plot_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(captions, indent=1, ensure_ascii=False), encoding="utf-8")
-    return path
+    text = json.dumps(captions, indent=1, ensure_ascii=False)
+    return write_text_atomic(text, out / "plots" / "captions.json", out)
 
 
 def read_captions(out_dir: str | Path) -> dict[str, dict]:
@@ -457,8 +497,9 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
                      + _shared_times_note(points), fontsize=10)
         fig.tight_layout()
         captions[name] = _in_words(spec, kind, caption)
-        written = save_figure(fig, plot_dir / name, formats)
-        slopes.to_csv(plot_dir / f"{name}_slopes.csv", index=False)
+        written = save_figure(fig, plot_dir / name, formats, out)
+        with atomic_path(plot_dir / f"{name}_slopes.csv", out) as tmp:
+            slopes.to_csv(tmp, index=False)
         names = {"ms_per_round": "ms/round", "peak_memory_bytes": "peak memory"}
         wide = pd.DataFrame({"agent": list(dict.fromkeys(slopes["agent"]))})
         for metric, label in names.items():
@@ -471,7 +512,7 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
         # which times the ms/round slopes were fitted to: measured alone, or (some) shares of batches
         wide["ms/round timed"] = [f"batch shares at {shared[a]} of {int((points['agent'] == a).sum())} points"
                                   if a in shared.index else "alone" for a in wide["agent"]]
-        (plot_dir / f"{name}_slopes.md").write_text(markdown_table(wide) + "\n")
+        write_text_atomic(markdown_table(wide) + "\n", plot_dir / f"{name}_slopes.md", out)
         return written + [plot_dir / f"{name}_slopes.csv", plot_dir / f"{name}_slopes.md"]
     order = points.drop_duplicates("env").sort_values(x)["env"].tolist()
     tables = {env: with_agent_args(summary_table(runs[runs["env"] == env]), runs[runs["env"] == env]) for env in order}
@@ -482,7 +523,7 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
              + caption + _shared_times_note(pd.concat(tables.values(), ignore_index=True)))
     fig = plot_fronts(tables, titles=titles, title=title)
     captions[name] = _in_words(spec, kind, caption)
-    return save_figure(fig, plot_dir / name, formats)
+    return save_figure(fig, plot_dir / name, formats, out)
 
 
 def markdown_table(frame: pd.DataFrame) -> str:

@@ -57,11 +57,12 @@ def reproduce(
     """
     from .figures import format_table, make_plots, markdown_table, write_tables
     from .report import write_report
-    from .sweep import sweep
+    from .sweep import check_output_dir, sweep
 
-    run_options = ExecutionOptions.build(options, **execution)
+    run_options = ExecutionOptions.build(options, **execution)  # checked before anything is written
     raw = load_config(config_path(name, quick))
-    target = Path(out) if out else Path("runs") / f"reproduce-{name}{'-quick' if quick else ''}"
+    default = Path("runs") / f"reproduce-{name}{'-quick' if quick else ''}"
+    target = check_output_dir(Path(out) if out else default)
     say = log or (lambda _msg: None)
     if tune_first:
         if raw.get("task", "bandit") != "bandit":

@@ -7,12 +7,12 @@ sweep killed at any moment leaves every run either finished or absent, and a rer
 config redoes exactly the unfinished ones (and any run whose files were damaged since, saying
 why). One process writes a directory at a time (``DIR/.lock``); Ctrl-C keeps every finished run
 (:class:`Interrupted` says how many). How the runs execute (workers, backend, threads, batches,
-timing runs) is an :class:`~linbandit_gym.experiments.execution.ExecutionOptions`. Pending runs
-of one env config and agent family that differ only in their seed and the arguments the agent
-class lets batch members differ in (``per_member_args``: lam, beta, ...) run as one batched
-program (:mod:`.packing`), each member saved as its own run as soon as the batch ends.
-``linbandit run --out DIR`` writes this layout too (:func:`play_into`), so ``plot`` and
-``report`` read both.
+timing runs) is an :class:`~linbandit_gym.experiments.execution.ExecutionOptions`, checked with
+the config and the output directory before the first write. Pending runs of one env config and
+agent family that differ only in their seed and the arguments the agent class lets batch members
+differ in (``per_member_args``: lam, beta, ...) run as one batched program (:mod:`.packing`),
+each member saved as its own run as soon as the batch ends. ``linbandit run --out DIR`` writes
+this layout too (:func:`play_into`), so ``plot`` and ``report`` read both.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ import pandas as pd
 from linbandit_host.user_line import KeptWarning, warn_user
 
 from ..records import (
+    Completeness,
+    check_output_dir,
+    completeness,
     is_finished,
     load_meta,
     load_records,
@@ -54,6 +57,9 @@ from .packing import pack
 
 __all__ = [
     "SweepResult",
+    "check_output_dir",
+    "completeness",
+    "Completeness",
     "sweep",
     "plan",
     "load_runs",
@@ -172,11 +178,14 @@ def sweep(
     """
     opts = ExecutionOptions.build(options, **execution)  # checked before anything is written
     cfg = config if isinstance(config, SweepConfig) else parse_config(config)
-    out = Path(out_dir) if out_dir is not None else default_out_dir(cfg)
+    out = check_output_dir(Path(out_dir) if out_dir is not None else default_out_dir(cfg))
     say = log or (lambda _msg: None)
+    # Everything that can refuse the sweep comes before its first write: the options, the
+    # config, the output directory, and every env config of the runs to do (missing data).
+    shapes = _preflight(cfg, plan(cfg, out)[1])
     with writing_output_dir(out, "sweep"):
         write_sweep_config(out, cfg)
-        finished, pending = plan(cfg, out)
+        finished, pending = plan(cfg, out)  # again, now that no other writer can change it
         for spec in finished:
             refresh_labels(out, spec)
         result = SweepResult(out_dir=out, config=cfg, skipped=[s.run_id for s in finished])
@@ -195,7 +204,6 @@ def sweep(
         if not pending:
             return result
         try:
-            shapes = _preflight(cfg, pending)
             timing_seed = cfg.seeds[0] if opts.timing_runs else None
             local = opts.backend == "local"
             workers = local_workers(opts.workers, opts.threads) if local else opts.workers
@@ -256,7 +264,8 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
                    f"seed {spec_dict['config']['seed']}")
             if error is not None:
                 result.failed[rid] = error
-                write_json_atomic({"run_id": rid, "spec": spec_dict, "error": error}, out / "failed" / f"{rid}.json")
+                failure = {"run_id": rid, "spec": spec_dict, "error": error}
+                write_json_atomic(failure, out / "failed" / f"{rid}.json", out)
                 last = error.strip().splitlines()[-1] if error.strip() else "error"
                 say(f"{tag}: FAILED ({last})")
                 continue
@@ -394,6 +403,7 @@ def play_into(
     for label in labels:
         if labels.count(label) > 1:
             raise ValueError(f"two agents share the label {label!r}: give each a distinct name")
+    _check_records_fit(env_id, env_kwargs, len(seeds) * len(entries))
     raw = {"name": out.resolve().name or "run", "seeds": seeds, **played,
            "envs": [{"id": env_id, "args": env_kwargs}],
            "agents": [{"name": specs[0].config["agent"]["name"], "args": specs[0].config["agent"]["args"], "label": label}
@@ -432,6 +442,21 @@ def play_into(
         except KeyboardInterrupt:
             raise _interrupted(len(frames), len(cfg.runs), out, all(e[2] for e in entries)) from None
     return pd.concat([frames[spec.run_id] for spec in cfg.runs], ignore_index=True)
+
+
+def _check_records_fit(env_id: str, env_kwargs: dict, members: int) -> None:
+    """The records of ``members`` runs of ``env_id`` (all the runs a ``run --out`` returns
+    together) must fit in memory, before the output directory is touched
+    (:func:`linbandit_gym.envs.memory.check_records_fit`); an env that is not ours says nothing."""
+    from ..envs.memory import check_records_fit
+    from ..registration import env_memory_estimate
+
+    try:
+        rounds = env_memory_estimate(env_id, **env_kwargs).rounds
+    except (TypeError, ValueError):
+        return  # not a linbandit id, or arguments the env itself refuses when it is built
+    if rounds is not None:
+        check_records_fit(rounds, members)
 
 
 def _one_line(meta: dict) -> str:

@@ -21,10 +21,10 @@ from typing import Any, Callable
 import pandas as pd
 import yaml
 
-from ..records import write_text_atomic
+from ..records import atomic_path, check_output_dir, write_text_atomic
 from .config import (
-    FEEDBACK_KEYS, PAPER_BETA_GRID, PAPER_LAM_GRID, ConfigError, _resolve_agent_factory, _seeds,
-    canonical_json, parse_config, select_labels,
+    FEEDBACK_KEYS, PAPER_BETA_GRID, PAPER_LAM_GRID, ConfigError, _positive_int,
+    _resolve_agent_factory, _seeds, canonical_json, parse_config, select_labels,
 )
 from .execution import ExecutionOptions
 from .sweep import load_runs, sweep
@@ -91,21 +91,26 @@ def tune(
     and seeds of one agent family share a batch when its class lets members differ in ``beta``
     and ``lam``. Only regret is compared, so no run is timed alone (``timing_runs=False``).
     """
-    run_options = ExecutionOptions.build(options, **execution)
     from .config import load_config
 
+    run_options = ExecutionOptions.build(options, **execution)  # checked before anything is written
     raw = load_config(config) if not isinstance(config, dict) else copy.deepcopy(config)
     cfg = parse_config(raw)
     if cfg.task != "bandit":
         raise ConfigError("task: only bandit sweeps have beta and lambda to tune")
     settings = dict(raw.get("tune") or {})
-    betas = list(beta or settings.get("beta") or PAPER_BETA_GRID)
-    lams = list(lam or settings.get("lam") or PAPER_LAM_GRID)
+    # a value given is used or refused, never replaced by a default (0 is not "not given")
+    betas = _grid("--beta", beta) if beta is not None else settings.get("beta") or PAPER_BETA_GRID
+    lams = _grid("--lam", lam) if lam is not None else settings.get("lam") or PAPER_LAM_GRID
     seed_spec = seeds if seeds is not None else settings.get("seeds", 2)
     tune_seeds = [TUNE_SEED_OFFSET + s for s in _seeds(seed_spec)] if isinstance(seed_spec, int) else _seeds(seed_spec)
-    horizon = horizon or settings.get("horizon")
+    if horizon is not None:
+        horizon = _positive_int(horizon, "--horizon (the tuning horizon)")
+    else:
+        horizon = settings.get("horizon")
     patterns = agents or settings.get("agents")
-    out = Path(out_dir) if out_dir is not None else Path("runs") / f"{cfg.name}-tune"
+    default = Path("runs") / f"{cfg.name}-tune"
+    out = check_output_dir(Path(out_dir) if out_dir is not None else default)
 
     wanted = set(select_labels([r.agent_label for r in cfg.runs], patterns))
     entries, seen, aliases = [], set(), {}
@@ -159,9 +164,10 @@ def tune(
         values["final_regret"] = float(best["final_regret"])
         for label in next((labels for labels in aliases.values() if labels[0] == agent), [agent]):
             tuned.setdefault(env, {})[label] = dict(values)
-    table.to_csv(out / "tune-table.csv", index=False)
+    with atomic_path(out / "tune-table.csv", out) as tmp:
+        table.to_csv(tmp, index=False)
     tuned_path = out / "tuned.yaml"
-    write_text_atomic(yaml.safe_dump(tuned, sort_keys=False), tuned_path)
+    write_text_atomic(yaml.safe_dump(tuned, sort_keys=False), tuned_path, out)
     new_raw = copy.deepcopy(raw)
     merged = copy.deepcopy(raw.get("tuned") or {})
     for env, per_agent in tuned.items():
@@ -170,8 +176,19 @@ def tune(
             merged[env][agent] = {k: v for k, v in values.items() if k != "final_regret"}
     new_raw["tuned"] = merged
     config_path = out / "tuned-config.yaml"
-    write_text_atomic(yaml.safe_dump(new_raw, sort_keys=False), config_path)
+    write_text_atomic(yaml.safe_dump(new_raw, sort_keys=False), config_path, out)
     return TuneResult(out, tuned, table, new_raw, tuned_path, config_path, dict(result.failed))
+
+
+def _grid(option: str, values: Any) -> list[float]:
+    """``values`` of ``--beta`` or ``--lam`` if they are a non-empty list of numbers, else a
+    :class:`ConfigError` naming the option (the agents check each value's range)."""
+    import numbers
+
+    if not (isinstance(values, (list, tuple)) and values
+            and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)):
+        raise ConfigError(f"{option}: expected one or more numbers, got {values!r}")
+    return list(values)
 
 
 def _tuning_envs(raw: dict, horizon: int | None) -> list:
