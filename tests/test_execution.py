@@ -49,10 +49,11 @@ def test_the_defaults_and_the_parsed_budget():
         ({"threads": 0}, r"^threads must be an int >= 1"),
         ({"batched": 1}, r"^batched must be None, True or False, got 1"),
         ({"batch_memory": "lots"}, r"^batch_memory='lots' is not a memory size"),
-        ({"max_batch": 0}, r"^max_batch must be an int >= 1 or None"),
+        ({"max_batch": 0}, r"^max_batch must be an int >= 1, got 0"),
         ({"timing_runs": None}, r"^timing_runs must be True or False"),
-        ({"timing_repeats": 0}, r"^timing_repeats must be an int >= 1 or None"),
-        ({"address": 7}, r"^address must be a Ray address"),
+        ({"timing_repeats": 0}, r"^timing_repeats must be an int >= 1, got 0"),
+        ({"address": "head:1"}, r"^--address 'head:1' names a Ray cluster: give it with --backend ray"),
+        ({"backend": "ray", "address": ""}, r"^--address: expected HOST:PORT"),
     ],
 )
 def test_a_bad_option_is_refused_when_made_naming_it(changes, message):
@@ -115,7 +116,7 @@ def test_every_option_has_one_flag_and_the_flags_build_the_options():
         timing_repeats=3,
     )
     assert execution_options(parser.parse_args(["sweep", "c.yaml"])) == ExecutionOptions()
-    with pytest.raises(ValueError, match=r"^--max-batch must be an int >= 1 or None, got 0"):
+    with pytest.raises(ValueError, match=r"^--max-batch must be an int >= 1, got 0"):
         execution_options(argparse.Namespace(max_batch=0, batched=None))
     assert flag("timing_repeats") == "--timing-repeats"
 

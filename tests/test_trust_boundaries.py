@@ -212,7 +212,7 @@ def test_dry_run_counts_the_records_in_the_largest_run(tmp_path, capsys):
     config = _write(tmp_path / "c.yaml", {**THREE, "envs": [long_env]})
     assert main(["sweep", str(config), "--dry-run"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert "records 102 MB" in last and "about 102 MB" in last, last
+    assert "records 97.7 MiB" in last and "about 97.7 MiB" in last, last
 
 
 # -- a refused command leaves the output directory as it was ------------------------------------
