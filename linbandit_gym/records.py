@@ -703,6 +703,7 @@ def remove_stale_temporaries(directory: str | Path) -> list[Path]:
 
 # -- run directories: the layout, saving a run, reading runs back -------------------------------
 
+
 def _canonical_default(value: Any) -> Any:
     if isinstance(value, numbers.Integral):
         return int(value)
@@ -733,17 +734,35 @@ def _output_error(out: Path, exc: OSError) -> OutputError:
     where = exc.filename or out
     reason = exc.strerror or str(exc) or type(exc).__name__
     if exc.errno in _UNWRITABLE:
-        return OutputError(f"cannot write to {where}: {reason}; make {out} writable or choose another output "
-                           "directory (--out)")
-    return OutputError(f"cannot write to {where}: {reason}; free space (or raise the file size limit) or choose "
-                       "another output directory (--out); every run saved before is kept", exit_code=1)
+        return OutputError(
+            f"cannot write to {where}: {reason}; make {out} writable or choose another output "
+            "directory (--out)"
+        )
+    return OutputError(
+        f"cannot write to {where}: {reason}; free space (or raise the file size limit) or choose "
+        "another output directory (--out); every run saved before is kept",
+        exit_code=1,
+    )
 
 
 #: What the commands write into an output directory (``sweep``, ``run --out``, ``plot``,
 #: ``report``, ``tune``): each is checked before the first write (:func:`check_output_dir`).
-OUTPUT_NAMES = (".lock", "config.yaml", "manifest.json", "runs", "failed", "summary.csv",
-                "summary.md", "plots", "regret.png", "report.html", "report.md", "tune-table.csv",
-                "tuned.yaml", "tuned-config.yaml")
+OUTPUT_NAMES = (
+    ".lock",
+    "config.yaml",
+    "manifest.json",
+    "runs",
+    "failed",
+    "summary.csv",
+    "summary.md",
+    "plots",
+    "regret.png",
+    "report.html",
+    "report.md",
+    "tune-table.csv",
+    "tuned.yaml",
+    "tuned-config.yaml",
+)
 
 
 def check_output_dir(out: str | Path) -> Path:
@@ -760,8 +779,10 @@ def check_output_dir(out: str | Path) -> Path:
         raise OutputError(f"{out} is not a directory: choose another output directory (--out)")
     for sub in ("runs", "failed", "plots"):
         if (out / sub).exists() and not (out / sub).is_dir():
-            raise OutputError(f"{out / sub} is a file, where {out} keeps its {sub}/ directory: "
-                              "move it away, or choose another output directory (--out)")
+            raise OutputError(
+                f"{out / sub} is a file, where {out} keeps its {sub}/ directory: "
+                "move it away, or choose another output directory (--out)"
+            )
     check_output_paths(out, OUTPUT_NAMES)
     return out
 
@@ -779,7 +800,10 @@ def writing_output_dir(out: Path, what: str) -> Iterator[None]:
             for directory in (out, out / "runs", out / "failed"):
                 remove_stale_temporaries(directory)
             yield
-        except (ConnectionError, TimeoutError):  # the network (a Ray cluster), not the output directory
+        except (
+            ConnectionError,
+            TimeoutError,
+        ):  # the network (a Ray cluster), not the output directory
             raise
         except OSError as exc:  # also pyarrow's, whose errno may be unset
             raise _output_error(out, exc) from exc
@@ -882,10 +906,12 @@ def write_sweep_config(out: Path, cfg: Any) -> None:
     manifest = {
         "name": cfg.name,
         "task": cfg.task,
-        "runs": [{"run_id": r.run_id, "agent": r.agent_label, "env": r.env_label, "seed": r.seed} for r in cfg.runs],
+        "runs": [
+            {"run_id": r.run_id, "agent": r.agent_label, "env": r.env_label, "seed": r.seed}
+            for r in cfg.runs
+        ],
     }
     write_json_atomic(seal(manifest), out / "manifest.json", out)
-
 
 
 def _run_ids(out_dir: Path, all_runs: bool) -> list[str] | None:
@@ -902,8 +928,10 @@ def _run_ids(out_dir: Path, all_runs: bool) -> list[str] | None:
         except (KeyError, TypeError):
             pass
         problem = "does not list the runs"
-    raise RecordsError(f"{manifest} {problem}: rerun the sweep (or the same `linbandit run` command) to write it "
-                       f"again, or delete it to see every run of {out_dir}")
+    raise RecordsError(
+        f"{manifest} {problem}: rerun the sweep (or the same `linbandit run` command) to write it "
+        f"again, or delete it to see every run of {out_dir}"
+    )
 
 
 def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
@@ -915,9 +943,15 @@ def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
     out = Path(out_dir)
     runs_dir = out / "runs"
     if not runs_dir.is_dir():
-        raise FileNotFoundError(f"{out} holds no sweep (no runs/ directory): run `linbandit sweep CONFIG --out {out}`")
+        raise FileNotFoundError(
+            f"{out} holds no sweep (no runs/ directory): run `linbandit sweep CONFIG --out {out}`"
+        )
     wanted = _run_ids(out, all_runs)
-    paths = [runs_dir / f"{rid}.json" for rid in wanted] if wanted is not None else sorted(runs_dir.glob("*.json"))
+    paths = (
+        [runs_dir / f"{rid}.json" for rid in wanted]
+        if wanted is not None
+        else sorted(runs_dir.glob("*.json"))
+    )
     rows, problems = [], []
     for path in paths:
         if not path.exists():
@@ -969,15 +1003,19 @@ class Completeness:
             pid, what, command = self.writer
             running = f" (`{command}`)" if command else ""
             listed = f" of {self.listed}" if self.listed is not None else ""
-            return (f"partial: a {what or 'process'} (pid {pid}){running} is still writing "
-                    f"{self.out}; these tables and figures hold the {self.finished}{listed} runs "
-                    "finished so far: plot again when it is done")
+            return (
+                f"partial: a {what or 'process'} (pid {pid}){running} is still writing "
+                f"{self.out}; these tables and figures hold the {self.finished}{listed} runs "
+                "finished so far: plot again when it is done"
+            )
         if self.listed is not None and self.finished < self.listed:
             missing = self.listed - self.finished
-            return (f"partial: {missing} of the {self.listed} runs of the config of {self.out} are "
-                    "not finished (not run yet, failed, or their files deleted); these tables and "
-                    f"figures hold the {self.finished} finished runs: rerun the sweep to complete "
-                    "them")
+            return (
+                f"partial: {missing} of the {self.listed} runs of the config of {self.out} are "
+                "not finished (not run yet, failed, or their files deleted); these tables and "
+                f"figures hold the {self.finished} finished runs: rerun the sweep to complete "
+                "them"
+            )
         return None
 
 
@@ -1002,10 +1040,11 @@ def _damaged(out: Path, problems: list[str]) -> RecordsError:
     """The error naming every run of ``out`` that fails its checks, with the reason."""
     listed = "\n".join(f"  {problem}" for problem in problems)
     return RecordsError(
-        f"{len(problems)} run(s) of {out} fail their checks, so no table or figure would be right:\n{listed}\n"
-        "rerun the sweep (or the same `linbandit run` command) to redo them, or delete a run's .json to leave "
-        "it out"
+        f"{len(problems)} run(s) of {out} fail their checks, so no table or figure would be "
+        f"right:\n{listed}\nrerun the sweep (or the same `linbandit run` command) to redo them, or "
+        "delete a run's .json to leave it out"
     )
+
 
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, float, str, np.number))
@@ -1016,7 +1055,9 @@ def load_meta(out_dir: str | Path, run_id: str) -> dict:
     return read_run_meta(Path(out_dir) / "runs" / f"{run_id}.json")
 
 
-def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, columns: list[str] | None = None) -> pd.DataFrame:
+def load_records(
+    out_dir: str | Path, run_ids: list[str] | None = None, *, columns: list[str] | None = None
+) -> pd.DataFrame:
     """Concatenated per-round records of finished runs, labelled by the current config."""
     out = Path(out_dir)
     runs = load_runs(out)

@@ -52,7 +52,10 @@ def test_the_defaults_and_the_parsed_budget():
         ({"max_batch": 0}, r"^max_batch must be an int >= 1, got 0"),
         ({"timing_runs": None}, r"^timing_runs must be True or False"),
         ({"timing_repeats": 0}, r"^timing_repeats must be an int >= 1, got 0"),
-        ({"address": "head:1"}, r"^--address 'head:1' names a Ray cluster: give it with --backend ray"),
+        (
+            {"address": "head:1"},
+            r"^--address 'head:1' names a Ray cluster: give it with --backend ray",
+        ),
         ({"backend": "ray", "address": ""}, r"^--address: expected HOST:PORT"),
     ],
 )
