@@ -276,7 +276,8 @@ def test_time_cap_keeps_every_round_at_most_ofuls_cost_and_the_choices_before_th
     oful_cost = float(exact_round_cost(d, K))
 
     def peak_cost(est):
-        return float(block_round_cost(d, K, est.rows_in + est.cap_act, est.l_act, est.fast)[0])
+        bs = est.block_state
+        return float(block_round_cost(d, K, bs.frozen_rows + bs.buffer, bs.size, est.fast)[0])
 
     uncapped_peak, switched_at = 0.0, None
     for t in range(600):

@@ -365,8 +365,8 @@ def _core_gaps(est, b_fed: np.ndarray) -> tuple[float, float, float]:
         R = int(core.R[i])
         V = torch.as_tensor(xp.host(core.V[i, :R])).double()
         orth = max(orth, float((V @ V.T - torch.eye(R, dtype=torch.float64)).abs().max()) if R else 0.0)
-        bperp = torch.as_tensor(xp.host(core.tperp[i])).double() * float(core.c[i])
-        bV = torch.as_tensor(xp.host(core.bV[i, :R])).double()
+        bperp = torch.as_tensor(xp.host(core.theta_perp[i])).double() * float(core.c[i])
+        bV = torch.as_tensor(xp.host(core.b_coords[i, :R])).double()
         size = float(np.abs(b_fed[i]).max()) + 1e-300
         gap = float((bperp + V.T @ bV - torch.as_tensor(b_fed[i])).abs().max())
         split = max(split, gap / size, float((V @ bperp).abs().max()) / size if R else 0.0)
