@@ -47,6 +47,11 @@ def public_api() -> list[str]:
     return names + ["linbandit_gym.run"]
 
 
+#: The tests of the built site: the build is `make docs` (mkdocs --strict), which the slow suite
+#: (CI) runs; the pages' examples and links to files run in the default suite.
+SITE = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The site, built as `make docs` builds it: mkdocs --strict (any warning fails)."""
@@ -62,17 +67,20 @@ def site(tmp_path_factory):
     return out
 
 
+@SITE
 def test_docs_build_strict(site):
     assert (site / "index.html").exists()
     assert (site / "api" / "agents" / "soful.html").exists()
 
 
+@SITE
 def test_every_public_class_has_an_api_entry(site):
     html = "\n".join(p.read_text(encoding="utf-8") for p in (site / "api").rglob("*.html"))
     missing = [name for name in public_api() if f'id="{name}"' not in html]
     assert not missing, f"no API entry for {missing}: add `::: <name>` to a page under docs/api/ and to mkdocs.yml"
 
 
+@SITE
 def test_api_pages_link_the_cross_references(site):
     # docstring roles such as :class:`~agents.sketches.fd.FrequentDirections` became links or code
     pages = {p: p.read_text(encoding="utf-8") for p in (site / "api").rglob("*.html")}
@@ -97,6 +105,7 @@ def _parameter_rows(page: str, anchor: str) -> list[list[str]]:
     return rows
 
 
+@SITE
 def test_api_pages_list_every_agent_argument_as_describe_does(site):
     # one parser for both: one row per keyword of the signature, its default, its whole meaning
     from linbandit_gym.registry import lookup_agent

@@ -51,6 +51,7 @@ def _mnist_like_table(costs):
     return table
 
 
+@pytest.mark.slow  # 16 figures drawn; test_log_tick_labels_do_not_collide_on_any_range draws five
 @settings(max_examples=8, deadline=None, phases=[Phase.explicit, Phase.generate])  # drawing is slow: no shrinking
 @given(low=st.floats(1.0, 1e4), span=st.floats(1.5, 1e5), seed=st.integers(0, 2**31 - 1))
 def test_pareto_text_never_overlaps(low, span, seed):

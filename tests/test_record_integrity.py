@@ -98,6 +98,9 @@ DAMAGES = {"flip": _flip, "flip_many": lambda p: _flip(p, 40), "truncate": _trun
 #: the same size: only the SHA-256 or the seal tells); the slow suite adds the other damages.
 DAMAGE_PARAMS = [damage if damage == "same_size" else pytest.param(damage, marks=pytest.mark.slow)
                  for damage in sorted(DAMAGES)]
+#: The run's own files in the default suite; the directory's (manifest, config) in the slow one.
+KIND_PARAMS = ["parquet", "run_json", *(pytest.param(kind, marks=pytest.mark.slow)
+                                        for kind in ("manifest.json", "config.yaml"))]
 
 
 def _victims(out: Path, kind: str) -> list[Path]:
@@ -109,7 +112,7 @@ def _victims(out: Path, kind: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("damage", DAMAGE_PARAMS)
-@pytest.mark.parametrize("kind", ["parquet", "run_json", "manifest.json", "config.yaml"])
+@pytest.mark.parametrize("kind", KIND_PARAMS)
 def test_damaged_records_never_crash_plot_or_report_and_resume_restores_them(reference, tmp_path, capsys, kind,
                                                                              damage):
     config, _, records, metas = reference

@@ -283,6 +283,7 @@ def _check_identical(a_dir: Path, b_dir: Path) -> None:
         assert a[col].equals(b[col]), col
 
 
+@pytest.mark.slow  # a pool of two worker processes (each imports torch)
 def test_two_worker_processes_give_identical_records(serial_dir, tmp_path):
     result = sweep(SMALL, tmp_path, workers=2, log=None)
     assert result.ok and len(result.executed) == 12
