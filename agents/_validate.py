@@ -1,7 +1,7 @@
 """Argument validation: constraints declared once per class, checked by one function.
 
-A constructor keyword means the same thing in every agent that has it (the agent contract), so
-its rule is written once, and every agent says the same thing about the same bad value:
+A constructor keyword means the same thing in every agent that has it (the agent contract of
+docs/contracts.md), so its rule is written once, and every agent says the same thing about the same bad value:
 the argument, what was expected, what it meant, and what it got (value and type), e.g.
 ``delta must be a real number in (0, 1) (confidence level, e.g. 0.05), got '0.5' (str)``
 instead of ``TypeError: '<' not supported between instances of 'int' and 'str'``.
@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from linbandit_host.seeds import SEED_LIMIT, SEED_RULE
+
 __all__ = [
     "InvalidArgumentError",
     "Interval",
@@ -89,6 +91,8 @@ class Interval:
     right: float | None = None
     closed: str = "left"
     hint: str = ""
+    #: the range as messages write it, when the bounds' digits would hide it (``[0, 2**63)``)
+    spelled: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in (numbers.Integral, numbers.Real):
@@ -117,6 +121,8 @@ class Interval:
         return str(int(bound)) if self.kind is numbers.Integral else f"{bound:g}"
 
     def describe(self) -> str:
+        if self.spelled:
+            return self.spelled
         number = "an int" if self.kind is numbers.Integral else "a real number"
         left, right = (None if b is None else self._number(b) for b in (self.left, self.right))
         if left is not None and self.left == self.right:
@@ -226,7 +232,13 @@ def check_value(name: str, value: Any, forms: Iterable[Any]) -> Any:
 #: Keywords that mean the same in every agent having them: checked first for every agent (a class
 #: narrows one in its own table, never widens it).
 SHARED_CONSTRAINTS: dict[str, list] = {
-    "seed": [Interval(numbers.Integral, 0, None, hint="seeds the agent's own generator"), None],
+    # the one seed rule of the loop, the configs and the records (linbandit_host.seeds)
+    "seed": [
+        Interval(
+            numbers.Integral, 0, SEED_LIMIT, hint="seeds the agent's own generator", spelled=SEED_RULE
+        ),
+        None,
+    ],
     "d": [Interval(numbers.Integral, 1, None, hint="None: read from the first observation"), None],
     "delta": [Interval(numbers.Real, 0, 1, closed="neither", hint="confidence level, e.g. 0.05")],
     "noise_std": [Interval(numbers.Real, 0, None, hint="sub-Gaussian scale of the reward noise")],
@@ -271,9 +283,10 @@ def validate_parameters(
     return out
 
 
-def check_seed(seed: Any) -> int | None:
-    """A seed: ``None`` (fresh entropy) or an int >= 0 (``True`` is not a seed)."""
-    return check_value("seed", seed, SHARED_CONSTRAINTS["seed"])
+def check_seed(seed: Any, name: str = "seed") -> int | None:
+    """A seed: ``None`` (fresh entropy) or, by the one seed rule (:mod:`linbandit_host.seeds`), an
+    int in ``[0, 2**63)`` (``True`` is not a seed)."""
+    return check_value(name, seed, SHARED_CONSTRAINTS["seed"])
 
 
 def is_per_member(value: Any) -> bool:

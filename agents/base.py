@@ -1,6 +1,6 @@
 """The agent contract and a conformance check any third-party agent can run.
 
-The agent contract: any object with
+The agent contract (``docs/contracts.md``): any object with
 
     agent.reset(seed=None)             # forget everything
     a = agent.act(obs)                 # obs: (K, d) arm set -> int arm index

@@ -94,6 +94,7 @@ def _member_seeds(seed: Any, members: Members) -> list:
     if members.unbatched or seed is None:
         return [seed] * B
     if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        check_seed(int(seed) + B - 1, f"seed + {B - 1} (member {B - 1}'s seed)")
         return [int(seed) + i for i in range(B)]
     seeds = list(seed)
     if len(seeds) != B:

@@ -56,7 +56,8 @@ __all__ = [
     "resolve_agent",
 ]
 
-#: What every agent has (the agent contract): checked on a ``module:Class`` before use.
+#: What every agent has (the agent contract, ``docs/contracts.md``): checked on a
+#: ``module:Class`` before use.
 AGENT_METHODS = ("reset", "act", "update")
 #: What a covariance estimator named by a ``task: matrix-approx`` config has.
 ESTIMATOR_METHODS = ("update", "covariance")

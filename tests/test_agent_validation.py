@@ -1,4 +1,4 @@
-"""Argument, observation and feedback validation of every agent, and check_agent (issue 13).
+"""Argument, observation and feedback validation of every agent, and check_agent.
 
 Every class in ``agents.AGENTS`` must refuse a bad shared keyword (``delta``, ``noise_std``,
 ``theta_bound``, ``seed``, ``d``) with one message naming the argument, refuse complex

@@ -1,4 +1,4 @@
-"""Batched agents whose members differ in hyperparameters (issue 12, item 1).
+"""Batched agents whose members differ in hyperparameters.
 
 ``OFUL/SOFUL/CBSCFD/DBSLinUCB(batch_size=B, lam=[...], beta=[...], ...)``: member i must make
 exactly the choices of the single agent built with the i-th values on the same stream
@@ -91,7 +91,7 @@ GRID_CASES = [(family, torch.float64) for family in FAMILIES] + [("SOFUL", torch
 def test_every_member_of_a_hyperparameter_grid_chooses_as_its_single_twin(family, dtype):
     """ONE batched agent holds the whole lam x beta (x sketch size, or x l0 x eps) x seed grid;
     each member replays its twin, and reports the twin's memory, sketch size and radius
-    (float64 as the issue asks; float32 too on two families, as the batched path promises)."""
+    (float64; float32 too on two families, as the batched path promises)."""
     cls, shared, axes, env_kw = FAMILIES[family]
     shared = dict(shared, dtype=dtype)
     names = ["lam", "beta", *axes, "seed"]
