@@ -11,11 +11,13 @@ import pytest
 import torch
 
 from agents import AGENTS, CBSCFD, OFUL, SOFUL, DBSLinUCB, DBSLinUCBRFD
-from agents._warnings import DesignWarning, SketchSizeWarning
+from agents._warnings import DesignWarning, DiscardedMassWarning, SketchSizeWarning
 from agents.batched import batched
 from agents.estimator_agent import arm_scratch_bytes
 from agents.sketches.exact import ExactCovariance
+from agents.sketches.dbs import DyadicBlockSketch
 from agents.sketches.fd import FrequentDirections
+from agents.sketches.rfd import RobustFrequentDirections
 
 #: small d: the sketches hold more than OFUL's inverse; the tests about that warning assert it
 pytestmark = pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")
@@ -255,3 +257,209 @@ def test_a_warning_raised_inside_the_loop_points_at_the_users_call_and_names_the
             env_kwargs={"d": 6, "n_arms": 3, "horizon": 5})
     assert caught and all(w.filename == __file__ for w in caught), [(w.filename, w.lineno) for w in caught]
     assert all(str(w.message).startswith("SOFUL(sketch_size=50) at d=6") for w in caught)
+
+
+# -- overflow: refused before the state changes, named by its cause --------------------------------
+
+def _regret_agent(name, **kw):
+    sized = {"sketch_size": 4} if name in ("SOFUL", "CBSCFD") else {}
+    sized = {"l0": 2} if name.startswith("DBSLinUCB") else sized
+    return AGENTS[name](lam=1.0, beta=0.1, **sized, **kw)
+
+
+def _full_state(agent):
+    est = agent.estimator
+    return (agent.t, est.n_rows, agent.theta_hat.clone(), agent.scores(np.eye(3)).clone(),
+            est.trace.copy())
+
+
+def _same(a, b):
+    return all(torch.equal(x, y) if isinstance(x, torch.Tensor) else np.array_equal(x, y)
+               for x, y in zip(a, b))
+
+
+@pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no numpy overflow warning leaks
+@pytest.mark.parametrize("name", REGRET_AGENTS)
+def test_rewards_whose_sum_would_overflow_are_refused_naming_b_and_the_agent_plays_on(name):
+    """Ten rewards of 1e308 once made b = sum r x overflow, every later round said "too
+    ill-conditioned ... use dtype=torch.float64" (of a float64 agent), and only reset helped."""
+    agent, arms = _regret_agent(name), np.eye(3)
+    agent.update(arms, agent.act(arms), 1e308)  # |b| = 1e308: theta_hat = A^-1 b still holds
+    before = _full_state(agent)
+    with pytest.raises(ValueError, match=r"reward 1e\+308 on a row of norm 1 would take "
+                                         r"b = sum_s r_s x_s past") as refused:
+        agent.update(arms, agent.act(arms), 1e308)
+    assert "ill-conditioned" not in str(refused.value) and "use dtype" not in str(refused.value)
+    assert "The row was not added" in str(refused.value)
+    assert _same(_full_state(agent), before)
+    agent.update(arms, agent.act(arms), -1.0)  # and it plays on
+    assert agent.t == before[0] + 1 and bool(torch.isfinite(agent.theta_hat).all())
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("name", REGRET_AGENTS)
+def test_arms_whose_norm_overflows_are_refused_by_act_and_update_naming_the_arms(name):
+    """Arms of norm 1e200 were blamed on conditioning "against squared row norms up to 0"."""
+    agent, arms = _regret_agent(name), np.eye(3)
+    agent.update(arms, agent.act(arms), 0.5)
+    before = _full_state(agent)
+    with pytest.raises(ValueError, match=r"an arm's squared norm overflows torch.float64 "
+                                         r"\(\|x\| up to 1e\+200\); rescale the features$"):
+        agent.act(arms * 1e200)
+    with pytest.raises(ValueError, match=r"squared norm overflows torch.float64"):
+        agent.update(arms * 1e200, 0, 0.5)
+    assert _same(_full_state(agent), before)
+
+
+@pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
+@pytest.mark.parametrize("name", REGRET_AGENTS)
+def test_a_batch_refuses_an_overflowing_member_for_all_and_names_it(name):
+    agent = batched(_regret_agent(name), 2)
+    arms = np.stack([np.eye(3), np.eye(3)])
+    agent.update(arms, agent.act(arms), np.array([1.0, 1e308]))
+    est = agent.estimator
+    before = (agent.t, est.n_rows, agent.theta_hat.clone(), est.trace.copy())
+    with pytest.raises(ValueError, match=r"^member 1: reward 1e\+308"):
+        agent.update(arms, agent.act(arms), np.array([1.0, 1e308]))
+    after = (agent.t, est.n_rows, agent.theta_hat.clone(), est.trace.copy())
+    assert _same(after, before)
+
+
+@pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")  # (due at 1e154)
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("make", [
+    lambda: ExactCovariance(3, reg=1.0),
+    lambda: FrequentDirections(3, sketch_size=2, reg=1.0),
+    lambda: RobustFrequentDirections(3, sketch_size=2, reg=1.0),
+    lambda: DyadicBlockSketch(3, l0=2, eps=1.0, reg=1.0),
+], ids=["exact", "fd", "rfd", "dbs"])
+def test_every_estimator_refuses_a_row_that_would_overflow_and_keeps_its_state(make):
+    est = make()
+    for i in range(4):
+        est.update(np.eye(3)[i % 3], r=1e307)
+    before = (est.n_rows, est.theta().clone(), est.b.clone(), est.trace.copy())
+    with pytest.raises(ValueError, match="past what theta_hat = A_hat\\^-1 b can hold"):
+        est.update(np.array([1.0, 1.0, 0.0]), r=1e308)
+    with pytest.raises(ValueError, match="rows' squared norms would sum past"):
+        for _ in range(3):  # tr X^T X past float64's range
+            est.update(np.array([1e154, 0.0, 0.0]))
+    after = (est.n_rows, est.theta().clone(), est.b.clone(), est.trace.copy())
+    assert after[0] >= before[0] and bool(torch.isfinite(after[1]).all())
+
+
+@pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")  # (due at 1e300)
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_scores_that_overflow_name_the_term_and_not_the_conditioning(dtype):
+    """Widths reach ||x||^2 / lam and means ||x|| ||b|| / lam whatever A_hat's conditioning."""
+    agent = OFUL(lam=1e-300 if dtype == torch.float64 else 1e-30, beta=0.1, dtype=dtype)
+    with pytest.raises(FloatingPointError) as widths:
+        agent.act(np.eye(3) * 1e10)
+    assert "the widths x^T A_hat^-1 x (at most ||x||^2 / lam) overflowed" in str(widths.value)
+    assert ("use dtype=torch.float64" in str(widths.value)) == (dtype == torch.float32)
+    agent = OFUL(lam=1.0, beta=0.1)
+    agent.update(np.eye(3) * 1e150, 0, 1e100)
+    with pytest.raises(FloatingPointError) as means:
+        agent.act(np.eye(3) * 1e150)
+    assert "the means x^T A_hat^-1 b (at most ||x|| ||b|| / lam) overflowed" in str(means.value)
+    assert "ill-conditioned" not in str(widths.value) + str(means.value)
+
+
+# -- a sketch far worse than OFUL: its discarded mass against lam -------------------------------
+
+def _low_rank_stream(seed=0, d=40, rank=10, tail=0.05, n_arms=20, horizon=300):
+    """Unit arms in a rank-10 subspace plus a ``tail`` of N(0, tail^2) in every coordinate; theta*
+    in the subspace (with tail = 0.05, d = 40, T = 1500: SOFUL(sketch_size=15) 344 against OFUL's
+    2.4 at lam = 0.01)."""
+    rng = np.random.default_rng(seed)
+    basis = np.linalg.qr(rng.normal(size=(d, rank)))[0]
+    theta = basis @ rng.normal(size=rank)
+    theta /= np.linalg.norm(theta)
+    for _ in range(horizon):
+        z = rng.normal(size=(n_arms, rank))
+        z /= np.linalg.norm(z, axis=1, keepdims=True)
+        arms = z @ basis.T + tail * rng.normal(size=(n_arms, d))
+        yield arms, theta, rng
+
+
+def _play_stream(agent, **kw):
+    total, mass_before = 0.0, []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for arms, theta, rng in _low_rank_stream(**kw):
+            mass_before.append(getattr(agent.estimator, "total_shrinkage", 0.0))
+            a = agent.act(arms)
+            means = arms @ theta
+            agent.update(arms, a, float(means[a] + 0.01 * rng.normal()))
+            total += means.max() - means[a]
+    return total, [w for w in caught if w.category is DiscardedMassWarning]
+
+
+def test_soful_warns_once_when_its_discarded_mass_passes_lam_naming_the_alternatives():
+    agent = SOFUL(lam=0.01, beta=0.1, sketch_size=15)
+    regret, said = _play_stream(agent, horizon=1500)
+    assert len(said) == 1 and said[0].filename == __file__
+    message = str(said[0].message)
+    assert message.startswith("SOFUL(sketch_size=15, lam=0.01): Frequent Directions discarded more")
+    assert "CBSCFD" in message and "a larger sketch_size" in message and "DBSLinUCB" in message
+    oful, _ = _play_stream(OFUL(lam=0.01, beta=0.1), horizon=1500)
+    assert regret > 10 * oful  # what the warning is about: FD's limit on this stream
+
+
+def test_the_discarded_mass_warning_fires_at_the_first_round_past_lam():
+    agent = SOFUL(lam=0.01, beta=0.1, sketch_size=15)
+    masses, warned = [], []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for arms, theta, _ in _low_rank_stream(horizon=200):
+            agent.update(arms, agent.act(arms), float(arms[0] @ theta))
+            masses.append(agent.estimator.total_shrinkage)
+            warned.append(sum(w.category is DiscardedMassWarning for w in caught))
+    first = int(np.argmax(np.array(masses) > 0.01))
+    assert masses[first] > 0.01 and first > 0  # (the buffer fills before the first shrink)
+    assert warned[first - 1] == 0 and warned[first] == 1 and warned[-1] == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda: CBSCFD(lam=0.01, beta=0.1, sketch_size=15),
+    lambda: DBSLinUCB(lam=0.01, beta=0.1, l0=15, eps=8.0),
+], ids=["CBSCFD", "DBSLinUCB"])
+def test_the_agents_the_warning_recommends_do_not_warn(make):
+    _, said = _play_stream(make(), horizon=300)
+    assert said == []
+
+
+def test_a_sketch_that_discards_no_mass_does_not_warn_single_or_batched():
+    _, said = _play_stream(SOFUL(lam=0.01, beta=0.1, sketch_size=15), tail=0.0, horizon=300)
+    assert said == []  # rank 10 < 15: FD is exact
+    agent = batched(SOFUL(lam=0.01, beta=0.1, sketch_size=15), 2)
+    stream = _low_rank_stream(horizon=200)
+    with pytest.warns(DiscardedMassWarning, match=r"\(member [01]\)"):
+        for arms, _, _ in stream:
+            both = np.stack([arms, arms])
+            agent.update(both, agent.act(both), np.array([0.1, 0.1]))
+
+
+# -- the sketch-size warning and the static allocations' messages -------------------------------
+
+@pytest.mark.parametrize("d", range(1, 13))
+def test_the_sketch_size_warning_never_suggests_a_size_that_keeps_no_direction(d):
+    for l in range(2, d + 3):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            SOFUL(sketch_size=l, d=d)
+        for w in caught:
+            message = str(w.message)
+            if "use sketch_size <=" in message:
+                suggested = int(message.split("use sketch_size <= ")[1].split()[0])
+                assert suggested >= 2  # FD keeps sketch_size - 1 directions
+            else:
+                assert message.endswith(": use OFUL")
+
+
+@pytest.mark.parametrize("name", ["XYStatic", "XYAdaptive"])
+def test_the_xy_allocations_lam_error_does_not_name_g_allocation(name):
+    with pytest.raises(ValueError) as refused:
+        AGENTS[name](lam=1.0)
+    assert "G-allocation" not in str(refused.value) and "pass lam=0" in str(refused.value)
