@@ -133,6 +133,8 @@ class ExactCovariance(CovarianceEstimator):
         #: The largest width ``x^T A^-1 x`` an update has played, per member (host float64
         #: ``(B,)``): one update's rounding error is about ``eps (1 + q)`` (the module docstring).
         self.largest_width = np.zeros(self.batch_size)
+        # the largest width whose update stays within the tolerance: eps (1 + q) <= tolerance
+        self._quiet_width = UPDATE_TOLERANCE / torch.finfo(self.dtype).eps - 1.0
 
     @classmethod
     def peak_member_bytes(
@@ -262,10 +264,10 @@ class ExactCovariance(CovarianceEstimator):
     def inexact_updates(self) -> str | None:
         """What the Sherman-Morrison updates lost, when one update's rounding error ``eps (1 + q)``
         (the module docstring) passed :data:`UPDATE_TOLERANCE` for some member; else None."""
-        eps = torch.finfo(self.dtype).eps
         q = float(self.largest_width.max())
-        if not eps * (1.0 + q) > UPDATE_TOLERANCE:
+        if q <= self._quiet_width:
             return None
+        eps = torch.finfo(self.dtype).eps
         raise_by = eps * (1.0 + q) / UPDATE_TOLERANCE
         float64 = "" if self.dtype == torch.float64 else "dtype=torch.float64, "
         return (
