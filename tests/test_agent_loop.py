@@ -28,8 +28,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*more than OFUL:UserWarning"),
     # the obs-identity tests feed arms reinterpreted as int64 (values ~4e18): beyond float64, warned
     pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning"),
-    # small sketches on full-rank streams discard more than lam: due (test_agent_boundaries.py)
-    pytest.mark.filterwarnings("ignore::agents.DiscardedMassWarning"),
 ]
 
 CPU = torch.device("cpu")

@@ -28,11 +28,7 @@ from agents.sketches.rfd import RobustFrequentDirections
 from sketch_streams import KINDS, make_stream
 
 # small d with sketches: the "sketch holds more than OFUL's inverse" warning is expected here
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:.*holds .* bytes per agent"),
-    # and small sketches discard more than lam: due (asserted in tests/test_agent_boundaries.py)
-    pytest.mark.filterwarnings("ignore::agents.DiscardedMassWarning"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore:.*holds .* bytes per agent")
 
 ENV = "LinBandit-HeavyTail-v0"  # arms of varying norms: sketches shrink, DBS blocks diverge
 ENV_KW = dict(d=8, n_arms=8, horizon=40, alpha=0.5, noise_std=0.1)
