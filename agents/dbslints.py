@@ -35,7 +35,8 @@ class DBSLinTS(ThompsonSampling):
         eps: error parameter > 0 (the sketch's covariance error stays ``< 2 eps``).
         sketch: ``"fd"`` or ``"rfd"`` blocks.
         fast, sentinel, memory_cap, time_cap: as for :class:`~agents.dbslinucb.DBSLinUCB`.
-        delta, noise_std: used by ``v="theory"`` only; theta_bound: unused.
+        delta, noise_std: used by ``v="theory"`` only.
+        theta_bound: unused (accepted as the UCB agents accept it).
         batch_size: ``None`` (one agent) or B independent agents; ``lam``, ``v``, ``l0`` and ``eps``
             may then give one value per member.
         d, device, dtype: see :class:`~agents.base.TorchAgent`.

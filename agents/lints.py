@@ -24,7 +24,8 @@ class LinTS(ThompsonSampling):
         lam: ridge lambda > 0.
         v: the posterior scale: a float (tuned, as OFUL's ``beta``) or ``"theory"``
             (:func:`agents.thompson.theory_scale`, ``R sqrt(9 d ln(t / delta))``).
-        delta, noise_std: used by ``v="theory"`` only; theta_bound: unused.
+        delta, noise_std: used by ``v="theory"`` only.
+        theta_bound: unused (accepted as the UCB agents accept it).
         batch_size: ``None`` (one agent) or B independent agents; ``lam`` and ``v`` may then give
             one value per member.
         d, device, dtype: see :class:`~agents.base.TorchAgent`.

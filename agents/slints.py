@@ -36,7 +36,8 @@ class SLinTS(ThompsonSampling):
         sketch_size: FD sketch size ``l >= 1``; batched, one per member allowed.
         sketch: ``"fd"`` (Frequent Directions) or ``"rfd"`` (Robust FD).
         fast: ``True`` (default) 2l-row buffer, ``False`` textbook one-SVD-per-row FD.
-        delta, noise_std: used by ``v="theory"`` only; theta_bound: unused.
+        delta, noise_std: used by ``v="theory"`` only.
+        theta_bound: unused (accepted as the UCB agents accept it).
         batch_size: ``None`` (one agent) or B independent agents; ``lam``, ``v`` and
             ``sketch_size`` may then give one value per member.
         d, device, dtype: see :class:`~agents.base.TorchAgent`.

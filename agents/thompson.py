@@ -1,4 +1,4 @@
-"""The Thompson sampling rule on any covariance estimator (LinTS, SLinTS and DBSLinTS are this rule).
+"""The Thompson sampling rule on any covariance estimator (LinTS, SLinTS, DBSLinTS are this rule).
 
 Round t (Agrawal & Goyal (2013), Alg. 1, on the estimator's ``A_hat`` and ``theta_hat``)::
 

@@ -131,8 +131,11 @@ class ExactCovariance(CovarianceEstimator):
         self.A_inv = inv_reg[:, None, None] * xp.eye(self.d, self.dtype)[None]
         self._b = xp.zeros((self.batch_size, self.d), self.cdtype)
         self.gram = xp.zeros((self.batch_size, self.d, self.d), self.dtype) if keep_gram else None
-        # S (B, d, d) with S S^T = A^-1, working dtype: None until the first draw (draw_all)
+        # S (B, d, d) with S S^T = A^-1, working dtype: None until the first draw (draw_all);
+        # members joined without one (joined) hold zeros (Potter's update leaves them so) until
+        # their first draw
         self.factor = None
+        self._unfactored = np.zeros(self.batch_size, dtype=bool)
 
     @classmethod
     def peak_member_bytes(
@@ -257,9 +260,13 @@ class ExactCovariance(CovarianceEstimator):
             dtype=self.dtype,
             batch_size=len(order),
         )
-        if self.factor is not None:  # members that draw keep drawing with their own factors
-            theirs = other.factor if other.factor is not None else other._first_factor()
+        if self.factor is not None:  # members that draw keep their factors; others start theirs
+            theirs = xp.zeros(other.A_inv.shape, self.dtype) if other.factor is None else other.factor
             joined.factor = xp.concat(self.factor, xp.asarray(theirs, self.dtype), axis=0)[oi]
+            unfactored = np.concatenate(
+                [self._unfactored, np.full(other.batch_size, other.factor is None)]
+            )
+            joined._unfactored = unfactored[order]
         return joined
 
     def score_terms(self, arms) -> ScoreTerms:
@@ -324,23 +331,28 @@ class ExactCovariance(CovarianceEstimator):
         update of it with every row since. ``d^2`` a draw."""
         xp = self.xp
         if self.factor is None:
-            self.factor = self._first_factor()
+            self.factor = self._first_factor(np.arange(self.batch_size))
+        elif self._unfactored.any():
+            idx = np.flatnonzero(self._unfactored)
+            self.factor[xp.index(idx)] = self._first_factor(idx)
+            self._unfactored[:] = False
         return Z @ xp.astype(self.factor, self.cdtype).mT
 
-    def _first_factor(self):
-        """The lower Cholesky factor ``L`` of the kept ``A^-1 = L L^T`` ``(B, d, d)``, working
-        dtype (O(d^3 / 3)); a member whose kept inverse rounding made indefinite is first projected
-        onto the valid inverses (:func:`repair_inverse_` on a copy)."""
+    def _first_factor(self, idx: np.ndarray):
+        """The lower Cholesky factors ``L`` of the kept ``A^-1 = L L^T`` of the members ``idx``
+        ``(n, d, d)``, working dtype (O(d^3 / 3)); a member whose kept inverse rounding made
+        indefinite is first projected onto the valid inverses (:func:`repair_inverse_` on a
+        copy)."""
         xp = self.xp
-        inv = xp.astype(0.5 * (self.A_inv + self.A_inv.mT), self.cdtype)
+        A_inv = self.A_inv[xp.index(idx)]
+        inv = xp.astype(0.5 * (A_inv + A_inv.mT), self.cdtype)
         L, failed = xp.cholesky_ex(inv)
         bad = np.flatnonzero(failed)
         if bad.size:
             bi = xp.index(bad)
             sub = inv[bi]
-            repair_inverse_(
-                xp, sub, 1.0 / (self._reg_host() + self.trace)[bad], 1.0 / self._reg_host()[bad]
-            )
+            top, reg = (self._reg_host() + self.trace)[idx], self._reg_host()[idx]
+            repair_inverse_(xp, sub, 1.0 / top[bad], 1.0 / reg[bad])
             L[bi] = xp.cholesky(sub)
         return xp.astype(L, self.dtype)
 
