@@ -261,7 +261,9 @@ class ExactCovariance(CovarianceEstimator):
             batch_size=len(order),
         )
         if self.factor is not None:  # members that draw keep their factors; others start theirs
-            theirs = xp.zeros(other.A_inv.shape, self.dtype) if other.factor is None else other.factor
+            theirs = other.factor
+            if theirs is None:
+                theirs = xp.zeros(other.A_inv.shape, self.dtype)
             joined.factor = xp.concat(self.factor, xp.asarray(theirs, self.dtype), axis=0)[oi]
             unfactored = np.concatenate(
                 [self._unfactored, np.full(other.batch_size, other.factor is None)]
