@@ -482,7 +482,8 @@ class SketchCore:
         xp = self.xp
         w = self.width
         basis = self._basis_core()
-        scale = xp.asarray(np.broadcast_to(np.asarray(scale, dtype=np.float64), (self.B,)), self.cdtype)
+        scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (self.B,))
+        scale = xp.asarray(scale, self.cdtype)
         pz = z @ basis.mT  # (B, n, w): V z
         s = (self._outside(z) * xp.sqrt(self.inv_c))[:, 0] * scale  # (B,)
         coords = (self.H[:, :w, :w] @ self.b_coords[:, :w, None])[:, :, 0]  # H b_coords
