@@ -332,3 +332,20 @@ def test_float32_agents_play():
         assert agent.theta_hat.dtype == torch.float32
         assert bool(torch.isfinite(agent.theta_hat).all())
     assert LinTS(v=0.2, dtype=torch.float32).dtype == torch.float32
+
+
+@pytest.mark.parametrize("kind", list(AGENT_KINDS))
+def test_sample_is_theta_hat_plus_the_scaled_draw(kind):
+    """What the rule reads, ``sample_all(z, v)`` (a sketch fuses ``theta_hat`` and its draw in one
+    pass over the basis), is ``theta_hat + v F z`` with the draw's own factor, to rounding."""
+    d = 6
+    rng = np.random.default_rng(8)
+    agent = AGENT_KINDS[kind](torch.float64)
+    for _ in range(40):
+        arms = rng.standard_normal((4, d)) * np.array([3.0, 2.0, 1.0, 0.5, 0.2, 0.1])
+        agent.update(arms, agent.act(arms), float(rng.standard_normal()))
+    est = agent.estimator
+    z = rng.standard_normal((1, 5, d))
+    fused = np.asarray(est.sample_all(est.xp.asarray(z, est.cdtype), 0.7))[0]
+    apart = est.theta().numpy() + 0.7 * est.draw(z[0]).numpy()
+    np.testing.assert_allclose(fused, apart, rtol=1e-10, atol=1e-12)
