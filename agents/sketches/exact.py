@@ -341,7 +341,8 @@ class ExactCovariance(CovarianceEstimator):
             idx = np.flatnonzero(self._unfactored)
             self.factor[xp.index(idx)] = self._first_factor(idx)
             self._unfactored[:] = False
-        return Z @ xp.astype(self.factor, self.cdtype).mT
+        # in the working dtype, as the inverse's products (no core copy of the d x d factor)
+        return xp.astype(xp.astype(Z, self.dtype) @ self.factor.mT, self.cdtype)
 
     def _first_factor(self, idx: np.ndarray):
         """The lower Cholesky factors ``L`` of the kept ``A^-1 = L L^T`` of the members ``idx``
