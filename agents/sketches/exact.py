@@ -28,8 +28,8 @@ so that ``S S^T`` follows Sherman-Morrison's ``A^-1 - (A^-1 x)(A^-1 x)^T / (1 + 
 S S^T x``; the coefficient ``c = (1 - 1/sqrt(1 + s)) / s`` written without the cancellation at small
 ``s``, and ``2 c - c^2 s = 1 / (1 + s)``): two ``d^2`` products a row (``S^T x`` and the outer
 update; ``S u = A^-1 x`` is the one the Sherman-Morrison step of the kept inverse forms), and
-``S S^T`` stays positive semi-definite whatever the rounding. A draw is one more ``d^2`` product; no ``O(d^3)``
-factorization after the first.
+``S S^T`` stays positive semi-definite whatever the rounding. A draw is one more ``d^2`` product;
+no ``O(d^3)`` factorization after the first.
 """
 
 from __future__ import annotations
