@@ -299,6 +299,13 @@ class EstimatorAgent(TorchAgent):
         first maximum of each member's."""
         raise NotImplementedError(f"{type(self).__name__} has no action rule (_arm_scores)")
 
+    def _score_terms(self, arms) -> ScoreTerms:
+        """What the rule reads of the estimator for the round's arms ``(B, K, d)``: by default both
+        UCB terms of every arm (:meth:`~agents.sketches.base.CovarianceEstimator.score_terms`, whose
+        projection the update reuses). A rule that reads the estimator otherwise (Thompson
+        sampling: ``theta_hat`` and a draw) returns the arms alone, without a projection."""
+        return self.estimator.score_terms(arms)
+
     def _before_step(self, rows, terms: ScoreTerms | None, actions) -> None:
         """What the rule keeps of the played rows ``(B, d)`` before the estimator adds them
         (``terms``: act's, when reused; nothing by default)."""
@@ -315,7 +322,7 @@ class EstimatorAgent(TorchAgent):
         )  # own: a snapshot of a numpy obs (_remember_scored)
         est = self.estimator
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is named below, by cause
-            terms = est.score_terms(arms)
+            terms = self._score_terms(arms)
             scores = self._arm_scores(arms, terms)
         if not est.xp.all_finite(scores):
             self._scored = None
@@ -337,23 +344,30 @@ class EstimatorAgent(TorchAgent):
             raise self._overflow_error(f"up to {float(s.abs().max()):.3g} in size")
         return self.members.out(out)
 
-    def _overflow_error(self, size: str, terms: ScoreTerms | None = None) -> FloatingPointError:
+    def _overflow_error(self, size: str, terms: ScoreTerms | None = None) -> Exception:
         """The error for scores that ``self.dtype`` cannot hold (``size``: what they were), naming
         the term that overflowed, from the bounds ``x^T A_hat^-1 x <= ||x||^2 / lam`` and
         ``|x^T A_hat^-1 b| <= ||x|| ||b|| / lam`` (``||b|| <= sum_s |r_s| ||x_s||``): the arms'
-        norms or the rewards' sum against ``lam``, whatever ``A_hat``'s conditioning."""
+        norms or the rewards' sum against ``lam``, whatever ``A_hat``'s conditioning (a
+        ``ValueError`` for arms whose squared norm overflows)."""
         est = self.estimator
         head = f"{type(self).__name__}: the {self.scores_name} are {size} (round {self.t})"
         lam, lam_min = _fmt(self.lam), float(np.min(est._reg_host()))
-        largest = float(est.xp.host(terms.sq).max()) if terms is not None else 0.0
+        largest = 0.0
+        if terms is not None:  # (a rule without widths, Thompson sampling, leaves sq None)
+            with np.errstate(over="ignore"):
+                sq = terms.sq if terms.sq is not None else est.xp.norm_sq(terms.arms, est.cdtype)
+            largest = float(est.xp.host(sq).max())
         mass = float(np.max(est._response_mass))
         float64 = "" if self.dtype == torch.float64 else ", or use dtype=torch.float64"
         with np.errstate(over="ignore"):
             widths = max(largest, math.sqrt(largest)) / lam_min  # bounds x^T A^-1 x and A^-1 x
             means = math.sqrt(largest) * mass / lam_min
+        if not largest <= est._max_norm_sq:  # (a rule that did not check the arms' norms)
+            return ValueError(est._too_large("an arm's", terms.arms))
         if terms is None:  # finite in the core dtype, beyond the working dtype's range
             cause = f"they are beyond {self.dtype}'s range; use dtype=torch.float64"
-        elif not widths <= torch.finfo(self.dtype).max:
+        elif not widths <= torch.finfo(self.dtype).max and terms.quad is not None:
             cause = (
                 f"the widths x^T A_hat^-1 x (at most ||x||^2 / lam) overflowed {self.dtype}: "
                 f"arms of squared norm up to {largest:.3g} against lam={lam}; rescale the features "
