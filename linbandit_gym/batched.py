@@ -34,8 +34,8 @@ from .registration import register_envs
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 from .vector import supports_vector
 
-__all__ = ["batch_is_faster", "can_batch", "member_state_is_small", "play_members", "run_batched", "DEFAULT_MAX_BATCH",
-           "SMALL_STATE"]
+__all__ = ["batch_is_faster", "can_batch", "member_state_is_small", "members_agent", "play_members",
+           "run_batched", "vector_env", "DEFAULT_MAX_BATCH", "SMALL_STATE"]
 
 #: seeds advanced together at most (more seeds run in consecutive chunks)
 DEFAULT_MAX_BATCH = 64
@@ -144,7 +144,7 @@ def run_batched(
     cpu, _ = cpu_clock(threads)
     try:
         for chunk in chunks:
-            venv = _vector_env(env_id, chunk, env_kwargs)
+            venv = vector_env(env_id, chunk, env_kwargs)
             try:
                 if bar is None:
                     rounds = min(x for x in (venv.unwrapped.horizon, max_rounds) if x is not None)
@@ -161,7 +161,18 @@ def run_batched(
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
-def _vector_env(env_id: str, seeds: list[int], env_kwargs: dict):
+def members_agent(configs: list[dict]) -> Any:
+    """One batched agent whose member i plays as the agent that ``configs[i]`` (``{"name",
+    "args"}``: a registered name or ``module:Class`` and its arguments, as a sweep's run config
+    names it) builds (:func:`agents.batched.batched_members`)."""
+    from agents.batched import batched_members
+
+    from .registry import resolve_agent
+
+    return batched_members([resolve_agent(c["name"], dict(c["args"])) for c in configs])
+
+
+def vector_env(env_id: str, seeds: list[int], env_kwargs: dict):
     """The vector env that plays ``seeds``: one member per distinct seed (members of a batch
     that share a seed share its arm sets, see :meth:`~linbandit_gym.vector.LinBanditVectorEnv.step_players`)."""
     return gym.make_vec(env_id, num_envs=len(set(seeds)), vectorization_mode="vector_entry_point", **env_kwargs)
@@ -196,7 +207,7 @@ def play_members(
         raise ValueError(f"a batch of {B} members needs {B} seeds, agent names and env names, got "
                          f"{len(seeds)}, {len(agent_names)} and {len(env_names)}")
     cpu, _ = cpu_clock(threads)
-    venv = _vector_env(env, seeds, dict(env_kwargs or {}))
+    venv = vector_env(env, seeds, dict(env_kwargs or {}))
     try:
         with thread_limit(threads):
             played = play(batch_members(venv, agent, seeds, agent_names, env_names), max_rounds=max_rounds, cpu=cpu)

@@ -23,6 +23,7 @@ experiments and the command line).
 
 from __future__ import annotations
 
+import itertools
 import numbers
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -381,7 +382,7 @@ def play_in_stages(members: Members, stops: Sequence[int | None], *, cpu: Callab
     if not stops or any(s is not None and (isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1)
                         for s in stops):
         raise ValueError(f"stops must be round counts >= 1 (the last may be None), got {stops!r}")
-    if None in stops[:-1] or any(a >= b for a, b in zip(stops, stops[1:]) if b is not None):
+    if None in stops[:-1] or any(a >= b for a, b in itertools.pairwise(stops) if b is not None):
         raise ValueError(f"stops must increase, with None (the end of the episode) only last, got {stops!r}")
     return _stages(members, stops, cpu, bar)
 

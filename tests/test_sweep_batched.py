@@ -271,13 +271,25 @@ def test_parse_bytes_and_cli_flags(tmp_path, capsys):
 
 def test_tune_chooses_the_same_batched_or_not(tmp_path):
     cfg = {"seeds": 1, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}}],
-           "tune": {"beta": [0.05, 1.0], "lam": [0.2, 2.0], "seeds": 3}}
+           "tune": {"beta": [0.05, 1.0], "lam": [0.2, 2.0], "seeds": 3, "schedule": "grid"}}
     one = tune(cfg, tmp_path / "one", batched=False, log=None)
     many = tune(cfg, tmp_path / "many", log=None)
     assert one.tuned == many.tuned
-    pd.testing.assert_frame_equal(one.table, many.table)
+    timing = ["agent_cpu_s"]  # the rest is the same batched or not
+    pd.testing.assert_frame_equal(one.table.drop(columns=timing), many.table.drop(columns=timing))
     sizes = {json.loads(p.read_text()).get("batch_size") for p in (tmp_path / "many" / "runs").glob("*.json")}
     assert sizes == {12}  # the 4 grid points x 3 seeds in one batch (members differ in lam and beta)
+
+
+def test_halving_chooses_the_same_with_a_pair_s_seeds_batched_or_not(tmp_path):
+    cfg = {"seeds": 1, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}}],
+           "tune": {"beta": [0.05, 0.3, 1.0], "lam": [0.2, 2.0], "seeds": 3}}
+    one = tune(cfg, tmp_path / "one", batched=False, log=None)
+    many = tune(cfg, tmp_path / "many", batched=True, log=None)
+    assert one.tuned == many.tuned
+    timing = ["agent_cpu_s"]
+    pd.testing.assert_frame_equal(one.table.drop(columns=timing), many.table.drop(columns=timing))
+    assert one.table["rounds"].tolist() != [ENV["args"]["horizon"]] * 6  # some pairs stopped early
 
 
 # -- players sharing a vector-env member (runs of one seed in a batch draw its arm sets once) ----

@@ -62,6 +62,7 @@ from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_recor
 from ..text import count
 from .backends import iter_results, local_workers
 from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config, run_id
+from .costs import CpuLedger, Stopwatch, children_cpu
 from .packing import DEFAULT_BATCH_MEMORY, pack, parse_bytes
 
 __all__ = [
@@ -87,6 +88,7 @@ class SweepResult:
     executed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # run id -> traceback
+    cost: CpuLedger = field(default_factory=CpuLedger)  # where the executed runs' CPU time went
 
     @property
     def ok(self) -> bool:
@@ -120,17 +122,18 @@ def _output_error(out: Path, exc: OSError) -> OutputError:
 
 
 @contextmanager
-def _writing(out: Path, what: str) -> Iterator[None]:
-    """Hold the lock of ``out`` (one writer per directory), clear what dead writers left, and
-    turn an error of the file system into one clear :class:`OutputError`."""
+def _writing(out: Path, what: str, keeps: tuple[str, ...] = ("runs", "failed")) -> Iterator[None]:
+    """Hold the lock of ``out`` (one writer per directory), make its first directory of
+    ``keeps`` (``runs/``; a tuning by successive halving keeps ``halving/``), clear what dead
+    writers left, and turn an error of the file system into one clear :class:`OutputError`."""
     with lock_output_dir(out, what):
         try:
-            for sub in ("runs", "failed"):
+            for sub in keeps:
                 if (out / sub).exists() and not (out / sub).is_dir():
                     raise OutputError(f"{out / sub} is a file, where {out} keeps its {sub}/ directory: move it "
                                       "away, or choose another output directory (--out)")
-            (out / "runs").mkdir(exist_ok=True)
-            for directory in (out, out / "runs", out / "failed"):
+            (out / keeps[0]).mkdir(exist_ok=True)
+            for directory in (out, *(out / sub for sub in keeps)):
                 remove_stale_temporaries(directory)
             yield
         except (ConnectionError, TimeoutError):  # the network (a Ray cluster), not the output directory
@@ -348,6 +351,7 @@ def sweep(
         )
         if not pending:
             return result
+        watch, children_start = Stopwatch(), children_cpu()
         try:
             shapes = _preflight(cfg, pending)
             timing_seed = cfg.seeds[0] if timing_runs else None
@@ -363,9 +367,26 @@ def sweep(
                      backend=backend, workers=workers, threads=threads, address=address)
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
+        _settle_costs(result.cost, watch, children_start, local=backend == "local",
+                      in_process=backend == "local" and workers == 1)
+        for line in result.cost.lines():
+            say(line)
     if result.failed:
         say(f"{count(len(result.failed), 'run')} failed; tracebacks in {out / 'failed'}; rerun the sweep to retry them")
     return result
+
+
+def _settle_costs(ledger: CpuLedger, watch: Stopwatch, children_start: float, *, in_process: bool,
+                  local: bool) -> None:
+    """Fill in the CPU seconds spent outside the units: this process's own (planning, saving
+    runs; the units it ran itself report their own), and local workers' outside their units
+    (start-up; counted once the workers have ended). Ray workers' start-up is not known here."""
+    units = ledger.agents + ledger.rounds
+    if in_process:
+        watch.exclude(units)
+    elif local:
+        ledger.workers += max(0.0, children_cpu() - children_start - units)
+    ledger.driver += watch.elapsed()
 
 
 def batch_wording(sizes: list[int]) -> str:
@@ -391,6 +412,7 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
     for unit, planned in zip(units, plan_units):
         if len(unit) == 1 and timing_repeats > 1 and unit[0].seed == timing_seed:
             planned["timing_repeats"] = timing_repeats
+    alone = {unit[0].run_id for unit in units if len(unit) == 1}
     results = iter_results(plan_units, curve_points=_curve_points(cfg.raw), **backend_options)
     with closing(results):  # an interrupt stops the workers now, not at garbage collection
         for spec_dict, res, error in results:
@@ -407,6 +429,9 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
             res["meta"]["backend"] = backend_options["backend"]
             save_run(out, res["records"], res["meta"])
             result.executed.append(rid)
+            result.cost.add_run(res.get("cost"))
+            if rid in alone and spec_dict["config"].get("seed") == timing_seed is not None:
+                result.cost.timing_runs += res.get("cost", {}).get("cpu_s", 0.0)
             say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s since the sweep started)")
 
 
