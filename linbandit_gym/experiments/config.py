@@ -612,8 +612,8 @@ def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
                 if _takes(agent, "dtype"):
                     final_args["dtype"] = x.dtype
                 else:
-                    x.notes.append(f"dtype: {x.dtype} is not given to {label!r}: "
-                                   f"{entry['name']} takes no dtype")
+                    x.notes.append(f"dtype: {x.dtype} is not given to {label!r}: its agent "
+                                   "takes no dtype")
             if key in x.seen_labels and x.seen_labels[key] != final_args:
                 raise ConfigError(
                     f"{where}.label: label {label!r} is used by two different agent configs on env "
