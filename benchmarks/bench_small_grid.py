@@ -44,9 +44,9 @@ def _children_cpu() -> float:
 
 def _sweep(out: str, workers: int, extra: list[str]) -> tuple[float, float, str]:
     """Wall and CPU seconds of one ``linbandit sweep`` into ``out``, and what it printed."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "linbandit_gym.cli", "sweep", CONFIG, "--out", out, "--workers",
-               str(workers), "--quiet", "--no-plots", *extra]
+    env = {**os.environ, **{f"{lib}_NUM_THREADS": "1" for lib in ("OMP", "MKL", "OPENBLAS")}}
+    command = [sys.executable, "-m", "linbandit_gym.cli", "sweep", CONFIG, "--out", out,
+               "--workers", str(workers), "--quiet", "--no-plots", *extra]
     cpu, start = _children_cpu(), time.perf_counter()
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - start

@@ -6,7 +6,7 @@ seeds both the env member and the agent member -- through a native vector env
 (:func:`linbandit_gym.loop.play`), and returns the same per-round records (one per (agent,
 env, seed, round), same columns, same order: seed by seed, round by round).
 ``run(..., batched=None)`` takes this path by itself when :func:`can_batch` says the env id and
-the agent allow it, there are >= 2 seeds and one member's state is small
+the agent allow it, there are at least :data:`MIN_BATCH` seeds and one member's state is small
 (:func:`member_state_is_small`).
 
 What differs from the loop over seeds: ``agent_time`` (CPU seconds, as in ``run``),
@@ -35,7 +35,7 @@ from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 from .vector import supports_vector
 
 __all__ = ["batch_is_faster", "can_batch", "member_state_is_small", "members_agent", "play_members",
-           "run_batched", "vector_env", "DEFAULT_MAX_BATCH", "SMALL_STATE"]
+           "run_batched", "vector_env", "DEFAULT_MAX_BATCH", "MIN_BATCH", "SMALL_STATE"]
 
 #: seeds advanced together at most (more seeds run in consecutive chunks)
 DEFAULT_MAX_BATCH = 64
@@ -52,6 +52,13 @@ DEFAULT_MAX_BATCH = 64
 #: 0.8-1.2x of the single path.
 SMALL_STATE = 1024**2
 
+#: By default (``run(..., batched=None)``, and the sweep planner's ``batched=None``) a batch has
+#: at least this many members. A single agent on the CPU runs on the numpy backend, a batch on
+#: torch, whose every op costs a fixed dispatch for all B members at once: that is shared only
+#: when B is large enough, and below this many members the runs one by one are the faster
+#: (``benchmarks/bench_batch_size.py`` measures both per member-round against B).
+MIN_BATCH = 8
+
 
 def _env_id(env: Any) -> str | None:
     return env if isinstance(env, str) else None
@@ -67,10 +74,11 @@ def can_batch(env: Any, agent: Any) -> bool:
 
 
 def batch_is_faster(env: Any, env_kwargs: dict | None, agent: Any, seeds: list[int]) -> bool:
-    """Whether ``run(env, agent, seeds)`` takes the batched path by default: there are >= 2
-    seeds, env and agent can batch (:func:`can_batch`) and one member's state is small
-    (:func:`member_state_is_small`)."""
-    return len(seeds) > 1 and can_batch(env, agent) and member_state_is_small(env, env_kwargs, agent, seeds[0])
+    """Whether ``run(env, agent, seeds)`` takes the batched path by default: there are at least
+    :data:`MIN_BATCH` seeds, env and agent can batch (:func:`can_batch`) and one member's state
+    is small (:func:`member_state_is_small`)."""
+    return (len(seeds) >= MIN_BATCH and can_batch(env, agent)
+            and member_state_is_small(env, env_kwargs, agent, seeds[0]))
 
 
 def member_state_is_small(env_id: str, env_kwargs: dict | None, agent: Any, seed: int) -> bool:

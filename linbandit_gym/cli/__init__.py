@@ -314,7 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
     p_run.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
                        help="advance all seeds together as one tensor program (default: when env and agent "
-                       "support it and one agent's state is at most 1 MiB, where a batch is faster; each run's "
+                       "support it, there are 8 seeds at least and one agent's state is at most "
+                       "1 MiB, where a batch is faster; each run's "
                        "times are then its share of the batch's, which the table's timing column says); "
                        "--no-batched plays the seeds one by one, each timed alone")
     p_run.set_defaults(func=_cmd_run)

@@ -32,8 +32,9 @@ def _add_exec_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
                    help="advance runs that differ only in seed and in the agent's per-member arguments (lam, beta, ...) "
                    "together as one batched program, each still saved as its own run (default: where the agent and "
-                   "env allow it and the agent's state is small, < 1 MiB, so that a batch is faster; --batched: "
-                   "wherever allowed; --no-batched: one run at a time)")
+                   "env allow it, the agent's state is small, < 1 MiB, and 8 members at least "
+                   "share a batch, so that a batch is faster; --batched: wherever allowed; "
+                   "--no-batched: one run at a time)")
     p.add_argument("--batch-memory", default=DEFAULT_BATCH_MEMORY, type=_memory_size, metavar="SIZE",
                    help="memory budget of one batch, e.g. 2GiB (default), 512M")
     p.add_argument("--max-batch", type=int, default=None, metavar="B",

@@ -295,7 +295,8 @@ def sweep(
             ``per_member_args`` (lam, beta, ...) advance together as one batched program when
             their agent and env allow it (see :mod:`.packing`), each still saved as its own run;
             ``None`` (default): the same for runs whose agent state is small enough for a batch
-            to be faster (:data:`linbandit_gym.batched.SMALL_STATE`); ``False``: one run at a time.
+            to be faster (:data:`linbandit_gym.batched.SMALL_STATE`), in batches of
+            :data:`linbandit_gym.batched.MIN_BATCH` members at least; ``False``: one run at a time.
         batch_memory: memory budget of one batch, bytes or a size such as ``"2GiB"`` (default).
         max_batch: members of one batch at most (default
             :data:`linbandit_gym.batched.DEFAULT_MAX_BATCH`).
