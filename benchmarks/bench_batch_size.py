@@ -43,8 +43,8 @@ def main(argv=None) -> int:
 
     warnings.simplefilter("ignore")  # sketch-size warnings of the small d
     with threadpool_limits(1):
-        for name in SETTINGS if args.setting == "all" else [args.setting]:
-            env, agents, horizon = SETTINGS[name]
+        chosen = SETTINGS if args.setting == "all" else {args.setting: SETTINGS[args.setting]}
+        for name, (env, agents, horizon) in chosen.items():
             for agent, extra in agents:
                 for size in args.sizes:
                     agent_config = {"name": agent, "args": {"lam": 1.0, "beta": 0.1, **extra}}
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
                     specs = [spec.to_dict() for spec in cfg.runs]
                     best = {"alone": float("inf"), "batch": float("inf")}
                     for _ in range(args.repeats):
-                        for mode in best:
+                        for mode in ("alone", "batch"):
                             start = time.process_time()
                             if mode == "alone":
                                 for spec in specs:
