@@ -26,7 +26,12 @@ class XYStatic(GAllocation):
     ``"rounding"``, ``"greedy"``); the design minimises the largest uncertainty of an arm
     *difference* instead of an arm. ``"greedy"`` is eq. 14 with the max over the
     differences ``y = x - x'`` (Soare et al.'s greedy XY rule; O(K^3 r) per pull, small K
-    only). ``design_eps`` defaults to 0.05 (certified gap of the XY design).
+    only).
+
+    Args:
+        design_eps: certified accuracy of the XY design: ``max_y ||y||^2_{V^-1}`` within
+            ``(1 + design_eps)`` of its certified lower bound
+            (:func:`agents.design.xy_optimal_design`).
 
     Example:
 

@@ -1,4 +1,4 @@
-"""Per-round cost of OFUL, SOFUL, CBSCFD and DBSLinUCB against their numpy twins, with a profile.
+"""Per-round cost of OFUL, SOFUL, CBSCFD and DBSLinUCB against plain numpy implementations, with a profile.
 
 The four agents (at B = 1 on the CPU they run on the numpy backend, ``agents.sketches.backend``)
 and the plain numpy versions of the same algorithms (NumpyOFUL of
@@ -14,6 +14,11 @@ of each agent is profiled by cProfile and the functions with the largest own tim
     python benchmarks/profile_agents.py --quick                  # d = 784, K in {10, 100}, l = 50
     python benchmarks/profile_agents.py --profile --agents SOFUL --arms 10
     python benchmarks/profile_agents.py --count-ops --arms 10    # + torch (aten) calls per round
+    python benchmarks/profile_agents.py --quick --stat round --backend torch   # the other backend
+
+``--backend torch`` plays our agents as batches of one member (``batch_size=1``), which run on the
+torch backend as every batch does: against the default (numpy for one estimator on the CPU) it
+measures what that choice of backend saves (``docs/architecture.md``, special cases kept).
 
 ``--count-ops`` counts the torch (aten) operations dispatched per round (views included) in one
 extra run: a load-independent measure of the fixed per-call overhead on the torch backend (0 on
@@ -55,14 +60,33 @@ from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB  # noqa: E402
 AGENT_NAMES = ("OFUL", "SOFUL", "CBSCFD", "DBSLinUCB")
 
 
-def make(name: str, d: int, l: int, l0: int, eps: float, lam: float = 1.0, beta: float = 0.1):
-    """(our agent, its numpy twin) with the same parameters."""
+class OneMemberBatch:
+    """One of our agents built with ``batch_size=1`` (the torch backend), played as a single agent."""
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.estimator, self.d = agent.estimator, agent.d
+
+    def act(self, obs):
+        return int(self.agent.act(obs[None])[0])
+
+    def update(self, obs, a, reward):
+        self.agent.update(obs[None], np.array([a]), np.array([reward]))
+
+
+def make(name: str, d: int, l: int, l0: int, eps: float, lam: float = 1.0, beta: float = 0.1,
+         backend: str = "numpy"):
+    """(our agent, the plain numpy implementation) with the same parameters; ``backend="torch"``: our
+    agent as a batch of one member."""
+    kw = dict(lam=lam, beta=beta, d=d, batch_size=None if backend == "numpy" else 1)
     if name == "OFUL":
-        return OFUL(lam=lam, beta=beta, d=d), NumpyOFUL(d, lam, beta)
-    if name in ("SOFUL", "CBSCFD"):
+        ours, plain = OFUL(**kw), NumpyOFUL(d, lam, beta)
+    elif name in ("SOFUL", "CBSCFD"):
         cls, robust = (SOFUL, False) if name == "SOFUL" else (CBSCFD, True)
-        return cls(lam=lam, beta=beta, sketch_size=l, d=d), NumpySketchedUCB(d, l, lam, beta, robust)
-    return DBSLinUCB(lam=lam, beta=beta, l0=l0, eps=eps, d=d), NumpyDBSLinUCB(d, l0, eps, lam, beta)
+        ours, plain = cls(sketch_size=l, **kw), NumpySketchedUCB(d, l, lam, beta, robust)
+    else:
+        ours, plain = DBSLinUCB(l0=l0, eps=eps, **kw), NumpyDBSLinUCB(d, l0, eps, lam, beta)
+    return (ours if backend == "numpy" else OneMemberBatch(ours)), plain
 
 
 def stream(d: int, k: int, rounds: int, seed: int = 0):
@@ -116,7 +140,7 @@ def product_rows(agent) -> int:
     est = agent.estimator
     core = getattr(est, "core", None)
     if core is not None and not getattr(est, "exact_mode", False):  # FD / RFD / DBS while sketched
-        return int(core.Rmax)
+        return int(core.width)
     return agent.d  # OFUL (and DBS once exact): the d x d inverse
 
 
@@ -167,6 +191,8 @@ def main(argv=None) -> None:
     p.add_argument("--stat", choices=("run", "round"), default="run",
                    help="run: the fastest whole run (default); round: the mean over rounds of each round's fastest "
                         "repeat (robust to preemption on a loaded machine)")
+    p.add_argument("--backend", choices=("numpy", "torch"), default="numpy",
+                   help="numpy: our agents as one estimator (default); torch: as batches of one member")
     p.add_argument("--floor", action="store_true",
                    help="print the one big product's size and its time alone against the agent's round")
     args = p.parse_args(argv)
@@ -174,23 +200,27 @@ def main(argv=None) -> None:
     repeats = args.repeats or (2 if args.quick else 3)
     torch.set_num_threads(args.threads)
     print(f"d={args.d}, l={args.l}, l0={args.l0}, eps={args.eps}, {rounds} rounds, best of {repeats} interleaved (per {args.stat}); "
-          f"{args.threads} BLAS thread(s), torch {torch.__version__}, numpy {np.__version__}, float64 CPU")
+          f"{args.threads} BLAS thread(s), torch {torch.__version__}, numpy {np.__version__}, float64 CPU, "
+          f"our agents on the {args.backend} backend")
     print(f"{'agent':>10} {'K':>4} {'ours ms':>9} {'numpy ms':>9} {'numpy/ours':>12} {'same':>5}")
     with threadpool_limits(limits=args.threads):
         for k in args.arms:
             arms, theta, noise = stream(args.d, k, rounds)
             tensors = torch.as_tensor(arms)
             for name in args.agents:
-                play(make(name, args.d, args.l, args.l0, args.eps)[0], arms[:5], tensors[:5], theta, noise, False)
+                def build(name=name):  # (our agent, the plain numpy implementation)
+                    return make(name, args.d, args.l, args.l0, args.eps, backend=args.backend)
+
+                play(build()[0], arms[:5], tensors[:5], theta, noise, False)
                 best_t = best_n = float("inf")
                 rounds_t, rounds_n = [], []
                 for _ in range(repeats):
-                    ours, twin = make(name, args.d, args.l, args.l0, args.eps)
+                    ours, plain = build()
                     rounds_t.append([])
                     ms, a_t = play(ours, arms, tensors, theta, noise, False, rounds_t[-1])
                     best_t = min(best_t, ms)
                     rounds_n.append([])
-                    ms, a_n = play(twin, arms, arms, theta, noise, True, rounds_n[-1])
+                    ms, a_n = play(plain, arms, arms, theta, noise, True, rounds_n[-1])
                     best_n = min(best_n, ms)
                 if args.stat == "round":  # each round's fastest repeat: a preempted round does not count
                     best_t = float(np.min(rounds_t, axis=0).mean() * 1e3)
@@ -198,16 +228,16 @@ def main(argv=None) -> None:
                 print(f"{name:>10} {k:>4} {best_t:>9.3f} {best_n:>9.3f} {best_n / best_t:>12.2f} {str(a_t == a_n):>5}",
                       flush=True)
                 if args.floor:
-                    m, ms, nbytes = floor(lambda: make(name, args.d, args.l, args.l0, args.eps)[0], arms, tensors,
-                                          theta, noise, repeats, args.stat)
+                    m, ms, nbytes = floor(lambda: build()[0], arms, tensors, theta, noise, repeats, args.stat)
                     print(f"{'':>10} {'':>4} floor: m={m:.1f} rows, {2 * k * args.d * m / 1e6:.2f} MFLOP and "
                           f"{nbytes / 1024:.0f} KiB a product, {ms:.3f} ms/round alone = {ms / best_t:.0%} of the round",
                           flush=True)
                 if args.count_ops:
-                    print(f"{'':>10} {'':>4} {count_ops(make(name, args.d, args.l, args.l0, args.eps)[0], arms, tensors, theta, noise):.1f} torch (aten) ops/round", flush=True)
+                    ops = count_ops(build()[0], arms, tensors, theta, noise)
+                    print(f"{'':>10} {'':>4} {ops:.1f} torch (aten) ops/round", flush=True)
                 if args.profile:
                     prof = cProfile.Profile()
-                    ours = make(name, args.d, args.l, args.l0, args.eps)[0]
+                    ours = build()[0]
                     prof.enable()
                     play(ours, arms, tensors, theta, noise, False)
                     prof.disable()

@@ -2,6 +2,10 @@
 
 import sys
 
+from .specs import drop_current_directory_entry
+
+drop_current_directory_entry()
+
 from .cli import main
 
 if __name__ == "__main__":

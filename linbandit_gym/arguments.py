@@ -6,10 +6,15 @@ serves both the checks that run before anything is built and ``linbandit describ
 * the signature, along the class's MRO (a constructor taking ``**kwargs`` forwards them to its
   base, the convention of the env families and of ``DBSLinUCB-FD``), gives each argument's
   name, type hint and default;
-* the docstrings, along the same MRO, give each argument a line of meaning: a Google-style
-  ``Args:`` section (the agents: ``name: text``, or ``a, b (R): text`` for several names) or a
+* the docstrings, along the same MRO, give each argument its meaning: a Google-style ``Args:``
+  section (the agents: ``name: text``; ``a, b: text`` for several names sharing one text;
+  ``noise_std (R): text`` for a name and the symbol it is in the formulas, never a type) or a
   Gymnasium-style ``## Arguments`` table (the envs: ``| ``name`` | default | meaning |``). An
   entry that only says ``see :class:`~pkg.Class``` is read from that class.
+
+The API pages read the same sections through the same parser (:func:`argument_section`): the
+docs' griffe extension rewrites each section one name per entry (:func:`one_name_per_entry`),
+so that a group gets one row per name, with its default, and a symbol is not taken for a type.
 
 :meth:`Arguments.problems` checks keyword arguments against the signature (every unknown name,
 with the closest valid one; every value against its type hint) and returns all of them, each
@@ -41,10 +46,15 @@ __all__ = [
     "Arguments",
     "arguments_of",
     "describe_arguments",
-    "first_clause",
+    "ArgumentEntry",
+    "ArgumentSection",
+    "argument_section",
     "documented_arguments",
+    "documented_blocks",
+    "one_name_per_entry",
     "format_problems",
     "named_argument",
+    "resolve_dotted",
     "rst_to_text",
     "type_name",
     "value_matches",
@@ -62,46 +72,109 @@ _RST_LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`")
 
 def rst_to_text(text: str) -> str:
     """Docstring reST as plain text: ``:class:`~a.B``` -> ``B``, double backquotes dropped,
-    ``:math:`\\sqrt{d}``` -> ``\\sqrt{d}``.
+    ``:math:`\\sqrt{d}``` -> ``\\sqrt{d}``, the ``::`` that opens a literal block -> ``:``.
 
-    >>> rst_to_text(":class:`~agents.base.TorchAgent` on ``digits``")
-    'TorchAgent on digits'
+    >>> rst_to_text(":class:`~agents.base.TorchAgent` on ``digits``, the radius:: R + H")
+    'TorchAgent on digits, the radius: R + H'
     """
     def role(match: re.Match) -> str:
         target = match.group(1)
         # :class:`~pkg.mod.Name` and :func:`pkg.f` show the last dotted part, as Sphinx does with ~
         return target.rsplit(".", 1)[-1] if match.group(0).split("`")[1].startswith("~") else target
 
-    text = _RST_ROLE.sub(role, text)
+    text = re.sub(r"(?<=\S)::(?=\s|$)", ":", _RST_ROLE.sub(role, text))
     return _RST_LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
 
 
 _SECTION = re.compile(r"^(Args|Arguments|Parameters|Keyword Args|Keyword Arguments):\s*$")
 _NAME = r"\*{0,2}[A-Za-z_]\w*(?:\s*\([^)]*\))?"
 _ENTRY = re.compile(rf"^(?P<names>{_NAME}(?:\s*,\s*{_NAME})*)\s*:(?:\s+(?P<text>.*))?$")
-_TABLE_HEADING = re.compile(r"^#+\s*Arguments\s*$")
-_SEE_CLASS = re.compile(r"^see :class:`~?([\w.]+)`")
+_ONE_NAME = re.compile(r"^(?P<stars>\*{0,2})(?P<name>[A-Za-z_]\w*)(?:\s*\((?P<symbol>[^)]*)\))?$")
 
 
-def _google_args(doc: str) -> dict[str, str]:
-    """``{name: text}`` of the ``Args:`` section of a Google-style docstring (reST kept)."""
+@dataclass(frozen=True)
+class ArgumentEntry:
+    """One entry of a Google-style ``Args:`` section, in the convention of this project's
+    docstrings: one or several names sharing one text (``d, device, dtype, seed: ...``), a name
+    optionally followed by the symbol that stands for it in the docstring's formulas
+    (``noise_std (R)``; it is never a type: types are the signature's).
+
+    ``lines`` is the text as written: its first line, then its continuation lines with the
+    entry's own indentation removed (reST kept)."""
+
+    names: tuple[str, ...]
+    symbols: tuple[str | None, ...]
+    lines: tuple[str, ...]
+    written: tuple[str, ...] = ()  #: the names as written (``**kwargs``)
+
+    def block(self, name: str) -> tuple[str, ...]:
+        """The text for ``name`` as written (:attr:`lines`), naming its symbol where it has one."""
+        *head, last = self.lines
+        return (*head, _with_symbol(last, self.symbols[self.names.index(name)]))
+
+    def meaning(self, name: str) -> str:
+        """The text for ``name`` on one line, naming its symbol where it has one: ``"used by
+        ``beta="theory"`` only (written ``R`` in the formulas)."``."""
+        return _one_line(self.block(name))
+
+
+def _one_line(lines: tuple[str, ...]) -> str:
+    return re.sub(r"\s+", " ", " ".join(lines)).strip()
+
+
+def _with_symbol(text: str, symbol: str | None) -> str:
+    """``text``, then in brackets the symbol its name is written as, before a final full stop."""
+    if not symbol:
+        return text
+    stop = "." if text.endswith(".") else ""
+    return f"{text.removesuffix('.')} (written ``{symbol}`` in the formulas){stop}"
+
+
+@dataclass(frozen=True)
+class ArgumentSection:
+    """The ``Args:`` section of a docstring: its entries, and the lines it spans in the
+    docstring (``inspect.cleandoc`` applied): its heading at ``start``, entries up to ``end``."""
+
+    start: int
+    end: int
+    indent: int  #: the entries' indentation
+    entries: tuple[ArgumentEntry, ...]
+
+
+def argument_section(doc: str) -> ArgumentSection | None:
+    """The ``Args:`` (``Arguments:``, ``Parameters:``, ...) section of the docstring ``doc``, or
+    None: the one reading of the agents' docstrings for ``linbandit describe`` and the API pages.
+
+    >>> section = argument_section('''Summary.
+    ...
+    ...     Args:
+    ...         lam: ridge lambda.
+    ...         delta, noise_std (R): used by the
+    ...             theory radius only.
+    ... ''')
+    >>> [(e.names, e.symbols) for e in section.entries]
+    [(('lam',), (None,)), (('delta', 'noise_std'), (None, 'R'))]
+    >>> section.entries[1].meaning("noise_std")
+    'used by the theory radius only (written ``R`` in the formulas).'
+    """
     lines = inspect.cleandoc(doc).splitlines()
-    out: dict[str, str] = {}
-    for start, line in enumerate(lines):
-        if _SECTION.match(line.strip()):
-            break
-    else:
-        return out
+    start = next((i for i, line in enumerate(lines) if _SECTION.match(line.strip())), None)
+    if start is None:
+        return None
     head_indent = len(lines[start]) - len(lines[start].lstrip())
-    indent, names, parts = None, [], []
+    indent, entries, names, symbols, written, text = None, [], (), (), (), []
+    end = start + 1
 
     def flush() -> None:
-        for name in names:
-            out.setdefault(name, " ".join(parts).strip())
+        while text and not text[-1].strip():
+            text.pop()
+        if names:
+            entries.append(ArgumentEntry(names, symbols, tuple(text), written))
 
-    for line in lines[start + 1:]:
+    for number in range(start + 1, len(lines)):
+        line = lines[number]
         if not line.strip():
-            parts.append("")
+            text.append("")
             continue
         here = len(line) - len(line.lstrip())
         if indent is None:
@@ -115,15 +188,78 @@ def _google_args(doc: str) -> dict[str, str]:
             break  # a line at the entries' indent that is no entry ends the section
         if match is not None:
             flush()
-            names = [re.sub(r"\s*\(.*", "", n).strip().lstrip("*") for n in match["names"].split(",")]
-            parts = [match["text"] or ""]
+            parts = [_ONE_NAME.match(part.strip()) for part in match["names"].split(",")]
+            names = tuple(part["name"] for part in parts)
+            written = tuple(part["stars"] + part["name"] for part in parts)
+            symbols = tuple(part["symbol"].strip() if part["symbol"] else None for part in parts)
+            text = [match["text"] or ""]
         else:
-            parts.append(line.strip())
+            text.append(line[indent:] if line[:indent].strip() == "" else line.strip())
+        end = number + 1
     flush()
-    return {name: re.sub(r"\s+", " ", text) for name, text in out.items()}
+    return ArgumentSection(start, end, indent or head_indent + 4, tuple(entries))
 
 
-def _table_args(doc: str) -> dict[str, str]:
+def one_name_per_entry(doc: str, entries: list[tuple[str, tuple[str, ...]]] | None = None) -> str:
+    """``doc`` with its ``Args:`` section written one name per entry, ``name: text`` (a group's
+    text repeated for each of its names, a name's symbol named in it: :meth:`ArgumentEntry.block`),
+    or as ``entries`` (``(name, lines)`` pairs) where given: the form Google-style readers
+    (griffe, for the API pages) take, where a group or a symbol in brackets would read as one
+    unknown parameter and a type. Without a section, ``entries`` go before the examples (or last).
+
+    >>> print(one_name_per_entry('''Summary.
+    ...
+    ...     Args:
+    ...         d, seed: see the
+    ...             base class.
+    ...         **kwargs: forwarded.
+    ... '''))
+    Summary.
+    <BLANKLINE>
+    Args:
+        d: see the
+            base class.
+        seed: see the
+            base class.
+        **kwargs: forwarded.
+    """
+    section = argument_section(doc)
+    lines = inspect.cleandoc(doc).splitlines()
+    if entries is None:
+        if section is None:
+            return "\n".join(lines)
+        entries = [(written, entry.block(name)) for entry in section.entries
+                   for name, written in zip(entry.names, entry.written)]
+    pad = " " * (section.indent if section else 4)
+    body = []
+    for name, (first, *more) in entries:
+        body.append(f"{pad}{name}: {first}".rstrip())
+        body += [f"{pad}{line}".rstrip() for line in more]
+    if section is not None:
+        return "\n".join(lines[:section.start + 1] + body + lines[section.end:])
+    examples = (i for i, line in enumerate(lines) if re.match(r"^Examples?( \(.*\))?:", line))
+    at = next(examples, len(lines))
+    before = lines[:at]
+    while before and not before[-1].strip():
+        before.pop()
+    return "\n".join(before + ["", "Args:", *body, ""] + lines[at:])
+
+
+def _google_args(doc: str) -> dict[str, tuple[str, ...]]:
+    """``{name: its text's lines}`` of a Google-style docstring's ``Args:`` section (reST kept)."""
+    section = argument_section(doc)
+    out: dict[str, tuple[str, ...]] = {}
+    for entry in section.entries if section else ():
+        for name in entry.names:
+            out.setdefault(name, entry.block(name))
+    return out
+
+
+_TABLE_HEADING = re.compile(r"^#+\s*Arguments\s*$")
+_SEE_CLASS = re.compile(r"^see :class:`~?([\w.]+)`")
+
+
+def _table_args(doc: str) -> dict[str, tuple[str, ...]]:
     """``{name: meaning}`` of a ``## Arguments`` table (``| ``name`` | default | meaning |``)."""
     out: dict[str, str] = {}
     inside = False
@@ -142,11 +278,11 @@ def _table_args(doc: str) -> dict[str, str]:
         if len(cells) < 2 or set(cells[0]) <= set("-: ") or cells[0].lower() == "argument":
             continue  # the header row and the |---| row
         for name in re.findall(r"``(\w+)``", cells[0]) or [cells[0]]:
-            out.setdefault(name, cells[-1])
+            out.setdefault(name, (cells[-1],))
     return out
 
 
-def _resolve_dotted(path: str) -> Any:
+def resolve_dotted(path: str) -> Any:
     """The object at ``pkg.module.Name`` (the longest importable module prefix), else None."""
     parts = path.split(".")
     for cut in range(len(parts) - 1, 0, -1):
@@ -163,79 +299,41 @@ def _resolve_dotted(path: str) -> Any:
     return None
 
 
-def documented_arguments(obj: Any) -> dict[str, str]:
-    """``{argument: meaning}`` as plain text, from the docstrings of ``obj`` (a class: along
-    its MRO, the first class documenting a name wins; a function: its own docstring).
+def documented_blocks(obj: Any) -> dict[str, tuple[str, ...]]:
+    """``{argument: its meaning's lines, as written}`` (reST, continuation lines indented
+    relative to the entry) from the docstrings of ``obj`` (a class: along its MRO, the first
+    class documenting a name wins; a function: its own docstring): what the API pages show.
 
     An entry reading ``see :class:`~pkg.Class``` is replaced by that class's entry for the name.
+    """
+    owners = [k for k in obj.__mro__ if k is not object] if inspect.isclass(obj) else [obj]
+    raw: dict[str, tuple[str, ...]] = {}
+    for owner in owners:
+        doc = owner.__dict__.get("__doc__") if inspect.isclass(owner) else getattr(owner, "__doc__", None)
+        if not isinstance(doc, str):
+            continue
+        for name, block in {**_table_args(doc), **_google_args(doc)}.items():
+            raw.setdefault(name, block)
+    out = {}
+    for name, block in raw.items():
+        see = _SEE_CLASS.match(_one_line(block))
+        if see:
+            target = resolve_dotted(see.group(1))
+            if target is not None and target is not obj:
+                block = documented_blocks(target).get(name, block)
+        out[name] = block
+    return out
+
+
+def documented_arguments(obj: Any) -> dict[str, str]:
+    """``{argument: meaning}`` as plain text on one line (:func:`documented_blocks`): what
+    ``linbandit describe`` shows.
 
     >>> from agents import OFUL
     >>> documented_arguments(OFUL)["lam"], documented_arguments(OFUL)["dtype"][:24]
     ('ridge lambda > 0.', 'torch.float64 (default o')
     """
-    owners = [k for k in obj.__mro__ if k is not object] if inspect.isclass(obj) else [obj]
-    raw: dict[str, str] = {}
-    for owner in owners:
-        doc = owner.__dict__.get("__doc__") if inspect.isclass(owner) else getattr(owner, "__doc__", None)
-        if not isinstance(doc, str):
-            continue
-        for name, text in {**_table_args(doc), **_google_args(doc)}.items():
-            raw.setdefault(name, text)
-    out = {}
-    for name, text in raw.items():
-        see = _SEE_CLASS.match(text)
-        if see:
-            target = _resolve_dotted(see.group(1))
-            if target is not None and target is not obj:
-                text = documented_arguments(target).get(name, rst_to_text(text))
-        out[name] = rst_to_text(text)
-    return out
-
-
-_ABBREVIATIONS = ("e.g.", "i.e.", "Thm.", "Eq.", "eq.", "Sec.", "Fig.", "App.", "Alg.", "cf.", "vs.", "No.")
-
-
-def first_clause(text: str, limit: int = 160) -> str:
-    """The first clause of ``text``: up to the first ``". "``, ``"; "`` or ``": "`` outside
-    brackets (not after an abbreviation such as ``Thm.``), cut to ``limit`` characters.
-
-    >>> first_clause("constant radius (float, as in the papers) or theory: Thm. 2 of ...")
-    'constant radius (float, as in the papers) or theory'
-    """
-    depth, cut = 0, len(text)
-    for i, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth = max(0, depth - 1)
-        elif depth == 0 and char in ".;:" and text[i + 1:i + 2] in (" ", ""):
-            if char == "." and any(text[:i + 1].endswith(a) for a in _ABBREVIATIONS):
-                continue
-            cut = i
-            break
-    clause = text[:cut].strip().rstrip(".:")
-    if len(clause) > limit:  # long asides in brackets go first: "a name of X (long list), or (X, y)"
-        clause = _drop_long_asides(clause)
-    return clause if len(clause) <= limit else clause[: limit - 3].rsplit(" ", 1)[0] + "..."
-
-
-def _drop_long_asides(text: str, longest: int = 40) -> str:
-    """``text`` without its outermost bracketed asides longer than ``longest`` characters."""
-    out, depth, start = [], 0, 0
-    for i, char in enumerate(text):
-        if char == "(":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif char == ")" and depth:
-            depth -= 1
-            if depth == 0:
-                aside = text[start:i + 1]
-                out.append(aside if len(aside) <= longest else "\0")
-            continue
-        if depth == 0:
-            out.append(char)
-    return re.sub(r"\s*\0", "", "".join(out))
+    return {name: rst_to_text(_one_line(block)) for name, block in documented_blocks(obj).items()}
 
 
 # -- types -----------------------------------------------------------------------------
@@ -310,9 +408,10 @@ class Argument:
     def default_text(self) -> str:
         return "required" if self.required else short_repr(self.default, 30)
 
-    def summary(self) -> str:
-        """One line of meaning (the first clause of the documented text), or says there is none."""
-        return first_clause(self.meaning) if self.meaning else "(not documented)"
+    def meaning_text(self) -> str:
+        """The documented meaning, whole (``linbandit describe`` shows no less than the API
+        pages), or says there is none."""
+        return self.meaning or "(not documented)"
 
 
 @dataclass(frozen=True)
@@ -377,7 +476,7 @@ class Arguments:
 def named_argument(message: str, names: Iterable[str]) -> str:
     """The argument of ``names`` that ``message`` (a value check's) names first, else ``""``.
 
-    >>> named_argument("SOFUL: sketch_size must be >= 1, got 0", ["lam", "sketch_size"])
+    >>> named_argument("SOFUL: sketch_size must be an int >= 1, got 0", ["lam", "sketch_size"])
     'sketch_size'
     """
     found = [(match.start(), name) for name in names
@@ -386,11 +485,11 @@ def named_argument(message: str, names: Iterable[str]) -> str:
 
 
 def describe_arguments(arguments: Arguments, width: int = 100) -> list[str]:
-    """One row per argument, ``name  type  default  meaning``, the meaning (its first clause)
-    wrapped under its column; for ``linbandit describe``."""
+    """One row per argument, ``name  type  default  meaning``, the whole meaning wrapped under
+    its column; for ``linbandit describe``."""
     import textwrap
 
-    rows = [(a.name, a.type_text, a.default_text, a.summary()) for a in arguments]
+    rows = [(a.name, a.type_text, a.default_text, a.meaning_text()) for a in arguments]
     if not rows:
         return ["  (no arguments)"]
     columns = [max(len(r[k]) for r in rows + [("argument", "type", "default", "")]) for k in range(3)]

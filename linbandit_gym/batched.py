@@ -29,6 +29,7 @@ import gymnasium as gym
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .feedback import FeedbackSchedule
 from .loop import agent_label, batch_members, check_seeds, env_shape, play
 from .registration import register_envs
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
@@ -47,9 +48,9 @@ DEFAULT_MAX_BATCH = 64
 #: memory traffic on the state itself, which a batch does not share: B interleaved members stream
 #: their states through the caches every round, where one seed after another keeps one member's
 #: hot. Measured on this 2-core box (1 thread, 8 members vs one run at a time): Synthetic K = 20
-#: gains 2.6-4.5x per member-round at d = 50 and 200 (OFUL, SOFUL l = 10; 50-450 KB), while on
-#: MNIST (d = 784, K = 10; OFUL 5 MB, SOFUL l = 150 3.6 MB, DBSLinUCB 10 MB) batches run at
-#: 0.8-1.2x of the single path.
+#: gains 2.6-4.5x per member-round at d = 50 and 200 (OFUL, SOFUL l = 10; 50-450 KiB), while on
+#: MNIST (d = 784, K = 10; OFUL 4.7 MiB, SOFUL l = 150 3.2 MiB, DBSLinUCB up to 4.7 MiB) batches
+#: run at 0.8-1.2x of the single path.
 SMALL_STATE = 1024**2
 
 #: By default (``run(..., batched=None)``, and the sweep planner's ``batched=None``) a batch has
@@ -66,7 +67,7 @@ def _env_id(env: Any) -> str | None:
 
 def can_batch(env: Any, agent: Any) -> bool:
     """Whether ``run(env, agent, ...)`` can take the batched path: ``env`` is a registered id
-    with a native vector env and ``agent`` one of ours with a batched twin."""
+    with a native vector env and ``agent`` one whose class batches (declares its ``batching``)."""
     from agents.batched import supports_batched  # torch loads on first use, not with the package
 
     env_id = _env_id(env)
@@ -82,7 +83,7 @@ def batch_is_faster(env: Any, env_kwargs: dict | None, agent: Any, seeds: list[i
 
 
 def member_state_is_small(env_id: str, env_kwargs: dict | None, agent: Any, seed: int) -> bool:
-    """Whether one member of ``agent`` (one of ours with a batched twin) holds at most
+    """Whether one member of ``agent`` (one whose class batches) holds at most
     :data:`SMALL_STATE` on the arm sets of ``env_id``: where a batch of seeds is faster than the
     seeds one by one."""
     from agents.batched import constructor_args
@@ -104,12 +105,16 @@ def run_batched(
     progress: bool | None = None,
     max_batch: int = DEFAULT_MAX_BATCH,
     threads: int | None = DEFAULT_THREADS,
+    feedback_delay: int = 0,
+    update_every: int = 1,
 ) -> pd.DataFrame:
     """Play one episode per seed, all seeds at once, and return the per-round records.
 
-    Arguments as :func:`linbandit_gym.evaluate.run`, ``threads`` included (``env`` must be an env id with a native
-    vector env; ``agent`` an agent of ours, or its class), plus ``max_batch``: at most that many
-    seeds advance together (more run in consecutive chunks, bounding memory).
+    Arguments as :func:`linbandit_gym.evaluate.run`, ``threads``, ``feedback_delay`` and
+    ``update_every`` included (``env`` must be an env id with a native vector env; ``agent`` an
+    agent of ours, or its class), plus ``max_batch``: at most that many seeds advance together
+    (more run in consecutive chunks, bounding memory). Every member learns by the same schedule,
+    as its single run would.
 
     Raises ``ValueError`` when the env or the agent has no batched version, naming the fix
     (``run(..., batched=False)``).
@@ -127,6 +132,7 @@ def run_batched(
     register_envs()  # idempotent: the vector entry points are looked up by id
     seeds = check_seeds(seeds, max_rounds)
     threads = check_threads(threads)
+    feedback = FeedbackSchedule(feedback_delay, update_every)
     if isinstance(max_batch, bool) or not isinstance(max_batch, numbers.Integral) or max_batch < 1:
         raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
     if isinstance(agent, type):
@@ -160,7 +166,9 @@ def run_batched(
                 members = batch_members(venv, batched(agent, len(chunk)), chunk, [a_name] * len(chunk),
                                         [e_name] * len(chunk))
                 with thread_limit(threads):
-                    frames.append(play(members, max_rounds=max_rounds, cpu=cpu, bar=bar if show else None).frame())
+                    played = play(members, max_rounds=max_rounds, cpu=cpu,
+                                  bar=bar if show else None, feedback=feedback)
+                    frames.append(played.frame())
             finally:
                 venv.close()
     finally:
@@ -196,6 +204,8 @@ def play_members(
     env_kwargs: dict | None = None,
     max_rounds: int | None = None,
     threads: int | None = DEFAULT_THREADS,
+    feedback_delay: int = 0,
+    update_every: int = 1,
 ) -> list[pd.DataFrame]:
     """Play one batch whose members may differ in more than their seed, and return the
     records of each member (one frame per member, as :func:`linbandit_gym.evaluate.run` gives
@@ -205,11 +215,14 @@ def play_members(
     agents that differ in ``lam``/``beta``/...), played on one vector env of ``env`` with B
     members; member i is seeded ``seeds[i]`` (seeds may repeat: members that differ in their
     arguments play the same episode) and labelled ``agent_names[i]`` on ``env_names[i]``.
-    This is what a sweep batch runs (:func:`linbandit_gym.experiments.runner.execute_batch`);
-    :func:`run_batched` is the same loop over one agent's seeds.
+    Every member learns by the schedule ``feedback_delay``, ``update_every``
+    (:class:`~linbandit_gym.feedback.FeedbackSchedule`). This is what a sweep batch runs
+    (:func:`linbandit_gym.experiments.runner.execute_batch`); :func:`run_batched` is the same
+    loop over one agent's seeds.
     """
-    seeds = check_seeds(seeds, max_rounds)
+    seeds = check_seeds(seeds, max_rounds, distinct=False)
     threads = check_threads(threads)
+    feedback = FeedbackSchedule(feedback_delay, update_every)
     B = getattr(agent, "batch_size", None)
     if not (len(seeds) == len(agent_names) == len(env_names) == B):
         raise ValueError(f"a batch of {B} members needs {B} seeds, agent names and env names, got "
@@ -218,7 +231,8 @@ def play_members(
     venv = vector_env(env, seeds, dict(env_kwargs or {}))
     try:
         with thread_limit(threads):
-            played = play(batch_members(venv, agent, seeds, agent_names, env_names), max_rounds=max_rounds, cpu=cpu)
+            members = batch_members(venv, agent, seeds, agent_names, env_names)
+            played = play(members, max_rounds=max_rounds, cpu=cpu, feedback=feedback)
     finally:
         venv.close()
     return played.member_frames()

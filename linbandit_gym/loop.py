@@ -8,14 +8,19 @@ an arm index; B > 1 members are the members of a native vector env
 and one batched agent (:mod:`agents.batched`), whose ``act`` returns B arm indices. Only the
 setting-up differs (:func:`single_members`, :func:`batch_members`); every round of every path
 -- :func:`linbandit_gym.run`, batched runs, sweeps, ``play_members`` -- goes through the same
-loop body, so their records agree column for column.
+loop body, so their records agree column for column. A
+:class:`~linbandit_gym.feedback.FeedbackSchedule` says when the agent learns from each round
+(delayed and batched feedback); the plain loop learns from round t right after acting in it.
 
 Timing: the CPU clock (a system call, the loop's largest cost) and the wall clock are read
 once at each boundary of a round's calls -- after ``act``, after the env's step (with the
 round's records written), after ``update`` -- and the end of one round is the start of the
 next; only an agent whose state is read after the round (``memory_bytes``, ``sketch_size``)
 gets a fresh start, so that reading its state is not counted as its time. With B members, the
-times are the batch's and each member's record holds a 1/B share of them.
+times are the batch's and each member's record holds a 1/B share of them. Under a feedback
+schedule a round's agent time is its ``act`` and the updates the schedule calls in that round
+(none, one, or several: those due, and at the episode's end everything still held), so the
+cumulative time at the last round covers every act and every update, as in the plain loop.
 
 Layer: the evaluation loop (above the envs, the agents and the registry; below the
 experiments and the command line).
@@ -33,6 +38,11 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
+from linbandit_host.seeds import SEED_LIMIT
+from linbandit_host.seeds import check_seeds as check_seed_list
+
+from .envs.memory import check_records_fit
+from .feedback import IMMEDIATE_FEEDBACK, FeedbackSchedule, HeldFeedback
 from .registration import register_envs
 
 __all__ = ["RECORD_COLUMNS", "SEED_LIMIT", "TIMING_COLUMNS", "Members",
@@ -40,14 +50,14 @@ __all__ = ["RECORD_COLUMNS", "SEED_LIMIT", "TIMING_COLUMNS", "Members",
            "batch_members", "check_seeds", "env_shape", "make_env", "play", "play_in_stages", "records_frame",
            "single_members"]
 
-#: Seeds are ints in ``[0, SEED_LIMIT)``: what numpy's and torch's generators, the records'
-#: int64 ``seed`` column and a batch's int64 seed tensor all take.
-SEED_LIMIT = 2**63
-
 #: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
 #: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
 #: ``time_shared_by`` says how the times were measured: 1, alone; B, each time is a 1/B share of
-#: the time of a batch of B members advanced together.
+#: the time of a batch of B members advanced together. ``exact_mode`` is 1 after a round where a
+#: sketched agent updates exactly (DBSLinUCB past its cap: OFUL from then on), 0 while it
+#: sketches, NaN for an agent that does not say (no ``exact_mode`` attribute).
+#: ``feedback_delay`` and ``update_every`` say when the agent learnt from each round
+#: (:class:`~linbandit_gym.feedback.FeedbackSchedule`; 0 and 1: right after acting in it).
 RECORD_COLUMNS = [
     "agent",
     "env",
@@ -64,7 +74,10 @@ RECORD_COLUMNS = [
     "wall_time",
     "memory_bytes",
     "sketch_size",
+    "exact_mode",
     "time_shared_by",
+    "feedback_delay",
+    "update_every",
 ]
 
 #: The columns that depend on how the rounds were timed; the rest of a run's records is the same
@@ -97,30 +110,26 @@ def env_shape(env_id: str, env_kwargs: dict[str, Any], seed: int) -> tuple[int, 
     return int(n_arms), int(d)
 
 
-def check_seeds(seeds: int | Iterable[int], max_rounds: int | None = None) -> list[int]:
-    """``seeds`` as a list (an int ``n`` means seeds ``0..n-1``); checks ``max_rounds`` too."""
-    if isinstance(seeds, numbers.Integral):
-        if seeds < 1:
-            raise ValueError(f"seeds as an int is a count and must be >= 1, got {seeds}")
-        seeds = range(int(seeds))
-    seeds = list(seeds)
-    for seed in seeds:  # what numpy, torch, the int64 seed column and a batch's seed tensor all take
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < SEED_LIMIT:
-            raise ValueError(f"a seed is an int in [0, 2**63), got {seed!r}")
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds is empty: give at least one seed")
+def check_seeds(
+    seeds: int | Iterable[int], max_rounds: int | None = None, *, distinct: bool = True
+) -> list[int]:
+    """``seeds`` as a list, by the one seed rule (:func:`linbandit_host.seeds.check_seeds`: an
+    int ``n`` means seeds ``0..n-1``, a list holds distinct seeds in ``[0, 2**63)``; ``distinct``
+    False lets the members of a batch share one); checks ``max_rounds`` too."""
+    seeds = check_seed_list(seeds, distinct=distinct)
     if max_rounds is not None and max_rounds < 1:
         raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
     return seeds
 
 
 def agent_label(agent: Any, given: str | None) -> str:
-    """``given``, else the agent's ``name`` attribute, else its class name."""
+    """``given``, else the label ``linbandit run`` would give the agent: its name and non-default
+    arguments (``SOFUL l=10``; :func:`linbandit_gym.registry.object_label`)."""
     if given is not None:
         return given
-    name = getattr(agent, "name", None)
-    return name if isinstance(name, str) and name else type(agent).__name__
+    from .registry import object_label
+
+    return object_label(agent)
 
 
 # -- the env side of a vector of members ------------------------------------------------------
@@ -205,18 +214,34 @@ def _sketch_size(agent: Any) -> float:
     return float(value) if isinstance(value, (numbers.Real, np.number)) else _NAN
 
 
+def _flag(value: Any) -> Any:
+    """An agent's ``exact_mode`` (a bool, or one per member) as 1.0/0.0; NaN where it has none
+    yet."""
+    if value is None:
+        return _NAN
+    return np.asarray(value, dtype=np.float64) if np.ndim(value) else float(bool(value))
+
+
+def _exact_reader(agent: Any) -> Callable[[], Any] | None:
+    """What reads, after a round, whether the agent (each member) updates exactly; None where it
+    does not say."""
+    return (lambda: _flag(agent.exact_mode)) if hasattr(agent, "exact_mode") else None
+
+
 class Members:
     """B (env member, agent member) pairs that play the same rounds, and what labels them.
 
     ``envs`` is the env side (:class:`OneEnv` or :class:`VectorEnvMembers`); ``agent`` the
     agent itself (B = 1) or one batched agent of B members; ``reset_agent(seeds)`` resets it;
-    ``memory()`` and ``sketch_size()`` read, after a round, what each member holds (``None``:
-    the agent does not say, recorded as 0 bytes and NaN).
+    ``memory()``, ``sketch_size()`` and ``exact_mode()`` read, after a round, what each member
+    holds and whether it updates exactly (``None``: the agent does not say, recorded as 0 bytes
+    and NaN).
     """
 
     def __init__(self, envs: OneEnv | VectorEnvMembers, agent: Any, *, seeds: Sequence[int],
                  agent_names: Sequence[str], env_names: Sequence[str], reset_agent: Callable[[list[int]], None],
-                 memory: Callable[[], Any] | None, sketch_size: Callable[[], Any] | None):
+                 memory: Callable[[], Any] | None, sketch_size: Callable[[], Any] | None,
+                 exact_mode: Callable[[], Any] | None = None):
         if not (len(seeds) == len(agent_names) == len(env_names) == envs.size):
             raise ValueError(f"{envs.size} members need {envs.size} seeds, agent names and env names, got "
                              f"{len(seeds)}, {len(agent_names)} and {len(env_names)}")
@@ -224,6 +249,7 @@ class Members:
         self.seeds = [int(s) for s in seeds]
         self.agent_names, self.env_names = list(agent_names), list(env_names)
         self.reset_agent, self.memory, self.sketch_size = reset_agent, memory, sketch_size
+        self.exact_mode = exact_mode
 
 
 def single_members(env: gym.Env, agent: Any, seed: int, agent_name: str, env_name: str) -> Members:
@@ -235,6 +261,7 @@ def single_members(env: gym.Env, agent: Any, seed: int, agent_name: str, env_nam
         reset_agent=(lambda seeds: reset(seed=seeds[0])) if callable(reset) else (lambda seeds: None),
         memory=memory if callable(memory) else None,
         sketch_size=(lambda: _sketch_size(agent)) if hasattr(agent, "sketch_size") else None,
+        exact_mode=_exact_reader(agent),
     )
 
 
@@ -250,32 +277,41 @@ def batch_members(venv: Any, agent: Any, seeds: Sequence[int], agent_names: Sequ
 
     return Members(VectorEnvMembers(venv, seeds), agent, seeds=seeds, agent_names=agent_names, env_names=env_names,
                    reset_agent=lambda s: agent.reset(seed=list(s)), memory=agent.member_memory_bytes,
-                   sketch_size=sketch_size)
+                   sketch_size=sketch_size, exact_mode=_exact_reader(agent))
 
 
 # -- the records ---------------------------------------------------------------------------------
 
 class RoundRecords:
     """Preallocated columns of the rounds of B members, filled in place by :func:`play`: per
-    round and member the action, reward, expected and best expected reward, regret, memory and
-    sketch size (``(capacity,)`` arrays for a single env, whose values are scalars, ``(capacity,
-    B)`` for the B members of a vector env, so that a round is one assignment either way), and
-    per round the batch's agent CPU, agent wall and round wall seconds. ``cpu_time``: the CPU
+    round and member the action, reward, expected and best expected reward, regret, memory,
+    sketch size and exact mode (``(capacity,)`` arrays for a single env, whose values are
+    scalars, ``(capacity, B)`` for the B members of a vector env, so that a round is one
+    assignment either way), and per round the batch's agent CPU, agent wall and round wall
+    seconds; ``feedback`` is the schedule the rounds were played by. ``cpu_time``: the CPU
     seconds of the rounds played, on the loop's clock (``act``, the env's step, ``update``,
     writing the row): with ``agent_time``, what a round spends outside the agent."""
 
-    def __init__(self, members: Members, capacity: int):
+    def __init__(self, members: Members, capacity: int,
+                 feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK):
         self.members = members
+        self.feedback = feedback
         self.rounds = 0
         self.cpu_time = 0.0
         self._allocate(max(1, capacity))
 
     def _allocate(self, capacity: int) -> None:
+        # the one size rule of records, before the first byte: horizon=10**10 is refused by name
+        check_records_fit(capacity, self.members.size)
+        self._allocate_columns(capacity)
+
+    def _allocate_columns(self, capacity: int) -> None:
         shape = (capacity,) if self.members.envs.scalar else (capacity, self.members.size)
         self.action = np.zeros(shape, dtype=np.int64)
         self.reward, self.expected, self.best, self.regret = (np.zeros(shape) for _ in range(4))
         self.memory = np.zeros(shape, dtype=np.int64)
         self.sketch = np.full(shape, np.nan)
+        self.exact = np.full(shape, np.nan)
         self.agent_time, self.agent_wall_time, self.wall_time = (np.zeros(capacity) for _ in range(3))
         self.capacity = capacity
 
@@ -318,7 +354,10 @@ class RoundRecords:
             "wall_time": shared(self.wall_time),
             "memory_bytes": per_member(self.memory),
             "sketch_size": per_member(self.sketch),
+            "exact_mode": per_member(self.exact),
             "time_shared_by": np.full(T * B, B, dtype=np.int64),
+            "feedback_delay": np.full(T * B, self.feedback.feedback_delay, dtype=np.int64),
+            "update_every": np.full(T * B, self.feedback.update_every, dtype=np.int64),
         }
         return pd.DataFrame(columns)
 
@@ -328,8 +367,8 @@ class RoundRecords:
         return [frame.iloc[i * T: (i + 1) * T].reset_index(drop=True) for i in range(self.members.size)]
 
 
-_BUFFERS = ("action", "reward", "expected", "best", "regret", "memory", "sketch", "agent_time", "agent_wall_time",
-            "wall_time")
+_BUFFERS = ("action", "reward", "expected", "best", "regret", "memory", "sketch", "exact",
+            "agent_time", "agent_wall_time", "wall_time")
 
 
 def records_frame(played: Iterable[RoundRecords]) -> pd.DataFrame:
@@ -350,7 +389,7 @@ def records_frame(played: Iterable[RoundRecords]) -> pd.DataFrame:
 # -- the loop ----------------------------------------------------------------------------------
 
 def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], float] = time.thread_time,
-         bar: Any = None) -> RoundRecords:
+         bar: Any = None, feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK) -> RoundRecords:
     """Play one episode of every member of ``members`` and return its records.
 
     Each round: the agent acts on the members' arm sets, the env members step, the agent learns
@@ -359,13 +398,18 @@ def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], f
     every member at once), or after ``max_rounds``; the env's ``horizon``, where it has one,
     sizes the columns. ``cpu`` is the clock of ``agent_time``
     (:func:`linbandit_gym.threads.cpu_clock`); ``bar``, a tqdm bar, advances by B a round.
+    ``feedback``: when the agent learns from each round instead
+    (:class:`~linbandit_gym.feedback.FeedbackSchedule`: round t's ``update`` after round t + k's
+    ``act``, updates every n rounds, what is still held in the last round); the records of that
+    round then hold the time and the state after those updates.
     """
-    *_, records = play_in_stages(members, [max_rounds], cpu=cpu, bar=bar)
+    *_, records = play_in_stages(members, [max_rounds], cpu=cpu, bar=bar, feedback=feedback)
     return records
 
 
-def play_in_stages(members: Members, stops: Sequence[int | None], *, cpu: Callable[[], float] = time.thread_time,
-                   bar: Any = None) -> Iterator[RoundRecords]:
+def play_in_stages(members: Members, stops: Sequence[int | None], *,
+                   cpu: Callable[[], float] = time.thread_time, bar: Any = None,
+                   feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK) -> Iterator[RoundRecords]:
     """Play one episode of every member of ``members`` in stages: the rounds up to ``stops[0]``,
     then on to ``stops[1]``, and so on, yielding the records after each stop.
 
@@ -376,7 +420,8 @@ def play_in_stages(members: Members, stops: Sequence[int | None], *, cpu: Callab
     nobody's time). Closing the iterator early drops the members where they stand. If the env
     ends the episode before a stop, the records are yielded there and the iteration ends. The
     records yielded are one :class:`RoundRecords` that grows: read it (:meth:`~RoundRecords.frame`)
-    before asking for the next stage.
+    before asking for the next stage. ``feedback`` as in :func:`play`: feedback still held at a
+    stop stays held (the episode goes on); only the episode's last round applies it.
     """
     stops = list(stops)
     if not stops or any(s is not None and (isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1)
@@ -384,10 +429,11 @@ def play_in_stages(members: Members, stops: Sequence[int | None], *, cpu: Callab
         raise ValueError(f"stops must be round counts >= 1 (the last may be None), got {stops!r}")
     if None in stops[:-1] or any(a >= b for a, b in itertools.pairwise(stops) if b is not None):
         raise ValueError(f"stops must increase, with None (the end of the episode) only last, got {stops!r}")
-    return _stages(members, stops, cpu, bar)
+    return _stages(members, stops, cpu, bar, feedback)
 
 
-def _stages(members: Members, stops: list[int | None], cpu: Callable[[], float], bar: Any) -> Iterator[RoundRecords]:
+def _stages(members: Members, stops: list[int | None], cpu: Callable[[], float], bar: Any,
+            feedback: FeedbackSchedule) -> Iterator[RoundRecords]:
     """The rounds of :func:`play_in_stages` (its arguments checked)."""
     max_rounds = stops[-1]
     pending = iter(stops)
@@ -396,13 +442,16 @@ def _stages(members: Members, stops: list[int | None], cpu: Callable[[], float],
     members.reset_agent(members.seeds)
     obs = envs.reset(members.seeds)
     known = [x for x in (envs.horizon, max_rounds) if x is not None]
-    records = RoundRecords(members, min(known) if known else 1024)
-    act, step, update, memory, sketch_size = agent.act, envs.step, agent.update, members.memory, members.sketch_size
+    records = RoundRecords(members, min(known) if known else 1024, feedback)
+    act, step, memory, sketch_size = agent.act, envs.step, members.memory, members.sketch_size
+    exact_mode = members.exact_mode
+    held = None if feedback.immediate else HeldFeedback(feedback, agent.update)
+    update = agent.update if held is None else held.receive  # same arguments: one call a round
     wall = time.perf_counter
     # The columns as locals (rebound when they grow): a round writes each once, in place.
-    (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col, agent_cpu_col,
-     agent_wall_col, round_wall_col) = records.columns()
-    reads_state = memory is not None or sketch_size is not None
+    (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col, exact_col,
+     agent_cpu_col, agent_wall_col, round_wall_col) = records.columns()
+    reads_state = memory is not None or sketch_size is not None or exact_mode is not None
     t = 0
     cpu_start, wall_start = cpu(), wall()
     cpu_stage = cpu_start
@@ -419,6 +468,9 @@ def _stages(members: Members, stops: list[int | None], cpu: Callable[[], float],
             bar.update(size)
         wall_stepped, cpu_stepped = wall(), cpu()
         update(obs, actions, rewards)
+        last = ended or t + 1 == max_rounds
+        if last and held is not None:
+            held.flush()  # the episode's end: the feedback still held, in this last round
         cpu_end, wall_end = cpu(), wall()
         agent_cpu_col[t] = cpu_acted - cpu_start + cpu_end - cpu_stepped
         agent_wall_col[t] = wall_acted - wall_start + wall_end - wall_stepped
@@ -428,9 +480,11 @@ def _stages(members: Members, stops: list[int | None], cpu: Callable[[], float],
                 memory_col[t] = memory()
             if sketch_size is not None:
                 sketch_col[t] = sketch_size()
+            if exact_mode is not None:
+                exact_col[t] = exact_mode()
             cpu_end, wall_end = cpu(), wall()  # what the agent holds is not its time
         t += 1
-        if ended or t == max_rounds:
+        if last:
             break
         if t == stop:
             records.rounds, records.cpu_time = t, records.cpu_time + cpu_end - cpu_stage
@@ -442,7 +496,7 @@ def _stages(members: Members, stops: list[int | None], cpu: Callable[[], float],
         cpu_start, wall_start = cpu_end, wall_end
         if t == records.capacity:
             records.grow()
-            (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col, agent_cpu_col,
-             agent_wall_col, round_wall_col) = records.columns()
+            (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col,
+             exact_col, agent_cpu_col, agent_wall_col, round_wall_col) = records.columns()
     records.rounds, records.cpu_time = t, records.cpu_time + cpu_end - cpu_stage
     yield records

@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .records import atomic_path
+
 __all__ = [
     "plot_cumulative_regret",
     "plot_pareto",
@@ -22,8 +24,12 @@ __all__ = [
     "plot_param_effect",
     "plot_matrix_error",
     "save_figure",
+    "write_figure",
+    "check_formats",
     "lay_out",
     "line_styles",
+    "family_styles",
+    "point_numbers",
 ]
 
 _COLORS = plt.get_cmap("tab10").colors
@@ -121,7 +127,7 @@ def plot_cumulative_regret(records: pd.DataFrame, path: str | Path | None = None
         ax.legend(fontsize=9)
         fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=120)
+        write_figure(fig, path)
         plt.close(fig)
     return fig
 
@@ -144,17 +150,43 @@ def lay_out(fig) -> None:
     fig.tight_layout(rect=getattr(fig, "_layout_rect", (0, 0, 1, 1)))
 
 
-def save_figure(fig, path: str | Path, formats=("png", "pdf")) -> list[Path]:
-    """Save ``fig`` as ``path`` with each suffix in ``formats`` (e.g. PNG and PDF) and close it."""
+def check_formats(formats) -> tuple[str, ...]:
+    """``formats`` as a tuple if matplotlib can write each (``png``, ``pdf``, ``svg``, ...),
+    else a ``ValueError`` naming those it cannot and those it can."""
+    formats = tuple(formats)
+    known = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    unknown = [f for f in formats if f not in known]
+    if not formats or unknown:
+        named = ", ".join(map(repr, unknown)) or "none given"
+        raise ValueError(f"figure format(s) {named}: matplotlib writes {', '.join(sorted(known))}")
+    return formats
+
+
+def write_figure(fig, path: str | Path, fmt: str | None = None,
+                 root: str | Path | None = None) -> Path:
+    """Write ``fig`` to ``path`` (format ``fmt``, default ``path``'s suffix) atomically, inside
+    the output directory ``root`` (default ``path``'s directory; a symbolic link out of it is
+    refused: :func:`linbandit_gym.records.atomic_path`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    fmt = fmt or path.suffix.lstrip(".").lower() or "png"
+    with atomic_path(path, root) as tmp:
+        fig.savefig(tmp, format=fmt, dpi=120)
+    return path
+
+
+def save_figure(fig, path: str | Path, formats=("png", "pdf"),
+                root: str | Path | None = None) -> list[Path]:
+    """Save ``fig`` as ``path`` with each suffix in ``formats`` (e.g. PNG and PDF), inside the
+    output directory ``root`` (:func:`write_figure`), and close it."""
+    path = Path(path)
     written = []
     lay_out(fig)
-    for fmt in formats:
-        target = path.with_suffix("." + fmt)
-        fig.savefig(target, dpi=120)
-        written.append(target)
-    plt.close(fig)
+    try:
+        for fmt in formats:
+            written.append(write_figure(fig, path.with_suffix("." + fmt), fmt, root))
+    finally:
+        plt.close(fig)
     return written
 
 
@@ -169,36 +201,70 @@ def _pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 _COST_NAMES = {"time_s": "total agent CPU time (s)", "ms_per_round": "agent CPU ms / round",
                "peak_memory_kib": "peak memory (KiB)"}
+#: The cost columns as the key beside a Pareto figure heads them.
+_COST_UNITS = {"time_s": "CPU s", "ms_per_round": "ms/round", "peak_memory_kib": "KiB"}
 
 #: What the stepped line through a family's points is, as its legend entry says.
 FRONT_LINE_LABEL = "line: a family's Pareto front (least regret at each cost)"
 #: Marker areas (points^2) of the smallest and largest value of a family's varied argument,
-#: and of the one configuration of a family of one (a star).
+#: of every point of a family whose grid varies several arguments, and of a family of one.
 _SIZE_RANGE = (28.0, 190.0)
+_GRID_SIZE = 70.0
 _SINGLE_SIZE = 170.0
 
+#: Colour and marker of the project's agent families: the same in every figure, so that a
+#: family is found by its shape alone (OFUL a star, SOFUL a square, ...). Keys in lower case.
+FAMILY_STYLES = {
+    "oful": {"color": _COLORS[0], "marker": "*"},
+    "soful": {"color": _COLORS[1], "marker": "s"},
+    "cbscfd": {"color": _COLORS[2], "marker": "^"},
+    "dbslinucb": {"color": _COLORS[3], "marker": "D"},
+    "dbslinucb-fd": {"color": _COLORS[3], "marker": "D"},
+    "dbslinucb-rfd": {"color": _COLORS[4], "marker": "P"},
+}
+#: What a family without a style of its own is drawn with, chosen by its name.
+_OTHER_COLORS = _COLORS[5:]
+_OTHER_MARKERS = ["o", "v", "X", "<", ">", "h", "p", "8"]
 
-def _family_styles(families: list[str]) -> dict[str, dict]:
-    """Colour and marker per family (tab10 colours, markers in turn)."""
-    return {family: {"color": _COLORS[i % len(_COLORS)], "marker": _MARKERS[i % len(_MARKERS)]}
-            for i, family in enumerate(families)}
+
+def family_styles(families: list[str]) -> dict[str, dict]:
+    """Colour and marker per family: :data:`FAMILY_STYLES` for the project's families, and for
+    any other one a pair chosen by a hash of its name (the same in every figure), moved on to the
+    next free pair where two families of one figure would otherwise share it."""
+    import zlib
+
+    styles, taken = {}, set()
+    for family in families:
+        style = FAMILY_STYLES.get(str(family).lower())
+        if style is not None and (style["color"], style["marker"]) not in taken:
+            styles[family] = dict(style)
+        else:
+            pairs = [(c, m) for m in _OTHER_MARKERS for c in _OTHER_COLORS]
+            start = zlib.crc32(str(family).encode()) % len(pairs)
+            color, marker = next(pairs[(start + k) % len(pairs)] for k in range(len(pairs))
+                                 if pairs[(start + k) % len(pairs)] not in taken)
+            styles[family] = {"color": color, "marker": marker}
+        taken.add((styles[family]["color"], styles[family]["marker"]))
+    return styles
 
 
-def varied_argument(group: pd.DataFrame) -> str | None:
-    """The numeric agent argument (an ``arg.NAME`` column) that varies within ``group`` (one
-    family's rows): of those its labels name (``l=`` in ``"SOFUL l=20"``; tuned ``beta`` or
-    ``lam`` they do not), the one with the most distinct values; None when none varies."""
-    best, rank = None, (False, 1)
+def varied_arguments(group: pd.DataFrame) -> list[str]:
+    """The numeric agent arguments (``arg.NAME`` columns) that vary within ``group`` (one
+    family's rows) and that its labels name (``l=`` in ``"SOFUL l=20"``; tuned ``beta`` or
+    ``lam`` they do not), most distinct values first, then in the order the labels name them."""
+    found = []
     labels = [str(a) for a in group["agent"]]
     for column in (c for c in group.columns if str(c).startswith("arg.")):
         values = group[column].dropna()
         if values.empty or not all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in values):
             continue
         name = column[4:]
-        named = all(f"{name}=" in label or f"{_short_arg(name)}=" in label for label in labels)
-        if values.nunique() > 1 and (named, values.nunique()) > rank:
-            best, rank = name, (named, values.nunique())
-    return best
+        short = f"{_short_arg(name)}="
+        named = [label.find(short) if short in label else label.find(f"{name}=")
+                 for label in labels]
+        if values.nunique() > 1 and min(named) >= 0:
+            found.append((-values.nunique(), named[0], name))
+    return [name for *_, name in sorted(found)]
 
 
 def _short_arg(name: str) -> str:
@@ -208,29 +274,34 @@ def _short_arg(name: str) -> str:
 
 
 def _sizes_and_labels(table: pd.DataFrame) -> tuple[dict[str, float], dict[str, str]]:
-    """Per agent the marker area (by the rank of its family's varied argument: a larger value, a
-    larger marker; a star's for a family of one) and per family its legend label
-    (``"SOFUL (marker size: l = 10 to 600)"``)."""
+    """Per agent the marker area and per family its legend label. A family whose labels vary
+    one argument draws it as the marker size (a larger value, a larger marker:
+    ``"SOFUL (marker size: l = 10 to 600)"``); one whose grid varies several draws one size and
+    names them (``"DBSLinUCB-FD (6 configurations: l0 x eps)"``): a size can say only one; a
+    family of one is drawn larger (a star's size)."""
     sizes, labels = {}, {}
     for family in dict.fromkeys(table["family"]):
         group = table[table["family"] == family].drop_duplicates("agent")
-        arg = varied_argument(group)
+        varied = varied_arguments(group)
         if len(group) == 1:
             sizes[group["agent"].iloc[0]] = _SINGLE_SIZE
             labels[family] = str(family)
             continue
-        if arg is None:
-            ranks = np.linspace(0.0, 1.0, len(group))
-            labels[family] = f"{family} ({len(group)} configurations)"
-        else:
-            values = group[f"arg.{arg}"].astype(float)
-            distinct = np.unique(values.dropna())
-            position = {v: i / max(len(distinct) - 1, 1) for i, v in enumerate(distinct)}
-            ranks = np.array([position.get(v, 0.5) for v in values])
-            low, high = distinct[0], distinct[-1]
-            labels[family] = f"{family} (marker size: {_short_arg(arg)} = {low:g} to {high:g})"
-        for agent, rank in zip(group["agent"], ranks):
-            sizes[agent] = _SIZE_RANGE[0] + rank * (_SIZE_RANGE[1] - _SIZE_RANGE[0])
+        if len(varied) != 1:
+            sizes.update({agent: _GRID_SIZE for agent in group["agent"]})
+            first = str(group["agent"].iloc[0])  # the order its label names them in
+            ordered = sorted(varied, key=lambda a: first.find(f"{_short_arg(a)}="))
+            what = " x ".join(_short_arg(a) for a in ordered) if varied else "as labelled"
+            labels[family] = f"{family} ({len(group)} configurations: {what})"
+            continue
+        values = group[f"arg.{varied[0]}"].astype(float)
+        distinct = np.unique(values.dropna())
+        position = {v: i / max(len(distinct) - 1, 1) for i, v in enumerate(distinct)}
+        for agent, value in zip(group["agent"], values):
+            low, high = _SIZE_RANGE
+            sizes[agent] = low + position.get(value, 0.5) * (high - low)
+        labels[family] = (f"{family} (marker size: {_short_arg(varied[0])} = {distinct[0]:g} to "
+                          f"{distinct[-1]:g})")
     return sizes, labels
 
 
@@ -240,24 +311,33 @@ def _point_text(agent: str, family: str) -> str:
     return text[len(str(family)):].strip(" :,-") if text.startswith(str(family)) and text != str(family) else text
 
 
+def point_numbers(table: pd.DataFrame) -> dict[str, int]:
+    """The number each configuration (agent label) of ``table`` carries on a Pareto figure and in
+    its key: 1, 2, ... in the order of the rows (families in turn)."""
+    order = []
+    for family in dict.fromkeys(table["family"]):
+        order += list(dict.fromkeys(table.loc[table["family"] == family, "agent"]))
+    return {agent: i + 1 for i, agent in enumerate(dict.fromkeys(order))}
+
+
 def _draw_families(ax, table: pd.DataFrame, x: str, y: str, styles: dict, sizes: dict) -> tuple[list, list]:
     """Each family's points (colour and marker of the family, size of the varied argument) and
     the stepped line of its Pareto front. Returns the front points worth a label, ``(x, y,
     text, colour, area)`` of the families of several configurations, and every point drawn,
-    ``(x, y, area)``, which a label must not cover."""
+    ``(x, y, area, agent)``."""
     front_points, drawn = [], []
     for family in dict.fromkeys(table["family"]):
         group = table[table["family"] == family]
         xs, ys = group[x].to_numpy(dtype=float), group[y].to_numpy(dtype=float)
         style = styles[family]
         single = group["agent"].nunique() == 1
-        ax.scatter(xs, ys, s=[sizes[a] for a in group["agent"]], c=[style["color"]], marker="*" if single else
-                   style["marker"], edgecolors="k", linewidths=0.5, alpha=0.85, zorder=3)
+        ax.scatter(xs, ys, s=[sizes[a] for a in group["agent"]], c=[style["color"]],
+                   marker=style["marker"], edgecolors="k", linewidths=0.5, alpha=0.85, zorder=3)
         mask = _pareto_mask(xs, ys)
         order = np.argsort(xs[mask])
         if mask.sum() > 1:
             ax.step(xs[mask][order], ys[mask][order], where="post", color=style["color"], alpha=0.7, lw=1.3, zorder=2)
-        drawn += [(xi, yi, sizes[a]) for a, xi, yi in zip(group["agent"], xs, ys)]
+        drawn += [(xi, yi, sizes[a], a) for a, xi, yi in zip(group["agent"], xs, ys)]
         if not single:
             front_points += [(xi, yi, _point_text(a, family), style["color"], sizes[a])
                              for a, xi, yi in zip(group["agent"].to_numpy()[mask], xs[mask], ys[mask])]
@@ -274,8 +354,10 @@ def _family_handles(table: pd.DataFrame, styles: dict, labels: dict) -> tuple[li
     for family in dict.fromkeys(table["family"]):
         single = table.loc[table["family"] == family, "agent"].nunique() == 1
         any_front |= not single
-        handles.append(Line2D([], [], color=styles[family]["color"], marker="*" if single else styles[family]["marker"],
-                              ms=11 if single else 8, mec="k", mew=0.5, ls="none" if single else "-", lw=1.3))
+        style = styles[family]
+        handles.append(Line2D([], [], color=style["color"], marker=style["marker"],
+                              ms=11 if style["marker"] == "*" else 8, mec="k", mew=0.5,
+                              ls="none" if single else "-", lw=1.3))
         texts.append(labels[family])
     if any_front:
         handles.append(Line2D([], [], color="0.35", lw=1.3, drawstyle="steps-post"))
@@ -290,14 +372,16 @@ def _legend_below(fig, handles: list, texts: list[str], *, fontsize: float = 9, 
                         fontsize=fontsize, frameon=False, handlelength=2.2, columnspacing=1.5)
     fig.canvas.draw()
     height = legend.get_window_extent().height / fig.bbox.height
-    fig._layout_rect = (0, min(0.6, height + 0.015), 1, 1)  # save_figure lays out above the legend again
+    right = getattr(fig, "_layout_rect", (0, 0, 1, 1))[2]  # a key beside the panels keeps its room
+    # save_figure lays out above the legend again
+    fig._layout_rect = (0, min(0.6, height + 0.015), right, 1)
     fig.tight_layout(rect=fig._layout_rect)
 
 
 def _label_points(ax, points: list[tuple], drawn: list[tuple], fontsize: float = 7) -> None:
     """Name the given points (``(x, y, text, colour, area)``) next to them, each where its text
-    stays inside the axes and covers no other label and no marker (``drawn``: ``(x, y, area)``);
-    a point with no such place stays unnamed (the legend still names its family)."""
+    stays inside the axes and covers no other label and no marker (``drawn``: ``(x, y, area,
+    agent)``); a point with no such place stays unnamed (the legend still names its family)."""
     from matplotlib.transforms import Bbox
 
     fig = ax.figure
@@ -306,7 +390,7 @@ def _label_points(ax, points: list[tuple], drawn: list[tuple], fontsize: float =
     inside = ax.get_window_extent(renderer)
     pixels = fig.dpi / 72.0
 
-    def marker_box(xi, yi, area):
+    def marker_box(xi, yi, area, *_):
         cx, cy = ax.transData.transform((xi, yi))
         r = 0.5 * np.sqrt(area) * pixels
         return Bbox.from_extents(cx - r, cy - r, cx + r, cy + r)
@@ -327,27 +411,182 @@ def _label_points(ax, points: list[tuple], drawn: list[tuple], fontsize: float =
             note.remove()
 
 
+def _number_points(axes_points: list[tuple], numbers: dict[str, int],
+                   fontsize: float = 7.5) -> None:
+    """Write each drawn point's number (:func:`point_numbers`) beside it, on every axes of
+    ``axes_points`` (``(ax, drawn)``, ``drawn`` as :func:`_draw_families` returns it). Points
+    whose markers overlap share one label (``"3,7,9"``): every point carries its number. A label
+    goes where it stays inside its axes and covers no other text, first where it covers no
+    marker either, a leader line joining it to its point."""
+    from matplotlib.transforms import Bbox
+
+    fig = axes_points[0][0].figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    pixels = fig.dpi / 72.0
+    texts: list = []  # every label placed so far, on every axes (none may cover another)
+    for ax, drawn in axes_points:
+        inside = ax.get_window_extent(renderer)
+        centres = [(ax.transData.transform((xi, yi)), 0.5 * np.sqrt(area) * pixels, agent)
+                   for xi, yi, area, agent in drawn]
+        markers = [Bbox.from_extents(c[0] - r, c[1] - r, c[0] + r, c[1] + r) for c, r, _ in centres]
+        for cluster in _overlapping(centres):
+            label = ",".join(str(n) for n in sorted(numbers[centres[i][2]] for i in cluster))
+            cx = float(np.mean([centres[i][0][0] for i in cluster]))
+            cy = float(np.mean([centres[i][0][1] for i in cluster]))
+            reach = max(np.hypot(centres[i][0][0] - cx, centres[i][0][1] - cy) + centres[i][1]
+                        for i in cluster)
+            anchor = ax.transData.inverted().transform((cx, cy))
+            _place_label(ax, label, anchor, reach / pixels + 1.5, inside, markers, texts, renderer,
+                         fontsize)
+
+
+def _overlapping(centres: list[tuple]) -> list[list[int]]:
+    """Groups of the points whose markers overlap (``(centre, radius, agent)`` in pixels), by
+    transitive closure, in order."""
+    parent = list(range(len(centres)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, (ci, ri, _) in enumerate(centres):
+        for j in range(i):
+            cj, rj, _ = centres[j]
+            if np.hypot(ci[0] - cj[0], ci[1] - cj[1]) < 0.8 * (ri + rj):
+                parent[root(i)] = root(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(centres)):
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
+
+
+def _place_label(ax, label, anchor, reach, inside, markers, texts, renderer, fontsize) -> None:
+    """``label`` at the first place around ``anchor`` (data coordinates; ``reach``: points from
+    it to the edge of its markers), nearest first, where it stays inside the axes and covers no
+    other label, preferring places that cover no marker, a leader line joining it to its markers."""
+    from matplotlib.transforms import Bbox
+
+    pixels = ax.figure.dpi / 72.0
+    probe = ax.annotate(label, anchor, fontsize=fontsize)
+    size = probe.get_window_extent(renderer)
+    width, height = size.width, size.height
+    probe.remove()
+    cx, cy = ax.transData.transform(anchor)
+    angles = np.deg2rad(np.arange(45.0, 405.0, 22.5))  # the four diagonals first, then around
+    candidates = []
+    for distance in reach + 1.0 + 5.0 * np.arange(14):  # points out from the markers' edge
+        for angle in angles:
+            dx, dy = distance * np.cos(angle), distance * np.sin(angle)
+            # the label's corner (or edge middle) nearest the point sits at the offset
+            x0 = cx + dx * pixels - (0 if dx > 1e-9 else width if dx < -1e-9 else width / 2)
+            y0 = cy + dy * pixels - (0 if dy > 1e-9 else height if dy < -1e-9 else height / 2)
+            candidates.append(((dx, dy), Bbox.from_bounds(x0, y0, width, height)))
+    def inside_axes(box) -> bool:
+        return (inside.x0 <= box.x0 and box.x1 <= inside.x1
+                and inside.y0 <= box.y0 and box.y1 <= inside.y1)
+
+    chosen = None
+    for avoid_markers in (True, False):
+        for offset, box in candidates:
+            if inside_axes(box) and not any(box.overlaps(t) for t in texts) and not (
+                    avoid_markers and any(box.overlaps(m) for m in markers)):
+                chosen = offset, box
+                break
+        if chosen:
+            break
+    if chosen is None:  # nowhere free: the nearest place inside the axes
+        chosen = next(((o, b) for o, b in candidates if inside_axes(b)), candidates[0])
+    (dx, dy), box = chosen
+    note = ax.annotate(label, anchor, xytext=(dx, dy), textcoords="offset points",
+                       fontsize=fontsize, color="k", zorder=5,
+                       ha="left" if dx > 1e-9 else "right" if dx < -1e-9 else "center",
+                       va="bottom" if dy > 1e-9 else "top" if dy < -1e-9 else "center")
+    # the leader: a line without text, from the label's side to the markers' edge
+    line = {"arrowstyle": "-", "color": "0.45", "lw": 0.6, "shrinkA": 0, "shrinkB": 0.8 * reach}
+    leader = ax.annotate("", anchor, xytext=(dx, dy), textcoords="offset points", zorder=4,
+                         arrowprops=line)
+    for artist in (note, leader):
+        artist.set_in_layout(False)
+    texts.append(note.get_window_extent(renderer))
+
+
+def _key_text(table: pd.DataFrame, numbers: dict[str, int], x: str | None, y: str) -> str:
+    """The key beside a Pareto figure: one line per configuration, ``#  label`` and, for one
+    panel, its regret and cost (``x``), the front's points marked ``*``."""
+    rows = table.drop_duplicates("agent").set_index("agent")
+    width = max(len(str(a)) for a in numbers)
+    if x is None:
+        lines = [f"{'#':>3}  configuration"]
+        lines += [f"{n:>3}  {agent}" for agent, n in numbers.items()]
+        return "\n".join(lines)
+    front = set()
+    for family in dict.fromkeys(table["family"]):
+        group = table[table["family"] == family]
+        mask = _pareto_mask(group[x].to_numpy(dtype=float), group[y].to_numpy(dtype=float))
+        front |= set(group["agent"].to_numpy()[mask]) if len(group) > 1 else set()
+    lines = [f"{'#':>3}  {'configuration':<{width}}  {'regret':>7}  {_COST_UNITS.get(x, x):>8}"]
+    cost_format = "{:>8,.0f}" if x == "peak_memory_kib" else "{:>8.3g}"
+    for agent, n in numbers.items():
+        mark = "*" if agent in front else " "
+        lines.append(f"{n:>3}{mark} {str(agent):<{width}}  {rows.loc[agent, y]:>7.1f}  "
+                     + cost_format.format(rows.loc[agent, x]))
+    lines.append("* on its family's front")
+    return "\n".join(lines)
+
+
+def _with_key(panels_width: float, height: float, key: str, columns: int = 1, rows: int = 1):
+    """A figure of ``rows`` x ``columns`` panels and, to their right, ``key`` in a column of its
+    own; returns ``(figure, axes array)``. The figure grows with the key's lines."""
+    lines = key.count("\n") + 1
+    widest = max(len(line) for line in key.splitlines())
+    key_width = 0.3 + widest * 7.0 * 0.6 / 72.0  # monospace at 7 points: ~0.6 em a character
+    height = max(height, 1.9 + lines * 7.0 * 1.25 / 72.0)
+    fig = plt.figure(figsize=(panels_width + key_width, height))
+    widths = [panels_width / columns] * columns + [key_width]
+    grid = fig.add_gridspec(rows, columns + 1, width_ratios=widths)
+    axes = np.empty((rows, columns), dtype=object)
+    for r in range(rows):
+        for c in range(columns):
+            shared = axes[0, 0] if (r, c) != (0, 0) else None
+            axes[r, c] = fig.add_subplot(grid[r, c], sharey=shared)
+    side = fig.add_subplot(grid[:, -1])
+    side.axis("off")
+    side.text(0.0, 1.0, key, family="monospace", fontsize=7.0, va="top", ha="left",
+              transform=side.transAxes)
+    return fig, axes
+
+
 def plot_pareto(table: pd.DataFrame, x: str = "time_s", *, y: str = "final_regret_mean", ax=None,
                 legend: bool = True, label_front: bool = True, title: str | None = None):
     """Final regret against a cost (time or memory), one colour and marker per agent family (Fig. 3c/3d).
 
-    Each point is one agent configuration (mean over seeds); a family's varied argument (the
-    ``arg.NAME`` column of ``table`` with the most distinct values, e.g. the sketch size) sets
-    the marker's size, larger for a larger value, so a grid of any size keeps one legend entry
-    per family. The stepped line joins the family's Pareto-optimal points (the least regret at
-    each cost) and has its own legend entry; with ``label_front`` those points are named next to
-    them where the name fits. ``table`` is :func:`linbandit_gym.experiments.summary_table` for
-    one env, with columns ``agent``, ``family``, ``x``, ``y`` and optionally ``arg.*``. The legend
-    sits below the axes, inside the figure; ``title`` is set before the layout. Log axes (when
-    the values span > 5x) get tick labels that do not collide.
+    Each point is one agent configuration (mean over seeds), in its family's colour and marker
+    (:func:`family_styles`: the same in every figure). A family whose labels vary one argument
+    (e.g. the sketch size) draws it as the marker size, larger for a larger value; one whose grid
+    varies several draws one size. The stepped line joins the family's Pareto-optimal points (the
+    least regret at each cost) and has its own legend entry. ``table`` is
+    :func:`linbandit_gym.experiments.summary_table` for one env, with columns ``agent``,
+    ``family``, ``x``, ``y`` and optionally ``arg.*``. The legend sits below the axes, inside the
+    figure; ``title`` is set before the layout. Log axes (when the values span > 5x) get tick
+    labels that do not collide.
+
+    In a figure of its own, every point carries a number (points drawn over each other share
+    one label), and the key beside the axes gives each number its configuration, regret and
+    cost: every point can be found, however the grid crowds. Drawn into a given ``ax``, the
+    front's points are named beside them where the name fits (``label_front``).
     """
     own_figure = ax is None
+    numbers = point_numbers(table)
     if own_figure:
-        fig, ax = plt.subplots(figsize=(7.5, 5.4))
+        fig, axes = _with_key(7.5, 5.4, _key_text(table, numbers, x, y))
+        ax = axes[0, 0]
     else:
         fig = ax.figure
     families = list(dict.fromkeys(table["family"]))
-    styles = _family_styles(families)
+    styles = family_styles(families)
     sizes, labels = _sizes_and_labels(table)
     front, drawn = _draw_families(ax, table, x, y, styles, sizes)
     ax.set_xlabel(_COST_NAMES.get(x, x))
@@ -362,7 +601,10 @@ def plot_pareto(table: pd.DataFrame, x: str = "time_s", *, y: str = "final_regre
         _legend_below(fig, handles, texts)
     elif legend:
         ax.legend(handles, texts, fontsize=8)
-    if label_front:
+    if own_figure:
+        lay_out(fig)  # where the axes end up: the labels are placed in their final pixels
+        _number_points([(ax, drawn)], numbers)
+    elif label_front:
         _label_points(ax, front, drawn)
     return fig
 
@@ -373,33 +615,51 @@ def plot_fronts(tables: dict[str, pd.DataFrame], *, y: str = "final_regret_mean"
 
     ``tables`` maps an env label to its :func:`summary_table`. Every panel shares one regret axis,
     so the panels compare at a glance; the families keep their colour and marker and the agents
-    their marker size across panels, and are named once, in a legend below the panels (one
-    entry per family, and one for the front lines). ``title`` goes above the panels.
+    their marker size and number across panels, and are named once, in a legend below the panels
+    (one entry per family, and one for the front lines) and in the key beside them (each
+    number's configuration). A panel that lacks configurations others have says which, below
+    its title (``"not run here: OFUL"``). ``title`` goes above the panels.
     """
     envs = list(tables)
-    fig, axes = plt.subplots(len(costs), len(envs), figsize=(3.3 * len(envs) + 0.6, 3.0 * len(costs) + 1.8),
-                             squeeze=False, sharey=True)
     everyone = pd.concat(list(tables.values()), ignore_index=True)
-    styles = _family_styles(list(dict.fromkeys(everyone["family"])))
+    numbers = point_numbers(everyone)
+    fig, axes = _with_key(3.3 * len(envs) + 0.6, 3.0 * len(costs) + 1.8,
+                          _key_text(everyone, numbers, None, y), columns=len(envs), rows=len(costs))
+    styles = family_styles(list(dict.fromkeys(everyone["family"])))
     sizes, labels = _sizes_and_labels(everyone)  # one size per agent across every panel
+    panels = []
     for col, env in enumerate(envs):
+        missing = [a for a in numbers if a not in set(tables[env]["agent"])]
         for row, cost in enumerate(costs):
             ax = axes[row, col]
-            _draw_families(ax, tables[env], cost, y, styles, sizes)
+            _, drawn = _draw_families(ax, tables[env], cost, y, styles, sizes)
+            panels.append((ax, drawn))
             if _wants_log(tables[env][cost]):
                 _readable_log_axis(ax, "x")
             ax.grid(alpha=0.3)
             ax.tick_params(labelsize=8)
             if row == 0:
-                ax.set_title((titles or {}).get(env, env), fontsize=9)
+                heading = (titles or {}).get(env, env)
+                lacks = f"\nnot run here: {_names(missing)}" if missing else ""
+                ax.set_title(heading + lacks, fontsize=9)
             ax.set_xlabel(_COST_NAMES.get(cost, cost), fontsize=8)
             if col == 0:
                 ax.set_ylabel("final cumulative regret" if y == "final_regret_mean" else y, fontsize=8)
+            else:
+                ax.tick_params(labelleft=False)
     if title:
         fig.suptitle(title, fontsize=10)
     handles, texts = _family_handles(everyone, styles, labels)
     _legend_below(fig, handles, texts, ncol=min(3, max(1, len(texts) // 2)))
+    lay_out(fig)
+    _number_points(panels, numbers)
     return fig
+
+
+def _names(agents: list[str], at_most: int = 3) -> str:
+    """``"OFUL"``, ``"OFUL, SOFUL l=8 and 2 more"``."""
+    shown = ", ".join(map(str, agents[:at_most]))
+    return shown + (f" and {len(agents) - at_most} more" if len(agents) > at_most else "")
 
 
 def _wants_log(values: pd.Series) -> bool:

@@ -15,9 +15,10 @@ called (:func:`check_agent_factory`). Arguments are checked against the signatur
 (:func:`estimate_run_bytes`, :func:`check_run_fits`), still without building anything.
 
 What a caller needs to know before building an agent -- whether agents of its class batch,
-the arguments batch members may differ in, an estimate of its memory -- is asked of the class
-through :class:`AgentEntry`, so that a user's class without these answers gets those of
-:class:`agents.Agent`: not batched, no estimate. (``agents``, and with it torch, is imported on
+the arguments batch members may differ in, an estimate of its memory -- is what the class
+declares (:class:`agents.Agent`: ``batching``, ``estimate_memory_bytes``), asked through
+:class:`AgentEntry`, so that a user's class without these declarations gets the defaults: not
+batched, no estimate. (``agents``, and with it torch, is imported on
 first use: ``linbandit --help`` or ``linbandit plot`` need neither.)
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import inspect
 import re
 import typing
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,16 +35,38 @@ from typing import Any
 from .arguments import ArgumentProblem, Arguments, arguments_of, describe_arguments, format_problems, rst_to_text
 from .envs.names import closest_name, name_key
 from .registration import ENV_IDS, env_description
-from .specs import did_you_mean, env_arguments, load_object
+from .specs import args_label, did_you_mean, env_arguments, load_object, non_default_args
 
-__all__ = ["AGENT_METHODS", "AgentEntry", "RunMemory", "RunTooLargeError", "agent_names", "check_agent_factory",
-           "check_run_fits", "describe", "estimate_run_bytes", "lookup_agent", "lookup_estimator", "registered_name",
-           "resolve_agent"]
+__all__ = [
+    "AGENT_METHODS",
+    "PLACEMENT_ARGS",
+    "AgentEntry",
+    "RunMemory",
+    "RunTooLargeError",
+    "agent_arguments",
+    "agent_names",
+    "check_agent_factory",
+    "check_run_fits",
+    "describe",
+    "estimate_run_bytes",
+    "lookup_agent",
+    "lookup_estimator",
+    "object_label",
+    "registered_name",
+    "resolve_agent",
+]
 
-#: What every agent has (the agent contract, DESIGN.md): checked on a ``module:Class`` before use.
+#: What every agent has (the agent contract, ``docs/contracts.md``): checked on a
+#: ``module:Class`` before use.
 AGENT_METHODS = ("reset", "act", "update")
 #: What a covariance estimator named by a ``task: matrix-approx`` config has.
 ESTIMATOR_METHODS = ("update", "covariance")
+
+
+#: The most a registered agent may allocate for its checks against the arms' dimension in
+#: validation (:meth:`AgentEntry.value_problem`): built with ``d`` only up to this, so that a
+#: ``--dry-run`` of large agents stays cheap (theirs come at the first round).
+DIMENSION_CHECK_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -64,23 +88,49 @@ class AgentEntry:
         hint (a per-member argument may be a list of such values). Nothing is built."""
         return self.arguments().problems(args, sequences=self.per_member_args())
 
-    def value_problem(self, args: dict[str, Any]) -> str | None:
+    def value_problem(self, args: dict[str, Any], d: int | None = None,
+                      up_front_bytes: int | None = None) -> str | None:
         """What the agent's own checks say of ``args`` (ranges, combinations), else None.
 
         Only a registered agent is asked, built *without* ``d`` (so that it allocates nothing:
         the state is allocated when the dimension is known) and dropped; ``d`` itself must be a
-        positive int. A user's ``module:Class`` is never constructed here: its own code runs in
-        its runs, not in validation or ``--dry-run``."""
+        positive int. Given the arms' dimension ``d`` (the env's, or the agent's own ``d``) and
+        what the agent allocates up front for it (``up_front_bytes``, from its class's estimate,
+        at most :data:`DIMENSION_CHECK_BYTES`), it is then built with ``d`` too, so that what it
+        checks against the dimension (``l0 <= d``) is refused here and not at the first round;
+        its warnings are left to the run. A user's ``module:Class`` is never constructed here: its
+        own code runs in its runs, not in validation or ``--dry-run``."""
         if ":" in self.label:
             return None
-        d = args.get("d")
-        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or d < 1):
-            return f"{self.label}: d must be a positive int (the arms' dimension), got {d!r}"
+        given = args.get("d")
+        if given is not None and (isinstance(given, bool) or not isinstance(given, int)
+                                  or given < 1):
+            return f"{self.label}: d must be a positive int (the arms' dimension), got {given!r}"
+        others = {k: v for k, v in args.items() if k != "d"}
         try:
-            self.factory(**{k: v for k, v in args.items() if k != "d"})
+            self.factory(**others)
+        except (TypeError, ValueError) as exc:
+            return f"{self.label}: {exc}"
+        d = given if given is not None else d
+        if d is None or up_front_bytes is None or up_front_bytes > DIMENSION_CHECK_BYTES:
+            return None
+        if not self.takes_d():
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.factory(**others, d=d)
         except (TypeError, ValueError) as exc:
             return f"{self.label}: {exc}"
         return None
+
+    def takes_d(self) -> bool:
+        """Whether the factory takes ``d`` (by name, or through ``**kwargs``)."""
+        try:
+            parameters = inspect.signature(self.factory).parameters
+        except (TypeError, ValueError):
+            return False
+        return "d" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
     def check_args(self, args: dict[str, Any]) -> None:
         """Raise a ``ValueError`` listing every problem of ``args`` (names and types, with the
@@ -121,12 +171,12 @@ class AgentEntry:
         return method if callable(method) else getattr(Agent, question)
 
     def batchable(self) -> bool:
-        """Whether agents of this class advance together as the members of one batched agent:
-        the class says so and :mod:`agents.batched` has a batched twin for it (a user's class
-        that answers ``True`` without a twin runs one agent at a time)."""
-        from agents.batched import BATCHED
+        """Whether agents of this class advance together as the members of one batched agent: the
+        class's own body declares its ``batching`` (:func:`agents.batched.supports_batched`; a
+        class that only answers ``batchable()`` with ``True`` runs one agent at a time)."""
+        from agents.batched import supports_batched
 
-        return bool(self._ask("batchable")()) and self.factory in BATCHED
+        return isinstance(self.factory, type) and supports_batched(self.factory)
 
     def per_member_args(self) -> tuple[str, ...]:
         """The arguments in which the members of one batched agent of this class may differ."""
@@ -283,8 +333,11 @@ def lookup_estimator(spec: str) -> Callable[..., Any]:
 
 @dataclass(frozen=True)
 class RunMemory:
-    """The estimated peak bytes of one run: its env's and its agent's (``None``: the agent's
-    class cannot say), and the arm sets' shape ``(n_arms, d)`` the agent's estimate is for.
+    """The estimated peak bytes of one run: its env's, its agent's (``None``: the agent's class
+    cannot say) and its records' (every round is kept:
+    :func:`~linbandit_gym.envs.memory.records_bytes` of the env's ``rounds``, for ``members`` runs
+    held together), and the arm sets' shape
+    ``(n_arms, d)`` the agent's estimate is for.
 
     ``agent_first_bytes``: what the agent allocates before the stream fills it, where that is
     less than its peak (Dyadic Block Sketching: one block at first; the exact phase's d x d
@@ -296,6 +349,9 @@ class RunMemory:
     n_arms: int
     d: int
     agent_first_bytes: int | None = None
+    records_bytes: int = 0
+    rounds: int | None = None
+    members: int = 1
 
     @property
     def agent_grows(self) -> bool:
@@ -303,32 +359,42 @@ class RunMemory:
 
     @property
     def total(self) -> int:
-        return self.env_bytes + (self.agent_bytes or 0)
+        return self.env_bytes + (self.agent_bytes or 0) + self.records_bytes
+
+    @property
+    def agent_up_front(self) -> int | None:
+        """What the agent allocates whatever it learns: its first allocation (``None``: unknown)."""
+        return self.agent_first_bytes if self.agent_grows else self.agent_bytes
 
     @property
     def up_front(self) -> int:
-        """What is allocated whatever the stream: the env's, and the agent's first allocation."""
-        first = self.agent_first_bytes if self.agent_grows else self.agent_bytes
-        return self.env_bytes + (first or 0)
+        """What is allocated whatever the agent learns: the env's, the agent's first allocation
+        and the records (sized by the horizon before the first round)."""
+        return self.env_bytes + (self.agent_up_front or 0) + self.records_bytes
 
 
 def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: str,
-                       env_args: dict[str, Any]) -> RunMemory:
+                       env_args: dict[str, Any], members: int = 1) -> RunMemory:
     """The peak memory of playing ``entry``'s agent (built with ``agent_args``) on ``env_id``
     (built with ``env_args``), estimated from the arguments alone: the env's
-    :func:`~linbandit_gym.registration.env_memory_estimate` and the agent class's
+    :func:`~linbandit_gym.registration.env_memory_estimate`, the agent class's
     ``estimate_memory_bytes(d, n_arms, **args)`` on the env's arm sets (on the agent's own
-    ``d`` where it is given one). Nothing is built.
+    ``d`` where it is given one), and the records of ``members`` runs of the env's horizon held
+    together (:func:`~linbandit_gym.envs.memory.records_bytes`). Nothing is built.
 
     Raises the env's ``ValueError`` for a bad size argument (:class:`~linbandit_gym.envs.EnvTooLargeError`
     for an env that cannot fit); an agent class whose estimate fails for these arguments
     counts as unknown (``agent_bytes=None``): the agent's own checks will name the argument.
     """
+    from .envs.memory import records_bytes
     from .registration import env_memory_estimate
 
     estimate = env_memory_estimate(env_id, **env_args)
+    rounds = estimate.rounds
+    records = {"records_bytes": 0 if rounds is None else records_bytes(rounds, members),
+               "rounds": rounds, "members": members}
     if estimate.obs_shape is None:
-        return RunMemory(estimate.nbytes, None, 0, 0)
+        return RunMemory(estimate.nbytes, None, 0, 0, **records)
     n_arms, d = (int(n) for n in estimate.obs_shape)
     given = agent_args.get("d")  # an agent given d= allocates for that d when it is built
     if isinstance(given, int) and not isinstance(given, bool) and given > 0:
@@ -339,11 +405,18 @@ def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: st
         first = entry.estimate_initial_memory_bytes(d, n_arms, args)
     except (TypeError, ValueError, KeyError, OverflowError):
         agent_bytes = first = None
-    return RunMemory(estimate.nbytes, None if agent_bytes is None else int(agent_bytes), n_arms, d, first)
+    agent_bytes = None if agent_bytes is None else int(agent_bytes)
+    return RunMemory(estimate.nbytes, agent_bytes, n_arms, d, first, **records)
 
 
 class RunTooLargeError(ValueError):
-    """A run's agent and env together need more memory than is available (raised before building)."""
+    """A run's agent, env and records together need more memory than is available (raised
+    before building); ``cause`` is the part that holds most: ``"agent"``, ``"env"`` or
+    ``"records"`` (then the horizon is what to lower)."""
+
+    def __init__(self, message: str, cause: str = "agent"):
+        super().__init__(message)
+        self.cause = cause
 
 
 def check_run_fits(entry: AgentEntry, agent_args: dict[str, Any], memory: RunMemory, env_name: str,
@@ -363,18 +436,87 @@ def check_run_fits(entry: AgentEntry, agent_args: dict[str, Any], memory: RunMem
         return memory
     source = f"${MEMORY_LIMIT_ENV}" if os.environ.get(MEMORY_LIMIT_ENV) else "the memory available"
     given = ", ".join(f"{k}={v!r}" for k, v in agent_args.items()) or "default arguments"
-    agent = memory.agent_first_bytes if memory.agent_grows else memory.agent_bytes
+    agent = memory.agent_up_front
     agent_part = "unknown" if agent is None else format_bytes(agent)
+    parts = (("records", memory.records_bytes), ("env", memory.env_bytes), ("agent", agent or 0))
+    cause = max(parts, key=lambda part: part[1])[0]
+    if cause == "records":  # the records hold most: the horizon
+        per_round = format_bytes(memory.records_bytes // max(1, memory.rounds or 1))
+        together = f" for {memory.members} runs held together" if memory.members > 1 else ""
+        fix = (f"lower horizon (horizon={memory.rounds}: the records keep every round, {per_round} "
+               f"a round{together})")
+    else:
+        fix = "lower the agent's sizes (sketch_size, l0, d) or the env's d, n_arms"
     raise RunTooLargeError(
-        f"agent {entry.label!r} ({given}) on {env_name} (d={memory.d}, n_arms={memory.n_arms}) needs about "
-        f"{format_bytes(memory.up_front)} (agent {agent_part}, env {format_bytes(memory.env_bytes)}), more than "
-        f"{source} ({format_bytes(limit)}): lower the agent's sizes (sketch_size, l0, d) or the env's d, n_arms"
+        f"agent {entry.label!r} ({given}) on {env_name} (d={memory.d}, n_arms={memory.n_arms}) "
+        f"needs about {format_bytes(memory.up_front)} (agent {agent_part}, env "
+        f"{format_bytes(memory.env_bytes)}, records {format_bytes(memory.records_bytes)}), more "
+        f"than {source} ({format_bytes(limit)}): {fix}", cause
     )
 
 
 def resolve_agent(name: str, kwargs: dict[str, Any] | None = None) -> Any:
     """Build an agent from a registered name (case-insensitive) or ``"package.module:Class"``."""
     return lookup_agent(name).build(kwargs)
+
+
+#: Constructor keywords that place or size an agent (where it runs, its dimension, its seed, its
+#: batch) rather than choose it: not part of a label.
+PLACEMENT_ARGS = frozenset({"d", "device", "dtype", "seed", "batch_size"})
+
+
+def agent_arguments(agent: Any) -> dict[str, Any]:
+    """The constructor keywords that build an agent like ``agent``, read back from it: for ours,
+    :func:`agents.batched.constructor_args`; for any other class, the attributes named as its
+    constructor's parameters (the scikit-learn convention), where it has them. Placement
+    (:data:`PLACEMENT_ARGS`) is left out.
+
+    >>> from agents import SOFUL
+    >>> agent_arguments(SOFUL(beta=0.1, sketch_size=10))["sketch_size"]
+    10
+    """
+    from agents.batched import constructor_args, supports_batched
+
+    cls = type(agent)
+    if supports_batched(agent):
+        args = constructor_args(agent)
+    else:
+        try:
+            names = [name for name, p in inspect.signature(cls).parameters.items()
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        except (TypeError, ValueError):
+            names = []
+        args = {}
+        for name in names:
+            try:
+                args[name] = getattr(agent, name)
+            except Exception:  # noqa: BLE001  (no such attribute, or a property that needs state)
+                continue
+    return {k: v for k, v in args.items() if k not in PLACEMENT_ARGS}
+
+
+def object_label(agent: Any, name: str | None = None) -> str:
+    """The label of an agent object, the one rule of :func:`linbandit_gym.run` and ``linbandit
+    run``: its name and its constructor arguments that differ from that name's defaults,
+    ``sketch_size`` written ``l`` (:func:`~linbandit_gym.specs.args_label`). The name is
+    ``name`` where given (``linbandit run --agent mymodule:MyAgent`` gives the one typed), else
+    the agent's own ``name`` (``DBSLinUCB(sketch="rfd")`` calls itself ``DBSLinUCB-RFD``, whose
+    default sketch is ``"rfd"``), else its registered name, else its class's.
+
+    >>> from agents import DBSLinUCB, OFUL, SOFUL
+    >>> object_label(SOFUL(sketch_size=10)), object_label(OFUL(lam=1.0, beta=0.1))
+    ('SOFUL l=10', 'OFUL beta=0.1')
+    >>> object_label(DBSLinUCB(sketch="rfd", l0=20))
+    'DBSLinUCB-RFD l0=20'
+    """
+    from agents import AGENTS
+
+    cls = type(agent)
+    own = getattr(agent, "name", None)
+    if name is None:
+        name = own if isinstance(own, str) and own else next(
+            (key for key, known in AGENTS.items() if known is cls), cls.__name__)
+    return args_label(name, non_default_args(AGENTS.get(name, cls), agent_arguments(agent)))
 
 
 def registered_name(cls: type) -> str:

@@ -8,12 +8,12 @@ all and a label means the same everywhere.
 from __future__ import annotations
 
 import importlib
-import inspect
 import numbers
 import os
 import string
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .arguments import ArgumentProblem, Arguments, arguments_of, format_problems, named_argument
@@ -26,10 +26,12 @@ __all__ = [
     "check_env_args",
     "check_file_name",
     "did_you_mean",
+    "drop_current_directory_entry",
     "env_arg_types",
     "env_argument_problems",
     "env_arguments",
     "format_label",
+    "load_entry_point",
     "load_object",
     "non_default_args",
 ]
@@ -37,37 +39,37 @@ __all__ = [
 
 # -- module:Class ---------------------------------------------------------------------
 
-def load_object(spec: str) -> Any:
-    """The object named by ``"package.module:Name"``, resolved the way ``python -m`` does.
-
-    The current directory comes first on ``sys.path`` (as ``python -m`` puts it there), so
-    ``linbandit run --agent myagent:Greedy`` finds ``./myagent.py`` whether ``linbandit`` was
-    started as a console script (whose ``sys.path[0]`` is the script's bin directory) or
-    with ``python -m linbandit_gym``. The entry stays on ``sys.path`` so that worker
-    processes started from this one (which copy ``sys.path``) resolve the same spec.
-
-    Raises:
-        ValueError: ``spec`` has no ``:``, the module cannot be imported or has no such name.
-    """
-    module_name, sep, attr = spec.partition(":")
+def _checked_name(spec: Any) -> tuple[str, str]:
+    """``(module, attribute path)`` of ``"package.module:Name"``: dotted Python identifiers,
+    none of them a dunder (``os:path.__class__`` would walk into the interpreter's objects)."""
+    module_name, sep, attr = spec.partition(":") if isinstance(spec, str) else ("", "", "")
     if not sep or not module_name or not attr:
         raise ValueError(f"expected package.module:Name, got {spec!r}")
-    # A name, not an expression: dotted identifiers, none of them a dunder (``os:path.__class__``
-    # would walk into the interpreter's objects).
     for part in (*module_name.split("."), *attr.split(".")):
         if not part.isidentifier() or (part.startswith("__") and part.endswith("__")):
             raise ValueError(
                 f"expected package.module:Name of dotted Python identifiers (no dunder names), got {spec!r}"
             )
+    return module_name, attr
+
+
+@contextmanager
+def _current_directory_first() -> Iterator[str]:
+    """The current directory first on ``sys.path`` for the block (where it is not on it
+    already), and ``sys.path`` as it was afterwards, whatever the block did: only the lookup
+    of a user's ``module:Class`` ever searches it."""
     cwd = os.getcwd()
-    if not any(os.path.abspath(p or os.curdir) == cwd for p in sys.path):
+    added = not any(os.path.abspath(p or os.curdir) == cwd for p in sys.path)
+    if added:
         sys.path.insert(0, cwd)
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(
-            f"cannot import {spec!r}: {exc} (looked in the current directory {cwd} and on sys.path)"
-        ) from exc
+        yield cwd
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
+
+
+def _attribute(module: Any, module_name: str, attr: str, spec: str) -> Any:
     obj = module
     for part in attr.split("."):
         try:
@@ -81,6 +83,53 @@ def load_object(spec: str) -> Any:
     return obj
 
 
+def load_object(spec: str) -> Any:
+    """The object named by a user's ``"package.module:Name"``, looked up the way ``python -m``
+    looks modules up: the current directory first.
+
+    So ``linbandit run --agent myagent:Greedy`` finds ``./myagent.py`` whether ``linbandit``
+    was started as a console script (whose ``sys.path[0]`` is the script's bin directory) or
+    with ``python -m linbandit_gym``. The current directory is on ``sys.path`` only while this
+    module is imported (its own imports see it too, as a script's would), and ``sys.path`` is as
+    it was afterwards: nothing else is ever imported from the current directory. (A worker
+    process resolves the same name the same way, from the same directory.)
+
+    Raises:
+        ValueError: ``spec`` has no ``:``, the module cannot be imported or has no such name.
+    """
+    module_name, attr = _checked_name(spec)
+    with _current_directory_first() as cwd:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(f"cannot import {spec!r}: {exc} (looked in the current directory "
+                             f"{cwd} and on sys.path)") from exc
+    return _attribute(module, module_name, attr, spec)
+
+
+def drop_current_directory_entry() -> None:
+    """Remove the current directory that ``python -m`` put first on ``sys.path`` (what
+    ``python -m linbandit_gym`` calls first): from then on nothing is imported from it, as with
+    the ``linbandit`` command; a user's ``module:Class`` is still looked up there
+    (:func:`load_object`). What the interpreter imported to start ``linbandit_gym`` itself came
+    before this; ``python -P`` (Python 3.11+) leaves the directory out from the start."""
+    if sys.path and not getattr(sys.flags, "safe_path", False) and \
+            os.path.abspath(sys.path[0] or os.curdir) == os.getcwd():
+        del sys.path[0]
+
+
+def load_entry_point(spec: str) -> Any:
+    """The object named by an installed ``"package.module:Name"`` (an env's registered entry
+    point), imported from ``sys.path`` as it is: never from the current directory, so that a
+    ``scipy.py`` there cannot stand in for a library the env imports."""
+    module_name, attr = _checked_name(spec)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import {spec!r}: {exc}") from exc
+    return _attribute(module, module_name, attr, spec)
+
+
 # -- env arguments --------------------------------------------------------------------
 
 def _env_creator(env_id: str) -> Callable:
@@ -90,7 +139,7 @@ def _env_creator(env_id: str) -> Callable:
     if env_id not in gym.registry:
         raise ValueError(f"unknown env id {env_id!r}{did_you_mean(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}")
     entry = gym.registry[env_id].entry_point
-    return entry if callable(entry) else load_object(entry)
+    return entry if callable(entry) else load_entry_point(entry)
 
 
 def env_arguments(env_id: str) -> Arguments:
@@ -171,11 +220,11 @@ def args_label(base: str, args: dict[str, Any]) -> str:
 
 
 def non_default_args(factory: Callable, args: dict[str, Any]) -> dict[str, Any]:
-    """The entries of ``args`` that differ from ``factory``'s defaults (all when unknown)."""
+    """The entries of ``args`` that differ from ``factory``'s defaults (its signature's, along
+    the MRO where a constructor forwards ``**kwargs``:
+    :func:`~linbandit_gym.arguments.arguments_of`; all when unknown)."""
     try:
-        defaults = {
-            name: p.default for name, p in inspect.signature(factory).parameters.items() if p.default is not p.empty
-        }
+        defaults = {a.name: a.default for a in arguments_of(factory) if not a.required}
     except (TypeError, ValueError):
         return dict(args)
     out = {}

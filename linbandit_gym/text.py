@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["count", "human_bytes", "mean_spread", "NOT_REPORTED", "reported_bytes"]
+from linbandit_host.memory import format_bytes
+
+__all__ = ["count", "exact_updates", "human_bytes", "mean_spread", "NOT_REPORTED", "reported_bytes"]
 
 #: What a table shows for the memory of an agent that has no ``memory_bytes()``.
 NOT_REPORTED = "not reported"
@@ -45,16 +47,31 @@ def reported_bytes(n: Any) -> bool:
 
 
 def human_bytes(n: float) -> str:
-    """``960 B``, ``1.5 KiB``, ``2.0 MiB``; ``not reported`` for an agent that reports no memory.
+    """A recorded memory in binary units (:func:`linbandit_host.memory.format_bytes`), or ``not
+    reported`` for an agent that reports no memory.
 
     >>> human_bytes(960), human_bytes(1536), human_bytes(0)
     ('960 B', '1.5 KiB', 'not reported')
     """
-    if not reported_bytes(n):
-        return NOT_REPORTED
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024.0
-    return f"{n:.1f} GiB"
+    return format_bytes(float(n)) if reported_bytes(n) else NOT_REPORTED
+
+
+def exact_updates(switched: Any, seeds: int, first: Any, last: Any) -> str:
+    """Whether and from which round an agent updated exactly, over ``seeds`` seeds of which
+    ``switched`` did (from round ``first`` to ``last`` of them); empty for an agent that does
+    not say (``switched`` NaN or None): a sketched agent past its cap is OFUL from then on.
+
+    >>> exact_updates(1, 1, 807, 807), exact_updates(3, 3, 790, 812), exact_updates(2, 3, 807, 807)
+    ('from t=807', 'from t=790-812', 'from t=807 (2 of 3 seeds)')
+    >>> exact_updates(0, 3, None, None), exact_updates(float("nan"), 3, None, None)
+    ('never', '')
+    """
+    try:
+        switched = int(switched)
+    except (TypeError, ValueError):
+        return ""
+    if switched == 0:
+        return "never"
+    rounds = f"t={int(first)}" if int(first) == int(last) else f"t={int(first)}-{int(last)}"
+    some = "" if switched == seeds else f" ({switched} of {count(seeds, 'seed')})"
+    return f"from {rounds}{some}"

@@ -7,16 +7,27 @@ and Gymnasium (whose wrappers stand between a user's ``env.render()`` and an env
 shown is the user's, and a loop that reaches it again from that line prints it once. A fixed
 ``stacklevel`` cannot do this: the same warning is reached through different depths of the
 library (an agent's constructor, its first ``act``, the loop's batched twin, an env wrapper).
+
+Where no line of the user's is the cause -- the ``linbandit`` command, a sweep's worker
+process -- the first frame outside the packages would be the console script or
+``multiprocessing``'s bootstrap. There :func:`kept_warnings` keeps the warnings instead, each
+distinct one once, for the command or the sweep's driver to say (naming the config entry that
+caused it): one path, in this process or in a worker.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["PROJECT_PACKAGES", "warn_user"]
+__all__ = ["PROJECT_PACKAGES", "KeptWarning", "kept_warnings", "warn_user"]
 
 #: The project's packages, installed side by side (one distribution).
 PROJECT_PACKAGES = ("agents", "linbandit_gym", "envs_data", "linbandit_host")
@@ -39,3 +50,53 @@ def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
     while frame.f_back is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(internal):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+@dataclass(frozen=True)
+class KeptWarning:
+    """A warning as it was raised: its category (class name and module, so that whoever says it
+    can raise it again, in another process too) and its message."""
+
+    category: str
+    module: str
+    message: str
+
+    @property
+    def text(self) -> str:
+        """``"SketchSizeWarning: SOFUL(sketch_size=600) at d=784 holds ..."``."""
+        return f"{self.category}: {self.message}"
+
+    def category_class(self) -> type[Warning]:
+        """The category, imported from its module (``UserWarning`` where that fails)."""
+        try:
+            found: Any = importlib.import_module(self.module)
+            for part in self.category.split("."):
+                found = getattr(found, part)
+        except (ImportError, AttributeError):
+            return UserWarning
+        return found if isinstance(found, type) and issubclass(found, Warning) else UserWarning
+
+
+@contextmanager
+def kept_warnings(say: Callable[[KeptWarning], None] | None = None) -> Iterator[list[KeptWarning]]:
+    """Inside, the warnings raised (those the active filters show) are kept, each distinct
+    (category, message) once and in order, in the list this yields; ``say`` is called with each
+    the first time, instead of Python printing it with a file and line.
+
+    For code where no line of the user's is the cause -- a command of the ``linbandit`` program,
+    a sweep's run in a worker process -- and which says its warnings itself: a command once each
+    on stderr, a sweep once each, naming the config entry (:func:`warn_user` attributes the
+    others to the user's line).
+    """
+    kept: list[KeptWarning] = []
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        warning = KeptWarning(category.__qualname__, category.__module__, str(message))
+        if warning not in kept:
+            kept.append(warning)
+            if say is not None:
+                say(warning)
+
+    with warnings.catch_warnings():  # restores the filters and showwarning on the way out
+        warnings.showwarning = show
+        yield kept

@@ -67,8 +67,16 @@ def python_examples() -> list[CodeBlock]:
     return [b for p in doc_files() for b in code_blocks(p) if b.run]
 
 
-def run_example(block: CodeBlock, workdir: Path) -> None:
-    """Execute ``block`` alone: fresh namespace, ``workdir`` as the working directory."""
+#: What pandas prints for a frame too wide or long for the console: a reader of the example
+#: would see ``...`` where the numbers should be.
+ELIDED = re.compile(r"\[\d+ rows x \d+ columns\]|(?:^|\s)\.\.\.(?:\s|$)", re.MULTILINE)
+
+
+def run_example(block: CodeBlock, workdir: Path) -> str:
+    """Execute ``block`` alone: fresh namespace, ``workdir`` as the working directory; return
+    what it printed, which must show what it prints whole (no frame elided by pandas)."""
+    import contextlib
+    import io
     import os
 
     import matplotlib.pyplot as plt
@@ -76,10 +84,18 @@ def run_example(block: CodeBlock, workdir: Path) -> None:
     namespace = {"__name__": "__main__", "__file__": str(block.path)}
     cwd = os.getcwd()
     os.chdir(workdir)
+    printed = io.StringIO()
     try:
-        exec(compile(block.code, block.where, "exec"), namespace)
+        with contextlib.redirect_stdout(printed):
+            exec(compile(block.code, block.where, "exec"), namespace)
     except Exception as exc:  # the message is the point: which block, and the block itself
         raise AssertionError(f"{block.where}: the example failed: {exc!r}\n{block.code}") from exc
     finally:
         os.chdir(cwd)
         plt.close("all")
+    output = printed.getvalue()
+    elided = ELIDED.search(output)
+    assert elided is None, (f"{block.where}: the example prints {elided.group(0).strip()!r}, where "
+                            "pandas cut what it shows; print the columns that matter, or "
+                            f".to_string():\n{output}")
+    return output

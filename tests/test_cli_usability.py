@@ -1,4 +1,4 @@
-"""The command line as a new user meets it (issue 13): agents from the current directory,
+"""The command line as a new user meets it: agents from the current directory,
 ``python -m linbandit_gym``, env arguments checked up front, closed pipes, the report's
 arguments, ``linbandit list``, labels, and a demo that needs only the base install."""
 
@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import gymnasium as gym
+import pandas as pd
 import pytest
 import yaml
 from hypothesis import given, settings
@@ -25,7 +26,7 @@ from linbandit_gym.experiments import ConfigError, parse_config, sweep
 from linbandit_gym.experiments.report import write_report
 from linbandit_gym.registration import ENV_IDS
 
-# New names of issue 13 are imported where used, so that on older code each test fails by itself.
+# Names are imported where they are used, so that a missing one fails only the tests that use it.
 
 
 def load_object(spec):
@@ -322,3 +323,79 @@ def test_demo_prints_a_flushed_line_per_finished_agent(tmp_path, monkeypatch):
         end = text.index("\n", text.index(line)) + 1
         assert end in stdout.flushed_at  # on its way through a pipe as soon as the agent is done
     assert text.index(f"[{len(labels)}/{len(labels)}]") < text.index("peak memory")
+
+
+# -- one label per agent, whoever plays it --------------------------------------------------------
+
+def test_run_and_the_command_line_label_an_agent_alike(capsys):
+    from agents import DBSLinUCB, SOFUL
+
+    env = {"d": 100, "n_arms": 3, "horizon": 5}  # at d = 100 a sketch of 10 rows saves memory
+    cases = ((SOFUL(lam=1.0, beta=0.1, sketch_size=10), ["beta=0.1", "sketch_size=10"]),
+             (DBSLinUCB(sketch="rfd", l0=4), ["sketch=rfd", "l0=4"]))
+    for agent, cli_args in cases:
+        records = linbandit_gym.run(SYNTH, agent, seeds=1, env_kwargs=env, progress=False)
+        label = records["agent"].iloc[0]
+        name = "SOFUL" if isinstance(agent, SOFUL) else "DBSLinUCB"
+        args = [word for arg in cli_args for word in ("--agent-arg", arg)]
+        assert main(["run", "--env", SYNTH, "--agent", name, *args, "--no-progress",
+                     *[word for k, v in env.items() for word in ("--env-arg", f"{k}={v}")]]) == 0
+        row = capsys.readouterr().out.splitlines()[1]  # the summary's one row: agent, env, ...
+        assert row.split()[:len(label.split()) + 1] == [*label.split(), SYNTH], (row, label)
+    assert label == "DBSLinUCB-RFD l0=4"  # its own name, whose default sketch is rfd: no sketch=rfd
+
+
+# -- a NAME=VALUE option given two words -----------------------------------------------------------
+
+@pytest.mark.parametrize("words, said", [
+    (["--agent-arg", "sketch_size", "10"],
+     ("argument --agent-arg: expected NAME=VALUE in one word, e.g. --agent-arg sketch_size=10; "
+      "got 'sketch_size'")),
+    (["--env-arg", "d=10", "20"],
+     "unrecognized arguments: 20 (--env-arg takes one NAME=VALUE word each time"),
+])
+def test_a_name_value_option_given_otherwise_shows_runs_usage_and_the_form(words, said, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "--env", SYNTH, "--agent", "SOFUL", *words])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: linbandit run ") and f"linbandit run: error: {said}" in err
+
+
+# -- what a summary says of the times and of a sketch gone exact -----------------------------------
+
+def test_the_summary_says_how_times_were_measured_and_when_a_sketch_went_exact():
+    import numpy as np
+
+    from agents import DBSLinUCB
+    from linbandit_gym.cli import format_summary
+    from linbandit_gym.evaluate import summarize
+
+    env = {"d": 40, "n_arms": 10, "horizon": 60}
+    # the round each seed's DBSLinUCB switched to exact updates, watched round by round
+    switched = []
+    for seed in (0, 1):
+        agent, game = DBSLinUCB(l0=4, eps=2.0), gym.make(SYNTH, **env)
+        obs, _ = game.reset(seed=seed)
+        agent.reset(seed=seed)
+        for t in range(1, 61):
+            arm = agent.act(obs)
+            after, reward, *_ = game.step(arm)
+            agent.update(obs, arm, reward)
+            obs = after
+            if agent.exact_mode:
+                switched.append(t)
+                break
+    records = pd.concat([linbandit_gym.run(SYNTH, DBSLinUCB(l0=4, eps=2.0), seeds=[0, 1],
+                                           env_kwargs=env, batched=batched, progress=False)
+                         for batched in (False, True)])
+    records["agent"] = np.repeat(["alone", "batched"], len(records) // 2)
+    summary = summarize(records)
+    assert summary["exact_seeds"].tolist() == [2, 2]
+    assert summary["exact_from_first"].tolist() == [min(switched)] * 2
+    assert summary["exact_from_last"].tolist() == [max(switched)] * 2
+    text = format_summary(summary)
+    first, last = min(switched), max(switched)
+    rounds = f"t={first}" if first == last else f"t={first}-{last}"
+    assert f"from {rounds}" in text and "exact updates: the round from which" in text
+    assert "batch share = the seeds advanced together" in text  # the batched rows' times are shares

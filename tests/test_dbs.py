@@ -342,15 +342,15 @@ def test_no_dxd_matrix_before_the_cap():
         if dbs.exact_mode:
             break
         core = dbs.core
-        assert max(a.size for a in (core.V, core.C, core.H, core.bV, core.tperp)) < d * d
-        rows = int(dbs.rows_in[0] + dbs.cap_act[0])  # frozen rows + the active buffer's capacity
+        assert max(a.size for a in (core.V, core.C, core.H, core.b_coords, core.theta_perp)) < d * d
+        rows = int(dbs.block_state.frozen_rows[0] + dbs.block_state.buffer[0])  # frozen rows + the active buffer
         assert rows < d and dbs.sketch_size <= rows and core.C.shape[1] == rows  # allocated exactly
         basis = rows  # < d: one basis vector per row at most
         assert dbs.memory_bytes() == 8 * (basis * d + rows * basis + basis * basis + basis + d)
         assert dbs.memory_bytes() <= DyadicBlockSketch.peak_member_bytes(d, 5, memory_cap=False)
         n_checked += 1
     assert n_checked > 300 and dbs.n_blocks == dbs.block_cap == 5
-    assert dbs.core is None and dbs._exact_est.A_inv.shape[-2:] == (d, d)  # the exact part
+    assert dbs.core is None and dbs.covariance().shape == (d, d)  # the exact part
 
 
 # ---------------------------------------------------------------------------------------

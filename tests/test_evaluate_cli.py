@@ -1,4 +1,4 @@
-"""The evaluation loop, check_agent and the `linbandit` command (issue 2)."""
+"""The evaluation loop, check_agent and the `linbandit` command."""
 
 import subprocess
 import sys
@@ -134,8 +134,10 @@ def test_cli_errors_are_clear(capsys):
     assert "unknown agent" in capsys.readouterr().err
     assert main(["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--agent-arg", "lam=-1"]) == 2
     assert "lam" in capsys.readouterr().err
-    assert main(["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--agent-arg", "nonsense"]) == 2
-    assert "KEY=VALUE" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:  # argparse's: run's usage, then the form it takes
+        main(["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL",
+              "--agent-arg", "nonsense"])
+    assert usage.value.code == 2 and "expected NAME=VALUE" in capsys.readouterr().err
 
 
 def test_parse_key_values_reads_literals():
@@ -152,6 +154,9 @@ def test_console_script_help_and_list():
 
 def test_run_says_how_its_times_were_measured(capsys):
     args = ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--env-arg", "d=8", "--horizon", "5",
-            "--seeds", "2", "--no-progress"]
-    assert main(args) == 0 and "batch share" in capsys.readouterr().out  # a small state: batched by default
+            "--seeds", "8", "--no-progress"]
+    # a small state and 8 seeds (MIN_BATCH): batched by default
+    assert main(args) == 0 and "batch share" in capsys.readouterr().out
     assert main(args + ["--no-batched"]) == 0 and "alone" in capsys.readouterr().out
+    assert main(args[:-2] + ["2", "--no-progress"]) == 0  # 2 seeds: faster one by one
+    assert "alone" in capsys.readouterr().out

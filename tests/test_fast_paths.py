@@ -175,7 +175,7 @@ def _assert_zero_padding(est) -> None:
         R, N = int(core.R[i]), int(core.N[i])
         assert not xp.host(core.V[i, R:]).any() and not xp.host(core.H[i, R:]).any() and not xp.host(core.H[i, :, R:]).any()
         assert not xp.host(core.C[i, N:]).any() and not xp.host(core.C[i, :, R:]).any()
-        assert not xp.host(core.bV[i, R:]).any()
+        assert not xp.host(core.b_coords[i, R:]).any()
 
 
 def _rebuilt(agent, **changes):
@@ -185,7 +185,7 @@ def _rebuilt(agent, **changes):
         est = agent.estimator
         kw.update(l0=est.l0, eps=est.eps, sketch=est.sketch, fast=est.fast, sentinel=est.sentinel)
     elif not isinstance(agent, OFUL):
-        kw.update(sketch_size=agent._l, fast=agent.fast)
+        kw.update(sketch_size=agent.arguments["sketch_size"], fast=agent.fast)
     return type(agent)(**{**kw, **changes})
 
 
@@ -252,11 +252,11 @@ def test_dbs_shrinks_and_switch_keep_the_padding_and_match_batched_members():
         obs = X[t]
         a = single.act(obs)
         batched.act(np.stack([obs, obs]))
-        before = single.estimator.m_act.copy()
+        before = single.estimator.block_state.held.copy()
         single.update(obs, a, float(obs[a].sum()))
-        if single.estimator.core is not None and single.estimator.m_act[0] < before[0]:
+        if single.estimator.core is not None and single.estimator.block_state.held[0] < before[0]:
             reductions += 1
-            offsets.append(int(single.estimator.rows_in[0]))
+            offsets.append(int(single.estimator.block_state.frozen_rows[0]))
         _assert_zero_padding(single.estimator)
         batched.update(np.stack([obs, obs]), np.array([a, a]), np.full(2, float(obs[a].sum())))
         _assert_zero_padding(batched.estimator)

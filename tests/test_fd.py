@@ -274,15 +274,22 @@ def test_doctests():
 
 
 def test_look_ahead_then_update_matches_plain_updates():
-    """shrinkage_if_added(x); update(x) (the DBS pattern) leaves the sketch as plain updates do."""
+    """shrinkage_if_added(x); update(x) (the DBS pattern) leaves the sketch as plain updates do: bit for
+    bit once both hold the basis state (a look-ahead is a query: a sketch nobody queried settles its raw
+    rows first, and then equals the raw route to rounding)."""
     X = make_stream("powerlaw", 200, 30, 4)
-    plain = FrequentDirections(30, 6)
+    probe = torch.as_tensor(X[:3])
+    plain, looked, raw = FrequentDirections(30, 6), FrequentDirections(30, 6), FrequentDirections(30, 6)
+    plain.quad_inv(probe)
+    looked.quad_inv(probe)
     _feed(plain, X, torch.float64)
-    looked = FrequentDirections(30, 6)
+    _feed(raw, X, torch.float64)
     for x in X:
         x = torch.as_tensor(x)
         looked.shrinkage_if_added(x)
         looked.update(x)
-    assert plain.rows_in_use == looked.rows_in_use
+    assert plain.rows_in_use == looked.rows_in_use == raw.rows_in_use
     torch.testing.assert_close(plain.S, looked.S, rtol=0, atol=0)
     np.testing.assert_array_equal(plain.shrinkages, looked.shrinkages)
+    np.testing.assert_allclose(raw.shrinkages, looked.shrinkages, rtol=1e-9)
+    torch.testing.assert_close(raw.covariance(), looked.covariance(), rtol=1e-9, atol=1e-9)

@@ -1,6 +1,6 @@
 """A sketch nobody queries keeps its rows raw (``SketchCore.append_raw``) and shrinks them from their own
-Gram, as Liberty's and Ghashami et al.'s reference algorithm does; a query settles them into the basis
-state. Both routes are the same Frequent Directions sketch."""
+Gram, as Liberty's and Ghashami et al.'s reference algorithm does; its first query settles them into the
+basis state (``SketchCore.settle``). Both routes are the same Frequent Directions sketch."""
 
 from __future__ import annotations
 
@@ -56,23 +56,40 @@ def test_raw_rows_and_queried_rows_make_the_same_sketch(kind, n, d, l, seed, fas
 
 def test_a_bare_sketch_holds_its_rows_raw_until_a_query():
     """No basis, coordinates or inverse are built for rows nobody queries; the first query builds them,
-    and a row with a response goes to the basis state (its ``b`` needs it)."""
+    and the basis state is kept from then on (later rows are appended to it, with or without a
+    response)."""
     rng = np.random.default_rng(0)
     est = FrequentDirections(30, 5)
     for x in rng.standard_normal((23, 30)):
         est.update(x)
     core = est.core
     # a buffer of 2 l = 10 rows, each shrink keeps l - 1 = 4: shrinks at rows 10, 16 and 22
-    assert est.n_reductions == 3 and core.Rmax == 0 and core.N.max() == 0
-    assert int(core.pend[0]) == est.rows_in_use == 5
+    assert est.n_reductions == 3 and core.width == 0 and core.N.max() == 0
+    assert core.n_raw == est.rows_in_use == 5
+    assert not core.H.any() and not core.C.any()
     est.quad_inv(rng.standard_normal((3, 30)))
-    assert core.Pmax == 0 and core.Rmax == est.rows_in_use
-    est.update(rng.standard_normal(30))  # no query since the last: raw again
-    assert core.Pmax == 1
-    est.update(rng.standard_normal(30), 1.0)  # a response: settles, then joins the basis
-    assert core.Pmax == 0 and not np.allclose(est.b.numpy(), 0.0)
-    est.update(rng.standard_normal(30))  # b != 0: no raw rows from now on
-    assert core.Pmax == 0
+    assert core.n_raw == 0 and core.width == core.N[0] == est.rows_in_use == 5
+    est.update(rng.standard_normal(30))  # no query since the last: still the basis state
+    assert core.n_raw == 0 and core.N[0] == est.rows_in_use == 6
+    est.update(rng.standard_normal(30), 1.0)
+    assert core.n_raw == 0 and not np.allclose(est.b.numpy(), 0.0)
+
+
+def test_a_response_ends_the_raw_phase():
+    """A row with a response needs ``b``, which lives in the basis state: the raw rows settle first."""
+    rng = np.random.default_rng(1)
+    est, ref = FrequentDirections(12, 4), FrequentDirections(12, 4)
+    X = rng.standard_normal((6, 12))
+    for x in X:
+        est.update(x)
+        ref.update(x, 0.0)
+    assert est.core.n_raw == 6
+    est.update(X[0], 2.0)
+    ref.quad_inv(X[:1])  # settles ref's raw rows the same way
+    ref.update(X[0], 2.0)
+    assert est.core.n_raw == 0 and est.core.N[0] == 7
+    np.testing.assert_array_equal(est.b.numpy(), ref.b.numpy())
+    np.testing.assert_array_equal(est.theta().numpy(), ref.theta().numpy())
 
 
 @settings(max_examples=25, deadline=None)

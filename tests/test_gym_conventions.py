@@ -76,6 +76,24 @@ def test_check_env_passes_with_the_render_check(env_id):
     env.close()
 
 
+def test_the_readme_names_every_id_on_which_check_env_warns():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    sentence = next(s for s in re.split(r"(?<=\.)\s", readme) if "check_env" in s and "warns" in s)
+    named = set(re.findall(r"`(LinBandit-[\w-]+)`", sentence))
+    warned = set()
+    for env_id in ENV_IDS:
+        env = gym.make(env_id, **SMALL_KWARGS[env_id])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped, skip_render_check=True)
+        env.close()
+        if any("infinity" in str(w.message) for w in caught):
+            warned.add(env_id)
+    assert warned == named, f"check_env warns on {sorted(warned)}; the README names {sorted(named)}"
+
+
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
 def test_rgb_array_frame_is_an_image_that_changes_with_play(env_id):
     env = gym.make(env_id, render_mode="rgb_array", **SMALL_KWARGS[env_id])
@@ -238,7 +256,9 @@ def test_unknown_render_mode_is_refused_by_name(mode):
             build()
 
 
-@pytest.mark.parametrize("mode", list(AutoresetMode))
+# the default suite draws without autoreset, the slow suite in each autoreset mode too
+@pytest.mark.parametrize("mode", [m if m is AutoresetMode.DISABLED else
+                                  pytest.param(m, marks=pytest.mark.slow) for m in AutoresetMode])
 def test_native_vector_env_renders_the_frames_of_sync_vector_env(mode):
     kw = {"d": 2, "n_arms": 5, "horizon": 3, "autoreset_mode": mode}
     native = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, render_mode="rgb_array", **kw)

@@ -7,14 +7,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("linbandit_host", "agents", "envs_data", "linbandit_gym")
 
-#: Bottom to top (DESIGN.md, "Layers"); a module belongs to the longest prefix listed.
+#: Bottom to top (docs/contracts.md, "Layers"); a module belongs to the longest prefix listed.
 LAYERS = [
     ("linbandit_host",),                                         # memory limit, warnings at the user's line
     ("agents", "envs_data"),                                    # agents, sketches, designs; data
     ("linbandit_gym.envs", "linbandit_gym.vector", "linbandit_gym.registration", "linbandit_gym._version"),
     ("linbandit_gym.specs", "linbandit_gym.registry", "linbandit_gym.arguments"),  # names users type, argument checks
-    ("linbandit_gym.loop", "linbandit_gym.batched", "linbandit_gym.evaluate", "linbandit_gym.threads",
-     "linbandit_gym.records", "linbandit_gym.plots", "linbandit_gym.text"),  # the loop and its records
+    ("linbandit_gym.loop", "linbandit_gym.feedback", "linbandit_gym.batched",  # the loop and its
+     "linbandit_gym.evaluate", "linbandit_gym.threads", "linbandit_gym.records",  # records
+     "linbandit_gym.plots", "linbandit_gym.text"),
     ("linbandit_gym.experiments",),                             # configs, planner, runner, figures, report
     ("linbandit_gym.cli", "linbandit_gym.__main__"),            # the `linbandit` command
 ]

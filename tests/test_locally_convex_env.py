@@ -197,6 +197,9 @@ def test_same_seed_same_episode_different_seed_differs(kwargs):
         ({"d": 2, "axes": [1.0, -1.0]}, "axes must be"),
         ({"d": 2, "axes": [1.0, float("nan")]}, "axes must be"),
         ({"d": 2, "axes": ["a", "b"]}, "axes must be"),
+        # the arms are float32 observations: an axis past its range would be inf (or 0) there
+        ({"d": 3, "axes": [1.0, 1.0, 1e300]}, r"axes must lie in \[1.18e-38, 3.4e\+38\]"),
+        ({"d": 3, "axes": [1.0, 1.0, 1e-300]}, r"axes must lie in \[1.18e-38, 3.4e\+38\]"),
         ({"local_frac": -0.1}, "local_frac"),
         ({"local_frac": 1.5}, "local_frac"),
         ({"local_min_angle": 0.0}, "local_min_angle"),
@@ -206,6 +209,20 @@ def test_same_seed_same_episode_different_seed_differs(kwargs):
 def test_bad_arguments_raise_clear_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         LocallyConvexLinBanditEnv(**kwargs)
+
+
+def test_axes_out_of_the_observations_range_are_named_through_gym_make_and_the_command(capsys):
+    """``axes=[..., 1e300]`` fails naming ``axes``, not in Gymnasium's Box with its dtype's
+    range."""
+    from linbandit_gym.cli import main
+
+    with pytest.raises(ValueError, match="axes must lie in"):
+        gym.make("LinBandit-LocallyConvex-v0", d=3, axes=[1.0, 1.0, 1e300])
+    assert main(["run", "--env", "LinBandit-LocallyConvex-v0", "--agent", "OFUL",
+                 "--env-arg", "d=3", "--env-arg", "axes=[1, 1, 1e300]", "--horizon", "5",
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "axes must lie in" in err and "Box" not in err, err
 
 
 def test_invalid_action_raises_and_leaves_state_unchanged():

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 import linbandit_gym
 from agents import OFUL, SOFUL, GAllocation
 from agents.batched import batched
+from linbandit_gym.envs.memory import RECORD_BYTES_PER_ROUND
+from linbandit_gym.feedback import FeedbackSchedule
 from linbandit_gym.loop import (
     RECORD_COLUMNS, TIMING_COLUMNS, batch_members, play, play_in_stages, records_frame, single_members,
 )
@@ -131,13 +133,18 @@ def _members(kind: str, seeds: list[int], horizon: int):
 @pytest.mark.filterwarnings("ignore:.*holds.*bytes per agent")
 @settings(max_examples=15, deadline=None)
 @given(kind=st.sampled_from(["single", "batch"]), seeds=st.lists(st.integers(0, 3), min_size=1, max_size=3),
-       cuts=st.lists(st.integers(1, 39), max_size=4, unique=True), to_end=st.booleans())
-def test_an_episode_played_in_stages_gives_the_records_of_one_played_through(kind, seeds, cuts, to_end):
+       cuts=st.lists(st.integers(1, 39), max_size=4, unique=True), to_end=st.booleans(),
+       schedule=st.sampled_from([(0, 1), (3, 1), (0, 4), (2, 5)]))
+def test_an_episode_played_in_stages_gives_the_records_of_one_played_through(kind, seeds, cuts, to_end,
+                                                                             schedule):
     # The stages of two episodes interleave, as the rungs of successive halving do: neither
-    # disturbs the other, and each ends with the records of the same episode played at once.
+    # disturbs the other, and each ends with the records of the same episode played at once,
+    # under any feedback schedule (feedback held at a stop stays held).
+    feedback = FeedbackSchedule(*schedule)
     stops = sorted(cuts) + [None if to_end else 40]
     seeds = seeds[:1] if kind == "single" else seeds
-    staged = [play_in_stages(_members(kind, seeds, 40), stops), play_in_stages(_members(kind, seeds[::-1], 40), stops)]
+    staged = [play_in_stages(_members(kind, order, 40), stops, feedback=feedback)
+              for order in (seeds, seeds[::-1])]
     seen = {0: [], 1: []}
     for stop in stops:
         for i, stages in enumerate(staged):
@@ -147,7 +154,7 @@ def test_an_episode_played_in_stages_gives_the_records_of_one_played_through(kin
     for stages in staged:
         assert next(stages, None) is None  # nothing after the last stop
     for i, order in enumerate((seeds, seeds[::-1])):
-        whole = play(_members(kind, order, 40)).frame().drop(columns=TIMING)
+        whole = play(_members(kind, order, 40), feedback=feedback).frame().drop(columns=TIMING)
         assert seen[i][-1]["t"].max() == 40
         pd.testing.assert_frame_equal(seen[i][-1].drop(columns=TIMING), whole, check_exact=True)
         for frame, stop in zip(seen[i], stops):  # each stage's records are the start of the whole episode's
@@ -175,3 +182,46 @@ def test_stops_that_are_not_increasing_round_counts_are_refused_before_anything_
     members = _members("single", [0], 10)
     with pytest.raises(ValueError, match="stops must"):
         play_in_stages(members, stops)
+
+
+# -- the records' size rule ------------------------------------------------------------------------
+
+def test_the_records_size_rule_bounds_what_a_runs_records_hold_per_round():
+    """:data:`RECORD_BYTES_PER_ROUND` (what ``--dry-run``, ``run`` and :func:`play` check) is an
+    upper bound of the memory a run's records add per round and seed, within a factor of 3
+    (traced by tracemalloc: the loop's columns, the frame, its sums; the Parquet writer's own
+    buffers are not traced, and the rule leaves room for them)."""
+    import tracemalloc
+
+    class First:  # the records do not depend on the agent: the cheapest one
+        def reset(self, seed=None):
+            pass
+
+        def act(self, obs):
+            return 0
+
+        def update(self, obs, action, reward):
+            pass
+
+    def peak(rounds: int) -> int:
+        tracemalloc.start()
+        try:
+            linbandit_gym.run("LinBandit-Synthetic-v0", First(), seeds=2, batched=False,
+                              progress=False, env_kwargs={"d": 2, "n_arms": 2, "horizon": rounds})
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    peak(100)  # imports and caches first
+    per_round = (peak(11_000) - peak(1_000)) / 10_000 / 2
+    assert per_round <= RECORD_BYTES_PER_ROUND <= 3 * per_round, per_round
+
+
+def test_play_refuses_records_that_cannot_fit_before_the_first_round(monkeypatch):
+    monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "1MB")
+    env = gym.make("LinBandit-Synthetic-v0", d=2, n_arms=2, horizon=10_000)  # 4.88 MiB of records
+    agent = OFUL()
+    with pytest.raises(ValueError, match=r"horizon=10000: the records of 10,000 rounds need about "
+                                         r"4.88 MiB.*\$LINBANDIT_MEMORY_LIMIT"):
+        play(single_members(env, agent, 0, "OFUL", "synthetic"))
+    assert agent.t == 0  # nothing played

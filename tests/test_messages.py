@@ -4,6 +4,7 @@ every problem of a config at the key where it was written, argument help, comman
 from __future__ import annotations
 
 import doctest
+import re
 
 import pytest
 import yaml
@@ -58,7 +59,8 @@ def test_env_and_agent_argument_problems_are_reported_together(capsys):
 
 def test_agent_value_checks_run_before_the_env_is_built(capsys):
     assert main(["run", *TINY, "--agent", "SOFUL", "--agent-arg", "sketch_size=0"]) == 2
-    assert "SOFUL: sketch_size must be >= 1, got 0" in capsys.readouterr().err
+    expected = "SOFUL: sketch_size must be an int >= 1 (the number l of sketch rows), got 0 (int)"
+    assert expected in capsys.readouterr().err
 
 
 def test_build_refuses_an_unknown_name_in_the_users_terms():
@@ -91,7 +93,8 @@ def test_args_keys_list_grid_points_and_tuned_overrides_are_each_located():
         {"name": "CBSCFD", "label": "C", "args": {"sketch_size": 3}},
     ], "tuned": {"*": {"C": {"betta": 0.1}}}})
     assert any(p.startswith("agents[0].args.sketch_sise: SOFUL has no argument 'sketch_sise'") for p in problems)
-    assert "agents[1].grid[0].sketch_size: SOFUL: sketch_size must be >= 1, got 0" in problems
+    assert ("agents[1].grid[0].sketch_size: SOFUL: sketch_size must be an int >= 1 (the number l "
+            "of sketch rows), got 0 (int)") in problems
     assert "agents[1].grid[1].sketch_size: SOFUL argument sketch_size='x': expected int, got str" in problems
     assert any(p.startswith("tuned.*.C.betta: CBSCFD has no argument 'betta' (did you mean 'beta'?)")
                for p in problems)
@@ -154,20 +157,73 @@ def test_describe_lists_what_the_checks_accept_with_type_default_and_meaning(nam
     for argument in accepted:
         row = rows[argument.name]
         assert argument.type_text in row and argument.default_text in row
-        assert argument.meaning and argument.summary() in " ".join(row.split())  # documented, from the docstring
+        # documented, from the docstring, and whole: no clause of it left out
+        assert argument.meaning and " ".join(argument.meaning.split()) in " ".join(row.split())
     assert "(not documented)" not in out
+
+
+def _every_documented_argument():
+    """``(owner, Argument)`` of every registered env id and agent name, as describe reads them."""
+    from linbandit_gym.registration import ENV_IDS
+    from linbandit_gym.registry import agent_names
+    from linbandit_gym.specs import env_arguments
+
+    pairs = [(env_id, a) for env_id in ENV_IDS for a in env_arguments(env_id)]
+    return pairs + [(name, a) for name in agent_names() for a in lookup_agent(name).arguments()]
+
+
+def test_describe_keeps_a_meaning_past_its_colons():
+    from linbandit_gym.registry import describe
+
+    rank = " ".join(_rows(describe("LinBandit-HeavyTail-v0"))["rank"].split())
+    assert "None: full rank d; an int in [1, d]: arms in a fixed rank-dim subspace" in rank
+    min_gap = " ".join(_rows(describe("LinBandit-BAI-v0"))["min_gap"].split())
+    assert '"random": redraw until the best arm leads by at least this' in min_gap
+    theta_bound = " ".join(_rows(describe("SOFUL"))["theta_bound"].split())
+    assert 'used by beta="theory" only (written H in the formulas)' in theta_bound
+
+
+def test_no_meaning_points_at_text_describe_does_not_show():
+    elsewhere = re.compile(r"\b(see|as) (above|below)\b|\((above|below)\)", re.IGNORECASE)
+    pointing = [(owner, a.name, a.meaning) for owner, a in _every_documented_argument()
+                if elsewhere.search(a.meaning)]
+    assert not pointing, pointing
+
+
+#: A literal a meaning may state as the default: a number, True, False, None or a quoted string.
+_LITERAL = r"-?\d[\d.e+-]*|True|False|None|\"[^\"]*\"|'[^']*'"
+
+
+def _same_value(written: str, default: object) -> bool:
+    try:
+        return float(written) == float(default)  # "1" and 1.0 are the same default
+    except (TypeError, ValueError):
+        return written.strip("'\"") == str(default)
+
+
+def test_documented_defaults_agree_with_the_signature():
+    # "(default 0.01)" or "True (default)" in a meaning must be the default describe shows beside it
+    wrong = []
+    for owner, argument in _every_documented_argument():
+        said = re.findall(rf"\bdefaults?:? ({_LITERAL})", argument.meaning)
+        said += re.findall(rf"(?:^|[\s(])({_LITERAL}) \(default\)", argument.meaning)
+        wrong += [(owner, argument.name, value, argument.default) for value in said
+                  if not _same_value(value.rstrip("."), argument.default)]
+    assert not wrong, wrong
 
 
 def test_describe_reads_the_docstrings_meanings():
     from linbandit_gym.registry import describe
 
     soful = _rows(describe("soful"))  # case ignored
-    assert soful["sketch_size"].split() == ["sketch_size", "int", "50", "FD", "sketch", "size", "l", ">=", "1"]
+    words = ["sketch_size", "int", "50", "FD", "sketch", "size", "l", ">=", "1;"]
+    assert soful["sketch_size"].split()[:9] == words
     assert "ridge lambda > 0" in soful["lam"]
     assert "dimension of the arms" in soful["d"]  # "d, device, dtype, seed: see TorchAgent" is followed
     mnist = _rows(describe("linbandit-mnist-v0"))
     assert " ".join(mnist["dataset"].split()).startswith(
-        "dataset str | tuple[Any, Any] 'mnist' a name of envs_data.DATASETS, or a tuple (X, y)")
+        "dataset str | tuple[Any, Any] 'mnist' a name of envs_data.DATASETS (\"mnist\": "
+        "the 5,000-image subset")
     assert "rounds per episode" in mnist["horizon"]
 
 
@@ -183,7 +239,7 @@ def test_describe_of_an_undocumented_user_class_says_so(tmp_path, monkeypatch):
     from linbandit_gym.registry import describe
 
     rows = _rows(describe("myagents:Greedy"))
-    assert rows["eps"].split() == ["eps", "float", "0.1", "exploration", "rate"]
+    assert rows["eps"].split() == ["eps", "float", "0.1", "exploration", "rate."]
     assert rows["width"].split() == ["width", "int", "3", "(not", "documented)"]
 
 
@@ -214,8 +270,9 @@ def test_docstring_sections_and_tables_are_parsed():
         Example: not an argument.
         """
 
-    assert documented_arguments(Documented) == {"a": "the first", "b": "shared text that goes on.",
-                                                "c": "shared text that goes on.", "kwargs": "forwarded."}
+    assert documented_arguments(Documented) == {
+        "a": "the first", "b": "shared text that goes on.",
+        "c": "shared text that goes on (written R in the formulas).", "kwargs": "forwarded."}
 
 
 def test_list_points_at_describe(capsys):
@@ -324,3 +381,66 @@ def test_an_unexpected_project_warning_fails_the_test_run(tmp_path):
     assert "2 failed" in proc.stdout, proc.stdout[-2000:]
     assert "LinBanditWarning: render() was called with render_mode=None" in proc.stdout
     assert "UserWarning: from the library" in proc.stdout
+
+
+# -- warnings of a command and of a sweep's runs: said once, by the command, naming their source
+
+_SKETCH_50_AT_20 = "SOFUL(sketch_size=50) at d=20 holds"
+
+
+@pytest.mark.filterwarnings("default::agents.SketchSizeWarning")
+def test_a_command_says_a_warning_once_on_stderr_not_at_its_own_script(capsys):
+    args = ["run", "--env", SYNTH, "--env-arg", "d=20", "--env-arg", "n_arms=3", "--horizon", "5",
+            "--seeds", "3", "--no-progress", "--no-batched", "--agent", "SOFUL",
+            "--agent-arg", "sketch_size=50"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if "SketchSizeWarning" in line]
+    said_as = f"linbandit run: warning: SketchSizeWarning: {_SKETCH_50_AT_20}"
+    assert len(said) == 1 and said[0].startswith(said_as)
+    assert ".py:" not in err and "bin/linbandit" not in err  # no file and line: the command says it
+
+
+@pytest.mark.filterwarnings("default::agents.SketchSizeWarning")
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])  # 2: a pool
+def test_a_sweep_says_each_warning_of_its_runs_once_naming_the_config_entry(workers, tmp_path,
+                                                                           capsys):
+    # in this process or in spawned workers, every seed of the run warns: the sweep says it once
+    # (l=2 is small enough at d=20 to warn of nothing)
+    config = tmp_path / "warned.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "warned", "seeds": 3, "horizon": 5,
+        "envs": [{"id": SYNTH, "args": {"d": 20, "n_arms": 3}}],
+        "agents": [{"name": "OFUL"}, {"name": "SOFUL", "grid": {"sketch_size": [2, 50]}}]}))
+    out = tmp_path / "runs"
+    command = ["sweep", str(config), "--out", str(out), "--workers", str(workers), "--no-batched"]
+    assert main(command) == 0
+    captured = capsys.readouterr()
+    source = f"agents[1] (SOFUL l=50 on {SYNTH})"
+    said = [line for line in captured.err.splitlines() if "Warning" in line]
+    said_as = f"linbandit sweep: warning: SketchSizeWarning: {source}: {_SKETCH_50_AT_20}"
+    assert len(said) == 1 and said[0].startswith(said_as), said
+    assert "process.py" not in captured.err
+    listed = f"SketchSizeWarning from {source}: {_SKETCH_50_AT_20}"
+    assert "1 warning from the runs" in captured.out and listed in captured.out  # its summary
+    assert listed in (out / "summary.md").read_text()
+    assert main(["report", str(out)]) == 0
+    assert listed.replace("'", "&#x27;") in (out / "report.html").read_text()
+
+
+@pytest.mark.filterwarnings("default::agents.SketchSizeWarning")
+def test_a_sweep_called_from_python_warns_at_the_callers_line():
+    from agents import SketchSizeWarning
+    from linbandit_gym.experiments import sweep
+
+    config = {"seeds": 2, "envs": [{"id": SYNTH, "args": {"d": 20, "n_arms": 3, "horizon": 5}}],
+              "agents": [{"name": "SOFUL", "args": {"sketch_size": 50}}]}
+    import tempfile
+
+    with pytest.warns(SketchSizeWarning) as caught:
+        result = sweep(config, tempfile.mkdtemp(), log=None, batched=False)
+    assert [w.filename for w in caught] == [__file__]
+    assert str(caught[0].message).startswith(f"agents[0] (SOFUL on {SYNTH}): {_SKETCH_50_AT_20}")
+    [(category, message)] = result.warnings
+    assert category == "SketchSizeWarning"
+    assert result.warnings[(category, message)] == [f"agents[0] (SOFUL on {SYNTH})"]

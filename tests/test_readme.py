@@ -57,3 +57,42 @@ def test_readme_relative_links_resolve():
         elif anchor and path.suffix == ".md" and anchor not in headings(path):
             broken.append(f"{link}: {path.relative_to(ROOT)} has no heading #{anchor}")
     assert not broken, "broken README links:\n  " + "\n  ".join(broken)
+
+
+def _command_lines() -> list[str]:
+    """The ``linbandit ...`` commands of the README's shell blocks (comments dropped)."""
+    lines = [line.split("#")[0].strip() for b in code_blocks(README) if b.info == "bash"
+             for line in b.code.replace("\\\n", " ").splitlines()]
+    return [line for line in lines if line.startswith("linbandit ")]
+
+
+@pytest.mark.filterwarnings("default::agents.SketchSizeWarning")  # l0=10 at the test's small d
+def test_readme_commands_name_files_a_clone_has_and_they_run(tmp_path, monkeypatch, capsys):
+    import yaml
+
+    from linbandit_gym.cli import main
+
+    monkeypatch.chdir(ROOT)  # the README's commands run from the repository's root
+    commands = _command_lines()
+    agent = next(c for c in commands if ":MyAgent" in c)
+    module = re.search(r"--agent (\S+):MyAgent", agent)[1]
+    assert (ROOT / f"{module.replace('.', '/')}.py").is_file()
+    sweep = next(c for c in commands if c.startswith("linbandit sweep "))
+    config = sweep.split()[2]
+    assert (ROOT / config).is_file() and config.startswith("examples/")
+    out = next(c for c in commands if c.startswith("linbandit plot ")).split()[2]
+    # plot reads what sweep writes
+    assert yaml.safe_load((ROOT / config).read_text())["name"] == out.split("/")[-1]
+
+    assert main(["describe", f"{module}:MyAgent"]) == 0
+    assert main([*agent.split()[1:], "--horizon", "30", "--env-arg", "d=10", "--no-progress"]) == 0
+    assert main(["sweep", config, "--dry-run"]) == 0
+    # the config as shipped, on fewer rounds and a smaller d: it runs, plots and reports
+    small = yaml.safe_load((ROOT / config).read_text())
+    small.update(horizon=60, seeds=2)
+    small["envs"][0]["args"]["d"] = 20
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(small))
+    assert main(["sweep", str(tmp_path / "small.yaml"), "--out", str(tmp_path / "out")]) == 0
+    assert main(["report", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "report.html").is_file()
+    capsys.readouterr()

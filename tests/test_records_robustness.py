@@ -1,5 +1,5 @@
 """Result files and output directories under stress: Ctrl-C, kill -9, damaged files, two
-writers, umask, read-only directories (issue 13, "Command line and records")."""
+writers, umask, read-only directories, symbolic links, other files in the directory."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import ctypes
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from linbandit_gym.records import (
     records_fingerprint,
     remove_stale_temporaries,
     write_records,
+    write_text_atomic,
 )
 
 LINUX = sys.platform.startswith("linux") and Path("/proc/self/stat").exists()
@@ -145,6 +147,100 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["x.json"]
 
 
+# -- item: no write follows a symbolic link out of the output directory ---------------------
+
+@pytest.fixture
+def finished(tmp_path):
+    """A finished sweep in ``tmp_path/out`` (config ``tmp_path/c.yaml``) and a file of the user's,
+    ``tmp_path/notes.txt``, outside it."""
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(THREE))
+    out = tmp_path / "out"
+    sweep(config, out, log=None)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    return config, out, notes
+
+
+def _refused_naming(capsys, argv: list[str], *words: str) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+@pytest.mark.parametrize("name, command", [
+    ("summary.csv", "plot"), ("summary.md", "plot"), ("plots/regret.png", "plot"),
+    ("plots/captions.json", "plot"), ("report.html", "report"), ("config.yaml", "sweep"),
+    ("manifest.json", "sweep"), (".lock", "sweep"), ("runs/RUN.json", "sweep"),
+    ("regret.png", "run"), ("summary.csv", "run"),
+])
+def test_no_command_writes_through_a_link_out_of_its_directory(finished, capsys, name, command):
+    """``ln -s ~/notes.txt DIR/summary.csv; linbandit plot DIR`` leaves notes.txt as it was: every
+    file a command writes into an output directory is refused, before the first write, where it
+    is a link out of the directory (the link itself is left too)."""
+    config, out, notes = finished
+    first = min((out / "runs").glob("*.json"))
+    link = out / name.replace("RUN", first.stem)
+    if link.exists():
+        link.unlink()
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(notes)
+    argv = {"plot": ["plot", str(out), "--formats", "png"], "report": ["report", str(out)],
+            "sweep": ["sweep", str(config), "--out", str(out), "--no-plots"],
+            "run": RUN + ["--agent", "OFUL", "--out", str(out)]}[command]
+    _refused_naming(capsys, argv, str(link), "symbolic link", str(notes))
+    assert notes.read_text() == "my notes" and link.is_symlink() and os.readlink(link) == str(notes)
+
+
+@pytest.mark.parametrize("sub, command",
+                         [("plots", "plot"), ("runs", "sweep"), ("failed", "sweep")])
+def test_a_linked_subdirectory_out_of_the_directory_is_refused(finished, tmp_path, capsys, sub,
+                                                               command):
+    config, out, _ = finished
+    elsewhere = tmp_path / "elsewhere"
+    if (out / sub).exists():
+        shutil.move(out / sub, elsewhere)
+    else:
+        elsewhere.mkdir()
+    (elsewhere / "mine.txt").write_text("mine")
+    (out / sub).symlink_to(elsewhere)
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in elsewhere.iterdir())
+    argv = (["plot", str(out)] if command == "plot"
+            else ["sweep", str(config), "--out", str(out), "--no-plots"])
+    _refused_naming(capsys, argv, str(out / sub), "symbolic link")
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in elsewhere.iterdir()) == before
+
+
+def test_links_that_stay_inside_the_directory_are_followed_and_kept(finished, capsys):
+    _, out, _ = finished
+    (out / "figures").mkdir()
+    (out / "plots").symlink_to("figures")
+    (out / "tables").mkdir()
+    (out / "summary.md").symlink_to("tables/summary.md")
+    assert main(["plot", str(out), "--formats", "png"]) == 0, capsys.readouterr().err
+    assert (out / "plots").is_symlink() and (out / "figures" / "regret.png").is_file()
+    assert (out / "summary.md").is_symlink()
+    assert (out / "tables" / "summary.md").read_text().startswith("| env")
+
+
+def test_atomic_writes_replace_the_target_of_a_link_inside_and_refuse_one_out(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside.txt"
+    root.mkdir()
+    outside.write_text("mine")
+    (root / "out.txt").symlink_to(outside)
+    with pytest.raises(OutputError, match="symbolic link to .*outside.txt, outside the output"):
+        write_text_atomic("x", root / "out.txt", root)
+    assert outside.read_text() == "mine"
+    assert [p.name for p in root.iterdir()] == ["out.txt"]  # no temporary left
+    (root / "b.txt").write_text("old")
+    (root / "in.txt").symlink_to("b.txt")
+    write_text_atomic("new", root / "in.txt", root)
+    assert (root / "b.txt").read_text() == "new" and (root / "in.txt").is_symlink()
+
+
 # -- item: Ctrl-C keeps every finished run ---------------------------------------------------
 
 class InterruptedAgent(OFUL):
@@ -188,6 +284,7 @@ def test_ctrl_c_in_run_keeps_finished_seeds_and_the_same_command_resumes(tmp_pat
                                    fresh.sort_values(key)["action"].reset_index(drop=True))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="process-group signals and /proc")
 def test_ctrl_c_in_a_two_worker_sweep_prints_one_line_and_stops_the_workers(tmp_path):
     path = _long_config(tmp_path, seeds=8, horizon=2500)
@@ -217,6 +314,7 @@ def test_ctrl_c_in_a_two_worker_sweep_prints_one_line_and_stops_the_workers(tmp_
 
 # -- item: workers exit when the driver dies ---------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="/proc")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_workers_exit_when_the_sweep_driver_is_killed(tmp_path, sig):
@@ -306,7 +404,8 @@ def test_garbled_run_json_is_named_and_redone(tmp_path, capsys):
 def test_a_locked_directory_is_refused_with_the_holders_pid(tmp_path, capsys):
     out = tmp_path / "out"
     sweep(THREE, out, log=None)
-    mine = out / "runs" / f".x.parquet.pid{os.getpid()}.abc.tmp"  # a write in flight of a live process
+    # a write in flight of a live process
+    mine = out / "runs" / f".x.parquet.linbandit-pid{os.getpid()}.abc.tmp"
     mine.write_text("in flight")
     with lock_output_dir(out):
         with pytest.raises(OutputError, match=rf"another sweep \(pid {os.getpid()}\) is using {re.escape(str(out))}"):
@@ -322,15 +421,40 @@ def test_a_locked_directory_is_refused_with_the_holders_pid(tmp_path, capsys):
 def test_only_dead_writers_temporaries_are_removed(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(dead.stdout)
-    live = tmp_path / f".a.parquet.pid{os.getpid()}.q1.tmp"
-    stale = tmp_path / f".b.parquet.pid{dead_pid}.q2.tmp"
-    legacy = tmp_path / ".c.json.xyz.tmp"  # no pid: left by an older version
-    for p in (live, stale, legacy):
+    live = tmp_path / f".a.parquet.linbandit-pid{os.getpid()}.q1.tmp"
+    stale = tmp_path / f".b.parquet.linbandit-pid{dead_pid}.q2.tmp"
+    for p in (live, stale):
         p.write_text("x")
     removed = remove_stale_temporaries(tmp_path)
-    assert sorted(removed) == sorted([stale, legacy]) and live.exists()
+    assert removed == [stale] and live.exists() and not stale.exists()
 
 
+def test_a_sweep_removes_no_file_it_did_not_name(tmp_path):
+    """A user's ``.mynotes.tmp`` (no pid), another program's ``.x.pid<dead>.y.tmp``, a link and a
+    directory named like a temporary survive a sweep in DIR, DIR/runs and DIR/failed."""
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True).stdout)
+    out = tmp_path / "out"
+    sweep(THREE, out, log=None)
+    (out / "failed").mkdir()
+    kept = []
+    for where in (out, out / "runs", out / "failed"):
+        notes = where / ".mynotes.tmp"
+        notes.write_text("mine")
+        other = where / f".x.pid{dead}.y.tmp"  # an older naming, or another program's
+        other.write_text("theirs")
+        folder = where / f".d.linbandit-pid{dead}.z.tmp"
+        folder.mkdir()
+        link = where / f".l.linbandit-pid{dead}.w.tmp"
+        link.symlink_to(notes)
+        kept += [notes, other, folder, link]
+    result = sweep({**THREE, "seeds": 4}, out, log=None)
+    assert len(result.executed) == 1
+    assert all(p.exists() or p.is_symlink() for p in kept), [p for p in kept if not p.exists()]
+    assert (out / "runs" / ".mynotes.tmp").read_text() == "mine"
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="flock semantics checked on Linux")
 def test_a_second_sweep_on_a_busy_directory_fails_fast_and_the_first_finishes(tmp_path):
     path = _long_config(tmp_path, seeds=3, horizon=3000)

@@ -5,6 +5,8 @@ Checked on the matplotlib objects, not on pixels."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from importlib import resources
 from pathlib import Path
@@ -14,10 +16,12 @@ import pandas as pd
 import pytest
 
 from linbandit_gym import plots as P
+from linbandit_gym.cli import main
 from linbandit_gym.experiments.config import parse_config
 from linbandit_gym.experiments.figures import make_plots, read_captions
 from linbandit_gym.experiments.report import winners_in_words, write_report
 from linbandit_gym.experiments.sweep import sweep
+from linbandit_gym.records import lock_output_dir
 
 SYNTH = "LinBandit-Synthetic-v0"
 
@@ -58,10 +62,12 @@ def test_the_mnist_pareto_figure_names_every_family_inside_the_figure(cost):
         renderer = fig.canvas.get_renderer()
         legend = fig.legends[0]
         texts = [t.get_text() for t in legend.get_texts()]
-        # one entry per family, its varied argument and range named; one for the front lines
-        assert texts == ["OFUL", "SOFUL (marker size: l = 10 to 600)", "CBSCFD (marker size: l = 10 to 600)",
-                         "DBSLinUCB-FD (marker size: eps = 2 to 25)", "DBSLinUCB-RFD (marker size: eps = 2 to 25)",
-                         P.FRONT_LINE_LABEL]
+        # one entry per family, its varied argument and range named (a grid of two arguments: both,
+        # no marker size that would speak of one only); one for the front lines
+        assert texts == ["OFUL", "SOFUL (marker size: l = 10 to 600)",
+                         "CBSCFD (marker size: l = 10 to 600)",
+                         "DBSLinUCB-FD (15 configurations: l0 x eps)",
+                         "DBSLinUCB-RFD (10 configurations: l0 x eps)", P.FRONT_LINE_LABEL]
         assert _inside(legend.get_window_extent(renderer), fig.bbox)  # nothing runs off the figure
         assert all(t.get_fontsize() >= 8 for t in legend.get_texts())
         ax = fig.axes[0]
@@ -71,12 +77,21 @@ def test_the_mnist_pareto_figure_names_every_family_inside_the_figure(cost):
         soful = next(c for c in ax.collections if len(c.get_offsets()) == 13)
         sizes = dict(zip(table.loc[table["family"] == "SOFUL", "arg.sketch_size"], soful.get_sizes()))
         assert sizes[600] > sizes[272] > sizes[10]
-        # the front's points are named next to them, inside the axes, none over another
-        notes = [t for t in ax.texts if t.get_visible()]
-        assert notes and all(_inside(t.get_window_extent(renderer), ax.bbox) for t in notes)
-        assert {t.get_text() for t in notes} <= {a.split(" ", 1)[1] for a in table["agent"] if " " in a}
+        # every point carries its number, inside the axes, no label over another; the key beside
+        # the axes gives each number its configuration
+        # (the leader lines are texts without text)
+        notes = [t for t in ax.texts if t.get_visible() and t.get_text()]
+        assert all(_inside(t.get_window_extent(renderer), ax.bbox) for t in notes)
+        numbered = sorted(int(n) for t in notes for n in t.get_text().split(","))
+        assert numbered == list(range(1, 50))
         boxes = [t.get_window_extent(renderer) for t in notes]
         assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+        [key] = fig.axes[1].texts
+        numbers = P.point_numbers(table)
+        for agent, number in numbers.items():
+            row = rf"^ *{number}\*? +{re.escape(agent)} "
+            assert re.search(row, key.get_text(), re.MULTILINE), agent
+        assert _inside(key.get_window_extent(renderer), fig.bbox)
     finally:
         P.plt.close(fig)
 
@@ -105,7 +120,7 @@ def test_fronts_panels_share_their_regret_axis_and_one_legend():
     try:
         P.lay_out(fig)
         fig.canvas.draw()
-        limits = {ax.get_ylim() for ax in fig.axes}
+        limits = {ax.get_ylim() for ax in fig.axes[:-1]}  # the last: the key beside the panels
         assert len(limits) == 1  # a 3.8-4.1 panel is drawn on the 0-200 scale of its neighbours
         low, high = limits.pop()
         assert low <= 3.8 and high >= max(t["final_regret_mean"].max() for t in tables.values())
@@ -184,3 +199,119 @@ def test_make_plots_titles_name_the_env_id(one_seed_dir):
     make_plots(one_seed_dir, formats=("png",))
     captions = read_captions(one_seed_dir)
     assert all(SYNTH in c["caption"] for c in captions.values())
+
+
+def test_points_drawn_over_each_other_are_each_named_and_listed_with_their_values():
+    # five configurations that went exact hold OFUL's memory: one spot, five numbers, five key rows
+    table = mnist_rows(2)
+    exact = table["agent"].isin(["OFUL", "DBSLinUCB-FD l0=50 eps=2", "DBSLinUCB-FD l0=50 eps=4",
+                                 "DBSLinUCB-FD l0=100 eps=2", "DBSLinUCB-RFD l0=50 eps=2"])
+    # at 60 no other point is near
+    table.loc[exact, ["peak_memory_kib", "final_regret_mean"]] = [4814.2, 60.0]
+    fig = P.plot_pareto(table, "peak_memory_kib")
+    try:
+        P.lay_out(fig)
+        numbers = P.point_numbers(table)
+        labels = [t.get_text() for t in fig.axes[0].texts if t.get_text()]
+        shared = next(text for text in labels if str(numbers["OFUL"]) in text.split(","))
+        together = sorted(numbers[a] for a in table.loc[exact, "agent"])
+        assert sorted(int(n) for n in shared.split(",")) == together
+        key = fig.axes[1].texts[0].get_text()
+        assert len(re.findall(r"60\.0 +4,814$", key, re.MULTILINE)) == 5
+        every = sorted(int(n) for text in labels for n in text.split(","))
+        assert every == sorted(numbers.values())  # each point named, once
+    finally:
+        P.plt.close(fig)
+
+
+def test_a_family_has_one_marker_in_every_figure():
+    first = mnist_rows(0)
+    # the same families in another order and with others missing: each keeps its shape and colour
+    second = pd.concat([first[first["family"] == "DBSLinUCB-RFD"],
+                        first[first["family"] == "OFUL"]])
+    styles = [P.family_styles(list(dict.fromkeys(t["family"]))) for t in (first, second)]
+    for family in ("OFUL", "DBSLinUCB-RFD"):
+        assert styles[0][family] == styles[1][family]
+    shapes = {s["marker"] for s in styles[0].values()}
+    assert len(shapes) == len(styles[0])  # no two families of a figure share a shape
+    drawn = []
+    for table in (first, second):
+        fig = P.plot_pareto(table, "time_s")
+        rfd = fig.axes[0].collections[list(dict.fromkeys(table["family"])).index("DBSLinUCB-RFD")]
+        drawn.append(rfd.get_paths()[0].vertices)
+        P.plt.close(fig)
+    np.testing.assert_array_equal(*drawn)
+
+
+def test_a_fronts_panel_says_which_configurations_it_lacks():
+    small, large = mnist_rows(0), mnist_rows(1)
+    large = large[large["agent"] != "OFUL"]  # OFUL not run at the large d
+    fig = P.plot_fronts({"d=300": small, "d=16384": large},
+                        titles={"d=300": "d = 300", "d=16384": "d = 16384"})
+    try:
+        titles = [ax.get_title() for ax in fig.axes[:2]]
+        assert titles == ["d = 300", "d = 16384\nnot run here: OFUL"]
+        key = fig.axes[-1].texts[0].get_text()
+        assert all(agent in key for agent in small["agent"])
+    finally:
+        P.plt.close(fig)
+
+
+def test_a_row_tuned_apart_from_its_siblings_says_so(tmp_path):
+    from linbandit_gym.experiments.figures import write_tables
+
+    config = {"name": "tuned", "seeds": 1,
+              "envs": [{"id": SYNTH, "args": {"d": 8, "n_arms": 4, "horizon": 20},
+                        "label": "small"}],
+              "agents": [{"name": "OFUL", "args": {"lam": 0.2, "beta": 0.01},
+                          "grid": {"beta": [0.01, 0.02]}, "label": "OFUL b={beta}"}],
+              "tuned": {"small": {"OFUL b=0.02": {"lam": 2.0}}}}
+    sweep(config, tmp_path, log=None)
+    table, _ = write_tables(tmp_path)
+    tuned = table.set_index("agent")["tuned"].to_dict()
+    assert tuned == {"OFUL b=0.01": "", "OFUL b=0.02": "lam=2.0"}
+    summary = (tmp_path / "summary.md").read_text()
+    assert re.search(r"\| OFUL b=0\.02 +\| lam=2\.0 +\|", summary)
+    write_report(tmp_path)
+    assert "<th>tuned</th>" in (tmp_path / "report.html").read_text()
+
+
+# -- tables and figures say what they hold ---------------------------------------------------
+
+@pytest.fixture
+def two_agents_dir(tmp_path):
+    out = tmp_path / "out"
+    env = {"id": SYNTH, "args": {"d": 4, "n_arms": 3, "horizon": 20}}
+    config = {"name": "six", "seeds": 3, "envs": [env],
+              "agents": [{"name": "OFUL", "grid": {"beta": [0.1, 1.0]}}]}
+    assert sweep(config, out, log=None).ok
+    return out
+
+
+def test_a_deleted_run_is_not_counted_by_captions_and_the_tables_say_so(two_agents_dir, capsys):
+    """One run JSON deleted of 6: the captions do not claim 3 seeds over the 2 a curve averages,
+    and ``plot``, ``summary.md`` and the report say the tables hold 5 of the 6 runs."""
+    out = two_agents_dir
+    metas = {p: json.loads(p.read_text()) for p in (out / "runs").glob("*.json")}
+    victim = next(p for p, meta in metas.items()
+                  if meta["agent_label"] == "OFUL beta=0.1" and meta["seed"] == 2)
+    victim.unlink()
+    assert main(["plot", str(out), "--formats", "png"]) == 0
+    err = capsys.readouterr().err
+    assert "partial: 1 of the 6 runs of the config" in err and "rerun the sweep" in err, err
+    assert "3 seeds (OFUL beta=0.1: 2)" in read_captions(out)["regret"]["caption"]
+    assert "partial: 1 of the 6 runs" in (out / "summary.md").read_text()
+    md = write_report(out, fmt="md", replot=False).read_text(encoding="utf-8")
+    assert "3 seeds (OFUL beta=0.1: 2) each" in md and "partial: 1 of the 6 runs" in md
+
+
+def test_plot_during_a_live_sweep_says_its_tables_are_partial(two_agents_dir, capsys):
+    out = two_agents_dir
+    with lock_output_dir(out, "sweep"):  # a sweep writing the directory now
+        assert main(["plot", str(out), "--formats", "png"]) == 0
+    err = capsys.readouterr().err
+    assert f"partial: a sweep (pid {os.getpid()})" in err and "still writing" in err, err
+    assert "still writing" in (out / "summary.md").read_text()
+    assert main(["plot", str(out), "--formats", "png"]) == 0  # done: nothing to say
+    assert "partial" not in capsys.readouterr().err
+    assert "partial" not in (out / "summary.md").read_text()

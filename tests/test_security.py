@@ -10,6 +10,7 @@ file outside the output directory keeps its bytes and its time stamp, and no fil
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -163,6 +164,62 @@ def test_dotted_and_dunder_specs_are_names_not_expressions():
         load_object("agents:OFUL.__init__.__globals__")
     with pytest.raises(ValueError, match="identifiers"):
         load_object("os:system('x')")
+
+
+# -- nothing but a user's module:Class is imported from the working directory ---------------
+
+#: A module named like a library that the commands import late (``scipy``: the sketches'
+#: BLAS; ``pickle``: what every worker process starts with): run, it leaves a file behind.
+SHADOW = ("import pathlib\npathlib.Path({marker!r}).write_text('executed')\n"
+          "raise ImportError('shadow')\n")
+LINBANDIT = str(Path(sys.executable).with_name("linbandit"))
+
+
+@pytest.mark.parametrize("how", [[LINBANDIT], [sys.executable, "-m", "linbandit_gym"]],
+                         ids=["command", "python-m"])
+def test_a_library_named_file_in_the_working_directory_is_never_imported(world, how):
+    """``scipy.py`` in the working directory is not executed by ``linbandit sweep c.yaml
+    --dry-run`` for a config that names only OFUL on LinBandit-Synthetic-v0 (the env id's
+    resolution puts nothing on sys.path; validation builds OFUL, whose sketches import scipy),
+    nor by ``python -m linbandit_gym``."""
+    marker = world / "shadowed"
+    (Path.cwd() / "scipy.py").write_text(SHADOW.format(marker=str(marker)))
+    done = subprocess.run([*how, "sweep", str(_config(world)), "--dry-run"], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists(), "the working directory's scipy.py was imported"
+
+
+@pytest.mark.slow  # two worker processes start (torch each)
+def test_worker_processes_import_nothing_from_the_working_directory(world):
+    """The interpreters a ``--workers 2`` sweep starts (``python -c``) would put the working
+    directory first; a ``pickle.py`` there must not run in them."""
+    marker = world / "shadowed"
+    (Path.cwd() / "pickle.py").write_text(SHADOW.format(marker=str(marker)))
+    config = _config(world, seeds=2)
+    argv = [LINBANDIT, "sweep", str(config), "--out", "out", "--workers", "2", "--no-plots",
+            "--no-batched"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists(), "a worker imported the working directory's pickle.py"
+
+
+def test_a_users_module_is_looked_up_in_the_working_directory_and_sys_path_restored(world):
+    (Path.cwd() / "mine_lookup.py").write_text(
+        "class Greedy:\n"
+        "    def reset(self, seed=None): pass\n"
+        "    def act(self, obs): return 0\n"
+        "    def update(self, obs, action, reward): pass\n"
+    )
+    before = list(sys.path)
+    try:
+        assert load_object("mine_lookup:Greedy").__name__ == "Greedy"
+        assert sys.path == before
+        with pytest.raises(ValueError, match="current directory"):
+            load_object("not_there_anywhere:Agent")
+        assert sys.path == before
+    finally:
+        sys.modules.pop("mine_lookup", None)
 
 
 # -- paths stay inside the output directory -----------------------------------------------

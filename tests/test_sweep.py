@@ -1,4 +1,4 @@
-"""Sweeps (issue 6): config expansion and errors, backends, resumable atomic records, plots, report, tune."""
+"""Sweeps: config expansion and errors, backends, resumable atomic records, plots, report, tune."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import linbandit_gym
 from agents import AGENTS, OFUL
 from linbandit_gym.cli import main
 from linbandit_gym.experiments import ConfigError, load_records, load_runs, parse_config, sweep
+from linbandit_gym.experiments.config import load_config
 from linbandit_gym.experiments.backends import ray_available
 from linbandit_gym.experiments.sweep import is_finished
 
@@ -87,13 +88,23 @@ def test_yaml_toml_and_dict_give_the_same_runs(tmp_path):
         ({"agents": [{"name": "OFUL", "grid": "beta"}]}, "agents[0].grid: a grid is a mapping"),
         ({"agents": [{"name": "OFUL", "grid": [0.1]}]}, "agents[0].grid[0]: a list grid holds mappings"),
         ({"agents": [{"name": "OFUL", "args": {"bogus": 1}}]}, "agents[0].args.bogus: OFUL has no argument 'bogus'"),
-        ({"agents": [{"name": "OFUL", "args": {"lam": -1.0}}]}, "agents[0].args.lam: OFUL: lam (ridge lambda) must be"),
+        ({"agents": [{"name": "OFUL", "args": {"lam": -1.0}}]},
+         "agents[0].args.lam: OFUL: lam must be a finite real number > 0 (ridge lambda)"),
         ({"agents": [{"name": "OFUL", "colour": "red"}]}, "agents[0]: unknown key 'colour'"),
         ({"seeds": "three"}, "seeds:"),
         ({"record": {"spectral_eror": 5}}, "record: unknown key 'spectral_eror' (did you mean 'spectral_error'?)"),
         ({"plots": [{"kind": "pie"}]}, "plots[0].kind"),
         ({"agents": [{"name": "OFUL"}, {"name": "OFUL", "label": "again"}]}, "agents[1]: the run 'again' on 'A' seed 0 is the same"),
         ({"agents": [{"name": "OFUL", "envs": ["Z*"]}]}, "agents[0].envs: ['Z*'] matches no env label"),
+        ({"description": ["a", "list"]}, "description: expected free text (a string), got list"),
+        ({"plots": [{"kind": "regret", "title": ["x"]}]},
+         "plots[0].title: expected a string, got list"),
+        ({"plots": [{"kind": "scaling", "x": 3}]}, "plots[0].x: expected a string, got int"),
+        ({"plots": [{"kind": "scaling", "x": "rank"}]},
+         "plots[0].x: env(s) ['A', 'B'] are not given the argument"),
+        ({"plots": [{"kind": "matrix_error", "bound": "no"}]},
+         "plots[0].bound: expected true or false"),
+        ({"tuned": {"A": {1: {"beta": 0.1}}}}, "tuned.A: 1 is not an agent label"),
     ],
 )
 def test_malformed_config_names_the_offending_key(change, expected):
@@ -108,6 +119,52 @@ def test_cli_reports_a_bad_config_with_exit_code_2(tmp_path, capsys):
     assert main(["sweep", str(path), "--out", str(tmp_path / "o")]) == 2
     assert "agents[0].grid.beta" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+#: A "billion laughs" of YAML aliases: 14 lines that stand for 9**9 strings of 200 characters.
+ALIAS_BOMB = """name: bomb
+seeds: 1
+envs: [{id: LinBandit-Synthetic-v0, args: {d: 3, n_arms: 2, horizon: 5}}]
+a: &a ["%s"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]
+""" % ("ha" * 100)
+
+
+@pytest.mark.parametrize("where", [
+    "description: [*i, *i, *i, *i, *i, *i, *i, *i, *i]\nagents: [{name: OFUL}]\n",
+    "agents: [{name: OFUL, args: {beta: [*i, *i, *i]}}]\n",
+])
+def test_a_yaml_alias_bomb_is_refused_as_it_is_read(tmp_path, capsys, where):
+    """What a config expands into is bounded where it is read, whatever key its aliases sit
+    under (a 16-line config once became a 738 MB report.html): one line, at once, nothing
+    written."""
+    path = tmp_path / "bomb.yaml"
+    path.write_text(ALIAS_BOMB + where)
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match="expands into more than"):
+        load_config(path)
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "YAML aliases" in err, err
+    assert time.perf_counter() - started < 10 and not (tmp_path / "out").exists()
+
+
+def test_recursive_and_deeply_nested_configs_are_refused(tmp_path):
+    recursive = tmp_path / "r.yaml"
+    recursive.write_text("name: r\nseeds: 1\ndescription: &d [*d]\n")
+    with pytest.raises(ConfigError, match="nests lists and mappings more than 50 deep"):
+        load_config(recursive)
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("description: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="too deep to read"):
+        load_config(deep)
 
 
 # -- records -----------------------------------------------------------------------------
@@ -145,7 +202,10 @@ def test_rerun_skips_finished_and_redoes_missing(serial_dir, tmp_path):
     runs_dir = out / "runs"
     victim = sorted(runs_dir.glob("*.json"))[0]
     victim.unlink()  # the records file alone does not count as finished
-    (runs_dir / ".x.parquet.123.tmp").write_text("half-written")  # left by a killed writer
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True).stdout)
+    # left by a killed writer
+    (runs_dir / f".x.parquet.linbandit-pid{dead}.ab12.tmp").write_text("half-written")
     result = sweep(SMALL, out, log=None)
     assert result.executed == [victim.stem] and len(result.skipped) == 11
     assert not list(runs_dir.glob(".*.tmp"))
@@ -180,6 +240,7 @@ def test_failed_runs_are_reported_and_retried(tmp_path):
     assert sorted(load_runs(tmp_path)["seed"]) == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
     cfg = {"name": "killme", "seeds": 6, "horizon": 600,
            "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 20, "n_arms": 10}}],
@@ -223,6 +284,7 @@ def _check_identical(a_dir: Path, b_dir: Path) -> None:
         assert a[col].equals(b[col]), col
 
 
+@pytest.mark.slow  # a pool of two worker processes (each imports torch)
 def test_two_worker_processes_give_identical_records(serial_dir, tmp_path):
     result = sweep(SMALL, tmp_path, workers=2, log=None)
     assert result.ok and len(result.executed) == 12
@@ -230,6 +292,7 @@ def test_two_worker_processes_give_identical_records(serial_dir, tmp_path):
     assert {json.loads(p.read_text())["torch_threads"] for p in (tmp_path / "runs").glob("*.json")} == {1}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not ray_available(), reason="ray is not installed (pip install 'linbandit-gym[ray]')")
 def test_ray_backend_gives_identical_records(serial_dir, tmp_path):
     result = sweep(SMALL, tmp_path, workers=2, backend="ray", log=None)
@@ -272,7 +335,8 @@ def test_spectral_error_recording_matches_a_replay(tmp_path):
     for i, t in enumerate(spectral["t"]):
         for l in (2, 5):
             assert spectral["delta"][str(l)][i] == pytest.approx(fd_error_bound(X[:t], l), rel=1e-6, abs=1e-9)
-    # FD never errs by more than its shrinkage: ||X^T X - S^T S||_2 <= Delta_t(3) (seed 000 Lemma 1)
+    # FD never errs by more than its shrinkage: ||X^T X - S^T S||_2 <= Delta_t(3)
+    # (Wen et al. (2025), Lemma 1)
     for i, t in enumerate(spectral["t"]):
         assert spectral["cov_error"][i] <= fd_error_bound(X[:t], 3) + 1e-9
     assert records["agent_time"].is_monotonic_increasing and (records["agent_time"] > 0).all()

@@ -1,4 +1,4 @@
-"""Sweeps as batched programs (issue 12 item 2): the planner packs runs that differ only in seed,
+"""Sweeps as batched programs: the planner packs runs that differ only in seed,
 records equal the per-run path's apart from timing, every run is saved and resumed on its own."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import linbandit_gym.batched
 from linbandit_gym.batched import MIN_BATCH
 from linbandit_gym.cli import main
+from linbandit_gym.envs.memory import records_bytes
 from linbandit_gym.experiments import load_records, load_runs, parse_config, summary_table, sweep
 from linbandit_gym.experiments.config import canonical_json
 from linbandit_gym.experiments.packing import batch_key, member_bytes, pack, parse_bytes
@@ -178,6 +179,7 @@ def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
     assert not list((tmp_path / "failed").glob("*.json"))
 
 
+@pytest.mark.slow
 def test_batches_go_to_two_workers_as_units(per_run_dir, tmp_path):
     cfg = {**GRID, "agents": GRID["agents"][:2]}
     result = sweep(cfg, tmp_path, workers=2, batched=True, timing_runs=False, log=None)
@@ -205,7 +207,9 @@ def test_plan_partitions_the_runs_within_the_bounds(seeds, max_batch, budget_mem
     cfg = parse_config({"seeds": seeds, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}},
                                                                    {"name": "OFUL"}]})
     shapes = {canonical_json(cfg.runs[0].config["env"]): (5, 16)}
-    own = {"SOFUL": member_bytes("SOFUL", {"sketch_size": 3}, 5, 16), "OFUL": member_bytes("OFUL", {}, 5, 16)}
+    records = records_bytes(ENV["args"]["horizon"])  # every member keeps its own records
+    own = {"SOFUL": member_bytes("SOFUL", {"sketch_size": 3}, 5, 16) + records,
+           "OFUL": member_bytes("OFUL", {}, 5, 16) + records}
     budget = budget_members * max(own.values())
     units = pack(cfg.runs, shapes=shapes, max_batch=max_batch, batch_memory=budget, workers=workers,
                  batched=True)
@@ -258,11 +262,12 @@ def test_member_bytes_asks_the_agent_class():
 def test_parse_bytes_and_cli_flags(tmp_path, capsys):
     assert parse_bytes("2GiB") == 2 * 1024**3 and parse_bytes("512M") == 512 * 1024**2 and parse_bytes(4096) == 4096
     for bad in ("lots", "2 parsecs", 0, "-1G"):
-        with pytest.raises(ValueError, match="e.g. 2GiB|positive"):
+        with pytest.raises(ValueError, match="e.g. 8GiB|positive"):
             parse_bytes(bad)
     with pytest.raises(SystemExit) as exc:
         main(["sweep", "nope.yaml", "--batch-memory", "lots"])
-    assert exc.value.code == 2 and "e.g. 2GiB" in capsys.readouterr().err
+    assert exc.value.code == 2
+    assert "--batch-memory='lots' is not a memory size" in capsys.readouterr().err
     path = tmp_path / "cfg.yaml"
     path.write_text(json.dumps({"seeds": 2, "envs": [ENV], "agents": [{"name": "OFUL"}]}))
     assert main(["sweep", str(path), "--out", str(tmp_path / "a"), "--no-batched", "--no-plots", "--quiet"]) == 0

@@ -78,6 +78,7 @@ def test_the_largest_seeds_play_batched_and_alone(tmp_path):
     assert sorted(load_runs(tmp_path / "out")["seed"]) == sorted(seeds)
 
 
+@pytest.mark.slow
 def test_a_count_of_a_billion_seeds_is_one_line_at_once(tmp_path):
     config = _write(tmp_path / "c.yaml", {**THREE, "seeds": 1_000_000_000})
     started = time.perf_counter()
@@ -106,7 +107,7 @@ def test_an_env_too_large_for_memory_is_one_line_under_dry_run(tmp_path, capsys)
 def test_agent_arguments_that_cannot_fit_are_refused_before_building(tmp_path, capsys, args, env_d, named):
     arg = [f"--agent-arg={k}={v}" for k, v in args.items()] + ([f"--env-arg=d={env_d}"] if env_d else [])
     line = _refused(capsys, ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "SOFUL", *arg, "--no-progress"])
-    assert named in line and "more than" in line and "GB" in line, line
+    assert named in line and "more than" in line and "GiB" in line, line
     env = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": env_d}} if env_d else SMALL_ENV
     config = _write(tmp_path / "c.yaml", {**THREE, "envs": [env], "agents": [{"name": "SOFUL", "args": args}]})
     line = _refused(capsys, ["sweep", str(config), "--dry-run"])
@@ -116,7 +117,8 @@ def test_agent_arguments_that_cannot_fit_are_refused_before_building(tmp_path, c
 def test_the_limit_is_the_one_envs_use(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "1MB")
     config = _write(tmp_path / "c.yaml", {**THREE, "envs": [{**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 400}}]})
-    assert "$LINBANDIT_MEMORY_LIMIT (1 MB)" in _refused(capsys, ["sweep", str(config), "--dry-run"])
+    line = _refused(capsys, ["sweep", str(config), "--dry-run"])
+    assert "$LINBANDIT_MEMORY_LIMIT (1 MiB)" in line
 
 
 def test_dry_run_reports_the_largest_runs_memory(tmp_path, capsys):
@@ -125,13 +127,14 @@ def test_dry_run_reports_the_largest_runs_memory(tmp_path, capsys):
         "envs": [SMALL_ENV, {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 300}, "label": "wide"}]})
     assert main(["sweep", str(config), "--dry-run"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    # OFUL's d x d inverse at d = 300 is the largest: 720 kB and more
+    # OFUL's d x d inverse at d = 300 is the largest: 703 KiB and more
     assert last.startswith("largest run: OFUL on wide, about ") and "available" in last, last
 
 
 def test_validation_builds_nothing_it_has_not_checked(tmp_path, capsys, monkeypatch):
     """A user's class is checked by name and signature, never constructed; a registered agent
-    is built without d, so it allocates nothing."""
+    whose state for d would take more than DIMENSION_CHECK_BYTES is built without d, so it
+    allocates nothing (OFUL at d = 5000: a 200 MB inverse)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sideeffect.py").write_text(
         "import pathlib\n"
@@ -152,7 +155,7 @@ def test_validation_builds_nothing_it_has_not_checked(tmp_path, capsys, monkeypa
         if "_allocate" in vars(cls):
             monkeypatch.setattr(cls, "_allocate", no_allocation)
     config = _write(tmp_path / "c.yaml", {**THREE, "agents": [
-        {"name": "sideeffect:Agent", "args": {"eps": 0.5}}, {"name": "OFUL", "args": {"d": 5}}]})
+        {"name": "sideeffect:Agent", "args": {"eps": 0.5}}, {"name": "OFUL", "args": {"d": 5000}}]})
     try:
         assert main(["sweep", str(config), "--dry-run"]) == 0, capsys.readouterr().err
         assert not (tmp_path / "constructed").exists()
@@ -161,6 +164,130 @@ def test_validation_builds_nothing_it_has_not_checked(tmp_path, capsys, monkeypa
         assert "has no argument 'epsilon'" in line and not (tmp_path / "constructed").exists()
     finally:
         sys.modules.pop("sideeffect", None)
+
+
+@pytest.mark.parametrize("how", ["dry-run", "sweep", "run"])
+def test_an_argument_checked_against_d_is_refused_before_the_run(tmp_path, capsys, how):
+    """``DBSLinUCB(l0=10)`` on arms of d = 5: refused by validation (the agent is built with the
+    env's d), not at the first round of the run, and nothing is written."""
+    env_d5 = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 5}}
+    config = _write(tmp_path / "c.yaml", {**THREE, "envs": [env_d5],
+                                          "agents": [{"name": "DBSLinUCB", "args": {"l0": 10}}]})
+    out = tmp_path / "out"
+    argv = {"dry-run": ["sweep", str(config), "--dry-run"],
+            "sweep": ["sweep", str(config), "--out", str(out)],
+            "run": ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "DBSLinUCB",
+                    "--agent-arg", "l0=10", "--env-arg", "d=5", "--horizon", "5", "--no-progress",
+                    "--out", str(out)]}[how]
+    line = _refused(capsys, argv)
+    assert "l0=10 exceeds the arm dimension d=5" in line, line
+    if how != "run":
+        assert "agents[0].args.l0" in line and "'LinBandit-Synthetic-v0'" in line, line
+    assert not out.exists()
+    with pytest.raises(ConfigError, match="l0=10 exceeds the arm dimension d=5"):
+        parse_config(config)
+
+
+@pytest.mark.parametrize("horizon", [10_000_000_000, 99999999999999999999])
+def test_a_horizon_whose_records_cannot_fit_is_refused_naming_horizon(tmp_path, capsys, horizon):
+    """``horizon: 10000000000`` fails ``--dry-run`` (not at run time, allocating 74.5 GiB), and
+    ``run --horizon`` of either size is one line naming ``horizon`` and the records."""
+    env = {"id": "LinBandit-Synthetic-v0", "args": {"d": 4, "n_arms": 3}}
+    config = _write(tmp_path / "c.yaml", {**THREE, "horizon": horizon, "envs": [env]})
+    line = _refused(capsys, ["sweep", str(config), "--dry-run"])
+    assert line.startswith("linbandit sweep: error: horizon: "), line
+    assert f"horizon={horizon}" in line and "records" in line and "lower horizon" in line, line
+    line = _refused(capsys, ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL",
+                             "--horizon", str(horizon), "--no-progress",
+                             "--out", str(tmp_path / "out")])
+    assert f"horizon={horizon}" in line and "records" in line, line
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match=f"horizon={horizon}: the records of"):  # the loop's check
+        run("LinBandit-Synthetic-v0", AGENTS["OFUL"](), progress=False,
+            env_kwargs={**env["args"], "horizon": horizon})
+
+
+def test_dry_run_counts_the_records_in_the_largest_run(tmp_path, capsys):
+    long_env = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "horizon": 200_000}}
+    config = _write(tmp_path / "c.yaml", {**THREE, "envs": [long_env]})
+    assert main(["sweep", str(config), "--dry-run"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "records 97.7 MiB" in last and "about 97.7 MiB" in last, last
+
+
+# -- a refused command leaves the output directory as it was ------------------------------------
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file and directory under ``root`` (dot files too): its size and modification time."""
+    return {str(p.relative_to(root)): (p.lstat().st_size, p.lstat().st_mtime_ns)
+            for p in root.rglob("*")}
+
+
+@pytest.mark.parametrize("options", [
+    ["--workers", "0"], ["--max-batch", "0"], ["--timing-repeats", "0"], ["--threads", "0"],
+    ["--address", "127.0.0.1:1"], ["--backend", "ray", "--address", "nowhere"],
+], ids=lambda o: " ".join(o))
+def test_a_refused_sweep_leaves_its_directory_as_it_was(tmp_path, capsys, options):
+    """``sweep small.yaml --out EXISTING --workers 0`` exits 2 without rewriting config.yaml,
+    manifest.json or .lock: ``plot EXISTING`` still finds its finished runs. ``--dry-run``
+    refuses the same options."""
+    out = tmp_path / "out"
+    sweep(THREE, out, log=None)
+    other = _write(tmp_path / "other.yaml", {**THREE, "name": "other", "seeds": 4})
+    before = _tree(out)
+    for dry in ([], ["--dry-run"]):
+        _refused(capsys, ["sweep", str(other), "--out", str(out), *options, *dry])
+        assert _tree(out) == before
+    assert main(["plot", str(out), "--formats", "png"]) == 0
+    assert len(load_runs(out)) == 3
+    capsys.readouterr()
+
+
+def test_a_sweep_whose_env_cannot_be_built_writes_nothing(tmp_path, capsys, monkeypatch):
+    """The envs of the runs to do are built before the first write (a dataset missing on this
+    machine is found then): the directory is left as it was."""
+    out = tmp_path / "out"
+    sweep(THREE, out, log=None)
+    before = _tree(out)
+    from linbandit_gym.envs.synthetic import SyntheticLinBanditEnv
+
+    def missing_data(self, *args, **kwargs):
+        raise FileNotFoundError("the data of this env is not on this machine")
+
+    monkeypatch.setattr(SyntheticLinBanditEnv, "reset", missing_data)
+    more = _write(tmp_path / "o.yaml", {**THREE, "seeds": 4})
+    line = _refused(capsys, ["sweep", str(more), "--out", str(out)])
+    assert "cannot be built" in line and "not on this machine" in line, line
+    assert _tree(out) == before
+
+
+@pytest.mark.parametrize("horizon", ["0", "-7"])
+def test_tune_refuses_a_horizon_instead_of_using_the_configs(tmp_path, capsys, horizon):
+    config = _write(tmp_path / "c.yaml", THREE)
+    line = _refused(capsys, ["tune", str(config), "--horizon", horizon, "--out",
+                             str(tmp_path / "t"), "--beta", "0.1", "--lam", "1"])
+    assert "--horizon" in line and f"got {horizon}" in line, line
+    assert not (tmp_path / "t").exists()
+
+
+def test_run_refuses_two_different_horizons(tmp_path, capsys):
+    run_argv = ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--env-arg", "d=3",
+                "--no-progress", "--env-arg", "horizon=5"]
+    line = _refused(capsys, [*run_argv, "--horizon", "7", "--out", str(tmp_path / "out")])
+    assert "--horizon 7" in line and "horizon=5" in line, line
+    assert not (tmp_path / "out").exists()
+    assert main([*run_argv, "--horizon", "5"]) == 0  # the same length twice is one length
+    capsys.readouterr()
+
+
+def test_plot_and_report_refuse_what_they_cannot_write_before_writing(tmp_path, capsys):
+    out = tmp_path / "out"
+    sweep(THREE, out, log=None)
+    before = _tree(out)
+    assert "'xyz'" in _refused(capsys, ["plot", str(out), "--formats", "png,xyz"])
+    line = _refused(capsys, ["report", str(out), "--out", str(tmp_path / "missing" / "r.html")])
+    assert str(tmp_path / "missing") in line, line
+    assert _tree(out) == before
 
 
 # -- workers that die are replaced -------------------------------------------------------------
@@ -181,6 +308,7 @@ def _workers(pid: int) -> list[int]:
     return sorted(out)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="reads /proc")
 def test_kill_9_of_one_worker_fails_only_the_run_it_held(tmp_path):
     config = _write(tmp_path / "c.yaml", {"name": "many", "seeds": 16, "envs": [
@@ -212,6 +340,7 @@ def test_kill_9_of_one_worker_fails_only_the_run_it_held(tmp_path):
 
 # -- a Ray cluster that does not answer ----------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_ray_address_that_does_not_answer_fails_within_a_stated_timeout(tmp_path):
     pytest.importorskip("ray")
     config = _write(tmp_path / "c.yaml", THREE)
@@ -253,6 +382,7 @@ def _interrupt_after(proc: subprocess.Popen, marker: str, pause: float = 0.0) ->
             proc.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
 def test_ctrl_c_after_the_last_run_exits_130_without_a_traceback(tmp_path):
     config = _write(tmp_path / "c.yaml", THREE)
@@ -268,6 +398,7 @@ def test_ctrl_c_after_the_last_run_exits_130_without_a_traceback(tmp_path):
     assert len(plan(config, tmp_path / "out")[0]) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
 def test_ctrl_c_while_the_summary_is_written_exits_130(tmp_path):
     config = _write(tmp_path / "c.yaml", THREE)
@@ -291,14 +422,12 @@ def test_runs_being_a_file_is_one_line(tmp_path, capsys):
 
 
 def test_a_full_disk_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
-    import importlib
+    import linbandit_gym.records as storage  # where runs are saved
 
-    sweep_module = importlib.import_module("linbandit_gym.experiments.sweep")  # the module, not the function
-
-    def no_space(frame, stem):
+    def no_space(frame, stem, root=None):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(stem) + ".parquet")
 
-    monkeypatch.setattr(sweep_module, "write_records", no_space)
+    monkeypatch.setattr(storage, "write_records", no_space)
     config = _write(tmp_path / "c.yaml", THREE)
     line = _refused(capsys, ["sweep", str(config), "--out", str(tmp_path / "out")], code=1)
     assert "No space left on device" in line and "free space" in line, line
@@ -389,16 +518,18 @@ def test_agent_side_soful_d_1e8_is_refused_before_allocating():
 def test_agent_side_a_sketch_larger_than_memory_is_refused_naming_sketch_size(monkeypatch):
     """The sketch holds min(2 sketch_size, d) rows of d numbers (no more can be used): a huge
     sketch_size costs nothing at d = 500, and is refused at d = 200,000 (a d x d basis, its
-    coordinates and their inverse: ~960 GB, the class's own estimate), before anything is
+    coordinates and their inverse: ~894 GiB, the class's own estimate), before anything is
     allocated, leaving the agent as it was."""
     monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "8GB")
     agent = AGENTS["SOFUL"](sketch_size=100000)
     agent.reset(seed=0)
-    with pytest.raises(ValueError, match=r"SOFUL\(sketch_size=100000\) at d=200000 would allocate about 960 GB.*"
-                                         r"lower sketch_size or d") as refused:
+    too_large = (r"SOFUL\(sketch_size=100000\) at d=200000 would allocate about 894 GiB.*"
+                 r"lower sketch_size or d")
+    with pytest.raises(ValueError, match=too_large) as refused:
         agent.act(np.ones((3, 200_000), dtype=np.float32))
     estimate = AGENTS["SOFUL"].estimate_state_bytes(200_000, 3, sketch_size=100000)
-    assert f"({estimate:,} bytes)" in str(refused.value) and "LINBANDIT_MEMORY_LIMIT (8 GB)" in str(refused.value)
+    assert f"({estimate:,} bytes)" in str(refused.value)
+    assert "LINBANDIT_MEMORY_LIMIT (8 GiB)" in str(refused.value)
     assert agent.d is None and agent.estimator is None and agent.t == 0  # nothing changed
     arms = np.eye(500, dtype=np.float32)[:3]
     with pytest.warns(UserWarning, match="more than OFUL's d x d inverse"):  # it fits, and saves nothing

@@ -33,14 +33,15 @@ import math
 import numbers
 from typing import Any
 
-import numpy as np
 import torch
 
+from .._validate import Interval, check_value
 from .._warnings import DesignWarning, warn_user
 from ._common import (
     DesignResult,
     as_weights,
     check_eps,
+    check_max_iter,
     design_matrix,
     inverse_pd,
     leverages,
@@ -88,14 +89,6 @@ def _init_weights(z: torch.Tensor, init: Any) -> torch.Tensor:
     return w
 
 
-def _check_max_iter(max_iter: Any, default: int) -> int:
-    if max_iter is None:
-        return default
-    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
-        raise ValueError(f"max_iter must be a non-negative int or None, got {max_iter!r}")
-    return int(max_iter)
-
-
 def solve_g_design(arms: Any, eps: float = 0.01, *, rank_eps: float | None = None, **kwargs: Any) -> DesignResult:
     """Frank-Wolfe / Fedorov-Wynn G-optimal design, with diagnostics.
 
@@ -103,13 +96,15 @@ def solve_g_design(arms: Any, eps: float = 0.01, *, rank_eps: float | None = Non
         arms: ``(K, d)`` arm matrix (numpy array, nested list or torch tensor). May be
             rank-deficient: the design is computed in span(arms) and the target is its rank.
         eps: stop once ``max_i ||x_i||^2_{V^-1} <= (1 + eps) r``.
+        rank_eps: machine epsilon for the rank test (default: that of the arms' dtype).
+
+    Keyword Args:
         init: ``"basis"`` (uniform on r spanning arms, default: small support),
             ``"uniform"`` (all K arms) or K initial weights whose design spans the arms.
         away_steps: use away/drop steps (default); ``False`` gives plain Fedorov-Wynn.
         max_iter: iteration budget (default ``1000 + 200 r / eps``); when exhausted a
             ``RuntimeWarning`` is issued and the best design so far is returned.
         refresh: recompute ``V^-1`` from scratch every this many steps (numerical hygiene).
-        rank_eps: machine epsilon for the rank test (default: that of the arms' dtype).
 
     Returns:
         :class:`~agents.design.DesignResult` (``value`` = achieved ``max g``,
@@ -136,9 +131,8 @@ def _solve_g(
     eps = check_eps(eps)
     z, r = sa.z, sa.rank
     k = z.shape[0]
-    max_iter = _check_max_iter(max_iter, 1000 + int(200 * r / eps))
-    if not isinstance(refresh, numbers.Integral) or refresh < 1:
-        raise ValueError(f"refresh must be a positive int, got {refresh!r}")
+    max_iter = check_max_iter(max_iter, 1000 + int(200 * r / eps))
+    refresh = check_value("refresh", refresh, [Interval(numbers.Integral, 1, None)])
 
     if r == 1:
         # One dimension: V = sum_i pi_i z_i^2 is maximised by all mass on the longest arm,

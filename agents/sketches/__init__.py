@@ -4,10 +4,10 @@ Pure linear algebra: nothing here knows about arms, rewards or regret.
 """
 
 from .base import CovarianceEstimator, PrecisionWarning
+from .dbs import DyadicBlockSketch
 from .exact import ExactCovariance
 from .fd import FrequentDirections
 from .rfd import RobustFrequentDirections
-from .dbs import DyadicBlockSketch
 
-__all__ = ["CovarianceEstimator", "ExactCovariance", "FrequentDirections", "RobustFrequentDirections"]
-__all__ += ["DyadicBlockSketch", "PrecisionWarning"]
+__all__ = ["CovarianceEstimator", "ExactCovariance", "FrequentDirections"]
+__all__ += ["DyadicBlockSketch", "PrecisionWarning", "RobustFrequentDirections"]

@@ -20,11 +20,16 @@ tensors or lists, outputs are torch tensors):
 * ``quad_inv(arms)``: ``x^T A_hat^-1 x`` for the K rows of ``arms`` (K, d) -> (K,).
 * ``solve(v)``: ``A_hat^-1 v``; ``theta()``: ``A_hat^-1 b``; ``b``.
 * ``covariance()``: the dense approximation of ``X^T X`` (diagnostics only).
+* ``draw(z)``: ``F z`` with ``F F^T = A_hat^-1`` for standard normal rows ``z`` ``(n, d) -> (n, d)``
+  (Thompson sampling's draws; each estimator says which factor).
 * ``sketch_size``, ``memory_bytes()``, ``logdet_increment(x)``.
 
-The optimistic loop (:class:`agents.linucb.LinUCB`) uses two batched internals: :meth:`score_terms`
-returns a :class:`ScoreTerms` (both UCB terms of every arm, and the projection of the arms the
-update reuses) and :meth:`step` adds the played rows, taking those terms as an argument.
+Each query is implemented once, batch-first on backend arrays in the core dtype (``quad_all``,
+``solve_all``, ``theta_all``, ``b_all``, ``covariance_all``, ``draw_all``); the public methods
+validate, add or drop the member axis and convert. The optimistic loop
+(:class:`agents.linucb.LinUCB`) uses two more batched methods: :meth:`score_terms` returns a
+:class:`ScoreTerms` (both UCB terms of every arm, and the projection of the arms the update
+reuses) and :meth:`step` adds the played rows, taking those terms as an argument.
 
 Numerics shared by every estimator:
 
@@ -55,8 +60,15 @@ from .._validate import per_member
 from .._warnings import warn_user
 from .backend import Backend, choose_backend
 
-__all__ = ["CovarianceEstimator", "Members", "PrecisionWarning", "ScoreTerms", "core_dtype", "BEYOND_DTYPE",
-           "warn_if_beyond_dtype"]
+__all__ = [
+    "BEYOND_DTYPE",
+    "CovarianceEstimator",
+    "Members",
+    "PrecisionWarning",
+    "ScoreTerms",
+    "core_dtype",
+    "warn_if_beyond_dtype",
+]
 
 Array = Any  # a numpy array or a torch tensor, as the estimator's backend says
 
@@ -85,8 +97,8 @@ BEYOND_DTYPE = 32.0
 class Members:
     """The public shapes of B members, the one place one estimator (or agent) differs from a batch:
     ``batch_size=None`` means one member whose public methods take and return unbatched shapes
-    (scalars, ``(d,)``, ``(K, d)``); ``batch_size=B`` keeps the leading member axis. Inside, everything
-    is batch-first with ``B >= 1`` members."""
+    (scalars, ``(d,)``, ``(K, d)``); ``batch_size=B`` keeps the leading member axis. Inside,
+    everything is batch-first with ``B >= 1`` members."""
 
     def __init__(self, batch_size: int | None):
         self.given = batch_size  # as the user gave it: None or B
@@ -94,11 +106,13 @@ class Members:
         self.B = 1 if batch_size is None else int(batch_size)
 
     def out(self, a):
-        """A batch-first result as the user sees it: member 0 for one member, the whole batch otherwise."""
+        """A batch-first result as the user sees it: member 0 for one member, the whole batch
+        otherwise."""
         return a[0] if self.unbatched else a
 
     def host(self, a):
-        """A per-member host array ``(B,)`` as the user sees it: a Python scalar for one member, a copy otherwise."""
+        """A per-member host array ``(B,)`` as the user sees it: a Python scalar for one member, a
+        copy otherwise."""
         a = np.asarray(a)
         return a[0].item() if self.unbatched else a.copy()
 
@@ -111,12 +125,15 @@ class Members:
         return tail if self.unbatched else (self.B, *tail)
 
     def of(self, n: int) -> int | None:
-        """The ``batch_size`` to give an estimator of ``n`` of these members (None: one member, unbatched)."""
+        """The ``batch_size`` to give an estimator of ``n`` of these members (None: one member,
+        unbatched)."""
         return None if self.unbatched else n
 
     def require_unbatched(self, what: str) -> None:
         if not self.unbatched:
-            raise AttributeError(f"{what} is a view of one estimator; index the batched results instead")
+            raise AttributeError(
+                f"{what} is a view of one estimator; index the batched results instead"
+            )
 
 
 @dataclass(slots=True)
@@ -132,11 +149,11 @@ class ScoreTerms:
         proj: the arms' projection: a sketch's basis coordinates ``V x`` ``(B, K, R)`` (core dtype);
             the exact estimator's ``A^-1 x`` ``(B, K, d)`` (working dtype); None when there is none.
         raw: the exact estimator's unclamped widths ``(B, K)`` (its repair test), else None.
-        version: the estimator's ``n_rows`` when scored; :meth:`~CovarianceEstimator.step` reuses the
-            terms only while it is unchanged.
+        version: the estimator's ``n_rows`` when scored; :meth:`~CovarianceEstimator.step` reuses
+            the terms only while it is unchanged.
         parts: Dyadic Block Sketching's terms of its sketched and exact members, else None.
-        hp, php: a sketch's ``H p`` ``(B, K, R)`` and ``p^T H p`` ``(B, K)`` of every arm (core dtype; the
-            played arm's feed its append's bordered step), else None.
+        hp, php: a sketch's ``H p`` ``(B, K, R)`` and ``p^T H p`` ``(B, K)`` of every arm (core
+            dtype; the played arm's feed its append's bordered step), else None.
     """
 
     arms: Array
@@ -156,28 +173,33 @@ class PrecisionWarning(RuntimeWarning):
     (:func:`warn_if_beyond_dtype`)."""
 
 
-def warn_if_beyond_dtype(est: "CovarianceEstimator", who: str | None = None) -> None:
-    """Warn once per estimator when ``(reg + tr X^T X + alpha) / reg`` exceeds ``BEYOND_DTYPE / eps`` of
-    the working dtype: ``A_hat``'s condition number can then reach what that dtype cannot hold for
-    any estimator (OFUL's exact inverse included); the fixes are named. Called by the public entry
-    points after a step (``estimator.update``, ``agent.update``), attributed to the user's line
-    (:func:`agents._warnings.warn_user`); ``who`` names the agent the warning is about (the
-    estimator's class by default)."""
+def warn_if_beyond_dtype(est: CovarianceEstimator, who: str | None = None) -> None:
+    """Warn once per estimator when ``(reg + tr X^T X + alpha) / reg`` exceeds
+    ``BEYOND_DTYPE / eps`` of the working dtype: ``A_hat``'s condition number can then reach what
+    that dtype cannot hold for any estimator (OFUL's exact inverse included); the fixes are named.
+    Called by the public entry points after a step (``estimator.update``, ``agent.update``),
+    attributed to the user's line (:func:`agents._warnings.warn_user`); ``who`` names the agent the
+    warning is about (the estimator's class by default)."""
     if est._warned_dtype:
         return
     alpha = est._alpha_total()
-    if max(est.trace.tolist()) + max(alpha.tolist()) <= est._trace_room:  # (no member near the limit)
+    if (
+        max(est.trace.tolist()) + max(alpha.tolist()) <= est._trace_room
+    ):  # (no member near the limit)
         return
     if not np.count_nonzero(est.trace + alpha > est._trace_limit):
         return
     est._warned_dtype = True
     eps = torch.finfo(est.dtype).eps
     cond = float(np.max((est._reg_host() + est.trace + est._alpha_total()) / est._reg_host()))
-    fixes = "dtype=torch.float64, a larger lam, or" if est.dtype != torch.float64 else "a larger lam or"
+    fixes = (
+        "dtype=torch.float64, a larger lam, or" if est.dtype != torch.float64 else "a larger lam or"
+    )
     warn_user(
-        f"{who or type(est).__name__}: (lam + tr X^T X) / lam = {cond:.3g} is beyond what {est.dtype} resolves "
-        f"(~{BEYOND_DTYPE:g} / eps = {BEYOND_DTYPE / eps:.3g}): every estimator's widths (OFUL's too) lose their "
-        f"accuracy in this dtype. Use {fixes} normalised (rescaled) arms.",
+        f"{who or type(est).__name__}: (lam + tr X^T X) / lam = {cond:.3g} is beyond what "
+        f"{est.dtype} resolves (~{BEYOND_DTYPE:g} / eps = {BEYOND_DTYPE / eps:.3g}): every "
+        f"estimator's widths (OFUL's too) lose their accuracy in this dtype. Use {fixes} "
+        "normalised (rescaled) arms.",
         PrecisionWarning,
     )
 
@@ -194,15 +216,26 @@ class CovarianceEstimator(ABC):
         batch_size: ``None`` (default) for one estimator with unbatched shapes, or B >= 1.
     """
 
-    def __init__(self, d: int, *, reg: float = 1.0, device=None, dtype=None, batch_size: int | None = None):
+    def __init__(
+        self, d: int, *, reg: float = 1.0, device=None, dtype=None, batch_size: int | None = None
+    ):
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
             raise ValueError(f"d must be a positive int, got {d!r}")
-        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
-                                       or batch_size < 1):
+        if batch_size is not None and (
+            isinstance(batch_size, bool)
+            or not isinstance(batch_size, (int, np.integer))
+            or batch_size < 1
+        ):
             raise ValueError(f"batch_size must be None or an int >= 1, got {batch_size!r}")
-        self.reg = per_member("reg", reg, None if batch_size is None else int(batch_size), _check_reg)
-        self._reg_arr = np.array(np.broadcast_to(np.asarray(self.reg, dtype=np.float64), (1 if batch_size is None else
-                                                                                          int(batch_size),)))
+        self.reg = per_member(
+            "reg", reg, None if batch_size is None else int(batch_size), _check_reg
+        )
+        self._reg_arr = np.array(
+            np.broadcast_to(
+                np.asarray(self.reg, dtype=np.float64),
+                (1 if batch_size is None else int(batch_size),),
+            )
+        )
         self.d = int(d)
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
@@ -213,44 +246,75 @@ class CovarianceEstimator(ABC):
         self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
         self._warned_dtype = False
-        # tr X^T X + alpha beyond which (reg + tr + alpha) / reg > BEYOND_DTYPE / eps (warn_if_beyond_dtype)
+        # tr X^T X + alpha beyond which (reg + tr + alpha) / reg > BEYOND_DTYPE / eps
+        # (warn_if_beyond_dtype)
         self._trace_limit = (BEYOND_DTYPE / torch.finfo(self.dtype).eps - 1.0) * self._reg_host()
-        self._trace_room = float(self._trace_limit.min())  # below it no member needs the exact check
+        # below it no member needs the exact check
+        self._trace_room = float(self._trace_limit.min())
         self._no_alpha = np.zeros(self.batch_size)
-        self._max_norm_sq = float(torch.finfo(self.dtype).max)  # a row's ||x||^2 beyond it overflows the dtype
-        self._no_response = self.members.host(np.zeros(self.batch_size))  # update()'s default r (read only)
+        # a row's ||x||^2 beyond it overflows the dtype
+        self._max_norm_sq = float(torch.finfo(self.dtype).max)
+        # update()'s default r (read only)
+        self._no_response = self.members.host(np.zeros(self.batch_size))
         self._row_shape = self.members.shape(self.d)  # the public shape of one row per member
+
+    # -- byte estimate, asked by the agents before building one (agents.estimator_agent) ------
+    @classmethod
+    def estimate_member_bytes(
+        cls,
+        d: int,
+        *,
+        n_arms: int = 1,
+        initial: bool = False,
+        dtype: torch.dtype = torch.float64,
+        core_dtype: torch.dtype = torch.float64,
+        **args: Any,
+    ) -> int | None:
+        """Bytes one member built with the constructor arguments ``args`` holds at its peak on arm
+        sets of ``n_arms`` arms (``initial``: what it allocates first), in ``dtype`` and
+        ``core_dtype``, without building anything; ``None``: this estimator cannot say."""
+        return None
+
+    # -- end of the byte estimate --------------------------------------------------------------
 
     # -- the batched internals the optimistic loop calls ----------------------------------------
     @abstractmethod
     def score_terms(self, arms) -> ScoreTerms:
-        """Both UCB terms of every arm of every member, from one projection of the ``(B, K, d)`` arms
-        (a backend array in the working dtype)."""
+        """Both UCB terms of every arm of every member, from one projection of the ``(B, K, d)``
+        arms (a backend array in the working dtype)."""
 
     @abstractmethod
     def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
-        """Add row ``X[i]`` (a backend array ``(B, d)``, validated) with response ``r[i]`` (a float, or
-        ``(B,)`` host float64) to member i. ``terms``/``actions``: ``X[i]`` is row ``actions[i]`` (host
-        ints, or an int when B = 1) of the arms ``terms`` were computed for; reused if current."""
+        """Add row ``X[i]`` (a backend array ``(B, d)``, validated) with response ``r[i]`` (a float,
+        or ``(B,)`` host float64) to member i. ``terms``/``actions``: ``X[i]`` is row ``actions[i]``
+        (host ints, or an int when B = 1) of the arms ``terms`` were computed for; reused if
+        current."""
 
     @abstractmethod
-    def _quad(self, arms):
-        """``(B, K, d) -> (B, K)`` widths (core dtype), leaving the state as it is."""
+    def quad_all(self, arms):
+        """``(B, K, d) -> (B, K)``: ``x^T A_hat_i^-1 x`` (core dtype, clamped at the valid floor),
+        leaving the state as it is."""
 
     @abstractmethod
-    def _solve(self, V):
+    def solve_all(self, V):
         """``(B, d) -> (B, d)``: ``A_hat_i^-1 v_i`` (core dtype)."""
 
     @abstractmethod
-    def _covariance(self):
+    def draw_all(self, Z):
+        """``(B, n, d) -> (B, n, d)``: ``F_i z`` for each row ``z`` of ``Z[i]`` (core dtype), with a
+        factor ``F_i F_i^T = A_hat_i^-1`` (each estimator says which): standard normal rows ``z``
+        give draws of covariance ``A_hat_i^-1`` (Thompson sampling)."""
+
+    @abstractmethod
+    def covariance_all(self):
         """``(B, d, d)``: the dense approximation of ``X_i^T X_i`` (without ``reg``)."""
 
     @abstractmethod
-    def _theta_all(self):
+    def theta_all(self):
         """``(B, d)``: ``A_hat_i^-1 b_i`` (core dtype)."""
 
     @abstractmethod
-    def _b_all(self):
+    def b_all(self):
         """``(B, d)``: ``b_i`` (core dtype)."""
 
     @abstractmethod
@@ -259,7 +323,8 @@ class CovarianceEstimator(ABC):
 
     @abstractmethod
     def member_memory_bytes(self) -> np.ndarray:
-        """Bytes one member's estimator holds (what ``memory_bytes()`` reports at B = 1): ``(B,)``."""
+        """Bytes one member's estimator holds (what ``memory_bytes()`` reports at B = 1):
+        ``(B,)``."""
 
     @abstractmethod
     def _held_bytes(self) -> int:
@@ -275,31 +340,35 @@ class CovarianceEstimator(ABC):
         return self._no_alpha
 
     def _top(self) -> np.ndarray:
-        """``reg + tr(X^T X) + alpha`` per member (host float64 ``(B,)``): at least ``lambda_max(A_hat)``."""
+        """``reg + tr(X^T X) + alpha`` per member (host float64 ``(B,)``): at least
+        ``lambda_max(A_hat)``."""
         return self._reg_host() + self.trace + self._alpha_total()
 
     def _floor(self, sq, top: np.ndarray | None = None):
-        """``||x||^2 / (reg + tr(X^T X) + alpha)``: a lower bound on ``x^T A_hat^-1 x`` (``(B, K)``; ``top``:
-        :meth:`_top` when the caller has it)."""
+        """``||x||^2 / (reg + tr(X^T X) + alpha)``: a lower bound on ``x^T A_hat^-1 x`` (``(B, K)``;
+        ``top``: :meth:`_top` when the caller has it)."""
         top = self._top() if top is None else top
         return sq / self.xp.asarray(top, self.cdtype)[:, None]
 
     def _played(self, actions):
-        """``actions`` as an index of the played entries: an int when B = 1 (basic indexing), else the backend's
-        ``(members, actions)`` index arrays (built once for the several arrays a step picks from)."""
+        """``actions`` as an index of the played entries: an int when B = 1 (basic indexing), else
+        the backend's ``(members, actions)`` index arrays (built once for the several arrays a step
+        picks from)."""
         if isinstance(actions, (int, np.integer)):
             return int(actions)
         return self.xp.arange(self.batch_size), self.xp.index(actions)
 
     def _pick(self, a, actions):
-        """``a[i, actions[i]]`` per member (``actions`` an int when B = 1, host ints, or :meth:`_played`'s index)."""
+        """``a[i, actions[i]]`` per member (``actions`` an int when B = 1, host ints, or
+        :meth:`_played`'s index)."""
         ix = actions if isinstance(actions, (int, tuple)) else self._played(actions)
         return a[:, ix] if isinstance(ix, int) else a[ix]
 
     def _arm_norms(self, arms):
         """The arms ``(B, K, d)`` in the core dtype and their ``||x||^2`` ``(B, K)`` summed there; a
-        ``ValueError`` (nothing changed) when an arm is not finite. The check reads the K sums only (an
-        inf or NaN entry makes its arm's sum inf or NaN), before any product could propagate it."""
+        ``ValueError`` (nothing changed) when an arm is not finite. The check reads the K sums only
+        (an inf or NaN entry makes its arm's sum inf or NaN), before any product could propagate
+        it."""
         xp = self.xp
         arms_c = xp.astype(arms, self.cdtype)
         sq = xp.vecdot(arms_c, arms_c)
@@ -311,21 +380,20 @@ class CovarianceEstimator(ABC):
         return terms is not None and actions is not None and terms.version == self.n_rows
 
     def _row_norms(self, X):
-        """``||x||^2`` per row (core ``(B,)`` and host float64), or a ``ValueError`` (state untouched)
-        when it overflows the working dtype."""
-        xx = self.xp.norm_sq(X, self.cdtype)
-        xx_h = self.xp.host(xx)
-        if xx_h.dtype != np.float64:
-            xx_h = xx_h.astype(np.float64)
+        """``||x||^2`` per row (core ``(B,)`` and host float64), or a ``ValueError`` (state
+        untouched) when it overflows the working dtype."""
+        sq = self.xp.norm_sq(X, self.cdtype)
+        sq_host = self.xp.host(sq).astype(np.float64, copy=False)
         # the largest is NaN when some entry is NaN, inf when one is infinite or the sum overflows
-        if not max(xx_h.tolist()) <= self._max_norm_sq:
+        if not max(sq_host.tolist()) <= self._max_norm_sq:
             if not self.xp.all_finite(X):
                 raise ValueError("x contains NaN or infinite entries")
             raise ValueError(
-                f"a row's squared norm overflows {self.dtype} (|x| up to {float(np.abs(self.xp.host(X)).max()):.3g}); "
-                "rescale the features or use dtype=torch.float64"
+                f"a row's squared norm overflows {self.dtype} (|x| up to "
+                f"{float(np.abs(self.xp.host(X)).max()):.3g}); rescale the features or use "
+                "dtype=torch.float64"
             )
-        return xx, xx_h
+        return sq, sq_host
 
     # -- public API (unbatched shapes when batch_size is None) ---------------------------------
     @property
@@ -340,8 +408,8 @@ class CovarianceEstimator(ABC):
         return self.members.host(a)
 
     def _rows_in(self, x, name: str = "x", finite: bool = True):
-        """``x`` as a validated backend array ``(B, d)`` in the working dtype (``finite=False``: the caller
-        checks the entries, as :meth:`_row_norms` does through the norms)."""
+        """``x`` as a validated backend array ``(B, d)`` in the working dtype (``finite=False``: the
+        caller checks the entries, as :meth:`_row_norms` does through the norms)."""
         xp = self.xp
         try:
             X = xp.asarray(x, self.dtype)
@@ -358,8 +426,14 @@ class CovarianceEstimator(ABC):
         xp = self.xp
         A = xp.asarray(arms, self.dtype)
         want = self.members.shape("K", self.d)
-        if A.ndim != len(want) or A.shape[-1] != self.d or (A.ndim == 3 and A.shape[0] != self.batch_size):
-            raise ValueError(f"arms must have shape ({', '.join(map(str, want))}), got {tuple(A.shape)}")
+        if (
+            A.ndim != len(want)
+            or A.shape[-1] != self.d
+            or (A.ndim == 3 and A.shape[0] != self.batch_size)
+        ):
+            raise ValueError(
+                f"arms must have shape ({', '.join(map(str, want))}), got {tuple(A.shape)}"
+            )
         if not xp.all_finite(A):
             raise ValueError("arms contain NaN or infinite entries")
         return self.members.take(A)
@@ -371,7 +445,9 @@ class CovarianceEstimator(ABC):
         if r is None:
             r = self._no_response
         else:
-            arr = np.asarray(r.detach().cpu() if isinstance(r, torch.Tensor) else r, dtype=np.float64).reshape(-1)
+            arr = np.asarray(
+                r.detach().cpu() if isinstance(r, torch.Tensor) else r, dtype=np.float64
+            ).reshape(-1)
             if arr.shape != (self.batch_size,) or not np.isfinite(arr).all():
                 raise ValueError(f"r must be {self.batch_size} finite response(s), got {r!r}")
             r = self.members.host(arr)  # a float for one estimator, (B,) for a batch
@@ -379,44 +455,79 @@ class CovarianceEstimator(ABC):
         warn_if_beyond_dtype(self)
 
     def quad_inv(self, arms) -> torch.Tensor:
-        """``x^T A_hat^-1 x`` for each row of ``arms``: ``(K, d) -> (K,)`` (batched ``(B, K, d) -> (B, K)``),
-        in the working dtype."""
-        return self._out(self.xp.astype(self._quad(self._arms_in(arms)), self.dtype))
+        """``x^T A_hat^-1 x`` for each row of ``arms``: ``(K, d) -> (K,)`` (batched
+        ``(B, K, d) -> (B, K)``), in the working dtype."""
+        return self._out(self.xp.astype(self.quad_all(self._arms_in(arms)), self.dtype))
 
     def solve(self, v) -> torch.Tensor:
         """``A_hat^-1 v``: ``(d,) -> (d,)`` (batched ``(B, d) -> (B, d)``), in the working dtype."""
         V = self.xp.astype(self._rows_in(v, name="v"), self.cdtype)
-        return self._out(self.xp.astype(self._solve(V), self.dtype))
+        return self._out(self.xp.astype(self.solve_all(V), self.dtype))
 
     def theta(self) -> torch.Tensor:
         """``A_hat_i^-1 b_i``: ``(d,)`` (batched ``(B, d)``), in the working dtype."""
-        return self._out(self.xp.astype(self._theta_all(), self.dtype))
+        return self._out(self.xp.astype(self.theta_all(), self.dtype))
 
     @property
     def b(self) -> torch.Tensor:
         """``sum_s r_s x_s``: ``(d,)`` (batched ``(B, d)``), in the core dtype."""
-        return self._out(self._b_all())
+        return self._out(self.b_all())
 
     def covariance(self) -> torch.Tensor:
         """The dense ``d x d`` approximation of ``X^T X`` (without ``reg``); diagnostics only."""
-        return self._out(self.xp.astype(self._covariance(), self.dtype))
+        return self._out(self.xp.astype(self.covariance_all(), self.dtype))
+
+    def draw(self, z) -> torch.Tensor:
+        """``F z`` for standard normal ``z``, with ``F F^T = A_hat^-1``: ``(n, d) -> (n, d)``
+        (batched ``(B, n, d) -> (B, n, d)``), in the working dtype. Fed ``z ~ N(0, I_d)``, the rows
+        are draws of ``N(0, A_hat^-1)`` (Thompson sampling: ``theta_hat + v F z``); which factor
+        ``F`` each estimator applies is on its :meth:`draw_all`. Validated first; the state is
+        unchanged (a sketch nobody queried yet gives its raw rows their coordinates).
+
+        >>> import torch
+        >>> from agents.sketches import FrequentDirections
+        >>> fd = FrequentDirections(3, sketch_size=2, reg=4.0)
+        >>> fd.draw(torch.eye(3, dtype=torch.float64))   # nothing seen: F = I / sqrt(4)
+        tensor([[0.5000, 0.0000, 0.0000],
+                [0.0000, 0.5000, 0.0000],
+                [0.0000, 0.0000, 0.5000]], dtype=torch.float64)
+        """
+        xp = self.xp
+        try:
+            Z = xp.asarray(z, self.cdtype)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"z must be numeric, got {type(z).__name__}") from exc
+        want = self.members.shape("n", self.d)
+        if (
+            Z.ndim != len(want)
+            or Z.shape[-1] != self.d
+            or (Z.ndim == 3 and Z.shape[0] != self.batch_size)
+        ):
+            raise ValueError(
+                f"z must have shape ({', '.join(map(str, want))}), got {tuple(Z.shape)}"
+            )
+        if not xp.all_finite(Z):
+            raise ValueError("z contains NaN or infinite entries")
+        return self._out(xp.astype(self.draw_all(self.members.take(Z)), self.dtype))
 
     def logdet_increment(self, x) -> torch.Tensor:
         """``log det(A_hat + x x^T) - log det(A_hat)`` = ``log(1 + ||x||^2_{A_hat^-1})``."""
-        q = self._quad(self._rows_in(x)[:, None, :])[:, 0]
+        q = self.quad_all(self._rows_in(x)[:, None, :])[:, 0]
         return self._out(self.xp.astype(self.xp.log1p(q), self.dtype))
 
     def logdet_increments(self, X, terms: ScoreTerms | None = None, actions=None):
-        """``log(1 + ||x_i||^2_{A_i^-1})`` per member (host float64 ``(B,)``), reusing the scored widths."""
+        """``log(1 + ||x_i||^2_{A_i^-1})`` per member (host float64 ``(B,)``), reusing the scored
+        widths."""
         if self._fresh(terms, actions):
             q = self._pick(terms.quad, actions)
         else:
-            q = self._quad(X[:, None, :])[:, 0]
+            q = self.quad_all(X[:, None, :])[:, 0]
         return np.log1p(self.xp.host(q).astype(np.float64))
 
     @property
     def sketch_size(self):
-        """Rows of sketch held now (``d`` for the exact estimator); an array ``(B,)`` when batched."""
+        """Rows of sketch held now (``d`` for the exact estimator); an array ``(B,)`` when
+        batched."""
         return self.members.host(self.sketch_sizes())
 
     def memory_bytes(self) -> int:

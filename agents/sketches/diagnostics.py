@@ -14,7 +14,7 @@ import torch
 
 from .base import CovarianceEstimator
 
-__all__ = ["spectral_error", "fd_error_bound", "psd_gap"]
+__all__ = ["fd_error_bound", "psd_gap", "spectral_error"]
 
 
 def _as_data(X: Any, estimator: CovarianceEstimator) -> torch.Tensor:

@@ -28,12 +28,13 @@ import torch
 from .backend import Backend
 from .base import CovarianceEstimator, ScoreTerms
 
-__all__ = ["ExactCovariance", "below_floor", "repair_inverse_", "guarded_sherman_morrison_"]
+__all__ = ["ExactCovariance", "below_floor", "guarded_sherman_morrison_", "repair_inverse_"]
 
 
 def repair_inverse_(xp: Backend, A_inv, lo, hi) -> None:
     """Project each ``(d, d)`` inverse of the stack ``A_inv`` (in place) onto the symmetric matrices
-    with spectrum in ``[lo_i, hi_i]`` (host float64 ``(n,)``): the valid inverses of ``reg_i I + X^T X``."""
+    with spectrum in ``[lo_i, hi_i]`` (host float64 ``(n,)``): the valid inverses of
+    ``reg_i I + X^T X``."""
     sym = 0.5 * (A_inv + A_inv.mT)
     w, U = xp.eigh_desc(sym)
     lo_a, hi_a = xp.cast_like(np.asarray(lo)[:, None], w), xp.cast_like(np.asarray(hi)[:, None], w)
@@ -51,10 +52,11 @@ def below_floor(raw, floor, d: int, dtype: torch.dtype):
     return raw < floor * (1.0 - 8.0 * math.sqrt(d) * torch.finfo(dtype).eps)
 
 
-def guarded_sherman_morrison_(est: "ExactCovariance", Ax, raw, floor, X) -> None:
-    """``A^-1 <- A^-1 - (A^-1 x)(A^-1 x)^T / (1 + q)`` per member (in place), ``q`` the width clamped
-    at ``floor``; members whose ``raw`` width fell below the floor (:func:`below_floor`) are repaired
-    first and their ``A^-1 x`` recomputed. ``Ax`` ``(B, d)`` working, ``raw``/``floor`` ``(B,)`` core."""
+def guarded_sherman_morrison_(est: ExactCovariance, Ax, raw, floor, X) -> None:
+    """``A^-1 <- A^-1 - (A^-1 x)(A^-1 x)^T / (1 + q)`` per member (in place), ``q`` the width
+    clamped at ``floor``; members whose ``raw`` width fell below the floor (:func:`below_floor`) are
+    repaired first and their ``A^-1 x`` recomputed. ``Ax`` ``(B, d)`` working, ``raw``/``floor``
+    ``(B,)`` core."""
     xp = est.xp
     bad = xp.host(below_floor(raw, floor, est.d, est.dtype))
     if bad.any():
@@ -83,8 +85,16 @@ class ExactCovariance(CovarianceEstimator):
     0.5
     """
 
-    def __init__(self, d: int, *, reg: float = 1.0, device=None, dtype=None, keep_gram: bool = False,
-                 batch_size: int | None = None):
+    def __init__(
+        self,
+        d: int,
+        *,
+        reg: float = 1.0,
+        device=None,
+        dtype=None,
+        keep_gram: bool = False,
+        batch_size: int | None = None,
+    ):
         super().__init__(d, reg=reg, device=device, dtype=dtype, batch_size=batch_size)
         xp = self.xp
         inv_reg = xp.asarray(1.0 / self._reg_host(), self.dtype)
@@ -93,27 +103,123 @@ class ExactCovariance(CovarianceEstimator):
         self.gram = xp.zeros((self.batch_size, self.d, self.d), self.dtype) if keep_gram else None
 
     @classmethod
-    def peak_member_bytes(cls, d: int, dtype: torch.dtype = torch.float64, keep_gram: bool = False,
-                          core_bytes: int = 8) -> int:
-        """Bytes one member holds at its peak (always), without building anything: the ``d x d`` inverse
-        (and Gram) in ``dtype``, and ``b`` (``d``, core dtype of ``core_bytes`` per number)."""
+    def peak_member_bytes(
+        cls,
+        d: int,
+        dtype: torch.dtype = torch.float64,
+        keep_gram: bool = False,
+        core_bytes: int = 8,
+    ) -> int:
+        """Bytes one member holds at its peak (always), without building anything: the ``d x d``
+        inverse (and Gram) in ``dtype``, and ``b`` (``d``, core dtype of ``core_bytes`` per
+        number)."""
         es = dtype.itemsize
         return es * d * d * (2 if keep_gram else 1) + core_bytes * d
 
+    # -- byte estimate, asked by the agents before building one (agents.estimator_agent) ------
     @classmethod
-    def from_state(cls, A_inv, b, trace: np.ndarray, n_rows: int, reg, *, device, dtype, gram=None,
-                   batch_size: int | None) -> "ExactCovariance":
-        """An exact estimator holding the given inverse ``(B, d, d)`` and ``b`` ``(B, d)`` (backend arrays of
-        the backend it would choose), e.g. a sketch that switches to exact updates."""
-        est = cls(A_inv.shape[-1], reg=reg, device=device, dtype=dtype, keep_gram=gram is not None,
-                  batch_size=batch_size)
-        est.A_inv = est.xp.astype(A_inv, est.dtype)
-        est._b = est.xp.astype(b, est.cdtype)
-        est.trace = np.array(trace, dtype=np.float64)
+    def estimate_member_bytes(
+        cls,
+        d: int,
+        *,
+        keep_gram: bool = False,
+        n_arms: int = 1,
+        initial: bool = False,
+        dtype: torch.dtype = torch.float64,
+        core_dtype: torch.dtype = torch.float64,
+    ) -> int:
+        """:meth:`peak_member_bytes`: the state is allocated whole, so the first allocation is the
+        peak (``n_arms`` and ``initial`` change nothing)."""
+        return cls.peak_member_bytes(d, dtype, keep_gram, core_dtype.itemsize)
+
+    # -- end of the byte estimate --------------------------------------------------------------
+
+    @classmethod
+    def from_inverse(
+        cls,
+        A_inv,
+        b,
+        *,
+        reg,
+        trace=None,
+        n_rows: int = 0,
+        gram=None,
+        device=None,
+        dtype=None,
+        batch_size: int | None = None,
+    ) -> ExactCovariance:
+        """An exact estimator that already holds ``A^-1`` ``(B, d, d)`` and ``b`` ``(B, d)`` (arrays
+        of the backend it chooses, or tensors), e.g. the ``A_hat^-1`` of a sketch that switches to
+        exact updates: ``reg`` its ridge (one value or B), ``trace`` ``tr X^T X`` so far (host
+        ``(B,)``; the widths' valid floor is ``||x||^2 / (reg + trace)``), ``n_rows`` the rows it
+        counts as seen, ``gram`` the Gram ``X^T X`` to keep with it (``keep_gram``)."""
+        est = cls(
+            A_inv.shape[-1],
+            reg=reg,
+            device=device,
+            dtype=dtype,
+            keep_gram=gram is not None,
+            batch_size=batch_size,
+        )
+        est.A_inv = est.xp.asarray(A_inv, est.dtype)
+        est._b = est.xp.asarray(b, est.cdtype)
+        est.trace = np.zeros(est.batch_size) if trace is None else np.array(trace, dtype=np.float64)
         est.n_rows = n_rows
         if gram is not None:
-            est.gram = est.xp.astype(gram, est.dtype)
+            est.gram = est.xp.asarray(gram, est.dtype)
         return est
+
+    @classmethod
+    def from_state(
+        cls,
+        A_inv,
+        b,
+        trace: np.ndarray,
+        n_rows: int,
+        reg,
+        *,
+        device,
+        dtype,
+        gram=None,
+        batch_size: int | None,
+    ) -> ExactCovariance:
+        """:meth:`from_inverse` with positional ``trace``, ``n_rows`` and ``reg`` (the former
+        spelling)."""
+        return cls.from_inverse(
+            A_inv,
+            b,
+            reg=reg,
+            trace=trace,
+            n_rows=n_rows,
+            gram=gram,
+            device=device,
+            dtype=dtype,
+            batch_size=batch_size,
+        )
+
+    def joined(self, other: ExactCovariance, order: np.ndarray) -> ExactCovariance:
+        """One estimator of this one's members and ``other``'s: member ``j`` of the result is member
+        ``order[j]`` of the two lists one after the other (a batch of ``len(order)``, in this one's
+        backend, counting this one's rows as seen)."""
+        xp = self.xp
+        oi = xp.index(order)
+        gram = (
+            None
+            if self.gram is None
+            else xp.concat(self.gram, xp.asarray(other.gram, self.dtype), axis=0)[oi]
+        )
+        reg = np.concatenate([self._reg_host(), other._reg_host()])[order]
+        return ExactCovariance.from_inverse(
+            xp.concat(self.A_inv, xp.asarray(other.A_inv, self.dtype), axis=0)[oi],
+            xp.concat(self._b, xp.asarray(other._b, self.cdtype), axis=0)[oi],
+            reg=reg.tolist(),
+            trace=np.concatenate([self.trace, other.trace])[order],
+            n_rows=self.n_rows,
+            gram=gram,
+            device=self.device,
+            dtype=self.dtype,
+            batch_size=len(order),
+        )
 
     def score_terms(self, arms) -> ScoreTerms:
         """Both terms in the core dtype (the loop compares scores there). A member that has seen no
@@ -137,55 +243,74 @@ class ExactCovariance(CovarianceEstimator):
         xp = self.xp
         if self._fresh(terms, actions):
             ix = self._played(actions)
-            xx = self._pick(terms.sq, ix)
-            xx_h = xp.host(xx).astype(np.float64)
+            sq = self._pick(terms.sq, ix)
+            sq_host = xp.host(sq).astype(np.float64)
             Ax = self._pick(terms.proj, ix)
             raw = self._pick(terms.raw, ix)
         else:
-            xx, xx_h = self._row_norms(X)
+            sq, sq_host = self._row_norms(X)
             Ax = (self.A_inv @ X[:, :, None])[:, :, 0]
             raw = xp.astype(xp.vecdot(Ax, X), self.cdtype)
-        floor = xx / xp.asarray(self._reg_host() + self.trace, self.cdtype)
+        floor = sq / xp.asarray(self._reg_host() + self.trace, self.cdtype)
         guarded_sherman_morrison_(self, Ax, raw, floor, X)
         if self.gram is not None:
             xp.rank1_update_(self.gram, X, xp.asarray(np.ones(self.batch_size), self.dtype))
         Xc = xp.astype(X, self.cdtype)
         self._b += (r if isinstance(r, float) else xp.asarray(r, self.cdtype)[:, None]) * Xc
-        self.trace += xx_h
+        self.trace += sq_host
         self.n_rows += 1
 
-    def _quad(self, arms):
+    def quad_all(self, arms):
         xp = self.xp
         raw = xp.astype(xp.vecdot(arms @ self.A_inv, arms), self.cdtype)
         return xp.maximum(raw, self._floor(xp.norm_sq(arms, self.cdtype)))
 
-    def _solve(self, V):
+    def solve_all(self, V):
         xp = self.xp
         return xp.astype((self.A_inv @ xp.astype(V, self.dtype)[:, :, None])[:, :, 0], self.cdtype)
 
-    def _theta_all(self):
-        return self._solve(self._b)
+    def theta_all(self):
+        return self.solve_all(self._b)
 
-    def _b_all(self):
+    def b_all(self):
         return self._b
 
-    def _covariance(self):
+    def draw_all(self, Z):
+        """``L z`` with ``L`` the lower Cholesky factor of the kept ``A^-1`` (``A^-1 = L L^T``),
+        formed per call (O(d^3 / 3)); a member whose kept inverse rounding made indefinite is first
+        projected onto the valid inverses (:func:`repair_inverse_` on a copy)."""
+        xp = self.xp
+        inv = xp.astype(0.5 * (self.A_inv + self.A_inv.mT), self.cdtype)
+        L, failed = xp.cholesky_ex(inv)
+        bad = np.flatnonzero(failed)
+        if bad.size:
+            bi = xp.index(bad)
+            sub = inv[bi]
+            repair_inverse_(
+                xp, sub, 1.0 / (self._reg_host() + self.trace)[bad], 1.0 / self._reg_host()[bad]
+            )
+            L[bi] = xp.cholesky(sub)
+        return Z @ L.mT
+
+    def covariance_all(self):
         xp = self.xp
         if self.gram is not None:
             return xp.copy(self.gram)
         # X^T X = A - reg I recovered from the inverse (diagnostics only; O(d^3))
-        inv = np.linalg.inv(self.A_inv) if xp.is_numpy else torch.linalg.inv(self.A_inv)
-        return inv - xp.asarray(self._reg_host(), self.dtype)[:, None, None] * xp.eye(self.d, self.dtype)
+        return xp.inv(self.A_inv) - xp.asarray(self._reg_host(), self.dtype)[
+            :, None, None
+        ] * xp.eye(self.d, self.dtype)
 
     def sketch_sizes(self):
         return np.full(self.batch_size, self.d, dtype=np.int64)
 
     def member_memory_bytes(self):
         ec = self.cdtype.itemsize
-        return np.full(self.batch_size, self.peak_member_bytes(self.d, self.dtype, self.gram is not None, ec),
-                       dtype=np.int64)
+        return np.full(
+            self.batch_size,
+            self.peak_member_bytes(self.d, self.dtype, self.gram is not None, ec),
+            dtype=np.int64,
+        )
 
     def _held_bytes(self):
-        xp = self.xp
-        arrays = [a for a in (self.A_inv, self.gram, self._b) if a is not None]
-        return int(sum(a.nbytes for a in arrays) if xp.is_numpy else sum(a.element_size() * a.nelement() for a in arrays))
+        return sum(self.xp.nbytes(a) for a in (self.A_inv, self.gram, self._b) if a is not None)

@@ -3,8 +3,8 @@
 FD streams rows x_1, x_2, ... in R^d into a sketch ``S`` of at most ``2 l`` rows (fast) or ``l``
 rows (textbook) with
 
-    0  <=  X^T X - S^T S  <=  total_shrinkage * I                    (PSD order)
-    total_shrinkage  <=  min_{0 <= k < l} ||X - X_[k]||_F^2 / (l - k)     (Wen et al. (2025), eq. 1, Lemma 1)
+    0  <=  X^T X - S^T S  <=  total_shrinkage * I                    (PSD order) total_shrinkage  <=
+    min_{0 <= k < l} ||X - X_[k]||_F^2 / (l - k)     (Wen et al. (2025), eq. 1, Lemma 1)
 
 and serves ``A_hat = rho I + S^T S`` (``rho = reg``; RFD adds its ``alpha``) through the basis state
 of :mod:`agents.sketches.core`, never forming a d x d matrix:
@@ -23,11 +23,12 @@ Two variants (``fast=``):
 
 Implementation choices (the papers leave them open):
 
-* **The shrink** (:func:`agents.sketches.core.fd_shrink`, :meth:`agents.sketches.core.SketchCore.shrink`)
-  is the SVD step of Alg. 2 lines 4-6 on the rows' coordinates in the orthonormal basis of their
-  span (``N x R`` numbers): the same singular values and right singular vectors as the SVD of the
-  ``N x d`` rows, at O(N R^2) cost. New rows ``diag(sqrt(s^2 - delta)) W^T``: weights in [0, 1], so
-  ``S_new^T S_new <= S^T S`` (FD never over-estimates) survives rounding.
+* **The shrink** (:func:`agents.sketches.core.fd_shrink`,
+  :meth:`agents.sketches.core.SketchCore.shrink`) is the SVD step of Alg. 2 lines 4-6 on the rows'
+  coordinates in the orthonormal basis of their span (``N x R`` numbers): the same singular values
+  and right singular vectors as the SVD of the ``N x d`` rows, at O(N R^2) cost. New rows
+  ``diag(sqrt(s^2 - delta)) W^T``: weights in [0, 1], so ``S_new^T S_new <= S^T S`` (FD never
+  over-estimates) survives rounding.
 * **The rank cut** (:func:`agents.sketches.core.fd_shrink`) follows from FD's analysis and the
   dtype's rounding: a singular value below the rounding of the coordinates cannot be told from 0
   (FD of size l is exact on rank < l: shrink value 0), and a kept direction below the rounding
@@ -36,15 +37,17 @@ Implementation choices (the papers leave them open):
   ``sketch_size = d`` (it keeps ``l - 1`` directions).
 * **Buffers sized by what can be used.** The basis never holds more than ``min(cap, d)`` vectors,
   and more than ``basis + 1`` rows in ``d`` dimensions are redundant: beyond that the rows are
-  replaced by their ``R x R`` QR factor (the same ``S^T S``; :meth:`~agents.sketches.core.SketchCore.compress`),
-  while the shrinks still happen at FD's own row counts. ``SOFUL(sketch_size=5000)`` at ``d = 10``
-  holds ``10`` basis vectors and ``11`` coordinate rows of 10 numbers.
-* **A sketch nobody queries** (rows without responses and no scoring between them, e.g. matrix
-  approximation) keeps its rows raw and shrinks them from their own ``n x n`` Gram, Liberty's and
-  Ghashami et al.'s buffer algorithm (:meth:`~agents.sketches.core.SketchCore.shrink_rows`): a copy a
-  row and one ``2 l x 2 l`` eigendecomposition a shrink. The basis state is built when a query or
-  a row with a response comes (one row append per raw row) and kept from then on; both routes
-  shrink at the same rows by the same values.
+  replaced by their ``R x R`` QR factor (the same ``S^T S``;
+  :meth:`~agents.sketches.core.SketchCore.compress`), while the shrinks still happen at FD's own row
+  counts. ``SOFUL(sketch_size=5000)`` at ``d = 10`` holds ``10`` basis vectors and ``11`` coordinate
+  rows of 10 numbers.
+* **A sketch nobody queries** (rows without responses and no scoring, e.g. matrix approximation)
+  keeps its rows themselves until its first query, response or full buffer, and shrinks them from
+  their own ``n x n`` Gram, Liberty's and Ghashami et al.'s buffer algorithm
+  (:meth:`~agents.sketches.core.SketchCore.shrink_raw`): the row stored, no product, and one
+  ``2 l x 2 l`` eigendecomposition a shrink. Then the basis state is built (one row append per raw
+  row, :meth:`~agents.sketches.core.SketchCore.settle`) and kept from then on; both routes shrink at
+  the same rows by the same values.
 * Zero rows carry no information and are skipped.
 
 Example:
@@ -69,7 +72,7 @@ import torch
 from .._torch import as_vector
 from .._validate import per_member
 from .base import CovarianceEstimator, ScoreTerms
-from .core import SketchCore, fd_shrink, rounding, shrink_groups
+from .core import SketchCore, rounding, shrink_groups
 
 __all__ = ["FrequentDirections", "check_sketch_size"]
 
@@ -134,8 +137,17 @@ class FrequentDirections(CovarianceEstimator):
 
     robust = False
 
-    def __init__(self, d: int, sketch_size: int, *, reg: float = 1.0, fast: bool = True, device=None, dtype=None,
-                 batch_size: int | None = None):
+    def __init__(
+        self,
+        d: int,
+        sketch_size: int,
+        *,
+        reg: float = 1.0,
+        fast: bool = True,
+        device=None,
+        dtype=None,
+        batch_size: int | None = None,
+    ):
         l = check_sketch_size(sketch_size, fast, None if batch_size is None else int(batch_size))
         super().__init__(d, reg=reg, device=device, dtype=dtype, batch_size=batch_size)
         self._l = l  # an int, or (members' sizes differing) an int array (B,)
@@ -143,35 +155,75 @@ class FrequentDirections(CovarianceEstimator):
         B = self.batch_size
         self._ls = np.broadcast_to(np.asarray(l, dtype=np.int64), (B,)).copy()
         self._caps, self._rows_caps, self._basis_caps = _caps(self.d, self._ls, fast)
-        self.core = SketchCore(self.xp, B, self.d, self.dtype, self.cdtype, int(self._rows_caps.max()),
-                               int(self._basis_caps.max()), self._reg_host())
-        self._m = np.zeros(B, dtype=np.int64)  # rows in FD's buffer (a shrink when it reaches the buffer size)
-        self._unanswered = True  # every response so far 0: rows may stay raw (core.append_raw)
-        self._m_lag = 0  # rows appended raw to every member, not yet counted in _m (_sync_m)
-        self._until_fill = 0  # rows until some member's buffer fills, _m_lag counted in (0: not known)
-        self._cap_max = int(self._caps.max())
-        self._alpha = np.zeros(B)  # RFD's added-back mass (stays 0 for FD)
+        self.core = SketchCore(
+            self.xp,
+            B,
+            self.d,
+            self.dtype,
+            self.cdtype,
+            int(self._rows_caps.max()),
+            int(self._basis_caps.max()),
+            self._reg_host(),
+        )
+        # rows in FD's buffer (a shrink when it reaches the buffer size)
+        self._m = np.zeros(B, dtype=np.int64)
+        # the raw phase (rows kept as they are, SketchCore.append_raw) needs every buffer to fill at
+        # once
+        self._raw = bool((self._ls == self._ls[0]).all())
+        self._members = np.arange(B)
         self._shrink = np.zeros(B)
         self._n_red = np.zeros(B, dtype=np.int64)
         self._shrinkages: list[list[float]] = [[] for _ in range(B)]
 
     @classmethod
-    def peak_member_bytes(cls, d: int, sketch_size: int, fast: bool = True, dtype: torch.dtype = torch.float64,
-                          core_dtype: torch.dtype = torch.float64) -> int:
+    def peak_member_bytes(
+        cls,
+        d: int,
+        sketch_size: int,
+        fast: bool = True,
+        dtype: torch.dtype = torch.float64,
+        core_dtype: torch.dtype = torch.float64,
+    ) -> int:
         """Bytes one member holds at its peak (allocated once, at construction), without building
-        anything: the basis ``min(cap, d) x d`` in ``dtype`` and, in ``core_dtype``, the coordinate rows,
-        the core inverse and the split of ``b`` (:meth:`agents.sketches.core.SketchCore.layout_bytes`),
-        ``cap = 2 l`` fast, ``l`` textbook. :meth:`member_memory_bytes` reports the same."""
+        anything: the basis ``min(cap, d) x d`` in ``dtype`` and, in ``core_dtype``, the coordinate
+        rows, the core inverse and the split of ``b``
+        (:meth:`agents.sketches.core.SketchCore.layout_bytes`), ``cap = 2 l`` fast, ``l`` textbook.
+        :meth:`member_memory_bytes` reports the same."""
         _, rows, basis = _caps(d, int(sketch_size), fast)
         es = dtype.itemsize
         ec = core_dtype.itemsize
         return int(SketchCore.layout_bytes(d, int(rows), int(basis), es, ec))
 
+    # -- byte estimate, asked by the agents before building one (agents.estimator_agent) ------
+    @classmethod
+    def estimate_member_bytes(
+        cls,
+        d: int,
+        sketch_size,
+        *,
+        fast: bool = True,
+        n_arms: int = 1,
+        initial: bool = False,
+        dtype: torch.dtype = torch.float64,
+        core_dtype: torch.dtype = torch.float64,
+    ) -> int:
+        """:meth:`peak_member_bytes` for the largest of the members' ``sketch_size`` (one value, or
+        one per member: the state is padded to the largest). Allocated whole at construction, so the
+        first allocation is the peak (``n_arms`` and ``initial`` change nothing)."""
+        return cls.peak_member_bytes(d, int(np.max(sketch_size)), fast, dtype, core_dtype)
+
+    # -- end of the byte estimate --------------------------------------------------------------
+
     # -- per-member scalars ------------------------------------------------------------------------
     @property
     def rho_all(self) -> np.ndarray:
         """``reg + alpha`` per member: the ridge of ``A_hat`` (``reg`` for FD)."""
-        return self._reg_host() + self._alpha
+        return self.core.c.copy()
+
+    @property
+    def _alpha(self) -> np.ndarray:
+        """RFD's added-back mass per member (0 for FD; the core's, read only)."""
+        return self.core.alpha
 
     @property
     def rho(self):
@@ -199,14 +251,15 @@ class FrequentDirections(CovarianceEstimator):
 
     @property
     def rows_in_use(self):
-        """FD's rows in use, the count its buffer fills by (at most ``2 l - 1`` fast, ``l - 1`` textbook,
-        between rows): the rows held, or as many when a basis of ``d`` vectors lets fewer stand for
-        them (their QR factor)."""
-        return self._host_out(self._m + self._m_lag)
+        """FD's rows in use, the count its buffer fills by (at most ``2 l - 1`` fast, ``l - 1``
+        textbook, between rows): the rows held, or as many when a basis of ``d`` vectors lets fewer
+        stand for them (their QR factor)."""
+        return self._host_out(np.full(self.batch_size, self.core.n_raw) if self._raw else self._m)
 
     @property
     def capacity(self) -> int:
-        """Rows FD buffers before a shrink (``2l`` fast, ``l`` textbook; the largest member's when batched)."""
+        """Rows FD buffers before a shrink (``2l`` fast, ``l`` textbook; the largest member's when
+        batched)."""
         return int(self._caps.max())
 
     # -- single-sketch views (diagnostics) ---------------------------------------------------------
@@ -235,182 +288,156 @@ class FrequentDirections(CovarianceEstimator):
         """Lower Cholesky factor of ``S S^T + rho I``."""
         self._need_single("chol")
         G = self.gram.to(torch.float64)
-        return torch.linalg.cholesky(G + float(self.rho_all[0]) * torch.eye(G.shape[0], dtype=G.dtype)).to(self.dtype)
+        return torch.linalg.cholesky(
+            G + float(self.rho_all[0]) * torch.eye(G.shape[0], dtype=G.dtype)
+        ).to(self.dtype)
 
     @property
     def is_orthogonal(self) -> bool:
-        """True when the rows of ``S`` are mutually orthogonal to the last bit (:attr:`gram` diagonal)."""
+        """True when the rows of ``S`` are mutually orthogonal to the last bit (:attr:`gram`
+        diagonal)."""
         self._need_single("is_orthogonal")
         G = self.gram
         return bool(torch.equal(G, torch.diag(torch.diagonal(G))))
 
     @property
     def M(self) -> torch.Tensor:
-        """``(S S^T + rho I)^-1`` (the paper's M, m x m; diagonal when :attr:`is_orthogonal`). Diagnostics."""
+        """``(S S^T + rho I)^-1`` (the paper's M, m x m; diagonal when :attr:`is_orthogonal`).
+        Diagnostics."""
         self._need_single("M")
         G = self.gram.to(torch.float64)
-        return torch.linalg.inv(G + float(self.rho_all[0]) * torch.eye(G.shape[0], dtype=G.dtype)).to(self.dtype)
+        return torch.linalg.inv(
+            G + float(self.rho_all[0]) * torch.eye(G.shape[0], dtype=G.dtype)
+        ).to(self.dtype)
 
     # -- streaming ---------------------------------------------------------------------------------
     def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
-        """Add the rows (see :meth:`CovarianceEstimator.step`)."""
-        xp, core = self.xp, self.core
-        p = hp = q = None
+        """Add the rows (see :meth:`CovarianceEstimator.step`): zero rows are skipped (they carry no
+        information); a member whose buffer the row fills shrinks (Wen et al. (2025), Alg. 2)."""
+        xp = self.xp
+        p = hp = php = None
         if self._fresh(terms, actions):
             ix = self._played(actions)
-            xx = self._pick(terms.sq, ix)
-            xx_h = xp.host(xx)
-            p, hp, q = self._pick(terms.proj, ix), self._pick(terms.hp, ix), self._pick(terms.php, ix)
+            sq = self._pick(terms.sq, ix)
+            sq_host = xp.host(sq)
+            p, hp, php = (
+                self._pick(terms.proj, ix),
+                self._pick(terms.hp, ix),
+                self._pick(terms.php, ix),
+            )
         else:
-            xx, xx_h = self._row_norms(X)
-        self.trace = self.trace + xx_h  # (a new array: for a few members cheaper than an in-place add)
-        everyone = min(xx_h.tolist()) > 0.0
-        if p is None and self._unanswered and (r == 0.0 if isinstance(r, float) else not r.any()) \
-                and core.raw_room():
-            # a row nobody scored, without a response, to a sketch without any: kept raw until a query or
-            # the shrink needs it (the cost of Liberty's sketch: a copy a row, one decomposition a shrink)
-            self._step_raw(X, None if everyone else xx_h > 0.0)
-        else:
-            self._step_basis(X, xx, xx_h, p, r, None if everyone else xx_h > 0.0, hp, q)
+            sq, sq_host = self._row_norms(X)
+        self.trace = self.trace + sq_host
+        every = min(sq_host.tolist()) > 0.0
+        answered = r != 0.0 if isinstance(r, float) else r.any()
+        if self._raw and every and not answered and self.core.n_raw < self.core.basis_cap:
+            self._append_raw(X)
+        elif every or max(sq_host.tolist()) > 0.0:
+            self._append(X, sq, sq_host, r, p, hp, php, every)
         self.n_rows += 1
 
-    def _step_raw(self, X, live: np.ndarray | None) -> None:
-        """Append the rows raw (``live``: the members whose row is not zero, None for all), and shrink the
-        members whose buffer they fill."""
-        if live is None:
-            self.core.append_raw(X)
-            self._m_lag += 1  # (every member's buffer grows by one: counted in when next read)
-            if self._until_fill > 1:  # no buffer fills with this row
-                self._until_fill -= 1
-                return
-        elif np.count_nonzero(live):
-            self.core.append_raw(X, live)
-            self._sync_m()
-            self._m += live
+    def _append_raw(self, X) -> None:
+        """The raw phase (no query, no response, every member's row nonzero, one sketch size): every
+        member keeps its row as it is, and every buffer fills at the same row."""
+        core = self.core
+        core.append_raw(X)
+        if core.n_raw >= self._caps[0] or not self.fast:
+            plan = core.shrink_raw(int(self._ls[0]), add_back=self.robust)
+            self._record(self._members, plan)
+            if (
+                plan.kept.min() != plan.kept.max()
+            ):  # (the members' ranks differ: their buffers part)
+                self._raw = False
+                core.settle()
+
+    def _append(self, X, sq, sq_host: np.ndarray, r, p, hp, php, every: bool) -> None:
+        """The row append to the basis state (:meth:`SketchCore.append`) of the members whose row is
+        not zero (every member when ``every``), and the shrink of those whose buffer it fills (a
+        member without a row was below its buffer's size)."""
+        core = self.core
+        live = None if every else sq_host > 0.0
+        self._leave_raw()
+        self._compress_crowded(live)
+        ex = core.expand(X, sq, sq_host, p, hp, php)
+        core.append(ex, r if isinstance(r, float) else self.xp.asarray(r, self.cdtype), live)
+        self._m += 1 if live is None else live
+        if self.fast:
+            fills = np.nonzero(self._m >= self._caps)[0]
         else:
-            return
-        self._sync_m()
-        fills = self._m >= self._caps if self.fast else np.ones(self.batch_size, dtype=bool) if live is None else live
-        if np.count_nonzero(fills):
-            self._reduce(np.flatnonzero(fills))
-        self._until_fill = int((self._caps - self._m).min()) if self.fast else 1
+            fills = self._members if live is None else np.nonzero(live)[0]
+        if fills.size:
+            self._reduce(fills)
 
-    def _sync_m(self) -> None:
-        """Count the uniform raw appends into ``_m`` (FD's buffer fill per member)."""
-        if self._m_lag:
-            self._m += self._m_lag
-            self._m_lag = 0
+    def _leave_raw(self) -> None:
+        """End the raw phase (a query, a response, a zero row or a full buffer came): the raw rows
+        get their coordinates (:meth:`SketchCore.settle`), and every later row goes to the basis
+        state."""
+        if self._raw:
+            self._raw = False
+            self._m[:] = self.core.n_raw
+            self.core.settle()
 
-    def _step_basis(self, X, xx, xx_h, p, r, live: np.ndarray | None, hp=None, q=None) -> None:
-        """Append the rows to the basis state (:meth:`SketchCore.append`; ``live``: the members whose row
-        is not zero, None for all), and shrink the members whose buffer they fill."""
-        core, xp = self.core, self.xp
-        if live is not None and not np.count_nonzero(live):
+    def _compress_crowded(self, live: np.ndarray | None) -> None:
+        """Members (where ``live``; all when None) whose coordinate rows are full (a basis of ``d``
+        vectors holds at most ``d + 1`` useful rows) replace them by their QR factor: the same
+        ``S^T S`` in fewer rows."""
+        core = self.core
+        if max(core.N.tolist()) < core.rows_cap:
             return
-        self._settle()
-        self._unanswered = self._unanswered and (r == 0.0 if isinstance(r, float) else not r.any())
-        if core.rows_cap < self._cap_max:  # a basis of d vectors: rows past d + 1 are redundant
-            crowded = core.N >= core.rows_cap
-            if live is not None:
-                crowded &= live
-            if np.count_nonzero(crowded):  # their QR factor stands for them (the same S^T S, fewer rows)
-                core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
-        ex = core.expand(X, xx, xx_h, p, hp, q)
-        rc = r if isinstance(r, float) else xp.asarray(r, self.cdtype)
-        if live is None and self._until_fill > 1:  # no buffer fills with this row
-            core.append(ex, rc)
-            self._m_lag += 1
-            self._until_fill -= 1
-            return
-        self._sync_m()
-        mask = np.ones(self.batch_size, dtype=bool) if live is None else live
-        fills = (self._m + 1 >= self._caps if self.fast else mask) & mask  # FD's buffer fills: a shrink follows
-        n_fill = np.count_nonzero(fills)
-        core.append(ex, rc, live=live, fold=n_fill < np.count_nonzero(mask))
-        self._m += mask
-        if n_fill:
-            self._reduce(np.flatnonzero(fills))
-        self._until_fill = int((self._caps - self._m).min()) if self.fast else 1
-
-    def _settle(self) -> None:
-        """Give the raw rows their coordinates (the row append, each in turn) before the basis serves a
-        query or a scored row: O(d R) a raw row, what a queried sketch pays as it goes."""
-        core, xp = self.core, self.xp
-        if not core.Pmax:
-            return
-        count = core.pend.copy()
-        raw = core.take_raw()
-        for j in range(int(count.max())):
-            live = count > j
-            X = raw[:, j]
-            xx = xp.norm_sq(X, self.cdtype)
-            crowded = live & (core.N >= core.rows_cap)
-            if np.count_nonzero(crowded):
-                core.compress(np.flatnonzero(crowded), np.zeros(int(crowded.sum()), dtype=np.int64))
-            core.append(core.expand(X, xx, xp.host(xx)), 0.0, live=None if live.all() else live)
+        full = core.N >= core.rows_cap
+        crowded = np.nonzero(full if live is None else full & live)[0]
+        if crowded.size:
+            core.compress(crowded, np.zeros(crowded.size, dtype=np.int64))
 
     def _reduce(self, idx: np.ndarray) -> None:
-        """FD's shrink (Wen et al. (2025), Alg. 2 lines 4-7) of the members ``idx``, grouped by the rows
-        they hold and their sketch size: from the rows' own Gram while some are raw (the sketch nobody
-        queries), from their coordinates in the basis otherwise."""
+        """FD's shrink (Wen et al. (2025), Alg. 2 lines 4-7; RFD: Alg. 3 line 5 adds the shrink
+        value back) of the members ``idx``, grouped by the rows they hold and their sketch size."""
         core = self.core
-        self._sync_m()
-        every = slice(None) if idx.size == self.batch_size else idx  # (every member: basic slicing)
-        for group, l in shrink_groups(idx, core.N[every] + core.pend[every], self._ls[every]):
-            own = slice(None) if group.size == self.batch_size else group
-            raw = np.count_nonzero(core.pend[own]) > 0
-            if raw:
-                plan = core.shrink_rows(group, l)
-            else:
-                zero = np.zeros(group.size, dtype=np.int64)
-                plan = core.shrink(group, zero, l, zero)
-            delta = plan.delta
-            if self.robust:  # Alg. 3 line 5: alpha <- alpha + sigma, before H is refactored with the new ridge
-                self._alpha[own] += delta
-                core.set_ridge(group, self.rho_all[group])
-            if not raw:  # (a shrink of raw rows leaves them raw: no basis, no H)
-                core.refactor(group)
-            self._m[own] = plan.kept
-            self._shrink[own] += delta
-            self._n_red[own] += 1
-            self.trace[own] = plan.mass  # tr S^T S now
-            for i, v in zip(group.tolist(), delta.tolist()):
-                self._shrinkages[i].append(v)
+        for group, l in shrink_groups(idx, core.N[idx], self._ls[idx]):
+            zero = np.zeros(group.size, dtype=np.int64)
+            self._record(group, core.shrink(group, zero, l, zero, add_back=self.robust))
 
-    # -- look-ahead (state unchanged; one sketch) --------------------------------------------------
+    def _record(self, group: np.ndarray, plan) -> None:
+        """Count the shrink ``plan`` of the members ``group``: their rows, shrinkage and
+        ``tr S^T S``."""
+        self._m[group] = plan.kept
+        self._shrink[group] += plan.delta
+        self._n_red[group] += 1
+        self.trace[group] = plan.mass
+        for i, v in zip(group.tolist(), plan.delta.tolist()):
+            self._shrinkages[i].append(v)
+
+    # -- look-ahead (one sketch) -------------------------------------------------------------------
     def _shrink_value(self, x) -> float:
-        """FD's shrink value of the held rows (with ``x`` appended when given), the state unchanged."""
+        """FD's shrink value of the held rows (with ``x`` appended when given); the sketch unchanged
+        (its raw rows, if any, get their coordinates)."""
         core, xp = self.core, self.xp
-        zero = np.zeros(1, dtype=np.int64)
-        if core.N[0] + core.pend[0] == 0 and x is None:
+        self._leave_raw()
+        if core.N[0] == 0 and x is None:
             return 0.0
-        X = None if x is None else xp.asarray(x, self.dtype)[None]
-        if core.pend[0]:  # raw rows: from the rows themselves
-            lam, noise = core.row_eigvals(zero, X)
-            return float(fd_shrink(xp, lam, int(self._ls[0]), noise).delta[0])
         ex = None
-        if X is not None:
-            xx = xp.norm_sq(X, self.cdtype)
-            ex = core.expand(X, xx, xp.host(xx))
-        lam, noise = core.range_eigvals(zero, zero, ex)
-        return float(fd_shrink(xp, lam, int(self._ls[0]), noise).delta[0])
+        if x is not None:
+            X = xp.asarray(x, self.dtype)[None]
+            sq = xp.norm_sq(X, self.cdtype)
+            ex = core.expand(X, sq, xp.host(sq))
+        zero = np.zeros(1, dtype=np.int64)
+        return float(core.shrink_value(zero, zero, int(self._ls[0]), ex)[0])
 
     def shrinkage_if_added(self, x) -> float:
         """The shrink value that ``update(x)`` would apply now (0.0 if no shrink would happen or it
-        would discard nothing); the state is unchanged. In the fast variant a shrink happens only
+        would discard nothing); the sketch is unchanged. In the fast variant a shrink happens only
         when ``x`` fills the 2l-row buffer (Dyadic Block Sketching's ``willExcessSketch`` test)."""
         self._need_single("shrinkage_if_added")
         x = as_vector(x, self.device, self.dtype, self.d)
         if not float(x @ x) > 0.0:  # the test update() uses to skip zero rows
             return 0.0
-        self._sync_m()
-        if self.fast and self._m[0] + 1 < self._caps[0]:
+        if self.fast and int(self.rows_in_use) + 1 < self._caps[0]:
             return 0.0
         return self._shrink_value(x)
 
     def pending_shrinkage(self, x=None) -> float:
-        """The shrink value a shrink of the current sketch (with ``x`` appended, if given) would apply
-        now, whether or not the buffer is full; 0.0 while the rank is < l."""
+        """The shrink value a shrink of the current sketch (with ``x`` appended, if given) would
+        apply now, whether or not the buffer is full; 0.0 while the rank is < l."""
         self._need_single("pending_shrinkage")
         if x is not None:
             x = as_vector(x, self.device, self.dtype, self.d)
@@ -421,59 +448,71 @@ class FrequentDirections(CovarianceEstimator):
     # -- queries -----------------------------------------------------------------------------------
     def score_terms(self, arms) -> ScoreTerms:
         xp, core = self.xp, self.core
-        self._settle()
+        self._leave_raw()
         arms_c, sq = self._arm_norms(arms)
         P = core.project(arms)
-        top = self._top()
-        mean, quad, PH, pHp = core.score(arms, arms_c, sq, P, top)
-        return ScoreTerms(arms, sq, mean, xp.maximum(quad, self._floor(sq, top)), P, self.n_rows, hp=PH, php=pHp)
+        mean, quad, PH, pHp = core.score(arms, arms_c, sq, P)
+        return ScoreTerms(
+            arms, sq, mean, xp.maximum(quad, self._floor(sq)), P, self.n_rows, hp=PH, php=pHp
+        )
 
-    def _quad(self, arms):
-        self._settle()
-        xp = self.xp
+    def quad_all(self, arms):
+        self._leave_raw()
         arms_c, sq = self._arm_norms(arms)
-        return xp.maximum(self.core.score(arms, arms_c, sq, self.core.project(arms))[1], self._floor(sq))
+        return self.xp.maximum(
+            self.core.score(arms, arms_c, sq, self.core.project(arms))[1], self._floor(sq)
+        )
 
-    def _solve(self, V):
-        self._settle()
+    def solve_all(self, V):
+        self._leave_raw()
         return self.core.solve(V)
 
-    def _theta_all(self):
-        self._settle()
+    def theta_all(self):
+        self._leave_raw()
         return self.core.theta()
 
-    def _b_all(self):
+    def b_all(self):
         return self.core.b()
 
-    def _covariance(self):
+    def draw_all(self, Z):
+        """``F z = (z - V^T V z) / sqrt(c) + V^T L V z`` with ``H = L L^T`` (lower Cholesky factor
+        of the core inverse; :meth:`agents.sketches.core.SketchCore.draw`)."""
+        self._leave_raw()
+        return self.core.draw(Z)
+
+    def covariance_all(self):
         """``S^T S`` (plus ``alpha I`` for RFD), ``(B, d, d)``."""
         cov = self.core.covariance()
         if self.robust:
-            cov = cov + self.xp.asarray(self._alpha, self.cdtype)[:, None, None] * self.xp.eye(self.d, self.cdtype)
+            cov = cov + self.xp.asarray(self._alpha, self.cdtype)[:, None, None] * self.xp.eye(
+                self.d, self.cdtype
+            )
         return cov
 
     def log_det_ratio_bound(self):
         """An upper bound on ``ln det(reg I + X^T X) - d ln(reg)`` for the rows seen so far.
 
-        FD: ``X^T X <= S^T S + sigma_bar I`` gives ``d ln(1 + sigma_bar/reg) + sum_j ln(1 + s_j^2/(reg +
-        sigma_bar))`` (the first step of Wen et al. (2025), Lemma 6); the sum is bounded by the smaller
-        of ``sum_j ln(1 + s_j^2/reg) = ln det(M + reg I) - R ln reg`` and the
-        trace/AM-GM bound ``R ln(1 + ||S||_F^2/(R (reg + sigma_bar)))``. Exact when nothing was
-        discarded. RFD (overridden): ``ln det(A_hat) - d ln(reg)`` exactly (``A <= A_hat``).
+        FD: ``X^T X <= S^T S + sigma_bar I`` gives
+        ``d ln(1 + sigma_bar/reg) + sum_j ln(1 + s_j^2/(reg + sigma_bar))`` (the first step of Wen
+        et al. (2025), Lemma 6); the sum is bounded by the smaller of
+        ``sum_j ln(1 + s_j^2/reg) = ln det(M + reg I) - R ln reg`` and the trace/AM-GM bound
+        ``R ln(1 + ||S||_F^2/(R (reg + sigma_bar)))``. Exact when nothing was discarded. RFD
+        (overridden): ``ln det(A_hat) - d ln(reg)`` exactly (``A <= A_hat``).
 
-        ``R`` in the AM-GM bound counts the eigenvalues of ``M = S^T S`` above the rounding of a zero
-        one (:func:`~agents.sketches.core.rounding`): a basis vector kept for a residual at rounding
-        level carries a squared singular value at rounding level, adds nothing to the sum, and must
-        not raise the bound (whether such a residual is kept can differ with the backend's rounding)."""
-        self._settle()
+        ``R`` in the AM-GM bound counts the eigenvalues of ``M = S^T S`` above the rounding of a
+        zero one (:func:`~agents.sketches.core.rounding`): a basis vector kept for a residual at
+        rounding level carries a squared singular value at rounding level, adds nothing to the sum,
+        and must not raise the bound (whether such a residual is kept can differ with the backend's
+        rounding)."""
+        self._leave_raw()
         core, xp = self.core, self.xp
         lam, sig = self._reg_host(), self._shrink
         m, exact = np.zeros(self.batch_size), np.zeros(self.batch_size)
-        if core.Rmax:  # one eigendecomposition of M serves both the count and the sum
+        if core.width:  # one eigendecomposition of M serves both the count and the sum
             s2 = xp.maximum(xp.eigvalsh_desc(core.gram()), 0.0)
-            noise = rounding(xp, core.eps_w, core.eps_c, int(core.N.max()) + core.Rmax, s2)
+            noise = rounding(xp, core.eps_w, core.eps_c, int(core.N.max()) + core.width, s2)
             s2h = xp.host(s2).astype(np.float64, copy=False)
-            m = (s2h > (noise.coord ** 2 + noise.gram)[:, None]).sum(axis=1).astype(np.float64)
+            m = (s2h > noise.zero_level()[:, None]).sum(axis=1).astype(np.float64)
             exact = np.log1p(s2h / lam[:, None]).sum(axis=1)
         out = self.d * np.log1p(sig / lam)
         trace = core.frob2()
@@ -482,19 +521,24 @@ class FrequentDirections(CovarianceEstimator):
 
     # -- introspection -----------------------------------------------------------------------------
     def sketch_sizes(self):
-        """The sketch size ``l`` per member (FD's parameter; :attr:`rows_in_use` says the rows held)."""
+        """The sketch size ``l`` per member (FD's parameter; :attr:`rows_in_use` says the rows
+        held)."""
         return self._ls.copy()
 
     def member_memory_bytes(self):
         """What each member's single sketch allocates (:meth:`peak_member_bytes`: its own sizes)."""
         es = self.dtype.itemsize
         ec = self.cdtype.itemsize
-        return SketchCore.layout_bytes(self.d, self._rows_caps, self._basis_caps, es, ec).astype(np.int64)
+        return SketchCore.layout_bytes(self.d, self._rows_caps, self._basis_caps, es, ec).astype(
+            np.int64
+        )
 
     def _held_bytes(self):
         return self.core.held_bytes()
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(d={self.d}, sketch_size={_listed(self._l)}, reg={_listed(self.reg)}, "
-                f"fast={self.fast}, batch_size={self.members.given}, "
-                f"rows_in_use={self.rows_in_use})")
+        return (
+            f"{type(self).__name__}(d={self.d}, sketch_size={_listed(self._l)}, "
+            f"reg={_listed(self.reg)}, fast={self.fast}, batch_size={self.members.given}, "
+            f"rows_in_use={self.rows_in_use})"
+        )

@@ -7,8 +7,8 @@ multiple of the identity: ``X^T X`` is approximated by ``S^T S + alpha I`` with
 
 so that, since FD gives ``0 <= X^T X - S^T S <= alpha I``,
 
-    S^T S  <=  X^T X  <=  S^T S + alpha I,
-    A_hat_t = (reg + alpha_t) I + S_t^T S_t   grows monotonically in PSD order (Wen et al. (2025), Thm. 7).
+    S^T S  <=  X^T X  <=  S^T S + alpha I, A_hat_t = (reg + alpha_t) I + S_t^T S_t   grows
+    monotonically in PSD order (Wen et al. (2025), Thm. 7).
 
 Settled slips:
 
@@ -63,8 +63,8 @@ class RobustFrequentDirections(FrequentDirections):
         return self._host_out(self._alpha)
 
     def log_det_ratio_bound(self):
-        """``ln det(A_hat) - d ln(reg)`` exactly, from the log-determinant kept with the core inverse:
-        ``ln det(A_hat) = d ln(rho) + ln det(M + rho I) - R ln(rho)``.
+        """``ln det(A_hat) - d ln(reg)`` exactly, from the log-determinant kept with the core
+        inverse: ``ln det(A_hat) = d ln(rho) + ln det(M + rho I) - R ln(rho)``.
 
         RFD gives ``reg I + X^T X <= A_hat``, so this upper-bounds ``ln(|A|/|reg I|)`` of the
         un-sketched matrix (the step ``|A| <= |A_hat|`` of Wen et al. (2025), App. E.3).

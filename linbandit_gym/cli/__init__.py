@@ -6,8 +6,8 @@
     linbandit demo                                   the offline MNIST demo (the README's main job)
 
 ``python -m linbandit_gym ...`` is the same command. Every subcommand is also callable from
-Python: ``main(["run", "--env", ...])`` returns the exit code, and :func:`run_experiment` is
-the function behind ``run``.
+Python: ``main(["run", "--env", ...])`` returns the exit code, and
+:func:`~linbandit_gym.experiments.experiment.run_experiment` is the function behind ``run``.
 """
 
 from __future__ import annotations
@@ -18,22 +18,23 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Sequence
 
 import gymnasium as gym
 import pandas as pd
+from linbandit_host.seeds import check_seeds
+from linbandit_host.user_line import KeptWarning, kept_warnings
 
 from .._version import __version__
-from ..evaluate import run, summarize
+from ..experiments.experiment import run_experiment, with_horizon
+from ..feedback import FeedbackSchedule, schedule_problems
 from ..registration import ENV_IDS, env_description
 from ..arguments import format_problems, rst_to_text
-from ..registry import AgentEntry, agent_names, describe, lookup_agent, resolve_agent
-from ..specs import args_label, check_env_args, env_argument_problems, env_arguments, non_default_args
-from ..text import count, human_bytes, mean_spread
-from ..threads import DEFAULT_THREADS, check_threads
+from ..registry import AgentEntry, agent_names, describe, lookup_agent, object_label, resolve_agent
+from ..specs import args_label, env_argument_problems, env_arguments
+from ..text import count, exact_updates, human_bytes, mean_spread
+from .experiment_commands import add_execution_flags, execution_options
 
 __all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
 
@@ -64,75 +65,43 @@ def parse_key_values(pairs: Sequence[str] | None, what: str = "--agent-arg") -> 
     return out
 
 
-def run_experiment(
-    env_id: str,
-    agent: Any,
-    *,
-    seeds: int = 1,
-    horizon: int | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    agent_name: str | None = None,
-    out: str | Path | None = None,
-    progress: bool | None = None,
-    batched: bool | None = None,
-    threads: int | None = DEFAULT_THREADS,
-    agent_config: dict | list[dict | None] | None = None,
-    log: Callable[[str], None] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run ``agent`` (an object or a list of ``(name, object)``) on ``env_id`` over ``seeds``,
-    each run with ``threads`` torch and BLAS threads (default 1, see :mod:`linbandit_gym.threads`).
+def _key_value(option: str, example: str) -> Callable[[str], str]:
+    """The argparse type of ``option`` (``--agent-arg``): one ``NAME=VALUE`` word, else an error
+    in the subcommand's usage that shows the form (``--agent-arg sketch_size 10`` gives
+    ``expected NAME=VALUE, e.g. --agent-arg sketch_size=10``); :func:`parse_key_values` reads
+    the value."""
+    example_name, example_value = example.split("=")
 
-    Returns ``(records, summary)``. ``env_kwargs`` are checked against the env's constructor
-    before anything runs (:func:`linbandit_gym.specs.check_env_args`). With ``out``, every
-    (agent, seed) is saved as it finishes in the layout of a sweep directory
-    (``runs/<id>.parquet|json``, ``config.yaml``, ``manifest.json``; see
-    :func:`linbandit_gym.experiments.sweep.play_into`), plus ``summary.csv|md`` and
-    ``regret.png``, so ``linbandit plot|report DIR`` work on it. ``agent_config``
-    (``{"name": ..., "args": {...}}`` the agent was built from, one per agent for a list) makes
-    those runs resumable: a second call skips the finished ones. ``log`` (e.g. ``print``)
-    receives one line per agent as soon as it has played all its seeds.
-    """
-    env_kwargs = dict(env_kwargs or {})
-    if horizon is not None:
-        env_kwargs["horizon"] = horizon
-    check_env_args(env_id, env_kwargs)
-    players = agent if isinstance(agent, list) else [(agent_name, agent)]
-    clock = [time.perf_counter()]
+    def check(text: str) -> str:
+        key, sep, _ = text.partition("=")
+        if not sep or not key.strip().isidentifier():
+            name = text.strip() if text.strip().isidentifier() else example_name
+            value = example_value if name == example_name else "VALUE"
+            raise argparse.ArgumentTypeError(
+                f"expected NAME=VALUE in one word, e.g. {option} {name}={value}; got {text!r}")
+        return text
 
-    def agent_done(index: int, frame: pd.DataFrame) -> None:
-        if log is not None:
-            row = summarize(frame).iloc[0]
-            regret = mean_spread(row["final_regret_mean"], row["final_regret_std"], int(row["seeds"]))
-            log(f"[{index + 1}/{len(players)}] {row['agent']}: final regret {regret}, {row['ms_per_round']:.3f} "
-                f"ms/round; {count(int(row['seeds']), 'seed')} played in {time.perf_counter() - clock[0]:.1f} s")
-        clock[0] = time.perf_counter()
+    check.__name__ = "NAME=VALUE"  # what argparse calls the type in its messages
+    return check
 
-    if out is None:
-        frames = []
-        for index, (name, player) in enumerate(players):
-            frame = run(env_id, player, seeds=seeds, env_kwargs=env_kwargs, agent_name=name, env_name=env_id,
-                        progress=progress, batched=batched, threads=threads)
-            agent_done(index, frame)
-            frames.append(frame)
-        records = pd.concat(frames, ignore_index=True)
-    else:
-        from ..experiments.sweep import play_into
 
-        configs = agent_config if isinstance(agent_config, list) or agent_config is None else [agent_config]
-        records = play_into(out, env_id, players, seeds, env_kwargs=env_kwargs, agent_configs=configs,
-                            progress=progress, batched=batched, threads=threads, on_agent_done=agent_done)
-    summary = summarize(records)
-    if out is not None:
-        from ..experiments.figures import write_tables
-        from ..plots import plot_cumulative_regret
-
-        write_tables(out)
-        plot_cumulative_regret(records, Path(out) / "regret.png")
-    return records, summary
+#: What the summary's words mean, said below it where they appear.
+_TIMING_NOTE = (
+    "timing: alone = each seed played and timed on its own; batch share = the seeds advanced "
+    "together as one batch, each time a 1/B share of the batch's, not a seed's own (compare "
+    "ms/round only between rows timed alike; --no-batched times every seed alone)")
+_EXACT_NOTE = (
+    "exact updates: the round from which a sketched agent switched to exact rank-1 updates "
+    "(DBSLinUCB: its next block would pass its block cap, or hold more memory or cost more time "
+    "per round than OFUL's d x d inverse); from then on it is OFUL, with OFUL's memory and time")
 
 
 def format_summary(summary: pd.DataFrame) -> str:
-    """The table the command line prints."""
+    """The table the command line prints, and below it what its words mean where they need
+    saying: ``timing`` (``alone``: the seeds timed one by one; ``batch share``: each seed's
+    1/B share of a batch's time, which is not its own) and ``exact updates`` (the round from
+    which a sketched agent became OFUL)."""
+    exact = "exact_seeds" in summary and bool(summary["exact_seeds"].notna().any())
     table = pd.DataFrame(
         {
             "agent": summary["agent"],
@@ -148,9 +117,18 @@ def format_summary(summary: pd.DataFrame) -> str:
             "peak memory": summary["peak_memory_bytes"].map(human_bytes),  # "not reported": no memory_bytes()
             # how the times were measured: alone, or each run's share of a batch's time
             **({"timing": summary["timing"]} if "timing" in summary else {}),
+            **({"exact updates": [
+                exact_updates(n, s, first, last) for n, s, first, last in zip(
+                    summary["exact_seeds"], summary["seeds"], summary["exact_from_first"],
+                    summary["exact_from_last"])]} if exact else {}),
         }
     )
-    return table.to_string(index=False)
+    notes = []
+    if "timing" in summary and (summary["timing"] == "batch share").any():
+        notes.append(_TIMING_NOTE)
+    if exact and (summary["exact_seeds"] > 0).any():
+        notes.append(_EXACT_NOTE)
+    return table.to_string(index=False) + "".join(f"\n{note}" for note in notes)
 
 
 # -- subcommands -------------------------------------------------------------------
@@ -197,19 +175,32 @@ def _check_run_arguments(env_id: str, env_kwargs: dict[str, Any], entry: AgentEn
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    check_threads(args.threads, "--threads")
+    options = execution_options(args)
+    seeds = check_seeds(args.seeds, "--seeds")
+    flags = ("--feedback-delay", "--update-every")
+    problems = schedule_problems(args.feedback_delay, args.update_every, flags)
+    if problems:
+        raise ValueError("\n".join(problems))
+    played = FeedbackSchedule(args.feedback_delay, args.update_every).config_entries()
     agent_kwargs = parse_key_values(args.agent_arg, "--agent-arg")
     env_kwargs = parse_key_values(args.env_arg, "--env-arg")
     entry = lookup_agent(args.agent)
-    run_env_kwargs = env_kwargs if args.horizon is None else {**env_kwargs, "horizon": args.horizon}
+    run_env_kwargs = with_horizon(env_kwargs, args.horizon)
     _check_run_arguments(args.env, run_env_kwargs, entry, agent_kwargs)
-    _check_run_memory(entry, agent_kwargs, args.env, run_env_kwargs)
+    memory = _check_run_memory(entry, agent_kwargs, args.env, run_env_kwargs, args.seeds)
+    problem = entry.value_problem(agent_kwargs, memory.d or None, memory.agent_up_front)
+    if problem:  # what the agent checks against the arms' dimension (l0 <= d): before anything runs
+        raise ValueError(problem)
     agent = entry.build(agent_kwargs)
+    # labelled as run() labels the agent (its name and non-default arguments: object_label), then,
+    # as a sweep labels its runs, the feedback schedule where it is not the plain loop's; an agent
+    # of the user's keeps the module:Class typed
+    own_name = entry.label if ":" in entry.label else None
     _, summary = run_experiment(
-        args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
-        agent_name=args_label(entry.label, non_default_args(entry.factory, agent_kwargs)), out=args.out,
-        progress=False if args.no_progress else None, batched=args.batched,
-        agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads,
+        args.env, agent, seeds=seeds, horizon=args.horizon, env_kwargs=env_kwargs,
+        agent_name=args_label(object_label(agent, own_name), played), out=args.out,
+        progress=False if args.no_progress else None, batched=options.batched,
+        agent_config={"name": args.agent, "args": agent_kwargs}, threads=options.threads, **played,
     )
     print(format_summary(summary))
     if args.out:
@@ -218,12 +209,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_run_memory(entry: AgentEntry, agent_kwargs: dict[str, Any], env_id: str, env_kwargs: dict[str, Any]) -> None:
-    """Before ``run`` builds the agent: agent and env must fit in memory together, from their
-    estimates (:func:`linbandit_gym.registry.check_run_fits`); nothing is built."""
+def _check_run_memory(entry: AgentEntry, agent_kwargs: dict[str, Any], env_id: str,
+                      env_kwargs: dict[str, Any], seeds: Any = 1) -> Any:
+    """Before ``run`` builds the agent: agent, env and the records of its ``seeds`` (a count;
+    ``run`` returns them together) must fit in memory, from their estimates
+    (:func:`linbandit_gym.registry.check_run_fits`); nothing is built. Returns the estimate."""
     from ..registry import check_run_fits, estimate_run_bytes
 
-    check_run_fits(entry, agent_kwargs, estimate_run_bytes(entry, agent_kwargs, env_id, env_kwargs), env_id)
+    members = seeds if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1 else 1
+    memory = estimate_run_bytes(entry, agent_kwargs, env_id, env_kwargs, members=members)
+    return check_run_fits(entry, agent_kwargs, memory, env_id)
 
 
 def demo_agents() -> list[tuple[str, Any]]:
@@ -246,12 +241,13 @@ def _print_now(line: str) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    check_threads(args.threads, "--threads")
+    options = execution_options(args)
+    check_seeds(args.seeds, "--seeds")
     env_id = "LinBandit-MNIST-v0" if "LinBandit-MNIST-v0" in ENV_IDS else "LinBandit-Synthetic-v0"
     _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {count(args.seeds, 'seed')}; works offline")
     _, summary = run_experiment(
         env_id, demo_agents(), seeds=args.seeds, horizon=args.horizon, out=args.out,
-        progress=False if args.no_progress else None, log=_print_now, threads=args.threads,
+        progress=False if args.no_progress else None, log=_print_now, threads=options.threads,
     )
     print()
     print(format_summary(summary))
@@ -268,11 +264,11 @@ def build_parser() -> argparse.ArgumentParser:
         "  linbandit describe SOFUL\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent OFUL --horizon 500 --seeds 3 --out runs/oful\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent SOFUL --agent-arg sketch_size=50 --env-arg d=100\n"
-        "  linbandit run --env LinBandit-Synthetic-v0 --agent mypackage.mymodule:MyAgent\n"
+        "  linbandit run --env LinBandit-Synthetic-v0 --agent examples.mymodule:MyAgent\n"
         "  linbandit demo\n"
-        "  linbandit sweep my_sweep.yaml --out runs/my_sweep --workers 2\n"
+        "  linbandit sweep examples/my_sweep.yaml --out runs/my-sweep --workers 2\n"
         "  linbandit reproduce mnist --quick\n"
-        "  linbandit plot runs/my_sweep && linbandit report runs/my_sweep\n"
+        "  linbandit plot runs/my-sweep && linbandit report runs/my-sweep\n"
         "Each COMMAND has its own --help.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -306,18 +302,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="save each seed's records as it finishes, as a sweep directory (plot, report and "
                        "resuming work on it), plus summary.csv and regret.png")
     p_run.add_argument("--agent-arg", action="append", metavar="K=V",
+                       type=_key_value("--agent-arg", "sketch_size=10"),
                        help="agent constructor argument, repeatable (e.g. --agent-arg beta=0.1 --agent-arg lam=1)")
     p_run.add_argument("--env-arg", action="append", metavar="K=V",
+                       type=_key_value("--env-arg", "d=100"),
                        help="env constructor argument, repeatable (e.g. --env-arg d=100 --env-arg n_arms=20)")
     p_run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p_run.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
-                       help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
-    p_run.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
-                       help="advance all seeds together as one tensor program (default: when env and agent "
-                       "support it, there are 8 seeds at least and one agent's state is at most "
-                       "1 MiB, where a batch is faster; each run's "
-                       "times are then its share of the batch's, which the table's timing column says); "
-                       "--no-batched plays the seeds one by one, each timed alone")
+    add_execution_flags(p_run, ("threads", "batched"))
+    p_run.add_argument("--feedback-delay", type=int, default=0, metavar="K",
+                       help="round t's update after round t + K's act (default 0: right "
+                       "after its own); the last K updates come in the episode's last round")
+    p_run.add_argument("--update-every", type=int, default=1, metavar="N",
+                       help="hold the updates and apply them, in order, every N rounds "
+                       "(default 1); the remainder in the episode's last round")
     p_run.set_defaults(func=_cmd_run)
 
     p_demo = sub.add_parser(
@@ -329,13 +326,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo.add_argument("--seeds", type=int, default=3, metavar="S", help="seeds (default 3)")
     p_demo.add_argument("--out", default="runs/demo", metavar="DIR", help="output directory (default runs/demo)")
     p_demo.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p_demo.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
-                       help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
+    add_execution_flags(p_demo, ("threads",))
     p_demo.set_defaults(func=_cmd_demo)
 
     from .experiment_commands import add_commands  # sweep, plot, tune, reproduce, report
 
     add_commands(sub)
+    parser.subcommands = sub.choices  # each command's parser: what reports its leftover words
     return parser
 
 
@@ -350,7 +347,8 @@ EXIT_INTERRUPTED = 130
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``linbandit``; returns the exit code: 0, 2 on bad input and 1 on a failure
-    (a full disk, failed runs), each with a one-line message; 130 after Ctrl-C.
+    (a full disk, failed runs), each with a one-line message; 130 after Ctrl-C. A warning is
+    said once, on stderr: ``linbandit run: warning: SketchSizeWarning: ...``.
 
     When the reader of the output goes away (``linbandit sweep ... --dry-run | head -1``),
     the command stops quietly with code 141, as ``cat`` or ``ls`` would, instead of a
@@ -392,12 +390,17 @@ def _run_command(argv: Sequence[str] | None) -> int:
     """:func:`main`'s work: parse, run the subcommand, turn errors into one line and a code."""
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said by the subcommand, with its usage: "linbandit run: error: ..."
+            command = parser.subcommands.get(getattr(args, "command", None) or "", parser)
+            command.error(f"unrecognized arguments: {' '.join(extra)}"
+                          + _key_value_hint(extra, argv))
         if not getattr(args, "command", None):
             parser.print_help()
             return 2
         try:
-            code = int(args.func(args) or 0)
+            with kept_warnings(_warning_printer(args.command)):
+                code = int(args.func(args) or 0)
         except (ValueError, FileNotFoundError, gym.error.Error) as exc:
             print(f"linbandit {args.command}: error: {exc}", file=sys.stderr)
             code = getattr(exc, "exit_code", 2)  # records.OutputError: 1 for a full disk
@@ -419,6 +422,27 @@ def _run_command(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
+
+
+def _key_value_hint(extra: list[str], argv: Sequence[str] | None) -> str:
+    """For a word left over after a ``NAME=VALUE`` option (``--agent-arg sketch_size=10 20``),
+    the form the option takes."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    for i in range(2, len(words)):
+        option = words[i - 2]
+        if words[i] == extra[0] and option in ("--agent-arg", "--env-arg"):
+            return f" ({option} takes one NAME=VALUE word each time: {option} a=1 {option} b=2)"
+    return ""
+
+
+def _warning_printer(command: str) -> Callable[[KeptWarning], None]:
+    """How a command says a warning: once, on stderr, as ``linbandit run: warning: Category:
+    message`` (a warning of the command's own work has no line of the user's to point at)."""
+    def say(warning: KeptWarning) -> None:
+        sys.stdout.flush()  # after what the command printed before it
+        print(f"linbandit {command}: warning: {warning.text}", file=sys.stderr, flush=True)
+
+    return say
 
 
 def _silence_stdout() -> None:

@@ -105,7 +105,7 @@ class BAILinBanditEnv(LinBanditEnv):
     | ``instance`` | ``"soare"`` | ``"soare"`` or ``"random"`` |
     | ``d`` | 2 | dimension (``"soare"``: >= 2, ``K = d + 1``) |
     | ``omega`` | 0.1 | angle of ``x_{d+1}`` to ``e_1``, in (0, pi/2) (``"soare"`` only) |
-    | ``n_arms`` | None | K; ``"random"``: default 10; ``"soare"``: must be None or ``d + 1`` |
+    | ``n_arms`` | None | K; None: 10 for ``"random"``, ``d + 1`` for ``"soare"`` (its only K) |
     | ``noise_std`` | 1.0 | std of the Gaussian reward noise |
     | ``max_pulls`` | None (100000) | pulls before truncation |
     | ``horizon`` | None | alias of ``max_pulls`` (the keyword shared by every env) |

@@ -1,4 +1,4 @@
-"""The linear-bandit environment base class: the env contract of DESIGN.md, once.
+"""The linear-bandit environment base class: the env contract (``docs/contracts.md``), once.
 
 Subclasses say only how a problem instance is drawn (:meth:`LinBanditEnv._sample_problem`),
 how each round's arm set is drawn (:meth:`LinBanditEnv._sample_arms`) and, when it is not
@@ -275,7 +275,8 @@ class LinBanditEnv(gym.Env):
             allocations.append(Allocation("the cumulative-regret curve kept for render()", horizon, 32, ("horizon",),
                                           "lower horizon, or render_mode=None"))
             arguments.update(horizon=horizon, render_mode=render_mode)
-        return MemoryEstimate(cls.__name__, arguments, tuple(allocations), obs_shape=(n_arms, d))
+        return MemoryEstimate(cls.__name__, arguments, tuple(allocations), obs_shape=(n_arms, d),
+                              rounds=horizon)
 
     def _refuse_if_too_large(self, estimate: MemoryEstimate) -> None:
         """Raise :class:`~linbandit_gym.envs.memory.EnvTooLargeError` if ``estimate`` cannot fit

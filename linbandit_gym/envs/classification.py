@@ -345,7 +345,8 @@ class ClassificationBanditEnv(LinBanditEnv):
             # int64 labels, their sort in np.unique, the class order and the rows behind it
             Allocation("the labels", n, 32, ("samples",), fix, shared=True),
         )
-        return MemoryEstimate(cls.__name__, shown, estimate.allocations + data, obs_shape=estimate.obs_shape)
+        return MemoryEstimate(cls.__name__, shown, estimate.allocations + data,
+                              obs_shape=estimate.obs_shape, rounds=estimate.rounds)
 
     # -- LinBanditEnv hooks ------------------------------------------------------------
     def _sample_problem(self, rng: np.random.Generator) -> None:

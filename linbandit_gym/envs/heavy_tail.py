@@ -132,7 +132,7 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
     | ``alpha`` | 0.5 | power-law decay ``lambda_i ~ i^-alpha``, >= 0 (0: flat) |
     | ``rank`` | None | None: full rank d; an int in [1, d]: arms in a fixed ``rank``-dim subspace |
     | ``rotate`` | True | random rotation ``Q`` (else the spectrum is axis-aligned) |
-    | ``normalize`` | False | scale every arm to unit norm (changes the spectrum, see above) |
+    | ``normalize`` | False | scale every arm to unit norm (its ``spectrum`` is then flatter) |
     | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
 
     ## Version History
@@ -214,7 +214,7 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
 
     def _sample_problem(self, rng: np.random.Generator) -> None:
         if not self.rotate:
-            # Axis-aligned: no d x d matrix at all (d = 10^5 would need 80 GB), O(K d) a round;
+            # Axis-aligned: no d x d matrix at all (d = 10^5 would need 74.5 GiB), O(K d) a round;
             # the draws and values are exactly those of Q = I (adding zero products is exact).
             self._span = None
             g = rng.standard_normal(self._r)

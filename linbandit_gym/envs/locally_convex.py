@@ -35,6 +35,10 @@ def _unit_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     return g / np.linalg.norm(g, axis=1, keepdims=True)
 
 
+#: The range of the observations' dtype, which every semi-axis must lie in.
+_FLOAT32 = np.finfo(np.float32)
+
+
 class LocallyConvexLinBanditEnv(LinBanditEnv):
     """Fresh arms on the unit sphere (or an ellipsoid's surface) every round; theta* on the sphere.
 
@@ -94,7 +98,7 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
     | argument | default | meaning |
     |---|---|---|
     | ``d`` | 5 | dimension, >= 2 |
-    | ``n_arms`` | 1000 | arms per round K (see above) |
+    | ``n_arms`` | 1000 | arms per round K (at d = 5, a cap of ~0.25 rad around theta*) |
     | ``horizon`` | 2000 | rounds per episode |
     | ``noise_std`` | 0.1 | std of the Gaussian reward noise |
     | ``shape`` | None | ``"sphere"`` or ``"ellipsoid"``; None: ellipsoid iff ``axes`` is given |
@@ -159,6 +163,11 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
                 raise ValueError(f"axes must be a sequence of d={d} positive numbers, got {short_repr(axes)}") from None
             if semi_axes.shape != (d,) or not np.all(np.isfinite(semi_axes)) or not np.all(semi_axes > 0):
                 raise ValueError(f"axes must be a sequence of d={d} finite positive numbers, got {short_repr(axes)}")
+            low, high = float(_FLOAT32.tiny), float(_FLOAT32.max)
+            if not np.all((semi_axes >= low) & (semi_axes <= high)):
+                raise ValueError(f"axes must lie in [{low:.3g}, {high:.3g}] (the arms are float32 "
+                                 "observations: a longer axis is inf there, a shorter one 0), got "
+                                 f"{short_repr(axes)}")
         # every coordinate satisfies |x_i| <= a_i <= max(a)
         super().__init__(
             d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=float(np.max(semi_axes)),

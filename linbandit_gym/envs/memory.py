@@ -20,7 +20,7 @@ or ``$LINBANDIT_MEMORY_LIMIT``. Tests and callers may monkeypatch :func:`memory_
 
 >>> est = MemoryEstimate("Demo", {"d": 10}, (Allocation("arms", 10 * 4, 8, ("n_arms", "d"), "lower d"),))
 >>> est.nbytes, format_bytes(3_400_000_000)
-(320, '3.4 GB')
+(320, '3.17 GiB')
 """
 
 from __future__ import annotations
@@ -41,15 +41,19 @@ from linbandit_host.memory import (
 
 __all__ = [
     "MEMORY_LIMIT_ENV",
+    "RECORD_BYTES_PER_ROUND",
     "Allocation",
     "EnvTooLargeError",
     "MemoryEstimate",
+    "RecordsTooLargeError",
     "Shown",
     "available_memory_bytes",
     "check_fits",
+    "check_records_fit",
     "format_bytes",
     "format_count",
     "memory_limit_bytes",
+    "records_bytes",
 ]
 
 
@@ -92,12 +96,14 @@ class Allocation:
 @dataclass(frozen=True)
 class MemoryEstimate:
     """The peak bytes of an env built with ``arguments`` (the size-relevant ones, for messages);
-    ``obs_shape`` is its observation's ``(n_arms, d)``."""
+    ``obs_shape`` is its observation's ``(n_arms, d)``, ``rounds`` the most rounds an episode
+    has (its ``horizon``: what sizes a run's records, :func:`records_estimate`)."""
 
     owner: str
     arguments: dict[str, Any]
     allocations: tuple[Allocation, ...]
     obs_shape: tuple[int, int] | None = None
+    rounds: int | None = None
 
     @property
     def nbytes(self) -> int:
@@ -123,6 +129,49 @@ class MemoryEstimate:
             for a in self.allocations
         )
         return replace(self, owner=owner, arguments={"num_envs": num_envs, **self.arguments}, allocations=allocations)
+
+
+#: Bytes one round of one member takes in a run's records at their peak: the loop's columns
+#: (ten numbers of 8 bytes, :class:`linbandit_gym.loop.RoundRecords`), the frame of sixteen
+#: columns built from them and its cumulated sums, and the copy that writing it to disk (Parquet,
+#: or CSV) converts; the records of every round are kept, so they grow with the horizon.
+RECORD_BYTES_PER_ROUND = 512
+
+
+class RecordsTooLargeError(ValueError):
+    """The records of a run (every round is kept) cannot fit in memory (raised before
+    allocating)."""
+
+
+def records_bytes(rounds: int, members: int = 1) -> int:
+    """The peak bytes of the records of ``members`` runs of ``rounds`` rounds held at once (a
+    batch's members, or the seeds one ``run`` call returns together): the one size rule of a
+    run's records, which ``--dry-run``, ``linbandit run``, the batch planner and the loop itself
+    (:func:`linbandit_gym.loop.play`, before it allocates them) all use.
+
+    >>> records_bytes(2000), records_bytes(2000, members=4)
+    (1024000, 4096000)
+    """
+    return int(rounds) * int(members) * RECORD_BYTES_PER_ROUND
+
+
+def check_records_fit(rounds: int, members: int = 1, limit: int | None = None) -> int:
+    """:func:`records_bytes` if they fit in ``limit`` (default :func:`memory_limit_bytes`), else
+    :class:`RecordsTooLargeError` naming ``horizon``, the bytes and the largest horizon that
+    fits."""
+    need = records_bytes(rounds, members)
+    limit = memory_limit_bytes() if limit is None else limit
+    if need <= limit:
+        return need
+    per_round = RECORD_BYTES_PER_ROUND * members
+    together = f" for {members} runs held together" if members > 1 else ""
+    largest = format_sci(max(limit // per_round, 1))
+    raise RecordsTooLargeError(
+        f"horizon={rounds!r}: the records of {format_count(rounds)} rounds{together} need about "
+        f"{format_bytes(need)} of memory ({format_bytes(per_round)} a round: every round is kept), "
+        f"more than {memory_limit_source()} ({format_bytes(limit)}); lower horizon: it must stay "
+        f"below about {largest} here"
+    )
 
 
 def _bound(factors: tuple[str, ...], itemsize: int, room: int) -> str:

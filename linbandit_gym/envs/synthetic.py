@@ -41,7 +41,7 @@ class SyntheticLinBanditEnv(LinBanditEnv):
     | ``d`` | 500 | dimension (paper: 500) |
     | ``n_arms`` | 100 | arms per round K (paper: 100) |
     | ``horizon`` | 2000 | rounds per episode |
-    | ``noise_std`` | 0.01 | std of the Gaussian reward noise (the paper does not state it; see below) |
+    | ``noise_std`` | 0.01 | std of the Gaussian reward noise (ours: the paper gives none) |
     | ``normalize_arms`` | True | scale every arm to unit l2 norm (L = 1) |
     | ``fixed_arms`` | False | draw one arm set at reset and keep it for the whole episode |
     | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |

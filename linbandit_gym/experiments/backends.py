@@ -25,13 +25,15 @@ import threading
 import time
 import traceback
 from collections.abc import Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import wait as connection_wait
 from typing import Any
 
 from ..threads import DEFAULT_THREADS, check_threads
 from .runner import execute_unit, prepare_worker
 
-__all__ = ["BACKENDS", "iter_results", "local_workers", "ray_available"]
+__all__ = ["BACKENDS", "check_backend", "check_workers", "iter_results", "local_workers",
+           "ray_available"]
 
 BACKENDS = ("local", "ray")
 
@@ -43,6 +45,36 @@ def ray_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def check_workers(workers: Any) -> int:
+    """``workers`` if it is an int >= 1, else a ``ValueError`` saying so."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    return workers
+
+
+def check_backend(backend: Any, address: Any = None) -> tuple[str, str | None]:
+    """``(backend, address)`` if they can be used, checked without connecting anywhere: a known
+    backend, an address only for Ray and of a form Ray takes, Ray installed when asked for.
+
+    Raises:
+        ValueError: what is wrong and how to fix it.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if address is not None:
+        if backend != "ray":
+            raise ValueError(f"--address {address!r} names a Ray cluster: give it with --backend "
+                             "ray, or leave it out")
+        if not isinstance(address, str) or not address:
+            raise ValueError(f"--address: expected HOST:PORT, ray://HOST:PORT or auto, got "
+                             f"{address!r}")
+        _ray_target(address)
+    if backend == "ray" and not ray_available():
+        raise ValueError("backend 'ray' needs Ray: pip install 'linbandit-gym[ray]' (or pip "
+                         "install 'ray[default]')")
+    return backend, address
 
 
 def _format_error(exc: BaseException) -> str:
@@ -85,10 +117,8 @@ def iter_results(
     Ray with ``workers`` CPUs).
     """
     threads = check_threads(threads)
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    check_backend(backend, address)
+    check_workers(workers)
     if not specs:
         return
     if backend == "ray":
@@ -160,6 +190,24 @@ def _worker_main(conn, parent_pid: int, threads: int | None, curve_points: int) 
         conn.send(reply)
 
 
+@contextmanager
+def _children_without_current_directory() -> Iterator[None]:
+    """Interpreters started in the block (``spawn`` workers, and multiprocessing's resource
+    tracker) do not put the current directory first on ``sys.path``: started as ``python -c``,
+    each would otherwise import ``multiprocessing``, ``pickle``, ... from a file of that name
+    there before it takes the driver's ``sys.path`` (``PYTHONSAFEPATH``, Python 3.11+; a user's
+    ``module:Class`` is still looked up there, by :func:`linbandit_gym.specs.load_object`)."""
+    previous = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = previous
+
+
 class _Worker:
     """One worker process, the driver's end of its pipe and the unit it holds (``None``: idle)."""
 
@@ -175,7 +223,8 @@ class _Worker:
         if blocking:
             old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            self.process.start()
+            with _children_without_current_directory():
+                self.process.start()
         finally:
             if blocking:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
@@ -276,14 +325,12 @@ def _probe_ray_address(address: str, timeout: float = RAY_CONNECT_TIMEOUT) -> No
     ``ray.init`` would retry for minutes."""
     import socket
 
-    target = address.split("://", 1)[1] if "://" in address else address
-    host, sep, port = target.rpartition(":")
-    if not sep or not port.isdigit():
-        if address in ("auto", "local"):
-            return
-        raise ValueError(f"--address {address!r}: expected HOST:PORT, ray://HOST:PORT or auto")
+    target = _ray_target(address)
+    if target is None:
+        return
+    host, port = target
     try:
-        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             pass
     except OSError as exc:
         reason = exc.strerror or str(exc) or type(exc).__name__
@@ -291,6 +338,18 @@ def _probe_ray_address(address: str, timeout: float = RAY_CONNECT_TIMEOUT) -> No
             f"cannot reach a Ray cluster at {address} ({reason}, waited up to {timeout:g} s): start one there "
             "(`ray start --head`), or leave out --address to start a local Ray"
         ) from None
+
+
+def _ray_target(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of a Ray address (``host:port`` or ``ray://host:port``), ``None`` for
+    ``auto`` or ``local`` (left to Ray); a ``ValueError`` for anything else."""
+    target = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        if address in ("auto", "local"):
+            return None
+        raise ValueError(f"--address {address!r}: expected HOST:PORT, ray://HOST:PORT or auto")
+    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def _ray(specs: list[dict], *, workers: int, threads: int | None, address: str | None, curve_points: int):

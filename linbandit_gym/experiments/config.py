@@ -38,6 +38,10 @@ expands into one *run* per (agent config, env config, seed). Example (YAML)::
       eta: 3                      # halving keeps the best 1/eta of the pairs at each rung
     tuned:                        # optional: per env label, per agent label (glob): arg overrides
       synthetic: {"SOFUL*": {beta: 0.1, lam: 2.0}}
+    feedback_delay: 10            # optional: round t's update after round t + 10's act (default 0)
+    update_every: 1               # optional: updates applied every n rounds (default 1); either
+                                  # key may be a list (one run per value) and an agents entry may
+                                  # carry its own (overrides this)
 
 ``task: matrix-approx`` configs instead stream Gaussian rows through covariance sketches
 (no bandit; Wen et al. (2025), App. F.2): ``data: {n, d}`` replaces ``envs`` and each ``agents`` entry
@@ -51,8 +55,8 @@ it, so relabelling a finished sweep does not redo it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import fnmatch
-import hashlib
 import itertools
 import json
 import numbers
@@ -64,8 +68,11 @@ from typing import Any
 
 import yaml
 
+from linbandit_host.seeds import SEED_LIMIT, check_seeds
+
 from ..arguments import ArgumentProblem, format_problems, named_argument
-from ..loop import SEED_LIMIT
+from ..feedback import FeedbackSchedule, schedule_problems
+from ..records import canonical_json, run_id
 from ..registration import ENV_IDS
 from ..registry import AgentEntry, RunMemory, check_run_fits, estimate_run_bytes, lookup_agent, lookup_estimator
 from ..specs import (
@@ -81,15 +88,19 @@ __all__ = [
     "run_id",
     "canonical_json",
     "MAX_RUNS",
+    "MAX_CONFIG_VALUES",
+    "MAX_CONFIG_TEXT",
+    "check_config_size",
     "SEED_LIMIT",
 ]
 
 TOP_LEVEL_KEYS = {
     "name": "a name for the sweep (default output directory runs/NAME)",
-    "description": "free text, shown in the report",
+    "description": "free text (a string), shown in the report",
     "task": "'bandit' (default) or 'matrix-approx'",
     "seeds": "an int n (seeds 0..n-1) or a list of ints",
-    "horizon": "rounds per episode, passed to every env as horizon=",
+    "horizon": "rounds per episode, passed to every env as horizon= (an env's own args.horizon "
+               "wins)",
     "envs": "list of {id, args, grid, label}",
     "agents": "list of {name, args, grid, label, family, record, envs}",
     "data": "matrix-approx only: {n, d, every}",
@@ -100,11 +111,16 @@ TOP_LEVEL_KEYS = {
     "timing_repeats": "plays of each timing run (a configuration's first seed, played alone); each round "
                       "keeps its least time (default 1)",
     "dtype": "float32 or float64: the dtype of every agent that takes one (unless it sets one)",
+    "feedback_delay": "an int k >= 0, or a list of them: round t's update after round t + k's act "
+                      "(default 0)",
+    "update_every": "an int n >= 1, or a list of them: updates applied every n rounds (default 1)",
 }
-
 #: The dtypes a config's ``dtype:`` (``--dtype``) may give every agent.
 DTYPES = ("float32", "float64")
-AGENT_KEYS = {"name", "args", "grid", "label", "family", "record", "envs"}
+#: The keys of a feedback schedule (:class:`~linbandit_gym.feedback.FeedbackSchedule`): at the
+#: top level for every agents entry, or in an entry for its runs; defaults: the plain loop.
+FEEDBACK_KEYS = {field.name: field.default for field in dataclasses.fields(FeedbackSchedule)}
+AGENT_KEYS = {"name", "args", "grid", "label", "family", "record", "envs", *FEEDBACK_KEYS}
 ENV_KEYS = {"id", "args", "grid", "label"}
 RECORD_KEYS = {"spectral_error", "spectral_sketch_sizes", "curve_points"}
 DATA_KEYS = {"n", "d", "every"}
@@ -120,6 +136,18 @@ TASKS = {"bandit", "matrix-approx"}
 #: The most runs one config expands into: each is two files in one directory and at least a
 #: process round trip; a config past this is a typo (``seeds: 1000000000``) or several sweeps.
 MAX_RUNS = 100_000
+
+#: The most values a config may hold, and the most characters of text, counted as the config
+#: expands: a YAML alias (``*name``) repeats what its anchor (``&name``) holds each time it is
+#: used, so that a few lines of aliases of aliases (an "alias bomb") can stand for billions of
+#: values. Far above any real config (a grid of 10,000 points, 100,000 seeds, a page of
+#: description); a config past them is refused as it is read (:func:`check_config_size`).
+MAX_CONFIG_VALUES = 1_000_000
+MAX_CONFIG_TEXT = 1_000_000
+#: The deepest a config's nesting may go (a grid point's value inside a list inside a mapping
+#: is 5 deep), and the largest file read as one.
+MAX_CONFIG_DEPTH = 50
+MAX_CONFIG_BYTES = 10_000_000
 
 #: The paper's tuning grids (Wen et al., 2025, App. F.1).
 PAPER_BETA_GRID = [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
@@ -191,14 +219,51 @@ _Loader.add_implicit_resolver(
 )
 
 
+def check_config_size(data: Any, where: str = "the config") -> None:
+    """Refuse ``data`` (a loaded config) if, expanded, it holds more than
+    :data:`MAX_CONFIG_VALUES` values or :data:`MAX_CONFIG_TEXT` characters of text: each use of
+    a YAML alias counts what it repeats (a recursive alias, ``&a [*a]``, never ends and is
+    refused too). Stops counting at the limit: an alias bomb costs no more than a real config."""
+    values = text = 0
+    stack = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        values += 1
+        if isinstance(item, str):
+            text += len(item)
+        elif isinstance(item, (dict, list, tuple)):
+            if depth > MAX_CONFIG_DEPTH:
+                raise ConfigError(f"{where} nests lists and mappings more than {MAX_CONFIG_DEPTH} "
+                                  "deep: a config lists agents, envs and seeds, a few levels deep")
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+        if values > MAX_CONFIG_VALUES or text > MAX_CONFIG_TEXT:
+            what = (f"more than {MAX_CONFIG_VALUES:,} values" if values > MAX_CONFIG_VALUES
+                    else f"more than {MAX_CONFIG_TEXT:,} characters of text")
+            raise ConfigError(
+                f"{where} expands into {what} (YAML aliases, *name, repeat what &name holds each "
+                "time they are used): a config lists agents, envs and seeds; write several "
+                "configs, or fewer aliases"
+            )
+
+
 def load_config(source: str | Path | dict) -> dict:
-    """Read a config from a YAML/TOML file (by suffix; YAML otherwise) or copy a dict."""
+    """Read a config from a YAML/TOML file (by suffix; YAML otherwise) or copy a dict; what it
+    expands into is bounded (:func:`check_config_size`)."""
     if isinstance(source, dict):
+        check_config_size(source)
         return copy.deepcopy(source)
     path = Path(source)
     if not path.is_file():
         raise FileNotFoundError(f"sweep config {str(path)!r} not found")
-    text = path.read_text()
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: {path.stat().st_size:,} bytes is not a sweep config (at most "
+                          f"{MAX_CONFIG_BYTES:,}): a config lists agents, envs and seeds")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a text file in UTF-8 ({exc.reason} at byte "
+                          f"{exc.start})") from None
     if path.suffix.lower() == ".toml":
         import tomllib
 
@@ -206,13 +271,18 @@ def load_config(source: str | Path | dict) -> dict:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+        except RecursionError:
+            raise ConfigError(f"{path}: nests tables and arrays too deep to read") from None
     else:
         try:
             data = yaml.load(text, Loader=_Loader)
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        except RecursionError:
+            raise ConfigError(f"{path}: nests lists and mappings too deep to read") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a sweep config is a mapping (agents:, envs:, seeds:, ...), got {type(data).__name__}")
+    check_config_size(data, str(path))
     return data
 
 
@@ -227,6 +297,7 @@ class RunSpec:
     agent_label: str
     env_label: str
     family: str
+    entry: str = ""  #: the config entry the run comes from (``"agents[1]"``), what messages name
 
     @property
     def seed(self) -> int:
@@ -234,11 +305,12 @@ class RunSpec:
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "config": self.config, "agent_label": self.agent_label,
-                "env_label": self.env_label, "family": self.family}
+                "env_label": self.env_label, "family": self.family, "entry": self.entry}
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunSpec":
-        return cls(data["run_id"], data["config"], data["agent_label"], data["env_label"], data["family"])
+        return cls(data["run_id"], data["config"], data["agent_label"], data["env_label"],
+                   data["family"], data.get("entry", ""))
 
 
 @dataclass
@@ -269,26 +341,6 @@ class SweepConfig:
     def timing_repeats(self) -> int:
         """How many times each timing run is played (``timing_repeats:``, default 1)."""
         return int(self.raw.get("timing_repeats") or 1)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, (tuple, set)):
-        return list(value)
-    raise TypeError(f"value {value!r} of type {type(value).__name__} is not JSON-serialisable")
-
-
-def canonical_json(value: Any) -> str:
-    """Key-sorted compact JSON: the form run ids hash."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default)
-
-
-def run_id(config: dict) -> str:
-    """Stable id of a canonical run config: 16 hex digits of its SHA-256."""
-    return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
 
 
 # -- validation helpers -------------------------------------------------------------
@@ -356,36 +408,57 @@ def _format_label(template: str | None, default: str, values: dict, where: str) 
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def _check_seed(seed: Any, where: str) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < SEED_LIMIT:
-        raise ConfigError(f"{where}: a seed is an int in [0, 2**63), got {seed!r}")
-    return int(seed)
-
-
-def _seeds(value: Any) -> list[int]:
+def _seeds(value: Any, where: str = "seeds") -> list[int]:
+    """The config's ``seeds`` (absent: seed 0) by the one seed rule
+    (:func:`linbandit_host.seeds.check_seeds`)."""
     if value is None:
         return [0]
-    if isinstance(value, bool):
-        raise ConfigError(f"seeds: expected an int or a list of ints, got {value!r}")
-    if isinstance(value, numbers.Integral):
-        if value < 1:
-            raise ConfigError(f"seeds: an int is a count and must be >= 1, got {value}")
-        if value > MAX_RUNS:
-            raise ConfigError(f"seeds: {value:,} seeds are more runs than one sweep holds ({MAX_RUNS:,} at most); "
-                              "give a count such as 10, or a list of seeds")
-        return list(range(int(value)))
-    if isinstance(value, list) and value and all(isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in value):
-        seeds = [_check_seed(s, f"seeds[{i}]") for i, s in enumerate(value)]
-        if len(set(seeds)) != len(seeds):
-            raise ConfigError(f"seeds: the list has repeated seeds: {value}")
-        return seeds
-    raise ConfigError(f"seeds: expected an int count or a non-empty list of ints, got {value!r}")
+    return check_seeds(value, where, error=ConfigError)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a message quotes what it refuses, briefly)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _positive_int(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ConfigError(f"{where}: expected a positive int, got {value!r}")
     return int(value)
+
+
+def _feedback_values(value: Any, where: str, task: str) -> list[int]:
+    """The values of a ``feedback_delay`` or ``update_every`` key (an int or a non-empty list of
+    distinct ints, each checked by :func:`linbandit_gym.feedback.schedule_problems`)."""
+    key = where.rpartition(".")[2]
+    if task != "bandit":
+        raise ConfigError(f"{where}: only bandit sweeps have rounds whose feedback can be delayed; "
+                          "remove it")
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise ConfigError(f"{where}: an empty list; give an int or a list of ints")
+    problems = []
+    for i, item in enumerate(values):
+        at = f"{where}[{i}]" if isinstance(value, list) else where
+        delay, every = (item, 1) if key == "feedback_delay" else (0, item)
+        problems += schedule_problems(delay, every, names=(f"{at}:", f"{at}:"))
+    if problems:
+        raise ConfigError.listing(problems)
+    if len(set(values)) != len(values):
+        raise ConfigError(f"{where}: the list has repeated values: {value}")
+    return [int(v) for v in values]
+
+
+def _schedules(entry: dict, where: str, x: _Expansion) -> list[FeedbackSchedule]:
+    """The feedback schedules of the runs of an ``agents`` entry: its own ``feedback_delay`` and
+    ``update_every`` (else the top level's), one schedule per pair of values."""
+    values = dict(x.feedback)
+    for key in FEEDBACK_KEYS:
+        if entry.get(key) is not None:
+            values[key] = _feedback_values(entry[key], f"{where}.{key}", x.task)
+    return [FeedbackSchedule(delay, every)
+            for delay in values["feedback_delay"] for every in values["update_every"]]
 
 
 def _record_options(raw: Any, where: str = "record") -> dict:
@@ -438,6 +511,25 @@ def _check_env_id(env_id: Any, where: str) -> str:
     return env_id
 
 
+def tuned_arguments(raw: dict, env_label: str, agent_label: str) -> dict:
+    """The arguments a config's ``tuned:`` section gives the agent labelled ``agent_label`` on the
+    env labelled ``env_label`` (what ``linbandit tune`` chose, over its entry's ``args:``); ``{}``
+    when none, or when the section is not a mapping of mappings (a config edited by hand).
+
+    >>> raw = {"tuned": {"mnist": {"SOFUL l=20": {"beta": 0.1, "lam": 2.0}}}}
+    >>> tuned_arguments(raw, "mnist", "SOFUL l=20"), tuned_arguments(raw, "mnist", "SOFUL l=100")
+    ({'beta': 0.1, 'lam': 2.0}, {})
+    """
+    tuned = raw.get("tuned") if isinstance(raw, dict) else None
+    if not isinstance(tuned, dict) or not all(v is None or isinstance(v, dict)
+                                              for v in tuned.values()):
+        return {}
+    try:
+        return _apply_tuned(tuned, env_label, agent_label)
+    except (TypeError, ValueError):
+        return {}
+
+
 def _apply_tuned(tuned: dict, env_label: str, agent_label: str) -> dict:
     """Overrides from ``tuned`` for this (env label, agent label); exact labels beat globs."""
     return _tuned_entry(tuned, env_label, agent_label)[0]
@@ -481,6 +573,10 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             check_file_name(name, "name")
         except ValueError as exc:
             problems.add(str(exc))
+    description = raw.get("description")
+    if description is not None and not isinstance(description, str):
+        problems.add(f"description: expected free text (a string), got "
+                     f"{type(description).__name__} {_short(description)}")
     seeds, record, horizon, tuned, envs = [0], {}, None, {}, []
     with problems.section():
         seeds = _seeds(raw.get("seeds"))
@@ -499,6 +595,11 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
         problems.add(f"dtype: expected one of {', '.join(DTYPES)} (the dtype of the agents' "
                      f"state), got {dtype!r}")
         dtype = None
+    feedback = {key: [default] for key, default in FEEDBACK_KEYS.items()}
+    for key in FEEDBACK_KEYS:
+        if raw.get(key) is not None:
+            with problems.section():
+                feedback[key] = _feedback_values(raw[key], key, task)
     agents = raw.get("agents")
     if not isinstance(agents, list) or not agents:
         problems.add("agents: expected a non-empty list of {name: ..., args: {...}, grid: {...}}")
@@ -518,14 +619,18 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             if raw.get("data") is not None:
                 raise ConfigError("data: only for task: matrix-approx; bandit sweeps list envs:")
             envs = _expand_envs(raw.get("envs"), horizon)
+    if task == "bandit" and envs:
+        with problems.section():
+            _check_plot_axes(raw.get("plots"), envs)
 
     try:  # before expanding: a billion runs would take minutes and gigabytes
-        _check_run_count(agents, envs, seeds)
+        _check_run_count(agents, envs, seeds, feedback)
     except ConfigError as exc:
         problems.add(str(exc))
         problems.raise_if_any()
     expansion = _Expansion(raw=raw, task=task, seeds=seeds, record=record, tuned=tuned, envs=envs,
-                           validate_args=validate_args, problems=problems, dtype=dtype)
+                           validate_args=validate_args, problems=problems, feedback=feedback,
+                           dtype=dtype)
     for i, entry in enumerate(agents):
         with problems.section():
             _expand_agent(i, entry, expansion)
@@ -539,8 +644,15 @@ def _validate_tuned(tuned: Any) -> dict:
     if not isinstance(tuned, dict):
         raise ConfigError(f"tuned: expected a mapping ENV_LABEL: {{AGENT_LABEL: {{arg: value}}}}, got {tuned!r}")
     for env_label, per_agent in tuned.items():
+        if not isinstance(env_label, str):
+            raise ConfigError(f"tuned: {env_label!r} is not an env label (a string, or a glob such "
+                              "as '*')")
         if not isinstance(per_agent, dict) or not all(isinstance(v, dict) for v in per_agent.values()):
             raise ConfigError(f"tuned.{env_label}: expected a mapping AGENT_LABEL: {{arg: value}}")
+        for agent_label in per_agent:
+            if not isinstance(agent_label, str):
+                raise ConfigError(f"tuned.{env_label}: {agent_label!r} is not an agent label (a "
+                                  "string or a glob)")
         for agent_label, values in per_agent.items():
             _mapping(values, f"tuned.{env_label}.{agent_label}")
     return tuned
@@ -558,11 +670,12 @@ class _Expansion:
     envs: list[dict]
     validate_args: bool
     problems: _Problems
+    feedback: dict[str, list[int]]  # the top level's feedback_delay and update_every values
     dtype: str | None = None  # given to every agent that takes a dtype and sets none itself
     runs: list[RunSpec] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     by_id: dict[str, tuple[RunSpec, bool]] = field(default_factory=dict)
-    seen_labels: dict[tuple[str, str], dict] = field(default_factory=dict)
+    seen_labels: dict[tuple[str, str], tuple[dict, dict]] = field(default_factory=dict)
     memory: dict[tuple[str, str], RunMemory] = field(default_factory=dict)
 
 
@@ -595,69 +708,82 @@ def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
             raise ConfigError(
                 f"{where}.envs: {patterns!r} matches no env label; labels: {', '.join(e['label'] for e in x.envs)}"
             )
+    schedules = _schedules(entry, where, x)
     checks = None
     if x.validate_args and not (x.task == "matrix-approx" and ":" in entry["name"]):
         checks = _AgentArgumentChecks(agent, where, base_args, entry.get("grid"), x.problems)
     for j, point in enumerate(points):
         args = {**base_args, **point}
         varying = {k: v for k, v in point.items()}
-        label = _format_label(entry.get("label"), args_label(entry["name"], varying), args, f"{where}.label")
         if checks is not None and not entry_envs:  # the envs are broken: the arguments still get checked
             checks.check_values(args, j, point)
-        for env in entry_envs:
-            key = (env["label"], label)
-            overrides, tuned_where = _tuned_entry(x.tuned, env["label"], label)
-            final_args = {**args, **overrides}
-            if x.dtype is not None and "dtype" not in final_args:
-                if _takes(agent, "dtype"):
-                    final_args["dtype"] = x.dtype
-                else:
-                    x.notes.append(f"dtype: {x.dtype} is not given to {label!r}: its agent "
-                                   "takes no dtype")
-            if key in x.seen_labels and x.seen_labels[key] != final_args:
+        for schedule in schedules:  # a setting other than the plain loop's is part of the label
+            played = schedule.config_entries()
+            default = args_label(args_label(entry["name"], varying), played)
+            values = {**args, **dataclasses.asdict(schedule)}  # a label may name them
+            label = _format_label(entry.get("label"), default, values, f"{where}.label")
+            for env in entry_envs:
+                _expand_runs(x, entry, where, agent, checks, j, point, args, label, env, played,
+                             run_record, family)
+
+
+def _expand_runs(x: _Expansion, entry: dict, where: str, agent: AgentEntry,
+                 checks: _AgentArgumentChecks | None, j: int, point: dict, args: dict, label: str,
+                 env: dict, played: dict, run_record: dict, family: str) -> None:
+    """The runs (one per seed) of grid point ``j`` of ``agents[i]`` (``where``) on ``env``,
+    labelled ``label`` and played by the feedback schedule whose ``config_entries`` are
+    ``played``."""
+    key = (env["label"], label)
+    overrides, tuned_where = _tuned_entry(x.tuned, env["label"], label)
+    final_args = {**args, **overrides}
+    if x.dtype is not None and "dtype" not in final_args:
+        takes = agent.arguments()
+        if "dtype" in takes or takes.open:
+            final_args["dtype"] = x.dtype
+        elif (note := f"dtype: {x.dtype} is not given to {label!r}: its agent takes no "
+                      "dtype") not in x.notes:
+            x.notes.append(note)
+    if key in x.seen_labels and x.seen_labels[key] != (final_args, played):
+        raise ConfigError(
+            f"{where}.label: label {label!r} is used by two different agent configs on env "
+            f"{env['label']!r}; give them distinct labels"
+            + (" (a label template may use {feedback_delay} and {update_every})" if played else "")
+        )
+    x.seen_labels[key] = (final_args, played)
+    if checks is not None:
+        checks.check_overrides(overrides, tuned_where)
+        checks.check_values(final_args, j, point, overrides, tuned_where)
+    if x.validate_args and (label, env["label"]) not in x.memory:
+        memory = _check_run_memory(agent, final_args, env, x.task, where)
+        x.memory[(label, env["label"])] = memory
+        if checks is not None and x.task == "bandit":  # against the arms' d (l0 <= d)
+            checks.check_values(final_args, j, point, overrides, tuned_where, memory=memory,
+                                env_label=env["label"])
+    for seed in x.seeds:
+        config = {
+            "task": x.task,
+            "agent": {"name": entry["name"], "args": final_args},
+            "env": {"id": env["id"], "args": env["args"]},
+            "seed": seed,
+            **played,  # nothing for the plain loop: its runs keep their ids
+        }
+        if run_record:
+            config["record"] = run_record
+        spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"],
+                       family, where)
+        if spec.run_id in x.by_id:
+            first, first_tuned = x.by_id[spec.run_id]
+            if not (overrides or first_tuned):
                 raise ConfigError(
-                    f"{where}.label: label {label!r} is used by two different agent configs on env "
-                    f"{env['label']!r}; give them distinct labels"
+                    f"{where}: the run {label!r} on {env['label']!r} seed {seed} is the same agent "
+                    f"config as {first.agent_label!r}; remove the duplicate"
                 )
-            x.seen_labels[key] = final_args
-            if checks is not None:
-                checks.check_overrides(overrides, tuned_where)
-                checks.check_values(final_args, j, point, overrides, tuned_where)
-            if x.validate_args and (label, env["label"]) not in x.memory:
-                x.memory[(label, env["label"])] = _check_run_memory(agent, final_args, env, x.task, where)
-            for seed in x.seeds:
-                config = {
-                    "task": x.task,
-                    "agent": {"name": entry["name"], "args": final_args},
-                    "env": {"id": env["id"], "args": env["args"]},
-                    "seed": seed,
-                }
-                if run_record:
-                    config["record"] = run_record
-                spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"], family)
-                if spec.run_id in x.by_id:
-                    first, first_tuned = x.by_id[spec.run_id]
-                    if not (overrides or first_tuned):
-                        raise ConfigError(
-                            f"{where}: the run {label!r} on {env['label']!r} seed {seed} is the same agent config "
-                            f"as {first.agent_label!r}; remove the duplicate"
-                        )
-                    # tuned: overrides made two configs equal: run it once, under the first label
-                    x.notes.append(f"{label!r} on {env['label']!r} equals {first.agent_label!r} after tuning; run once")
-                    continue
-                x.by_id[spec.run_id] = (spec, bool(overrides))
-                x.runs.append(spec)
-
-
-def _takes(agent: AgentEntry, name: str) -> bool:
-    """Whether the class (or factory) of ``agent`` takes the keyword ``name`` (or any keyword)."""
-    import inspect
-
-    try:
-        params = inspect.signature(agent.factory).parameters
-    except (TypeError, ValueError):
-        return True
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+            # tuned: overrides made two configs equal: run it once, under the first label
+            x.notes.append(f"{label!r} on {env['label']!r} equals {first.agent_label!r} after "
+                           "tuning; run once")
+            continue
+        x.by_id[spec.run_id] = (spec, bool(overrides))
+        x.runs.append(spec)
 
 
 def _agent_entry(name: Any, where: str, task: str) -> AgentEntry:
@@ -671,7 +797,8 @@ def _agent_entry(name: Any, where: str, task: str) -> AgentEntry:
     return _lookup_agent(name, where)
 
 
-def _check_run_count(agents: list, envs: list[dict], seeds: list[int]) -> None:
+def _check_run_count(agents: list, envs: list[dict], seeds: list[int],
+                     feedback: dict[str, list[int]]) -> None:
     """Refuse, before expanding, a config of more than :data:`MAX_RUNS` runs."""
     points = 0
     for entry in agents:
@@ -682,6 +809,12 @@ def _check_run_count(agents: list, envs: list[dict], seeds: list[int]) -> None:
                 count *= len(values) if isinstance(values, list) else 1
         else:
             count = len(grid) if isinstance(grid, list) and grid else 1
+        for key, values in feedback.items():  # one run per feedback schedule
+            own = entry.get(key) if isinstance(entry, dict) else None
+            if own is None:
+                count *= len(values)
+            elif isinstance(own, list):
+                count *= max(len(own), 1)
         points += count
     total = points * max(len(envs), 1) * len(seeds)
     if total > MAX_RUNS:
@@ -707,7 +840,8 @@ def _check_run_memory(agent: AgentEntry, args: dict, env: dict, task: str, where
     try:
         return check_run_fits(agent, args, run, f"env {env['label']!r}")
     except ValueError as exc:
-        raise ConfigError(f"{where}.args: {exc}") from None
+        location = "horizon" if getattr(exc, "cause", None) == "records" else f"{where}.args"
+        raise ConfigError(f"{location}: {exc}") from None
 
 
 def _agent_bytes(agent: AgentEntry, d: int, n_arms: int, args: dict) -> int | None:
@@ -768,14 +902,23 @@ class _AgentArgumentChecks:
         self._report([(f"{tuned_where}.{p.name}", p) for p in self.agent.argument_problems(overrides)])
 
     def check_values(self, args: dict, j: int, point: dict, overrides: dict | None = None,
-                     tuned_where: str = "tuned") -> None:
+                     tuned_where: str = "tuned", memory: RunMemory | None = None,
+                     env_label: str | None = None) -> None:
         """The agent's own value checks of ``args`` (grid point ``j``), reported at the key of
-        the argument the message names; skipped where a name or type is wrong (reported already)."""
-        key = canonical_json(args)
+        the argument the message names; skipped where a name or type is wrong (reported already).
+        With the ``memory`` estimate of a run on env ``env_label``, the checks against that env's
+        dimension (:meth:`~linbandit_gym.registry.AgentEntry.value_problem`), once per dimension."""
+        d = None if memory is None else memory.d or None
+        key = canonical_json([args, d])
         if key in self.valued or self.agent.argument_problems(args):
             return
         self.valued.add(key)
-        message = self.agent.value_problem(args)
+        if d is None:
+            message = self.agent.value_problem(args)
+        else:
+            message = self.agent.value_problem(args, d, memory.agent_up_front)
+            if message is not None and self.agent.value_problem(args) is None:
+                message += f" (on env {env_label!r}, whose arms have d={d})"
         if message is None:
             return
         name = named_argument(message, args)
@@ -867,11 +1010,37 @@ def _validate_plots(plots: Any) -> None:
                 raise ConfigError(str(exc)) from None
         if entry.get("kind") not in PLOT_KINDS:
             raise ConfigError(f"{where}.kind: expected one of {sorted(PLOT_KINDS)}, got {entry.get('kind')!r}")
+        for key in ("title", "family", "x", "group", "env"):  # text; a name or a glob
+            if entry.get(key) is not None and not isinstance(entry[key], str):
+                raise ConfigError(f"{where}.{key}: expected a string, got "
+                                  f"{type(entry[key]).__name__} {_short(entry[key])}")
+        if entry.get("bound") is not None and not isinstance(entry["bound"], bool):
+            raise ConfigError(f"{where}.bound: expected true or false, got "
+                              f"{_short(entry['bound'])}")
         agents = entry.get("agents")
         if agents is not None and not (isinstance(agents, list) and all(isinstance(a, str) for a in agents)):
             raise ConfigError(f"{where}.agents: expected a list of agent labels or glob patterns, got {agents!r}")
         if entry["kind"] == "param" and not (entry.get("family") and entry.get("x")):
             raise ConfigError(f"{where}: a param plot needs family: and x: (and optionally group:)")
+
+
+def _check_plot_axes(plots: Any, envs: list[dict]) -> None:
+    """Each ``scaling`` or ``fronts`` figure puts an env argument on its x axis (``x``, default
+    ``d``): every env it draws must be given that argument, so that ``linbandit plot`` after
+    the sweep does not fail on it (checked before anything runs)."""
+    if not isinstance(plots, list):
+        return
+    for i, entry in enumerate(plots):
+        if not isinstance(entry, dict) or entry.get("kind") not in ("scaling", "fronts"):
+            continue
+        x = entry.get("x") or "d"
+        labels = [env["label"] for env in envs]
+        drawn = select_labels(labels, [entry["env"]]) if entry.get("env") else labels
+        missing = [env["label"] for env in envs if env["label"] in drawn and x not in env["args"]]
+        if missing:
+            raise ConfigError(f"plots[{i}].x: env(s) {missing} are not given the argument {x!r} "
+                              f"that this {entry['kind']} figure is drawn against; give it in "
+                              "their args (or grid), or set x")
 
 
 def _validate_tune(tune: Any) -> None:
@@ -886,7 +1055,7 @@ def _validate_tune(tune: Any) -> None:
         ):
             raise ConfigError(f"tune.{key}: expected a non-empty list of numbers, got {values!r}")
     if tune.get("seeds") is not None:
-        _seeds(tune["seeds"])
+        _seeds(tune["seeds"], "tune.seeds")
     if tune.get("horizon") is not None:
         _positive_int(tune["horizon"], "tune.horizon")
     agents = tune.get("agents")

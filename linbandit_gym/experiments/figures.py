@@ -19,16 +19,18 @@ import numpy as np
 import pandas as pd
 
 from ..plots import (
-    plot_cumulative_regret, plot_fronts, plot_matrix_error, plot_param_effect, plot_pareto, plot_scaling,
-    plot_sketch_size, plot_spectral_exponent, save_figure,
+    check_formats, plot_cumulative_regret, plot_fronts, plot_matrix_error, plot_param_effect,
+    plot_pareto, plot_scaling, plot_sketch_size, plot_spectral_exponent, save_figure,
 )
 from ..evaluate import timed_runs
-from ..text import NOT_REPORTED, count, mean_spread, reported_bytes
-from .config import ConfigError, _validate_plots, select_labels
-from .sweep import load_meta, load_records, load_runs, read_sweep_config, summary_table
+from ..records import atomic_path, write_text_atomic
+from ..text import NOT_REPORTED, count, exact_updates, mean_spread, reported_bytes
+from .config import ConfigError, _validate_plots, select_labels, tuned_arguments
+from ..records import check_output_dir, completeness, load_meta, load_records, load_runs
+from .sweep import read_sweep_config, run_warnings, summary_table, warning_lines
 
 __all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
-           "scaling_points"]
+           "scaling_points", "seeds_in_words", "with_tuned"]
 
 
 def _slug(text: str) -> str:
@@ -62,13 +64,27 @@ _ARG_NAMES = (("d", "d"), ("n_arms", "K"), ("horizon", "T"), ("rank", "rank"), (
               ("dataset", "data"))
 
 
+def seeds_in_words(runs: pd.DataFrame) -> str:
+    """How many seeds each agent of ``runs`` has, in words: ``"3 seeds"`` when every agent has
+    as many, else the most and the agents with fewer (``"6 seeds (OFUL beta=0.1: 5)"``), so that
+    a caption never claims seeds a curve does not average over (a run deleted, or not finished)."""
+    per_agent = runs.groupby("agent", sort=False)["seed"].nunique()
+    most = int(per_agent.max()) if len(per_agent) else 0
+    fewer = per_agent[per_agent < most]
+    if fewer.empty:
+        return count(most, "seed")
+    listed = ", ".join(f"{agent}: {int(n)}" for agent, n in fewer.iloc[:3].items())
+    more = f" and {len(fewer) - 3} more with fewer" if len(fewer) > 3 else ""
+    return f"{count(most, 'seed')} ({listed}{more})"
+
+
 def _caption(settings: dict, runs: pd.DataFrame) -> str:
     """``"LinBandit-Synthetic-v0: d=100, K=100, T=2000, 3 seeds"``: what a figure of these runs shows."""
     parts = [f"{short}={settings[key]}" for key, short in _ARG_NAMES if settings.get(key) is not None]
     rounds = runs["rounds"].max() if "rounds" in runs and "horizon" not in settings else None
     if rounds is not None and pd.notna(rounds):
         parts.append(f"T={int(rounds)}")
-    parts.append(count(runs["seed"].nunique(), "seed"))
+    parts.append(seeds_in_words(runs))
     return f"{settings.get('id', '')}: " + ", ".join(parts)
 
 
@@ -101,6 +117,7 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({
             "env": table["env"],
             "agent": table["agent"],
+            **({"tuned": table["tuned"]} if "tuned" in table else {}),
             "seeds": table["seeds"],
             "rounds": table["rounds"],
             # mean ± std over the seeds; the mean alone for one seed, which has no spread
@@ -113,6 +130,7 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
             "timing": _timing_words(table),
             "peak memory (KiB)": table["peak_memory_kib"].map(_kib_or_not_reported),
             "final sketch size": table["final_sketch_size"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
+            **({"exact updates": _exact_words(table)} if _reports_exact(table) else {}),
         })
     return pd.DataFrame({
         "agent": table["agent"],
@@ -125,6 +143,19 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
         "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
         "final sketch size": table["final_sketch_size"].map(lambda v: f"{v:.0f}"),
     })
+
+
+def _reports_exact(table: pd.DataFrame) -> bool:
+    """Whether some agent of a summary says whether it updates exactly (DBSLinUCB)."""
+    return "exact_seeds" in table and bool(table["exact_seeds"].notna().any())
+
+
+def _exact_words(table: pd.DataFrame) -> list[str]:
+    """Per row, whether and from which round its agent updated exactly
+    (:func:`~linbandit_gym.text.exact_updates`)."""
+    return [exact_updates(n, seeds, first, last) for n, seeds, first, last in
+            zip(table["exact_seeds"], table["seeds"], table["exact_from_first"],
+                table["exact_from_last"])]
 
 
 def _timing_words(table: pd.DataFrame) -> list[str]:
@@ -159,13 +190,43 @@ def _ms_or_blank(value: float) -> str:
     return "" if pd.isna(value) else f"{value:.3f}"
 
 
+def with_tuned(table: pd.DataFrame, raw: dict) -> pd.DataFrame:
+    """``table`` (a summary, one row per env and agent) with a ``tuned`` column after ``agent``:
+    the arguments the config's ``tuned:`` section gives that row over its entry's ``args:``
+    (``beta=0.1, lam=2.0``), so that rows tuned apart from their siblings say so; ``table``
+    as it is when no row is tuned."""
+    if table.empty or not raw.get("tuned"):
+        return table
+    words = [", ".join(f"{k}={v}" for k, v in tuned_arguments(raw, env, agent).items())
+             for env, agent in zip(table["env"], table["agent"])]
+    if not any(words):
+        return table
+    out = table.copy()
+    out.insert(list(out.columns).index("agent") + 1, "tuned", words)
+    return out
+
+
 def write_tables(out_dir: str | Path) -> tuple[pd.DataFrame, list[Path]]:
-    """Write ``summary.csv`` (exact numbers) and ``summary.md`` (rounded) into ``out_dir``."""
-    out = Path(out_dir)
-    table = summary_table(load_runs(out))
+    """Write ``summary.csv`` (exact numbers) and ``summary.md`` (rounded, then the distinct
+    warnings of the runs, each with where it came from) into ``out_dir``; a row whose arguments
+    the config's ``tuned:`` section sets says which (:func:`with_tuned`). ``summary.md`` says so
+    below the table when runs of the config are not finished (yet)
+    (:func:`~linbandit_gym.experiments.sweep.completeness`)."""
+    out = check_output_dir(out_dir)
+    runs = load_runs(out)
+    table = with_tuned(summary_table(runs), read_sweep_config(out) or {})
     csv, md = out / "summary.csv", out / "summary.md"
-    table.to_csv(csv, index=False)
-    md.write_text(markdown_table(format_table(table)) + "\n" if not table.empty else "(no finished runs)\n")
+    note = completeness(out).note()
+    with atomic_path(csv, out) as tmp:
+        table.to_csv(tmp, index=False)
+    text = markdown_table(format_table(table)) + "\n" if not table.empty else "(no finished runs)\n"
+    if note:
+        text += f"\n{note}\n"
+    warnings = warning_lines(run_warnings(out, runs))
+    if warnings:
+        text += "\nWarnings of the runs (each once):\n\n"
+        text += "".join(f"- {line}\n" for line in warnings)
+    write_text_atomic(text, md, out)
     return table, [csv, md]
 
 
@@ -198,7 +259,8 @@ def _default_plots(runs: pd.DataFrame, has_spectral: bool) -> list[dict]:
 
 def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
     """Draw every figure of a sweep into ``DIR/plots`` and write the summary tables; returns the files."""
-    out = Path(out_dir)
+    out = check_output_dir(out_dir)
+    formats = check_formats(formats)
     runs = load_runs(out)
     if runs.empty:
         raise FileNotFoundError(f"{out} has no finished runs yet: run the sweep first")
@@ -207,6 +269,8 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         _validate_plots(raw.get("plots"))
     except ConfigError as exc:
         raise ConfigError(f"{out / 'config.yaml'}: {exc}") from None
+    if raw.get("task") != "matrix-approx":
+        _check_scaling_arguments(out, runs, raw.get("plots") or [])
     plot_dir = out / "plots"
     written: list[Path] = []
     captions: dict[str, dict] = {}  # figure file stem -> what the figure shows, in words (the report's captions)
@@ -220,12 +284,12 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
             fig = plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
             data = raw.get("data") or {}
             caption = (f"N(0, I) rows, normalised: n={data.get('n')}, d={data.get('d')}, "
-                       f"{count(runs['seed'].nunique(), 'seed')}")
+                       f"{seeds_in_words(runs)}")
             _title(fig.axes[0], spec.get("title") or "spectral norm error of the sketch", caption)
             stem = spec.get("name") or f"matrix_error_{i}"
             captions[stem] = _in_words(spec, "matrix_error", caption)
-            written += save_figure(fig, plot_dir / stem, formats)
-        return written + [_write_captions(plot_dir, captions)]
+            written += save_figure(fig, plot_dir / stem, formats, out)
+        return written + [_write_captions(out, captions)]
 
     spectral = spectral_series(out, runs)
     specs = raw.get("plots") or _default_plots(runs, not spectral.empty)
@@ -265,7 +329,7 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                     _title(fig.axes[0], spec.get("title") or f"{env}: sketch size over time", caption)
                 captions[f"{name or kind}{suffix}"] = _in_words(spec, kind, caption, env=env, several=several
                                                                 if kind == "regret" else False)
-                written += save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats)
+                written += save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats, out)
             elif kind == "pareto":
                 chosen = env_runs[env_runs["agent"].isin(labels)]
                 table = with_agent_args(summary_table(chosen), chosen)
@@ -275,7 +339,7 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                     fig = plot_pareto(table, x, title=title)
                     stem = f"{name or 'pareto'}_{tag}{suffix}"
                     captions[stem] = _in_words(spec, f"pareto_{tag}", caption, env=env)
-                    written += save_figure(fig, plot_dir / stem, formats)
+                    written += save_figure(fig, plot_dir / stem, formats, out)
             elif kind == "spectral":
                 sub = spectral[(spectral["env"] == env) & spectral["agent"].isin(labels)] if not spectral.empty else spectral
                 if sub.empty:
@@ -283,7 +347,8 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                 fig = plot_spectral_exponent(sub)
                 _title(fig.axes[0], spec.get("title") or f"{env}: spectral error exponent log(Δ_t)/log t", caption)
                 captions[f"{name or 'spectral_exponent'}{suffix}"] = _in_words(spec, kind, caption, env=env)
-                written += save_figure(fig, plot_dir / f"{name or 'spectral_exponent'}{suffix}", formats)
+                stem = f"{name or 'spectral_exponent'}{suffix}"
+                written += save_figure(fig, plot_dir / stem, formats, out)
             elif kind == "param":
                 fam = env_runs[(env_runs["family"] == spec["family"]) & env_runs["agent"].isin(labels)]
                 if fam.empty or f"arg.{spec['x']}" not in fam:
@@ -294,10 +359,27 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                 fig.tight_layout()
                 stem = f"{name or 'param_' + _slug(spec['family'])}{suffix}"
                 captions[stem] = _in_words(spec, kind, caption, env=env)
-                written += save_figure(fig, plot_dir / stem, formats)
+                written += save_figure(fig, plot_dir / stem, formats, out)
             elif kind == "matrix_error":
                 continue
-    return written + [_write_captions(plot_dir, captions)]
+    return written + [_write_captions(out, captions)]
+
+
+def _check_scaling_arguments(out: Path, runs: pd.DataFrame, specs: list[dict]) -> None:
+    """Before any file is written: every env a ``scaling`` or ``fronts`` figure puts on its x
+    axis has the argument ``x`` it is drawn against (:func:`scaling_points` needs it)."""
+    settings = None
+    all_envs = list(dict.fromkeys(runs["env"]))
+    for spec in specs:
+        if spec.get("kind") not in ("scaling", "fronts"):
+            continue
+        settings = settings or env_settings(out, runs)
+        x = spec.get("x") or "d"
+        envs = select_labels(all_envs, [spec["env"]]) if spec.get("env") else all_envs
+        missing = sorted(env for env in envs if settings[env].get(x) is None)
+        if missing:
+            raise ValueError(f"{spec['kind']} plot: env(s) {missing} have no argument {x!r}; set "
+                             "plots[].x to an env argument")
 
 
 def with_agent_args(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -317,12 +399,17 @@ _FIGURE_WORDS = {
               "lower is better, and a curve that flattens has learnt.",
     "pareto_time": "Final cumulative regret against the agent's total CPU time on {env} ({what}). Each point is one "
                    "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
-                   "argument the family varies. The stepped line joins a family's Pareto front: the least regret "
-                   "it reaches at each cost. Lower and further left is better.",
+                   "argument the family varies where it varies one. Each point carries a number, "
+                   "which the key beside the figure gives its configuration, regret and cost. The "
+                   "stepped line joins a family's Pareto front: the least regret it reaches at "
+                   "each cost. Lower and further left is better.",
     "pareto_memory": "Final cumulative regret against the agent's peak memory on {env} ({what}). Each point is one "
                      "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
-                     "argument the family varies. The stepped line joins a family's Pareto front: the least regret "
-                     "it reaches with that much memory. Lower and further left is better.",
+                     "argument the family varies where it varies one. Each point carries a number, "
+                     "which the key beside the figure gives its configuration, regret and cost; "
+                     "points drawn over each other share one label. The stepped line joins a "
+                     "family's Pareto front: the least regret it reaches with that much memory. "
+                     "Lower and further left is better.",
     "spectral": "The spectral-error exponent log(Δ_t)/log t on {env} ({what}): while it stays below the dashed line "
                 "y = 1/3, SOFUL's regret bound stays sublinear (Wen et al., 2025, Fig. 1c).",
     "sketch_size": "The rows each agent's sketch holds against the round on {env} ({what}): DBSLinUCB's grows "
@@ -332,8 +419,10 @@ _FIGURE_WORDS = {
              "better on both.",
     "fronts": "Pareto fronts side by side ({what}): final cumulative regret against agent CPU time (top row) and "
               "peak memory (bottom row), one column per env, all on one regret scale. Colour and marker give the "
-              "family, marker size the argument it varies; the stepped lines are the families' Pareto fronts. "
-              "Lower and further left is better.",
+              "family, marker size the argument it varies; the numbers are the configurations "
+              "of the key beside the panels, and a panel that lacks some says so under its "
+              "title. The stepped lines are the families' Pareto fronts. Lower and further left "
+              "is better.",
     "scaling": "Agent CPU ms per round (left) and peak memory (right) against the env size on log-log axes "
                "({what}): a slope of 1 grows linearly with it, 2 quadratically (the grey guides); each agent's "
                "fitted slope is in the legend. Lower is better.",
@@ -361,13 +450,11 @@ def _in_words(spec: dict, kind: str, what: str, env: str | None = None, several:
     return {"title": title, "caption": f"{spec['title']}. {text}" if spec.get("title") else text}
 
 
-def _write_captions(plot_dir: Path, captions: dict[str, dict]) -> Path:
+def _write_captions(out: Path, captions: dict[str, dict]) -> Path:
     """``plots/captions.json``: figure file stem -> ``{title, caption}`` in words, in the order the
     figures were drawn (what ``linbandit report`` shows)."""
-    path = plot_dir / "captions.json"
-    plot_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(captions, indent=1, ensure_ascii=False), encoding="utf-8")
-    return path
+    text = json.dumps(captions, indent=1, ensure_ascii=False)
+    return write_text_atomic(text, out / "plots" / "captions.json", out)
 
 
 def read_captions(out_dir: str | Path) -> dict[str, dict]:
@@ -410,8 +497,9 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
                      + _shared_times_note(points), fontsize=10)
         fig.tight_layout()
         captions[name] = _in_words(spec, kind, caption)
-        written = save_figure(fig, plot_dir / name, formats)
-        slopes.to_csv(plot_dir / f"{name}_slopes.csv", index=False)
+        written = save_figure(fig, plot_dir / name, formats, out)
+        with atomic_path(plot_dir / f"{name}_slopes.csv", out) as tmp:
+            slopes.to_csv(tmp, index=False)
         names = {"ms_per_round": "ms/round", "peak_memory_bytes": "peak memory"}
         wide = pd.DataFrame({"agent": list(dict.fromkeys(slopes["agent"]))})
         for metric, label in names.items():
@@ -424,7 +512,7 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
         # which times the ms/round slopes were fitted to: measured alone, or (some) shares of batches
         wide["ms/round timed"] = [f"batch shares at {shared[a]} of {int((points['agent'] == a).sum())} points"
                                   if a in shared.index else "alone" for a in wide["agent"]]
-        (plot_dir / f"{name}_slopes.md").write_text(markdown_table(wide) + "\n")
+        write_text_atomic(markdown_table(wide) + "\n", plot_dir / f"{name}_slopes.md", out)
         return written + [plot_dir / f"{name}_slopes.csv", plot_dir / f"{name}_slopes.md"]
     order = points.drop_duplicates("env").sort_values(x)["env"].tolist()
     tables = {env: with_agent_args(summary_table(runs[runs["env"] == env]), runs[runs["env"] == env]) for env in order}
@@ -435,7 +523,7 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
              + caption + _shared_times_note(pd.concat(tables.values(), ignore_index=True)))
     fig = plot_fronts(tables, titles=titles, title=title)
     captions[name] = _in_words(spec, kind, caption)
-    return save_figure(fig, plot_dir / name, formats)
+    return save_figure(fig, plot_dir / name, formats, out)
 
 
 def markdown_table(frame: pd.DataFrame) -> str:

@@ -90,6 +90,7 @@ class _Unit:
 
     def __init__(self, specs: list[dict], stops: list[int], cpu: Any):
         from ..batched import members_agent, vector_env
+        from ..feedback import FeedbackSchedule
         from ..loop import batch_members, make_env, play_in_stages, single_members
         from ..registry import resolve_agent
 
@@ -112,7 +113,9 @@ class _Unit:
                 [spec["agent_label"] for spec in specs],
                 [spec["env_label"] for spec in specs],
             )
-        self.stages = play_in_stages(members, stops, cpu=cpu)
+        # the seeds learn by the feedback schedule their runs' config names (the plain loop's)
+        feedback = FeedbackSchedule.of_config(first)
+        self.stages = play_in_stages(members, stops, cpu=cpu, feedback=feedback)
         self.records = None
         self.closed = False
 

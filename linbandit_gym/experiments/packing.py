@@ -8,8 +8,8 @@ them as the members of one vector env and one batched agent (member i seeded as 
 its own arguments and labels), and each member is still saved as its own run. A batch is
 bounded by ``max_batch`` members and by a memory budget (``batch_memory`` bytes over a
 conservative per-member estimate, :func:`member_bytes`, taken at the batch's largest member
-since members are padded to it); members whose estimates differ by more than
-:data:`PAD_RATIO` go to different batches, so that a small sketch does not pay for a large
+since members are padded to it, plus each member's records); members whose estimates differ by
+more than :data:`PAD_RATIO` go to different batches, so that a small sketch does not pay for a large
 one's padding; DBSLinUCB members with different ``eps`` too (:data:`KEPT_APART`). Everything
 else runs on its own: agents whose class does not batch (``batchable()``, e.g. a user's
 ``module:Class``), envs without a native vector env (BAI), matrix-approximation sweeps, runs
@@ -37,18 +37,19 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
 from typing import Any
+
+from linbandit_host.memory import parse_bytes
 
 from ..batched import DEFAULT_MAX_BATCH, MIN_BATCH, SMALL_STATE
 from ..loop import env_shape as _env_shape
 from ..registry import AgentEntry, lookup_agent
 from .config import RunSpec, canonical_json
 
-__all__ = ["DEFAULT_BATCH_MEMORY", "KEPT_APART", "PAD_RATIO", "SMALL_STATE", "batch_key", "env_shape", "member_bytes",
-           "pack", "parse_bytes", "per_member_args"]
+__all__ = ["DEFAULT_BATCH_MEMORY", "KEPT_APART", "PAD_RATIO", "SMALL_STATE", "batch_key",
+           "check_max_batch", "env_shape", "member_bytes", "pack", "parse_bytes", "per_member_args"]
 
-#: Memory budget of one batch (bytes): 2 GiB.
+#: Memory budget of one batch (bytes): 2 GiB (sizes are binary: :mod:`linbandit_host.memory`).
 DEFAULT_BATCH_MEMORY = 2 * 1024**3
 
 #: A batch's largest member estimate (:func:`member_bytes`) is at most this many times its smallest.
@@ -61,25 +62,13 @@ PAD_RATIO = 2.0
 #: at one eps cost about the same either way).
 KEPT_APART = ("eps",)
 
-_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
-          "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
-
-
-def parse_bytes(value: Any) -> int:
-    """A memory size: an int (bytes) or a string such as ``"2GiB"``, ``"512M"``, ``"1.5g"``
-    (binary units: K = 1024). Raises ``ValueError`` naming the accepted forms."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        size = int(value)
-    else:
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
-        unit = match.group(2).lower() if match else None
-        if match is None or unit not in _UNITS:
-            raise ValueError(f"batch memory {value!r} is not a size: give bytes or a number with a unit, "
-                             "e.g. 2GiB, 512M, 1.5g")
-        size = int(float(match.group(1)) * _UNITS[unit])
-    if size < 1:
-        raise ValueError(f"batch memory must be positive, got {value!r}")
-    return size
+def check_max_batch(max_batch: Any) -> int:
+    """The members of one batch at most: ``max_batch``, or :data:`DEFAULT_MAX_BATCH` for
+    ``None``; a ``ValueError`` for anything but an int >= 1."""
+    max_batch = DEFAULT_MAX_BATCH if max_batch is None else max_batch
+    if isinstance(max_batch, bool) or not isinstance(max_batch, numbers.Integral) or max_batch < 1:
+        raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
+    return int(max_batch)
 
 
 def _entry(name: str) -> AgentEntry | None:
@@ -172,10 +161,8 @@ def pack(
     ``workers``: split batches until each worker has a unit (see the module docstring).
     ``timing_seed``: runs with this seed run on their own, timed alone (``None``: no such runs).
     """
-    budget = parse_bytes(batch_memory)
-    max_batch = DEFAULT_MAX_BATCH if max_batch is None else max_batch
-    if isinstance(max_batch, bool) or not isinstance(max_batch, numbers.Integral) or max_batch < 1:
-        raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
+    budget = parse_bytes(batch_memory, "batch_memory")
+    max_batch = check_max_batch(max_batch)
     if batched is False:
         return [[spec] for spec in specs]
     groups: dict[str, list[RunSpec]] = {}
@@ -208,6 +195,7 @@ def pack(
         if env_key not in shapes:
             shapes[env_key] = env_shape(members[0].config["env"], members[0].seed)
         n_arms, d = shapes[env_key]
+        records = _records_bytes(members[0].config["env"])  # each member keeps its own records
         sized = sorted(((member_bytes(spec.config["agent"]["name"], spec.config["agent"]["args"], n_arms, d), spec)
                         for spec in members), key=lambda m: m[0])
         if batched is None:  # by default only where a batch is faster (SMALL_STATE)
@@ -217,7 +205,7 @@ def pack(
         smallest = largest = 0
         for size, spec in sized:
             fits = (batch and len(batch) < max_batch and size <= PAD_RATIO * smallest
-                    and (len(batch) + 1) * max(largest, size) <= budget)
+                    and (len(batch) + 1) * (max(largest, size) + records) <= budget)
             if not fits:
                 if batch:
                     units.append(batch)
@@ -231,6 +219,19 @@ def pack(
                  ([[spec] for spec in small] if 1 < len(small) < MIN_BATCH else [small])]
         return _split(units, workers, smallest=MIN_BATCH)
     return _split(units, workers)
+
+
+def _records_bytes(env: dict) -> int:
+    """The records one member of a batch on the env config ``env`` keeps (every round:
+    :func:`~linbandit_gym.envs.memory.records_bytes` of its horizon); 0 when it cannot say."""
+    from ..envs.memory import records_bytes
+    from ..registration import env_memory_estimate
+
+    try:
+        rounds = env_memory_estimate(env["id"], **env["args"]).rounds
+    except (TypeError, ValueError):
+        return 0
+    return 0 if rounds is None else records_bytes(rounds)
 
 
 def env_shape(env: dict, seed: int) -> tuple[int, int]:

@@ -20,9 +20,15 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from ..records import OutputError, write_text_atomic
 from ..text import count, human_bytes, mean_spread, reported_bytes
-from .figures import env_settings, format_table, make_plots, markdown_table, read_captions
-from .sweep import load_meta, load_runs, read_sweep_config, summary_table
+from .config import ConfigError
+from .figures import (
+    env_settings, format_table, make_plots, markdown_table, read_captions, seeds_in_words,
+    with_tuned,
+)
+from ..records import check_output_dir, completeness, load_meta, load_runs
+from .sweep import read_sweep_config, run_warnings, summary_table, warning_lines
 
 __all__ = ["METRIC_WORDS", "what_was_run", "winners_in_words", "write_report"]
 
@@ -109,6 +115,14 @@ METRIC_WORDS = [
     ("peak memory", "the most memory the agent reported holding (its memory_bytes(): sketch, matrices, "
                     "vectors) at any round. Lower is better; \"not reported\" for an agent without memory_bytes()."),
     ("final sketch size", "the rows the agent's sketch holds at the end (d once DBSLinUCB has gone exact)."),
+    ("tuned", ("the arguments the config's tuned: section (what linbandit tune chose) gives a "
+               "row over its entry's args: a row tuned apart from its siblings (SOFUL l=20 with "
+               "its own beta and lam) says so.")),
+    ("exact updates", ("for an agent that may switch from its sketch to exact rank-1 updates "
+                       "(DBSLinUCB: when its next block would pass its block cap, or hold more "
+                       "memory or cost more time per round than OFUL's d x d inverse), the round "
+                       "from which it did (\"from t=807\"; a range over the seeds), or "
+                       "\"never\". From that round on it is OFUL, with OFUL's memory and time.")),
     ("Pareto front", "the configurations that no other beats on both regret and cost: for every budget of "
                      "time or memory, the least regret it buys."),
 ]
@@ -124,12 +138,11 @@ def what_was_run(directory: Path, runs: pd.DataFrame, raw: dict) -> str:
         args = ", ".join(f"{k}={v}" for k, v in values.items() if k != "id")
         envs.append(f"{label} ({values['id']}{': ' + args if args else ''})" if label != values["id"] or args
                     else label)
-    seeds = runs["seed"].nunique()
     rounds = int(runs["rounds"].max()) if "rounds" in runs else None
     task = "matrix-approximation" if raw.get("task") == "matrix-approx" else "bandit"
     return (f"{count(configurations, 'agent configuration')} of {count(len(families), 'family', 'families')} "
             f"({', '.join(map(str, families))}) on {count(len(envs), 'env')}: {'; '.join(envs)}; "
-            f"{count(seeds, 'seed')} each, {count(len(runs), 'finished run')}"
+            f"{seeds_in_words(runs)} each, {count(len(runs), 'finished run')}"
             + (f" of {rounds} {'rows' if task != 'bandit' else 'rounds'}" if rounds else "") + ".")
 
 
@@ -191,26 +204,35 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
 
     It opens with what was run, what each metric means and which way is better, and, per env,
     the lowest regret and the configuration with the least regret at every cost; then the
-    summary table, the figures with captions in words, any failed runs, the library versions
-    and the config.
+    summary table, the warnings of the runs (each once), the figures with captions in words, any
+    failed runs, the library versions and the config.
     """
     if fmt not in ("html", "md"):
         raise ValueError(f"format must be 'html' or 'md', got {fmt!r}")
-    directory = Path(out_dir)
+    directory = check_output_dir(out_dir)
+    target = Path(out) if out else directory / f"report.{fmt}"
+    if not target.parent.is_dir():
+        raise OutputError(f"{target.parent} is not a directory: create it, or name a report file "
+                          "in an existing directory (--out)")
+    root = directory if target.parent.resolve() == directory.resolve() else target.parent
     runs = load_runs(directory)
     if runs.empty:
         raise FileNotFoundError(f"{directory} has no finished runs yet: run the sweep first")
+    partial = completeness(directory).note()
     if replot or not (directory / "plots").is_dir():
         make_plots(directory, formats=("png", "pdf"))
     raw = read_sweep_config(directory) or {}
-    summary = summary_table(runs)
+    if not isinstance(raw.get("description", ""), (str, type(None))):
+        raise ConfigError(f"{directory / 'config.yaml'}: description: expected free text (a "
+                          f"string), got {type(raw['description']).__name__}")
+    summary = with_tuned(summary_table(runs), raw)
     table = with_run_arguments(format_table(summary), directory, runs)
     figures = _figures(directory)
     versions = _versions(directory, runs)
     failed = _failed(directory)
+    warnings = warning_lines(run_warnings(directory, runs))
     title = f"linbandit sweep report: {raw.get('name', directory.name)}"
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    target = Path(out) if out else directory / f"report.{fmt}"
     config_text = yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)  # "Δ_t", not "\u0394_t"
     ran = what_was_run(directory, runs, raw)
     winners = winners_in_words(summary)
@@ -225,13 +247,16 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
         parts += ["## What was run", ""]
         if raw.get("description"):
             parts += [str(raw["description"]).strip(), ""]
-        parts += [ran, "", "## How to read it", ""]
+        parts += [ran, ""] + ([f"**{partial}**", ""] if partial else []) + ["## How to read it", ""]
         parts += [f"- **{name}**: {text}" for name, text in metrics] + [""]
         if winners:
             parts += ["## Who wins", ""]
             for env, lines in winners.items():
                 parts += [f"**{env}**", ""] + [f"- {line}" for line in lines] + [""]
         parts += ["## Summary", "", markdown_table(table), ""]
+        if warnings:
+            parts += ["## Warnings", "", "What the runs warned of, each once:", ""]
+            parts += [f"- {line}" for line in warnings] + [""]
         parts += ["## Figures", ""]
         for png, name, caption in figures:
             rel = png.relative_to(target.parent) if png.is_relative_to(target.parent) else png
@@ -240,20 +265,24 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
             parts += ["## Failed runs", "", markdown_table(pd.DataFrame(failed)), ""]
         parts += ["## Environment", "", markdown_table(pd.DataFrame([versions])), ""]
         parts += ["## Config", "", "```yaml", config_text.rstrip(), "```", ""]
-        target.write_text("\n".join(parts), encoding="utf-8")
+        write_text_atomic("\n".join(parts), target, root)
         return target
     esc = html.escape
     body = [f"<h1>{esc(title)}</h1>", f"<p>Generated {stamp} from <code>{esc(str(directory))}</code>.</p>",
             "<h2>What was run</h2>"]
     if raw.get("description"):
         body.append(f"<p>{esc(str(raw['description']).strip())}</p>")
-    body += [f"<p>{esc(ran)}</p>", "<h2>How to read it</h2>", "<ul>"]
+    body += [f"<p>{esc(ran)}</p>"] + ([f"<p><b>{esc(partial)}</b></p>"] if partial else [])
+    body += ["<h2>How to read it</h2>", "<ul>"]
     body += [f"<li><b>{esc(name)}</b>: {esc(text)}</li>" for name, text in metrics] + ["</ul>"]
     if winners:
         body.append("<h2>Who wins</h2>")
         for env, lines in winners.items():
             body += [f"<p><b>{esc(env)}</b></p>", "<ul>", *[f"<li>{esc(line)}</li>" for line in lines], "</ul>"]
     body += ["<h2>Summary</h2>", table.to_html(index=False, escape=True, border=0)]
+    if warnings:
+        body += ["<h2>Warnings</h2>", "<p>What the runs warned of, each once:</p>", "<ul>",
+                 *[f"<li>{esc(line)}</li>" for line in warnings], "</ul>"]
     body.append("<h2>Figures</h2>")
     for png, name, caption in figures:
         data = base64.b64encode(png.read_bytes()).decode("ascii")
@@ -265,5 +294,5 @@ def write_report(out_dir: str | Path, *, fmt: str = "html", out: str | Path | No
     body += ["<h2>Config</h2>", f"<pre>{esc(config_text)}</pre>"]
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
             f"<style>{_CSS}</style></head><body>{''.join(body)}</body></html>")
-    target.write_text(page, encoding="utf-8")
+    write_text_atomic(page, target, root)
     return target

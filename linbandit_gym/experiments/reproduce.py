@@ -12,12 +12,11 @@ import textwrap
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from ..threads import DEFAULT_THREADS
 from .config import ConfigError, load_config
 from .costs import CpuLedger
-from .packing import DEFAULT_BATCH_MEMORY
+from .execution import ExecutionOptions
 
 __all__ = ["EXPERIMENTS", "config_path", "cost_lines", "reproduce"]
 
@@ -49,25 +48,16 @@ def reproduce(
     schedule: str | None = None,
     eta: int | None = None,
     dtype: str | None = None,
-    workers: int = 1,
-    backend: str = "local",
-    address: str | None = None,
-    threads: int | None = DEFAULT_THREADS,
-    batched: bool | None = None,
-    batch_memory: int | str = DEFAULT_BATCH_MEMORY,
-    max_batch: int | None = None,
-    timing_runs: bool = True,
-    timing_repeats: int | None = None,
+    options: ExecutionOptions | None = None,
     log: Callable[[str], None] | None = print,
+    **execution: Any,
 ) -> int:
     """Run experiment ``name``; write records, plots, ``summary.md`` and ``report.html`` to ``out``.
 
-    ``threads``: torch and BLAS threads per run (default 1, see :mod:`linbandit_gym.threads`).
-    ``batched``, ``batch_memory``, ``max_batch``: how runs (seeds, and configs that differ only in
-    the agent's ``per_member_args``) are packed into batched programs (:func:`.sweep.sweep`), for
-    the tuning sweep too. ``timing_runs``: the first seed of every configuration runs alone, so
-    that the figures and tables of cost read times measured alone, each round's the least of
-    ``timing_repeats`` plays (default: the config's; :func:`.sweep.sweep`).
+    ``options`` (and its fields as keywords, ``workers=2``): how the runs execute, those of the
+    tuning sweep too (:class:`~linbandit_gym.experiments.ExecutionOptions`: workers, backend,
+    threads, batches; by default the first seed of every configuration runs alone, so that the
+    figures and tables of cost read times measured alone).
     ``tune_first``: tune beta and lambda first (:func:`.tune.tune` on the config's ``tune:``
     grid, into ``OUT/tune``), by ``schedule`` (``"halving"``, the default, or ``"grid"``, the
     paper's protocol) with reduction factor ``eta``. ``dtype``: ``"float32"`` or ``"float64"``
@@ -80,16 +70,17 @@ def reproduce(
     """
     from .figures import format_table, make_plots, markdown_table, write_tables
     from .report import write_report
-    from .sweep import sweep
+    from .sweep import check_output_dir, sweep
 
     if not tune_first and (schedule is not None or eta is not None):
         raise ConfigError("--schedule and --eta say how beta and lambda are tuned: give them with "
                           "--tune")
+    run_options = ExecutionOptions.build(options, **execution)  # checked before anything is written
     raw = load_config(config_path(name, quick))
     if dtype is not None:
         raw["dtype"] = dtype
     suffix = ("-quick" if quick else "") + (f"-{dtype}" if dtype is not None else "")
-    target = Path(out) if out else Path("runs") / f"reproduce-{name}{suffix}"
+    target = check_output_dir(Path(out) if out else Path("runs") / f"reproduce-{name}{suffix}")
     say = log or (lambda _msg: None)
     tuning_cost = None
     if tune_first:
@@ -97,17 +88,14 @@ def reproduce(
             raise ConfigError(f"{name}: a matrix-approximation experiment has no beta/lambda to tune")
         from .tune import tune
 
-        tuned = tune(raw, target / "tune", schedule=schedule, eta=eta, workers=workers,
-                     backend=backend, address=address, threads=threads, batched=batched,
-                     batch_memory=batch_memory, max_batch=max_batch, log=log)
+        tuned = tune(raw, target / "tune", schedule=schedule, eta=eta, options=run_options,
+                     log=log)
         how = "successive halving" if tuned.schedule == "halving" else "the full grid"
         say(f"tuned beta and lambda by {how} (lowest mean final regret on the tuning seeds):")
         say(tuned.table_markdown())
         raw, tuning_cost = tuned.tuned_config, tuned.cost
     try:
-        result = sweep(raw, target, workers=workers, backend=backend, address=address, threads=threads,
-                       batched=batched, batch_memory=batch_memory, max_batch=max_batch, timing_runs=timing_runs,
-                       timing_repeats=timing_repeats, log=log)
+        result = sweep(raw, target, options=run_options, log=log)
     except ConfigError as exc:
         if name == "openml":
             raise ConfigError(

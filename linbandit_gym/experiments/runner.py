@@ -2,7 +2,9 @@
 
 :func:`execute_run` is a top-level function of plain-data arguments so that it pickles for
 ``spawn`` process pools and Ray. It returns the records and the run's metadata; the driver
-(:mod:`.sweep`) is the only writer, so a run is on disk completely or not at all.
+(:mod:`.sweep`) is the only writer, so a run is on disk completely or not at all. The warnings a
+run raises are not printed where it runs (a worker has no line of the user's to point at): its
+metadata keeps each distinct one once (``"warnings"``), and the driver says them.
 :func:`execute_batch` plays runs packed together by the planner (:mod:`.packing`: same env,
 agent family and arguments but the seed and the class's ``per_member_args``) as one batched
 program (:func:`linbandit_gym.batched.play_members`) and returns one such result per run;
@@ -25,14 +27,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from linbandit_host.user_line import KeptWarning, kept_warnings
 
 from .._version import __version__
+from ..feedback import FeedbackSchedule
 from ..registry import lookup_estimator, resolve_agent
 from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit, thread_record
 from .costs import unit_cost
 
 __all__ = ["execute_run", "execute_batch", "execute_unit", "prepare_worker", "split_by_seed",
-           "run_meta", "bandit_summary", "library_versions", "subsample_index"]
+           "run_meta", "bandit_summary", "library_versions", "subsample_index", "warning_records"]
 
 
 def library_versions() -> dict[str, str]:
@@ -85,11 +89,13 @@ def _spectral_point(gram: np.ndarray, estimator: Any, sizes: list[int]) -> tuple
 
 
 class _DiagnosedAgent:
-    """Forwards to ``agent`` and, every ``every`` rounds, records the spectral diagnostics.
+    """Forwards to ``agent`` and, every ``every`` updates, records the spectral diagnostics.
 
-    It keeps the exact Gram of the played arms (O(d^2) a round) and eigendecomposes it at each
-    checkpoint (O(d^3)). Its own time (CPU on ``cpu``, and wall) is measured and subtracted from
-    the records' timings.
+    It keeps the exact Gram of the arms the agent has learnt from (O(d^2) an update) and
+    eigendecomposes it at each checkpoint (O(d^3)): its ``t`` counts the rows the agent's
+    sketch has seen, which is the round under the plain loop and lags it under a feedback
+    schedule. Its own time (CPU on ``cpu``, and wall) is measured per update, cumulated, and
+    subtracted from the records' timings (:func:`_overhead_by_round`).
     """
 
     def __init__(self, agent: Any, every: int, sizes: list[int] | None, cpu=time.process_time):
@@ -154,8 +160,14 @@ class _DiagnosedAgent:
 
 def bandit_summary(frame: pd.DataFrame, curve_points: int = 200, timing_repeats: int = 1) -> dict[str, Any]:
     """The ``summary`` of a bandit run's metadata: final regret, times (and ``time_shared_by``: how
-    they were measured), peak memory, a subsampled curve."""
+    they were measured), peak memory, whether and from which round the agent updated exactly
+    (``reports_exact``, ``exact_from_round``: :func:`linbandit_gym.evaluate.exact_from`), a
+    subsampled curve."""
+    from ..evaluate import exact_from
+
     rounds = len(frame)
+    exact = exact_from(frame.assign(run=0), ["run"]).iloc[0]
+    switched = exact["exact_from_round"]
     idx = subsample_index(rounds, curve_points)
     last = frame.iloc[-1]
     sketch = frame["sketch_size"].to_numpy(dtype=float) if "sketch_size" in frame else np.full(rounds, np.nan)
@@ -173,12 +185,20 @@ def bandit_summary(frame: pd.DataFrame, curve_points: int = 200, timing_repeats:
         "timing_repeats": timing_repeats,  # plays whose per-round least times these are
         "peak_memory_bytes": int(frame["memory_bytes"].max()),
         "final_sketch_size": None if math.isnan(sketch[-1]) else float(sketch[-1]),
+        "reports_exact": bool(exact["reports_exact"]),
+        "exact_from_round": None if math.isnan(switched) else int(switched),
         "curve": {
             "t": frame["t"].to_numpy()[idx].tolist(),
             "cumulative_regret": frame["cumulative_regret"].to_numpy()[idx].tolist(),
             "sketch_size": [None if math.isnan(v) else float(v) for v in sketch[idx]],
         },
     }
+
+
+def warning_records(kept: list[KeptWarning]) -> list[dict[str, str]]:
+    """The warnings a run raised, as its metadata keeps them (``"warnings"``): each distinct
+    one once, ``{"category", "module", "message"}``."""
+    return [{"category": w.category, "module": w.module, "message": w.message} for w in kept]
 
 
 def execute_run(spec: dict, threads: int | None = DEFAULT_THREADS, curve_points: int = 200) -> dict:
@@ -196,13 +216,14 @@ def execute_run(spec: dict, threads: int | None = DEFAULT_THREADS, curve_points:
     threads = check_threads(threads)
     started = datetime.now(timezone.utc)
     t0, cpu0 = time.perf_counter(), time.process_time()
-    with thread_limit(threads):
+    with thread_limit(threads), kept_warnings() as kept:
         if spec["config"]["task"] == "matrix-approx":
             records, extra = _matrix_approx(spec, threads)
             agent_cpu, repeat_cpu = extra["summary"]["agent_time_s"], 0.0
         else:
             records, extra, (agent_cpu, repeat_cpu) = _bandit(spec, curve_points, threads)
         extra.update(thread_record(threads))  # the policy asked for and what the run had
+    extra["warnings"] = warning_records(kept)
     meta = run_meta(spec, extra, started, time.perf_counter() - t0)
     cost = unit_cost(time.process_time() - cpu0, agent_cpu, repeat_cpu_s=repeat_cpu)
     return {"run_id": spec["run_id"], "records": records, "meta": meta, "cost": cost}
@@ -227,21 +248,25 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
     config = first["config"]
     if len({spec["run_id"] for spec in specs}) != len(specs):
         raise ValueError(f"a batch needs distinct runs, got run ids {[spec['run_id'] for spec in specs]}")
+    feedback = FeedbackSchedule.of_config(config)
     if any(spec["config"]["env"] != config["env"] or spec["config"]["agent"]["name"] != config["agent"]["name"]
-           for spec in specs):
-        raise ValueError("the runs of a batch must share their env config and agent name")
+           or FeedbackSchedule.of_config(spec["config"]) != feedback for spec in specs):
+        raise ValueError("the runs of a batch must share their env config, agent name and feedback "
+                         "schedule")
     started = datetime.now(timezone.utc)
     t0, cpu0 = time.perf_counter(), time.process_time()
-    with thread_limit(threads):
+    with thread_limit(threads), kept_warnings() as kept:
         agent = members_agent([spec["config"]["agent"] for spec in specs])
         parts = play_members(
             config["env"]["id"], agent, [int(spec["config"]["seed"]) for spec in specs],
             agent_names=[spec["agent_label"] for spec in specs], env_names=[spec["env_label"] for spec in specs],
             env_kwargs=dict(config["env"]["args"]), threads=threads,
+            feedback_delay=feedback.feedback_delay, update_every=feedback.update_every,
         )
         threads_used = thread_record(threads)
     duration = (time.perf_counter() - t0) / len(specs)
-    extra = {"device": str(getattr(agent, "device", "cpu")), **threads_used, "batch_size": len(specs)}
+    extra = {"device": str(getattr(agent, "device", "cpu")), **threads_used,
+             "batch_size": len(specs), "warnings": warning_records(kept)}
     results = _results(parts, specs, extra, started, duration, curve_points)
     cpu = (time.process_time() - cpu0) / len(specs)  # each member's share, as its records' times
     for result in results:
@@ -306,6 +331,7 @@ def run_meta(spec: dict, extra: dict, started: datetime, duration_s: float) -> d
         "agent_label": spec["agent_label"],
         "env_label": spec["env_label"],
         "family": spec["family"],
+        "entry": spec.get("entry", ""),
         "config": config,
         "seed": config["seed"],
         **extra,
@@ -317,6 +343,15 @@ def run_meta(spec: dict, extra: dict, started: datetime, duration_s: float) -> d
     }
 
 
+def _overhead_by_round(cumulative: list[float], feedback: FeedbackSchedule,
+                       rounds: int) -> np.ndarray:
+    """``(rounds,)``: the diagnostics' cumulative time at the end of each round, from its
+    cumulative time after each update (``cumulative``) and the updates the schedule has made by
+    the end of each round (:meth:`~linbandit_gym.feedback.FeedbackSchedule.updates_by_round`)."""
+    at_update = np.concatenate([[0.0], np.asarray(cumulative, dtype=float)])
+    return at_update[feedback.updates_by_round(rounds)]
+
+
 def _bandit(spec: dict, curve_points: int,
             threads: int | None) -> tuple[pd.DataFrame, dict, tuple[float, float]]:
     """The records and metadata of a bandit run, and ``(agent CPU seconds over every play, CPU
@@ -324,6 +359,7 @@ def _bandit(spec: dict, curve_points: int,
     from ..evaluate import run
 
     config = spec["config"]
+    feedback = FeedbackSchedule.of_config(config)
     agent = resolve_agent(config["agent"]["name"], dict(config["agent"]["args"]))
     device = str(getattr(agent, "device", "cpu"))
     record = config.get("record") or {}
@@ -342,11 +378,13 @@ def _bandit(spec: dict, curve_points: int,
         frame = run(
             config["env"]["id"], player, seeds=[config["seed"]], env_kwargs=dict(config["env"]["args"]),
             agent_name=spec["agent_label"], env_name=spec["env_label"], progress=False, threads=threads,
+            feedback_delay=feedback.feedback_delay, update_every=feedback.update_every,
         )
         if player is not agent:
             # The diagnostics' own time is not the agent's: take it out of both clocks.
-            overhead = np.asarray(player.overhead_cum[: len(frame)])
-            frame["agent_time"] = frame["agent_time"].to_numpy() - np.asarray(player.overhead_cpu_cum[: len(frame)])
+            overhead = _overhead_by_round(player.overhead_cum, feedback, len(frame))
+            frame["agent_time"] = frame["agent_time"].to_numpy() - _overhead_by_round(
+                player.overhead_cpu_cum, feedback, len(frame))
             frame["agent_wall_time"] = frame["agent_wall_time"].to_numpy() - overhead
             frame["wall_time"] = frame["wall_time"].to_numpy() - overhead
         plays.append(frame)

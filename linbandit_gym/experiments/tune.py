@@ -35,17 +35,36 @@ import pandas as pd
 import yaml
 
 from ..records import (
-    RecordsError, read_json, seal, seal_problem, write_json_atomic, write_text_atomic,
+    RecordsError,
+    atomic_path,
+    check_output_dir,
+    read_json,
+    seal,
+    seal_problem,
+    write_json_atomic,
+    write_text_atomic,
 )
 from ..text import count
-from ..threads import DEFAULT_THREADS, check_threads
 from .config import (
-    PAPER_BETA_GRID, PAPER_LAM_GRID, ConfigError, RunSpec, SweepConfig, _resolve_agent_factory,
-    _seeds, canonical_json, check_schedule, parse_config, run_id, select_labels,
+    FEEDBACK_KEYS,
+    PAPER_BETA_GRID,
+    PAPER_LAM_GRID,
+    ConfigError,
+    RunSpec,
+    SweepConfig,
+    _positive_int,
+    _resolve_agent_factory,
+    _seeds,
+    canonical_json,
+    check_schedule,
+    parse_config,
+    run_id,
+    select_labels,
 )
 from .costs import CpuLedger
+from .execution import ExecutionOptions
 from .halving import DEFAULT_ETA, rungs
-from .packing import DEFAULT_BATCH_MEMORY, member_bytes, pack, parse_bytes
+from .packing import member_bytes, pack
 from .sweep import load_runs, sweep
 
 __all__ = ["TuneResult", "tune", "TUNE_SEED_OFFSET"]
@@ -111,14 +130,9 @@ def tune(
     agents: list[str] | None = None,
     schedule: str | None = None,
     eta: int | None = None,
-    workers: int = 1,
-    backend: str = "local",
-    address: str | None = None,
-    threads: int | None = DEFAULT_THREADS,
-    batched: bool | None = None,
-    batch_memory: int | str = DEFAULT_BATCH_MEMORY,
-    max_batch: int | None = None,
+    options: ExecutionOptions | None = None,
     log: Callable[[str], None] | None = print,
+    **execution: Any,
 ) -> TuneResult:
     """Tune ``beta`` and ``lam`` for each agent config of a bandit sweep config.
 
@@ -128,14 +142,17 @@ def tune(
     nor ``lam`` are skipped. ``schedule``: ``"halving"`` (successive halving with reduction
     factor ``eta``, default 3, :mod:`.halving`) or ``"grid"`` (every pair to the end, the
     paper's protocol); default: the config's ``tune.schedule``, else ``"halving"``.
-    ``batched``, ``batch_memory``, ``max_batch``: how the tuning runs are packed into batched
-    programs (:func:`.sweep.sweep`): on the grid, the pairs and seeds of one agent family share a
-    batch when its class lets members differ in ``beta`` and ``lam``; with halving, the seeds of
-    one pair (which go on or stop together), and ``batch_memory`` also bounds what one bracket
-    holds alive at once.
+    ``options`` (and its fields as keywords, ``workers=2``): how the tuning runs execute
+    (:class:`~linbandit_gym.experiments.ExecutionOptions`); ``batched``, ``batch_memory`` and
+    ``max_batch`` say how they are packed into batched programs: on the grid, the pairs and
+    seeds of one agent family share a batch when its class lets members differ in ``beta`` and
+    ``lam``; with halving, the seeds of one pair (which go on or stop together), and
+    ``batch_memory`` also bounds what one bracket holds alive at once. Only regret is compared,
+    so no run is timed alone (``timing_runs=False``).
     """
     from .config import load_config
 
+    run_options = ExecutionOptions.build(options, **execution)  # checked before anything is written
     raw = load_config(config) if not isinstance(config, dict) else copy.deepcopy(config)
     cfg = parse_config(raw)
     if cfg.task != "bandit":
@@ -144,13 +161,18 @@ def tune(
     schedule = schedule if schedule is not None else settings.get("schedule", "halving")
     eta = eta if eta is not None else settings.get("eta", DEFAULT_ETA)
     check_schedule(schedule, eta, "" if schedule is not None else "tune.")
-    betas = list(beta or settings.get("beta") or PAPER_BETA_GRID)
-    lams = list(lam or settings.get("lam") or PAPER_LAM_GRID)
+    # a value given is used or refused, never replaced by a default (0 is not "not given")
+    betas = _grid("--beta", beta) if beta is not None else settings.get("beta") or PAPER_BETA_GRID
+    lams = _grid("--lam", lam) if lam is not None else settings.get("lam") or PAPER_LAM_GRID
     seed_spec = seeds if seeds is not None else settings.get("seeds", 2)
     tune_seeds = [TUNE_SEED_OFFSET + s for s in _seeds(seed_spec)] if isinstance(seed_spec, int) else _seeds(seed_spec)
-    horizon = horizon or settings.get("horizon")
+    if horizon is not None:
+        horizon = _positive_int(horizon, "--horizon (the tuning horizon)")
+    else:
+        horizon = settings.get("horizon")
     patterns = agents or settings.get("agents")
-    out = Path(out_dir) if out_dir is not None else Path("runs") / f"{cfg.name}-tune"
+    default = Path("runs") / f"{cfg.name}-tune"
+    out = check_output_dir(Path(out_dir) if out_dir is not None else default)
 
     wanted = set(select_labels([r.agent_label for r in cfg.runs], patterns))
     entries, seen, aliases = [], set(), {}
@@ -172,12 +194,14 @@ def tune(
             continue
         for key in grid:
             args.pop(key, None)
-        key = canonical_json([name, args, grid])
+        # tuned under the feedback schedule its evaluation runs play (absent: the plain loop)
+        played = {key: spec.config[key] for key in FEEDBACK_KEYS if key in spec.config}
+        key = canonical_json([name, args, grid, played])
         if key in aliases:  # labels differing only in beta/lam share one tuning grid
             aliases[key].append(label)
             continue
         aliases[key] = [label]
-        entries.append({"name": name, "args": args, "grid": grid, "family": label,
+        entries.append({"name": name, "args": args, "grid": grid, "family": label, **played,
                         "label": label.replace("{", "{{").replace("}", "}}") + " [beta={beta}, lam={lam}]"})
     if not entries:
         raise ConfigError(f"tune.agents: no agent label matches {patterns!r}")
@@ -186,15 +210,11 @@ def tune(
         tuning["horizon"] = raw["horizon"]
     if schedule == "grid":
         # only regret is compared here: every seed may share a batch, no run needs to be timed alone
-        result = sweep(tuning, out, workers=workers, backend=backend, address=address,
-                       threads=threads, batched=batched, batch_memory=batch_memory,
-                       max_batch=max_batch, timing_runs=False, log=log)
+        result = sweep(tuning, out, options=run_options, timing_runs=False, log=log)
         table, picks, failed, ledger = _grid_outcome(out), None, dict(result.failed), result.cost
     else:
-        table, picks, failed, ledger = _halving(
-            parse_config(tuning), out, eta=eta, workers=workers, backend=backend, address=address,
-            threads=threads,
-            batched=batched, batch_memory=batch_memory, max_batch=max_batch, log=log)
+        table, picks, failed, ledger = _halving(parse_config(tuning), out, eta=eta,
+                                                options=run_options, log=log)
 
     tuned: dict[str, dict[str, dict[str, Any]]] = {}
     groups = table.groupby(["env", "agent"], sort=False) if not table.empty else ()
@@ -205,9 +225,10 @@ def tune(
         values["final_regret"] = float(best["final_regret"])
         for label in next((labels for labels in aliases.values() if labels[0] == agent), [agent]):
             tuned.setdefault(env, {})[label] = dict(values)
-    table.to_csv(out / "tune-table.csv", index=False)
+    with atomic_path(out / "tune-table.csv", out) as tmp:
+        table.to_csv(tmp, index=False)
     tuned_path = out / "tuned.yaml"
-    write_text_atomic(yaml.safe_dump(tuned, sort_keys=False), tuned_path)
+    write_text_atomic(yaml.safe_dump(tuned, sort_keys=False), tuned_path, out)
     new_raw = copy.deepcopy(raw)
     merged = copy.deepcopy(raw.get("tuned") or {})
     for env, per_agent in tuned.items():
@@ -225,7 +246,7 @@ def tune(
     how = f"successive halving, eta = {eta}" if schedule == "halving" else "the full grid"
     header = (f"# tuned by `linbandit tune` ({how}) on seeds {', '.join(map(str, tune_seeds))}: "
               "see tuned: and tune: below\n")
-    write_text_atomic(header + yaml.safe_dump(new_raw, sort_keys=False), config_path)
+    write_text_atomic(header + yaml.safe_dump(new_raw, sort_keys=False), config_path, out)
     return TuneResult(out, tuned, table, new_raw, tuned_path, config_path, failed, schedule, ledger)
 
 
@@ -254,6 +275,17 @@ def _grid_outcome(out: Path) -> pd.DataFrame:
     return table.reset_index().rename(
         columns={"family": "agent", "arg.beta": "beta", "arg.lam": "lam", "mean": "final_regret"}
     )
+
+
+def _grid(option: str, values: Any) -> list[float]:
+    """``values`` of ``--beta`` or ``--lam`` if they are a non-empty list of numbers, else a
+    :class:`ConfigError` naming the option (the agents check each value's range)."""
+    import numbers
+
+    if not (isinstance(values, (list, tuple)) and values
+            and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)):
+        raise ConfigError(f"{option}: expected one or more numbers, got {values!r}")
+    return list(values)
 
 
 def _tuning_envs(raw: dict, horizon: int | None) -> list:
@@ -390,30 +422,25 @@ def _halving(
     out: Path,
     *,
     eta: int,
-    workers: int,
-    backend: str,
-    address: str | None,
-    threads: int | None,
-    batched: bool | None,
-    batch_memory: int | str,
-    max_batch: int | None,
+    options: ExecutionOptions,
     log: Callable[[str], None] | None,
 ) -> tuple[pd.DataFrame, dict, dict, CpuLedger]:
     """Tune by successive halving: play the brackets of ``cfg`` (those not saved in ``out`` yet),
     save each as it ends; return the table of every pair, the index (in the table) of each
     bracket's pick by (env, agent), the failed brackets' tracebacks and the CPU ledger."""
+    from ..records import writing_output_dir
     from .backends import iter_results, local_workers
     from .costs import Stopwatch, children_cpu
-    from .sweep import _settle_costs, _writing
+    from .sweep import _settle_costs
 
     say = log or (lambda _msg: None)
-    threads = check_threads(threads)
-    budget = parse_bytes(batch_memory)
-    brackets = _brackets(cfg, eta, batched=batched, batch_memory=budget, max_batch=max_batch)
+    backend, workers, threads = options.backend, options.workers, options.threads
+    brackets = _brackets(cfg, eta, batched=options.batched, batch_memory=options.batch_memory,
+                         max_batch=options.max_batch)
     results: dict[str, dict] = {}
     failed: dict[str, str] = {}
     ledger = CpuLedger()
-    with _writing(out, "tune", keeps=("halving", "failed")):
+    with writing_output_dir(out, "tune", keeps=("halving", "failed")):
         directory = out / "halving"
         pending = []
         for bracket in brackets:
@@ -431,7 +458,8 @@ def _halving(
         watch, children_start = Stopwatch(), children_cpu()
         for index, (bracket, result, error) in enumerate(
             iter_results(
-                pending, backend=backend, workers=workers, threads=threads, address=address
+                pending, backend=backend, workers=workers, threads=threads,
+                address=options.address,
             ),
             1,
         ):
@@ -439,12 +467,14 @@ def _halving(
             if error is not None:
                 failed[bracket["id"]] = error
                 write_json_atomic(
-                    {"id": bracket["id"], "error": error}, out / "failed" / f"{bracket['id']}.json"
+                    {"id": bracket["id"], "error": error},
+                    out / "failed" / f"{bracket['id']}.json",
+                    out,
                 )
                 last = error.strip().splitlines()[-1] if error.strip() else "error"
                 say(f"{tag}: FAILED ({last})")
                 continue
-            write_json_atomic(seal(result), directory / f"{bracket['id']}.json")
+            write_json_atomic(seal(result), directory / f"{bracket['id']}.json", out)
             stale = out / "failed" / f"{bracket['id']}.json"
             if stale.exists():
                 stale.unlink()
