@@ -22,11 +22,21 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
 
 SETTINGS = {
-    "synthetic": ({"id": "LinBandit-Synthetic-v0", "args": {"d": 50, "n_arms": 20}},
-                  [("OFUL", {}), ("SOFUL", {"sketch_size": 5})], 400),
-    "mnist": ({"id": "LinBandit-MNIST-v0", "args": {"dataset": "mnist", "target_class": 0}},
-              [("OFUL", {}), ("SOFUL", {"sketch_size": 20}), ("CBSCFD", {"sketch_size": 10}),
-               ("SOFUL", {"sketch_size": 150})], 300),
+    "synthetic": (
+        {"id": "LinBandit-Synthetic-v0", "args": {"d": 50, "n_arms": 20}},
+        [("OFUL", {}), ("SOFUL", {"sketch_size": 5})],
+        400,
+    ),
+    "mnist": (
+        {"id": "LinBandit-MNIST-v0", "args": {"dataset": "mnist", "target_class": 0}},
+        [
+            ("OFUL", {}),
+            ("SOFUL", {"sketch_size": 20}),
+            ("CBSCFD", {"sketch_size": 10}),
+            ("SOFUL", {"sketch_size": 150}),
+        ],
+        300,
+    ),
 }
 
 
@@ -48,8 +58,15 @@ def main(argv=None) -> int:
             for agent, extra in agents:
                 for size in args.sizes:
                     agent_config = {"name": agent, "args": {"lam": 1.0, "beta": 0.1, **extra}}
-                    cfg = parse_config({"name": "b", "seeds": size, "horizon": horizon,
-                                        "envs": [env], "agents": [agent_config]})
+                    cfg = parse_config(
+                        {
+                            "name": "b",
+                            "seeds": size,
+                            "horizon": horizon,
+                            "envs": [env],
+                            "agents": [agent_config],
+                        }
+                    )
                     specs = [spec.to_dict() for spec in cfg.runs]
                     best = {"alone": float("inf"), "batch": float("inf")}
                     for _ in range(args.repeats):
@@ -62,9 +79,12 @@ def main(argv=None) -> int:
                                 execute_batch(specs)
                             best[mode] = min(best[mode], time.process_time() - start)
                     per = {mode: 1e3 * value / (size * horizon) for mode, value in best.items()}
-                    print(f"{name:9s} {agent} {extra or ''} B={size:3d}: one by one "
-                          f"{per['alone']:.3f}, batched {per['batch']:.3f} ms per member-round"
-                          f" -> batch {best['alone'] / best['batch']:.2f}x", flush=True)
+                    print(
+                        f"{name:9s} {agent} {extra or ''} B={size:3d}: one by one "
+                        f"{per['alone']:.3f}, batched {per['batch']:.3f} ms per member-round"
+                        f" -> batch {best['alone'] / best['batch']:.2f}x",
+                        flush=True,
+                    )
     return 0
 
 

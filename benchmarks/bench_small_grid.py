@@ -45,8 +45,20 @@ def _children_cpu() -> float:
 def _sweep(out: str, workers: int, extra: list[str]) -> tuple[float, float, str]:
     """Wall and CPU seconds of one ``linbandit sweep`` into ``out``, and what it printed."""
     env = {**os.environ, **{f"{lib}_NUM_THREADS": "1" for lib in ("OMP", "MKL", "OPENBLAS")}}
-    command = [sys.executable, "-m", "linbandit_gym.cli", "sweep", CONFIG, "--out", out,
-               "--workers", str(workers), "--quiet", "--no-plots", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "linbandit_gym.cli",
+        "sweep",
+        CONFIG,
+        "--out",
+        out,
+        "--workers",
+        str(workers),
+        "--quiet",
+        "--no-plots",
+        *extra,
+    ]
     cpu, start = _children_cpu(), time.perf_counter()
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
@@ -86,8 +98,11 @@ def main(argv=None) -> int:
     ratio = best["per-run"][0] / best["default"][0]
     cpu_ratio = best["per-run"][1] / best["default"][1]
     print(f"per-run / default, {args.workers} workers: {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU")
-    ledger = [line for line in best["default"][2].splitlines()
-              if line.startswith(("CPU time", "  ")) and not line.startswith("  |")]
+    ledger = [
+        line
+        for line in best["default"][2].splitlines()
+        if line.startswith(("CPU time", "  ")) and not line.startswith("  |")
+    ]
     print("the default sweep's own account:\n" + "\n".join(ledger))
     same = regrets["default"] == regrets["per-run"]
     print(f"final regrets identical in both modes: {same}")

@@ -44,9 +44,14 @@ def _evaluation_config(raw: dict, picks: dict[str, dict]) -> dict:
             distinct.setdefault((values.get("beta"), values.get("lam")), []).append(schedule)
         for (beta, lam), names in distinct.items():
             tag = "both" if len(names) == 2 else names[0]
-            entries.append({"name": spec.config["agent"]["name"], "family": spec.family,
-                            "args": {**args, "beta": beta, "lam": lam},
-                            "label": f"{agent} | {tag}".replace("{", "{{").replace("}", "}}")})
+            entries.append(
+                {
+                    "name": spec.config["agent"]["name"],
+                    "family": spec.family,
+                    "args": {**args, "beta": beta, "lam": lam},
+                    "label": f"{agent} | {tag}".replace("{", "{{").replace("}", "}}"),
+                }
+            )
     cfg = {key: raw[key] for key in ("seeds", "horizon", "envs") if key in raw}
     return {"name": f"{raw.get('name', 'config')}-tune-schedules", **cfg, "agents": entries}
 
@@ -68,13 +73,17 @@ def main(argv=None) -> int:
     out = args.out or os.path.join("runs", f"tune-schedules-{name}")
     results = {}
     for schedule in SCHEDULES:
-        results[schedule] = tune(raw, os.path.join(out, schedule), schedule=schedule,
-                                 workers=args.workers, log=None)
+        results[schedule] = tune(
+            raw, os.path.join(out, schedule), schedule=schedule, workers=args.workers, log=None
+        )
     env = next(iter(results["halving"].tuned))
-    picks = {agent: {s: results[s].tuned[env][agent] for s in SCHEDULES}
-             for agent in results["halving"].tuned[env]}
-    evaluated = sweep(_evaluation_config(raw, picks), os.path.join(out, "eval"),
-                      workers=args.workers, log=None)
+    picks = {
+        agent: {s: results[s].tuned[env][agent] for s in SCHEDULES}
+        for agent in results["halving"].tuned[env]
+    }
+    evaluated = sweep(
+        _evaluation_config(raw, picks), os.path.join(out, "eval"), workers=args.workers, log=None
+    )
     runs = load_runs(evaluated.out_dir)
     final = runs.groupby("agent")["final_regret"].agg(["mean", "std", "count"])
 
@@ -86,25 +95,35 @@ def main(argv=None) -> int:
         raise KeyError(agent)
 
     seeds = int(final["count"].max())
-    print(f"{args.experiment}{' (quick)' * args.quick}: final regret on {seeds} evaluation seeds "
-          "(mean +- standard error); tuning cost as rounds played and agents' CPU seconds")
-    print("| agent | halving pick | grid pick | regret, halving pick | regret, grid pick | "
-          "within 1 SE | halving: rounds, CPU s | grid: rounds, CPU s |")
+    print(
+        f"{args.experiment}{' (quick)' * args.quick}: final regret on {seeds} evaluation seeds "
+        "(mean +- standard error); tuning cost as rounds played and agents' CPU seconds"
+    )
+    print(
+        "| agent | halving pick | grid pick | regret, halving pick | regret, grid pick | "
+        "within 1 SE | halving: rounds, CPU s | grid: rounds, CPU s |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for agent, chosen in picks.items():
         (mh, sh), (mg, sg) = regret(agent, "halving"), regret(agent, "grid")
-        close = "equal" if chosen["halving"] == chosen["grid"] else (
-            "yes" if abs(mh - mg) <= max(sh, sg) else "no")
+        close = (
+            "equal"
+            if chosen["halving"] == chosen["grid"]
+            else ("yes" if abs(mh - mg) <= max(sh, sg) else "no")
+        )
         cost = {}
         for schedule in SCHEDULES:
             table = results[schedule].table
             mine = table[(table["env"] == env) & (table["agent"] == agent)]
             rounds, cpu = int(mine["rounds_played"].sum()), mine["agent_cpu_s"].sum()
             cost[schedule] = f"{rounds:,}, {cpu:.1f}"
-        pair = {s: f"beta={chosen[s].get('beta'):g}, lam={chosen[s].get('lam'):g}"
-                for s in SCHEDULES}
-        print(f"| {agent} | {pair['halving']} | {pair['grid']} | {mh:.2f} +- {sh:.2f} | "
-              f"{mg:.2f} +- {sg:.2f} | {close} | {cost['halving']} | {cost['grid']} |")
+        pair = {
+            s: f"beta={chosen[s].get('beta'):g}, lam={chosen[s].get('lam'):g}" for s in SCHEDULES
+        }
+        print(
+            f"| {agent} | {pair['halving']} | {pair['grid']} | {mh:.2f} +- {sh:.2f} | "
+            f"{mg:.2f} +- {sg:.2f} | {close} | {cost['halving']} | {cost['grid']} |"
+        )
     for schedule in SCHEDULES:
         lines = results[schedule].cost.lines("tuning")
         print(f"{schedule}: " + " ".join(line.strip() for line in lines))

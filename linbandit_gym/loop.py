@@ -47,8 +47,8 @@ from .registration import register_envs
 
 __all__ = ["RECORD_COLUMNS", "SEED_LIMIT", "TIMING_COLUMNS", "Members",
            "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label",
-           "batch_members", "check_seeds", "env_shape", "make_env", "play", "play_in_stages", "records_frame",
-           "single_members"]
+           "batch_members", "check_seeds", "env_shape", "make_env", "play", "play_in_stages",
+           "records_frame", "single_members"]
 
 #: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
 #: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
@@ -424,11 +424,14 @@ def play_in_stages(members: Members, stops: Sequence[int | None], *,
     stop stays held (the episode goes on); only the episode's last round applies it.
     """
     stops = list(stops)
-    if not stops or any(s is not None and (isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1)
-                        for s in stops):
+    def is_round_count(s: Any) -> bool:
+        return not isinstance(s, bool) and isinstance(s, numbers.Integral) and s >= 1
+
+    if not stops or any(s is not None and not is_round_count(s) for s in stops):
         raise ValueError(f"stops must be round counts >= 1 (the last may be None), got {stops!r}")
     if None in stops[:-1] or any(a >= b for a, b in itertools.pairwise(stops) if b is not None):
-        raise ValueError(f"stops must increase, with None (the end of the episode) only last, got {stops!r}")
+        raise ValueError("stops must increase, with None (the end of the episode) only last, "
+                         f"got {stops!r}")
     return _stages(members, stops, cpu, bar, feedback)
 
 

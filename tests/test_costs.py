@@ -11,8 +11,12 @@ ENV = {"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5, "horizon": 
 
 
 def _config(seeds=3):
-    return {"name": "c", "seeds": seeds, "envs": [ENV],
-            "agents": [{"name": "OFUL", "grid": {"beta": [0.1, 1.0]}, "label": "OFUL beta={beta}"}]}
+    return {
+        "name": "c",
+        "seeds": seeds,
+        "envs": [ENV],
+        "agents": [{"name": "OFUL", "grid": {"beta": [0.1, 1.0]}, "label": "OFUL beta={beta}"}],
+    }
 
 
 def test_the_ledger_adds_runs_and_never_counts_more_agent_time_than_a_run_took():
@@ -31,10 +35,14 @@ def test_a_sweep_counts_its_agents_time_as_its_runs_record_it_and_prints_the_led
     result = sweep(_config(), tmp_path, batched=False, log=lines.append)
     runs = load_runs(tmp_path)
     assert result.cost.agents == pytest.approx(runs["agent_time_s"].sum(), rel=1e-9)
-    assert result.cost.rounds > 0 and result.cost.driver > 0 and result.cost.workers == 0  # in process
+    assert (
+        result.cost.rounds > 0 and result.cost.driver > 0 and result.cost.workers == 0
+    )  # in process
     seed0 = runs[runs["seed"] == 0]
     assert 0 < result.cost.timing_runs < result.cost.agents + result.cost.rounds
-    assert result.cost.timing_runs >= seed0["agent_time_s"].sum()  # a timing run's CPU holds its agent's
+    assert (
+        result.cost.timing_runs >= seed0["agent_time_s"].sum()
+    )  # a timing run's CPU holds its agent's
     text = " ".join(lines)
     assert "CPU time of the sweep:" in text and "outside them" in text and "timing runs" in text
     again = sweep(_config(), tmp_path, log=None)  # nothing left to run: nothing counted
@@ -53,7 +61,9 @@ def test_batched_members_count_their_batch_once_and_no_timing_runs_none(tmp_path
     result = sweep(_config(), tmp_path, batched=True, timing_runs=False, log=None)
     runs = load_runs(tmp_path)
     assert (runs["time_shared_by"] > 1).all()
-    assert result.cost.agents == pytest.approx(runs["agent_time_s"].sum(), rel=1e-9)  # shares add up
+    assert result.cost.agents == pytest.approx(
+        runs["agent_time_s"].sum(), rel=1e-9
+    )  # shares add up
     assert result.cost.timing_runs == 0
 
 

@@ -111,7 +111,7 @@ def test_a_bracket_continues_each_pair_from_where_it_stopped_and_keeps_the_best(
             index="t", columns="seed", values="cumulative_regret"
         )
     alive = list(range(8))
-    for k, (stop, playing) in enumerate(plan):
+    for k, (stop, _configs) in enumerate(plan):
         assert sorted(i for i, c in enumerate(result["configs"]) if c["rounds"] >= stop) == alive
         means = []
         for i in alive:
