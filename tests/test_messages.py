@@ -11,6 +11,7 @@ import yaml
 
 import linbandit_gym.arguments as arguments_module
 import linbandit_gym.text as text_module
+from agents import AGENTS
 from linbandit_gym.cli import main
 from linbandit_gym.experiments.config import ConfigError, parse_config
 from linbandit_gym.registry import lookup_agent
@@ -444,3 +445,22 @@ def test_a_sweep_called_from_python_warns_at_the_callers_line():
     [(category, message)] = result.warnings
     assert category == "SketchSizeWarning"
     assert result.warnings[(category, message)] == [f"agents[0] (SOFUL on {SYNTH})"]
+
+
+# -- describe: device, dtype and the registered sketch ----------------------------------------------
+
+
+def test_describe_shows_types_for_device_and_dtype_and_the_registered_sketch():
+    from linbandit_gym.registry import describe
+
+    rfd = describe("DBSLinUCB-RFD").splitlines()
+    sketch = next(line for line in rfd if line.split()[:1] == ["sketch"])
+    assert sketch.split()[1:3] == ["str", "'rfd'"], sketch
+    fd = describe("DBSLinUCB-FD").splitlines()
+    assert next(line for line in fd if line.split()[:1] == ["sketch"]).split()[2] == "'fd'"
+    for name in AGENTS:
+        lines = describe(name).splitlines()
+        for arg in ("device", "dtype"):
+            line = next(line for line in lines if line.split()[:1] == [arg])
+            assert line.split()[1] == "str", (name, line)  # "str | device | None", not "any"
+            assert " any " not in line

@@ -26,7 +26,7 @@ from agents.sketches.core import AMPLIFICATION_LIMIT
 from agents.sketches.diagnostics import fd_error_bound, psd_gap
 
 #: small d: the sketches of these tests hold more than OFUL's inverse, which is warned (asserted in
-#: tests/test_agent_boundaries.py); not what these tests are about
+#: tests/test_agent_warnings.py); not what these tests are about
 pytestmark = pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")
 
 SCALES = (1e-6, 1e-3, 1.0, 1e3, 1e8)

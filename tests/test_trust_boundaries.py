@@ -1,8 +1,8 @@
 """The inputs that crossed a trust boundary, one test each: seeds every consumer takes, sizes
 refused before anything is allocated, validation that builds nothing it has not checked,
 workers that die, a Ray address nobody answers, Ctrl-C after the last run, an output directory
-that cannot be written, the lock's holder; and the agent-side items (xfail until the agents'
-core checks them)."""
+that cannot be written, the lock's holder. The agents' side: tests/test_agent_inputs.py and
+tests/test_agent_memory.py."""
 
 from __future__ import annotations
 
@@ -15,9 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
 import yaml
 
 from agents import AGENTS
@@ -468,70 +466,3 @@ def test_run_out_on_a_directory_a_sweep_holds_names_the_sweep_and_its_command(tm
         holder.wait()
     assert f"another sweep (pid {holder.pid})" in line and "another run" not in line, line
     assert f"linbandit_gym.cli sweep {config} --out {out}" in line, line
-
-
-# -- agent side: after the sketch core lands ---------------------------------------------------------
-
-def _small(name: str):
-    cls = AGENTS[name]
-    return cls(l0=2) if "DBSLinUCB" in name else cls()
-
-
-@NO_SIZE_WARNING
-@pytest.mark.parametrize("name", sorted(AGENTS))
-def test_agent_side_a_string_reward_is_refused(name):
-    agent = _small(name)
-    agent.reset(seed=0)
-    arms = np.eye(4, dtype=np.float32)[:3]
-    action = agent.act(arms)
-    with pytest.raises((TypeError, ValueError), match="reward"):
-        agent.update(arms, action, "1.0")
-
-
-@pytest.mark.parametrize("name", sorted(AGENTS))
-def test_agent_side_a_meta_tensor_is_refused_naming_the_device(name):
-    agent = _small(name)
-    agent.reset(seed=0)
-    with pytest.raises(ValueError, match="meta"):
-        agent.act(torch.empty((3, 4), device="meta"))
-
-
-def test_agent_side_a_dimension_of_a_billion_is_refused_before_allocating():
-    with pytest.raises(ValueError, match="d=1000000000"):
-        AGENTS["OFUL"](d=10**9)
-
-
-@pytest.mark.skipif(not LINUX, reason="RLIMIT_AS")
-def test_agent_side_soful_d_1e8_is_refused_before_allocating():
-    """Under a 6 GB address-space limit (so that today's attempt at 16 GB fails at once) and a
-    1 GB memory limit, the constructor refuses naming d and the bytes."""
-    def limited():
-        resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, 6 * 2**30))
-
-    code = ("from agents import SOFUL\n"
-            "try:\n    SOFUL(d=10**8, sketch_size=10)\nexcept ValueError as exc:\n    print('REFUSED', exc)\n")
-    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=120,
-                          preexec_fn=limited, env={**os.environ, "LINBANDIT_MEMORY_LIMIT": "1GB"})
-    assert done.stdout.startswith("REFUSED") and "d=100000000" in done.stdout, done.stdout + done.stderr
-
-
-def test_agent_side_a_sketch_larger_than_memory_is_refused_naming_sketch_size(monkeypatch):
-    """The sketch holds min(2 sketch_size, d) rows of d numbers (no more can be used): a huge
-    sketch_size costs nothing at d = 500, and is refused at d = 200,000 (a d x d basis, its
-    coordinates and their inverse: ~894 GiB, the class's own estimate), before anything is
-    allocated, leaving the agent as it was."""
-    monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "8GB")
-    agent = AGENTS["SOFUL"](sketch_size=100000)
-    agent.reset(seed=0)
-    too_large = (r"SOFUL\(sketch_size=100000\) at d=200000 would allocate about 894 GiB.*"
-                 r"lower sketch_size or d")
-    with pytest.raises(ValueError, match=too_large) as refused:
-        agent.act(np.ones((3, 200_000), dtype=np.float32))
-    estimate = AGENTS["SOFUL"].estimate_state_bytes(200_000, 3, sketch_size=100000)
-    assert f"({estimate:,} bytes)" in str(refused.value)
-    assert "LINBANDIT_MEMORY_LIMIT (8 GiB)" in str(refused.value)
-    assert agent.d is None and agent.estimator is None and agent.t == 0  # nothing changed
-    arms = np.eye(500, dtype=np.float32)[:3]
-    with pytest.warns(UserWarning, match="more than OFUL's d x d inverse"):  # it fits, and saves nothing
-        agent.act(arms)  # d = 500 fits: the buffer is sized by the d rows FD can use
-    assert agent.memory_bytes() < 10 * AGENTS["OFUL"].estimate_state_bytes(500, 3)
