@@ -11,7 +11,7 @@ import pytest
 
 import linbandit_gym
 from agents import OFUL, check_agent
-from linbandit_gym.cli import main, parse_key_values, run_experiment
+from linbandit_gym.cli import main, run_experiment
 from linbandit_gym.evaluate import RECORD_COLUMNS, summarize
 
 SMALL = dict(d=8, n_arms=6, horizon=40)
@@ -102,22 +102,6 @@ def test_run_experiment_with_several_agents(tmp_path):
     )
     assert summary["agent"].tolist() == ["oful", "greedy"]
     assert set(records["t"]) == set(range(1, 21))
-
-
-def test_cli_errors_are_clear(capsys):
-    assert main(["run", "--env", "LinBandit-Synthetic-v0", "--agent", "NoSuchAgent"]) == 2
-    assert "unknown agent" in capsys.readouterr().err
-    assert main(["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--agent-arg", "lam=-1"]) == 2
-    assert "lam" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as usage:  # argparse's: run's usage, then the form it takes
-        main(["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL",
-              "--agent-arg", "nonsense"])
-    assert usage.value.code == 2 and "expected NAME=VALUE" in capsys.readouterr().err
-
-
-def test_parse_key_values_reads_literals():
-    assert parse_key_values(["a=1", "b=0.5", "c=fd", "d=[1, 2]", "e=None"]) == {
-        "a": 1, "b": 0.5, "c": "fd", "d": [1, 2], "e": None}
 
 
 def test_console_script_help_and_list():
