@@ -3,13 +3,14 @@ the ids' descriptions, suggestions for mistyped ids, and memory estimates by id.
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import gymnasium as gym
 
+from .envs.base import check_positive_int
 from .envs.memory import MemoryEstimate
 from .envs.names import closest_name, did_you_mean
+from .vector import NUM_ENVS
 
 __all__ = [
     "ENV_DESCRIPTIONS",
@@ -145,12 +146,9 @@ def env_memory_estimate(env_id: str, num_envs: int | None = None, **kwargs: Any)
     if vector_class is not None:
         return vector_class.memory_estimate(num_envs, **kwargs)
     # no native vector env (BAI): gym.make_vec builds SyncVectorEnv over num_envs single envs
-    if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
-        raise ValueError(
-            f"num_envs must be an int >= 1 (the number of sub-envs B), got {num_envs!r}"
-        )
+    num_envs = check_positive_int("num_envs", num_envs, hint=NUM_ENVS)
     single = _memory_estimator(env_id, vector=False).memory_estimate(**kwargs)
-    return single.batched(int(num_envs), "SyncVectorEnv")
+    return single.batched(num_envs, "SyncVectorEnv")
 
 
 def estimate_env_bytes(env_id: str, num_envs: int | None = None, **kwargs: Any) -> int:

@@ -54,14 +54,13 @@ from __future__ import annotations
 
 import copy
 import importlib
-import numbers
 from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .envs.base import RENDER_MODES, LinBanditEnv, check_render_mode
+from .envs.base import RENDER_MODES, LinBanditEnv, check_positive_int, check_render_mode, is_int
 from .envs.memory import Allocation, MemoryEstimate, check_fits
 from .envs.names import did_you_mean
 
@@ -80,19 +79,9 @@ __all__ = [
     "vector_env_class",
 ]
 
+#: What ``num_envs`` means, for its messages.
+NUM_ENVS = "the number of sub-envs B"
 _STEP_KEYS = ("expected_reward", "best_expected_reward", "regret", "best_arm")
-
-
-def _check_num_envs(num_envs: Any) -> int:
-    if (
-        isinstance(num_envs, (bool, np.bool_))
-        or not isinstance(num_envs, numbers.Integral)
-        or num_envs < 1
-    ):
-        raise ValueError(
-            f"num_envs must be an int >= 1 (the number of sub-envs B), got {num_envs!r}"
-        )
-    return int(num_envs)
 
 
 def _load(entry_point: str | type) -> type:
@@ -155,7 +144,7 @@ class LinBanditVectorEnv(VectorEnv):
         render_mode: str | None = None,
         **env_kwargs: Any,
     ):
-        num_envs = _check_num_envs(num_envs)
+        num_envs = check_positive_int("num_envs", num_envs, hint=NUM_ENVS)
         try:
             mode = (
                 autoreset_mode
@@ -237,7 +226,7 @@ class LinBanditVectorEnv(VectorEnv):
         >>> SyntheticVectorEnv.memory_estimate(4, d=1000, n_arms=100).nbytes
         21664000
         """
-        num_envs = _check_num_envs(num_envs)
+        num_envs = check_positive_int("num_envs", num_envs, hint=NUM_ENVS)
         member_class = _load(env_class if env_class is not None else cls.env_class)
         env_kwargs.pop("autoreset_mode", None)
         env_kwargs.pop("device", None)
@@ -295,7 +284,7 @@ class LinBanditVectorEnv(VectorEnv):
         B = self.num_envs
         if seed is None:
             seeds: list = [None] * B
-        elif isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        elif is_int(seed):
             seeds = [int(seed) + i for i in range(B)]
         else:
             seeds = list(seed)

@@ -41,8 +41,7 @@ CASES = [
 ]
 
 
-# -- check_value: the one writer of every message
-# ---------------------------------------------------
+# -- check_value: the one writer of every message --------------------------------------------------
 
 
 def test_check_value_messages():
@@ -77,8 +76,7 @@ def test_check_value_messages():
             check_value("x", refused, [Interval(Real, None, None)])
 
 
-# -- every argument of every agent has a declared rule
-# ----------------------------------------------
+# -- every argument of every agent has a declared rule ---------------------------------------------
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))
@@ -119,8 +117,7 @@ def test_the_rules_of_a_class_and_its_bases_all_hold_the_bases_first():
     assert str(bai.value) == str(oful.value)
 
 
-# -- the keywords every agent shares
-# ----------------------------------------------------------------
+# -- the keywords every agent shares ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name, key, value", CASES)
@@ -156,8 +153,7 @@ def test_numpy_scalars_are_accepted(cls):
     play(agent, arm_set())
 
 
-# -- reset(seed)
-# ------------------------------------------------------------------------------------
+# -- reset(seed) -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("cls", agent_params())
@@ -244,6 +240,13 @@ OWN_ARGUMENTS = [
 def test_each_agents_own_arguments_are_refused(name, kwargs, match):
     with pytest.raises(ValueError, match=match):
         AGENTS[name](**kwargs)
+
+
+def test_cuda_without_cuda_fails_clearly():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        OFUL(device="cuda")
 
 
 # -- every declared rule, for every registered agent ----------------------------------------------

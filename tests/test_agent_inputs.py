@@ -99,8 +99,7 @@ def test_regret_agents_out_of_range_message(name):
         agent.update(x, 3, 0.0)
 
 
-# -- feedback that is not a real number, tensors without data
-# ---------------------------------------
+# -- feedback that is not a real number, tensors without data --------------------------------------
 
 
 REGRET_AGENTS = ["OFUL", "SOFUL", "CBSCFD", "DBSLinUCB", "DBSLinUCB-RFD"]

@@ -149,8 +149,7 @@ def test_the_registry_asks_the_class_for_the_first_allocation():
     )
 
 
-# -- warnings: at the user's line, once, with the threshold the condition uses
-# ----------------------
+# -- one memory limit ----------------------------------------------------------------------------
 
 
 def test_the_agents_memory_limit_is_the_envs(monkeypatch):
@@ -166,8 +165,7 @@ def test_the_agents_memory_limit_is_the_envs(monkeypatch):
     assert memory.format_bytes(960_004_800_000) == "894 GiB"
 
 
-# -- states that cannot fit, refused before allocating
-# ----------------------------------------------
+# -- states that cannot fit, refused before allocating ---------------------------------------------
 
 
 @pytest.mark.skipif(not LINUX, reason="RLIMIT_AS")

@@ -289,5 +289,5 @@ def test_estimator_ridge_per_member_is_validated_naming_the_member():
         FrequentDirections(3, 2, reg=[1.0, 2.0, 3.0], batch_size=2)
     with pytest.raises(ValueError, match="single agent"):
         ExactCovariance(3, reg=[1.0, 2.0])
-    with pytest.raises(ValueError, match=r"sketch_size\[0\] must be a positive int .*got 2.5 .*\(member 0"):
+    with pytest.raises(ValueError, match=r"sketch_size\[0\] must be an int >= 1 .*got 2.5 .*\(member 0"):
         RobustFrequentDirections(3, [2.5, 2], batch_size=2)

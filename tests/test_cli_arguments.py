@@ -87,8 +87,7 @@ def _refused(capsys, argv: list[str], code: int = 2) -> str:
     return _one_line(capsys.readouterr().err)
 
 
-# -- agent arguments: --agent-arg
-# -------------------------------------------------------------------
+# -- agent arguments: --agent-arg ------------------------------------------------------------------
 
 
 def test_unknown_agent_argument_is_named_under_the_agent_typed_with_a_suggestion(capsys):
@@ -206,8 +205,7 @@ def test_an_argument_checked_against_d_is_refused_before_the_run(tmp_path, capsy
         parse_config(config)
 
 
-# -- env arguments: --env-arg and a config's env args
-# -----------------------------------------------
+# -- env arguments: --env-arg and a config's env args ----------------------------------------------
 
 
 def test_unknown_env_argument_is_one_line_and_exit_code_2(capsys):
@@ -351,8 +349,7 @@ def test_check_env_args_names_the_bad_key(env_id, kwargs, message):
         linbandit_gym.check_env_args(env_id, kwargs)
 
 
-# -- NAME=VALUE words
-# -------------------------------------------------------------------------------
+# -- NAME=VALUE words ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -390,8 +387,7 @@ def test_parse_key_values_reads_literals():
     }
 
 
-# -- --horizon
-# --------------------------------------------------------------------------------------
+# -- --horizon -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("horizon", ["0", "-7"])
@@ -436,8 +432,7 @@ def test_run_refuses_two_different_horizons(tmp_path, capsys):
     capsys.readouterr()
 
 
-# -- a config's arguments: every problem at the key where it was written
-# ----------------------------
+# -- a config's arguments: every problem at the key where it was written ---------------------------
 
 
 def _problems(config: dict) -> list[str]:

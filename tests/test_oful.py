@@ -96,13 +96,6 @@ def test_memory_bytes_is_d_squared_floats():
     assert agent.memory_bytes() < 100 * 100 * 8 * 1.1
 
 
-def test_cuda_without_cuda_fails_clearly():
-    if torch.cuda.is_available():
-        pytest.skip("this machine has CUDA")
-    with pytest.raises(ValueError, match="CUDA is not available"):
-        OFUL(device="cuda")
-
-
 def test_bad_feedback_leaves_state_unchanged():
     agent = OFUL(beta=0.1)
     arms = np.eye(3)

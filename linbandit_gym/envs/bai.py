@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from .base import LinBanditEnv, check_nonnegative_float, check_positive_int, short_repr
+from .base import LinBanditEnv, check_nonnegative_float, check_positive_int, is_int, short_repr
 from .memory import MemoryEstimate
 
 __all__ = ["BAILinBanditEnv"]
@@ -242,11 +242,10 @@ class BAILinBanditEnv(LinBanditEnv):
         if isinstance(action, np.ndarray) and action.ndim == 0:
             action = action.item()
         k = self.n_arms
-        if isinstance(action, (bool, np.bool_)) or not isinstance(action, numbers.Integral):
+        if not is_int(action):
             raise ValueError(
-                f"action must be an int in [0, {2 * k}): a in [0, {k}) pulls arm a, a in [{k}, "
-                f"{2 * k}) "
-                f"stops and recommends arm a - {k}; got {short_repr(action)} "
+                f"action must be an int in [0, {2 * k}): a in [0, {k}) pulls arm a, "
+                f"a in [{k}, {2 * k}) stops and recommends arm a - {k}; got {short_repr(action)} "
                 f"({type(action).__name__})"
             )
         if not 0 <= int(action) < 2 * k:

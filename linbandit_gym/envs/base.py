@@ -28,6 +28,7 @@ __all__ = [
     "check_bool",
     "check_nonnegative_float",
     "check_positive_int",
+    "is_int",
     "check_render_mode",
     "is_finite_real",
     "short_repr",
@@ -59,14 +60,18 @@ def is_finite_real(value: numbers.Real) -> bool:
         return False
 
 
-def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    """``value`` as an int >= ``minimum``, or a ``ValueError`` naming the argument."""
-    if (
-        isinstance(value, (bool, np.bool_))
-        or not isinstance(value, numbers.Integral)
-        or value < minimum
-    ):
-        raise ValueError(f"{name} must be an int >= {minimum}, got {short_repr(value)}")
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is an int (Python's or numpy's), which a bool is not (``True`` is an
+    ``int`` subclass: ``d=True`` would be 1)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def check_positive_int(name: str, value: Any, minimum: int = 1, hint: str = "") -> int:
+    """``value`` as an int >= ``minimum``, or a ``ValueError`` naming the argument (and what it
+    means, ``hint``)."""
+    if not is_int(value) or value < minimum:
+        meaning = f" ({hint})" if hint else ""
+        raise ValueError(f"{name} must be an int >= {minimum}{meaning}, got {short_repr(value)}")
     return int(value)
 
 
@@ -377,11 +382,10 @@ class LinBanditEnv(gym.Env):
     def _validate_action(self, action: Any) -> int:
         if isinstance(action, np.ndarray) and action.ndim == 0:
             action = action.item()
-        if isinstance(action, (bool, np.bool_)) or not isinstance(action, numbers.Integral):
+        if not is_int(action):
             raise ValueError(
                 f"action must be an int arm index in [0, {self.action_space.n}), got "
-                f"{short_repr(action)} "
-                f"({type(action).__name__}); pass e.g. int(np.argmax(scores))"
+                f"{short_repr(action)} ({type(action).__name__}); pass e.g. int(np.argmax(scores))"
             )
         if not 0 <= int(action) < self.action_space.n:
             raise ValueError(

@@ -4,7 +4,6 @@ et al. 2019)."""
 from __future__ import annotations
 
 import inspect
-import numbers
 import os
 from typing import Any
 
@@ -19,7 +18,14 @@ from envs_data import (
     load_dataset,
 )
 
-from .base import LinBanditEnv, check_bool, check_positive_int, check_render_mode, short_repr
+from .base import (
+    LinBanditEnv,
+    check_bool,
+    check_positive_int,
+    check_render_mode,
+    is_int,
+    short_repr,
+)
 from .memory import Allocation, MemoryEstimate, Shown, check_fits
 
 __all__ = [
@@ -105,7 +111,7 @@ def _check_arguments(
 ) -> None:
     """The checks of every :class:`ClassificationBanditEnv` argument that need no data loaded."""
     check_positive_int("horizon", horizon)
-    if isinstance(target_class, (bool, np.bool_)) or not isinstance(target_class, numbers.Integral):
+    if not is_int(target_class):
         raise ValueError(f"target_class must be an int class label, got {short_repr(target_class)}")
     if dataset_kwargs is not None and not isinstance(dataset_kwargs, dict):
         raise ValueError(
