@@ -91,6 +91,7 @@ def test_python_dash_m_linbandit_gym_is_the_command(tmp_path):
 
 # -- 3. a closed pipe ends the command quietly --------------------------------------------
 
+@pytest.mark.slow  # an interpreter starts
 def test_closed_pipe_exits_quietly(tmp_path):
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump({"seeds": 3, "envs": [{"id": SYNTH, "args": {"d": 3, "horizon": 5}}],

@@ -236,7 +236,7 @@ def test_after_the_switch_to_exact_updates_reuse_the_scored_terms(monkeypatch):
     assert seen.count(False) == 1 and not seen[0]
 
 
-@pytest.mark.parametrize("sketch", ["fd", "rfd"])
+@pytest.mark.parametrize("sketch", ["fd", pytest.param("rfd", marks=pytest.mark.slow)])
 def test_time_cap_keeps_every_round_at_most_ofuls_cost_and_the_choices_before_the_switch(sketch):
     """time_cap (default): while sketched, the open block's cost per round at its peak
     (block_round_cost: scoring K d R, the append, the amortised shrink) never passes OFUL's

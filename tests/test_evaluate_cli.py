@@ -104,6 +104,7 @@ def test_run_experiment_with_several_agents(tmp_path):
     assert set(records["t"]) == set(range(1, 21))
 
 
+@pytest.mark.slow  # two interpreters start; `python -m linbandit_gym list` runs by default
 def test_console_script_help_and_list():
     out = subprocess.run([sys.executable, "-m", "linbandit_gym.cli", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "run" in out.stdout and "list" in out.stdout and "demo" in out.stdout

@@ -65,8 +65,15 @@ FAST_INSTANCES = [
 ]
 
 
-@pytest.mark.parametrize("env_kwargs", FAST_INSTANCES, ids=["soare", "random"])
-@pytest.mark.parametrize("cls", BAI_AGENTS, ids=lambda c: c.__name__)
+#: every agent on the Soare instance, and G-allocation on the random one too, in the default suite
+ERROR_RATE_CASES = [
+    pytest.param(env_kwargs, cls, id=f"{cls.__name__}-{name}",
+                 marks=[pytest.mark.slow] if name == "random" and cls is not GAllocation else [])
+    for cls in BAI_AGENTS for name, env_kwargs in zip(["soare", "random"], FAST_INSTANCES)
+]
+
+
+@pytest.mark.parametrize("env_kwargs, cls", ERROR_RATE_CASES)
 def test_error_rate_below_delta_fast(env_kwargs, cls):
     n = 30 if env_kwargs["instance"] == "soare" else 20  # random: a new instance (design) per seed
     errors, truncated, pulls = episodes(env_kwargs, cls, range(n))

@@ -256,6 +256,7 @@ def test_a_warning_points_at_the_users_line_through_gym_make_and_is_said_once():
     env.close()
 
 
+@pytest.mark.slow  # a pytest run in a subprocess
 def test_an_unexpected_project_warning_fails_the_test_run(tmp_path):
     import subprocess
     import sys

@@ -325,7 +325,7 @@ def _mean(est, arms, member: int = 0):
 
 @pytest.mark.parametrize("make", [
     lambda dt: FrequentDirections(10, 15, dtype=dt),
-    lambda dt: RobustFrequentDirections(10, 6, dtype=dt),
+    pytest.param(lambda dt: RobustFrequentDirections(10, 6, dtype=dt), marks=pytest.mark.slow),
 ], ids=["fd", "rfd"])
 def test_the_mean_term_does_not_cancel_as_b_grows(make):
     """``x^T A_hat^-1 b`` is ``x^T b_perp / c + (V x)^T H bV`` with ``b`` split into its part outside the

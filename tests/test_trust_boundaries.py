@@ -358,6 +358,7 @@ def test_a_full_disk_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
     assert "No space left on device" in line and "free space" in line, line
 
 
+@pytest.mark.slow  # an interpreter starts
 @pytest.mark.skipif(not LINUX, reason="RLIMIT_FSIZE")
 def test_a_file_too_large_efbig_is_one_line_and_exit_1(tmp_path):
     config = _write(tmp_path / "c.yaml", THREE)
