@@ -136,7 +136,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import Interval, check_value, per_member
+from .._validate import Interval, Options, check_value, per_member
 from .base import CovarianceEstimator, ScoreTerms
 from .core import SketchCore, shrink_groups
 from .exact import ExactCovariance
@@ -226,10 +226,8 @@ def check_dbs_params(
     eps = per_member("eps", eps, batch_size, _eps_check)
     if not isinstance(sketch, str) or sketch not in _SKETCHES:
         raise ValueError(f"sketch must be 'fd' or 'rfd', got {sketch!r}")
-    if not isinstance(fast, bool):
-        raise ValueError(f"fast must be True (fast Alg. 4) or False (Alg. 1), got {fast!r}")
-    if not isinstance(sentinel, bool):
-        raise ValueError(f"sentinel must be True or False, got {sentinel!r}")
+    check_value("fast", fast, [Options((True, False), hint="True: fast Alg. 4, False: Alg. 1")])
+    check_value("sentinel", sentinel, [bool])
     return l0, eps
 
 
@@ -453,8 +451,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             batch_size=None if batch_size is None else int(batch_size),
         )
         for name, flag in (("memory_cap", memory_cap), ("time_cap", time_cap)):
-            if not isinstance(flag, bool):
-                raise ValueError(f"{name} must be True or False, got {flag!r}")
+            check_value(name, flag, [bool])
         super().__init__(int(d), reg=reg, device=device, dtype=dtype, batch_size=batch_size)
         self.l0, self.eps, self.sketch = l0, eps, sketch
         self.robust = sketch == "rfd"
