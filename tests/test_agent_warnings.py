@@ -165,6 +165,7 @@ def test_the_agents_the_warning_recommends_do_not_warn(make):
     assert said == []
 
 
+@pytest.mark.filterwarnings("ignore:.*more than OFUL's d x d inverse")  # (l=15 at d=40)
 def test_a_sketch_that_discards_no_mass_does_not_warn_single_or_batched():
     _, said = _play_stream(SOFUL(lam=0.01, beta=0.1, sketch_size=15), tail=0.0, horizon=300)
     assert said == []  # rank 10 < 15: FD is exact
