@@ -4,11 +4,19 @@
 :class:`Agent` and :func:`check_agent` document and check the contract that any
 third-party agent satisfies by duck typing. ``AGENTS`` maps the names the command line
 accepts to the classes. This package imports neither ``linbandit_gym`` nor ``envs_data``.
+
+An agent is an estimator and an action rule: :class:`EstimatorAgent` plays any covariance
+estimator (:mod:`agents.sketches`) and :class:`LinUCB` is the optimism rule on it. What a class
+tells the registry, the planner and the memory estimate it declares: its constructor's
+``parameter_constraints`` (:class:`Interval`, :class:`Options`, checked by
+:func:`validate_parameters`), its :class:`Batching`, its estimator.
 """
 
 from importlib.metadata import PackageNotFoundError, version as _dist_version
 
-from .base import Agent, AgentProtocol, TorchAgent, check_agent
+from ._validate import InvalidArgumentError, Interval, Options, validate_parameters
+from .base import Agent, AgentProtocol, Batching, TorchAgent, check_agent
+from .estimator_agent import EstimatorAgent
 from .linucb import LinUCB
 from .cbscfd import CBSCFD
 from .dbslinucb import DBSLinUCB, DBSLinUCBFD, DBSLinUCBRFD
@@ -29,6 +37,8 @@ except PackageNotFoundError:  # run from a source tree that was never installed
     __version__ = "0+unknown"
 
 __all__ = ["AGENTS", "Agent", "AgentProtocol", "TorchAgent", "LinUCB", "OFUL", "SOFUL", "CBSCFD", "check_agent"]
+__all__ += ["Batching", "EstimatorAgent", "InvalidArgumentError", "Interval", "Options"]
+__all__ += ["validate_parameters"]
 __all__ += ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]
 
 # Optimal design side: best-arm identification (LinBandit-BAI-v0) and phased elimination.

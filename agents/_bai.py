@@ -53,18 +53,19 @@ tighter (smaller beta), at the price of stopping up to a factor ``1 + check_grow
 from __future__ import annotations
 
 import math
-import numbers
+from numbers import Real
 from typing import Any
 
 import numpy as np
 import torch
 
 from ._torch import DeviceLike, DTypeLike, tensor_bytes
-from ._validate import check_probability, check_real, check_seed
+from ._validate import Interval, check_seed
 from .base import TorchAgent
 from .design._common import span_arms
 
-__all__ = ["BAIAgent", "FixedArmSetAgent", "anytime_beta", "LeastSquares", "check_grid_next", "input_eps", "is_zero"]
+__all__ = ["BAIAgent", "FixedArmSetAgent", "anytime_beta", "LeastSquares", "check_grid_next",
+           "input_eps"]
 
 
 def input_eps(obs: Any) -> float:
@@ -79,11 +80,6 @@ def anytime_beta(sigma: float, n_arms: int, delta: float, k: int) -> float:
     """``sigma sqrt(2 log(pi^2 (K-1) k^2 / (6 delta)))``: the delta-correct width multiplier."""
     k1 = max(n_arms - 1, 1)
     return sigma * math.sqrt(2.0 * math.log(math.pi**2 * k1 * max(k, 1) ** 2 / (6.0 * delta)))
-
-
-def is_zero(lam: Any) -> bool:
-    """Whether ``lam`` is the number 0 (the only ridge the plain-OLS agents accept; ``False`` is not)."""
-    return isinstance(lam, numbers.Real) and not isinstance(lam, (bool, np.bool_)) and lam == 0
 
 
 def check_grid_next(n: int, growth: float) -> int:
@@ -217,6 +213,12 @@ class BAIAgent(FixedArmSetAgent):
     """
 
     _changed_arm_set_fix = "identifies the best arm of one fixed arm set; call reset() before a new one"
+    parameter_constraints = {
+        "noise_std": [Interval(Real, 0, None, closed="neither", hint="the env's noise_std")],
+        "c": [Interval(Real, 0, None, closed="neither", hint="None: the delta-correct anytime "
+                                                               "width"), None],
+    }
+    repr_args = ("delta", "noise_std")
 
     def __init__(
         self,
@@ -229,12 +231,7 @@ class BAIAgent(FixedArmSetAgent):
         dtype: DTypeLike = None,
         seed: int | None = None,
     ):
-        self.delta = check_probability("delta", delta, hint="confidence level, e.g. 0.05")
-        self.noise_std = check_real("noise_std", noise_std, gt=0.0, hint="the env's noise_std")
-        if c is not None:
-            c = check_real("c", c, gt=0.0, hint="None: the delta-correct anytime width")
-        self.c = c
-        self._repr_params = {"delta": self.delta, "noise_std": self.noise_std}
+        self.delta, self.noise_std, self.c = delta, noise_std, c
         # Designs depend on the arms only (never on rewards), so they are cached across
         # reset() calls: replaying seeds on one instance solves each design once.
         self._design_cache: dict = {}

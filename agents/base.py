@@ -1,6 +1,6 @@
 """The agent contract and a conformance check any third-party agent can run.
 
-Contract (DESIGN.md): any object with
+The agent contract (``docs/contracts.md``): any object with
 
     agent.reset(seed=None)             # forget everything
     a = agent.act(obs)                 # obs: (K, d) arm set -> int arm index
@@ -8,23 +8,29 @@ Contract (DESIGN.md): any object with
 
 works in every loop, sweep and plot of the project. ``memory_bytes()`` is optional for
 third-party agents and provided by every agent here. :class:`Agent` documents the
-contract; :class:`TorchAgent` adds the device/dtype/seed plumbing our agents share.
+contract and what a class declares for the registry, the planner and the memory estimate
+(:class:`Batching`, with defaults); :class:`TorchAgent` adds the checks of the constructor's
+arguments from the rules each class declares, and the device/dtype/seed plumbing our agents
+share.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
 from ._torch import DeviceLike, DTypeLike, as_arm_matrix, resolve_device, resolve_dtype
-from ._validate import check_int, check_seed, check_shared_keywords
+from ._validate import SHARED_CONSTRAINTS, _form, check_seed, validate_parameters
 
-__all__ = ["Agent", "AgentProtocol", "TorchAgent", "check_agent"]
+__all__ = ["Agent", "AgentProtocol", "Batching", "TorchAgent", "check_agent"]
 
 
 @runtime_checkable
@@ -36,6 +42,25 @@ class AgentProtocol(Protocol):
     def act(self, obs: Any) -> int: ...
 
     def update(self, obs: Any, action: int, reward: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How agents of a class advance together as the members of one batched agent
+    (:func:`agents.batched.batched`): built with ``batch_size=B``, ``act`` takes the ``(B, K, d)``
+    arm sets of a vector env and returns B actions, ``update`` learns from the B rounds, and
+    member i plays exactly as the single agent built with its arguments.
+
+    Attributes:
+        per_member: the constructor arguments in which the members may differ, each then given as
+            one value per member (a list, tuple or 1-D array of B values).
+        batched_as: the class whose batched agent holds members of this one, where this class
+            only presets one of its arguments (``DBSLinUCBFD`` is ``DBSLinUCB(sketch="fd")``);
+            ``None``: this class itself.
+    """
+
+    per_member: tuple[str, ...] = ()
+    batched_as: type | None = None
 
 
 class Agent:
@@ -56,22 +81,42 @@ class Agent:
     >>> agent = RandomAgent(); agent.reset(seed=0)
     >>> 0 <= agent.act(np.zeros((5, 3))) < 5
     True
+
+    **What a class tells the registry, the planner and the memory estimate** (before anything is
+    built; each has a default here, so a class declares only what differs):
+
+    * :attr:`batching`: whether and how its agents batch (a :class:`Batching`; ``per_member_args``
+      and :meth:`batchable` read it);
+    * :meth:`estimate_memory_bytes` and :meth:`estimate_initial_memory_bytes`: its memory.
+
+    :class:`TorchAgent` adds the constraints of the constructor's arguments
+    (``parameter_constraints``) and :class:`~agents.estimator_agent.EstimatorAgent` the estimator
+    whose byte formulas answer the memory estimate.
     """
 
     name: str | None = None
 
-    #: Constructor arguments in which the members of one batched agent may differ, each then
-    #: given one value per member (:func:`agents.batched.batched_members`).
+    #: How agents of this class advance together as the members of one batched agent
+    #: (:class:`Batching`); ``None``: one agent at a time. It counts where the class's own body
+    #: declares it (a subclass may change ``act`` or ``update``, which its batched agent would
+    #: have to run: it batches when it says so); its per-member arguments are inherited.
+    batching: Batching | None = None
+
+    #: The constructor arguments in which the members of one batched agent may differ, each then
+    #: given one value per member (:func:`agents.batched.batched_members`): ``batching.per_member``.
     per_member_args: tuple[str, ...] = ()
 
-    # -- what a planner asks of the class before building anything ---------------------------
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("batching")
+        if declared is not None:
+            cls.per_member_args = declared.per_member
+
     @classmethod
     def batchable(cls) -> bool:
-        """Whether agents of exactly this class can advance together as the members of one
-        batched agent (:func:`agents.batched.batched`). Only classes with a batched twin in
-        :data:`agents.batched.BATCHED` can; the planner runs any other class one agent at a time,
-        whatever it answers."""
-        return False
+        """Whether agents of exactly this class advance together as the members of one batched
+        agent: whether the class's own body declares :attr:`batching`."""
+        return cls.__dict__.get("batching") is not None
 
     @classmethod
     def estimate_memory_bytes(cls, d: int, n_arms: int, **args: Any) -> int | None:
@@ -95,13 +140,9 @@ class Agent:
         ``__init__`` along the class's MRO that declares it). ``KeyError`` if none does."""
         if name in args:
             return args[name]
-        for klass in cls.__mro__:
-            init = klass.__dict__.get("__init__")
-            if init is None:
-                continue
-            parameter = inspect.signature(init).parameters.get(name)
-            if parameter is not None and parameter.default is not parameter.empty:
-                return parameter.default
+        defaults = _constructor_defaults(cls)
+        if name in defaults:
+            return defaults[name]
         raise KeyError(f"{cls.__name__} has no argument {name!r} with a default")
 
     def reset(self, seed: int | None = None) -> None:
@@ -121,6 +162,30 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+@functools.lru_cache(maxsize=1024)
+def _constructor_parameters(cls: type) -> tuple[inspect.Parameter, ...]:
+    """The keyword parameters of ``cls``'s constructor, in order: those of the first ``__init__``
+    along the MRO, then, where it passes ``**kwargs`` on, those of the next one's (not yet
+    named)."""
+    found: dict[str, inspect.Parameter] = {}
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        parameters = list(inspect.signature(init).parameters.values())[1:]  # without self
+        for p in parameters:
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                found.setdefault(p.name, p)
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            break
+    return tuple(found.values())
+
+
+def _constructor_defaults(cls: type) -> dict[str, Any]:
+    """``{name: default}`` of :func:`_constructor_parameters` (the parameters that have one)."""
+    return {p.name: p.default for p in _constructor_parameters(cls) if p.default is not p.empty}
 
 
 def _is_complex(x: Any) -> bool:
@@ -144,7 +209,7 @@ def _real_number(name: str, value: Any) -> float:
 
 
 class TorchAgent(Agent):
-    """Base for our torch agents: device/dtype resolution, seeding, lazy dimension.
+    """Base for our torch agents: argument checks, device/dtype resolution, seeding, lazy dimension.
 
     Args:
         d: dimension of the arms; by default read from the first observation.
@@ -154,20 +219,49 @@ class TorchAgent(Agent):
         seed: seed of the agent's own generator (used only by randomised agents);
             ``reset(seed=...)`` overrides it.
 
-    The keywords shared across agent families (``seed``, ``d``, ``delta``, ``noise_std``,
-    ``theta_bound``: :data:`agents._validate.SHARED_KEYWORDS`) are checked when the object is
-    created (``__new__``), i.e. before any subclass ``__init__`` runs, so every agent refuses
-    ``delta="0.5"``, ``noise_std=inf`` or ``seed=True`` with the same message naming the
-    argument (an :class:`~agents._validate.InvalidArgumentError`, a ``ValueError``).
+    **Arguments are checked once, from declarations.** Each class states the rules of its own
+    constructor arguments in :attr:`parameter_constraints` (:mod:`agents._validate`); the rules of
+    a class and of its bases all apply, the bases' first, starting with the keywords every agent
+    shares (``seed``, ``d``, ``delta``, ``noise_std``, ``theta_bound``:
+    :data:`~agents._validate.SHARED_CONSTRAINTS`), so every agent refuses ``delta="0.5"``,
+    ``noise_std=inf`` or ``seed=True`` with the same message naming the argument (an
+    :class:`~agents._validate.InvalidArgumentError`, a ``ValueError``). The constructor of every
+    subclass is called with its arguments checked and normalised (numpy scalars as Python
+    numbers, per-member sequences as arrays: :meth:`check_arguments`) before its body runs, so a
+    refused argument leaves nothing half-built; the checked arguments, defaults included, are
+    :attr:`arguments`. :attr:`repr_args` names those ``repr`` shows.
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any):
-        check_shared_keywords(kwargs)
-        return super().__new__(cls)
+    #: The rules of the constructor's arguments: name -> the forms its value may take
+    #: (:func:`agents._validate.validate_parameters`). A class lists its own arguments; its bases'
+    #: rules apply too, first.
+    parameter_constraints: dict[str, list] = dict(SHARED_CONSTRAINTS)
 
-    def __init__(self, *, d: int | None = None, device: DeviceLike = None, dtype: DTypeLike = None, seed: int | None = None):
-        d = check_int("d", d, minimum=1, optional=True, hint="None: read from the first observation")
-        seed = check_seed(seed)
+    #: The constructor arguments ``repr`` shows.
+    repr_args: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and not getattr(init, "checks_arguments", False):
+            cls.__init__ = _called_with_checked_arguments(init)
+
+    @classmethod
+    def check_arguments(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` (constructor arguments) checked against the rules of the class and of its
+        bases (the bases' first) and normalised; a per-member argument (``per_member_args``) may
+        give one value per member when ``values`` has a ``batch_size``.
+
+        Raises:
+            InvalidArgumentError: the first argument that breaks a rule, named.
+        """
+        rules = _rules(cls)
+        batch = validate_parameters(rules, {k: v for k, v in values.items() if k == "batch_size"})
+        return validate_parameters(rules, {**values, **batch}, batch_size=batch.get("batch_size"),
+                                   per_member_args=cls.per_member_args)
+
+    def __init__(self, *, d: int | None = None, device: DeviceLike = None, dtype: DTypeLike = None,
+                 seed: int | None = None):
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
         self.seed = seed
@@ -249,13 +343,64 @@ class TorchAgent(Agent):
             raise ValueError(f"reward must be finite, got {reward!r}")
         return action, reward
 
-    def memory_bytes(self) -> int:  # overridden by agents with state
-        return 0
-
     def __repr__(self) -> str:
-        params = getattr(self, "_repr_params", {})
-        inner = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        inner = ", ".join(f"{k}={_listed(self.arguments[k])!r}" for k in self.repr_args)
         return f"{type(self).__name__}({inner})"
+
+
+@functools.lru_cache(maxsize=1024)
+def _rules(cls: type) -> tuple[tuple[str, tuple], ...]:
+    """The ``(name, forms)`` rules of ``cls`` and of its bases, the bases' first."""
+    return tuple((name, tuple(_form(f) for f in forms)) for klass in reversed(cls.__mro__)
+                 for name, forms in klass.__dict__.get("parameter_constraints", {}).items())
+
+
+def _listed(value: Any) -> Any:
+    """A per-member array as a list (for messages and repr), anything else as it is."""
+    return value.tolist() if isinstance(value, np.ndarray) and value.ndim else value
+
+
+def _called_with_checked_arguments(init: Callable[..., None]) -> Callable[..., None]:
+    """``init``, an ``__init__`` of a :class:`TorchAgent` subclass, called with its arguments
+    checked.
+
+    When it is the constructor of the object's class (not a base's, called by a subclass's
+    ``__init__`` with arguments checked already), the call is bound to the constructor's
+    parameters (a ``**kwargs`` passed on to a base's ``__init__`` is read as that one's), what was
+    given is checked (:meth:`TorchAgent.check_arguments`) and kept, with the defaults of the rest,
+    as ``self.arguments``, and ``init`` runs with the normalised values. A call that does not bind
+    is left to Python's own ``TypeError``.
+    """
+    signature = inspect.signature(init)
+    parameters = signature.parameters.values()
+    var_keyword = next((p.name for p in parameters if p.kind is p.VAR_KEYWORD), None)
+    positional = inspect.Parameter.VAR_POSITIONAL
+
+    @functools.wraps(init)
+    def __init__(self: TorchAgent, *args: Any, **kwargs: Any) -> None:
+        cls = type(self)
+        if cls.__init__ is not __init__:
+            return init(self, *args, **kwargs)
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError:
+            return init(self, *args, **kwargs)
+        given = {name: value for name, value in list(bound.arguments.items())[1:]
+                 if name != var_keyword and signature.parameters[name].kind is not positional}
+        passed_on = bound.arguments.get(var_keyword, {})
+        checked = cls.check_arguments({**given, **passed_on})  # the defaults obey the rules
+        self.arguments = {**_constructor_defaults(cls), **checked}
+        for name in given:
+            bound.arguments[name] = self.arguments[name]
+        for name in passed_on:
+            passed_on[name] = self.arguments[name]
+        return init(*bound.args, **bound.kwargs)
+
+    __init__.checks_arguments = True
+    return __init__
+
+
+TorchAgent.__init__ = _called_with_checked_arguments(TorchAgent.__init__)
 
 
 def _signature_problem(method: str, fn: Any, args: tuple, kwargs: dict, call: str) -> str | None:

@@ -1,4 +1,4 @@
-"""CBSCFD (Chen, Luo, Zhang, Yu & Lian, 2020): OFUL on a Robust FD ("SCFD") sketch."""
+"""CBSCFD (Chen, Luo, Zhang, Yu & Lian, 2020): SOFUL on a Robust FD ("SCFD") sketch."""
 
 from __future__ import annotations
 
@@ -6,22 +6,22 @@ import math
 
 import numpy as np
 
-from ._torch import DeviceLike, DTypeLike
-from .linucb import LinUCB
 from .sketches.rfd import RobustFrequentDirections
-from .soful import _check_sketch_args, _warn_if_larger_than_oful, sketch_bytes
+from .soful import SOFUL
 
 __all__ = ["CBSCFD"]
 
 
-class CBSCFD(LinUCB):
+class CBSCFD(SOFUL):
     """Sketched OFUL with Robust Frequent Directions: ``A_hat = (lam + alpha) I + S^T S``.
 
     Wen et al. (2025), Sec. 2.3 / App. C.2 and Alg. 3: the mass FD discards is added back as ``alpha I``,
     so ``A_hat`` never under-estimates ``lam I + X^T X`` and grows monotonically.
     ``A_hat^-1 = (1/(lam + alpha))(I - S^T M S)``, ``M = (S S^T + (lam + alpha) I)^-1`` (the
     ``1/lambda`` prefactor of Wen et al. (2025), eq. 5 is the FD case alpha = 0). O(K d l) scoring,
-    O(d l) amortised updates, O(d l) memory. Exact (== OFUL) when ``sketch_size > d``.
+    O(d l) amortised updates, O(d l) memory. Exact (== OFUL) when ``sketch_size > d``. It is
+    :class:`~agents.SOFUL` on the robust sketch: the same arguments, loop and batching; the
+    estimator and the ``"theory"`` radius are its own.
 
     Args:
         lam: ridge lambda > 0.
@@ -49,37 +49,12 @@ class CBSCFD(LinUCB):
     [0.5, 0.0, 0.0]
     """
 
-    per_member_args = ("lam", "beta", "sketch_size")
-    _has_batched_twin = True
+    estimator_class = RobustFrequentDirections
+    batching = SOFUL.batching
 
-    _size_args = ("sketch_size",)
-
-    @classmethod
-    def _estimator_bytes(cls, d, n_arms, args, dtype, cdtype, initial) -> int:
-        return sketch_bytes(cls, d, args, dtype, cdtype)  # RFD's layout is FD's
-
-    def _sizing_args(self) -> dict:
-        return {**super()._sizing_args(), "sketch_size": self._l, "fast": self.fast}
-    _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
-
-    def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, sketch_size: int = 50, fast: bool = True,
-                 delta: float = 0.05, noise_std: float = 1.0, theta_bound: float = 1.0, d: int | None = None,
-                 device: DeviceLike = None, dtype: DTypeLike = None, seed: int | None = None, batch_size: int | None = None):
-        # sketch_size may differ across members (padding keeps each member its single twin)
-        self._l = _check_sketch_args(sketch_size, fast, batch_size)
-        self.fast = fast
-        super().__init__(lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound,
-                         batch_size=batch_size, d=d, device=device, dtype=dtype, seed=seed)
-        self._repr_params = {"lam": self.lam, "beta": self.beta, "sketch_size": self._l}
-
-    def _make_estimator(self, d: int) -> RobustFrequentDirections:
-        _warn_if_larger_than_oful(self, d)
-        return RobustFrequentDirections(d, self._l, reg=self.lam, fast=self.fast, device=self.device,
-                                        dtype=self.dtype, batch_size=self._est_batch)
-
-    def _sketch_radius(self) -> np.ndarray:
+    def _theory_radius(self) -> np.ndarray:
         est = self.estimator
-        alpha, logdet = est._alpha, np.atleast_1d(est.log_det_ratio_bound())
+        alpha, logdet = np.atleast_1d(est.alpha), np.atleast_1d(est.log_det_ratio_bound())
         return self.noise_std * np.sqrt(2.0 * math.log(1.0 / self.delta) + logdet) + self.theta_bound * np.sqrt(
             self.lam + alpha
         )

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 
 from ._torch import DeviceLike, DTypeLike
-from ._validate import check_batch_size
-from .linucb import LinUCB, arm_scratch_bytes
-from .sketches.dbs import DyadicBlockSketch, check_dbs_params
-from .sketches.exact import ExactCovariance
+from ._validate import Interval, Options
+from .base import Batching
+from .linucb import LinUCB
+from .sketches.dbs import DyadicBlockSketch
 
 __all__ = ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]
 
@@ -74,38 +75,20 @@ class DBSLinUCB(LinUCB):
     (True, True)
     """
 
-    per_member_args = ("lam", "beta", "l0", "eps")
-    _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
-    _has_batched_twin = True
-
-    _size_args = ("l0",)
-
-    @classmethod
-    def _estimator_bytes(cls, d, n_arms, args, dtype, cdtype, initial) -> int:
-        """The sketch's own formulas (:class:`~agents.sketches.dbs.DyadicBlockSketch`), for the largest over
-        the members' ``l0``. ``initial``: its first allocation (the first block, or the exact inverse where
-        it is exact from the first row). Peak: a bound, not an equality: the single agent's peak
-        (:meth:`~agents.sketches.dbs.DyadicBlockSketch.peak_member_bytes`) plus the exact inverse, because a
-        member of a batch keeps its row of the padded sketch state until every member is exact, beside
-        its own inverse (a single agent drops its sketch when it switches)."""
-        opts = {name: cls.constructor_argument(name, args) for name in ("fast", "memory_cap", "time_cap")}
-        l0s = [int(l0) for l0 in np.atleast_1d(cls.constructor_argument("l0", args))]
-        if initial:
-            return max(DyadicBlockSketch.first_member_bytes(d, l0, n_arms, **opts, dtype=dtype, core_dtype=cdtype)
-                       for l0 in l0s)
-        exact = ExactCovariance.peak_member_bytes(d, dtype, core_bytes=cdtype.itemsize)
-        return exact + max(DyadicBlockSketch.peak_member_bytes(d, l0, opts["fast"], dtype, opts["memory_cap"],
-                                                               core_dtype=cdtype) for l0 in l0s)
-
-    @classmethod
-    def estimate_initial_memory_bytes(cls, d: int, n_arms: int, **args) -> int | None:
-        """What one agent allocates first (its first block: its memory grows with the stream), with the
-        arm sets of a round; :meth:`estimate_memory_bytes` is the peak."""
-        return arm_scratch_bytes(d, n_arms) + cls.estimate_state_bytes(d, n_arms, initial=True, **args)
-
-    def _sizing_args(self) -> dict:
-        return {**super()._sizing_args(), "l0": self.l0, "fast": self.fast, "memory_cap": self.memory_cap,
-                "time_cap": self.time_cap}
+    estimator_class = DyadicBlockSketch
+    estimator_args = ("l0", "eps", "sketch", "fast", "sentinel", "memory_cap", "time_cap")
+    size_args = ("l0",)
+    parameter_constraints = {
+        "l0": [Interval(Integral, 1, None, hint="the initial sketch size")],
+        "eps": [Interval(Real, 0, None, closed="neither", hint="the error parameter")],
+        "sketch": [Options(("fd", "rfd"))],
+        "fast": [Options((True, False), hint="True: the fast Alg. 4, False: Alg. 1")],
+        "sentinel": [bool],
+        "memory_cap": [bool],
+        "time_cap": [bool],
+    }
+    batching = Batching(per_member=("lam", "beta", "l0", "eps"))
+    repr_args = ("lam", "beta", "l0", "eps", "sketch")
 
     def __init__(
         self,
@@ -128,23 +111,15 @@ class DBSLinUCB(LinUCB):
         seed: int | None = None,
         batch_size: int | None = None,
     ):
-        for name, flag in (("memory_cap", memory_cap), ("time_cap", time_cap)):
-            if not isinstance(flag, bool):
-                raise ValueError(f"{name} must be True or False, got {flag!r}")
-        # l0 and eps may differ across members (per_member_args): int/float, or arrays (B,)
-        self.l0, self.eps = check_dbs_params(l0, eps, sketch, fast, sentinel, d=d if isinstance(d, int) else None,
-                                             batch_size=check_batch_size(batch_size))
-        self.sketch = sketch
-        self.fast = fast
-        self.sentinel = sentinel
-        self.memory_cap = memory_cap
-        self.time_cap = time_cap
+        # l0 and eps may differ across members (per_member_args): int/float, or arrays (B,); these
+        # and the flags reach the estimator through self.arguments (estimator_args)
+        self.l0, self.eps, self.sketch, self.fast = l0, eps, sketch, fast
+        self.sentinel, self.memory_cap, self.time_cap = sentinel, memory_cap, time_cap
         self.name = f"DBSLinUCB-{sketch.upper()}"
         super().__init__(
             lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound, d=d, device=device, dtype=dtype,
             seed=seed, batch_size=batch_size,
         )
-        self._repr_params.update(l0=self.l0, eps=self.eps, sketch=self.sketch)
 
     def _allocate(self, d: int) -> None:
         # Validate against the dimension before any state is created, so a bad l0 leaves the
@@ -159,14 +134,7 @@ class DBSLinUCB(LinUCB):
             )
         super()._allocate(d)
 
-    def _make_estimator(self, d: int) -> DyadicBlockSketch:
-        return DyadicBlockSketch(
-            d, self.l0, self.eps, sketch=self.sketch, reg=self.lam, fast=self.fast, sentinel=self.sentinel,
-            memory_cap=self.memory_cap, time_cap=self.time_cap, device=self.device, dtype=self.dtype,
-            batch_size=self._est_batch,
-        )
-
-    def _sketch_radius(self) -> np.ndarray:
+    def _theory_radius(self) -> np.ndarray:
         """Wen et al.'s (2025) Theorem 2 / 6 radius per member (see the class docstring)."""
         est, lam, d = self.estimator, self.lam, self.d
         s = np.atleast_1d(est.total_shrinkage).astype(np.float64)
@@ -197,20 +165,21 @@ class DBSLinUCB(LinUCB):
 class DBSLinUCBFD(DBSLinUCB):
     """DBSLinUCB over Frequent Directions blocks (``sketch="fd"``); same keywords otherwise."""
 
-    _has_batched_twin = True
+    parameter_constraints = {"sketch": [Options(
+        ("fd",), hint="DBSLinUCBFD always uses sketch='fd'; use DBSLinUCB(sketch=...) to choose")]}
+    batching = Batching(per_member=DBSLinUCB.batching.per_member, batched_as=DBSLinUCB)
 
     def __init__(self, *, sketch: str = "fd", **kwargs):  # sketch declared here: its default is this class's
-        if sketch != "fd":
-            raise ValueError("DBSLinUCBFD always uses sketch='fd'; use DBSLinUCB(sketch=...) to choose")
-        super().__init__(sketch="fd", **kwargs)
+        super().__init__(sketch=sketch, **kwargs)
 
 
 class DBSLinUCBRFD(DBSLinUCB):
     """DBSLinUCB over Robust FD blocks (``sketch="rfd"``); same keywords otherwise."""
 
-    _has_batched_twin = True
+    parameter_constraints = {"sketch": [Options(
+        ("rfd",), hint="DBSLinUCBRFD always uses sketch='rfd'; use DBSLinUCB(sketch=...) to choose",
+    )]}
+    batching = Batching(per_member=DBSLinUCB.batching.per_member, batched_as=DBSLinUCB)
 
     def __init__(self, *, sketch: str = "rfd", **kwargs):  # sketch declared here: its default is this class's
-        if sketch != "rfd":
-            raise ValueError("DBSLinUCBRFD always uses sketch='rfd'; use DBSLinUCB(sketch=...) to choose")
-        super().__init__(sketch="rfd", **kwargs)
+        super().__init__(sketch=sketch, **kwargs)

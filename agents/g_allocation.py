@@ -11,19 +11,19 @@ the stop action ``K + arm``. Sample complexity O(d log(K/delta) / Delta_min^2) (
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 import torch
 
-from ._bai import BAIAgent, LeastSquares, check_grid_next, is_zero
+from ._bai import BAIAgent, LeastSquares, check_grid_next
 from ._torch import DeviceLike, DTypeLike, tensor_bytes
-from ._validate import check_int, check_real, check_seed
+from ._validate import Interval, Options, check_seed
 from .design import g_optimal_design, round_design, rounding_threshold, spanning_subset
 
 __all__ = ["GAllocation"]
 
 _ALLOCATIONS = ("tracking", "rounding", "greedy")
-
 
 class GAllocation(BAIAgent):
     """G-allocation: pull along a G-optimal design, stop by Jamieson (2018), eq. 11.
@@ -77,6 +77,15 @@ class GAllocation(BAIAgent):
     """
 
     name = "GAllocation"
+    parameter_constraints = {
+        "allocation": [Options(_ALLOCATIONS)],
+        "design_eps": [Interval(Real, 0, None, closed="neither", hint="accuracy of the design")],
+        "block": [Interval(Integral, 1, None, hint="pulls per rounding block"), None],
+        "check_growth": [Interval(Real, 0, None, hint="0 = test after every pull")],
+        "lam": [Interval(Real, 0, 0, closed="both", hint="G-allocation uses plain OLS (Jamieson, "
+                         "2018, eq. 2) so that the fixed-design width is exact; pass lam=0")],
+    }
+    repr_args = ("delta", "noise_std", "allocation")
 
     def __init__(
         self,
@@ -94,20 +103,10 @@ class GAllocation(BAIAgent):
         dtype: DTypeLike = None,
         seed: int | None = None,
     ):
-        if not isinstance(allocation, str) or allocation not in _ALLOCATIONS:
-            raise ValueError(f"allocation must be one of {_ALLOCATIONS}, got {allocation!r}")
-        self.design_eps = check_real("design_eps", design_eps, gt=0.0, hint="accuracy of the design")
-        self.block = check_int("block", block, minimum=1, optional=True, hint="pulls per rounding block")
-        self.check_growth = check_real("check_growth", check_growth, ge=0.0, hint="0 = test after every pull")
-        if not is_zero(lam):
-            raise ValueError(
-                f"lam={lam!r}: G-allocation uses plain OLS (Jamieson, 2018, eq. 2) so that the fixed-design width is "
-                "exact; pass lam=0"
-            )
-        self.allocation = allocation
+        self.allocation, self.design_eps = allocation, design_eps
+        self.block, self.check_growth = block, check_growth
         self.lam = 0.0
         super().__init__(delta=delta, noise_std=noise_std, c=c, d=d, device=device, dtype=dtype, seed=seed)
-        self._repr_params.update(allocation=allocation)
 
     # -- what XYStatic overrides -----------------------------------------------------
     def _design(self) -> torch.Tensor:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .base import Batching
 from .linucb import LinUCB
 from .sketches.exact import ExactCovariance
 
@@ -33,12 +34,5 @@ class OFUL(LinUCB):
     [0.5, 0.0, 0.0]
     """
 
-    _has_batched_twin = True
-
-    @classmethod
-    def _estimator_bytes(cls, d, n_arms, args, dtype, cdtype, initial) -> int:
-        # the d x d inverse and b, allocated whole
-        return ExactCovariance.peak_member_bytes(d, dtype, core_bytes=cdtype.itemsize)
-
-    def _make_estimator(self, d: int) -> ExactCovariance:
-        return ExactCovariance(d, reg=self.lam, device=self.device, dtype=self.dtype, batch_size=self._est_batch)
+    estimator_class = ExactCovariance
+    batching = Batching(per_member=("lam", "beta"))

@@ -23,6 +23,7 @@ arms span fewer than d dimensions) and sub-Gaussian scale 1 where we use ``noise
 from __future__ import annotations
 
 import math
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ import torch
 
 from ._bai import FixedArmSetAgent, input_eps
 from ._torch import DeviceLike, DTypeLike, tensor_bytes
-from ._validate import check_probability, check_real, check_seed
+from ._validate import Interval, check_seed
 from .design import solve_g_design
 from .design._common import span_arms
 
@@ -77,6 +78,13 @@ class PhasedElimination(FixedArmSetAgent):
         "SOFUL, ...), or call reset() to start on a new arm set"
     )
 
+    parameter_constraints = {
+        "noise_std": [Interval(Real, 0, None, closed="neither", hint="the env's noise_std")],
+        "design_eps": [Interval(Real, 0, None, closed="neither", hint="accuracy of the phase "
+                                                                       "designs")],
+    }
+    repr_args = ("delta", "noise_std")
+
     def __init__(
         self,
         *,
@@ -88,10 +96,7 @@ class PhasedElimination(FixedArmSetAgent):
         dtype: DTypeLike = None,
         seed: int | None = None,
     ):
-        self.delta = check_probability("delta", delta, hint="confidence of the elimination, e.g. 1/horizon")
-        self.noise_std = check_real("noise_std", noise_std, gt=0.0, hint="the env's noise_std")
-        self.design_eps = check_real("design_eps", design_eps, gt=0.0, hint="accuracy of the phase designs")
-        self._repr_params = {"delta": self.delta, "noise_std": self.noise_std}
+        self.delta, self.noise_std, self.design_eps = delta, noise_std, design_eps
         super().__init__(d=d, device=device, dtype=dtype, seed=seed)
 
     # -- state ---------------------------------------------------------------------

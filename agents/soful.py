@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import numpy as np
 
 from ._torch import DeviceLike, DTypeLike
-from ._validate import check_batch_size
+from ._validate import Interval, Options
 from ._warnings import SketchSizeWarning, warn_user
+from .base import Batching
 from .linucb import LinUCB
-from .sketches.fd import FrequentDirections, check_sketch_size
+from .sketches.fd import FrequentDirections
 
 __all__ = ["SOFUL"]
-
-
-def _check_sketch_args(sketch_size, fast, batch_size):
-    """Validate before any state exists (TorchAgent's constructor may allocate eagerly): the
-    sketch size as an int, or an int array ``(B,)`` when the members' sizes differ."""
-    return check_sketch_size(sketch_size, fast, check_batch_size(batch_size))
 
 
 class SOFUL(LinUCB):
@@ -57,49 +53,37 @@ class SOFUL(LinUCB):
     [0.5, 0.0, 0.0]
     """
 
-    per_member_args = ("lam", "beta", "sketch_size")
-    _accumulates_logdet = False  # beta="theory" reads the sketch (confidence_radius below)
-    _has_batched_twin = True
-
-    _size_args = ("sketch_size",)
-
-    @classmethod
-    def _estimator_bytes(cls, d, n_arms, args, dtype, cdtype, initial) -> int:
-        return sketch_bytes(cls, d, args, dtype, cdtype)
-
-    def _sizing_args(self) -> dict:
-        return {**super()._sizing_args(), "sketch_size": self._l, "fast": self.fast}
+    estimator_class = FrequentDirections
+    estimator_args = ("sketch_size", "fast")
+    size_args = ("sketch_size",)
+    parameter_constraints = {
+        "sketch_size": [Interval(Integral, 1, None, hint="the number l of sketch rows")],
+        "fast": [Options((True, False), hint="True: the 2l-row buffer, False: textbook FD")],
+    }
+    batching = Batching(per_member=("lam", "beta", "sketch_size"))
+    repr_args = ("lam", "beta", "sketch_size")
 
     def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, sketch_size: int = 50, fast: bool = True,
                  delta: float = 0.05, noise_std: float = 1.0, theta_bound: float = 1.0, d: int | None = None,
-                 device: DeviceLike = None, dtype: DTypeLike = None, seed: int | None = None, batch_size: int | None = None):
-        # sketch_size may differ across members (padding keeps each member its single twin)
-        self._l = _check_sketch_args(sketch_size, fast, batch_size)
+                 device: DeviceLike = None, dtype: DTypeLike = None, seed: int | None = None,
+                 batch_size: int | None = None):
+        # sketch_size (one per member when they differ: the buffers are padded to the largest) and
+        # fast reach the estimator through self.arguments (estimator_args)
         self.fast = fast
         super().__init__(lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound,
                          batch_size=batch_size, d=d, device=device, dtype=dtype, seed=seed)
-        self._repr_params = {"lam": self.lam, "beta": self.beta, "sketch_size": self._l}
 
-    def _make_estimator(self, d: int) -> FrequentDirections:
+    def make_estimator(self, d: int) -> FrequentDirections:
         _warn_if_larger_than_oful(self, d)
-        return FrequentDirections(d, self._l, reg=self.lam, fast=self.fast, device=self.device, dtype=self.dtype,
-                                  batch_size=self._est_batch)
+        return super().make_estimator(d)
 
-    def _sketch_radius(self) -> np.ndarray:
+    def _theory_radius(self) -> np.ndarray:
         est = self.estimator
-        sb, logdet = est._shrink, np.atleast_1d(est.log_det_ratio_bound())
+        sb, logdet = np.atleast_1d(est.total_shrinkage), np.atleast_1d(est.log_det_ratio_bound())
         lam = self.lam
         return self.noise_std * np.sqrt(1.0 + sb / lam) * np.sqrt(
             2.0 * math.log(1.0 / self.delta) + logdet
         ) + self.theta_bound * (lam + sb) / np.sqrt(lam)
-
-
-def sketch_bytes(cls, d: int, args: dict, dtype, cdtype) -> int:
-    """The FD (SOFUL) or RFD (CBSCFD) sketch of an agent of ``cls`` built with ``args``: the estimator
-    class's own :meth:`~agents.sketches.fd.FrequentDirections.peak_member_bytes` (allocated whole, at
-    construction), for the largest member's ``sketch_size`` when the sizes differ."""
-    l = int(np.max(cls.constructor_argument("sketch_size", args)))
-    return FrequentDirections.peak_member_bytes(d, l, bool(cls.constructor_argument("fast", args)), dtype, cdtype)
 
 
 def largest_sketch_size_within(d: int, limit: int, fast: bool, dtype, cdtype) -> int | None:
@@ -125,7 +109,7 @@ def _warn_if_larger_than_oful(agent, d: int) -> None:
     from .sketches.base import core_dtype
     from .sketches.exact import ExactCovariance
 
-    l = int(np.max(agent._l))  # the largest member's sketch when the sizes differ
+    l = int(np.max(agent.arguments["sketch_size"]))  # the largest member's when the sizes differ
     cdtype = core_dtype(agent.device)
     ec = cdtype.itemsize
     sketch = FrequentDirections.peak_member_bytes(d, l, agent.fast, agent.dtype, cdtype)

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import math
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import torch
 
 from ._torch import DeviceLike, DTypeLike
-from ._bai import BAIAgent, LeastSquares, is_zero
-from ._validate import check_int, check_real, check_seed
+from ._bai import BAIAgent, LeastSquares
+from ._validate import Interval, check_seed
 from .design import round_design, solve_xy_design
 from .design.rounding import MAX_PULLS
 
@@ -81,6 +82,16 @@ class XYAdaptive(BAIAgent):
     """
 
     name = "XYAdaptive"
+    parameter_constraints = {
+        "alpha": [Interval(Real, 0, 1, closed="neither", hint="per-phase uncertainty reduction, "
+                                                              "eq. 19")],
+        "design_eps": [Interval(Real, 0, None, closed="neither", hint="accuracy of each phase "
+                                                                       "design")],
+        "design_max_iter": [Interval(Integral, 0, None, hint="Frank-Wolfe budget")],
+        "lam": [Interval(Real, 0, 0, closed="both", hint="XY-adaptive uses the phase OLS (no "
+                                                         "ridge) of Soare et al.; pass lam=0")],
+    }
+    repr_args = ("delta", "noise_std", "alpha")
 
     def __init__(
         self,
@@ -97,14 +108,9 @@ class XYAdaptive(BAIAgent):
         dtype: DTypeLike = None,
         seed: int | None = None,
     ):
-        self.alpha = check_real("alpha", alpha, gt=0.0, lt=1.0, hint="per-phase uncertainty reduction, eq. 19")
-        self.design_eps = check_real("design_eps", design_eps, gt=0.0, hint="accuracy of each phase design")
-        self.design_max_iter = check_int("design_max_iter", design_max_iter, minimum=0, hint="Frank-Wolfe budget")
-        if not is_zero(lam):
-            raise ValueError(f"lam={lam!r}: XY-adaptive uses the phase OLS (no ridge) of Soare et al.; pass lam=0")
+        self.alpha, self.design_eps, self.design_max_iter = alpha, design_eps, design_max_iter
         self.lam = 0.0
         super().__init__(delta=delta, noise_std=noise_std, c=c, d=d, device=device, dtype=dtype, seed=seed)
-        self._repr_params.update(alpha=self.alpha)
 
     def reset(self, seed: int | None = None) -> None:
         check_seed(seed)  # before clearing anything: a refused seed changes nothing

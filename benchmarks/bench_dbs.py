@@ -12,7 +12,7 @@ smallest d next to the ratio of the d's: DBS grows ~linearly in d at fixed l0, O
     python benchmarks/bench_dbs.py             # d in {784, 2048, 8192}, 600 rounds, best of 3
     python benchmarks/bench_dbs.py --quick     # 200 rounds, best of 2; OFUL only 5 rounds at d = 8192
 
-OFUL keeps a 512 MB inverse at d = 8192 and costs ~d^2 K flops a round, so at d > 2048 it runs
+OFUL keeps a 512 MiB inverse at d = 8192 and costs ~d^2 K flops a round, so at d > 2048 it runs
 only --oful-rounds-big rounds (its per-round cost does not depend on the round).
 BLAS threads are pinned to --threads for both torch and numpy. Torch and numpy DBSLinUCB runs
 are interleaved (--repeats times each, the best kept), so both see the same machine load.

@@ -9,7 +9,7 @@ All numbers come from one run. Rounds are long enough to include several FD redu
     python benchmarks/bench_fd_agents.py            # d in {784, 2048, 8192}, l in {20, 50, 100}
     python benchmarks/bench_fd_agents.py --quick    # 220 rounds, best of 2; OFUL at d=8192 only 5 rounds
 
-OFUL is O(d^2) per round (a 512 MB inverse at d=8192), so at d=8192 it runs only a few rounds
+OFUL is O(d^2) per round (a 512 MiB inverse at d=8192), so at d=8192 it runs only a few rounds
 (--oful-rounds-big). BLAS threads are pinned to --threads for both torch and numpy.
 """
 

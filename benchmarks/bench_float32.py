@@ -9,7 +9,7 @@ comes up. After that the runs are two different bandit trajectories: their regre
 two runs of the same agent do. This script shows which case each gap is:
 
 * ``f64``, ``f32``: mean final cumulative regret over the seeds (batched path, one batch per
-  agent and dtype), and ``rel`` = |f32 - f64| / f64 (the issue asks for <= 10%);
+  agent and dtype), and ``rel`` = |f32 - f64| / f64 (the target is <= 10%);
 * ``first diff``: per seed, the first round at which float32 chose another arm than float64
   ("-" = never within the horizon);
 * ``floor``: the same float64 agent seeing each arm entry moved by half a float32 ulp (random

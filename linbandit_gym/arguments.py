@@ -476,7 +476,7 @@ class Arguments:
 def named_argument(message: str, names: Iterable[str]) -> str:
     """The argument of ``names`` that ``message`` (a value check's) names first, else ``""``.
 
-    >>> named_argument("SOFUL: sketch_size must be >= 1, got 0", ["lam", "sketch_size"])
+    >>> named_argument("SOFUL: sketch_size must be an int >= 1, got 0", ["lam", "sketch_size"])
     'sketch_size'
     """
     found = [(match.start(), name) for name in names

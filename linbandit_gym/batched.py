@@ -48,9 +48,9 @@ DEFAULT_MAX_BATCH = 64
 #: memory traffic on the state itself, which a batch does not share: B interleaved members stream
 #: their states through the caches every round, where one seed after another keeps one member's
 #: hot. Measured on this 2-core box (1 thread, 8 members vs one run at a time): Synthetic K = 20
-#: gains 2.6-4.5x per member-round at d = 50 and 200 (OFUL, SOFUL l = 10; 50-450 KB), while on
-#: MNIST (d = 784, K = 10; OFUL 5 MB, SOFUL l = 150 3.6 MB, DBSLinUCB 10 MB) batches run at
-#: 0.8-1.2x of the single path.
+#: gains 2.6-4.5x per member-round at d = 50 and 200 (OFUL, SOFUL l = 10; 50-450 KiB), while on
+#: MNIST (d = 784, K = 10; OFUL 4.7 MiB, SOFUL l = 150 3.2 MiB, DBSLinUCB up to 4.7 MiB) batches
+#: run at 0.8-1.2x of the single path.
 SMALL_STATE = 1024**2
 
 
@@ -60,7 +60,7 @@ def _env_id(env: Any) -> str | None:
 
 def can_batch(env: Any, agent: Any) -> bool:
     """Whether ``run(env, agent, ...)`` can take the batched path: ``env`` is a registered id
-    with a native vector env and ``agent`` one of ours with a batched twin."""
+    with a native vector env and ``agent`` one whose class batches (declares its ``batching``)."""
     from agents.batched import supports_batched  # torch loads on first use, not with the package
 
     env_id = _env_id(env)
@@ -75,7 +75,7 @@ def batch_is_faster(env: Any, env_kwargs: dict | None, agent: Any, seeds: list[i
 
 
 def member_state_is_small(env_id: str, env_kwargs: dict | None, agent: Any, seed: int) -> bool:
-    """Whether one member of ``agent`` (one of ours with a batched twin) holds at most
+    """Whether one member of ``agent`` (one whose class batches) holds at most
     :data:`SMALL_STATE` on the arm sets of ``env_id``: where a batch of seeds is faster than the
     seeds one by one."""
     from agents.batched import constructor_args
@@ -201,7 +201,7 @@ def play_members(
     (:func:`linbandit_gym.experiments.runner.execute_batch`); :func:`run_batched` is the same
     loop over one agent's seeds.
     """
-    seeds = check_seeds(seeds, max_rounds)
+    seeds = check_seeds(seeds, max_rounds, distinct=False)
     threads = check_threads(threads)
     feedback = FeedbackSchedule(feedback_delay, update_every)
     B = getattr(agent, "batch_size", None)

@@ -37,6 +37,9 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
+from linbandit_host.seeds import SEED_LIMIT
+from linbandit_host.seeds import check_seeds as check_seed_list
+
 from .envs.memory import check_records_fit
 from .feedback import IMMEDIATE_FEEDBACK, FeedbackSchedule, HeldFeedback
 from .registration import register_envs
@@ -44,10 +47,6 @@ from .registration import register_envs
 __all__ = ["RECORD_COLUMNS", "SEED_LIMIT", "TIMING_COLUMNS", "Members",
            "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label",
            "batch_members", "check_seeds", "env_shape", "make_env", "play", "records_frame", "single_members"]
-
-#: Seeds are ints in ``[0, SEED_LIMIT)``: what numpy's and torch's generators, the records'
-#: int64 ``seed`` column and a batch's int64 seed tensor all take.
-SEED_LIMIT = 2**63
 
 #: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
 #: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
@@ -109,19 +108,13 @@ def env_shape(env_id: str, env_kwargs: dict[str, Any], seed: int) -> tuple[int, 
     return int(n_arms), int(d)
 
 
-def check_seeds(seeds: int | Iterable[int], max_rounds: int | None = None) -> list[int]:
-    """``seeds`` as a list (an int ``n`` means seeds ``0..n-1``); checks ``max_rounds`` too."""
-    if isinstance(seeds, numbers.Integral):
-        if seeds < 1:
-            raise ValueError(f"seeds as an int is a count and must be >= 1, got {seeds}")
-        seeds = range(int(seeds))
-    seeds = list(seeds)
-    for seed in seeds:  # what numpy, torch, the int64 seed column and a batch's seed tensor all take
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < SEED_LIMIT:
-            raise ValueError(f"a seed is an int in [0, 2**63), got {seed!r}")
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds is empty: give at least one seed")
+def check_seeds(
+    seeds: int | Iterable[int], max_rounds: int | None = None, *, distinct: bool = True
+) -> list[int]:
+    """``seeds`` as a list, by the one seed rule (:func:`linbandit_host.seeds.check_seeds`: an
+    int ``n`` means seeds ``0..n-1``, a list holds distinct seeds in ``[0, 2**63)``; ``distinct``
+    False lets the members of a batch share one); checks ``max_rounds`` too."""
+    seeds = check_seed_list(seeds, distinct=distinct)
     if max_rounds is not None and max_rounds < 1:
         raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
     return seeds

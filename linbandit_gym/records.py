@@ -1,4 +1,26 @@
-"""Writing and reading result files: run records (Parquet, or CSV without pyarrow), JSON, YAML.
+"""Run storage: the layout of an output directory, and writing and reading its files (run
+records as Parquet, or CSV without pyarrow; JSON; YAML). Sweeps, ``linbandit run --out``, tuning,
+plots and reports all save and load runs here.
+
+Layout of an output directory::
+
+    DIR/config.yaml             the config as given (what `linbandit plot/report` read)
+    DIR/manifest.json           the run ids of that config, with their labels (sealed)
+    DIR/runs/<run_id>.parquet   per-round records of one run (CSV without pyarrow)
+    DIR/runs/<run_id>.json      its metadata: full config, seed, versions, device, summary, the
+                                records file's size, rows and SHA-256, and its own checksum
+    DIR/failed/<run_id>.json    the traceback of a run's last failure (removed on success)
+    DIR/.lock                   flock'ed by the process writing DIR (its pid and command line)
+
+A run's id is 16 hex digits of the SHA-256 of its canonical config (:func:`run_id`), so a run can
+never be written twice under different names. A run is *finished* when its ``.json`` passes its
+checks (its seal and the schema of a run's JSON, :func:`run_meta_problem`), holds the run's
+config, and its records file has the size, rows and SHA-256 the ``.json`` stores
+(:func:`is_finished`): :func:`save_run` writes the records (atomically) first, so a writer killed
+at any moment leaves every run either finished or absent. :func:`load_runs` and
+:func:`load_records` read only runs that pass the same checks and name every one that does not,
+with the reason (:func:`completeness`: how much of the config is on disk). The record and run
+contracts are on the documentation's Contracts page.
 
 Every result file goes through :func:`atomic_path`: it is written under a temporary name in
 its directory (``.NAME.linbandit-pidPID.XXXX.tmp``), flushed to disk, given the mode the user's
@@ -6,9 +28,11 @@ umask asks for, and renamed, so a reader never sees a half-written file and a co
 shared server can read what the umask lets them read. A write never leaves its output
 directory through a symbolic link (:func:`inside_output`): a link on the way that leads out of
 it is refused, before anything is written, and a link that stays inside is followed to its
-target, which is replaced (the link itself is kept). :func:`lock_output_dir` makes one process
-the only writer of an output directory; :func:`remove_stale_temporaries` removes only the
-temporaries this project names as its own, of writers that are gone.
+target, which is replaced (the link itself is kept); :func:`check_output_dir` checks a
+directory before the first write. :func:`lock_output_dir` makes one process the only writer of
+an output directory (:func:`writing_output_dir` adds the directory's checks and one clear error
+for a failing file system); :func:`remove_stale_temporaries` removes only the temporaries this
+project names as its own, of writers that are gone.
 
 Integrity: :func:`records_fingerprint` stores a records file's size, rows and SHA-256 in its
 run's JSON, and :func:`check_records` compares them, so that a truncated file, a flipped byte or
@@ -21,10 +45,12 @@ an aggregate.
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import json
 import math
+import numbers
 import os
 import re
 import shlex
@@ -34,11 +60,15 @@ import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
+
+from linbandit_host.seeds import SEED_RULE, is_seed
 
 try:  # POSIX; elsewhere an output directory is not locked
     import fcntl
@@ -71,6 +101,25 @@ __all__ = [
     "lock_holder",
     "current_writer",
     "remove_stale_temporaries",
+    "canonical_json",
+    "run_id",
+    "OUTPUT_NAMES",
+    "check_output_dir",
+    "writing_output_dir",
+    "records_path",
+    "records_problem",
+    "read_run_meta",
+    "checked_run",
+    "run_problem",
+    "is_finished",
+    "refresh_labels",
+    "save_run",
+    "write_sweep_config",
+    "load_runs",
+    "load_meta",
+    "load_records",
+    "Completeness",
+    "completeness",
 ]
 
 #: The lock file of an output directory (holds the writer's pid).
@@ -419,10 +468,10 @@ _RUN_FIELDS: list[tuple[tuple[str, ...], Any, str]] = [
     (("agent_label",), _is_text, "a string"),
     (("env_label",), _is_text, "a string"),
     (("family",), _is_text, "a string"),
-    (("seed",), lambda v: _is_int(v) and v < 2**63, "an int in [0, 2**63)"),
+    (("seed",), is_seed, SEED_RULE),
     (("config",), _is_mapping, "a mapping"),
     (("config", "task"), lambda v: v in ("bandit", "matrix-approx"), "'bandit' or 'matrix-approx'"),
-    (("config", "seed"), lambda v: _is_int(v) and v < 2**63, "an int in [0, 2**63)"),
+    (("config", "seed"), is_seed, SEED_RULE),
     (("config", "agent"), _is_mapping, "a mapping"),
     (("config", "agent", "name"), _is_text, "a string"),
     (("config", "agent", "args"), _is_mapping, "a mapping"),
@@ -650,3 +699,378 @@ def remove_stale_temporaries(directory: str | Path) -> list[Path]:
             continue
         removed.append(tmp)
     return removed
+
+
+# -- run directories: the layout, saving a run, reading runs back -------------------------------
+
+
+def _canonical_default(value: Any) -> Any:
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, (tuple, set)):
+        return list(value)
+    raise TypeError(f"value {value!r} of type {type(value).__name__} is not JSON-serialisable")
+
+
+def canonical_json(value: Any) -> str:
+    """Key-sorted compact JSON: the form run ids hash."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_canonical_default)
+
+
+def run_id(config: dict) -> str:
+    """Stable id of a canonical run config: 16 hex digits of its SHA-256 (its files' name)."""
+    return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
+
+
+#: Writes the user can fix by choosing another directory (exit code 2); any other error of the
+#: file system (a full disk, a file too large, an I/O error) is a failure (exit code 1).
+_UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def _output_error(out: Path, exc: OSError) -> OutputError:
+    """One line for an error of the file system while writing ``out``."""
+    where = exc.filename or out
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno in _UNWRITABLE:
+        return OutputError(
+            f"cannot write to {where}: {reason}; make {out} writable or choose another output "
+            "directory (--out)"
+        )
+    return OutputError(
+        f"cannot write to {where}: {reason}; free space (or raise the file size limit) or choose "
+        "another output directory (--out); every run saved before is kept",
+        exit_code=1,
+    )
+
+
+#: What the commands write into an output directory (``sweep``, ``run --out``, ``plot``,
+#: ``report``, ``tune``): each is checked before the first write (:func:`check_output_dir`).
+OUTPUT_NAMES = (
+    ".lock",
+    "config.yaml",
+    "manifest.json",
+    "runs",
+    "failed",
+    "summary.csv",
+    "summary.md",
+    "plots",
+    "regret.png",
+    "report.html",
+    "report.md",
+    "tune-table.csv",
+    "tuned.yaml",
+    "tuned-config.yaml",
+)
+
+
+def check_output_dir(out: str | Path) -> Path:
+    """``out`` if a command can write its files there, checked without writing anything: it is
+    a directory (or does not exist yet), ``runs`` and ``failed`` are directories where they
+    exist, and no symbolic link among the places the commands write (:data:`OUTPUT_NAMES`)
+    leads out of it (:func:`check_output_paths`).
+
+    Raises:
+        OutputError: what is in the way, and what to do (exit code 2).
+    """
+    out = Path(out)
+    if (out.exists() or out.is_symlink()) and not out.is_dir():
+        raise OutputError(f"{out} is not a directory: choose another output directory (--out)")
+    for sub in ("runs", "failed", "plots"):
+        if (out / sub).exists() and not (out / sub).is_dir():
+            raise OutputError(
+                f"{out / sub} is a file, where {out} keeps its {sub}/ directory: "
+                "move it away, or choose another output directory (--out)"
+            )
+    check_output_paths(out, OUTPUT_NAMES)
+    return out
+
+
+@contextmanager
+def writing_output_dir(out: Path, what: str) -> Iterator[None]:
+    """Hold the lock of ``out`` (one writer per directory), check it again under the lock
+    (:func:`check_output_dir`), clear what dead writers left, and turn an error of the file
+    system into one clear :class:`OutputError`."""
+    check_output_dir(out)
+    with lock_output_dir(out, what):
+        try:
+            check_output_dir(out)
+            (out / "runs").mkdir(exist_ok=True)
+            for directory in (out, out / "runs", out / "failed"):
+                remove_stale_temporaries(directory)
+            yield
+        except (
+            ConnectionError,
+            TimeoutError,
+        ):  # the network (a Ray cluster), not the output directory
+            raise
+        except OSError as exc:  # also pyarrow's, whose errno may be unset
+            raise _output_error(out, exc) from exc
+
+
+def records_path(runs_dir: Path, rid: str) -> Path | None:
+    """The records file of run ``rid`` in ``runs_dir`` (Parquet, else CSV), or None."""
+    for suffix in (".parquet", ".csv"):
+        path = runs_dir / f"{rid}{suffix}"
+        if path.exists():
+            return path
+    return None
+
+
+def records_problem(runs_dir: Path, meta: dict) -> str | None:
+    """``None`` if the records of the run ``meta`` describes are complete, else what is wrong
+    (naming the file): missing, or not matching the size and rows its metadata stores."""
+    rid = meta.get("run_id")
+    named = (meta.get("records") or {}).get("file")
+    path = runs_dir / named if named else records_path(runs_dir, str(rid))
+    if path is None or not path.exists():
+        return f"{path or runs_dir / f'{rid}.parquet'} is missing"
+    problem = check_records(path, meta.get("records"))
+    return None if problem is None else f"{path} {problem}"
+
+
+def read_run_meta(path: str | Path) -> dict:
+    """A run's JSON (``runs/<id>.json``), checked: valid JSON, its checksum, the schema of a
+    run's JSON (:func:`run_meta_problem`); else :class:`RecordsError`
+    naming the file and what is wrong."""
+    path = Path(path)
+    meta = read_json(path)
+    problem = run_meta_problem(meta, path.stem)
+    if problem is not None:
+        raise RecordsError(f"{path} {problem}")
+    return meta
+
+
+def checked_run(out_dir: str | Path, run_id: str) -> tuple[dict | None, str | None]:
+    """``(meta, None)`` if run ``run_id`` of ``out_dir`` passes every check, else ``(None,
+    what is wrong)``, naming the file: its JSON missing, garbled or failing its checksum or
+    schema, its records missing or not the size, rows and SHA-256 its JSON stores."""
+    runs_dir = Path(out_dir) / "runs"
+    meta_path = runs_dir / f"{run_id}.json"
+    if not meta_path.exists():
+        return None, f"{meta_path} is missing"
+    try:
+        meta = read_run_meta(meta_path)
+    except RecordsError as exc:
+        return None, str(exc).split("; delete it")[0]
+    except OSError as exc:
+        return None, f"{meta_path} cannot be read ({exc.strerror or exc})"
+    problem = records_problem(runs_dir, meta)
+    return (meta, None) if problem is None else (None, problem)
+
+
+def run_problem(out_dir: str | Path, run_id: str) -> str | None:
+    """``None`` if run ``run_id`` of ``out_dir`` passes every check, else what is wrong."""
+    return checked_run(out_dir, run_id)[1]
+
+
+def is_finished(out_dir: str | Path, spec: Any) -> bool:
+    """Whether ``spec`` (a :class:`~linbandit_gym.experiments.RunSpec`: ``run_id`` and
+    ``config``) has records and metadata with the same config in ``out_dir`` that pass every
+    check (:func:`run_problem`). A run that fails one is not finished: it is done again.
+    """
+    meta, _ = checked_run(out_dir, spec.run_id)
+    return meta is not None and canonical_json(meta["config"]) == canonical_json(spec.config)
+
+
+def refresh_labels(out_dir: Path, spec: Any) -> None:
+    """A finished run keeps its records; only its labels follow the current config."""
+    meta_path = out_dir / "runs" / f"{spec.run_id}.json"
+    meta = read_run_meta(meta_path)
+    new = {"agent_label": spec.agent_label, "env_label": spec.env_label, "family": spec.family}
+    if any(meta.get(k) != v for k, v in new.items()):
+        meta.update(new)
+        write_json_atomic(seal(meta), meta_path, out_dir)
+
+
+def save_run(out_dir: str | Path, records: pd.DataFrame, meta: dict) -> Path:
+    """Write a finished run: its records, then its metadata with their fingerprint (size, rows,
+    SHA-256), sealed with its own checksum (the ``.json`` last: its presence marks the run
+    finished). Clears an earlier failure."""
+    out = Path(out_dir)
+    rid = meta["run_id"]
+    path = write_records(records, out / "runs" / rid, out)
+    meta = seal({**meta, "records": records_fingerprint(path, len(records))})
+    write_json_atomic(meta, out / "runs" / f"{rid}.json", out)
+    stale = out / "failed" / f"{rid}.json"
+    if stale.exists():
+        stale.unlink()
+    return path
+
+
+def write_sweep_config(out: Path, cfg: Any) -> None:
+    """``DIR/config.yaml`` (``cfg.raw``, the config as given) and ``DIR/manifest.json`` (sealed: the
+    name, task and run ids of ``cfg``, a :class:`~linbandit_gym.experiments.SweepConfig`)."""
+    write_text_atomic(yaml.safe_dump(cfg.raw, sort_keys=False), out / "config.yaml", out)
+    manifest = {
+        "name": cfg.name,
+        "task": cfg.task,
+        "runs": [
+            {"run_id": r.run_id, "agent": r.agent_label, "env": r.env_label, "seed": r.seed}
+            for r in cfg.runs
+        ],
+    }
+    write_json_atomic(seal(manifest), out / "manifest.json", out)
+
+
+def _run_ids(out_dir: Path, all_runs: bool) -> list[str] | None:
+    manifest = out_dir / "manifest.json"
+    if all_runs or not manifest.exists():
+        return None
+    data = read_json(manifest)
+    problem = seal_problem(data)
+    if problem is None:
+        try:
+            ids = [r["run_id"] for r in data["runs"]]
+            if all(isinstance(i, str) for i in ids):
+                return ids
+        except (KeyError, TypeError):
+            pass
+        problem = "does not list the runs"
+    raise RecordsError(
+        f"{manifest} {problem}: rerun the sweep (or the same `linbandit run` command) to write it "
+        f"again, or delete it to see every run of {out_dir}"
+    )
+
+
+def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
+    """One row per finished run: labels, seed, agent args, summary metrics.
+
+    By default only the runs of the directory's current config (its manifest); ``all_runs``
+    also returns runs of earlier configs written to the same directory.
+    """
+    out = Path(out_dir)
+    runs_dir = out / "runs"
+    if not runs_dir.is_dir():
+        raise FileNotFoundError(
+            f"{out} holds no sweep (no runs/ directory): run `linbandit sweep CONFIG --out {out}`"
+        )
+    wanted = _run_ids(out, all_runs)
+    paths = (
+        [runs_dir / f"{rid}.json" for rid in wanted]
+        if wanted is not None
+        else sorted(runs_dir.glob("*.json"))
+    )
+    rows, problems = [], []
+    for path in paths:
+        if not path.exists():
+            continue  # not run yet, or failed: the report lists failed/
+        meta, problem = checked_run(out, path.stem)
+        if problem is not None:
+            problems.append(problem)
+            continue
+        summary = meta["summary"]
+        # how its times were measured; runs saved before records said so: B if it ran in a batch
+        shared_by = summary.get("time_shared_by", meta.get("batch_size", 1))
+        row = {
+            "run_id": meta["run_id"],
+            "agent": meta["agent_label"],
+            "env": meta["env_label"],
+            "family": meta.get("family", meta["config"]["agent"]["name"]),
+            "agent_name": meta["config"]["agent"]["name"],
+            "seed": meta["seed"],
+            "device": meta.get("device"),
+            "backend": meta.get("backend"),
+            # the feedback schedule played (absent from the config: the plain loop)
+            "feedback_delay": meta["config"].get("feedback_delay", 0),
+            "update_every": meta["config"].get("update_every", 1),
+            **{f"arg.{k}": v for k, v in meta["config"]["agent"]["args"].items() if _is_scalar(v)},
+            **{k: v for k, v in summary.items() if _is_scalar(v)},
+            "time_shared_by": shared_by,
+        }
+        rows.append(row)
+    if problems:
+        raise _damaged(out, problems)
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """How much of a sweep directory's config is on disk: ``finished`` runs of the ``listed``
+    ones of its manifest (``None``: no manifest), and ``writer``, the ``(pid, what, command)``
+    of a process writing the directory now (:func:`current_writer`)."""
+
+    out: Path
+    finished: int
+    listed: int | None
+    writer: tuple[str, str, str] | None
+
+    def note(self) -> str | None:
+        """A line saying that tables and figures drawn now are partial, and why; ``None`` when
+        every run of the config is finished and nothing is writing the directory."""
+        if self.writer is not None:
+            pid, what, command = self.writer
+            running = f" (`{command}`)" if command else ""
+            listed = f" of {self.listed}" if self.listed is not None else ""
+            return (
+                f"partial: a {what or 'process'} (pid {pid}){running} is still writing "
+                f"{self.out}; these tables and figures hold the {self.finished}{listed} runs "
+                "finished so far: plot again when it is done"
+            )
+        if self.listed is not None and self.finished < self.listed:
+            missing = self.listed - self.finished
+            return (
+                f"partial: {missing} of the {self.listed} runs of the config of {self.out} are "
+                "not finished (not run yet, failed, or their files deleted); these tables and "
+                f"figures hold the {self.finished} finished runs: rerun the sweep to complete "
+                "them"
+            )
+        return None
+
+
+def completeness(out_dir: str | Path) -> Completeness:
+    """The :class:`Completeness` of ``out_dir``: its manifest's runs that have their JSON (the
+    checks of :func:`load_runs` are not repeated here) and what is writing it now."""
+    out = Path(out_dir)
+    try:
+        wanted = _run_ids(out, all_runs=False)
+    except (RecordsError, OSError):
+        wanted = None
+    runs_dir = out / "runs"
+    if wanted is None:
+        finished = len(list(runs_dir.glob("*.json"))) if runs_dir.is_dir() else 0
+    else:
+        finished = sum((runs_dir / f"{rid}.json").exists() for rid in dict.fromkeys(wanted))
+    listed = None if wanted is None else len(dict.fromkeys(wanted))
+    return Completeness(out, finished, listed, current_writer(out))
+
+
+def _damaged(out: Path, problems: list[str]) -> RecordsError:
+    """The error naming every run of ``out`` that fails its checks, with the reason."""
+    listed = "\n".join(f"  {problem}" for problem in problems)
+    return RecordsError(
+        f"{len(problems)} run(s) of {out} fail their checks, so no table or figure would be "
+        f"right:\n{listed}\nrerun the sweep (or the same `linbandit run` command) to redo them, or "
+        "delete a run's .json to leave it out"
+    )
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str, np.number))
+
+
+def load_meta(out_dir: str | Path, run_id: str) -> dict:
+    """The checked JSON of run ``run_id`` (:func:`read_run_meta`)."""
+    return read_run_meta(Path(out_dir) / "runs" / f"{run_id}.json")
+
+
+def load_records(
+    out_dir: str | Path, run_ids: list[str] | None = None, *, columns: list[str] | None = None
+) -> pd.DataFrame:
+    """Concatenated per-round records of finished runs, labelled by the current config."""
+    out = Path(out_dir)
+    runs = load_runs(out)
+    if run_ids is not None:
+        runs = runs[runs["run_id"].isin(run_ids)]
+    frames = []
+    for rid, agent, env in zip(runs["run_id"], runs["agent"], runs["env"]):
+        # the file its JSON names (load_runs checked its SHA-256)
+        path = out / "runs" / read_json(out / "runs" / f"{rid}.json")["records"]["file"]
+        frame = read_records(path)
+        if columns is not None:
+            frame = frame[[c for c in columns if c in frame.columns]]
+        frames.append(frame.assign(agent=agent, env=env))
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True)

@@ -15,9 +15,10 @@ called (:func:`check_agent_factory`). Arguments are checked against the signatur
 (:func:`estimate_run_bytes`, :func:`check_run_fits`), still without building anything.
 
 What a caller needs to know before building an agent -- whether agents of its class batch,
-the arguments batch members may differ in, an estimate of its memory -- is asked of the class
-through :class:`AgentEntry`, so that a user's class without these answers gets those of
-:class:`agents.Agent`: not batched, no estimate. (``agents``, and with it torch, is imported on
+the arguments batch members may differ in, an estimate of its memory -- is what the class
+declares (:class:`agents.Agent`: ``batching``, ``estimate_memory_bytes``), asked through
+:class:`AgentEntry`, so that a user's class without these declarations gets the defaults: not
+batched, no estimate. (``agents``, and with it torch, is imported on
 first use: ``linbandit --help`` or ``linbandit plot`` need neither.)
 """
 
@@ -55,7 +56,8 @@ __all__ = [
     "resolve_agent",
 ]
 
-#: What every agent has (the agent contract, DESIGN.md): checked on a ``module:Class`` before use.
+#: What every agent has (the agent contract, ``docs/contracts.md``): checked on a
+#: ``module:Class`` before use.
 AGENT_METHODS = ("reset", "act", "update")
 #: What a covariance estimator named by a ``task: matrix-approx`` config has.
 ESTIMATOR_METHODS = ("update", "covariance")
@@ -169,12 +171,12 @@ class AgentEntry:
         return method if callable(method) else getattr(Agent, question)
 
     def batchable(self) -> bool:
-        """Whether agents of this class advance together as the members of one batched agent:
-        the class says so and :mod:`agents.batched` has a batched twin for it (a user's class
-        that answers ``True`` without a twin runs one agent at a time)."""
-        from agents.batched import BATCHED
+        """Whether agents of this class advance together as the members of one batched agent: the
+        class's own body declares its ``batching`` (:func:`agents.batched.supports_batched`; a
+        class that only answers ``batchable()`` with ``True`` runs one agent at a time)."""
+        from agents.batched import supports_batched
 
-        return bool(self._ask("batchable")()) and self.factory in BATCHED
+        return isinstance(self.factory, type) and supports_batched(self.factory)
 
     def per_member_args(self) -> tuple[str, ...]:
         """The arguments in which the members of one batched agent of this class may differ."""

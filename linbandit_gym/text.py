@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from linbandit_host.memory import format_bytes
+
 __all__ = ["count", "exact_updates", "human_bytes", "mean_spread", "NOT_REPORTED", "reported_bytes"]
 
 #: What a table shows for the memory of an agent that has no ``memory_bytes()``.
@@ -45,19 +47,13 @@ def reported_bytes(n: Any) -> bool:
 
 
 def human_bytes(n: float) -> str:
-    """``960 B``, ``1.5 KiB``, ``2.0 MiB``; ``not reported`` for an agent that reports no memory.
+    """A recorded memory in binary units (:func:`linbandit_host.memory.format_bytes`), or ``not
+    reported`` for an agent that reports no memory.
 
     >>> human_bytes(960), human_bytes(1536), human_bytes(0)
     ('960 B', '1.5 KiB', 'not reported')
     """
-    if not reported_bytes(n):
-        return NOT_REPORTED
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024.0
-    return f"{n:.1f} GiB"
+    return format_bytes(float(n)) if reported_bytes(n) else NOT_REPORTED
 
 
 def exact_updates(switched: Any, seeds: int, first: Any, last: Any) -> str:

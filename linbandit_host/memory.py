@@ -1,24 +1,54 @@
-"""How much memory this process may still take, and how sizes are written in messages.
+"""How much memory this process may still take, and the one way sizes are read and written.
 
 Envs (:mod:`linbandit_gym.envs.memory`) and agents (their constructors) refuse what cannot fit
 *before* allocating it, against this one limit: the memory available now, the smaller of
 ``MemAvailable`` (``/proc/meminfo``) and the room left under the process's cgroup limit, else the
-physical memory (``os.sysconf``); ``$LINBANDIT_MEMORY_LIMIT`` (``"8GB"``, ``"512MiB"``, ``"2e9"``)
+physical memory (``os.sysconf``); ``$LINBANDIT_MEMORY_LIMIT`` (``"8GiB"``, ``"512M"``, ``"2e9"``)
 overrides it. Standard library only, so that ``agents`` and ``linbandit_gym`` both sit above it
 without either importing the other.
+
+Sizes are binary, read and written: a kilobyte is 1024 bytes. :func:`parse_bytes` reads ``K``,
+``KB`` and ``KiB`` (any case) alike as 2**10 bytes, ``M``/``MB``/``MiB`` as 2**20,
+``G``/``GB``/``GiB`` as 2**30, ``T``/``TB``/``TiB`` as 2**40 and so on (``P``, ``E``, ``Z``, ``Y``);
+:func:`format_bytes` writes the IEC names (``KiB``, ``MiB``, ``GiB``), which no reader takes for
+powers of 1000. Binary, because memory is: the records count it in KiB (``peak_memory_kib``),
+``/proc/meminfo`` and the cgroup limits read here are in binary units, torch reports its
+allocations in GiB, and a limit written ``8GB`` means what ``free``, Docker and the JVM mean by
+it. A size parsed and printed back reads the same: ``8GB`` is written ``8 GiB``.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import re
 import sys
 
-__all__ = ["MEMORY_LIMIT_ENV", "available_memory_bytes", "format_bytes", "format_count", "format_sci", "memory_limit_bytes",
-           "memory_limit_source"]
+__all__ = [
+    "MEMORY_LIMIT_ENV",
+    "SIZE_UNITS",
+    "available_memory_bytes",
+    "format_bytes",
+    "format_count",
+    "format_sci",
+    "memory_limit_bytes",
+    "memory_limit_source",
+    "parse_bytes",
+]
 
 #: Environment variable that overrides the memory limit (bytes, or a number with a unit).
 MEMORY_LIMIT_ENV = "LINBANDIT_MEMORY_LIMIT"
+
+#: What each unit :func:`parse_bytes` reads means, in bytes (lower case; binary throughout).
+SIZE_UNITS = {"": 1, "b": 1} | {
+    form: 1024**power
+    for power, prefix in enumerate("kmgtpezy", 1)
+    for form in (prefix, prefix + "b", prefix + "ib")
+}
+
+#: The names :func:`format_bytes` writes, one per power of 1024.
+_NAMES = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
 
 
 def format_sci(n: int) -> str:
@@ -39,42 +69,62 @@ def format_count(n: int) -> str:
     return f"{n:,}" if n < 10**15 else format_sci(n)
 
 
-def format_bytes(n: int) -> str:
-    """``n`` bytes in decimal units, three significant digits: ``'3.4 GB'``, ``'512 B'``.
+def format_bytes(n: float) -> str:
+    """``n`` bytes in binary units (see the module docstring), three significant digits.
 
-    >>> format_bytes(999), format_bytes(999_999), format_bytes(70_000_000_048), format_bytes(10**30)
-    ('999 B', '1 MB', '70 GB', '1e+30 bytes')
+    >>> format_bytes(999), format_bytes(1536), format_bytes(3_400_000_000)
+    ('999 B', '1.5 KiB', '3.17 GiB')
+    >>> format_bytes(1023 * 1024), format_bytes(1023.7 * 1024)
+    ('1023 KiB', '1 MiB')
+    >>> format_bytes(2**80), format_bytes(10**40)
+    ('1 YiB', '1e+40 bytes')
     """
-    if n < 1000:
-        return f"{n} B"
+    if n < 1024:
+        return f"{n:.0f} B"
     try:
-        rounded = float(f"{float(n):.3g}")  # 999,999 -> 1e6, so that it reads 1 MB, not 1e+03 kB
+        value = float(n)
     except OverflowError:
         return f"{format_sci(n)} bytes"
-    for power, unit in ((3, "kB"), (6, "MB"), (9, "GB"), (12, "TB"), (15, "PB"), (18, "EB"), (21, "ZB"), (24, "YB")):
-        if rounded < 1000 * 10**power:
-            return f"{rounded / 10**power:.3g} {unit}"
-    return f"{format_sci(n)} bytes"
+    power = 0
+    while value >= 1024 and power < len(_NAMES) - 1:
+        value /= 1024
+        power += 1
+    if round(value) >= 1024 and power < len(_NAMES) - 1:  # 1023.5 KiB reads 1 MiB
+        power, value = power + 1, value / 1024
+    if round(value) >= 1024:  # past the largest unit
+        return f"{format_sci(n)} bytes"
+    text = f"{value:.3g}"
+    if "e" in text:  # 1000 <= value < 1024: every digit, not 1e+03
+        text = f"{value:.0f}"
+    return f"{text} {_NAMES[power]}"
 
 
-_UNITS = {
-    "": 1, "b": 1,
-    "k": 10**3, "kb": 10**3, "kib": 2**10,
-    "m": 10**6, "mb": 10**6, "mib": 2**20,
-    "g": 10**9, "gb": 10**9, "gib": 2**30,
-    "t": 10**12, "tb": 10**12, "tib": 2**40,
-}
+def parse_bytes(value: object, name: str = "size") -> int:
+    """A memory size in bytes: a number, or a string of a number and a unit (``"2GiB"``,
+    ``"512M"``, ``"1.5g"``, ``"2e9"``; binary units, see the module docstring). ``name`` is what
+    the message calls it (``--batch-memory``, ``$LINBANDIT_MEMORY_LIMIT``).
 
+    >>> parse_bytes("2GB") == parse_bytes("2GiB") == parse_bytes("2g") == 2 * 1024**3
+    True
 
-def _parse_bytes(text: str) -> int:
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
-    unit = match.group(2).lower() if match else None
-    if match is None or unit not in _UNITS or float(match.group(1)) <= 0:
-        raise ValueError(
-            f"${MEMORY_LIMIT_ENV}={text!r} is not a memory size; write bytes or a number with a unit, "
-            "e.g. 8GB, 512MiB or 2e9"
-        )
-    return int(float(match.group(1)) * _UNITS[unit])
+    Raises:
+        ValueError: not a size, or less than one byte; the message names the accepted forms.
+    """
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        size = float(value)
+    else:
+        pattern = r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*"
+        match = re.fullmatch(pattern, str(value))
+        unit = match.group(2).lower() if match else None
+        if match is None or unit not in SIZE_UNITS:
+            raise ValueError(
+                f"{name}={value!r} is not a memory size; write bytes or a number with a unit, "
+                "e.g. 8GiB, 512M or 2e9 (K, M, G, T: powers of 1024, with or without B or iB)"
+            )
+        size = float(match.group(1)) * SIZE_UNITS[unit]
+    if not (math.isfinite(size) and size >= 1):
+        raise ValueError(f"{name} must be a positive size (at least 1 byte), got {value!r}")
+    return int(size)
 
 
 def _read_int(path: str) -> int | None:
@@ -126,7 +176,7 @@ def memory_limit_bytes() -> int:
     :func:`available_memory_bytes` (numpy's largest array, ``sys.maxsize``, where unknown)."""
     override = os.environ.get(MEMORY_LIMIT_ENV)
     if override:
-        return _parse_bytes(override)
+        return parse_bytes(override, f"${MEMORY_LIMIT_ENV}")
     available = available_memory_bytes()
     return sys.maxsize if available is None else available
 

@@ -13,7 +13,7 @@ import torch
 from agents import AGENTS, CBSCFD, OFUL, SOFUL, DBSLinUCB, DBSLinUCBRFD
 from agents._warnings import DesignWarning, SketchSizeWarning
 from agents.batched import batched
-from agents.linucb import arm_scratch_bytes
+from agents.estimator_agent import arm_scratch_bytes
 from agents.sketches.exact import ExactCovariance
 from agents.sketches.fd import FrequentDirections
 
@@ -77,16 +77,17 @@ def test_a_meta_tensor_is_refused_naming_the_device_and_changes_nothing(name):
 def test_oful_of_a_billion_dimensions_is_refused_naming_d_and_the_classes_estimate():
     from linbandit_host.memory import format_count
 
-    with pytest.raises(ValueError, match=r"^OFUL\(\) at d=1000000000 would allocate about 8 EB \(8e\+18 bytes\)") as refused:
+    refused_message = r"^OFUL\(\) at d=1000000000 would allocate about 6.94 EiB \(8e\+18 bytes\)"
+    with pytest.raises(ValueError, match=refused_message) as refused:
         OFUL(d=10**9)
     assert f"({format_count(OFUL.estimate_state_bytes(10**9, 1))} bytes)" in str(refused.value)
     assert str(refused.value).endswith("lower d")
 
 
 def test_a_batch_is_refused_for_all_its_members(monkeypatch):
-    """B members need B states: 2 members of 0.6 GB each fit in 2 GB, 4 do not."""
-    monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "2GB")
-    d = 8000  # OFUL's inverse: 8 d^2 = 512 MB
+    """B members need B states: 2 members of 0.6 GB each fit in 2e9 bytes, 4 do not."""
+    monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "2e9")
+    d = 8000  # OFUL's inverse: 8 d^2 = 512,000,000 bytes
     OFUL(d=d, batch_size=2, dtype=torch.float32)
     with pytest.raises(ValueError, match=r"^OFUL\(\) at d=8000 would allocate about .* for its 4 members"):
         OFUL(d=d, batch_size=4)
@@ -216,14 +217,15 @@ def test_a_design_warning_points_at_the_users_line():
 
 def test_the_agents_memory_limit_is_the_envs(monkeypatch):
     """One limit: agents and envs read it from linbandit_host.memory, and both obey the variable."""
-    from agents import linucb
+    from agents import estimator_agent
     from linbandit_gym.envs import memory
 
-    assert linucb.memory_limit_bytes is memory.memory_limit_bytes
+    assert estimator_agent.memory_limit_bytes is memory.memory_limit_bytes
     monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "1MB")
-    with pytest.raises(ValueError, match=r"the limit \$LINBANDIT_MEMORY_LIMIT \(1 MB\)"):
+    with pytest.raises(ValueError, match=r"the limit \$LINBANDIT_MEMORY_LIMIT \(1 MiB\)"):
         OFUL(d=1000)
-    assert memory.memory_limit_bytes() == 1_000_000 and memory.format_bytes(960_004_800_000) == "960 GB"
+    assert memory.memory_limit_bytes() == 2**20
+    assert memory.format_bytes(960_004_800_000) == "894 GiB"
 
 
 # -- describe ----------------------------------------------------------------------------------------

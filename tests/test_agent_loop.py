@@ -236,7 +236,7 @@ def _kw(agent) -> dict:
     if isinstance(agent, DBSLinUCB):
         kw.update(l0=agent.l0, eps=agent.eps)
     elif not isinstance(agent, OFUL):
-        kw.update(sketch_size=agent._l)
+        kw.update(sketch_size=agent.arguments["sketch_size"])
     return kw
 
 

@@ -1,4 +1,4 @@
-"""Argument, observation and feedback validation of every agent, and check_agent (issue 13).
+"""Argument, observation and feedback validation of every agent, and check_agent.
 
 Every class in ``agents.AGENTS`` must refuse a bad shared keyword (``delta``, ``noise_std``,
 ``theta_bound``, ``seed``, ``d``) with one message naming the argument, refuse complex
@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import inspect
 import math
+from numbers import Integral, Real
 
 import numpy as np
 import pytest
 import torch
 
 from agents import AGENTS, check_agent
-from agents._validate import InvalidArgumentError, check_real
+from agents._validate import InvalidArgumentError, Interval, check_value
 from agents.batched import batched
 from agents.design import g_optimal_design, xy_optimal_design
 
@@ -113,12 +114,33 @@ def test_numpy_scalars_are_accepted(cls):
     play(agent, arm_set())
 
 
-def test_check_real_messages():
-    with pytest.raises(InvalidArgumentError, match=r"^lam must be a finite real number > 0 \(ridge\), got inf \(float\)$"):
-        check_real("lam", math.inf, gt=0.0, hint="ridge")
+def test_check_value_messages():
+    """One writer for every message: the argument, every accepted form, the first hint, the value
+    and its type."""
+    positive = [Interval(Real, 0, None, closed="neither", hint="ridge")]
+    with pytest.raises(InvalidArgumentError,
+                       match=r"^lam must be a finite real number > 0 \(ridge\), got inf \(float\)"):
+        check_value("lam", math.inf, positive)
     with pytest.raises(InvalidArgumentError, match=r"in \(0, 1\).*got '0.5' \(str\)"):
-        check_real("delta", "0.5", gt=0.0, lt=1.0)
-    assert check_real("x", np.float32(0.5), ge=0.0) == 0.5
+        check_value("delta", "0.5", [Interval(Real, 0, 1, closed="neither")])
+    assert check_value("x", np.float32(0.5), [Interval(Real, 0, None)]) == 0.5
+    assert type(check_value("n", np.int64(3), [Interval(Integral, 0, None)])) is int
+    with pytest.raises(InvalidArgumentError,
+                       match=r"^c must be a finite real number > 0 or None, got 0 \(int\)$"):
+        check_value("c", 0, [Interval(Real, 0, None, closed="neither"), None])
+    with pytest.raises(InvalidArgumentError, match=r"^sketch must be 'fd' or 'rfd', got 'svd' "):
+        check_value("sketch", "svd", [{"rfd", "fd"}])  # a set is listed sorted
+    with pytest.raises(InvalidArgumentError, match=r"^fast must be True or False, got 1 \(int\)$"):
+        check_value("fast", 1, [bool])
+    with pytest.raises(InvalidArgumentError, match=r"^fast must be True or False, got np.True_ "):
+        check_value("fast", np.bool_(True), [bool])
+    with pytest.raises(InvalidArgumentError, match=r"^lam must be 0 \(plain OLS\), got 0.1 "):
+        check_value("lam", 0.1, [Interval(Real, 0, 0, closed="both", hint="plain OLS")])
+    with pytest.raises(InvalidArgumentError, match=r"^n must be an int in \[0, 4\], got 5 \(int\)"):
+        check_value("n", 5, [Interval(Integral, 0, 4, closed="both")])
+    for refused in (True, "1", 1 + 0j, math.nan, None):
+        with pytest.raises(InvalidArgumentError):
+            check_value("x", refused, [Interval(Real, None, None)])
 
 
 # -- reset(seed) ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Best-arm identification and phased elimination on badly scaled arm sets (issue 13).
+"""Best-arm identification and phased elimination on badly scaled arm sets.
 
 Arms whose norms span 1e-6..1e6 used to hang XYAdaptive's first ``act`` and keep GAllocation
 and XYStatic from ever stopping: their least squares and designs were computed in

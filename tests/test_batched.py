@@ -1,4 +1,4 @@
-"""Batched execution (issue 7): native vector envs, batched agents, the batched run path.
+"""Batched execution: native vector envs, batched agents, the batched run path.
 
 Every equivalence here is against the unbatched code on the same seeds: the vector envs
 must reproduce B separate envs (and Gymnasium's SyncVectorEnv) bit for bit, and each member

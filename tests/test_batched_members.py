@@ -1,4 +1,4 @@
-"""Batched agents whose members differ in hyperparameters (issue 12, item 1).
+"""Batched agents whose members differ in hyperparameters.
 
 ``OFUL/SOFUL/CBSCFD/DBSLinUCB(batch_size=B, lam=[...], beta=[...], ...)``: member i must make
 exactly the choices of the single agent built with the i-th values on the same stream
@@ -91,7 +91,7 @@ GRID_CASES = [(family, torch.float64) for family in FAMILIES] + [("SOFUL", torch
 def test_every_member_of_a_hyperparameter_grid_chooses_as_its_single_twin(family, dtype):
     """ONE batched agent holds the whole lam x beta (x sketch size, or x l0 x eps) x seed grid;
     each member replays its twin, and reports the twin's memory, sketch size and radius
-    (float64 as the issue asks; float32 too on two families, as the batched path promises)."""
+    (float64; float32 too on two families, as the batched path promises)."""
     cls, shared, axes, env_kw = FAMILIES[family]
     shared = dict(shared, dtype=dtype)
     names = ["lam", "beta", *axes, "seed"]
@@ -177,9 +177,11 @@ def test_batched_members_refuses_what_cannot_differ_and_names_it():
 @pytest.mark.parametrize("cls", [OFUL, SOFUL, CBSCFD, DBSLinUCB])
 def test_per_member_arguments_are_validated_naming_the_member(cls):
     assert set(cls.per_member_args) >= {"lam", "beta"}
-    with pytest.raises(ValueError, match=r"lam\[1\] \(ridge lambda\) must be a finite number > 0, got -1.0 \(member 1"):
+    with pytest.raises(ValueError, match=r"lam\[1\] must be a finite real number > 0 "
+                                         r"\(ridge lambda\), got -1.0 \(float\) \(member 1"):
         cls(batch_size=3, lam=[0.5, -1.0, 2.0])
-    with pytest.raises(ValueError, match=r"beta\[2\] must be a float >= 0 or 'theory', got nan \(member 2"):
+    with pytest.raises(ValueError, match=r"beta\[2\] must be a finite real number >= 0 or "
+                                         r"'theory', got nan \(float\) \(member 2"):
         cls(batch_size=3, beta=(0.1, 0.2, float("nan")))
     with pytest.raises(ValueError, match=r"lam must hold one value per member \(batch_size=3\), got 2 values"):
         cls(batch_size=3, lam=np.array([0.5, 1.0]))
@@ -195,11 +197,13 @@ def test_per_member_arguments_are_validated_naming_the_member(cls):
 
 def test_per_member_l0_and_eps_are_validated_naming_the_member():
     assert {"l0", "eps"} <= set(DBSLinUCB.per_member_args)
-    with pytest.raises(ValueError, match=r"l0\[1\] \(the initial sketch size\) must be an int >= 1, got 0 \(member 1"):
+    with pytest.raises(ValueError, match=r"l0\[1\] must be an int >= 1 "
+                                         r"\(the initial sketch size\), got 0 \(int\) \(member 1"):
         DBSLinUCB(batch_size=2, l0=[2, 0])
-    with pytest.raises(ValueError, match=r"eps\[0\] \(the error parameter\) must be a finite number > 0, got -1.0 \(member 0"):
+    with pytest.raises(ValueError, match=r"eps\[0\] must be a finite real number > 0 "
+                                         r"\(the error parameter\), got -1.0 \(float\) \(member 0"):
         DBSLinUCB(batch_size=2, eps=[-1.0, 2.0])
-    with pytest.raises(ValueError, match=r"l0\[1\]=10 exceeds the dimension d=4.*\(member 1 of the batch of 2\)"):
+    with pytest.raises(ValueError, match=r"l0\[1\]=10 \(member 1\) exceeds the arm dimension d=4"):
         DBSLinUCB(batch_size=2, l0=[2, 10], d=4)
     agent = DBSLinUCB(batch_size=2, l0=[2, 10], eps=1.0)
     with pytest.raises(ValueError, match=r"l0\[1\]=10 \(member 1\) exceeds the arm dimension d=4"):
@@ -229,9 +233,10 @@ def test_dbs_batch_with_exact_and_sketched_members_at_once(dtype):
 @pytest.mark.parametrize("cls", [SOFUL, CBSCFD])
 def test_per_member_sketch_sizes_are_validated_and_reported(cls):
     assert "sketch_size" in cls.per_member_args
-    with pytest.raises(ValueError, match=r"sketch_size\[1\] must be >= 1, got 0 \(member 1 of the batch of 3\)"):
+    with pytest.raises(ValueError, match=r"sketch_size\[1\] must be an int >= 1 .*, "
+                                         r"got 0 \(int\) \(member 1 of the batch of 3\)"):
         cls(batch_size=3, sketch_size=[3, 0, 2])
-    with pytest.raises(ValueError, match=r"sketch_size\[2\] must be a positive int"):
+    with pytest.raises(ValueError, match=r"sketch_size\[2\] must be an int >= 1 .*, got 2.0 "):
         cls(batch_size=3, sketch_size=[3, 4, 2.0])
     with pytest.raises(ValueError, match="single agent"):
         cls(sketch_size=[3, 4])

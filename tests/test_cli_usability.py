@@ -1,4 +1,4 @@
-"""The command line as a new user meets it (issue 13): agents from the current directory,
+"""The command line as a new user meets it: agents from the current directory,
 ``python -m linbandit_gym``, env arguments checked up front, closed pipes, the report's
 arguments, ``linbandit list``, labels, and a demo that needs only the base install."""
 
@@ -26,7 +26,7 @@ from linbandit_gym.experiments import ConfigError, parse_config, sweep
 from linbandit_gym.experiments.report import write_report
 from linbandit_gym.registration import ENV_IDS
 
-# New names of issue 13 are imported where used, so that on older code each test fails by itself.
+# Names are imported where they are used, so that a missing one fails only the tests that use it.
 
 
 def load_object(spec):

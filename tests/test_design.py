@@ -1,4 +1,4 @@
-"""agents.design: G-optimal (Frank-Wolfe / Fedorov-Wynn), XY designs, rounding (issue 5).
+"""agents.design: G-optimal (Frank-Wolfe / Fedorov-Wynn), XY designs, rounding.
 
 Every check is computed independently here in numpy (pseudo-inverses, brute-force grids,
 closed forms), never by the code under test.
@@ -287,7 +287,7 @@ def test_xy_design_closed_forms():
     res = solve_xy_design(np.eye(2), 1e-3)
     np.testing.assert_allclose(res.weights, [0.5, 0.5], atol=1e-9)
     assert abs(res.value - 4.0) < 1e-9
-    # the Soare et al. instance, target pair {e_1, x_3}: the oracle allocation of seed 004
+    # the Soare et al. instance, target pair {e_1, x_3}: the oracle allocation of Jamieson (2018)
     # puts weight proportional to |y_i| on e_1 and e_2 (y = e_1 - x_3), value (|y_1| + |y_2|)^2
     om = 0.1
     x = np.array([[1.0, 0.0], [0.0, 1.0], [math.cos(om), math.sin(om)]])

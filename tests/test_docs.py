@@ -47,6 +47,11 @@ def public_api() -> list[str]:
     return names + ["linbandit_gym.run"]
 
 
+#: The tests of the built site: the build is `make docs` (mkdocs --strict), which the slow suite
+#: (CI) runs; the pages' examples and links to files run in the default suite.
+SITE = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The site, built as `make docs` builds it: mkdocs --strict (any warning fails)."""
@@ -62,17 +67,20 @@ def site(tmp_path_factory):
     return out
 
 
+@SITE
 def test_docs_build_strict(site):
     assert (site / "index.html").exists()
     assert (site / "api" / "agents" / "soful.html").exists()
 
 
+@SITE
 def test_every_public_class_has_an_api_entry(site):
     html = "\n".join(p.read_text(encoding="utf-8") for p in (site / "api").rglob("*.html"))
     missing = [name for name in public_api() if f'id="{name}"' not in html]
     assert not missing, f"no API entry for {missing}: add `::: <name>` to a page under docs/api/ and to mkdocs.yml"
 
 
+@SITE
 def test_api_pages_link_the_cross_references(site):
     # docstring roles such as :class:`~agents.sketches.fd.FrequentDirections` became links or code
     pages = {p: p.read_text(encoding="utf-8") for p in (site / "api").rglob("*.html")}
@@ -97,6 +105,7 @@ def _parameter_rows(page: str, anchor: str) -> list[list[str]]:
     return rows
 
 
+@SITE
 def test_api_pages_list_every_agent_argument_as_describe_does(site):
     # one parser for both: one row per keyword of the signature, its default, its whole meaning
     from linbandit_gym.registry import lookup_agent
@@ -120,14 +129,27 @@ def test_api_pages_list_every_agent_argument_as_describe_does(site):
 
 
 INTERNAL_WORDS = re.compile(r"seed 00[0-4]|issue [0-9]+", re.I)
+#: Files a clone of the repository does not hold: the code cites docs/contracts.md instead.
+OUTSIDE_FILES = re.compile(r"\bDESIGN\.md\b|\.\./shared/")
+SOURCE_DIRS = ("agents", "envs_data", "linbandit_gym", "linbandit_host", "tests", "benchmarks",
+               "scripts")
 
 
-def test_user_text_names_papers_by_author_not_by_internal_numbers():
+def _hits(pattern: re.Pattern, files: list) -> list[str]:
+    return [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in files
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if pattern.search(line)]
+
+
+def test_user_text_code_and_tests_name_papers_by_author_not_by_internal_numbers():
     files = doc_files() + sorted((ROOT / "linbandit_gym" / "configs").glob("*.yaml"))
     files += [ROOT / "CHANGELOG.md", ROOT / "CITATION.cff", ROOT / "mkdocs.yml"]
-    hits = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in files
-            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if INTERNAL_WORDS.search(line)]
-    assert not hits, "cite papers by author and year (docs/references.md), not by internal numbers:\n" + "\n".join(hits)
+    files += sorted(p for d in SOURCE_DIRS for p in (ROOT / d).rglob("*.py"))
+    hits = _hits(INTERNAL_WORDS, files)
+    assert not hits, ("cite papers by author and year (docs/references.md), not by internal or "
+                      "tracker numbers:\n" + "\n".join(hits))
+    outside = _hits(OUTSIDE_FILES, files)
+    assert not outside, "cite docs/contracts.md, which the repository holds:\n" + "\n".join(outside)
 
 
 def test_references_page_defines_every_key_used():
@@ -166,3 +188,64 @@ def test_the_experiments_guide_counts_its_figures_as_figures(tmp_path):
     count, names = line.split(" figures: ")
     names = ast.literal_eval(names)
     assert int(count) == len(names) >= 2 and all(name.endswith(".png") for name in names), line
+
+
+# -- tables that come from a command (scripts/doc_figures.py) ------------------------------------
+
+def _doc_figures():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "doc_figures", ROOT / "scripts" / "doc_figures.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_figures_marker_heads_a_table_of_an_existing_command():
+    figures = _doc_figures()
+    tables = figures.marked_tables()
+    assert any("memory_mnist" in t.command for t in tables)
+    for table in tables:
+        header, separator, *rows = table.lines()
+        assert re.fullmatch(r"\|(-+\|)+", separator.replace(" ", "")), table.where
+        cells = lambda row: re.sub(r"`[^`]*`", "code", row).count("|")  # a code span's | is no cell
+        assert rows and all(cells(row) == cells(header) for row in rows), table.where
+        argv = figures.command_argv(table.command)
+        named = [a for a in argv[1:] if a.endswith((".py", ".yaml"))]
+        assert all((ROOT / a).is_file() for a in named), f"{table.where}: {table.command}"
+
+
+def test_the_figures_script_reads_a_printed_table_and_rewrites_only_it(tmp_path, monkeypatch):
+    figures = _doc_figures()
+    page = tmp_path / "page.md"
+    page.write_text(
+        "text\n<!-- figures: python x.py -->\n| a | b |\n|---|---|\n| 1 | 2 |\n\nafter\n"
+    )
+    monkeypatch.setattr(figures, "ROOT", tmp_path)
+    [table] = figures.marked_tables([page])
+    output = "noise\n| a | b |\n|---|---|\n| 1 | 3 |\n| 4 | 5 |\nmore noise\n"
+    rows = figures.printed_table(output, table.lines()[0])
+    assert rows == ["| a | b |", "|---|---|", "| 1 | 3 |", "| 4 | 5 |"]
+    assert (
+        "-| 1 | 2 |" in figures.difference(table, rows)
+        and figures.difference(table, table.lines()) == ""
+    )
+    assert figures.update(table, rows) and not figures.update(
+        figures.marked_tables([page])[0], rows
+    )
+    assert page.read_text() == (
+        "text\n<!-- figures: python x.py -->\n| a | b |\n|---|---|\n| 1 | 3 |\n| 4 | 5 |\n\nafter\n"
+    )
+    assert figures.printed_table(output, "| c |") is None
+
+
+@pytest.mark.slow
+def test_the_memory_table_is_what_its_command_prints():
+    """Memory and regret are the same on every run: the page holds the command's figures (after a
+    change that moves them: python scripts/doc_figures.py --update memory_mnist)."""
+    figures = _doc_figures()
+    [table] = [t for t in figures.marked_tables() if "memory_mnist" in t.command]
+    assert figures.difference(table, figures.run_command(table)) == ""

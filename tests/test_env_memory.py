@@ -28,7 +28,7 @@ from linbandit_gym.vector import (
     SyntheticVectorEnv,
 )
 
-GB = 10**9
+GB = 2**30  # sizes are binary (linbandit_host.memory)
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def limit(monkeypatch):
 
 
 def refused_without_allocating(build) -> str:
-    """The message of the EnvTooLargeError ``build()`` raises; asserts that less than 2 MB was
+    """The message of the EnvTooLargeError ``build()`` raises; asserts that less than 2 MiB was
     allocated on the way (so nothing of the size asked for was)."""
     tracemalloc.start()
     try:
@@ -80,10 +80,11 @@ def test_the_message_in_full(limit):
     limit(24 * GB)
     message = refused_without_allocating(lambda: gym.make("LinBandit-Synthetic-v0", d=10**9, n_arms=2))
     assert message == (
-        "SyntheticLinBanditEnv(d=1000000000, n_arms=2) needs about 86 GB of memory (86,000,000,000 bytes), more "
-        "than the memory available (24 GB). Most of it grows with n_arms x d = 2,000,000,000 numbers at 35 bytes "
-        "each (the observation space's bounds and the arm set; a round's draw and its copies). To fix: lower d or "
-        "n_arms: n_arms x d must stay below about 2.29e+08 here."
+        "SyntheticLinBanditEnv(d=1000000000, n_arms=2) needs about 80.1 GiB of memory "
+        "(86,000,000,000 bytes), more than the memory available (24 GiB). Most of it grows with "
+        "n_arms x d = 2,000,000,000 numbers at 35 bytes each (the observation space's bounds and "
+        "the arm set; a round's draw and its copies). To fix: lower d or n_arms: n_arms x d must "
+        "stay below about 2.79e+08 here."
     )
 
 
@@ -114,7 +115,7 @@ def test_every_family_refuses_what_cannot_fit(limit, build, named, fix):
     message = refused_without_allocating(build)
     for argument in named:
         assert argument in message
-    assert "8 GB" in message and f"To fix: {fix}" in message
+    assert "8 GiB" in message and f"To fix: {fix}" in message
 
 
 def test_a_long_horizon_alone_allocates_nothing_more(limit):
@@ -187,11 +188,14 @@ def test_the_limit_is_the_estimate_itself(limit):
 
 
 def test_the_limit_can_be_set_by_environment_variable(monkeypatch):
-    for text, nbytes in [("8GB", 8 * GB), ("512MiB", 512 * 2**20), ("2e9", 2 * GB), ("1234", 1234)]:
+    sizes = [("8GB", 8 * GB), ("8gib", 8 * GB), ("512MiB", 512 * 2**20), ("512M", 512 * 2**20),
+             ("2e9", 2 * 10**9), ("1234", 1234)]
+    for text, nbytes in sizes:
         monkeypatch.setenv(memory.MEMORY_LIMIT_ENV, text)
         assert memory.memory_limit_bytes() == nbytes
     monkeypatch.setenv(memory.MEMORY_LIMIT_ENV, "1MB")
-    with pytest.raises(EnvTooLargeError, match=r"more than the limit \$LINBANDIT_MEMORY_LIMIT \(1 MB\)"):
+    over_the_limit = r"more than the limit \$LINBANDIT_MEMORY_LIMIT \(1 MiB\)"
+    with pytest.raises(EnvTooLargeError, match=over_the_limit):
         SyntheticLinBanditEnv(d=1000, n_arms=100)
     monkeypatch.setenv(memory.MEMORY_LIMIT_ENV, "lots")
     with pytest.raises(ValueError, match=r"LINBANDIT_MEMORY_LIMIT='lots' is not a memory size"):

@@ -1,4 +1,4 @@
-"""The evaluation loop, check_agent and the `linbandit` command (issue 2)."""
+"""The evaluation loop, check_agent and the `linbandit` command."""
 
 import subprocess
 import sys

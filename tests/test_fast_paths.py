@@ -185,7 +185,7 @@ def _rebuilt(agent, **changes):
         est = agent.estimator
         kw.update(l0=est.l0, eps=est.eps, sketch=est.sketch, fast=est.fast, sentinel=est.sentinel)
     elif not isinstance(agent, OFUL):
-        kw.update(sketch_size=agent._l, fast=agent.fast)
+        kw.update(sketch_size=agent.arguments["sketch_size"], fast=agent.fast)
     return type(agent)(**{**kw, **changes})
 
 

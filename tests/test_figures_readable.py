@@ -40,7 +40,7 @@ def _overlaps(boxes):
 
 
 def _mnist_like_table(costs):
-    """Labels and costs shaped as the MNIST sweep's (the issue's collisions came from these)."""
+    """Labels and costs shaped as the MNIST sweep's, whose labels crowd one another."""
     rows = [("OFUL", "OFUL"), ("SOFUL l=20", "SOFUL"), ("SOFUL l=100", "SOFUL"), ("SOFUL l=150", "SOFUL"),
             ("CBSCFD l=20", "CBSCFD"), ("CBSCFD l=150", "CBSCFD")]
     rows += [(f"DBSLinUCB l0={l0} eps={eps}", "DBSLinUCB-FD") for eps in (2, 8, 25) for l0 in (50, 100)]
@@ -51,6 +51,7 @@ def _mnist_like_table(costs):
     return table
 
 
+@pytest.mark.slow  # 16 figures drawn; test_log_tick_labels_do_not_collide_on_any_range draws five
 @settings(max_examples=8, deadline=None, phases=[Phase.explicit, Phase.generate])  # drawing is slow: no shrinking
 @given(low=st.floats(1.0, 1e4), span=st.floats(1.5, 1e5), seed=st.integers(0, 2**31 - 1))
 def test_pareto_text_never_overlaps(low, span, seed):

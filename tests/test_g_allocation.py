@@ -1,4 +1,4 @@
-"""BAI agents on LinBandit-BAI-v0: GAllocation, XYStatic, XYAdaptive (issue 5, seed 004 Sec. 2).
+"""BAI agents on LinBandit-BAI-v0: GAllocation, XYStatic, XYAdaptive (Jamieson 2018, Sec. 2).
 
 The fast tests use small noise so that a few dozen episodes take seconds; the slow ones
 (``-m slow``) run >= 100 episodes per agent and instance. Error rates must stay below

@@ -256,7 +256,9 @@ def test_unknown_render_mode_is_refused_by_name(mode):
             build()
 
 
-@pytest.mark.parametrize("mode", list(AutoresetMode))
+# the default suite draws without autoreset, the slow suite in each autoreset mode too
+@pytest.mark.parametrize("mode", [m if m is AutoresetMode.DISABLED else
+                                  pytest.param(m, marks=pytest.mark.slow) for m in AutoresetMode])
 def test_native_vector_env_renders_the_frames_of_sync_vector_env(mode):
     kw = {"d": 2, "n_arms": 5, "horizon": 3, "autoreset_mode": mode}
     native = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, render_mode="rgb_array", **kw)

@@ -44,6 +44,7 @@ def test_heavytail_without_rotation_holds_no_d_by_d_matrix():
     assert env.theta_star.shape == (200_000,) and np.isclose(np.linalg.norm(env.theta_star), 1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")  # the shrunk grid's d=64 is below l=32's worth
 def test_reproduce_highdim_quick_smoke(tmp_path, monkeypatch, capsys):
     """The quick config end to end, shrunk further (test-only override: d <= 4096, T = 40)."""

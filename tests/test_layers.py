@@ -7,7 +7,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("linbandit_host", "agents", "envs_data", "linbandit_gym")
 
-#: Bottom to top (DESIGN.md, "Layers"); a module belongs to the longest prefix listed.
+#: Bottom to top (docs/contracts.md, "Layers"); a module belongs to the longest prefix listed.
 LAYERS = [
     ("linbandit_host",),                                         # memory limit, warnings at the user's line
     ("agents", "envs_data"),                                    # agents, sketches, designs; data

@@ -146,9 +146,9 @@ def test_the_records_size_rule_bounds_what_a_runs_records_hold_per_round():
 
 def test_play_refuses_records_that_cannot_fit_before_the_first_round(monkeypatch):
     monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "1MB")
-    env = gym.make("LinBandit-Synthetic-v0", d=2, n_arms=2, horizon=10_000)  # 5.12 MB of records
+    env = gym.make("LinBandit-Synthetic-v0", d=2, n_arms=2, horizon=10_000)  # 4.88 MiB of records
     agent = OFUL()
     with pytest.raises(ValueError, match=r"horizon=10000: the records of 10,000 rounds need about "
-                                         r"5.12 MB.*\$LINBANDIT_MEMORY_LIMIT"):
+                                         r"4.88 MiB.*\$LINBANDIT_MEMORY_LIMIT"):
         play(single_members(env, agent, 0, "OFUL", "synthetic"))
     assert agent.t == 0  # nothing played

@@ -59,7 +59,8 @@ def test_env_and_agent_argument_problems_are_reported_together(capsys):
 
 def test_agent_value_checks_run_before_the_env_is_built(capsys):
     assert main(["run", *TINY, "--agent", "SOFUL", "--agent-arg", "sketch_size=0"]) == 2
-    assert "SOFUL: sketch_size must be >= 1, got 0" in capsys.readouterr().err
+    expected = "SOFUL: sketch_size must be an int >= 1 (the number l of sketch rows), got 0 (int)"
+    assert expected in capsys.readouterr().err
 
 
 def test_build_refuses_an_unknown_name_in_the_users_terms():
@@ -92,7 +93,8 @@ def test_args_keys_list_grid_points_and_tuned_overrides_are_each_located():
         {"name": "CBSCFD", "label": "C", "args": {"sketch_size": 3}},
     ], "tuned": {"*": {"C": {"betta": 0.1}}}})
     assert any(p.startswith("agents[0].args.sketch_sise: SOFUL has no argument 'sketch_sise'") for p in problems)
-    assert "agents[1].grid[0].sketch_size: SOFUL: sketch_size must be >= 1, got 0" in problems
+    assert ("agents[1].grid[0].sketch_size: SOFUL: sketch_size must be an int >= 1 (the number l "
+            "of sketch rows), got 0 (int)") in problems
     assert "agents[1].grid[1].sketch_size: SOFUL argument sketch_size='x': expected int, got str" in problems
     assert any(p.startswith("tuned.*.C.betta: CBSCFD has no argument 'betta' (did you mean 'beta'?)")
                for p in problems)
@@ -400,7 +402,7 @@ def test_a_command_says_a_warning_once_on_stderr_not_at_its_own_script(capsys):
 
 
 @pytest.mark.filterwarnings("default::agents.SketchSizeWarning")
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])  # 2: a pool
 def test_a_sweep_says_each_warning_of_its_runs_once_naming_the_config_entry(workers, tmp_path,
                                                                            capsys):
     # in this process or in spawned workers, every seed of the run warns: the sweep says it once

@@ -1,4 +1,4 @@
-"""OFUL: exact ridge estimate, sublinear regret, batched scoring, inputs and devices (issue 2)."""
+"""OFUL: exact ridge estimate, sublinear regret, batched scoring, inputs and devices."""
 
 import math
 

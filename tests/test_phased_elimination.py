@@ -1,4 +1,4 @@
-"""PhasedElimination (Lattimore & Szepesvari ch. 22) on a fixed arm set (issue 5)."""
+"""PhasedElimination (Lattimore & Szepesvari ch. 22) on a fixed arm set."""
 
 from __future__ import annotations
 

@@ -94,6 +94,13 @@ def _same_size(path: Path) -> None:
 
 
 DAMAGES = {"flip": _flip, "flip_many": lambda p: _flip(p, 40), "truncate": _truncate, "same_size": _same_size}
+#: The default suite damages each kind of file the subtlest way (a valid file, one value changed,
+#: the same size: only the SHA-256 or the seal tells); the slow suite adds the other damages.
+DAMAGE_PARAMS = [damage if damage == "same_size" else pytest.param(damage, marks=pytest.mark.slow)
+                 for damage in sorted(DAMAGES)]
+#: The run's own files in the default suite; the directory's (manifest, config) in the slow one.
+KIND_PARAMS = ["parquet", "run_json", *(pytest.param(kind, marks=pytest.mark.slow)
+                                        for kind in ("manifest.json", "config.yaml"))]
 
 
 def _victims(out: Path, kind: str) -> list[Path]:
@@ -104,8 +111,8 @@ def _victims(out: Path, kind: str) -> list[Path]:
     return [out / kind]
 
 
-@pytest.mark.parametrize("damage", sorted(DAMAGES))
-@pytest.mark.parametrize("kind", ["parquet", "run_json", "manifest.json", "config.yaml"])
+@pytest.mark.parametrize("damage", DAMAGE_PARAMS)
+@pytest.mark.parametrize("kind", KIND_PARAMS)
 def test_damaged_records_never_crash_plot_or_report_and_resume_restores_them(reference, tmp_path, capsys, kind,
                                                                              damage):
     config, _, records, metas = reference
@@ -131,7 +138,7 @@ def test_damaged_records_never_crash_plot_or_report_and_resume_restores_them(ref
         assert main([command, str(out)]) == 0, capsys.readouterr().err
 
 
-# -- the inputs of the issue, one by one ---------------------------------------------------------
+# -- damaged and edited inputs, one by one -------------------------------------------------------
 
 def _resealed(path: Path, change) -> None:
     """Edit a run JSON and seal it again, so that only the schema can tell."""

@@ -284,6 +284,7 @@ def test_ctrl_c_in_run_keeps_finished_seeds_and_the_same_command_resumes(tmp_pat
                                    fresh.sort_values(key)["action"].reset_index(drop=True))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="process-group signals and /proc")
 def test_ctrl_c_in_a_two_worker_sweep_prints_one_line_and_stops_the_workers(tmp_path):
     path = _long_config(tmp_path, seeds=8, horizon=2500)
@@ -313,6 +314,7 @@ def test_ctrl_c_in_a_two_worker_sweep_prints_one_line_and_stops_the_workers(tmp_
 
 # -- item: workers exit when the driver dies ---------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="/proc")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_workers_exit_when_the_sweep_driver_is_killed(tmp_path, sig):
@@ -452,6 +454,7 @@ def test_a_sweep_removes_no_file_it_did_not_name(tmp_path):
     assert (out / "runs" / ".mynotes.tmp").read_text() == "mine"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="flock semantics checked on Linux")
 def test_a_second_sweep_on_a_busy_directory_fails_fast_and_the_first_finishes(tmp_path):
     path = _long_config(tmp_path, seeds=3, horizon=3000)

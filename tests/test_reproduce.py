@@ -1,4 +1,5 @@
-"""`linbandit reproduce`: shipped configs of seed 000's experiments, matrix approximation, OpenML message."""
+"""`linbandit reproduce`: shipped configs of the experiments of Wen et al. (2025), matrix
+approximation, the OpenML message."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sweeps (issue 6): config expansion and errors, backends, resumable atomic records, plots, report, tune."""
+"""Sweeps: config expansion and errors, backends, resumable atomic records, plots, report, tune."""
 
 from __future__ import annotations
 
@@ -88,7 +88,8 @@ def test_yaml_toml_and_dict_give_the_same_runs(tmp_path):
         ({"agents": [{"name": "OFUL", "grid": "beta"}]}, "agents[0].grid: a grid is a mapping"),
         ({"agents": [{"name": "OFUL", "grid": [0.1]}]}, "agents[0].grid[0]: a list grid holds mappings"),
         ({"agents": [{"name": "OFUL", "args": {"bogus": 1}}]}, "agents[0].args.bogus: OFUL has no argument 'bogus'"),
-        ({"agents": [{"name": "OFUL", "args": {"lam": -1.0}}]}, "agents[0].args.lam: OFUL: lam (ridge lambda) must be"),
+        ({"agents": [{"name": "OFUL", "args": {"lam": -1.0}}]},
+         "agents[0].args.lam: OFUL: lam must be a finite real number > 0 (ridge lambda)"),
         ({"agents": [{"name": "OFUL", "colour": "red"}]}, "agents[0]: unknown key 'colour'"),
         ({"seeds": "three"}, "seeds:"),
         ({"record": {"spectral_eror": 5}}, "record: unknown key 'spectral_eror' (did you mean 'spectral_error'?)"),
@@ -239,6 +240,7 @@ def test_failed_runs_are_reported_and_retried(tmp_path):
     assert sorted(load_runs(tmp_path)["seed"]) == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
     cfg = {"name": "killme", "seeds": 6, "horizon": 600,
            "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 20, "n_arms": 10}}],
@@ -282,6 +284,7 @@ def _check_identical(a_dir: Path, b_dir: Path) -> None:
         assert a[col].equals(b[col]), col
 
 
+@pytest.mark.slow  # a pool of two worker processes (each imports torch)
 def test_two_worker_processes_give_identical_records(serial_dir, tmp_path):
     result = sweep(SMALL, tmp_path, workers=2, log=None)
     assert result.ok and len(result.executed) == 12
@@ -289,6 +292,7 @@ def test_two_worker_processes_give_identical_records(serial_dir, tmp_path):
     assert {json.loads(p.read_text())["torch_threads"] for p in (tmp_path / "runs").glob("*.json")} == {1}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not ray_available(), reason="ray is not installed (pip install 'linbandit-gym[ray]')")
 def test_ray_backend_gives_identical_records(serial_dir, tmp_path):
     result = sweep(SMALL, tmp_path, workers=2, backend="ray", log=None)
@@ -331,7 +335,8 @@ def test_spectral_error_recording_matches_a_replay(tmp_path):
     for i, t in enumerate(spectral["t"]):
         for l in (2, 5):
             assert spectral["delta"][str(l)][i] == pytest.approx(fd_error_bound(X[:t], l), rel=1e-6, abs=1e-9)
-    # FD never errs by more than its shrinkage: ||X^T X - S^T S||_2 <= Delta_t(3) (seed 000 Lemma 1)
+    # FD never errs by more than its shrinkage: ||X^T X - S^T S||_2 <= Delta_t(3)
+    # (Wen et al. (2025), Lemma 1)
     for i, t in enumerate(spectral["t"]):
         assert spectral["cov_error"][i] <= fd_error_bound(X[:t], 3) + 1e-9
     assert records["agent_time"].is_monotonic_increasing and (records["agent_time"] > 0).all()

@@ -1,4 +1,4 @@
-"""The env contract on LinBandit-Synthetic-v0 (DESIGN.md)."""
+"""The env contract on LinBandit-Synthetic-v0 (docs/contracts.md, "Environment")."""
 
 import warnings
 

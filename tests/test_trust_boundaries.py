@@ -78,6 +78,7 @@ def test_the_largest_seeds_play_batched_and_alone(tmp_path):
     assert sorted(load_runs(tmp_path / "out")["seed"]) == sorted(seeds)
 
 
+@pytest.mark.slow
 def test_a_count_of_a_billion_seeds_is_one_line_at_once(tmp_path):
     config = _write(tmp_path / "c.yaml", {**THREE, "seeds": 1_000_000_000})
     started = time.perf_counter()
@@ -106,7 +107,7 @@ def test_an_env_too_large_for_memory_is_one_line_under_dry_run(tmp_path, capsys)
 def test_agent_arguments_that_cannot_fit_are_refused_before_building(tmp_path, capsys, args, env_d, named):
     arg = [f"--agent-arg={k}={v}" for k, v in args.items()] + ([f"--env-arg=d={env_d}"] if env_d else [])
     line = _refused(capsys, ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "SOFUL", *arg, "--no-progress"])
-    assert named in line and "more than" in line and "GB" in line, line
+    assert named in line and "more than" in line and "GiB" in line, line
     env = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": env_d}} if env_d else SMALL_ENV
     config = _write(tmp_path / "c.yaml", {**THREE, "envs": [env], "agents": [{"name": "SOFUL", "args": args}]})
     line = _refused(capsys, ["sweep", str(config), "--dry-run"])
@@ -116,7 +117,8 @@ def test_agent_arguments_that_cannot_fit_are_refused_before_building(tmp_path, c
 def test_the_limit_is_the_one_envs_use(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "1MB")
     config = _write(tmp_path / "c.yaml", {**THREE, "envs": [{**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 400}}]})
-    assert "$LINBANDIT_MEMORY_LIMIT (1 MB)" in _refused(capsys, ["sweep", str(config), "--dry-run"])
+    line = _refused(capsys, ["sweep", str(config), "--dry-run"])
+    assert "$LINBANDIT_MEMORY_LIMIT (1 MiB)" in line
 
 
 def test_dry_run_reports_the_largest_runs_memory(tmp_path, capsys):
@@ -125,7 +127,7 @@ def test_dry_run_reports_the_largest_runs_memory(tmp_path, capsys):
         "envs": [SMALL_ENV, {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 300}, "label": "wide"}]})
     assert main(["sweep", str(config), "--dry-run"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    # OFUL's d x d inverse at d = 300 is the largest: 720 kB and more
+    # OFUL's d x d inverse at d = 300 is the largest: 703 KiB and more
     assert last.startswith("largest run: OFUL on wide, about ") and "available" in last, last
 
 
@@ -178,11 +180,11 @@ def test_an_argument_checked_against_d_is_refused_before_the_run(tmp_path, capsy
                     "--agent-arg", "l0=10", "--env-arg", "d=5", "--horizon", "5", "--no-progress",
                     "--out", str(out)]}[how]
     line = _refused(capsys, argv)
-    assert "l0=10 exceeds the dimension d=5" in line, line
+    assert "l0=10 exceeds the arm dimension d=5" in line, line
     if how != "run":
         assert "agents[0].args.l0" in line and "'LinBandit-Synthetic-v0'" in line, line
     assert not out.exists()
-    with pytest.raises(ConfigError, match="l0=10 exceeds the dimension d=5"):
+    with pytest.raises(ConfigError, match="l0=10 exceeds the arm dimension d=5"):
         parse_config(config)
 
 
@@ -210,7 +212,7 @@ def test_dry_run_counts_the_records_in_the_largest_run(tmp_path, capsys):
     config = _write(tmp_path / "c.yaml", {**THREE, "envs": [long_env]})
     assert main(["sweep", str(config), "--dry-run"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert "records 102 MB" in last and "about 102 MB" in last, last
+    assert "records 97.7 MiB" in last and "about 97.7 MiB" in last, last
 
 
 # -- a refused command leaves the output directory as it was ------------------------------------
@@ -306,6 +308,7 @@ def _workers(pid: int) -> list[int]:
     return sorted(out)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="reads /proc")
 def test_kill_9_of_one_worker_fails_only_the_run_it_held(tmp_path):
     config = _write(tmp_path / "c.yaml", {"name": "many", "seeds": 16, "envs": [
@@ -337,6 +340,7 @@ def test_kill_9_of_one_worker_fails_only_the_run_it_held(tmp_path):
 
 # -- a Ray cluster that does not answer ----------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_ray_address_that_does_not_answer_fails_within_a_stated_timeout(tmp_path):
     pytest.importorskip("ray")
     config = _write(tmp_path / "c.yaml", THREE)
@@ -378,6 +382,7 @@ def _interrupt_after(proc: subprocess.Popen, marker: str, pause: float = 0.0) ->
             proc.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
 def test_ctrl_c_after_the_last_run_exits_130_without_a_traceback(tmp_path):
     config = _write(tmp_path / "c.yaml", THREE)
@@ -393,6 +398,7 @@ def test_ctrl_c_after_the_last_run_exits_130_without_a_traceback(tmp_path):
     assert len(plan(config, tmp_path / "out")[0]) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
 def test_ctrl_c_while_the_summary_is_written_exits_130(tmp_path):
     config = _write(tmp_path / "c.yaml", THREE)
@@ -416,14 +422,12 @@ def test_runs_being_a_file_is_one_line(tmp_path, capsys):
 
 
 def test_a_full_disk_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
-    import importlib
-
-    sweep_module = importlib.import_module("linbandit_gym.experiments.sweep")  # the module, not the function
+    import linbandit_gym.records as storage  # where runs are saved
 
     def no_space(frame, stem, root=None):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(stem) + ".parquet")
 
-    monkeypatch.setattr(sweep_module, "write_records", no_space)
+    monkeypatch.setattr(storage, "write_records", no_space)
     config = _write(tmp_path / "c.yaml", THREE)
     line = _refused(capsys, ["sweep", str(config), "--out", str(tmp_path / "out")], code=1)
     assert "No space left on device" in line and "free space" in line, line
@@ -514,16 +518,18 @@ def test_agent_side_soful_d_1e8_is_refused_before_allocating():
 def test_agent_side_a_sketch_larger_than_memory_is_refused_naming_sketch_size(monkeypatch):
     """The sketch holds min(2 sketch_size, d) rows of d numbers (no more can be used): a huge
     sketch_size costs nothing at d = 500, and is refused at d = 200,000 (a d x d basis, its
-    coordinates and their inverse: ~960 GB, the class's own estimate), before anything is
+    coordinates and their inverse: ~894 GiB, the class's own estimate), before anything is
     allocated, leaving the agent as it was."""
     monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "8GB")
     agent = AGENTS["SOFUL"](sketch_size=100000)
     agent.reset(seed=0)
-    with pytest.raises(ValueError, match=r"SOFUL\(sketch_size=100000\) at d=200000 would allocate about 960 GB.*"
-                                         r"lower sketch_size or d") as refused:
+    too_large = (r"SOFUL\(sketch_size=100000\) at d=200000 would allocate about 894 GiB.*"
+                 r"lower sketch_size or d")
+    with pytest.raises(ValueError, match=too_large) as refused:
         agent.act(np.ones((3, 200_000), dtype=np.float32))
     estimate = AGENTS["SOFUL"].estimate_state_bytes(200_000, 3, sketch_size=100000)
-    assert f"({estimate:,} bytes)" in str(refused.value) and "LINBANDIT_MEMORY_LIMIT (8 GB)" in str(refused.value)
+    assert f"({estimate:,} bytes)" in str(refused.value)
+    assert "LINBANDIT_MEMORY_LIMIT (8 GiB)" in str(refused.value)
     assert agent.d is None and agent.estimator is None and agent.t == 0  # nothing changed
     arms = np.eye(500, dtype=np.float32)[:3]
     with pytest.warns(UserWarning, match="more than OFUL's d x d inverse"):  # it fits, and saves nothing

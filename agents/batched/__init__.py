@@ -6,12 +6,13 @@ signatures: ``BatchedOFUL(batch_size=B, **kw)`` is ``OFUL(batch_size=B, **kw)``,
 ``OFUL(**kw)`` agents: ``act`` takes the ``(B, K, d)`` arm sets of a vector env
 (:mod:`linbandit_gym.vector`) and returns B actions, ``update(obs, actions, rewards)`` learns
 from the B rounds. Each member runs the very operations of the single agent on its own slice
-of the state. :func:`batched` builds the batched twin of an agent instance; :data:`BATCHED`
-maps unbatched classes to their batched classes.
+of the state. A class batches when it declares its :class:`~agents.base.Batching`
+(``batching = Batching(per_member=...)``); :func:`batched` builds the batched agent of an agent
+instance, with its parameters; :data:`BATCHED` maps unbatched classes to their batched classes.
 
-Members may also differ in the arguments an agent class lists in ``per_member_args`` (``lam``
-and ``beta`` for every LinUCB agent, ``sketch_size`` for SOFUL/CBSCFD, ``l0`` and ``eps`` for
-DBSLinUCB): ``SOFUL(lam=[0.2, 2.0], beta=[0.01, 0.1], sketch_size=[10, 50], batch_size=2)``
+Members may also differ in the arguments the class's ``batching`` names (``per_member_args``:
+``lam`` and ``beta`` for every LinUCB agent, ``sketch_size`` for SOFUL/CBSCFD, ``l0`` and ``eps``
+for DBSLinUCB): ``SOFUL(lam=[0.2, 2.0], beta=[0.01, 0.1], sketch_size=[10, 50], batch_size=2)``
 gives member i the i-th values and still plays exactly as ``SOFUL(lam=lam[i], beta=beta[i],
 sketch_size=sketch_size[i])`` (sketch state padded to the largest member).
 :func:`batched_members` builds such an agent from B single agents.
@@ -93,74 +94,83 @@ class BatchedDyadicBlockSketch(DyadicBlockSketch):
                          time_cap=time_cap, device=device, dtype=dtype, batch_size=batch_size)
 
 
-def _batched_agent(single: type, params: tuple[str, ...]) -> type:
+def _batched_agent(single: type) -> type:
+    """``Batched{single}``: the constructor ``Batched{single}(B, **kw)`` of ``single(batch_size=B,
+    **kw)``."""
     def __init__(self, batch_size: int, **kwargs: Any):
         kwargs.pop("batch_size", None)
         single.__init__(self, batch_size=batch_size, **kwargs)
 
     doc = (f"B independent :class:`~agents.{single.__module__.split('.')[-1]}.{single.__name__}` agents: "
            f"``{single.__name__}(batch_size=B, **kw)`` (same keywords, plus ``batch_size``).")
-    cls = type(f"Batched{single.__name__}", (single,), {"__init__": __init__, "__doc__": doc,
-                                                         "single_class": single, "_params": params})
+    body = {"__init__": __init__, "__doc__": doc, "single_class": single}
+    cls = type(f"Batched{single.__name__}", (single,), body)
     cls.__module__ = __name__
     return cls
 
 
-BatchedOFUL = _batched_agent(OFUL, ())
-BatchedSOFUL = _batched_agent(SOFUL, ("_l", "fast"))
-BatchedCBSCFD = _batched_agent(CBSCFD, ("_l", "fast"))
-BatchedDBSLinUCB = _batched_agent(DBSLinUCB, ("l0", "eps", "sketch", "fast", "sentinel", "memory_cap", "time_cap"))
+BatchedOFUL = _batched_agent(OFUL)
+BatchedSOFUL = _batched_agent(SOFUL)
+BatchedCBSCFD = _batched_agent(CBSCFD)
+BatchedDBSLinUCB = _batched_agent(DBSLinUCB)
 
-#: unbatched class -> batched class (exact classes: a user's subclass may change the loop)
+#: class -> the class of its batched agents, for every class that declares its ``batching`` (exact
+#: classes: a user's subclass may change the loop). Ours are listed; another class that declares
+#: ``batching`` joins on first use (:func:`batched_class`).
 BATCHED: dict[type, type] = {cls.single_class: cls for cls in (BatchedOFUL, BatchedSOFUL, BatchedCBSCFD, BatchedDBSLinUCB)}
 BATCHED.update({DBSLinUCBFD: BatchedDBSLinUCB, DBSLinUCBRFD: BatchedDBSLinUCB})
 
 
 def supports_batched(agent: Any) -> bool:
-    """Whether ``agent`` (an instance of one of our agents) has a batched twin."""
-    return type(agent) in BATCHED
+    """Whether ``agent`` (an agent, or an agent class) batches: its class declares its own
+    :attr:`~agents.base.Agent.batching`."""
+    cls = agent if isinstance(agent, type) else type(agent)
+    return cls.__dict__.get("batching") is not None
 
 
-def _batched_class(agent: Any) -> type:
-    cls = BATCHED.get(type(agent))
-    if cls is None:
+def batched_class(cls: type) -> type:
+    """The class of the batched agents holding members of ``cls`` (:data:`BATCHED`).
+
+    Raises ``TypeError`` for a class that does not batch (see :func:`supports_batched`)."""
+    found = BATCHED.get(cls)
+    if found is not None:
+        return found
+    if not supports_batched(cls):
         known = ", ".join(sorted(c.__name__ for c in BATCHED))
-        raise TypeError(f"{type(agent).__name__} has no batched version (batched agents exist for: {known})")
-    return cls
-
-
-def _constructor_args(agent: Any, cls: type) -> dict[str, Any]:
-    """The keywords that rebuild ``agent`` (one of ours) as a member of ``cls``."""
-    params = {
-        "lam": agent.lam, "beta": agent.beta, "delta": agent.delta, "noise_std": agent.noise_std,
-        "theta_bound": agent.theta_bound, "device": agent.device, "dtype": agent.dtype, "seed": agent.seed,
-    }
-    if getattr(agent, "_d_init", None) is not None:
-        params["d"] = agent._d_init
-    for name in cls._params:
-        params["sketch_size" if name == "_l" else name] = getattr(agent, name)
-    return params
+        raise TypeError(f"{cls.__name__} has no batched version (batched agents exist for: "
+                        f"{known}, and any class that declares its batching)")
+    host = cls.batching.batched_as or cls
+    BATCHED[cls] = BATCHED[host] if host is not cls and host in BATCHED else _batched_agent(host)
+    return BATCHED[cls]
 
 
 def constructor_args(agent: Any) -> dict[str, Any]:
-    """The constructor keywords that rebuild ``agent`` (one of ours with a batched twin), read
-    back from it: what :meth:`~agents.base.Agent.estimate_memory_bytes` takes as ``args``."""
-    return _constructor_args(agent, _batched_class(agent))
+    """The constructor keywords that rebuild ``agent`` (one of ours that batches), read back from
+    it: its checked arguments, with its device, dtype and current seed (``d`` only where it was
+    given). What :meth:`~agents.base.Agent.estimate_memory_bytes` takes as ``args``."""
+    batched_class(type(agent))
+    params = {k: v for k, v in agent.arguments.items() if k not in _PLACEMENT}
+    params.update(device=agent.device, dtype=agent.dtype, seed=agent.seed)
+    if agent.arguments.get("d") is not None:
+        params["d"] = agent.arguments["d"]
+    return params
+
+
+_PLACEMENT = ("batch_size", "d", "device", "dtype", "seed")
 
 
 def batched(agent: Any, batch_size: int) -> LinUCB:
-    """The batched twin of ``agent`` with ``batch_size`` members and the same parameters.
+    """The batched agent of ``agent``'s class with ``batch_size`` members and the same parameters.
 
-    Raises ``TypeError`` for agents without a batched twin (see :func:`supports_batched`).
+    Raises ``TypeError`` for agents whose class does not batch (see :func:`supports_batched`).
     """
-    cls = _batched_class(agent)
-    return cls(batch_size, **_constructor_args(agent, cls))
+    return batched_class(type(agent))(batch_size, **constructor_args(agent))
 
 
 def batched_members(agents: Any) -> LinUCB:
     """One batched agent whose member i plays exactly as ``agents[i]``.
 
-    ``agents``: B >= 1 single agents of one class with a batched twin (``DBSLinUCBFD`` and
+    ``agents``: B >= 1 single agents of one class that batches (``DBSLinUCBFD`` and
     ``DBSLinUCB(sketch="fd")`` count as one class), whose constructor arguments differ only in
     that class's ``per_member_args`` (e.g. ``lam`` and ``beta``); those become per-member lists.
     The members' seeds are kept (``reset(seed=[...])``); the LinUCB agents are deterministic.
@@ -171,21 +181,21 @@ def batched_members(agents: Any) -> LinUCB:
     SOFUL(batch_size=2, lam=[0.2, 2.0], beta=0.01, sketch_size=4)
 
     Raises:
-        TypeError: an agent without a batched twin.
+        TypeError: an agent whose class does not batch.
         ValueError: no agents, a batched agent among them, agents of different classes, or
             agents differing in an argument that cannot differ across members (named).
     """
     agents = list(agents)
     if not agents:
         raise ValueError("batched_members needs at least one agent")
-    cls = _batched_class(agents[0])
+    cls = batched_class(type(agents[0]))
     for i, agent in enumerate(agents):
-        if _batched_class(agent) is not cls:
+        if batched_class(type(agent)) is not cls:
             raise ValueError(f"agents[{i}] is a {type(agent).__name__} but agents[0] a {type(agents[0]).__name__}: "
                              "one batched agent holds members of one class; batch each class separately")
         if not agent.single:
             raise ValueError(f"agents[{i}] is already batched (batch_size={agent.batch_size}); pass single agents")
-    args = [_constructor_args(agent, cls) for agent in agents]
+    args = [constructor_args(agent) for agent in agents]
     per_member = getattr(cls, "per_member_args", ())
     params: dict[str, Any] = {}
     for key in args[0]:

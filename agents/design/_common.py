@@ -33,11 +33,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._validate import Interval, check_value
+
 __all__ = [
     "DesignResult",
     "SpanArms",
     "span_arms",
     "check_eps",
+    "check_max_iter",
     "as_weights",
     "design_matrix",
     "inverse_pd",
@@ -157,9 +160,15 @@ def span_arms(
 
 
 def check_eps(eps: Any, name: str = "eps") -> float:
-    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real) or not (0 < eps < math.inf):
-        raise ValueError(f"{name} must be a finite number > 0 (relative accuracy, e.g. 0.01), got {eps!r}")
-    return float(eps)
+    """A design's relative accuracy: a finite real number > 0."""
+    return check_value(name, eps, [Interval(numbers.Real, 0, None, closed="neither",
+                                            hint="relative accuracy, e.g. 0.01")])
+
+
+def check_max_iter(max_iter: Any, default: int) -> int:
+    """A solver's iteration budget: an int >= 0, or ``None`` for ``default``."""
+    max_iter = check_value("max_iter", max_iter, [Interval(numbers.Integral, 0, None), None])
+    return default if max_iter is None else max_iter
 
 
 def as_weights(weights: Any, k: int | None = None, *, name: str = "weights") -> np.ndarray:

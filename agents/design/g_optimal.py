@@ -33,14 +33,15 @@ import math
 import numbers
 from typing import Any
 
-import numpy as np
 import torch
 
+from .._validate import Interval, check_value
 from .._warnings import DesignWarning, warn_user
 from ._common import (
     DesignResult,
     as_weights,
     check_eps,
+    check_max_iter,
     design_matrix,
     inverse_pd,
     leverages,
@@ -88,14 +89,6 @@ def _init_weights(z: torch.Tensor, init: Any) -> torch.Tensor:
     return w
 
 
-def _check_max_iter(max_iter: Any, default: int) -> int:
-    if max_iter is None:
-        return default
-    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
-        raise ValueError(f"max_iter must be a non-negative int or None, got {max_iter!r}")
-    return int(max_iter)
-
-
 def solve_g_design(arms: Any, eps: float = 0.01, *, rank_eps: float | None = None, **kwargs: Any) -> DesignResult:
     """Frank-Wolfe / Fedorov-Wynn G-optimal design, with diagnostics.
 
@@ -138,9 +131,8 @@ def _solve_g(
     eps = check_eps(eps)
     z, r = sa.z, sa.rank
     k = z.shape[0]
-    max_iter = _check_max_iter(max_iter, 1000 + int(200 * r / eps))
-    if not isinstance(refresh, numbers.Integral) or refresh < 1:
-        raise ValueError(f"refresh must be a positive int, got {refresh!r}")
+    max_iter = check_max_iter(max_iter, 1000 + int(200 * r / eps))
+    refresh = check_value("refresh", refresh, [Interval(numbers.Integral, 1, None)])
 
     if r == 1:
         # One dimension: V = sum_i pi_i z_i^2 is maximised by all mass on the longest arm,

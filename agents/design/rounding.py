@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._validate import Interval, check_value
+
 from ._common import as_weights
 
 __all__ = ["round_design", "rounding_threshold", "MAX_PULLS"]
@@ -42,8 +44,7 @@ MAX_PULLS = 2**53
 
 def rounding_threshold(support_size: int, eps: float) -> int:
     """Smallest ``n`` with ``n / (n - l) <= 1 + eps``: ``ceil(l (1 + eps) / eps)``."""
-    if not (eps > 0):
-        raise ValueError(f"eps must be > 0, got {eps!r}")
+    eps = check_value("eps", eps, [Interval(numbers.Real, 0, None, closed="neither")])
     return int(math.ceil(support_size * (1.0 + eps) / eps - 1e-9))
 
 
@@ -72,11 +73,9 @@ def round_design(weights: Any, n: int):
     is_tensor = isinstance(weights, torch.Tensor)
     device = weights.device if is_tensor else None
     w = as_weights(weights)
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or not 0 <= n <= MAX_PULLS:
-        raise ValueError(
-            f"n (number of pulls) must be an int in [0, 2**53] (counts beyond are not exact in float64), got {n!r}"
-        )
-    n = int(n)
+    n = check_value("n", n, [Interval(numbers.Integral, 0, MAX_PULLS, closed="both",
+                                      hint="the number of pulls, at most 2**53: counts beyond are "
+                                           "not exact in float64")])
     counts = _apportion(w, n)
     if is_tensor:
         return torch.as_tensor(counts, dtype=torch.long, device=device)

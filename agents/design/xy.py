@@ -51,7 +51,6 @@ only to keep ``V`` non-singular in a direction no ``y`` uses may keep a tiny wei
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
@@ -63,6 +62,7 @@ from ._common import (
     SpanArms,
     as_weights,
     check_eps,
+    check_max_iter,
     design_matrix,
     inverse_pd,
     pinv_quad,
@@ -173,10 +173,7 @@ def _solve_xy(
             "all active arms are identical vectors: every difference is 0, so there is nothing to "
             "distinguish (any design is optimal); dedupe the arms or stop"
         )
-    if max_iter is None:
-        max_iter = 500 + int(20 * r / eps)
-    elif isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
-        raise ValueError(f"max_iter must be a non-negative int or None, got {max_iter!r}")
+    max_iter = check_max_iter(max_iter, 500 + int(20 * r / eps))
 
     if r == 1:
         # One dimension: q_y = y^2 / V with V = sum pi_i z_i^2, minimised by all mass on the

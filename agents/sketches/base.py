@@ -258,6 +258,25 @@ class CovarianceEstimator(ABC):
         self._no_response = self.members.host(np.zeros(self.batch_size))
         self._row_shape = self.members.shape(self.d)  # the public shape of one row per member
 
+    # -- byte estimate, asked by the agents before building one (agents.estimator_agent) ------
+    @classmethod
+    def estimate_member_bytes(
+        cls,
+        d: int,
+        *,
+        n_arms: int = 1,
+        initial: bool = False,
+        dtype: torch.dtype = torch.float64,
+        core_dtype: torch.dtype = torch.float64,
+        **args: Any,
+    ) -> int | None:
+        """Bytes one member built with the constructor arguments ``args`` holds at its peak on arm
+        sets of ``n_arms`` arms (``initial``: what it allocates first), in ``dtype`` and
+        ``core_dtype``, without building anything; ``None``: this estimator cannot say."""
+        return None
+
+    # -- end of the byte estimate --------------------------------------------------------------
+
     # -- the batched internals the optimistic loop calls ----------------------------------------
     @abstractmethod
     def score_terms(self, arms) -> ScoreTerms:

@@ -623,6 +623,47 @@ class DyadicBlockSketch(CovarianceEstimator):
             l *= 2
         return int(peak)
 
+    # -- byte estimate, asked by the agents before building one (agents.estimator_agent) ------
+    @classmethod
+    def estimate_member_bytes(
+        cls,
+        d: int,
+        l0,
+        eps=None,
+        *,
+        sketch: str = "fd",
+        fast: bool = True,
+        sentinel: bool = True,
+        memory_cap: bool = True,
+        time_cap: bool = True,
+        keep_gram: bool = False,
+        n_arms: int = 1,
+        initial: bool = False,
+        dtype: torch.dtype = torch.float64,
+        core_dtype: torch.dtype = torch.float64,
+    ) -> int:
+        """Bytes one member holds, for the largest over the members' ``l0`` (one value, or one per
+        member; ``eps``, ``sketch`` and ``sentinel`` change no size). ``initial``:
+        :meth:`first_member_bytes`, its first block (or the exact inverse where it is exact from the
+        first row). The peak is a bound, not an equality: :meth:`peak_member_bytes` plus the exact
+        inverse, because a member of a batch keeps its row of the padded sketch state until every
+        member is exact, beside its own inverse (a single sketch drops its blocks when it
+        switches)."""
+        l0s = [int(l) for l in np.atleast_1d(l0)]
+        caps = dict(
+            fast=fast,
+            memory_cap=memory_cap,
+            keep_gram=keep_gram,
+            dtype=dtype,
+            core_dtype=core_dtype,
+        )
+        if initial:
+            return max(cls.first_member_bytes(d, l, n_arms, time_cap=time_cap, **caps) for l in l0s)
+        exact = ExactCovariance.peak_member_bytes(d, dtype, keep_gram, core_dtype.itemsize)
+        return exact + max(cls.peak_member_bytes(d, l, **caps) for l in l0s)
+
+    # -- end of the byte estimate --------------------------------------------------------------
+
     def _set_n_arms(self, k: int) -> None:
         """The arms per round the time cap assumes (``K``, seen at scoring). Members that have not
         received a row yet decide their first block's cap again with it (nothing to convert)."""

@@ -116,6 +116,24 @@ class ExactCovariance(CovarianceEstimator):
         es = dtype.itemsize
         return es * d * d * (2 if keep_gram else 1) + core_bytes * d
 
+    # -- byte estimate, asked by the agents before building one (agents.estimator_agent) ------
+    @classmethod
+    def estimate_member_bytes(
+        cls,
+        d: int,
+        *,
+        keep_gram: bool = False,
+        n_arms: int = 1,
+        initial: bool = False,
+        dtype: torch.dtype = torch.float64,
+        core_dtype: torch.dtype = torch.float64,
+    ) -> int:
+        """:meth:`peak_member_bytes`: the state is allocated whole, so the first allocation is the
+        peak (``n_arms`` and ``initial`` change nothing)."""
+        return cls.peak_member_bytes(d, dtype, keep_gram, core_dtype.itemsize)
+
+    # -- end of the byte estimate --------------------------------------------------------------
+
     @classmethod
     def from_inverse(
         cls,

@@ -194,6 +194,26 @@ class FrequentDirections(CovarianceEstimator):
         ec = core_dtype.itemsize
         return int(SketchCore.layout_bytes(d, int(rows), int(basis), es, ec))
 
+    # -- byte estimate, asked by the agents before building one (agents.estimator_agent) ------
+    @classmethod
+    def estimate_member_bytes(
+        cls,
+        d: int,
+        sketch_size,
+        *,
+        fast: bool = True,
+        n_arms: int = 1,
+        initial: bool = False,
+        dtype: torch.dtype = torch.float64,
+        core_dtype: torch.dtype = torch.float64,
+    ) -> int:
+        """:meth:`peak_member_bytes` for the largest of the members' ``sketch_size`` (one value, or
+        one per member: the state is padded to the largest). Allocated whole at construction, so the
+        first allocation is the peak (``n_arms`` and ``initial`` change nothing)."""
+        return cls.peak_member_bytes(d, int(np.max(sketch_size)), fast, dtype, core_dtype)
+
+    # -- end of the byte estimate --------------------------------------------------------------
+
     # -- per-member scalars ------------------------------------------------------------------------
     @property
     def rho_all(self) -> np.ndarray:

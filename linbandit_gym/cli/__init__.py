@@ -6,8 +6,8 @@
     linbandit demo                                   the offline MNIST demo (the README's main job)
 
 ``python -m linbandit_gym ...`` is the same command. Every subcommand is also callable from
-Python: ``main(["run", "--env", ...])`` returns the exit code, and :func:`run_experiment` is
-the function behind ``run``.
+Python: ``main(["run", "--env", ...])`` returns the exit code, and
+:func:`~linbandit_gym.experiments.experiment.run_experiment` is the function behind ``run``.
 """
 
 from __future__ import annotations
@@ -18,24 +18,23 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Sequence
 
 import gymnasium as gym
 import pandas as pd
+from linbandit_host.seeds import check_seeds
 from linbandit_host.user_line import KeptWarning, kept_warnings
 
 from .._version import __version__
-from ..evaluate import run, summarize
+from ..experiments.experiment import run_experiment, with_horizon
 from ..feedback import FeedbackSchedule, schedule_problems
 from ..registration import ENV_IDS, env_description
 from ..arguments import format_problems, rst_to_text
 from ..registry import AgentEntry, agent_names, describe, lookup_agent, object_label, resolve_agent
-from ..specs import args_label, check_env_args, env_argument_problems, env_arguments
+from ..specs import args_label, env_argument_problems, env_arguments
 from ..text import count, exact_updates, human_bytes, mean_spread
-from ..threads import DEFAULT_THREADS, check_threads
+from .experiment_commands import add_execution_flags, execution_options
 
 __all__ = ["main", "parse_key_values", "resolve_agent", "run_experiment", "build_parser"]
 
@@ -84,90 +83,6 @@ def _key_value(option: str, example: str) -> Callable[[str], str]:
 
     check.__name__ = "NAME=VALUE"  # what argparse calls the type in its messages
     return check
-
-
-def run_experiment(
-    env_id: str,
-    agent: Any,
-    *,
-    seeds: int = 1,
-    horizon: int | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    agent_name: str | None = None,
-    out: str | Path | None = None,
-    progress: bool | None = None,
-    batched: bool | None = None,
-    threads: int | None = DEFAULT_THREADS,
-    agent_config: dict | list[dict | None] | None = None,
-    log: Callable[[str], None] | None = None,
-    feedback_delay: int = 0,
-    update_every: int = 1,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run ``agent`` (an object or a list of ``(name, object)``) on ``env_id`` over ``seeds``,
-    each run with ``threads`` torch and BLAS threads (default 1, see :mod:`linbandit_gym.threads`).
-
-    Returns ``(records, summary)``. ``env_kwargs`` are checked against the env's constructor
-    before anything runs (:func:`linbandit_gym.specs.check_env_args`). With ``out``, every
-    (agent, seed) is saved as it finishes in the layout of a sweep directory
-    (``runs/<id>.parquet|json``, ``config.yaml``, ``manifest.json``; see
-    :func:`linbandit_gym.experiments.sweep.play_into`), plus ``summary.csv|md`` and
-    ``regret.png``, so ``linbandit plot|report DIR`` work on it. ``agent_config``
-    (``{"name": ..., "args": {...}}`` the agent was built from, one per agent for a list) makes
-    those runs resumable: a second call skips the finished ones. ``log`` (e.g. ``print``)
-    receives one line per agent as soon as it has played all its seeds. ``feedback_delay`` and
-    ``update_every``: the feedback schedule of every run (:func:`linbandit_gym.evaluate.run`).
-    """
-    played = FeedbackSchedule(feedback_delay, update_every).config_entries()
-    env_kwargs = with_horizon(env_kwargs, horizon)
-    check_env_args(env_id, env_kwargs)
-    players = agent if isinstance(agent, list) else [(agent_name, agent)]
-    clock = [time.perf_counter()]
-
-    def agent_done(index: int, frame: pd.DataFrame) -> None:
-        if log is not None:
-            row = summarize(frame).iloc[0]
-            regret = mean_spread(row["final_regret_mean"], row["final_regret_std"], int(row["seeds"]))
-            log(f"[{index + 1}/{len(players)}] {row['agent']}: final regret {regret}, {row['ms_per_round']:.3f} "
-                f"ms/round; {count(int(row['seeds']), 'seed')} played in {time.perf_counter() - clock[0]:.1f} s")
-        clock[0] = time.perf_counter()
-
-    if out is None:
-        frames = []
-        for index, (name, player) in enumerate(players):
-            frame = run(env_id, player, seeds=seeds, env_kwargs=env_kwargs, agent_name=name, env_name=env_id,
-                        progress=progress, batched=batched, threads=threads, **played)
-            agent_done(index, frame)
-            frames.append(frame)
-        records = pd.concat(frames, ignore_index=True)
-    else:
-        from ..experiments.sweep import play_into
-
-        configs = agent_config if isinstance(agent_config, list) or agent_config is None else [agent_config]
-        records = play_into(out, env_id, players, seeds, env_kwargs=env_kwargs, agent_configs=configs,
-                            progress=progress, batched=batched, threads=threads,
-                            on_agent_done=agent_done, **played)
-    summary = summarize(records)
-    if out is not None:
-        from ..experiments.figures import write_tables
-        from ..plots import plot_cumulative_regret
-
-        write_tables(out)
-        plot_cumulative_regret(records, Path(out) / "regret.png")
-    return records, summary
-
-
-def with_horizon(env_kwargs: dict[str, Any] | None, horizon: int | None) -> dict[str, Any]:
-    """``env_kwargs`` with ``horizon`` (``--horizon``) as its ``horizon``; the env's own
-    ``horizon`` given too (``--env-arg horizon=5 --horizon 7``) must be the same, else a
-    ``ValueError``: one of two values for one thing would be dropped without a word."""
-    env_kwargs = dict(env_kwargs or {})
-    if horizon is None:
-        return env_kwargs
-    if "horizon" in env_kwargs and env_kwargs["horizon"] != horizon:
-        given = env_kwargs["horizon"]
-        raise ValueError(f"--horizon {horizon!r} and --env-arg horizon={given!r} give the episode "
-                         "two lengths: give it once")
-    return {**env_kwargs, "horizon": horizon}
 
 
 #: What the summary's words mean, said below it where they appear.
@@ -260,7 +175,8 @@ def _check_run_arguments(env_id: str, env_kwargs: dict[str, Any], entry: AgentEn
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    check_threads(args.threads, "--threads")
+    options = execution_options(args)
+    seeds = check_seeds(args.seeds, "--seeds")
     flags = ("--feedback-delay", "--update-every")
     problems = schedule_problems(args.feedback_delay, args.update_every, flags)
     if problems:
@@ -281,10 +197,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # of the user's keeps the module:Class typed
     own_name = entry.label if ":" in entry.label else None
     _, summary = run_experiment(
-        args.env, agent, seeds=args.seeds, horizon=args.horizon, env_kwargs=env_kwargs,
+        args.env, agent, seeds=seeds, horizon=args.horizon, env_kwargs=env_kwargs,
         agent_name=args_label(object_label(agent, own_name), played), out=args.out,
-        progress=False if args.no_progress else None, batched=args.batched,
-        agent_config={"name": args.agent, "args": agent_kwargs}, threads=args.threads, **played,
+        progress=False if args.no_progress else None, batched=options.batched,
+        agent_config={"name": args.agent, "args": agent_kwargs}, threads=options.threads, **played,
     )
     print(format_summary(summary))
     if args.out:
@@ -325,12 +241,13 @@ def _print_now(line: str) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    check_threads(args.threads, "--threads")
+    options = execution_options(args)
+    check_seeds(args.seeds, "--seeds")
     env_id = "LinBandit-MNIST-v0" if "LinBandit-MNIST-v0" in ENV_IDS else "LinBandit-Synthetic-v0"
     _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {count(args.seeds, 'seed')}; works offline")
     _, summary = run_experiment(
         env_id, demo_agents(), seeds=args.seeds, horizon=args.horizon, out=args.out,
-        progress=False if args.no_progress else None, log=_print_now, threads=args.threads,
+        progress=False if args.no_progress else None, log=_print_now, threads=options.threads,
     )
     print()
     print(format_summary(summary))
@@ -391,13 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
                        type=_key_value("--env-arg", "d=100"),
                        help="env constructor argument, repeatable (e.g. --env-arg d=100 --env-arg n_arms=20)")
     p_run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p_run.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
-                       help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
-    p_run.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
-                       help="advance all seeds together as one tensor program (default: when env and agent "
-                       "support it and one agent's state is at most 1 MiB, where a batch is faster; each run's "
-                       "times are then its share of the batch's, which the table's timing column says); "
-                       "--no-batched plays the seeds one by one, each timed alone")
+    add_execution_flags(p_run, ("threads", "batched"))
     p_run.add_argument("--feedback-delay", type=int, default=0, metavar="K",
                        help="round t's update after round t + K's act (default 0: right "
                        "after its own); the last K updates come in the episode's last round")
@@ -415,8 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo.add_argument("--seeds", type=int, default=3, metavar="S", help="seeds (default 3)")
     p_demo.add_argument("--out", default="runs/demo", metavar="DIR", help="output directory (default runs/demo)")
     p_demo.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p_demo.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
-                       help="torch and BLAS threads per run (default 1: fastest for per-round bandit work)")
+    add_execution_flags(p_demo, ("threads",))
     p_demo.set_defaults(func=_cmd_demo)
 
     from .experiment_commands import add_commands  # sweep, plot, tune, reproduce, report

@@ -15,41 +15,9 @@ import sys
 from pathlib import Path
 
 from ..batched import DEFAULT_MAX_BATCH
-from ..experiments.packing import DEFAULT_BATCH_MEMORY
-from ..threads import DEFAULT_THREADS
+from ..experiments.execution import ExecutionOptions
 
-__all__ = ["add_commands"]
-
-
-def _add_exec_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="parallel runs: local worker processes (default 1: in this process) or local Ray CPUs")
-    p.add_argument("--backend", choices=("local", "ray"), default="local",
-                   help="local processes (default) or Ray (pip install 'linbandit-gym[ray]')")
-    p.add_argument("--address", default=None, metavar="ADDR",
-                   help="Ray cluster address, e.g. ray://head:10001 or auto (default: start a local Ray)")
-    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="T",
-                   help="torch and BLAS threads per run (default 1: runs are small ops; use --workers for parallelism)")
-    p.add_argument("--batched", action=argparse.BooleanOptionalAction, default=None,
-                   help="advance runs that differ only in seed and in the agent's per-member arguments (lam, beta, ...) "
-                   "together as one batched program, each still saved as its own run (default: where the agent and "
-                   "env allow it and the agent's state is small, < 1 MiB, so that a batch is faster; --batched: "
-                   "wherever allowed; --no-batched: one run at a time)")
-    p.add_argument("--batch-memory", default=DEFAULT_BATCH_MEMORY, type=_memory_size, metavar="SIZE",
-                   help="memory budget of one batch, e.g. 2GiB (default), 512M")
-    p.add_argument("--max-batch", type=int, default=None, metavar="B",
-                   help=f"members of one batch at most (default {DEFAULT_MAX_BATCH})")
-    p.add_argument("--quiet", action="store_true", help="no line per finished run")
-
-
-def _add_timing_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--timing-runs", action=argparse.BooleanOptionalAction, default=True,
-                   help="play the first seed of every configuration on its own, so that every configuration has a "
-                   "time measured alone, which the tables and figures of cost read (default); with --no-timing-runs "
-                   "every seed may be batched and the times of batched runs are shares of their batch's")
-    p.add_argument("--timing-repeats", type=int, default=None, metavar="R",
-                   help="play each timing run R times, each round keeping its least time, what the rest of the "
-                   "machine disturbed least (default: the config's timing_repeats, else 1)")
+__all__ = ["EXECUTION_FLAGS", "add_commands", "add_execution_flags", "execution_options"]
 
 
 def _add_feedback_options(p: argparse.ArgumentParser) -> None:
@@ -88,12 +56,92 @@ def _config_source(args: argparse.Namespace):
 
 
 def _memory_size(text: str) -> int:
-    from ..experiments.packing import parse_bytes
+    from linbandit_host.memory import parse_bytes
 
     try:
-        return parse_bytes(text)
+        return parse_bytes(text, "--batch-memory")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+#: The flags of the execution options (:class:`~linbandit_gym.experiments.ExecutionOptions`), by
+#: field: every playing subcommand adds the ones it takes, and :func:`execution_options` reads
+#: them back. Defaults are the fields' own.
+EXECUTION_FLAGS: dict[str, dict] = {
+    "workers": dict(
+        type=int, metavar="N",
+        help="parallel runs: local worker processes (default 1: in this process) or local Ray CPUs",
+    ),
+    "backend": dict(
+        choices=("local", "ray"),
+        help="local processes (default) or Ray (pip install 'linbandit-gym[ray]')",
+    ),
+    "address": dict(
+        metavar="ADDR",
+        help="Ray cluster address, e.g. ray://head:10001 or auto (default: start a local Ray)",
+    ),
+    "threads": dict(
+        type=int, metavar="T",
+        help="torch and BLAS threads per run (default 1: runs are small ops; use --workers for "
+        "parallelism)",
+    ),
+    "batched": dict(
+        action=argparse.BooleanOptionalAction,
+        help="advance runs that differ only in seed (and, in a sweep, in the agent's per-member "
+        "arguments: lam, beta, ...) together as one batched program, each still saved as its own "
+        "run (default: where the agent and env allow it and the agent's state is small, < 1 MiB, "
+        "so that a batch is faster; --batched: wherever allowed; --no-batched: one run at a time, "
+        "each timed alone)",
+    ),
+    "batch_memory": dict(
+        type=_memory_size, metavar="SIZE",
+        help="memory budget of one batch, e.g. 2GiB (default), 512M (binary: 1K = 1024 bytes)",
+    ),
+    "max_batch": dict(
+        type=int, metavar="B", help=f"members of one batch at most (default {DEFAULT_MAX_BATCH})"
+    ),
+    "timing_runs": dict(
+        action=argparse.BooleanOptionalAction,
+        help="play the first seed of every configuration on its own, so that every configuration "
+        "has a time measured alone, which the tables and figures of cost read (default); with "
+        "--no-timing-runs every seed may be batched and the times of batched runs are shares of "
+        "their batch's",
+    ),
+    "timing_repeats": dict(
+        type=int, metavar="R",
+        help="play each timing run R times, each round keeping its least time, what the rest of "
+        "the machine disturbed least (default: the config's timing_repeats, else 1)",
+    ),
+}
+
+#: The flags of ``sweep``, ``tune`` and ``reproduce`` (``tune`` times nothing: no timing flags).
+RUN_FLAGS = ("workers", "backend", "address", "threads", "batched", "batch_memory", "max_batch")
+TIMING_FLAGS = ("timing_runs", "timing_repeats")
+
+
+def flag(name: str) -> str:
+    """The flag of execution option ``name``: ``batch_memory`` -> ``--batch-memory``."""
+    return "--" + name.replace("_", "-")
+
+
+def add_execution_flags(p: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
+    """Add the flags of the execution options ``names`` to ``p``, with the options' defaults."""
+    defaults = ExecutionOptions()
+    for name in names:
+        p.add_argument(flag(name), default=getattr(defaults, name), **EXECUTION_FLAGS[name])
+
+
+def execution_options(args: argparse.Namespace) -> ExecutionOptions:
+    """The :class:`~linbandit_gym.experiments.ExecutionOptions` of the flags in ``args``,
+    checked before anything runs; a bad value is a ``ValueError`` naming the flag."""
+    given = {name: getattr(args, name) for name in ExecutionOptions.names() if name in args}
+    try:
+        return ExecutionOptions(**given)
+    except ValueError as exc:
+        message = str(exc)
+        names = sorted(given, key=len, reverse=True)  # max_batch before a shorter prefix
+        name = next((n for n in names if message.startswith(n)), None)
+        raise ValueError(flag(name) + message[len(name):] if name else message) from None
 
 
 def _log(args):
@@ -112,13 +160,10 @@ def _print_summary(out_dir: Path) -> int:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ..experiments.config import parse_config
-    from ..experiments.sweep import check_execution, default_out_dir, plan, sweep
+    from ..experiments.sweep import default_out_dir, plan, sweep
 
     # every option is checked, with --dry-run too: a dry run says whether the command would run
-    check_execution(workers=args.workers, backend=args.backend, address=args.address,
-                    threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
-                    max_batch=args.max_batch, timing_runs=args.timing_runs,
-                    timing_repeats=args.timing_repeats)
+    options = execution_options(args)
     cfg = parse_config(_config_source(args))
     out = Path(args.out) if args.out else default_out_dir(cfg)
     if args.dry_run:
@@ -129,10 +174,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             print(f"  {spec.run_id}  {state}  {spec.agent_label} | {spec.env_label} | seed {spec.seed}")
         print(_largest_run_line(cfg))
         return 0
-    result = sweep(cfg, out, workers=args.workers, backend=args.backend, address=args.address,
-                   threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
-                   max_batch=args.max_batch, timing_runs=args.timing_runs, timing_repeats=args.timing_repeats,
-                   log=_log(args))
+    result = sweep(cfg, out, options=options, log=_log(args))
     _print_summary(out)
     if not args.no_plots:
         from ..experiments.figures import make_plots
@@ -143,8 +185,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _largest_run_line(cfg) -> str:
-    """``largest run: AGENT on ENV, about 3.5 MB (agent 1.2 MB, env 2.3 MB, records 1.02 MB) of
-    20 GB available``."""
+    """``largest run: AGENT on ENV, about 3.5 MiB (agent 1.2 MiB, env 2.3 MiB, records 1 MiB) of
+    20 GiB available``."""
     from ..envs.memory import format_bytes, memory_limit_bytes
 
     largest = cfg.largest_run()
@@ -192,10 +234,10 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     from ..experiments.config import load_config
     from ..experiments.tune import tune
 
+    options = execution_options(args)
     result = tune(
         load_config(args.config), args.out, beta=args.beta, lam=args.lam, seeds=args.seeds, horizon=args.horizon,
-        agents=args.agents, workers=args.workers, backend=args.backend, address=args.address, threads=args.threads,
-        batched=args.batched, batch_memory=args.batch_memory, max_batch=args.max_batch, log=_log(args),
+        agents=args.agents, options=options, log=_log(args),
     )
     print()
     print(result.table_markdown())
@@ -210,11 +252,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         for name, text in EXPERIMENTS.items():
             print(f"  {name:14s} {text}")
         return 0 if args.list else 2
-    return reproduce(
-        args.name, quick=args.quick, out=args.out, tune_first=args.tune, workers=args.workers, backend=args.backend,
-        address=args.address, threads=args.threads, batched=args.batched, batch_memory=args.batch_memory,
-        max_batch=args.max_batch, timing_runs=args.timing_runs, timing_repeats=args.timing_repeats, log=_log(args),
-    )
+    return reproduce(args.name, quick=args.quick, out=args.out, tune_first=args.tune,
+                     options=execution_options(args), log=_log(args))
 
 
 def add_commands(sub) -> None:
@@ -229,8 +268,8 @@ def add_commands(sub) -> None:
     p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/<config name>)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and which are finished; run nothing")
     p.add_argument("--no-plots", action="store_true", help="skip writing plots after the sweep")
-    _add_exec_options(p)
-    _add_timing_option(p)
+    add_execution_flags(p, RUN_FLAGS + TIMING_FLAGS)
+    p.add_argument("--quiet", action="store_true", help="no line per finished run")
     _add_feedback_options(p)
     p.set_defaults(func=_cmd_sweep)
 
@@ -256,7 +295,8 @@ def add_commands(sub) -> None:
     p.add_argument("--seeds", type=int, default=None, metavar="S", help="tuning seeds (default: config's tune.seeds or 2)")
     p.add_argument("--horizon", type=int, default=None, metavar="N", help="tuning horizon (default: the sweep's)")
     p.add_argument("--agents", nargs="+", default=None, metavar="GLOB", help="tune only these agent labels")
-    _add_exec_options(p)
+    add_execution_flags(p, RUN_FLAGS)
+    p.add_argument("--quiet", action="store_true", help="no line per finished run")
     p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser(
@@ -270,8 +310,8 @@ def add_commands(sub) -> None:
     p.add_argument("--quick", action="store_true", help="the scaled-down version (minutes on 2 cores)")
     p.add_argument("--tune", action="store_true", help="tune beta and lambda first (the config's tune: grid)")
     p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/reproduce-NAME[-quick])")
-    _add_exec_options(p)
-    _add_timing_option(p)
+    add_execution_flags(p, RUN_FLAGS + TIMING_FLAGS)
+    p.add_argument("--quiet", action="store_true", help="no line per finished run")
     p.set_defaults(func=_cmd_reproduce)
 
     p = sub.add_parser(

@@ -1,4 +1,4 @@
-"""The linear-bandit environment base class: the env contract of DESIGN.md, once.
+"""The linear-bandit environment base class: the env contract (``docs/contracts.md``), once.
 
 Subclasses say only how a problem instance is drawn (:meth:`LinBanditEnv._sample_problem`),
 how each round's arm set is drawn (:meth:`LinBanditEnv._sample_arms`) and, when it is not

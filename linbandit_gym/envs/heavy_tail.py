@@ -214,7 +214,7 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
 
     def _sample_problem(self, rng: np.random.Generator) -> None:
         if not self.rotate:
-            # Axis-aligned: no d x d matrix at all (d = 10^5 would need 80 GB), O(K d) a round;
+            # Axis-aligned: no d x d matrix at all (d = 10^5 would need 74.5 GiB), O(K d) a round;
             # the draws and values are exactly those of Q = I (adding zero products is exact).
             self._span = None
             g = rng.standard_normal(self._r)

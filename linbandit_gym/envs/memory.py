@@ -20,7 +20,7 @@ or ``$LINBANDIT_MEMORY_LIMIT``. Tests and callers may monkeypatch :func:`memory_
 
 >>> est = MemoryEstimate("Demo", {"d": 10}, (Allocation("arms", 10 * 4, 8, ("n_arms", "d"), "lower d"),))
 >>> est.nbytes, format_bytes(3_400_000_000)
-(320, '3.4 GB')
+(320, '3.17 GiB')
 """
 
 from __future__ import annotations

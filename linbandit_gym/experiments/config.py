@@ -55,7 +55,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import fnmatch
-import hashlib
 import itertools
 import json
 import numbers
@@ -67,9 +66,11 @@ from typing import Any
 
 import yaml
 
+from linbandit_host.seeds import SEED_LIMIT, check_seeds
+
 from ..arguments import ArgumentProblem, format_problems, named_argument
 from ..feedback import FeedbackSchedule, schedule_problems
-from ..loop import SEED_LIMIT
+from ..records import canonical_json, run_id
 from ..registration import ENV_IDS
 from ..registry import AgentEntry, RunMemory, check_run_fits, estimate_run_bytes, lookup_agent, lookup_estimator
 from ..specs import (
@@ -333,26 +334,6 @@ class SweepConfig:
         return int(self.raw.get("timing_repeats") or 1)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, (tuple, set)):
-        return list(value)
-    raise TypeError(f"value {value!r} of type {type(value).__name__} is not JSON-serialisable")
-
-
-def canonical_json(value: Any) -> str:
-    """Key-sorted compact JSON: the form run ids hash."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default)
-
-
-def run_id(config: dict) -> str:
-    """Stable id of a canonical run config: 16 hex digits of its SHA-256."""
-    return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
-
-
 # -- validation helpers -------------------------------------------------------------
 
 def _check_keys(obj: dict, allowed, where: str) -> None:
@@ -418,30 +399,12 @@ def _format_label(template: str | None, default: str, values: dict, where: str) 
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def _check_seed(seed: Any, where: str) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < SEED_LIMIT:
-        raise ConfigError(f"{where}: a seed is an int in [0, 2**63), got {seed!r}")
-    return int(seed)
-
-
-def _seeds(value: Any) -> list[int]:
+def _seeds(value: Any, where: str = "seeds") -> list[int]:
+    """The config's ``seeds`` (absent: seed 0) by the one seed rule
+    (:func:`linbandit_host.seeds.check_seeds`)."""
     if value is None:
         return [0]
-    if isinstance(value, bool):
-        raise ConfigError(f"seeds: expected an int or a list of ints, got {value!r}")
-    if isinstance(value, numbers.Integral):
-        if value < 1:
-            raise ConfigError(f"seeds: an int is a count and must be >= 1, got {value}")
-        if value > MAX_RUNS:
-            raise ConfigError(f"seeds: {value:,} seeds are more runs than one sweep holds ({MAX_RUNS:,} at most); "
-                              "give a count such as 10, or a list of seeds")
-        return list(range(int(value)))
-    if isinstance(value, list) and value and all(isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in value):
-        seeds = [_check_seed(s, f"seeds[{i}]") for i, s in enumerate(value)]
-        if len(set(seeds)) != len(seeds):
-            raise ConfigError(f"seeds: the list has repeated seeds: {value}")
-        return seeds
-    raise ConfigError(f"seeds: expected an int count or a non-empty list of ints, got {value!r}")
+    return check_seeds(value, where, error=ConfigError)
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -1069,7 +1032,7 @@ def _validate_tune(tune: Any) -> None:
         ):
             raise ConfigError(f"tune.{key}: expected a non-empty list of numbers, got {values!r}")
     if tune.get("seeds") is not None:
-        _seeds(tune["seeds"])
+        _seeds(tune["seeds"], "tune.seeds")
     if tune.get("horizon") is not None:
         _positive_int(tune["horizon"], "tune.horizon")
     agents = tune.get("agents")

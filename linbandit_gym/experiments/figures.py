@@ -26,10 +26,8 @@ from ..evaluate import timed_runs
 from ..records import atomic_path, write_text_atomic
 from ..text import NOT_REPORTED, count, exact_updates, mean_spread, reported_bytes
 from .config import ConfigError, _validate_plots, select_labels, tuned_arguments
-from .sweep import (
-    check_output_dir, completeness, load_meta, load_records, load_runs, read_sweep_config,
-    run_warnings, summary_table, warning_lines,
-)
+from ..records import check_output_dir, completeness, load_meta, load_records, load_runs
+from .sweep import read_sweep_config, run_warnings, summary_table, warning_lines
 
 __all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
            "scaling_points", "seeds_in_words", "with_tuned"]

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
 from typing import Any
+
+from linbandit_host.memory import parse_bytes
 
 from ..batched import DEFAULT_MAX_BATCH, SMALL_STATE
 from ..loop import env_shape as _env_shape
@@ -45,7 +46,7 @@ from .config import RunSpec, canonical_json
 __all__ = ["DEFAULT_BATCH_MEMORY", "KEPT_APART", "PAD_RATIO", "SMALL_STATE", "batch_key",
            "check_max_batch", "env_shape", "member_bytes", "pack", "parse_bytes", "per_member_args"]
 
-#: Memory budget of one batch (bytes): 2 GiB.
+#: Memory budget of one batch (bytes): 2 GiB (sizes are binary: :mod:`linbandit_host.memory`).
 DEFAULT_BATCH_MEMORY = 2 * 1024**3
 
 #: A batch's largest member estimate (:func:`member_bytes`) is at most this many times its smallest.
@@ -58,10 +59,6 @@ PAD_RATIO = 2.0
 #: at one eps cost about the same either way).
 KEPT_APART = ("eps",)
 
-_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
-          "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
-
-
 def check_max_batch(max_batch: Any) -> int:
     """The members of one batch at most: ``max_batch``, or :data:`DEFAULT_MAX_BATCH` for
     ``None``; a ``ValueError`` for anything but an int >= 1."""
@@ -69,23 +66,6 @@ def check_max_batch(max_batch: Any) -> int:
     if isinstance(max_batch, bool) or not isinstance(max_batch, numbers.Integral) or max_batch < 1:
         raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
     return int(max_batch)
-
-
-def parse_bytes(value: Any) -> int:
-    """A memory size: an int (bytes) or a string such as ``"2GiB"``, ``"512M"``, ``"1.5g"``
-    (binary units: K = 1024). Raises ``ValueError`` naming the accepted forms."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        size = int(value)
-    else:
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
-        unit = match.group(2).lower() if match else None
-        if match is None or unit not in _UNITS:
-            raise ValueError(f"batch memory {value!r} is not a size: give bytes or a number with a unit, "
-                             "e.g. 2GiB, 512M, 1.5g")
-        size = int(float(match.group(1)) * _UNITS[unit])
-    if size < 1:
-        raise ValueError(f"batch memory must be positive, got {value!r}")
-    return size
 
 
 def _entry(name: str) -> AgentEntry | None:
@@ -176,7 +156,7 @@ def pack(
     ``workers``: split batches until each worker has a unit (see the module docstring).
     ``timing_seed``: runs with this seed run on their own, timed alone (``None``: no such runs).
     """
-    budget = parse_bytes(batch_memory)
+    budget = parse_bytes(batch_memory, "batch_memory")
     max_batch = check_max_batch(max_batch)
     if batched is False:
         return [[spec] for spec in specs]

@@ -27,10 +27,8 @@ from .figures import (
     env_settings, format_table, make_plots, markdown_table, read_captions, seeds_in_words,
     with_tuned,
 )
-from .sweep import (
-    check_output_dir, completeness, load_meta, load_runs, read_sweep_config, run_warnings,
-    summary_table, warning_lines,
-)
+from ..records import check_output_dir, completeness, load_meta, load_runs
+from .sweep import read_sweep_config, run_warnings, summary_table, warning_lines
 
 __all__ = ["METRIC_WORDS", "what_was_run", "winners_in_words", "write_report"]
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from ..threads import DEFAULT_THREADS
 from .config import ConfigError, load_config
-from .packing import DEFAULT_BATCH_MEMORY
+from .execution import ExecutionOptions
 
 __all__ = ["EXPERIMENTS", "config_path", "reproduce"]
 
@@ -43,35 +42,24 @@ def reproduce(
     quick: bool = False,
     out: str | Path | None = None,
     tune_first: bool = False,
-    workers: int = 1,
-    backend: str = "local",
-    address: str | None = None,
-    threads: int | None = DEFAULT_THREADS,
-    batched: bool | None = None,
-    batch_memory: int | str = DEFAULT_BATCH_MEMORY,
-    max_batch: int | None = None,
-    timing_runs: bool = True,
-    timing_repeats: int | None = None,
+    options: ExecutionOptions | None = None,
     log: Callable[[str], None] | None = print,
+    **execution: Any,
 ) -> int:
     """Run experiment ``name``; write records, plots, ``summary.md`` and ``report.html`` to ``out``.
 
-    ``threads``: torch and BLAS threads per run (default 1, see :mod:`linbandit_gym.threads`).
-    ``batched``, ``batch_memory``, ``max_batch``: how runs (seeds, and configs that differ only in
-    the agent's ``per_member_args``) are packed into batched programs (:func:`.sweep.sweep`), for
-    the tuning sweep too. ``timing_runs``: the first seed of every configuration runs alone, so
-    that the figures and tables of cost read times measured alone, each round's the least of
-    ``timing_repeats`` plays (default: the config's; :func:`.sweep.sweep`).
+    ``options`` (and its fields as keywords, ``workers=2``): how the runs execute, those of the
+    tuning sweep too (:class:`~linbandit_gym.experiments.ExecutionOptions`: workers, backend,
+    threads, batches; by default the first seed of every configuration runs alone, so that the
+    figures and tables of cost read times measured alone).
     Prints the summary table and, for configs with ``scaling`` plots, the fitted log-log slopes.
     Returns the exit code (0, or 1 if some runs failed).
     """
     from .figures import format_table, make_plots, markdown_table, write_tables
     from .report import write_report
-    from .sweep import check_execution, check_output_dir, sweep
+    from .sweep import check_output_dir, sweep
 
-    check_execution(workers=workers, backend=backend, address=address, threads=threads,
-                    batched=batched, batch_memory=batch_memory, max_batch=max_batch,
-                    timing_runs=timing_runs, timing_repeats=timing_repeats)
+    run_options = ExecutionOptions.build(options, **execution)  # checked before anything is written
     raw = load_config(config_path(name, quick))
     default = Path("runs") / f"reproduce-{name}{'-quick' if quick else ''}"
     target = check_output_dir(Path(out) if out else default)
@@ -81,15 +69,12 @@ def reproduce(
             raise ConfigError(f"{name}: a matrix-approximation experiment has no beta/lambda to tune")
         from .tune import tune
 
-        tuned = tune(raw, target / "tune", workers=workers, backend=backend, address=address, threads=threads,
-                     batched=batched, batch_memory=batch_memory, max_batch=max_batch, log=log)
+        tuned = tune(raw, target / "tune", options=run_options, log=log)
         say("tuned beta and lambda (lowest mean final regret on the tuning seeds):")
         say(tuned.table_markdown())
         raw = tuned.tuned_config
     try:
-        result = sweep(raw, target, workers=workers, backend=backend, address=address, threads=threads,
-                       batched=batched, batch_memory=batch_memory, max_batch=max_batch, timing_runs=timing_runs,
-                       timing_repeats=timing_repeats, log=log)
+        result = sweep(raw, target, options=run_options, log=log)
     except ConfigError as exc:
         if name == "openml":
             raise ConfigError(

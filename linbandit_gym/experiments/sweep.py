@@ -1,76 +1,62 @@
-"""Run a sweep: expand a config, skip finished runs, execute the rest, write each atomically.
+"""Run a sweep: expand a config, skip finished runs, execute the rest, save each as it finishes.
 
-Layout of an output directory::
-
-    DIR/config.yaml             the config as given (what `linbandit plot/report` read)
-    DIR/manifest.json           the run ids of that config, with their labels
-    DIR/runs/<run_id>.parquet   per-round records of one run (CSV without pyarrow)
-    DIR/runs/<run_id>.json      its metadata: full config, seed, versions, device, summary, the
-                                records file's size, rows and SHA-256, and its own checksum
-    DIR/failed/<run_id>.json    the traceback of a run's last failure (removed on success)
-    DIR/.lock                   flock'ed by the process writing DIR (its pid and command line)
-
-A run is *finished* when its ``.json`` passes its checks (its checksum, the schema of a run's
-JSON: :func:`linbandit_gym.records.run_meta_problem`), holds the run's config, and its records
-file has the size, rows and SHA-256 the ``.json`` stores: the records are written (atomically)
-first, so a sweep killed at any moment leaves every run either finished or absent, and a
-rerun of the same config redoes exactly the unfinished ones (and any run whose files were
-damaged since, saying why). ``plot`` and ``report`` read only runs that pass the same checks
-and name every one that does not, with the reason. Ids are hashes of the run configs, so a
-run can never be written twice under different names. One process writes a directory at a
-time (``DIR/.lock``); Ctrl-C keeps every finished run (:class:`Interrupted` says how many).
-Pending runs of one env config and agent family that differ only in their seed and the
-arguments the agent class lets batch members differ in (``per_member_args``: lam, beta, ...) run as one batched program
-(:mod:`.packing`), each member saved as its own run as soon as the batch ends. ``linbandit run --out DIR``
-writes this layout too (:func:`play_into`), so ``plot`` and ``report`` read both.
+The runs are saved in the layout of an output directory that :mod:`linbandit_gym.records` owns
+(``DIR/config.yaml``, ``DIR/manifest.json``, ``DIR/runs/<run_id>.parquet|json``,
+``DIR/failed/<run_id>.json``, ``DIR/.lock``), each finished run written atomically, so that a
+sweep killed at any moment leaves every run either finished or absent, and a rerun of the same
+config redoes exactly the unfinished ones (and any run whose files were damaged since, saying
+why). One process writes a directory at a time (``DIR/.lock``); Ctrl-C keeps every finished run
+(:class:`Interrupted` says how many). How the runs execute (workers, backend, threads, batches,
+timing runs) is an :class:`~linbandit_gym.experiments.execution.ExecutionOptions`, checked with
+the config and the output directory before the first write. Pending runs of one env config and
+agent family that differ only in their seed and the arguments the agent class lets batch members
+differ in (``per_member_args``: lam, beta, ...) run as one batched program (:mod:`.packing`),
+each member saved as its own run as soon as the batch ends. ``linbandit run --out DIR`` writes
+this layout too (:func:`play_into`), so ``plot`` and ``report`` read both.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import time
-from contextlib import closing, contextmanager
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-import yaml
 from linbandit_host.user_line import KeptWarning, warn_user
 
 from ..records import (
-    OutputError,
-    RecordsError,
-    check_output_paths,
-    check_records,
-    current_writer,
-    lock_output_dir,
-    read_json,
+    Completeness,
+    check_output_dir,
+    completeness,
+    is_finished,
+    load_meta,
+    load_records,
+    load_runs,
     read_records,
-    records_fingerprint,
-    remove_stale_temporaries,
-    run_meta_problem,
-    seal,
-    seal_problem,
+    records_path,
+    refresh_labels,
+    run_problem,
+    save_run,
     write_json_atomic,
-    write_records,
-    write_text_atomic,
+    write_sweep_config,
+    writing_output_dir,
 )
 from ..evaluate import exact_summary, timed_runs
 from ..registry import agent_arguments, registered_name
 from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
 from ..text import count
-from .backends import check_backend, check_workers, iter_results, local_workers
+from .backends import iter_results, local_workers
 from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config, run_id
-from .packing import DEFAULT_BATCH_MEMORY, check_max_batch, pack, parse_bytes
+from .execution import ExecutionOptions
+from .packing import pack
 
 __all__ = [
-    "Execution",
     "SweepResult",
-    "check_execution",
     "check_output_dir",
     "completeness",
     "Completeness",
@@ -116,196 +102,6 @@ def _interrupted(saved: int, total: int, out: Path, resumable: bool = True) -> I
     return Interrupted(f"interrupted: {saved}/{total} runs saved in {out}{tail}")
 
 
-#: Writes the user can fix by choosing another directory (exit code 2); any other error of the
-#: file system (a full disk, a file too large, an I/O error) is a failure (exit code 1).
-_UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
-
-
-def _output_error(out: Path, exc: OSError) -> OutputError:
-    """One line for an error of the file system while writing ``out``."""
-    where = exc.filename or out
-    reason = exc.strerror or str(exc) or type(exc).__name__
-    if exc.errno in _UNWRITABLE:
-        return OutputError(f"cannot write to {where}: {reason}; make {out} writable or choose another output "
-                           "directory (--out)")
-    return OutputError(f"cannot write to {where}: {reason}; free space (or raise the file size limit) or choose "
-                       "another output directory (--out); every run saved before is kept", exit_code=1)
-
-
-#: What the commands write into an output directory (``sweep``, ``run --out``, ``plot``,
-#: ``report``, ``tune``): each is checked before the first write (:func:`check_output_dir`).
-OUTPUT_NAMES = (".lock", "config.yaml", "manifest.json", "runs", "failed", "summary.csv",
-                "summary.md", "plots", "regret.png", "report.html", "report.md", "tune-table.csv",
-                "tuned.yaml", "tuned-config.yaml")
-
-
-def check_output_dir(out: str | Path) -> Path:
-    """``out`` if a command can write its files there, checked without writing anything: it is
-    a directory (or does not exist yet), ``runs`` and ``failed`` are directories where they
-    exist, and no symbolic link among the places the commands write (:data:`OUTPUT_NAMES`)
-    leads out of it (:func:`linbandit_gym.records.check_output_paths`).
-
-    Raises:
-        OutputError: what is in the way, and what to do (exit code 2).
-    """
-    out = Path(out)
-    if (out.exists() or out.is_symlink()) and not out.is_dir():
-        raise OutputError(f"{out} is not a directory: choose another output directory (--out)")
-    for sub in ("runs", "failed", "plots"):
-        if (out / sub).exists() and not (out / sub).is_dir():
-            raise OutputError(f"{out / sub} is a file, where {out} keeps its {sub}/ directory: "
-                              "move it away, or choose another output directory (--out)")
-    check_output_paths(out, OUTPUT_NAMES)
-    return out
-
-
-@dataclass(frozen=True)
-class Execution:
-    """How the runs of a sweep are executed, checked as a whole before anything is written
-    (:func:`check_execution`); the arguments of :func:`sweep` of the same names."""
-
-    workers: int = 1
-    backend: str = "local"
-    address: str | None = None
-    threads: int | None = DEFAULT_THREADS
-    batched: bool | None = None
-    batch_memory: int = DEFAULT_BATCH_MEMORY
-    max_batch: int | None = None
-    timing_runs: bool = True
-    timing_repeats: int | None = None
-
-
-def check_execution(*, workers: Any = 1, backend: Any = "local", address: Any = None,
-                    threads: Any = DEFAULT_THREADS, batched: Any = None,
-                    batch_memory: Any = DEFAULT_BATCH_MEMORY, max_batch: Any = None,
-                    timing_runs: Any = True, timing_repeats: Any = None) -> Execution:
-    """The :class:`Execution` of these options, or a ``ValueError`` naming the first that is
-    wrong: what ``sweep``, ``tune``, ``reproduce`` and ``sweep --dry-run`` check before they
-    touch the output directory (nothing connects to a Ray cluster here)."""
-    threads = check_threads(threads)
-    check_workers(workers)
-    check_backend(backend, address)
-    batch_memory = parse_bytes(batch_memory)
-    check_max_batch(max_batch)
-    if batched not in (None, True, False):
-        raise ValueError(f"batched must be None, True or False, got {batched!r}")
-    if timing_runs not in (True, False):
-        raise ValueError(f"timing_runs must be True or False, got {timing_runs!r}")
-    repeats = timing_repeats
-    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int)
-                                or repeats < 1):
-        raise ValueError(f"timing_repeats must be an int >= 1, got {repeats!r}")
-    return Execution(workers, backend, address, threads, batched, batch_memory, max_batch,
-                     timing_runs, repeats)
-
-
-@contextmanager
-def _writing(out: Path, what: str) -> Iterator[None]:
-    """Hold the lock of ``out`` (one writer per directory), check it again under the lock
-    (:func:`check_output_dir`), clear what dead writers left, and turn an error of the file
-    system into one clear :class:`OutputError`."""
-    check_output_dir(out)
-    with lock_output_dir(out, what):
-        try:
-            check_output_dir(out)
-            (out / "runs").mkdir(exist_ok=True)
-            for directory in (out, out / "runs", out / "failed"):
-                remove_stale_temporaries(directory)
-            yield
-        except (ConnectionError, TimeoutError):  # the network (a Ray cluster), not the output directory
-            raise
-        except OSError as exc:  # also pyarrow's, whose errno may be unset
-            raise _output_error(out, exc) from exc
-
-
-def _records_path(runs_dir: Path, rid: str) -> Path | None:
-    for suffix in (".parquet", ".csv"):
-        path = runs_dir / f"{rid}{suffix}"
-        if path.exists():
-            return path
-    return None
-
-
-def records_problem(runs_dir: Path, meta: dict) -> str | None:
-    """``None`` if the records of the run ``meta`` describes are complete, else what is wrong
-    (naming the file): missing, or not matching the size and rows its metadata stores."""
-    rid = meta.get("run_id")
-    named = (meta.get("records") or {}).get("file")
-    path = runs_dir / named if named else _records_path(runs_dir, str(rid))
-    if path is None or not path.exists():
-        return f"{path or runs_dir / f'{rid}.parquet'} is missing"
-    problem = check_records(path, meta.get("records"))
-    return None if problem is None else f"{path} {problem}"
-
-
-def read_run_meta(path: str | Path) -> dict:
-    """A run's JSON (``runs/<id>.json``), checked: valid JSON, its checksum, the schema of a
-    run's JSON (:func:`linbandit_gym.records.run_meta_problem`); else :class:`RecordsError`
-    naming the file and what is wrong."""
-    path = Path(path)
-    meta = read_json(path)
-    problem = run_meta_problem(meta, path.stem)
-    if problem is not None:
-        raise RecordsError(f"{path} {problem}")
-    return meta
-
-
-def _checked_run(out_dir: str | Path, run_id: str) -> tuple[dict | None, str | None]:
-    """``(meta, None)`` if run ``run_id`` of ``out_dir`` passes every check, else ``(None,
-    what is wrong)``, naming the file: its JSON missing, garbled or failing its checksum or
-    schema, its records missing or not the size, rows and SHA-256 its JSON stores."""
-    runs_dir = Path(out_dir) / "runs"
-    meta_path = runs_dir / f"{run_id}.json"
-    if not meta_path.exists():
-        return None, f"{meta_path} is missing"
-    try:
-        meta = read_run_meta(meta_path)
-    except RecordsError as exc:
-        return None, str(exc).split("; delete it")[0]
-    except OSError as exc:
-        return None, f"{meta_path} cannot be read ({exc.strerror or exc})"
-    problem = records_problem(runs_dir, meta)
-    return (meta, None) if problem is None else (None, problem)
-
-
-def run_problem(out_dir: str | Path, run_id: str) -> str | None:
-    """``None`` if run ``run_id`` of ``out_dir`` passes every check, else what is wrong."""
-    return _checked_run(out_dir, run_id)[1]
-
-
-def is_finished(out_dir: str | Path, spec: RunSpec) -> bool:
-    """Whether ``spec`` has records and metadata with the same config in ``out_dir`` that pass
-    every check (:func:`run_problem`). A run that fails one is not finished: it is done again.
-    """
-    meta, _ = _checked_run(out_dir, spec.run_id)
-    return meta is not None and canonical_json(meta["config"]) == canonical_json(spec.config)
-
-
-def _refresh_labels(out_dir: Path, spec: RunSpec) -> None:
-    """A finished run keeps its records; only its labels follow the current config."""
-    meta_path = out_dir / "runs" / f"{spec.run_id}.json"
-    meta = read_run_meta(meta_path)
-    new = {"agent_label": spec.agent_label, "env_label": spec.env_label, "family": spec.family}
-    if any(meta.get(k) != v for k, v in new.items()):
-        meta.update(new)
-        write_json_atomic(seal(meta), meta_path, out_dir)
-
-
-def save_run(out_dir: str | Path, records: pd.DataFrame, meta: dict) -> Path:
-    """Write a finished run: its records, then its metadata with their fingerprint (size, rows,
-    SHA-256), sealed with its own checksum (the ``.json`` last: its presence marks the run
-    finished). Clears an earlier failure."""
-    out = Path(out_dir)
-    rid = meta["run_id"]
-    path = write_records(records, out / "runs" / rid, out)
-    meta = seal({**meta, "records": records_fingerprint(path, len(records))})
-    write_json_atomic(meta, out / "runs" / f"{rid}.json", out)
-    stale = out / "failed" / f"{rid}.json"
-    if stale.exists():
-        stale.unlink()
-    return path
-
-
 def _preflight(config: SweepConfig, specs: list[RunSpec]) -> dict[str, tuple[int, int]]:
     """Build each env config once so that missing data or bad arguments fail before any run;
     return the ``(K, d)`` of each env config's arm sets (by canonical JSON, for the planner)."""
@@ -346,45 +142,22 @@ def sweep(
     config: str | Path | dict | SweepConfig,
     out_dir: str | Path | None = None,
     *,
-    workers: int = 1,
-    backend: str = "local",
-    address: str | None = None,
-    threads: int | None = DEFAULT_THREADS,
-    batched: bool | None = None,
-    batch_memory: int | str = DEFAULT_BATCH_MEMORY,
-    max_batch: int | None = None,
-    timing_runs: bool = True,
-    timing_repeats: int | None = None,
+    options: ExecutionOptions | None = None,
     log: Callable[[str], None] | None = print,
+    **execution: Any,
 ) -> SweepResult:
     """Expand ``config``, skip its finished runs in ``out_dir``, run the others, write each.
 
     Args:
         config: a path to a YAML/TOML config, a dict, or a parsed :class:`SweepConfig`.
         out_dir: output directory (default ``runs/<name>``).
-        workers: local worker processes (1: in this process), or Ray CPUs for a local Ray.
-        backend: ``"local"`` (default) or ``"ray"``.
-        address: Ray cluster address (``backend="ray"``); ``None`` starts a local Ray.
-        threads: torch and BLAS threads per run (default 1; ``None``: the executing process's own
-            setting); see :mod:`linbandit_gym.threads`. Recorded in each run's metadata.
-        batched: ``True``: pending runs that differ only in seed and in the agent's
-            ``per_member_args`` (lam, beta, ...) advance together as one batched program when
-            their agent and env allow it (see :mod:`.packing`), each still saved as its own run;
-            ``None`` (default): the same for runs whose agent state is small enough for a batch
-            to be faster (:data:`linbandit_gym.batched.SMALL_STATE`); ``False``: one run at a time.
-        batch_memory: memory budget of one batch, bytes or a size such as ``"2GiB"`` (default).
-        max_batch: members of one batch at most (default
-            :data:`linbandit_gym.batched.DEFAULT_MAX_BATCH`).
-        timing_runs: ``True`` (default): the run of every configuration with the config's first
-            seed is never batched, so that every configuration has a time measured alone (a
-            batch member's records hold a share of the batch's time), which the tables and
-            figures of cost read; ``False``: every seed may be batched (e.g. tuning, where only
-            regret is compared).
-        timing_repeats: how many times each timing run is played; its records are the same each
-            time but for the times, of which each round keeps the least (what the rest of the
-            machine disturbed least); default: the config's ``timing_repeats``, else 1.
+        options: how the runs execute (:class:`~linbandit_gym.experiments.ExecutionOptions`:
+            workers, backend, address, threads, batched, batch_memory, max_batch, timing_runs,
+            timing_repeats); default: every default.
         log: called with one line per finished run, and at the end one per distinct warning of
             the runs (``None``: silent).
+        **execution: fields of ``options`` given as keywords (``workers=2, batched=False``),
+            which override those of ``options``.
 
     Returns:
         A :class:`SweepResult`; failed runs are listed there (with tracebacks, also written to
@@ -403,21 +176,18 @@ def sweep(
     >>> len(sweep(cfg, out, log=None).executed), len(sweep(cfg, out, log=None).skipped)
     (4, 4)
     """
-    run = check_execution(workers=workers, backend=backend, address=address, threads=threads,
-                          batched=batched, batch_memory=batch_memory, max_batch=max_batch,
-                          timing_runs=timing_runs, timing_repeats=timing_repeats)
-    threads, batch_memory = run.threads, run.batch_memory
+    opts = ExecutionOptions.build(options, **execution)  # checked before anything is written
     cfg = config if isinstance(config, SweepConfig) else parse_config(config)
     out = check_output_dir(Path(out_dir) if out_dir is not None else default_out_dir(cfg))
     say = log or (lambda _msg: None)
     # Everything that can refuse the sweep comes before its first write: the options, the
     # config, the output directory, and every env config of the runs to do (missing data).
     shapes = _preflight(cfg, plan(cfg, out)[1])
-    with _writing(out, "sweep"):
-        _write_config(out, cfg)
+    with writing_output_dir(out, "sweep"):
+        write_sweep_config(out, cfg)
         finished, pending = plan(cfg, out)  # again, now that no other writer can change it
         for spec in finished:
-            _refresh_labels(out, spec)
+            refresh_labels(out, spec)
         result = SweepResult(out_dir=out, config=cfg, skipped=[s.run_id for s in finished])
         for note in cfg.notes:
             say(f"note: {note}")
@@ -427,23 +197,29 @@ def sweep(
                     f"{run_problem(out, spec.run_id) or 'its JSON holds another config'}")
         say(
             f"sweep {cfg.name!r}: {len(cfg.runs)} runs, {len(finished)} already finished, {len(pending)} to run "
-            f"({backend}, {count(workers, 'worker')}, {count(threads, 'thread') if threads else 'default threads'} per run) "
+            f"({opts.backend}, {count(opts.workers, 'worker')}, "
+            f"{count(opts.threads, 'thread') if opts.threads else 'default threads'} per run) "
             f"-> {out}"
         )
         if not pending:
             return result
         try:
-            timing_seed = cfg.seeds[0] if timing_runs else None
-            units = pack(pending, shapes=shapes, batched=batched, batch_memory=batch_memory, max_batch=max_batch,
-                         workers=local_workers(workers, threads) if backend == "local" else workers,
+            timing_seed = cfg.seeds[0] if opts.timing_runs else None
+            local = opts.backend == "local"
+            workers = local_workers(opts.workers, opts.threads) if local else opts.workers
+            units = pack(pending, shapes=shapes, batched=opts.batched,
+                         batch_memory=opts.batch_memory, max_batch=opts.max_batch, workers=workers,
                          timing_seed=timing_seed)
             batches = [len(u) for u in units if len(u) > 1]
             if batches:
-                say(f"batched: {batch_wording(batches)}, {count(len(units) - len(batches), 'run')} on their own"
-                    + (f" (seed {cfg.seeds[0]} of each configuration timed alone)" if timing_runs else ""))
-            _execute(cfg, units, out, result, say, timing_seed=timing_seed,
-                     timing_repeats=cfg.timing_repeats if timing_repeats is None else timing_repeats,
-                     backend=backend, workers=workers, threads=threads, address=address)
+                alone = f" (seed {cfg.seeds[0]} of each configuration timed alone)"
+                say(f"batched: {batch_wording(batches)}, "
+                    f"{count(len(units) - len(batches), 'run')} on their own"
+                    + (alone if opts.timing_runs else ""))
+            repeats = cfg.timing_repeats if opts.timing_repeats is None else opts.timing_repeats
+            _execute(cfg, units, out, result, say, timing_seed=timing_seed, timing_repeats=repeats,
+                     backend=opts.backend, workers=opts.workers, threads=opts.threads,
+                     address=opts.address)
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
     if result.warnings:
@@ -634,15 +410,16 @@ def play_into(
                       for label, _, _, specs in entries]}
     cfg = SweepConfig(raw=raw, name=raw["name"], task="bandit", seeds=seeds, runs=[s for *_, specs in entries for s in specs])
     frames: dict[str, pd.DataFrame] = {}
-    with _writing(out, "run"):
-        _write_config(out, cfg)
+    with writing_output_dir(out, "run"):
+        write_sweep_config(out, cfg)
         try:
             for index, (label, player, resumable, specs) in enumerate(entries):
                 todo = []
                 for spec in specs:
                     if resumable and is_finished(out, spec):
-                        _refresh_labels(out, spec)
-                        frames[spec.run_id] = read_records(_records_path(out / "runs", spec.run_id)).assign(agent=label)
+                        refresh_labels(out, spec)
+                        path = records_path(out / "runs", spec.run_id)
+                        frames[spec.run_id] = read_records(path).assign(agent=label)
                     else:
                         todo.append(spec)
                 together = batched is True or (
@@ -691,16 +468,6 @@ def _one_line(meta: dict) -> str:
     return "done"
 
 
-def _write_config(out: Path, cfg: SweepConfig) -> None:
-    write_text_atomic(yaml.safe_dump(cfg.raw, sort_keys=False), out / "config.yaml", out)
-    manifest = {
-        "name": cfg.name,
-        "task": cfg.task,
-        "runs": [{"run_id": r.run_id, "agent": r.agent_label, "env": r.env_label, "seed": r.seed} for r in cfg.runs],
-    }
-    write_json_atomic(seal(manifest), out / "manifest.json", out)
-
-
 def read_sweep_config(out_dir: str | Path) -> dict | None:
     """The raw config a sweep directory was produced from (``None`` if absent)."""
     path = Path(out_dir) / "config.yaml"
@@ -709,153 +476,6 @@ def read_sweep_config(out_dir: str | Path) -> dict | None:
     from .config import load_config
 
     return load_config(path)
-
-
-def _run_ids(out_dir: Path, all_runs: bool) -> list[str] | None:
-    manifest = out_dir / "manifest.json"
-    if all_runs or not manifest.exists():
-        return None
-    data = read_json(manifest)
-    problem = seal_problem(data)
-    if problem is None:
-        try:
-            ids = [r["run_id"] for r in data["runs"]]
-            if all(isinstance(i, str) for i in ids):
-                return ids
-        except (KeyError, TypeError):
-            pass
-        problem = "does not list the runs"
-    raise RecordsError(f"{manifest} {problem}: rerun the sweep (or the same `linbandit run` command) to write it "
-                       f"again, or delete it to see every run of {out_dir}")
-
-
-def load_runs(out_dir: str | Path, *, all_runs: bool = False) -> pd.DataFrame:
-    """One row per finished run: labels, seed, agent args, summary metrics.
-
-    By default only the runs of the directory's current config (its manifest); ``all_runs``
-    also returns runs of earlier configs written to the same directory.
-    """
-    out = Path(out_dir)
-    runs_dir = out / "runs"
-    if not runs_dir.is_dir():
-        raise FileNotFoundError(f"{out} holds no sweep (no runs/ directory): run `linbandit sweep CONFIG --out {out}`")
-    wanted = _run_ids(out, all_runs)
-    paths = [runs_dir / f"{rid}.json" for rid in wanted] if wanted is not None else sorted(runs_dir.glob("*.json"))
-    rows, problems = [], []
-    for path in paths:
-        if not path.exists():
-            continue  # not run yet, or failed: the report lists failed/
-        meta, problem = _checked_run(out, path.stem)
-        if problem is not None:
-            problems.append(problem)
-            continue
-        summary = meta["summary"]
-        # how its times were measured; runs saved before records said so: B if it ran in a batch
-        shared_by = summary.get("time_shared_by", meta.get("batch_size", 1))
-        row = {
-            "run_id": meta["run_id"],
-            "agent": meta["agent_label"],
-            "env": meta["env_label"],
-            "family": meta.get("family", meta["config"]["agent"]["name"]),
-            "agent_name": meta["config"]["agent"]["name"],
-            "seed": meta["seed"],
-            "device": meta.get("device"),
-            "backend": meta.get("backend"),
-            # the feedback schedule played (absent from the config: the plain loop)
-            "feedback_delay": meta["config"].get("feedback_delay", 0),
-            "update_every": meta["config"].get("update_every", 1),
-            **{f"arg.{k}": v for k, v in meta["config"]["agent"]["args"].items() if _is_scalar(v)},
-            **{k: v for k, v in summary.items() if _is_scalar(v)},
-            "time_shared_by": shared_by,
-        }
-        rows.append(row)
-    if problems:
-        raise _damaged(out, problems)
-    return pd.DataFrame(rows)
-
-
-@dataclass(frozen=True)
-class Completeness:
-    """How much of a sweep directory's config is on disk: ``finished`` runs of the ``listed``
-    ones of its manifest (``None``: no manifest), and ``writer``, the ``(pid, what, command)``
-    of a process writing the directory now (:func:`linbandit_gym.records.current_writer`)."""
-
-    out: Path
-    finished: int
-    listed: int | None
-    writer: tuple[str, str, str] | None
-
-    def note(self) -> str | None:
-        """A line saying that tables and figures drawn now are partial, and why; ``None`` when
-        every run of the config is finished and nothing is writing the directory."""
-        if self.writer is not None:
-            pid, what, command = self.writer
-            running = f" (`{command}`)" if command else ""
-            listed = f" of {self.listed}" if self.listed is not None else ""
-            return (f"partial: a {what or 'process'} (pid {pid}){running} is still writing "
-                    f"{self.out}; these tables and figures hold the {self.finished}{listed} runs "
-                    "finished so far: plot again when it is done")
-        if self.listed is not None and self.finished < self.listed:
-            missing = self.listed - self.finished
-            return (f"partial: {missing} of the {self.listed} runs of the config of {self.out} are "
-                    "not finished (not run yet, failed, or their files deleted); these tables and "
-                    f"figures hold the {self.finished} finished runs: rerun the sweep to complete "
-                    "them")
-        return None
-
-
-def completeness(out_dir: str | Path) -> Completeness:
-    """The :class:`Completeness` of ``out_dir``: its manifest's runs that have their JSON (the
-    checks of :func:`load_runs` are not repeated here) and what is writing it now."""
-    out = Path(out_dir)
-    try:
-        wanted = _run_ids(out, all_runs=False)
-    except (RecordsError, OSError):
-        wanted = None
-    runs_dir = out / "runs"
-    if wanted is None:
-        finished = len(list(runs_dir.glob("*.json"))) if runs_dir.is_dir() else 0
-    else:
-        finished = sum((runs_dir / f"{rid}.json").exists() for rid in dict.fromkeys(wanted))
-    listed = None if wanted is None else len(dict.fromkeys(wanted))
-    return Completeness(out, finished, listed, current_writer(out))
-
-
-def _damaged(out: Path, problems: list[str]) -> RecordsError:
-    """The error naming every run of ``out`` that fails its checks, with the reason."""
-    listed = "\n".join(f"  {problem}" for problem in problems)
-    return RecordsError(
-        f"{len(problems)} run(s) of {out} fail their checks, so no table or figure would be right:\n{listed}\n"
-        "rerun the sweep (or the same `linbandit run` command) to redo them, or delete a run's .json to leave "
-        "it out"
-    )
-
-def _is_scalar(value: Any) -> bool:
-    return value is None or isinstance(value, (bool, int, float, str, np.number))
-
-
-def load_meta(out_dir: str | Path, run_id: str) -> dict:
-    """The checked JSON of run ``run_id`` (:func:`read_run_meta`)."""
-    return read_run_meta(Path(out_dir) / "runs" / f"{run_id}.json")
-
-
-def load_records(out_dir: str | Path, run_ids: list[str] | None = None, *, columns: list[str] | None = None) -> pd.DataFrame:
-    """Concatenated per-round records of finished runs, labelled by the current config."""
-    out = Path(out_dir)
-    runs = load_runs(out)
-    if run_ids is not None:
-        runs = runs[runs["run_id"].isin(run_ids)]
-    frames = []
-    for rid, agent, env in zip(runs["run_id"], runs["agent"], runs["env"]):
-        # the file its JSON names (load_runs checked its SHA-256)
-        path = out / "runs" / read_json(out / "runs" / f"{rid}.json")["records"]["file"]
-        frame = read_records(path)
-        if columns is not None:
-            frame = frame[[c for c in columns if c in frame.columns]]
-        frames.append(frame.assign(agent=agent, env=env))
-    if not frames:
-        return pd.DataFrame()
-    return pd.concat(frames, ignore_index=True)
 
 
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:

@@ -21,14 +21,13 @@ from typing import Any, Callable
 import pandas as pd
 import yaml
 
-from ..threads import DEFAULT_THREADS
-from ..records import atomic_path, write_text_atomic
+from ..records import atomic_path, check_output_dir, write_text_atomic
 from .config import (
     FEEDBACK_KEYS, PAPER_BETA_GRID, PAPER_LAM_GRID, ConfigError, _positive_int,
     _resolve_agent_factory, _seeds, canonical_json, parse_config, select_labels,
 )
-from .packing import DEFAULT_BATCH_MEMORY
-from .sweep import check_execution, check_output_dir, load_runs, sweep
+from .execution import ExecutionOptions
+from .sweep import load_runs, sweep
 
 __all__ = ["TuneResult", "tune", "TUNE_SEED_OFFSET"]
 
@@ -78,28 +77,23 @@ def tune(
     seeds: int | list[int] | None = None,
     horizon: int | None = None,
     agents: list[str] | None = None,
-    workers: int = 1,
-    backend: str = "local",
-    address: str | None = None,
-    threads: int | None = DEFAULT_THREADS,
-    batched: bool | None = None,
-    batch_memory: int | str = DEFAULT_BATCH_MEMORY,
-    max_batch: int | None = None,
+    options: ExecutionOptions | None = None,
     log: Callable[[str], None] | None = print,
+    **execution: Any,
 ) -> TuneResult:
     """Tune ``beta`` and ``lam`` for each agent config of a bandit sweep config.
 
     Grid and seeds come from the arguments, else the config's ``tune:`` section, else the
     paper's grids with 2 tuning seeds. ``horizon`` shortens the tuning episodes. ``agents``
     (glob patterns over labels) restricts what is tuned; agents that take neither ``beta``
-    nor ``lam`` are skipped. ``batched``, ``batch_memory``, ``max_batch``: how the tuning sweep
-    packs the tuning runs into batched programs (:func:`.sweep.sweep`): the grid points and seeds of one
-    agent family share a batch when its class lets members differ in ``beta`` and ``lam``.
+    nor ``lam`` are skipped. ``options`` (and its fields as keywords, ``workers=2``): how the
+    tuning sweep executes (:class:`~linbandit_gym.experiments.ExecutionOptions`); the grid points
+    and seeds of one agent family share a batch when its class lets members differ in ``beta``
+    and ``lam``. Only regret is compared, so no run is timed alone (``timing_runs=False``).
     """
     from .config import load_config
 
-    check_execution(workers=workers, backend=backend, address=address, threads=threads,
-                    batched=batched, batch_memory=batch_memory, max_batch=max_batch)
+    run_options = ExecutionOptions.build(options, **execution)  # checked before anything is written
     raw = load_config(config) if not isinstance(config, dict) else copy.deepcopy(config)
     cfg = parse_config(raw)
     if cfg.task != "bandit":
@@ -153,8 +147,7 @@ def tune(
     if raw.get("horizon") is not None and horizon is None:
         tuning["horizon"] = raw["horizon"]
     # only regret is compared here: every seed may share a batch, no run needs to be timed alone
-    result = sweep(tuning, out, workers=workers, backend=backend, address=address, threads=threads, batched=batched,
-                   batch_memory=batch_memory, max_batch=max_batch, timing_runs=False, log=log)
+    result = sweep(tuning, out, options=run_options, timing_runs=False, log=log)
 
     runs = load_runs(out)
     for col in ("arg.beta", "arg.lam"):
