@@ -248,9 +248,10 @@ class NumpyBackend(Backend):
         """``L^-1 B`` for lower triangular ``L``."""
         return np.linalg.solve(L, B)
 
-    def qr(self, A):
-        """Reduced QR ``(Q, R)`` of ``A`` (``(..., n, m)``, ``n >= m``)."""
-        return np.linalg.qr(A)
+    def qr_factor(self, A):
+        """The triangular factor ``R`` ``(..., m, m)`` of the reduced QR of ``A`` (``(..., n, m)``,
+        ``n >= m``), without forming ``Q``."""
+        return np.linalg.qr(A, mode="r")
 
     def at(self, members: np.ndarray, *slots: np.ndarray, width: int | None = None) -> tuple:
         """The key of the entries ``[m, slots[0][m], slots[1][m], ...]`` of the members ``members``
@@ -422,8 +423,8 @@ class TorchBackend(Backend):
     def solve_lower(self, L, B):
         return torch.linalg.solve_triangular(L, B, upper=False)
 
-    def qr(self, A):
-        return torch.linalg.qr(A)
+    def qr_factor(self, A):
+        return torch.linalg.qr(A, mode="r")[1]
 
     def at(self, members: np.ndarray, *slots: np.ndarray, width: int | None = None) -> tuple:
         """:meth:`NumpyBackend.at` as index tensors: one indexed store for every member."""

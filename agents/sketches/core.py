@@ -771,7 +771,7 @@ class SketchCore:
         rows."""
         xp = self.xp
         count = int(self.N[idx[0]] - start[0])
-        _, factor = xp.qr(self._range(idx, start, int(self.R[idx].max())))
+        factor = xp.qr_factor(self._range(idx, start, int(self.R[idx].max())))
         keep = np.minimum(count, self.R[idx])
         xp.put_rows(self.C, idx, start, factor, keep, int(self.N[idx].max()))
         self.N[idx] = start + keep
