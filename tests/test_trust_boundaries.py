@@ -474,7 +474,7 @@ def test_run_out_on_a_directory_a_sweep_holds_names_the_sweep_and_its_command(tm
 
 def _small(name: str):
     cls = AGENTS[name]
-    return cls(l0=2) if "DBSLinUCB" in name else cls()
+    return cls(l0=2) if name.startswith("DBSLin") else cls()
 
 
 @NO_SIZE_WARNING

@@ -29,11 +29,13 @@ import operator
 import numpy as np
 import torch
 from scipy.linalg.blas import dger, sger
+from scipy.linalg.lapack import dpotrf, spotrf
 
 __all__ = ["NUMPY_CPU", "Backend", "NumpyBackend", "TorchBackend", "choose_backend"]
 
 _NP_DTYPE = {torch.float64: np.float64, torch.float32: np.float32}
 _GER = {np.dtype(np.float64): dger, np.dtype(np.float32): sger}
+_POTRF = {np.dtype(np.float64): dpotrf, np.dtype(np.float32): spotrf}
 _ONE_MEMBER, _NO_MEMBER = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
 _ONE_MEMBER.flags.writeable = _NO_MEMBER.flags.writeable = False
 _FIRST, _ITEM = slice(0, 1), operator.methodcaller("item", 0)  # numpy's one member, a slot's int
@@ -225,7 +227,14 @@ class NumpyBackend(Backend):
         return np.linalg.inv(A)
 
     def cholesky(self, A):
-        """Lower Cholesky factors of symmetric positive definite ``A``."""
+        """Lower Cholesky factors of symmetric positive definite ``A`` (the lower triangle is
+        read). One matrix goes to LAPACK's ``potrf`` directly (numpy's stacked routine costs as
+        much again in its setup at the sizes of a sketch's core)."""
+        if A.ndim == 3 and A.shape[0] == 1 and A.dtype in _POTRF:
+            L, info = _POTRF[A.dtype](A[0], lower=1, clean=1)
+            if info != 0:
+                raise np.linalg.LinAlgError("Matrix is not positive definite")
+            return L[None]
         return np.linalg.cholesky(A)
 
     def cholesky_ex(self, A):
@@ -293,6 +302,16 @@ class NumpyBackend(Backend):
             At = A[i].T  # A is symmetric: updating A^T (Fortran-ordered) in place is updating A
             # positional (a, x, y, incx, incy, overwrite_x, overwrite_y, overwrite_a)
             if ger(a, x[i], x[i], 1, 1, At, 1, 1, 1) is not At:
+                raise RuntimeError("BLAS ger did not update in place")
+
+    def outer_update_(self, A, x, y, alpha) -> None:
+        """``A_i += alpha_i x_i y_i^T`` in place for ``A`` ``(B, n, n)`` (C-ordered), ``x`` and
+        ``y`` ``(B, n)``, ``alpha`` ``(B,)``: BLAS ``ger`` per member on the Fortran-ordered view
+        ``A_i^T``, which gains ``alpha_i y_i x_i^T``."""
+        ger = _GER[A.dtype]
+        for i, a in enumerate(alpha.tolist()):
+            At = A[i].T
+            if ger(a, y[i], x[i], 1, 1, At, 1, 1, 1) is not At:
                 raise RuntimeError("BLAS ger did not update in place")
 
 
@@ -456,6 +475,10 @@ class TorchBackend(Backend):
     def rank1_update_(self, A, x, alpha) -> None:
         """``A_i += alpha_i x_i x_i^T`` in place: one fused ``baddbmm``."""
         A.baddbmm_((x * alpha.to(A.dtype).reshape(-1, 1)).unsqueeze(2), x.unsqueeze(1))
+
+    def outer_update_(self, A, x, y, alpha) -> None:
+        """``A_i += alpha_i x_i y_i^T`` in place: one fused ``baddbmm``."""
+        A.baddbmm_((x * alpha.to(A.dtype).reshape(-1, 1)).unsqueeze(2), y.unsqueeze(1))
 
 
 NUMPY_CPU = NumpyBackend(torch.device("cpu"))

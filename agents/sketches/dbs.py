@@ -1004,11 +1004,29 @@ class DyadicBlockSketch(CovarianceEstimator):
     def b_all(self):
         return self._merged(lambda core: core.b(), lambda est, ei: est.b_all())
 
+    @classmethod
+    def draw_state_bytes(cls, d: int, dtype: torch.dtype = torch.float64) -> int:
+        """The exact hand-over's square-root factor, once it draws
+        (:meth:`agents.sketches.exact.ExactCovariance.draw_state_bytes`)."""
+        return ExactCovariance.draw_state_bytes(d, dtype)
+
     def draw_all(self, Z):
         """The sketched members' ``F z = (z - V^T V z) / sqrt(c) + V^T L V z`` (``H = L L^T``; eq.
-        5's ``A_hat^-1``, :meth:`agents.sketches.core.SketchCore.draw`), the exact members' ``L z``
-        with ``A^-1 = L L^T`` (:meth:`agents.sketches.exact.ExactCovariance.draw_all`)."""
+        5's ``A_hat^-1``, :meth:`agents.sketches.core.SketchCore.draw`), the exact members' ``S z``
+        with their square-root factor ``S S^T = A^-1`` (the Cholesky factor of the handed-over
+        inverse at their first draw, Potter's update since:
+        :meth:`agents.sketches.exact.ExactCovariance.draw_all`)."""
         return self._merged(lambda core: core.draw(Z), lambda est, ei: est.draw_all(Z[ei]))
+
+    def sample_all(self, Z, scale):
+        """The sketched members' fused ``theta_hat + scale F z``
+        (:meth:`agents.sketches.core.SketchCore.sample`), the exact members' own."""
+        scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (self.batch_size,))
+        exact = np.flatnonzero(self.exact)
+        return self._merged(
+            lambda core: core.sample(Z, scale),
+            lambda est, ei: est.sample_all(Z[ei], scale[exact]),
+        )
 
     def covariance_all(self):
         """``sum_i S_i^T S_i (+ alpha I for RFD)``; after the switch the exact Gram (``keep_gram``)
