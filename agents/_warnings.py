@@ -9,7 +9,8 @@ __all__ = ["DesignWarning", "DiscardedMassWarning", "SketchSizeWarning", "warn_u
 
 
 class SketchSizeWarning(UserWarning):
-    """A sketched agent whose sketch holds more bytes than OFUL's exact state (it saves nothing)."""
+    """A sketched agent whose sketch holds more bytes than OFUL's exact state, or whose rounds cost
+    more arithmetic than OFUL's at any number of arms (it saves nothing)."""
 
 
 class DiscardedMassWarning(SketchSizeWarning):

@@ -51,6 +51,40 @@ def test_the_sketch_size_warning_states_the_threshold_its_condition_uses(cls, d,
     assert w.filename == __file__
 
 
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("d", [10, 41, 200, 784])
+def test_slower_than_oful_is_the_planners_comparison_at_every_number_of_arms(d, fast):
+    """A size is flagged exactly when block_round_cost (at the buffer's peak) exceeds OFUL's
+    exact_round_cost at every K tried, from one arm to 10^12."""
+    from agents.sketches.dbs import block_round_cost, exact_round_cost
+    from agents.soful import slower_than_oful
+
+    ls = np.arange(1, d + 2)
+    arms = np.array([1, 2, 3, 10, 100, 10**4, 10**6, 10**12])[:, None]
+    rows = 2 * ls if fast else ls
+    every = (block_round_cost(d, arms, rows, ls, fast) > exact_round_cost(d, arms)).all(axis=0)
+    flagged = slower_than_oful(d, ls, fast)
+    assert (flagged == every).all()
+    assert flagged[-1] and not flagged[0]  # l = d + 1 spans R^d (twice OFUL's scoring); l = 1 not
+
+
+def test_the_sketch_size_warning_says_when_the_rounds_cost_more_than_ofuls():
+    """At d = 784 (MNIST): l = 403 holds more than OFUL and its rounds cost more (both said, once);
+    l = 200 only holds more; l = 100 neither; the size offered avoids both."""
+    with pytest.warns(SketchSizeWarning) as caught:
+        SOFUL(sketch_size=403, d=784)
+    [w] = caught
+    assert "more than OFUL's d x d inverse" in str(w.message)
+    assert "rounds cost more than OFUL's at any number of arms" in str(w.message)
+    assert str(w.message).endswith("use sketch_size <= 195 or OFUL")
+    with pytest.warns(SketchSizeWarning) as caught:
+        CBSCFD(sketch_size=200, d=784)
+    assert "rounds cost more" not in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SOFUL(sketch_size=100, d=784)
+
+
 def test_the_sketch_size_warning_points_at_the_users_line_once_and_names_the_users_class():
     arms = np.random.default_rng(0).standard_normal((3, 6))
     with warnings.catch_warnings(record=True) as caught:
