@@ -6,7 +6,8 @@ third-party agent satisfies by duck typing. ``AGENTS`` maps the names the comman
 accepts to the classes. This package imports neither ``linbandit_gym`` nor ``envs_data``.
 
 An agent is an estimator and an action rule: :class:`EstimatorAgent` plays any covariance
-estimator (:mod:`agents.sketches`) and :class:`LinUCB` is the optimism rule on it. What a class
+estimator (:mod:`agents.sketches`) and :class:`LinUCB` is the optimism rule on it
+(:class:`ThompsonSampling` the Thompson sampling rule: LinTS, SLinTS, DBSLinTS). What a class
 tells the registry, the planner and the memory estimate it declares: its constructor's
 ``parameter_constraints`` (:class:`Interval`, :class:`Options`, checked by
 :func:`validate_parameters`), its :class:`Batching`, its estimator.
@@ -22,6 +23,10 @@ from .cbscfd import CBSCFD
 from .dbslinucb import DBSLinUCB, DBSLinUCBFD, DBSLinUCBRFD
 from .oful import OFUL
 from .soful import SOFUL
+from .thompson import ThompsonSampling
+from .lints import LinTS
+from .slints import SLinTS
+from .dbslints import DBSLinTS
 from .g_allocation import GAllocation
 from .phased_elimination import PhasedElimination
 from .xy_adaptive import XYAdaptive
@@ -30,6 +35,8 @@ from ._warnings import DesignWarning, SketchSizeWarning
 
 AGENTS: dict[str, type] = {"OFUL": OFUL, "SOFUL": SOFUL, "CBSCFD": CBSCFD}
 AGENTS.update({"DBSLinUCB": DBSLinUCB, "DBSLinUCB-FD": DBSLinUCBFD, "DBSLinUCB-RFD": DBSLinUCBRFD})
+# Thompson sampling on the same estimators (agents.thompson)
+AGENTS.update({"LinTS": LinTS, "SLinTS": SLinTS, "DBSLinTS": DBSLinTS})
 
 try:  # the distribution's version (pyproject.toml): agents ships inside linbandit-gym
     __version__ = _dist_version("linbandit-gym")
@@ -40,6 +47,7 @@ __all__ = ["AGENTS", "Agent", "AgentProtocol", "TorchAgent", "LinUCB", "OFUL", "
 __all__ += ["Batching", "EstimatorAgent", "InvalidArgumentError", "Interval", "Options"]
 __all__ += ["validate_parameters"]
 __all__ += ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]
+__all__ += ["ThompsonSampling", "LinTS", "SLinTS", "DBSLinTS"]
 
 # Optimal design side: best-arm identification (LinBandit-BAI-v0) and phased elimination.
 AGENTS.update({"GAllocation": GAllocation, "XYStatic": XYStatic, "XYAdaptive": XYAdaptive})

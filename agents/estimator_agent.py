@@ -302,6 +302,13 @@ class EstimatorAgent(TorchAgent):
         first maximum of each member's."""
         raise NotImplementedError(f"{type(self).__name__} has no action rule (_arm_scores)")
 
+    def _score_terms(self, arms) -> ScoreTerms:
+        """What the rule reads of the estimator for the round's arms ``(B, K, d)``: by default both
+        UCB terms of every arm (:meth:`~agents.sketches.base.CovarianceEstimator.score_terms`, whose
+        projection the update reuses). A rule that reads the estimator otherwise (Thompson
+        sampling: ``theta_hat`` and a draw) returns the arms alone, without a projection."""
+        return self.estimator.score_terms(arms)
+
     def _before_step(self, rows, terms: ScoreTerms | None, actions) -> None:
         """What the rule keeps of the played rows ``(B, d)`` before the estimator adds them
         (``terms``: act's, when reused; nothing by default)."""
@@ -317,7 +324,7 @@ class EstimatorAgent(TorchAgent):
             obs, check_finite=False, own=True
         )  # own: a snapshot of a numpy obs (_remember_scored)
         est = self.estimator
-        terms = est.score_terms(arms)
+        terms = self._score_terms(arms)
         scores = self._arm_scores(arms, terms)
         if not est.xp.all_finite(scores):
             self._scored = None

@@ -23,7 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..cbscfd import CBSCFD
+from ..dbslints import DBSLinTS
 from ..dbslinucb import DBSLinUCB, DBSLinUCBFD, DBSLinUCBRFD
+from ..lints import LinTS
 from ..linucb import LinUCB, as_arm_batch
 from ..oful import OFUL
 from ..sketches.base import CovarianceEstimator
@@ -31,13 +33,14 @@ from ..sketches.dbs import DyadicBlockSketch
 from ..sketches.exact import ExactCovariance
 from ..sketches.fd import FrequentDirections
 from ..sketches.rfd import RobustFrequentDirections
+from ..slints import SLinTS
 from ..soful import SOFUL
 
 BatchedEstimator = CovarianceEstimator  # the estimators are batched-first (kept name)
 BatchedLinUCB = LinUCB  # the loop is batched-first (kept name)
 
 __all__ = [
-    "BATCHED", "BatchedCBSCFD", "BatchedDBSLinUCB", "BatchedDyadicBlockSketch", "BatchedEstimator", "BatchedExactCovariance",
+    "BATCHED", "BatchedCBSCFD", "BatchedDBSLinTS", "BatchedDBSLinUCB", "BatchedLinTS", "BatchedSLinTS", "BatchedDyadicBlockSketch", "BatchedEstimator", "BatchedExactCovariance",
     "BatchedFrequentDirections", "BatchedLinUCB", "BatchedOFUL", "BatchedRobustFrequentDirections", "BatchedSOFUL",
     "as_arm_batch", "batched", "batched_members", "constructor_args", "supports_batched",
 ]
@@ -113,11 +116,18 @@ BatchedOFUL = _batched_agent(OFUL)
 BatchedSOFUL = _batched_agent(SOFUL)
 BatchedCBSCFD = _batched_agent(CBSCFD)
 BatchedDBSLinUCB = _batched_agent(DBSLinUCB)
+BatchedLinTS = _batched_agent(LinTS)
+BatchedSLinTS = _batched_agent(SLinTS)
+BatchedDBSLinTS = _batched_agent(DBSLinTS)
 
 #: class -> the class of its batched agents, for every class that declares its ``batching`` (exact
 #: classes: a user's subclass may change the loop). Ours are listed; another class that declares
 #: ``batching`` joins on first use (:func:`batched_class`).
-BATCHED: dict[type, type] = {cls.single_class: cls for cls in (BatchedOFUL, BatchedSOFUL, BatchedCBSCFD, BatchedDBSLinUCB)}
+BATCHED: dict[type, type] = {
+    cls.single_class: cls
+    for cls in (BatchedOFUL, BatchedSOFUL, BatchedCBSCFD, BatchedDBSLinUCB, BatchedLinTS,
+                BatchedSLinTS, BatchedDBSLinTS)
+}
 BATCHED.update({DBSLinUCBFD: BatchedDBSLinUCB, DBSLinUCBRFD: BatchedDBSLinUCB})
 
 
@@ -173,7 +183,8 @@ def batched_members(agents: Any) -> LinUCB:
     ``agents``: B >= 1 single agents of one class that batches (``DBSLinUCBFD`` and
     ``DBSLinUCB(sketch="fd")`` count as one class), whose constructor arguments differ only in
     that class's ``per_member_args`` (e.g. ``lam`` and ``beta``); those become per-member lists.
-    The members' seeds are kept (``reset(seed=[...])``); the LinUCB agents are deterministic.
+    The members' seeds are kept (``reset(seed=[...])``: member i draws as ``agents[i]``, the
+    Thompson sampling agents' normals included); the LinUCB agents are deterministic.
 
     >>> from agents import SOFUL
     >>> agent = batched_members([SOFUL(lam=0.2, beta=0.01, sketch_size=4), SOFUL(lam=2.0, beta=0.01, sketch_size=4)])
@@ -213,7 +224,7 @@ def batched_members(agents: Any) -> LinUCB:
                 "batch those agents separately"
             )
     out = cls(len(agents), **params)
-    if params["seed"] is None and any(a["seed"] is not None for a in args):
+    if any(a["seed"] is not None for a in args) and (params["seed"] is None or len(args) > 1):
         out.reset(seed=[a["seed"] for a in args])
     return out
 

@@ -285,6 +285,16 @@ class NumpyBackend(Backend):
             if ger(a, x[i], x[i], 1, 1, At, 1, 1, 1) is not At:
                 raise RuntimeError("BLAS ger did not update in place")
 
+    def outer_update_(self, A, x, y, alpha) -> None:
+        """``A_i += alpha_i x_i y_i^T`` in place for ``A`` ``(B, n, n)`` (C-ordered), ``x`` and
+        ``y`` ``(B, n)``, ``alpha`` ``(B,)``: BLAS ``ger`` per member on the Fortran-ordered view
+        ``A_i^T``, which gains ``alpha_i y_i x_i^T``."""
+        ger = _GER[A.dtype]
+        for i, a in enumerate(alpha.tolist()):
+            At = A[i].T
+            if ger(a, y[i], x[i], 1, 1, At, 1, 1, 1) is not At:
+                raise RuntimeError("BLAS ger did not update in place")
+
 
 class TorchBackend(Backend):
     """torch tensors on :attr:`device` (a batch of members, or any device)."""
@@ -443,6 +453,10 @@ class TorchBackend(Backend):
     def rank1_update_(self, A, x, alpha) -> None:
         """``A_i += alpha_i x_i x_i^T`` in place: one fused ``baddbmm``."""
         A.baddbmm_((x * alpha.to(A.dtype).reshape(-1, 1)).unsqueeze(2), x.unsqueeze(1))
+
+    def outer_update_(self, A, x, y, alpha) -> None:
+        """``A_i += alpha_i x_i y_i^T`` in place: one fused ``baddbmm``."""
+        A.baddbmm_((x * alpha.to(A.dtype).reshape(-1, 1)).unsqueeze(2), y.unsqueeze(1))
 
 
 NUMPY_CPU = NumpyBackend(torch.device("cpu"))

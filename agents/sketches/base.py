@@ -275,6 +275,13 @@ class CovarianceEstimator(ABC):
         ``core_dtype``, without building anything; ``None``: this estimator cannot say."""
         return None
 
+    @classmethod
+    def draw_state_bytes(cls, d: int, dtype: torch.dtype = torch.float64) -> int:
+        """Bytes one member keeps beside its state once it has drawn (:meth:`draw`): none for the
+        sketches (their factor is formed per draw from the small core), the exact estimator's
+        ``d x d`` square-root factor."""
+        return 0
+
     # -- end of the byte estimate --------------------------------------------------------------
 
     # -- the batched internals the optimistic loop calls ----------------------------------------
@@ -377,7 +384,15 @@ class CovarianceEstimator(ABC):
         return arms_c, sq
 
     def _fresh(self, terms: ScoreTerms | None, actions) -> bool:
-        return terms is not None and actions is not None and terms.version == self.n_rows
+        """Whether ``terms`` are this round's scoring of the arms ``actions`` index, with a
+        projection to reuse (a rule that scores without one, Thompson sampling, leaves ``proj``
+        and ``parts`` None)."""
+        return (
+            terms is not None
+            and actions is not None
+            and terms.version == self.n_rows
+            and (terms.proj is not None or terms.parts is not None)
+        )
 
     def _row_norms(self, X):
         """``||x||^2`` per row (core ``(B,)`` and host float64), or a ``ValueError`` (state
@@ -481,8 +496,9 @@ class CovarianceEstimator(ABC):
         """``F z`` for standard normal ``z``, with ``F F^T = A_hat^-1``: ``(n, d) -> (n, d)``
         (batched ``(B, n, d) -> (B, n, d)``), in the working dtype. Fed ``z ~ N(0, I_d)``, the rows
         are draws of ``N(0, A_hat^-1)`` (Thompson sampling: ``theta_hat + v F z``); which factor
-        ``F`` each estimator applies is on its :meth:`draw_all`. Validated first; the state is
-        unchanged (a sketch nobody queried yet gives its raw rows their coordinates).
+        ``F`` each estimator applies is on its :meth:`draw_all`. Validated first; ``A_hat`` is
+        unchanged (a sketch nobody queried yet gives its raw rows their coordinates; the exact
+        estimator starts keeping its square-root factor).
 
         >>> import torch
         >>> from agents.sketches import FrequentDirections

@@ -1004,10 +1004,18 @@ class DyadicBlockSketch(CovarianceEstimator):
     def b_all(self):
         return self._merged(lambda core: core.b(), lambda est, ei: est.b_all())
 
+    @classmethod
+    def draw_state_bytes(cls, d: int, dtype: torch.dtype = torch.float64) -> int:
+        """The exact hand-over's square-root factor, once it draws
+        (:meth:`agents.sketches.exact.ExactCovariance.draw_state_bytes`)."""
+        return ExactCovariance.draw_state_bytes(d, dtype)
+
     def draw_all(self, Z):
         """The sketched members' ``F z = (z - V^T V z) / sqrt(c) + V^T L V z`` (``H = L L^T``; eq.
-        5's ``A_hat^-1``, :meth:`agents.sketches.core.SketchCore.draw`), the exact members' ``L z``
-        with ``A^-1 = L L^T`` (:meth:`agents.sketches.exact.ExactCovariance.draw_all`)."""
+        5's ``A_hat^-1``, :meth:`agents.sketches.core.SketchCore.draw`), the exact members' ``S z``
+        with their square-root factor ``S S^T = A^-1`` (the Cholesky factor of the handed-over
+        inverse at their first draw, Potter's update since:
+        :meth:`agents.sketches.exact.ExactCovariance.draw_all`)."""
         return self._merged(lambda core: core.draw(Z), lambda est, ei: est.draw_all(Z[ei]))
 
     def covariance_all(self):

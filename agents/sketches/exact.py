@@ -16,6 +16,19 @@ amplify it. Safeguards (:func:`guarded_sherman_morrison_`):
   has left the set of valid inverses (``spec(A^-1)`` lies in ``[1/(reg + tr), 1/reg]``); it is then
   repaired by an eigendecomposition whose eigenvalues are clamped to that interval (O(d^3), only
   on such rounds, :func:`repair_inverse_`), before the update.
+
+Draws (Thompson sampling, :meth:`ExactCovariance.draw_all`): a square-root factor ``S``
+(``d x d``, not triangular) with ``S S^T = A^-1``, kept only once the estimator has drawn. The first
+draw takes the lower Cholesky factor of the kept ``A^-1`` (``I / sqrt(reg)`` before any row), and
+every row ``x`` then updates ``S`` as Potter's square-root filter does (:func:`potter_update_`):
+
+    u = S^T x,   s = u^T u,   S <- S - (S u) u^T / (sqrt(1 + s) (1 + sqrt(1 + s))),
+
+so that ``S S^T`` follows Sherman-Morrison's ``A^-1 - (A^-1 x)(A^-1 x)^T / (1 + s)`` (``S u =
+S S^T x``; the coefficient ``c = (1 - 1/sqrt(1 + s)) / s`` written without the cancellation at small
+``s``, and ``2 c - c^2 s = 1 / (1 + s)``): three ``d^2`` products a row, and ``S S^T`` stays
+positive semi-definite whatever the rounding. A draw is one more ``d^2`` product; no ``O(d^3)``
+factorization after the first.
 """
 
 from __future__ import annotations
@@ -28,7 +41,13 @@ import torch
 from .backend import Backend
 from .base import CovarianceEstimator, ScoreTerms
 
-__all__ = ["ExactCovariance", "below_floor", "guarded_sherman_morrison_", "repair_inverse_"]
+__all__ = [
+    "ExactCovariance",
+    "below_floor",
+    "guarded_sherman_morrison_",
+    "potter_update_",
+    "repair_inverse_",
+]
 
 
 def repair_inverse_(xp: Backend, A_inv, lo, hi) -> None:
@@ -72,6 +91,17 @@ def guarded_sherman_morrison_(est: ExactCovariance, Ax, raw, floor, X) -> None:
     xp.rank1_update_(est.A_inv, Ax, xp.astype(-1.0 / (1.0 + q), est.dtype))
 
 
+def potter_update_(xp: Backend, S, X) -> None:
+    """Potter's square-root update of each factor ``S_i`` (``(B, d, d)``, in place) with the row
+    ``x_i`` (``X`` ``(B, d)``, same dtype): ``S S^T <- S S^T - (S S^T x)(S S^T x)^T / (1 + x^T S
+    S^T x)``, the Sherman-Morrison step of ``A <- A + x x^T`` on ``A^-1 = S S^T`` (module
+    docstring)."""
+    u = (S.mT @ X[:, :, None])[:, :, 0]  # S^T x
+    root = xp.sqrt(1.0 + xp.vecdot(u, u))
+    Su = (S @ u[:, :, None])[:, :, 0]  # S S^T x = A^-1 x
+    xp.outer_update_(S, Su, u, -1.0 / (root * (1.0 + root)))
+
+
 class ExactCovariance(CovarianceEstimator):
     """The un-sketched baseline: holds ``A^-1`` with ``A = reg I + X^T X`` (shape ``(B, d, d)``).
 
@@ -101,6 +131,11 @@ class ExactCovariance(CovarianceEstimator):
         self.A_inv = inv_reg[:, None, None] * xp.eye(self.d, self.dtype)[None]
         self._b = xp.zeros((self.batch_size, self.d), self.cdtype)
         self.gram = xp.zeros((self.batch_size, self.d, self.d), self.dtype) if keep_gram else None
+        # S (B, d, d) with S S^T = A^-1, working dtype: None until the first draw (draw_all);
+        # members joined without one (joined) hold zeros (Potter's update leaves them so) until
+        # their first draw
+        self.factor = None
+        self._unfactored = np.zeros(self.batch_size, dtype=bool)
 
     @classmethod
     def peak_member_bytes(
@@ -131,6 +166,11 @@ class ExactCovariance(CovarianceEstimator):
         """:meth:`peak_member_bytes`: the state is allocated whole, so the first allocation is the
         peak (``n_arms`` and ``initial`` change nothing)."""
         return cls.peak_member_bytes(d, dtype, keep_gram, core_dtype.itemsize)
+
+    @classmethod
+    def draw_state_bytes(cls, d: int, dtype: torch.dtype = torch.float64) -> int:
+        """The square-root factor ``S`` (``d x d``, ``dtype``) kept once the estimator draws."""
+        return dtype.itemsize * d * d
 
     # -- end of the byte estimate --------------------------------------------------------------
 
@@ -209,7 +249,7 @@ class ExactCovariance(CovarianceEstimator):
             else xp.concat(self.gram, xp.asarray(other.gram, self.dtype), axis=0)[oi]
         )
         reg = np.concatenate([self._reg_host(), other._reg_host()])[order]
-        return ExactCovariance.from_inverse(
+        joined = ExactCovariance.from_inverse(
             xp.concat(self.A_inv, xp.asarray(other.A_inv, self.dtype), axis=0)[oi],
             xp.concat(self._b, xp.asarray(other._b, self.cdtype), axis=0)[oi],
             reg=reg.tolist(),
@@ -220,6 +260,16 @@ class ExactCovariance(CovarianceEstimator):
             dtype=self.dtype,
             batch_size=len(order),
         )
+        if self.factor is not None:  # members that draw keep their factors; others start theirs
+            theirs = other.factor
+            if theirs is None:
+                theirs = xp.zeros(other.A_inv.shape, self.dtype)
+            joined.factor = xp.concat(self.factor, xp.asarray(theirs, self.dtype), axis=0)[oi]
+            unfactored = np.concatenate(
+                [self._unfactored, np.full(other.batch_size, other.factor is None)]
+            )
+            joined._unfactored = unfactored[order]
+        return joined
 
     def score_terms(self, arms) -> ScoreTerms:
         """Both terms in the core dtype (the loop compares scores there). A member that has seen no
@@ -253,6 +303,8 @@ class ExactCovariance(CovarianceEstimator):
             raw = xp.astype(xp.vecdot(Ax, X), self.cdtype)
         floor = sq / xp.asarray(self._reg_host() + self.trace, self.cdtype)
         guarded_sherman_morrison_(self, Ax, raw, floor, X)
+        if self.factor is not None:
+            potter_update_(xp, self.factor, X)
         if self.gram is not None:
             xp.rank1_update_(self.gram, X, xp.asarray(np.ones(self.batch_size), self.dtype))
         Xc = xp.astype(X, self.cdtype)
@@ -276,21 +328,35 @@ class ExactCovariance(CovarianceEstimator):
         return self._b
 
     def draw_all(self, Z):
-        """``L z`` with ``L`` the lower Cholesky factor of the kept ``A^-1`` (``A^-1 = L L^T``),
-        formed per call (O(d^3 / 3)); a member whose kept inverse rounding made indefinite is first
-        projected onto the valid inverses (:func:`repair_inverse_` on a copy)."""
+        """``S z`` with the kept square-root factor ``S`` (``S S^T = A^-1``; module docstring):
+        the lower Cholesky factor of ``A^-1`` at the first draw (:meth:`_first_factor`), Potter's
+        update of it with every row since. ``d^2`` a draw."""
         xp = self.xp
-        inv = xp.astype(0.5 * (self.A_inv + self.A_inv.mT), self.cdtype)
+        if self.factor is None:
+            self.factor = self._first_factor(np.arange(self.batch_size))
+        elif self._unfactored.any():
+            idx = np.flatnonzero(self._unfactored)
+            self.factor[xp.index(idx)] = self._first_factor(idx)
+            self._unfactored[:] = False
+        return Z @ xp.astype(self.factor, self.cdtype).mT
+
+    def _first_factor(self, idx: np.ndarray):
+        """The lower Cholesky factors ``L`` of the kept ``A^-1 = L L^T`` of the members ``idx``
+        ``(n, d, d)``, working dtype (O(d^3 / 3)); a member whose kept inverse rounding made
+        indefinite is first projected onto the valid inverses (:func:`repair_inverse_` on a
+        copy)."""
+        xp = self.xp
+        A_inv = self.A_inv[xp.index(idx)]
+        inv = xp.astype(0.5 * (A_inv + A_inv.mT), self.cdtype)
         L, failed = xp.cholesky_ex(inv)
         bad = np.flatnonzero(failed)
         if bad.size:
             bi = xp.index(bad)
             sub = inv[bi]
-            repair_inverse_(
-                xp, sub, 1.0 / (self._reg_host() + self.trace)[bad], 1.0 / self._reg_host()[bad]
-            )
+            top, reg = (self._reg_host() + self.trace)[idx], self._reg_host()[idx]
+            repair_inverse_(xp, sub, 1.0 / top[bad], 1.0 / reg[bad])
             L[bi] = xp.cholesky(sub)
-        return Z @ L.mT
+        return xp.astype(L, self.dtype)
 
     def covariance_all(self):
         xp = self.xp
@@ -308,9 +374,11 @@ class ExactCovariance(CovarianceEstimator):
         ec = self.cdtype.itemsize
         return np.full(
             self.batch_size,
-            self.peak_member_bytes(self.d, self.dtype, self.gram is not None, ec),
+            self.peak_member_bytes(self.d, self.dtype, self.gram is not None, ec)
+            + (0 if self.factor is None else self.draw_state_bytes(self.d, self.dtype)),
             dtype=np.int64,
         )
 
     def _held_bytes(self):
-        return sum(self.xp.nbytes(a) for a in (self.A_inv, self.gram, self._b) if a is not None)
+        arrays = (self.A_inv, self.gram, self._b, self.factor)
+        return sum(self.xp.nbytes(a) for a in arrays if a is not None)
