@@ -10,14 +10,17 @@ estimator) compare at every delay.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from ..feedback import FeedbackSchedule
+from ..records import check_output_dir, load_runs, write_text_atomic
 from ..specs import args_label
 from ..text import mean_spread
 from .sweep import summary_table
 
-__all__ = ["feedback_table", "schedule_name", "entry_label"]
+__all__ = ["entry_label", "feedback_table", "schedule_name", "write_feedback_table"]
 
 
 def schedule_name(schedule: FeedbackSchedule) -> str:
@@ -73,6 +76,19 @@ def feedback_table(runs: pd.DataFrame) -> pd.DataFrame:
     wide = cells.pivot_table(index=["env", "agent"], columns="schedule", values="regret",
                              aggfunc="first", sort=False)
     return wide.reindex(columns=[schedule_name(s) for s in order]).fillna("").reset_index()
+
+
+def write_feedback_table(out_dir: str | Path) -> Path | None:
+    """Write :func:`feedback_table` of the sweep in ``out_dir`` to ``summary_by_schedule.md``
+    (a Markdown table) and return its path; ``None``, and nothing written, when the runs played
+    one feedback schedule only."""
+    from .figures import markdown_table
+
+    out = check_output_dir(out_dir)
+    table = feedback_table(load_runs(out))
+    if table.empty:
+        return None
+    return write_text_atomic(markdown_table(table) + "\n", out / "summary_by_schedule.md", out)
 
 
 def _schedule_keys(runs: pd.DataFrame) -> pd.Series:
