@@ -60,10 +60,14 @@ def choices(tuned: dict) -> dict[str, dict]:
     best = min(ts_labels, key=lambda label: ts_labels[label]["final_regret"])
     v = float(best.split("v=", 1)[1])
     return {
-        "OFUL": {"args": {"beta": oful["beta"], "lam": oful["lam"]},
-                 "tuning": oful["final_regret"]},
-        "LinTS": {"args": {"v": v, "lam": ts_labels[best]["lam"]},
-                  "tuning": ts_labels[best]["final_regret"]},
+        "OFUL": {
+            "args": {"beta": oful["beta"], "lam": oful["lam"]},
+            "tuning": oful["final_regret"],
+        },
+        "LinTS": {
+            "args": {"v": v, "lam": ts_labels[best]["lam"]},
+            "tuning": ts_labels[best]["final_regret"],
+        },
     }
 
 
@@ -81,33 +85,42 @@ def evaluate(chosen: dict[str, dict], out: Path, workers: int) -> dict[str, tupl
         raise SystemExit(f"evaluation runs failed: {result.failed}")
     runs = load_runs(out)
     final = runs.groupby("agent")["final_regret"]
-    return {name: (float(final.mean()[name]), float(final.std()[name] / math.sqrt(final.count()[name])))
-            for name in chosen}
+    return {
+        name: (float(final.mean()[name]), float(final.std()[name] / math.sqrt(final.count()[name])))
+        for name in chosen
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", default=None, help="directory of the runs (default: a temporary one)")
+    parser.add_argument(
+        "--out", default=None, help="directory of the runs (default: a temporary one)"
+    )
     args = parser.parse_args()
     base = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ts-against-oful-"))
-    print(f"LinBandit-Synthetic-v0, d = 50, K = 20, T = {HORIZON}; tuning seeds "
-          f"{TUNING_SEEDS[0]}..{TUNING_SEEDS[-1]}, evaluation seeds {EVALUATION_SEEDS[0]}.."
-          f"{EVALUATION_SEEDS[-1]}; beta and v in {SCALE_GRID}, lam in {PAPER_LAM_GRID}; runs in {base}")
+    print(
+        f"LinBandit-Synthetic-v0, d = 50, K = 20, T = {HORIZON}; tuning seeds "
+        f"{TUNING_SEEDS[0]}..{TUNING_SEEDS[-1]}, evaluation seeds {EVALUATION_SEEDS[0]}.."
+        f"{EVALUATION_SEEDS[-1]}; beta and v in {SCALE_GRID}, lam in {PAPER_LAM_GRID}; "
+        f"runs in {base}"
+    )
     tuned = tune(tuning_config(), base / "tune", workers=args.workers, log=None)
     if not tuned.ok:
         raise SystemExit(f"tuning runs failed: {tuned.failed}")
     chosen = choices(tuned.tuned)
     regret = evaluate(chosen, base / "evaluation", args.workers)
     print()
-    print("| agent | tuned | tuning regret (seeds 1000..1009) | final regret (seeds 0..9), mean ± se |")
+    print("| agent | tuned | tuning regret (seeds 1000..1009) | final regret (seeds 0..9) |")
     print("|---|---|---|---|")
     for name, entry in chosen.items():
         words = ", ".join(f"{key}={value:g}" for key, value in entry["args"].items())
         mean, se = regret[name]
-        print(f"| {name} | {words} | {entry['tuning']:.2f} | {mean:.2f} ± {se:.2f} |")
+        print(f"| {name} | {words} | {entry['tuning']:.2f} | {mean:.2f} ± {se:.2f} (se) |")
     ratio = regret["LinTS"][0] / regret["OFUL"][0]
-    print(f"\nLinTS / OFUL final regret: {ratio:.2f}x ({'within' if ratio <= 2 else 'NOT within'} 2x)")
+    print(
+        f"\nLinTS / OFUL final regret: {ratio:.2f}x ({'within' if ratio <= 2 else 'NOT within'} 2x)"
+    )
 
 
 if __name__ == "__main__":

@@ -66,15 +66,22 @@ def feedback_table(runs: pd.DataFrame) -> pd.DataFrame:
     if len(set(schedules)) < 2:
         return pd.DataFrame()
     order = sorted(set(schedules), key=lambda s: (s.feedback_delay, s.update_every))
-    cells = pd.DataFrame({
-        "env": table["env"],
-        "agent": [entry_label(a, s) for a, s in zip(parts[0], schedules)],
-        "schedule": [schedule_name(s) for s in schedules],
-        "regret": [mean_spread(m, s, n, digits=1) for m, s, n in
-                   zip(table["final_regret_mean"], table["final_regret_std"], table["seeds"])],
-    })
-    wide = cells.pivot_table(index=["env", "agent"], columns="schedule", values="regret",
-                             aggfunc="first", sort=False)
+    cells = pd.DataFrame(
+        {
+            "env": table["env"],
+            "agent": [entry_label(a, s) for a, s in zip(parts[0], schedules)],
+            "schedule": [schedule_name(s) for s in schedules],
+            "regret": [
+                mean_spread(m, s, n, digits=1)
+                for m, s, n in zip(
+                    table["final_regret_mean"], table["final_regret_std"], table["seeds"]
+                )
+            ],
+        }
+    )
+    wide = cells.pivot_table(
+        index=["env", "agent"], columns="schedule", values="regret", aggfunc="first", sort=False
+    )
     return wide.reindex(columns=[schedule_name(s) for s in order]).fillna("").reset_index()
 
 
@@ -94,6 +101,8 @@ def write_feedback_table(out_dir: str | Path) -> Path | None:
 def _schedule_keys(runs: pd.DataFrame) -> pd.Series:
     """``"k,n"`` per run: its feedback delay and ``update_every`` (a key kept through the
     summary's grouping by label)."""
-    return runs["feedback_delay"].astype(int).astype(str) + "," + runs["update_every"].astype(
-        int
-    ).astype(str)
+    return (
+        runs["feedback_delay"].astype(int).astype(str)
+        + ","
+        + runs["update_every"].astype(int).astype(str)
+    )

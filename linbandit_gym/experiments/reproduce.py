@@ -25,8 +25,9 @@ EXPERIMENTS = {
     "openml": "App. F.4 / Fig. 6: Pareto fronts on cnae-9, MFeat, Spam (needs the OpenML files locally)",
     "highdim": "where sketching pays: d = 300..100,000, HeavyTail rank 32 and Synthetic arms; OFUL up to d = 3000, "
     "SOFUL/CBSCFD/DBSLinUCB at every d; fronts per d, ms/round and memory against d with fitted slopes",
-    "ts": "UCB against Thompson sampling on the exact, FD and DBS estimators (OFUL/LinTS, SOFUL/SLinTS, "
-    "DBSLinUCB/DBSLinTS), Synthetic d=50 and MNIST, rewards at once or 10 or 100 rounds late",
+    "ts": "UCB against Thompson sampling on the exact, FD and DBS estimators (OFUL/LinTS, "
+    "SOFUL/SLinTS, DBSLinUCB/DBSLinTS), Synthetic d=50 and MNIST, rewards at once or 10 or 100 "
+    "rounds late",
 }
 
 
