@@ -143,18 +143,18 @@ class ThompsonSampling(EstimatorAgent):
 
     def normals(self):
         """The round's ``z`` ``(B, d)`` (host float64), one row from each member's generator."""
+        if len(self._normals) == 1:
+            return self._normals[0].standard_normal((1, self.d))
         return np.stack([g.standard_normal(self.d) for g in self._normals])
 
     def _arm_scores(self, arms, terms: ScoreTerms):
         """``x^T theta_tilde`` of every arm ``(B, K)`` (core dtype), ``theta_tilde = theta_hat +
-        v_t F z`` per member."""
+        v_t F z`` per member (the estimator's ``sample_all``: its ``theta_all`` and ``draw_all``,
+        fused where it can)."""
         est = self.estimator
         xp = est.xp
-        draw = est.draw_all(xp.asarray(self.normals()[:, None, :], est.cdtype))[:, 0]
-        v = self._scale()
-        if not isinstance(v, float):
-            v = xp.asarray(v, est.cdtype)[:, None]
-        theta_tilde = est.theta_all() + v * draw
+        z = xp.asarray(self.normals()[:, None, :], est.cdtype)
+        theta_tilde = est.sample_all(z, self._scale())[:, 0]
         return xp.matvec(xp.astype(arms, est.cdtype), theta_tilde)
 
     # -- memory ----------------------------------------------------------------------

@@ -22,10 +22,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import linbandit_gym  # noqa: F401  (registers the envs)
+import linbandit_gym  # (registers the envs)
 from agents import AGENTS, DBSLinTS, LinTS, SLinTS, check_agent
 from agents.batched import batched_members
 from agents.thompson import theory_scale
+from linbandit_gym.experiments import load_records, sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
 
@@ -332,3 +333,44 @@ def test_float32_agents_play():
         assert agent.theta_hat.dtype == torch.float32
         assert bool(torch.isfinite(agent.theta_hat).all())
     assert LinTS(v=0.2, dtype=torch.float32).dtype == torch.float32
+
+
+@pytest.mark.parametrize("kind", list(AGENT_KINDS))
+def test_sample_is_theta_hat_plus_the_scaled_draw(kind):
+    """What the rule reads, ``sample_all(z, v)`` (a sketch fuses ``theta_hat`` and its draw in one
+    pass over the basis), is ``theta_hat + v F z`` with the draw's own factor, to rounding."""
+    d = 6
+    rng = np.random.default_rng(8)
+    agent = AGENT_KINDS[kind](torch.float64)
+    for _ in range(40):
+        arms = rng.standard_normal((4, d)) * np.array([3.0, 2.0, 1.0, 0.5, 0.2, 0.1])
+        agent.update(arms, agent.act(arms), float(rng.standard_normal()))
+    est = agent.estimator
+    z = rng.standard_normal((1, 5, d))
+    fused = np.asarray(est.sample_all(est.xp.asarray(z, est.cdtype), 0.7))[0]
+    apart = est.theta().numpy() + 0.7 * est.draw(z[0]).numpy()
+    np.testing.assert_allclose(fused, apart, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")
+def test_a_config_naming_the_thompson_agents_sweeps(tmp_path):
+    """A sweep config naming LinTS (a grid over ``v``, batched as members), SLinTS-RFD and
+    DBSLinTS with ``v="theory"`` runs, and its records equal direct runs of the same agents."""
+
+    env = {"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5, "horizon": 30}}
+    agents = [
+        {"name": "LinTS", "args": {"lam": 1.0}, "grid": {"v": [0.05, 0.5]}, "label": "TS v={v}"},
+        {"name": "SLinTS", "args": {"v": 0.1, "sketch_size": 3, "sketch": "rfd"}},
+        {"name": "DBSLinTS", "args": {"v": "theory", "l0": 2}},
+    ]
+    config = {"name": "ts", "seeds": 2, "envs": [env], "agents": agents}
+    result = sweep(config, tmp_path, log=None)
+    assert result.ok and len(result.executed) == 8
+    records = load_records(tmp_path)
+    for label, agent in (("TS v=0.5", LinTS(lam=1.0, v=0.5)), ("SLinTS", None)):
+        agent = agent or SLinTS(v=0.1, sketch_size=3, sketch="rfd")
+        direct = linbandit_gym.run(
+            "LinBandit-Synthetic-v0", agent, seeds=[1], env_kwargs=env["args"]
+        )
+        mine = records[(records["agent"] == label) & (records["seed"] == 1)]
+        np.testing.assert_array_equal(mine["action"].to_numpy(), direct["action"].to_numpy())

@@ -453,6 +453,8 @@ class SketchCore:
         basis) ``(B, width, width)``, core dtype."""
         xp = self.xp
         w = self.width
+        if min(self.R.tolist()) == w:  # (no member's basis is narrower: no padding to mask)
+            return xp.cholesky(self.H[:, :w, :w])
         real = xp.cast_like(np.arange(w)[None, :] < self.R[:, None], self.H)
         padded = self.H[:, :w, :w] + (1.0 - real)[:, :, None] * xp.eye(w, self.cdtype)
         return xp.cholesky(padded) * (real[:, :, None] * real[:, None, :])
@@ -466,6 +468,28 @@ class SketchCore:
         pz = z @ basis.mT  # (B, n, width): V z
         perp = (z - pz @ basis) * (self._outside(z) * xp.sqrt(self.inv_c))[:, :, None]
         return perp + (pz @ self.h_factor().mT) @ basis
+
+    def sample(self, z, scale):
+        """``theta_hat + scale F z`` for standard normal ``z`` ``(B, n, d)`` (core dtype; ``scale``
+        a float or host ``(B,)``), with :meth:`draw`'s factor: Thompson sampling's
+        ``theta_tilde``, from two ``d R`` products instead of :meth:`theta`'s one and
+        :meth:`draw`'s three, as
+
+            theta_perp + s z + V^T (H b_coords + scale L V z - s V z),   s = scale / sqrt(c)
+
+        (``s = 0`` for a member whose basis spans ``R^d``). The residual ``z - V^T V z`` is formed
+        implicitly: its rounding is ``eps ||z||``, against draws of size ``||z|| / sqrt(c)``."""
+        xp = self.xp
+        w = self.width
+        basis = self._basis_core()
+        scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (self.B,))
+        scale = xp.asarray(scale, self.cdtype)
+        pz = z @ basis.mT  # (B, n, w): V z
+        s = (self._outside(z) * xp.sqrt(self.inv_c))[:, 0] * scale  # (B,)
+        coords = (self.H[:, :w, :w] @ self.b_coords[:, :w, None])[:, :, 0]  # H b_coords
+        inner = coords[:, None, :] + (pz @ self.h_factor().mT) * scale[:, None, None]
+        inner = inner - pz * s[:, None, None]
+        return self.theta_perp[:, None, :] + z * s[:, None, None] + inner @ basis
 
     # -- the row append ----------------------------------------------------------------------------
     def expand(self, X, sq, sq_host: np.ndarray, p=None, hp=None, php=None) -> Expansion:

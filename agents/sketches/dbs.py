@@ -1018,6 +1018,16 @@ class DyadicBlockSketch(CovarianceEstimator):
         :meth:`agents.sketches.exact.ExactCovariance.draw_all`)."""
         return self._merged(lambda core: core.draw(Z), lambda est, ei: est.draw_all(Z[ei]))
 
+    def sample_all(self, Z, scale):
+        """The sketched members' fused ``theta_hat + scale F z``
+        (:meth:`agents.sketches.core.SketchCore.sample`), the exact members' own."""
+        scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (self.batch_size,))
+        exact = np.flatnonzero(self.exact)
+        return self._merged(
+            lambda core: core.sample(Z, scale),
+            lambda est, ei: est.sample_all(Z[ei], scale[exact]),
+        )
+
     def covariance_all(self):
         """``sum_i S_i^T S_i (+ alpha I for RFD)``; after the switch the exact Gram (``keep_gram``)
         or ``A_hat - c I`` recovered from the inverse (O(d^3), accurate to ~eps cond(A_hat)), plus

@@ -26,8 +26,9 @@ every row ``x`` then updates ``S`` as Potter's square-root filter does (:func:`p
 
 so that ``S S^T`` follows Sherman-Morrison's ``A^-1 - (A^-1 x)(A^-1 x)^T / (1 + s)`` (``S u =
 S S^T x``; the coefficient ``c = (1 - 1/sqrt(1 + s)) / s`` written without the cancellation at small
-``s``, and ``2 c - c^2 s = 1 / (1 + s)``): three ``d^2`` products a row, and ``S S^T`` stays
-positive semi-definite whatever the rounding. A draw is one more ``d^2`` product; no ``O(d^3)``
+``s``, and ``2 c - c^2 s = 1 / (1 + s)``): two ``d^2`` products a row (``S^T x`` and the outer
+update; ``S u = A^-1 x`` is the one the Sherman-Morrison step of the kept inverse forms), and
+``S S^T`` stays positive semi-definite whatever the rounding. A draw is one more ``d^2`` product; no ``O(d^3)``
 factorization after the first.
 """
 
@@ -91,14 +92,16 @@ def guarded_sherman_morrison_(est: ExactCovariance, Ax, raw, floor, X) -> None:
     xp.rank1_update_(est.A_inv, Ax, xp.astype(-1.0 / (1.0 + q), est.dtype))
 
 
-def potter_update_(xp: Backend, S, X) -> None:
+def potter_update_(xp: Backend, S, X, Ax=None) -> None:
     """Potter's square-root update of each factor ``S_i`` (``(B, d, d)``, in place) with the row
     ``x_i`` (``X`` ``(B, d)``, same dtype): ``S S^T <- S S^T - (S S^T x)(S S^T x)^T / (1 + x^T S
     S^T x)``, the Sherman-Morrison step of ``A <- A + x x^T`` on ``A^-1 = S S^T`` (module
-    docstring)."""
+    docstring). ``Ax``: ``A^-1 x`` when the caller has it (the kept inverse's, equal to ``S S^T x``
+    up to rounding; it saves the product ``S u``). ``S S^T`` stays positive semi-definite either
+    way."""
     u = (S.mT @ X[:, :, None])[:, :, 0]  # S^T x
     root = xp.sqrt(1.0 + xp.vecdot(u, u))
-    Su = (S @ u[:, :, None])[:, :, 0]  # S S^T x = A^-1 x
+    Su = (S @ u[:, :, None])[:, :, 0] if Ax is None else Ax  # S S^T x = A^-1 x
     xp.outer_update_(S, Su, u, -1.0 / (root * (1.0 + root)))
 
 
@@ -302,9 +305,9 @@ class ExactCovariance(CovarianceEstimator):
             Ax = (self.A_inv @ X[:, :, None])[:, :, 0]
             raw = xp.astype(xp.vecdot(Ax, X), self.cdtype)
         floor = sq / xp.asarray(self._reg_host() + self.trace, self.cdtype)
+        if self.factor is not None:  # (before the inverse moves: its A^-1 x is the factor's)
+            potter_update_(xp, self.factor, X, Ax)
         guarded_sherman_morrison_(self, Ax, raw, floor, X)
-        if self.factor is not None:
-            potter_update_(xp, self.factor, X)
         if self.gram is not None:
             xp.rank1_update_(self.gram, X, xp.asarray(np.ones(self.batch_size), self.dtype))
         Xc = xp.astype(X, self.cdtype)

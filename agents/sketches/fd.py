@@ -480,6 +480,11 @@ class FrequentDirections(CovarianceEstimator):
         self._leave_raw()
         return self.core.draw(Z)
 
+    def sample_all(self, Z, scale):
+        """:meth:`agents.sketches.core.SketchCore.sample` (``theta_hat`` and the draw fused)."""
+        self._leave_raw()
+        return self.core.sample(Z, scale)
+
     def covariance_all(self):
         """``S^T S`` (plus ``alpha I`` for RFD), ``(B, d, d)``."""
         cov = self.core.covariance()
