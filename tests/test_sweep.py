@@ -386,10 +386,12 @@ def test_tune_picks_the_lowest_mean_regret(tmp_path):
 def test_tune_tunes_lam_alone_for_an_agent_that_takes_no_beta(tmp_path):
     from linbandit_gym.experiments.tune import tune
 
-    cfg = {"name": "t", "seeds": 1, "envs": [ENV_A], "agents": [{"name": "LinTS", "args": {"v": 0.1}}]}
+    agents = [{"name": "LinTS", "args": {"v": 0.1}}]
+    cfg = {"name": "t", "seeds": 1, "envs": [ENV_A], "agents": agents}
     result = tune(cfg, tmp_path, beta=[0.1, 1.0], lam=[0.5, 5.0], seeds=1, log=None)
     runs = load_runs(tmp_path)
     assert sorted(runs["agent"]) == ["LinTS [lam=0.5]", "LinTS [lam=5.0]"]
     best = runs.set_index("arg.lam")["final_regret"].idxmin()
     assert result.tuned["A"]["LinTS"] == {"lam": best, "final_regret": runs["final_regret"].min()}
-    assert {r.config["agent"]["args"]["lam"] for r in parse_config(result.tuned_config).runs} == {best}
+    tuned_runs = parse_config(result.tuned_config).runs
+    assert {r.config["agent"]["args"]["lam"] for r in tuned_runs} == {best}
