@@ -6,7 +6,7 @@ round) and LinTS against OFUL (the same exact inverse, plus LinTS's Potter facto
 pre-drawn stream of K unit-norm arms (rewards linear plus noise; every agent its own choices) for
 ``--rounds`` rounds after a warm-up; the runs are interleaved (TS, UCB, TS, UCB, ...) so both see
 the same machine load, the best of ``--repeats`` is kept, one BLAS/torch thread (``--threads``).
-Prints ms/round and the ratio TS / UCB measured in this run.
+Prints a table of ms/round and the ratio TS / UCB measured in this run.
 
     python benchmarks/bench_thompson.py               # d = 784, K in {10, 100}, l = 50
     python benchmarks/bench_thompson.py --quick       # fewer rounds, best of 2
@@ -87,7 +87,8 @@ def main(argv=None) -> None:
         f"{args.dtype} on CPU; l={l}; {rounds} timed rounds after {warm}; best of {repeats}, "
         "interleaved"
     )
-    print(f"{'pair':>15} {'d':>5} {'K':>4} {'TS ms':>8} {'UCB ms':>8} {'TS/UCB':>7} {'goal':>6}")
+    print("| pair | d | K | TS ms/round | UCB ms/round | TS / UCB | goal |")
+    print("|---|---|---|---|---|---|---|")
     with threadpool_limits(limits=args.threads):
         for d in args.dims:
             for k in args.arms:
@@ -101,8 +102,8 @@ def main(argv=None) -> None:
                         best_ucb = min(best_ucb, ms_per_round(ucb, arms, theta, noise, warm))
                     ratio = best_ts / best_ucb
                     print(
-                        f"{name:>15} {d:>5} {k:>4} {best_ts:>8.3f} {best_ucb:>8.3f} {ratio:>7.2f} "
-                        f"{'<= ' + str(GOALS[name]):>6}",
+                        f"| {name} | {d} | {k} | {best_ts:.3f} | {best_ucb:.3f} | {ratio:.2f} "
+                        f"| <= {GOALS[name]} |",
                         flush=True,
                     )
 

@@ -2,9 +2,11 @@
 
 Every estimator applies its own factor to given standard normal draws: the sketches (FD, RFD, Dyadic
 Block Sketching's sketched members) ``F z = (z - V^T V z) / sqrt(c) + V^T L V z`` with ``H = L L^T``
-(lower Cholesky) on their basis state, the exact estimator (and DBS's exact members) ``L z`` with
-``A^-1 = L L^T``. Checked against an independent numpy implementation fed the same ``z``, and by the
-covariance of many draws, whose bound fails for a wrong factor; float64 and float32.
+(lower Cholesky) on their basis state, the exact estimator (and DBS's exact members) ``S z`` with
+its square-root factor, at its first draw (as here) ``L`` with ``A^-1 = L L^T`` (its Potter
+updates after are checked in tests/test_thompson.py). Checked against an independent numpy
+implementation fed the same ``z``, and by the covariance of many draws, whose bound fails for a
+wrong factor; float64 and float32.
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ BatchedEstimator = CovarianceEstimator  # the estimators are batched-first (kept
 BatchedLinUCB = LinUCB  # the loop is batched-first (kept name)
 
 __all__ = [
-    "BATCHED", "BatchedCBSCFD", "BatchedDBSLinTS", "BatchedDBSLinUCB", "BatchedLinTS", "BatchedSLinTS", "BatchedDyadicBlockSketch", "BatchedEstimator", "BatchedExactCovariance",
+    "BATCHED", "BatchedCBSCFD", "BatchedDBSLinUCB", "BatchedDyadicBlockSketch", "BatchedEstimator",
+    "BatchedExactCovariance", "BatchedLinTS", "BatchedSLinTS", "BatchedDBSLinTS",
     "BatchedFrequentDirections", "BatchedLinUCB", "BatchedOFUL", "BatchedRobustFrequentDirections", "BatchedSOFUL",
     "as_arm_batch", "batched", "batched_members", "constructor_args", "supports_batched",
 ]

@@ -478,18 +478,23 @@ class SketchCore:
             theta_perp + s z + V^T (H b_coords + scale L V z - s V z),   s = scale / sqrt(c)
 
         (``s = 0`` for a member whose basis spans ``R^d``). The residual ``z - V^T V z`` is formed
-        implicitly: its rounding is ``eps ||z||``, against draws of size ``||z|| / sqrt(c)``."""
+        implicitly: its rounding is ``eps ||z||``, against draws of size ``||z|| / sqrt(c)``. The
+        products with ``V`` run in the working dtype (as :meth:`project`), the rest in the core
+        dtype."""
         xp = self.xp
         w = self.width
-        basis = self._basis_core()
+        basis = self.V[:, :w]  # working dtype
         scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (self.B,))
         scale = xp.asarray(scale, self.cdtype)
-        pz = z @ basis.mT  # (B, n, w): V z
+        # the two d R products in the working dtype, as the scoring's projection (no core copy of
+        # the basis)
+        pz = xp.astype(xp.astype(z, self.dtype) @ basis.mT, self.cdtype)  # (B, n, w): V z
         s = (self._outside(z) * xp.sqrt(self.inv_c))[:, 0] * scale  # (B,)
         coords = (self.H[:, :w, :w] @ self.b_coords[:, :w, None])[:, :, 0]  # H b_coords
         inner = coords[:, None, :] + (pz @ self.h_factor().mT) * scale[:, None, None]
         inner = inner - pz * s[:, None, None]
-        return self.theta_perp[:, None, :] + z * s[:, None, None] + inner @ basis
+        span = xp.astype(xp.astype(inner, self.dtype) @ basis, self.cdtype)
+        return self.theta_perp[:, None, :] + z * s[:, None, None] + span
 
     # -- the row append ----------------------------------------------------------------------------
     def expand(self, X, sq, sq_host: np.ndarray, p=None, hp=None, php=None) -> Expansion:

@@ -28,8 +28,8 @@ so that ``S S^T`` follows Sherman-Morrison's ``A^-1 - (A^-1 x)(A^-1 x)^T / (1 + 
 S S^T x``; the coefficient ``c = (1 - 1/sqrt(1 + s)) / s`` written without the cancellation at small
 ``s``, and ``2 c - c^2 s = 1 / (1 + s)``): two ``d^2`` products a row (``S^T x`` and the outer
 update; ``S u = A^-1 x`` is the one the Sherman-Morrison step of the kept inverse forms), and
-``S S^T`` stays positive semi-definite whatever the rounding. A draw is one more ``d^2`` product; no ``O(d^3)``
-factorization after the first.
+``S S^T`` stays positive semi-definite whatever the rounding. A draw is one more ``d^2`` product;
+no ``O(d^3)`` factorization after the first.
 """
 
 from __future__ import annotations
@@ -341,7 +341,8 @@ class ExactCovariance(CovarianceEstimator):
             idx = np.flatnonzero(self._unfactored)
             self.factor[xp.index(idx)] = self._first_factor(idx)
             self._unfactored[:] = False
-        return Z @ xp.astype(self.factor, self.cdtype).mT
+        # in the working dtype, as the inverse's products (no core copy of the d x d factor)
+        return xp.astype(xp.astype(Z, self.dtype) @ self.factor.mT, self.cdtype)
 
     def _first_factor(self, idx: np.ndarray):
         """The lower Cholesky factors ``L`` of the kept ``A^-1 = L L^T`` of the members ``idx``
