@@ -4,15 +4,16 @@ LinTS's within 2x of OFUL's?
 
     python benchmarks/ts_regret_against_oful.py [--workers 2] [--out DIR]
 
-Both are tuned the same way, by :func:`linbandit_gym.experiments.tune` (the project's tuner, its
-default schedule) on tuning seeds 1000..1009, and evaluated on seeds 0..9, which no tuning run
-played. OFUL's confidence radius ``beta`` and LinTS's posterior scale ``v`` range over one grid
-(the paper grid of ``beta``, Wen et al. (2025), App. F.1: 1e-4 .. 1) and both agents' ridge
-``lam`` over the paper's lambda grid (2e-4 .. 2e4). The tuner knows ``beta`` and ``lam``: LinTS
-takes no ``beta``, so it is tuned for ``lam`` once per value of ``v`` (one label per value),
-and the value of ``v`` whose tuned label has the least mean final regret on the tuning seeds is
-kept. Prints the choices, the mean ± standard error of the final regret over the 10 evaluation
-seeds of each agent, and the ratio of the means.
+Both are tuned the same way, by :func:`linbandit_gym.experiments.tune.tune` (the project's
+tuner) over the full grid (``schedule="grid"``, the paper's protocol) on tuning seeds
+1000..1009, and evaluated on seeds 0..9, which no tuning run played. OFUL's confidence radius
+``beta`` and LinTS's posterior scale ``v`` range over one grid (the paper grid of ``beta``, Wen
+et al. (2025), App. F.1: 1e-4 .. 1) and both agents' ridge ``lam`` over the paper's lambda grid
+(2e-4 .. 2e4). The tuner knows ``beta`` and ``lam``: LinTS takes no ``beta``, so it is tuned for
+``lam`` once per value of ``v`` (one label per value), and the value of ``v`` whose tuned label
+has the least mean final regret on the tuning seeds is kept. Prints the choices, the mean ±
+standard error of the final regret over the 10 evaluation seeds of each agent, and the ratio of
+the means.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def main() -> None:
         f"{EVALUATION_SEEDS[-1]}; beta and v in {SCALE_GRID}, lam in {PAPER_LAM_GRID}; "
         f"runs in {base}"
     )
-    tuned = tune(tuning_config(), base / "tune", workers=args.workers, log=None)
+    tuned = tune(tuning_config(), base / "tune", schedule="grid", workers=args.workers, log=None)
     if not tuned.ok:
         raise SystemExit(f"tuning runs failed: {tuned.failed}")
     chosen = choices(tuned.tuned)
