@@ -13,6 +13,8 @@ from sketch_streams import DTYPES, KINDS, make_stream, stream_args, tol
 
 import agents.sketches.diagnostics as diagnostics
 import agents.sketches.fd as fd_module
+from agents.sketches.backend import NUMPY_CPU
+from agents.sketches.core import fd_shrink, rounding
 from agents.sketches import FrequentDirections
 from agents.sketches.diagnostics import fd_error_bound, psd_gap, spectral_error
 
@@ -159,6 +161,30 @@ def test_rank_below_l_is_exact_and_reports_no_shrinkage(n, d, seed, fast, dtype,
         est.update(x)
     assert est.total_shrinkage == 0.0
     assert spectral_error(X, est) <= tol(X, dtype, d)
+
+
+def test_a_tie_with_a_value_kept_from_a_larger_mass_is_cut_at_that_mass_rounding():
+    """The rank cut (fd_shrink) counts the rounding the rows carry from earlier shrinks: a shrink
+    of squared singular values 1e4 and 9900 keeps 1e4 - 9900 = 100 with the rounding of 1e4, so a
+    later row of exactly 100 is a tie whatever rounding the kept value got. Without the carried
+    rounding the tie survives or not by a route's last bits (batched or single, raw rows or
+    coordinates)."""
+    xp, eps = NUMPY_CPU, float(torch.finfo(torch.float64).eps)
+    big = np.array([[1e4, 9900.0, 0.01, 1e-4]])
+    first = fd_shrink(xp, big, 2, rounding(xp, eps, eps, 8, big))
+    assert first.kept.tolist() == [1] and first.keep[0, 0] == pytest.approx(100.0)
+    assert 100.0 * eps * 1e4 > first.carried[0] > 10.0 * eps * 1e4  # the rounding of the mass 1e4
+    # the kept 100 off by 50 ulps of 1e4 (as a route may compute it), against a new row of 100
+    lam = np.array([[100.0 + 50.0 * eps * 1e4, 100.0, 1.0, 0.01]])
+    later = fd_shrink(xp, lam, 2, rounding(xp, eps, eps, 8, lam, first.carried))
+    assert later.kept.tolist() == [0] and later.delta[0] == 100.0
+    assert later.carried.tolist() == [0.0]  # nothing kept: nothing carried
+    # (the same numbers without the carried rounding: the tie would pass for a direction)
+    assert fd_shrink(xp, lam, 2, rounding(xp, eps, eps, 8, lam)).kept.tolist() == [1]
+    # a real gap is kept, and its rounding adds to what the rows carried
+    gap = np.array([[101.0, 100.0, 1.0, 0.01]])
+    kept = fd_shrink(xp, gap, 2, rounding(xp, eps, eps, 8, gap, first.carried))
+    assert kept.kept.tolist() == [1] and kept.carried[0] > first.carried[0]
 
 
 def test_full_rank_stream_does_shrink_and_l_equal_d_is_not_exact():

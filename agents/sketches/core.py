@@ -128,21 +128,27 @@ def _host64(xp: Backend, a) -> np.ndarray:
 @dataclass(frozen=True)
 class Rounding:
     """The rounding of a range's eigenvalues ``lambda_i = s_i^2`` (host float64 ``(n,)`` each, per
-    member): ``coord`` bounds ``||delta C_r||_2``, the rounding of the coordinates themselves, and
-    ``gram`` that of forming and decomposing their Gram (:func:`rounding`)."""
+    member): ``coord`` bounds ``||delta C_r||_2``, the rounding of the coordinates themselves,
+    ``gram`` that of forming and decomposing their Gram (:func:`rounding`), and ``carried`` the
+    rounding the rows' eigenvalues already carry from earlier shrinks
+    (:attr:`SketchCore.carried`)."""
 
     coord: np.ndarray
     gram: np.ndarray
+    carried: np.ndarray | float = 0.0
 
     def zero_level(self) -> np.ndarray:
-        """``||delta C_r||^2 + n eps ||M_r||``: an eigenvalue at or below it cannot be told from
-        0."""
-        return self.coord * self.coord + self.gram
+        """``||delta C_r||^2 + n eps ||M_r|| + carried``: an eigenvalue at or below it cannot be
+        told from 0."""
+        return self.coord * self.coord + self.gram + self.carried
 
 
-def rounding(xp: Backend, eps_work: float, eps_core: float, n: int, lam) -> Rounding:
+def rounding(
+    xp: Backend, eps_work: float, eps_core: float, n: int, lam, carried: np.ndarray | float = 0.0
+) -> Rounding:
     """The rounding of the eigenvalues ``lam`` (``(n_members, m)``, descending, ``>= 0``) of a
-    range's Gram ``M_r = C_r^T C_r`` over ``n`` coordinates (rows plus basis vectors).
+    range's Gram ``M_r = C_r^T C_r`` over ``n`` coordinates (rows plus basis vectors), whose rows
+    already carry ``carried`` (host float64 ``(n_members,)``; :attr:`SketchCore.carried`).
 
     Why these. Every coordinate of a row carries a relative rounding of ``eps_work`` (the product
     ``V x`` that formed it, in the working dtype) and ``eps_core`` (the core's arithmetic): by
@@ -153,7 +159,7 @@ def rounding(xp: Backend, eps_work: float, eps_core: float, n: int, lam) -> Roun
     eigenvalue within ``n eps_core ||M_r||_2`` more (LAPACK's bound, linear in the size)."""
     lam = _host64(xp, lam)
     coord = ((eps_work + eps_core) * math.sqrt(n)) * np.sqrt(lam.sum(axis=1))
-    return Rounding(coord, (n * eps_core) * lam[:, 0])
+    return Rounding(coord, (n * eps_core) * lam[:, 0], carried)
 
 
 @dataclass(frozen=True)
@@ -161,12 +167,15 @@ class FDPlan:
     """Frequent Directions' shrink of one group of ranges (Alg. 2 lines 5-6), per member: ``delta``
     the shrink value (host float64 ``(n,)``), ``keep`` the kept squared singular values ``(n, k)``
     (backend array, 0 where dropped), ``kept`` how many survive (host ints ``(n,)``; always the
-    leading ones) and ``mass`` their sum ``tr(S_new^T S_new)`` (host float64 ``(n,)``)."""
+    leading ones), ``mass`` their sum ``tr(S_new^T S_new)`` (host float64 ``(n,)``) and
+    ``carried`` the rounding the new rows' eigenvalues carry (host float64 ``(n,)``;
+    :attr:`SketchCore.carried`)."""
 
     delta: np.ndarray
     keep: Array
     kept: np.ndarray
     mass: np.ndarray
+    carried: np.ndarray
 
 
 def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
@@ -179,9 +188,17 @@ def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
     below the rounding of a zero eigenvalue (:meth:`Rounding.zero_level`) cannot be told from 0,
     so the shrink value is 0 (FD of size l is exact on rank < l, and a low-rank stream reports no
     shrinkage); a kept ``lambda_i - delta`` below the rounding of that difference, ``4 s_i ||delta
-    C|| + 2 n eps ||M||``, is a tie of ``lambda_i`` with ``lambda_l`` and is dropped, with every
-    smaller one. Either way the mass left unaccounted is at the rounding level of the rows: FD's
-    bounds hold up to it. (Host arithmetic on the ``n x m`` eigenvalues.)"""
+    C|| + 2 n eps ||M|| + 2 carried``, is a tie of ``lambda_i`` with ``lambda_l`` and is dropped,
+    with every smaller one. Either way the mass left unaccounted is at the rounding level of the
+    rows: FD's bounds hold up to it. (Host arithmetic on the ``n x m`` eigenvalues.)
+
+    The kept values ``lambda_i - delta`` are differences of larger numbers: they carry this
+    shrink's rounding of the largest one, ``4 s_1 ||delta C|| + 2 n eps ||M||``, on top of what
+    the rows carried already (``plan.carried``; 0 where nothing is kept). A later shrink of rows
+    of far less mass must count it: a tie with a kept value (an exact repeat of its scale) shows
+    as a difference at the rounding of the mass it was kept from, which that shrink's own
+    ``||M||`` no longer sees, and two computations of the same sketch (batched or single, numpy
+    or torch, raw rows or coordinates) would then cut it differently."""
     lam_h = _host64(xp, lam)
     n, m = lam_h.shape
     k = min(l - 1, m)
@@ -192,10 +209,16 @@ def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
         keep = lead - delta[:, None]
     else:
         delta, keep = np.zeros(n), lead
-    alive = keep > np.sqrt(lead) * (4.0 * noise.coord)[:, None] + (2.0 * noise.gram)[:, None]
+    own = 2.0 * noise.gram  # (n,) this shrink's rounding of a difference, besides 4 s_i ||delta C||
+    tie = np.sqrt(lead) * (4.0 * noise.coord)[:, None] + (own + 2.0 * noise.carried)[:, None]
+    alive = keep > tie
     alive = np.logical_and.accumulate(alive, axis=1)  # a prefix: past a tie, every smaller one goes
     keep = np.where(alive, keep, 0.0)
-    return FDPlan(delta, xp.cast_like(keep, lam), alive.sum(axis=1), keep.sum(axis=1))
+    kept = alive.sum(axis=1)
+    if k:  # the largest kept value's rounding joins what the rows carried
+        own = own + np.sqrt(lead[:, 0]) * (4.0 * noise.coord)
+    carried = np.where(kept > 0, noise.carried + own, 0.0)
+    return FDPlan(delta, xp.cast_like(keep, lam), kept, keep.sum(axis=1), carried)
 
 
 @dataclass(slots=True)
@@ -236,6 +259,8 @@ class SketchCore:
         n_raw: raw rows every member holds (a sketch nobody queried yet: :meth:`append_raw`), in the
             first slots of ``V`` (zero rows past a member's own after a raw shrink).
         V, C, H, b_coords, theta_perp: the state of the module docstring.
+        carried: the rounding every member's rows' eigenvalues carry from its earlier shrinks (host
+            float64 ``(B,)``; :func:`fd_shrink`): every later shrink and look-ahead counts it.
     """
 
     def __init__(
@@ -261,6 +286,7 @@ class SketchCore:
         self.n_raw = 0
         self.reg = np.array(np.broadcast_to(np.asarray(reg, dtype=np.float64), (B,)))
         self.alpha = np.zeros(B)
+        self.carried = np.zeros(B)
         self.V = xp.zeros((B, 0, d), dtype)
         self.C = xp.zeros((B, 0, 0), cdtype)
         self.H = xp.zeros((B, 0, 0), cdtype)
@@ -661,9 +687,8 @@ class SketchCore:
             padded[:, :, :w] = Cr
             Cr, w = xp.concat(padded, row), wx
         lam = xp.maximum(xp.eigvalsh_desc(Cr.mT @ Cr), 0.0)
-        return fd_shrink(
-            xp, lam, l, rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam)
-        ).delta
+        noise = rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam, self.carried[idx])
+        return fd_shrink(xp, lam, l, noise).delta
 
     def shrink(
         self,
@@ -692,7 +717,9 @@ class SketchCore:
         Cr = self._range(idx, start, w)
         lam, W = xp.eigh_desc(Cr.mT @ Cr)
         lam = xp.maximum(lam, 0.0)
-        plan = fd_shrink(xp, lam, l, rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam))
+        noise = rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam, self.carried[idx])
+        plan = fd_shrink(xp, lam, l, noise)
+        self.carried[idx] = plan.carried
         k = plan.keep.shape[1]
         alive = xp.cast_like(np.arange(k)[None, :] < plan.kept[:, None], lam)
         kept_dirs = W.mT[:, :k] * alive[:, :, None]  # orthonormal rows, zero past kept
@@ -805,6 +832,7 @@ class SketchCore:
         for a in (self.V, self.C, self.H, self.b_coords, self.theta_perp):
             a[sel] = 0.0
         self.N[idx] = 0
+        self.carried[idx] = 0.0
         R = self.R.copy()
         R[idx] = 0
         self._set_R(R)
@@ -827,7 +855,9 @@ class SketchCore:
         S = xp.astype(self.V[:, : self.n_raw], self.cdtype)
         lam, U = xp.eigh_desc(S @ S.mT)
         lam = xp.maximum(lam, 0.0)
-        plan = fd_shrink(xp, lam, l, rounding(xp, self.eps_w, self.eps_c, S.shape[1] + self.d, lam))
+        noise = rounding(xp, self.eps_w, self.eps_c, S.shape[1] + self.d, lam, self.carried)
+        plan = fd_shrink(xp, lam, l, noise)
+        self.carried = plan.carried
         k = plan.keep.shape[1]
         weights = plan.keep / xp.maximum(lam[:, :k], _TINY)
         new_rows = (U[:, :, :k].mT * xp.sqrt(weights)[:, :, None]) @ S  # (B, k, d): zero past kept
