@@ -164,27 +164,27 @@ def test_rank_below_l_is_exact_and_reports_no_shrinkage(n, d, seed, fast, dtype,
 
 
 def test_a_tie_with_a_value_kept_from_a_larger_mass_is_cut_at_that_mass_rounding():
-    """The rank cut (fd_shrink) counts the rounding the rows carry from earlier shrinks: a shrink
-    of squared singular values 1e4 and 9900 keeps 1e4 - 9900 = 100 with the rounding of 1e4, so a
-    later row of exactly 100 is a tie whatever rounding the kept value got. Without the carried
-    rounding the tie survives or not by a route's last bits (batched or single, raw rows or
-    coordinates)."""
+    """The rank cut (fd_shrink) uses the rounding the rows were left with by earlier shrinks
+    (rounding's ``carried``): a shrink of squared singular values 1e4 and 9900 keeps
+    1e4 - 9900 = 100 with the rounding of 1e4, so a later row of exactly 100 is a tie whatever
+    rounding the kept value got. At the later range's own rounding the tie would survive or not by
+    a route's last bits (batched or single, numpy or torch, raw rows or coordinates)."""
     xp, eps = NUMPY_CPU, float(torch.finfo(torch.float64).eps)
     big = np.array([[1e4, 9900.0, 0.01, 1e-4]])
-    first = fd_shrink(xp, big, 2, rounding(xp, eps, eps, 8, big))
+    left = rounding(xp, eps, eps, 8, big)  # the rounding the kept rows carry on
+    first = fd_shrink(xp, big, 2, left)
     assert first.kept.tolist() == [1] and first.keep[0, 0] == pytest.approx(100.0)
-    assert 100.0 * eps * 1e4 > first.carried[0] > 10.0 * eps * 1e4  # the rounding of the mass 1e4
-    # the kept 100 off by 50 ulps of 1e4 (as a route may compute it), against a new row of 100
-    lam = np.array([[100.0 + 50.0 * eps * 1e4, 100.0, 1.0, 0.01]])
-    later = fd_shrink(xp, lam, 2, rounding(xp, eps, eps, 8, lam, first.carried))
+    # the kept 100 off by 5 ulps of 1e4 (as a route computed it), against a new row of exactly 100
+    lam = np.array([[100.0 + 5.0 * eps * 1e4, 100.0, 1.0, 0.01]])
+    own = rounding(xp, eps, eps, 8, lam)
+    assert fd_shrink(xp, lam, 2, own).kept.tolist() == [1]  # (its own rounding: a "direction")
+    later = fd_shrink(xp, lam, 2, rounding(xp, eps, eps, 8, lam, left))
     assert later.kept.tolist() == [0] and later.delta[0] == 100.0
-    assert later.carried.tolist() == [0.0]  # nothing kept: nothing carried
-    # (the same numbers without the carried rounding: the tie would pass for a direction)
-    assert fd_shrink(xp, lam, 2, rounding(xp, eps, eps, 8, lam)).kept.tolist() == [1]
-    # a real gap is kept, and its rounding adds to what the rows carried
+    # a real gap is kept; the carried rounding only ever raises the range's own
     gap = np.array([[101.0, 100.0, 1.0, 0.01]])
-    kept = fd_shrink(xp, gap, 2, rounding(xp, eps, eps, 8, gap, first.carried))
-    assert kept.kept.tolist() == [1] and kept.carried[0] > first.carried[0]
+    assert fd_shrink(xp, gap, 2, rounding(xp, eps, eps, 8, gap, left)).kept.tolist() == [1]
+    raised = rounding(xp, eps, eps, 8, big, own)
+    assert (raised.coord, raised.gram) == (left.coord, left.gram)
 
 
 def test_full_rank_stream_does_shrink_and_l_equal_d_is_not_exact():

@@ -128,27 +128,25 @@ def _host64(xp: Backend, a) -> np.ndarray:
 @dataclass(frozen=True)
 class Rounding:
     """The rounding of a range's eigenvalues ``lambda_i = s_i^2`` (host float64 ``(n,)`` each, per
-    member): ``coord`` bounds ``||delta C_r||_2``, the rounding of the coordinates themselves,
-    ``gram`` that of forming and decomposing their Gram (:func:`rounding`), and ``carried`` the
-    rounding the rows' eigenvalues already carry from earlier shrinks
-    (:attr:`SketchCore.carried`)."""
+    member): ``coord`` bounds ``||delta C_r||_2``, the rounding of the coordinates themselves, and
+    ``gram`` that of forming and decomposing their Gram (:func:`rounding`)."""
 
     coord: np.ndarray
     gram: np.ndarray
-    carried: np.ndarray | float = 0.0
 
     def zero_level(self) -> np.ndarray:
-        """``||delta C_r||^2 + n eps ||M_r|| + carried``: an eigenvalue at or below it cannot be
-        told from 0."""
-        return self.coord * self.coord + self.gram + self.carried
+        """``||delta C_r||^2 + n eps ||M_r||``: an eigenvalue at or below it cannot be told from
+        0."""
+        return self.coord * self.coord + self.gram
 
 
 def rounding(
-    xp: Backend, eps_work: float, eps_core: float, n: int, lam, carried: np.ndarray | float = 0.0
+    xp: Backend, eps_work: float, eps_core: float, n: int, lam, carried: Rounding | None = None
 ) -> Rounding:
     """The rounding of the eigenvalues ``lam`` (``(n_members, m)``, descending, ``>= 0``) of a
-    range's Gram ``M_r = C_r^T C_r`` over ``n`` coordinates (rows plus basis vectors), whose rows
-    already carry ``carried`` (host float64 ``(n_members,)``; :attr:`SketchCore.carried`).
+    range's Gram ``M_r = C_r^T C_r`` over ``n`` coordinates (rows plus basis vectors), at least
+    the rounding ``carried`` its rows were left with by earlier shrinks
+    (:meth:`SketchCore.carried`).
 
     Why these. Every coordinate of a row carries a relative rounding of ``eps_work`` (the product
     ``V x`` that formed it, in the working dtype) and ``eps_core`` (the core's arithmetic): by
@@ -156,10 +154,23 @@ def rounding(
     (eps_work + eps_core) sqrt(n) ||C_r||_F`` of those of the exact rows (``sqrt(n)``: the usual
     growth of a dot product's rounding), so ``lambda_i`` within ``2 s_i ||delta C_r|| + ||delta
     C_r||^2``. Forming the Gram and its symmetric eigendecomposition are backward stable: each
-    eigenvalue within ``n eps_core ||M_r||_2`` more (LAPACK's bound, linear in the size)."""
+    eigenvalue within ``n eps_core ||M_r||_2`` more (LAPACK's bound, linear in the size).
+
+    Why ``carried``. A shrink's new rows ``sqrt(s_i^2 - delta)`` are differences of larger numbers:
+    they keep the rounding of the mass they were formed from, which a later range of far less mass
+    (its own ``||C_r||``, ``||M_r||``) no longer sees. A tie with a kept value (a later row of
+    exactly its scale, Wen et al. (2025)'s adversarial streams) would then show as a difference
+    above that range's own rounding, and the rank cut (:func:`fd_shrink`) would keep or drop it by
+    the last bits of the route that computed it (numpy or torch, batched or single, raw rows or
+    coordinates). So the rounding of a range is never below the one its rows were left with (the
+    largest mass they were formed from; the same scale's rounding does not add up shrink after
+    shrink)."""
     lam = _host64(xp, lam)
     coord = ((eps_work + eps_core) * math.sqrt(n)) * np.sqrt(lam.sum(axis=1))
-    return Rounding(coord, (n * eps_core) * lam[:, 0], carried)
+    gram = (n * eps_core) * lam[:, 0]
+    if carried is not None:
+        coord, gram = np.maximum(coord, carried.coord), np.maximum(gram, carried.gram)
+    return Rounding(coord, gram)
 
 
 @dataclass(frozen=True)
@@ -167,15 +178,12 @@ class FDPlan:
     """Frequent Directions' shrink of one group of ranges (Alg. 2 lines 5-6), per member: ``delta``
     the shrink value (host float64 ``(n,)``), ``keep`` the kept squared singular values ``(n, k)``
     (backend array, 0 where dropped), ``kept`` how many survive (host ints ``(n,)``; always the
-    leading ones), ``mass`` their sum ``tr(S_new^T S_new)`` (host float64 ``(n,)``) and
-    ``carried`` the rounding the new rows' eigenvalues carry (host float64 ``(n,)``;
-    :attr:`SketchCore.carried`)."""
+    leading ones) and ``mass`` their sum ``tr(S_new^T S_new)`` (host float64 ``(n,)``)."""
 
     delta: np.ndarray
     keep: Array
     kept: np.ndarray
     mass: np.ndarray
-    carried: np.ndarray
 
 
 def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
@@ -188,17 +196,9 @@ def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
     below the rounding of a zero eigenvalue (:meth:`Rounding.zero_level`) cannot be told from 0,
     so the shrink value is 0 (FD of size l is exact on rank < l, and a low-rank stream reports no
     shrinkage); a kept ``lambda_i - delta`` below the rounding of that difference, ``4 s_i ||delta
-    C|| + 2 n eps ||M|| + 2 carried``, is a tie of ``lambda_i`` with ``lambda_l`` and is dropped,
-    with every smaller one. Either way the mass left unaccounted is at the rounding level of the
-    rows: FD's bounds hold up to it. (Host arithmetic on the ``n x m`` eigenvalues.)
-
-    The kept values ``lambda_i - delta`` are differences of larger numbers: they carry this
-    shrink's rounding of the largest one, ``4 s_1 ||delta C|| + 2 n eps ||M||``, on top of what
-    the rows carried already (``plan.carried``; 0 where nothing is kept). A later shrink of rows
-    of far less mass must count it: a tie with a kept value (an exact repeat of its scale) shows
-    as a difference at the rounding of the mass it was kept from, which that shrink's own
-    ``||M||`` no longer sees, and two computations of the same sketch (batched or single, numpy
-    or torch, raw rows or coordinates) would then cut it differently."""
+    C|| + 2 n eps ||M||``, is a tie of ``lambda_i`` with ``lambda_l`` and is dropped, with every
+    smaller one. Either way the mass left unaccounted is at the rounding level of the rows: FD's
+    bounds hold up to it. (Host arithmetic on the ``n x m`` eigenvalues.)"""
     lam_h = _host64(xp, lam)
     n, m = lam_h.shape
     k = min(l - 1, m)
@@ -209,16 +209,10 @@ def fd_shrink(xp: Backend, lam, l: int, noise: Rounding) -> FDPlan:
         keep = lead - delta[:, None]
     else:
         delta, keep = np.zeros(n), lead
-    own = 2.0 * noise.gram  # (n,) this shrink's rounding of a difference, besides 4 s_i ||delta C||
-    tie = np.sqrt(lead) * (4.0 * noise.coord)[:, None] + (own + 2.0 * noise.carried)[:, None]
-    alive = keep > tie
+    alive = keep > np.sqrt(lead) * (4.0 * noise.coord)[:, None] + (2.0 * noise.gram)[:, None]
     alive = np.logical_and.accumulate(alive, axis=1)  # a prefix: past a tie, every smaller one goes
     keep = np.where(alive, keep, 0.0)
-    kept = alive.sum(axis=1)
-    if k:  # the largest kept value's rounding joins what the rows carried
-        own = own + np.sqrt(lead[:, 0]) * (4.0 * noise.coord)
-    carried = np.where(kept > 0, noise.carried + own, 0.0)
-    return FDPlan(delta, xp.cast_like(keep, lam), kept, keep.sum(axis=1), carried)
+    return FDPlan(delta, xp.cast_like(keep, lam), alive.sum(axis=1), keep.sum(axis=1))
 
 
 @dataclass(slots=True)
@@ -259,8 +253,8 @@ class SketchCore:
         n_raw: raw rows every member holds (a sketch nobody queried yet: :meth:`append_raw`), in the
             first slots of ``V`` (zero rows past a member's own after a raw shrink).
         V, C, H, b_coords, theta_perp: the state of the module docstring.
-        carried: the rounding every member's rows' eigenvalues carry from its earlier shrinks (host
-            float64 ``(B,)``; :func:`fd_shrink`): every later shrink and look-ahead counts it.
+        carried_coord, carried_gram: the rounding each member's rows were left with by its shrinks
+            (host float64 ``(B,)``; :meth:`carried`), 0 while none kept a row.
     """
 
     def __init__(
@@ -286,7 +280,7 @@ class SketchCore:
         self.n_raw = 0
         self.reg = np.array(np.broadcast_to(np.asarray(reg, dtype=np.float64), (B,)))
         self.alpha = np.zeros(B)
-        self.carried = np.zeros(B)
+        self.carried_coord, self.carried_gram = np.zeros(B), np.zeros(B)
         self.V = xp.zeros((B, 0, d), dtype)
         self.C = xp.zeros((B, 0, 0), cdtype)
         self.H = xp.zeros((B, 0, 0), cdtype)
@@ -687,7 +681,7 @@ class SketchCore:
             padded[:, :, :w] = Cr
             Cr, w = xp.concat(padded, row), wx
         lam = xp.maximum(xp.eigvalsh_desc(Cr.mT @ Cr), 0.0)
-        noise = rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam, self.carried[idx])
+        noise = rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam, self.carried(idx))
         return fd_shrink(xp, lam, l, noise).delta
 
     def shrink(
@@ -717,9 +711,9 @@ class SketchCore:
         Cr = self._range(idx, start, w)
         lam, W = xp.eigh_desc(Cr.mT @ Cr)
         lam = xp.maximum(lam, 0.0)
-        noise = rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam, self.carried[idx])
+        noise = rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam, self.carried(idx))
         plan = fd_shrink(xp, lam, l, noise)
-        self.carried[idx] = plan.carried
+        self._carry(idx, noise, plan.kept)
         k = plan.keep.shape[1]
         alive = xp.cast_like(np.arange(k)[None, :] < plan.kept[:, None], lam)
         kept_dirs = W.mT[:, :k] * alive[:, :, None]  # orthonormal rows, zero past kept
@@ -752,6 +746,19 @@ class SketchCore:
         else:
             self.refactor(idx)
         return plan
+
+    def carried(self, idx: np.ndarray | None = None) -> Rounding:
+        """The rounding the rows of the members ``idx`` (all when None) were left with by their
+        shrinks: a later shrink's or look-ahead's rounding is never below it (:func:`rounding`)."""
+        if idx is None:
+            return Rounding(self.carried_coord, self.carried_gram)
+        return Rounding(self.carried_coord[idx], self.carried_gram[idx])
+
+    def _carry(self, idx: np.ndarray, noise: Rounding, kept: np.ndarray) -> None:
+        """After a shrink of the members ``idx`` at rounding ``noise``: the rows it kept carry that
+        rounding; a member that kept none carries none."""
+        self.carried_coord[idx] = np.where(kept > 0, noise.coord, 0.0)
+        self.carried_gram[idx] = np.where(kept > 0, noise.gram, 0.0)
 
     def _set_diagonal_H(self, idx: np.ndarray, sing, n_basis: np.ndarray) -> None:
         """``H = diag(1 / (sing^2 + c))`` over the first ``n_basis_i`` slots of the members ``idx``,
@@ -832,7 +839,7 @@ class SketchCore:
         for a in (self.V, self.C, self.H, self.b_coords, self.theta_perp):
             a[sel] = 0.0
         self.N[idx] = 0
-        self.carried[idx] = 0.0
+        self.carried_coord[idx], self.carried_gram[idx] = 0.0, 0.0
         R = self.R.copy()
         R[idx] = 0
         self._set_R(R)
@@ -855,9 +862,9 @@ class SketchCore:
         S = xp.astype(self.V[:, : self.n_raw], self.cdtype)
         lam, U = xp.eigh_desc(S @ S.mT)
         lam = xp.maximum(lam, 0.0)
-        noise = rounding(xp, self.eps_w, self.eps_c, S.shape[1] + self.d, lam, self.carried)
+        noise = rounding(xp, self.eps_w, self.eps_c, S.shape[1] + self.d, lam, self.carried())
         plan = fd_shrink(xp, lam, l, noise)
-        self.carried = plan.carried
+        self._carry(self._members, noise, plan.kept)
         k = plan.keep.shape[1]
         weights = plan.keep / xp.maximum(lam[:, :k], _TINY)
         new_rows = (U[:, :, :k].mT * xp.sqrt(weights)[:, :, None]) @ S  # (B, k, d): zero past kept
