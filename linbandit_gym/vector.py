@@ -54,30 +54,34 @@ from __future__ import annotations
 
 import copy
 import importlib
-import numbers
 from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .envs.base import RENDER_MODES, LinBanditEnv, check_render_mode
+from .envs.base import RENDER_MODES, LinBanditEnv, check_positive_int, check_render_mode, is_int
 from .envs.memory import Allocation, MemoryEstimate, check_fits
 from .envs.names import did_you_mean
 
 __all__ = [
-    "CNAE9VectorEnv", "ClassificationVectorEnv", "DigitsVectorEnv", "HeavyTailVectorEnv", "LinBanditVectorEnv",
-    "LocallyConvexVectorEnv", "MFeatVectorEnv", "SpamVectorEnv", "SyntheticVectorEnv", "make_vec", "supports_vector",
+    "CNAE9VectorEnv",
+    "ClassificationVectorEnv",
+    "DigitsVectorEnv",
+    "HeavyTailVectorEnv",
+    "LinBanditVectorEnv",
+    "LocallyConvexVectorEnv",
+    "MFeatVectorEnv",
+    "SpamVectorEnv",
+    "SyntheticVectorEnv",
+    "make_vec",
+    "supports_vector",
     "vector_env_class",
 ]
 
+#: What ``num_envs`` means, for its messages.
+NUM_ENVS = "the number of sub-envs B"
 _STEP_KEYS = ("expected_reward", "best_expected_reward", "regret", "best_arm")
-
-
-def _check_num_envs(num_envs: Any) -> int:
-    if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
-        raise ValueError(f"num_envs must be an int >= 1 (the number of sub-envs B), got {num_envs!r}")
-    return int(num_envs)
 
 
 def _load(entry_point: str | type) -> type:
@@ -121,7 +125,11 @@ class LinBanditVectorEnv(VectorEnv):
     | ``**env_kwargs`` | | the family's constructor arguments (``d``, ``n_arms``, ``horizon``, ...) |
     """
 
-    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 30, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {
+        "render_modes": list(RENDER_MODES),
+        "render_fps": 30,
+        "autoreset_mode": AutoresetMode.NEXT_STEP,
+    }
     env_class: type | str | None = None
     #: members share the first member's read-only data (shallow copies; for dataset envs)
     share_data: bool = False
@@ -136,12 +144,17 @@ class LinBanditVectorEnv(VectorEnv):
         render_mode: str | None = None,
         **env_kwargs: Any,
     ):
-        num_envs = _check_num_envs(num_envs)
+        num_envs = check_positive_int("num_envs", num_envs, hint=NUM_ENVS)
         try:
-            mode = autoreset_mode if isinstance(autoreset_mode, AutoresetMode) else AutoresetMode(autoreset_mode)
+            mode = (
+                autoreset_mode
+                if isinstance(autoreset_mode, AutoresetMode)
+                else AutoresetMode(autoreset_mode)
+            )
         except ValueError as exc:
             raise ValueError(
-                f"autoreset_mode must be one of {[m.value for m in AutoresetMode]} (or a gymnasium.vector.AutoresetMode), "
+                f"autoreset_mode must be one of {[m.value for m in AutoresetMode]} (or a "
+                "gymnasium.vector.AutoresetMode), "
                 f"got {autoreset_mode!r}"
             ) from exc
         self.render_mode = check_render_mode(render_mode)
@@ -150,10 +163,15 @@ class LinBanditVectorEnv(VectorEnv):
         cls = _load(env_class if env_class is not None else self.env_class)
         if not (isinstance(cls, type) and issubclass(cls, LinBanditEnv)):
             raise TypeError(f"env_class must be a LinBanditEnv subclass, got {cls!r}")
-        custom = [m for m in ("reset", "step", "_next_round") if getattr(cls, m) is not getattr(LinBanditEnv, m)]
+        custom = [
+            m
+            for m in ("reset", "step", "_next_round")
+            if getattr(cls, m) is not getattr(LinBanditEnv, m)
+        ]
         if custom:
             raise TypeError(
-                f"{cls.__name__} overrides {custom} of LinBanditEnv, which the native vector env replays in batch; "
+                f"{cls.__name__} overrides {custom} of LinBanditEnv, which the native vector env "
+                "replays in batch; "
                 "use gym.make_vec(..., vectorization_mode='sync') for it"
             )
         self.device = None
@@ -170,7 +188,9 @@ class LinBanditVectorEnv(VectorEnv):
         if self.share_data:
             # Read-only data (e.g. a loaded dataset) is shared: the other members are shallow
             # copies made before any reset, so each gets its own generators at reset.
-            self.envs: list[LinBanditEnv] = [first] + [copy.copy(first) for _ in range(self.num_envs - 1)]
+            self.envs: list[LinBanditEnv] = [first] + [
+                copy.copy(first) for _ in range(self.num_envs - 1)
+            ]
         else:
             self.envs = [first] + [cls(**env_kwargs) for _ in range(self.num_envs - 1)]
         self.n_arms, self.d, self.horizon = first.n_arms, first.d, first.horizon
@@ -206,16 +226,21 @@ class LinBanditVectorEnv(VectorEnv):
         >>> SyntheticVectorEnv.memory_estimate(4, d=1000, n_arms=100).nbytes
         21664000
         """
-        num_envs = _check_num_envs(num_envs)
+        num_envs = check_positive_int("num_envs", num_envs, hint=NUM_ENVS)
         member_class = _load(env_class if env_class is not None else cls.env_class)
         env_kwargs.pop("autoreset_mode", None)
         env_kwargs.pop("device", None)
         member = member_class.memory_estimate(**env_kwargs)
         n_arms, d = member.obs_shape
-        return member.batched(num_envs, cls.__name__).plus(Allocation(
-            "the batch's arm sets and spaces", num_envs * n_arms * d, cls._BATCH_ARM_BYTES,
-            ("num_envs", "n_arms", "d"), "lower num_envs, d or n_arms",
-        ))
+        return member.batched(num_envs, cls.__name__).plus(
+            Allocation(
+                "the batch's arm sets and spaces",
+                num_envs * n_arms * d,
+                cls._BATCH_ARM_BYTES,
+                ("num_envs", "n_arms", "d"),
+                "lower num_envs, d or n_arms",
+            )
+        )
 
     # -- members -------------------------------------------------------------------
     def _reset_member(self, i: int, seed: int | None, options: dict | None) -> dict:
@@ -223,18 +248,25 @@ class LinBanditVectorEnv(VectorEnv):
         obs, info = env.reset(seed=seed, options=options)
         self._obs[i] = obs
         self._means[i] = env._means
-        self._theta[i, :, 0] = np.asarray(env.theta_star, dtype=np.float64) if env.theta_star is not None else 0.0
+        self._theta[i, :, 0] = (
+            np.asarray(env.theta_star, dtype=np.float64) if env.theta_star is not None else 0.0
+        )
         self._t[i] = 0
         self._autoreset[i] = False
         return info
 
     def _next_round(self, idx: np.ndarray) -> None:
-        """Draw the next arm sets of members ``idx`` (one RNG call each) and their means (batched)."""
+        """Draw the next arm sets of members ``idx`` (one RNG call each) and their means
+        (batched)."""
         for i in idx:
             env = self.envs[i]
-            self._obs[i] = env._sample_arms(env._arm_rng)  # float64 -> float32, as np.asarray(..., float32)
+            self._obs[i] = env._sample_arms(
+                env._arm_rng
+            )  # float64 -> float32, as np.asarray(..., float32)
         if self._linear_means:
-            self._means[idx] = np.matmul(self._obs[idx].astype(np.float64), self._theta[idx])[..., 0]
+            self._means[idx] = np.matmul(self._obs[idx].astype(np.float64), self._theta[idx])[
+                ..., 0
+            ]
         else:
             for i in idx:
                 self._means[i] = self.envs[i]._expected_rewards(self._obs[i].astype(np.float64))
@@ -246,24 +278,30 @@ class LinBanditVectorEnv(VectorEnv):
 
     # -- gymnasium API -------------------------------------------------------------
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
-        """Reset every member (or those in ``options["reset_mask"]``); seeds as ``SyncVectorEnv``."""
+        """Reset every member (or those in ``options["reset_mask"]``); seeds as
+        ``SyncVectorEnv``."""
         super().reset(seed=seed if isinstance(seed, int) else None)
         B = self.num_envs
         if seed is None:
             seeds: list = [None] * B
-        elif isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        elif is_int(seed):
             seeds = [int(seed) + i for i in range(B)]
         else:
             seeds = list(seed)
             if len(seeds) != B:
-                raise ValueError(f"seed as a list must have one seed per sub-env (num_envs={B}), got {len(seeds)}")
+                raise ValueError(
+                    f"seed as a list must have one seed per sub-env (num_envs={B}), got "
+                    f"{len(seeds)}"
+                )
         options = dict(options) if options else None
         self._name_member_frames()
         mask = np.ones(B, dtype=np.bool_)
         if options is not None and "reset_mask" in options:
             mask = options.pop("reset_mask")
             if not isinstance(mask, np.ndarray) or mask.shape != (B,) or mask.dtype != np.bool_:
-                raise ValueError(f"options['reset_mask'] must be a numpy bool array of shape ({B},)")
+                raise ValueError(
+                    f"options['reset_mask'] must be a numpy bool array of shape ({B},)"
+                )
             if not mask.any():
                 raise ValueError("options['reset_mask'] must select at least one sub-env")
             options = options or None
@@ -285,18 +323,25 @@ class LinBanditVectorEnv(VectorEnv):
         n = self.num_envs if players is None else players
         if arr.shape != (n,):
             raise ValueError(
-                f"actions must have shape ({n},) (one arm index per {'sub-env' if players is None else 'player'}), "
+                f"actions must have shape ({n},) (one arm index per "
+                f"{'sub-env' if players is None else 'player'}), "
                 f"got shape {arr.shape}"
             )
         if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-            raise ValueError(f"actions must be integer arm indices, got dtype {arr.dtype}; pass e.g. scores.argmax(-1)")
+            raise ValueError(
+                f"actions must be integer arm indices, got dtype {arr.dtype}; pass e.g. "
+                "scores.argmax(-1)"
+            )
         if arr.size and (arr.min() < 0 or arr.max() >= self.n_arms):
             bad = int(arr[(arr < 0) | (arr >= self.n_arms)][0])
-            raise ValueError(f"action {bad} is out of range: these envs have arms 0..{self.n_arms - 1}")
+            raise ValueError(
+                f"action {bad} is out of range: these envs have arms 0..{self.n_arms - 1}"
+            )
         return arr.astype(np.int64)
 
     def step(self, actions: Any):
-        """Advance every member one round; returns ``(obs, reward, terminated, truncated, info)``."""
+        """Advance every member one round; returns ``(obs, reward, terminated, truncated,
+        info)``."""
         if not self._reset_done:
             raise RuntimeError("call reset() before step()")
         actions = self._check_actions(actions)  # raises before any state changes
@@ -307,7 +352,11 @@ class LinBanditVectorEnv(VectorEnv):
                 f"sub-envs {done} ended and autoreset_mode is DISABLED: reset them first with "
                 "reset(options={'reset_mask': mask})"
             )
-        resetting = self._autoreset.copy() if self.autoreset_mode == AutoresetMode.NEXT_STEP else np.zeros(B, bool)
+        resetting = (
+            self._autoreset.copy()
+            if self.autoreset_mode == AutoresetMode.NEXT_STEP
+            else np.zeros(B, bool)
+        )
         stepping = ~resetting
         idx = np.flatnonzero(stepping)
         rows = np.arange(B)
@@ -362,7 +411,13 @@ class LinBanditVectorEnv(VectorEnv):
         for key in _STEP_KEYS:  # as SyncVectorEnv: a key no member reported is absent
             if not infos[f"_{key}"].any():
                 del infos[key], infos[f"_{key}"]
-        return self._out(self._obs.copy()), self._out(reward), self._out(terminated), self._out(truncated), infos
+        return (
+            self._out(self._obs.copy()),
+            self._out(reward),
+            self._out(terminated),
+            self._out(truncated),
+            infos,
+        )
 
     def step_players(self, actions: Any, members: Any):
         """One round of every member for one or more *players* each: player j plays arm
@@ -385,14 +440,25 @@ class LinBanditVectorEnv(VectorEnv):
             raise RuntimeError("call reset() before step_players()")
         M = self.num_envs
         members = np.asarray(members)
-        if members.ndim != 1 or not np.issubdtype(members.dtype, np.integer) or members.size == 0 or (
-                members.min() < 0 or members.max() >= M):
-            raise ValueError(f"members must be a 1-D array of member indices in [0, {M}), got {members!r}")
+        if (
+            members.ndim != 1
+            or not np.issubdtype(members.dtype, np.integer)
+            or members.size == 0
+            or (members.min() < 0 or members.max() >= M)
+        ):
+            raise ValueError(
+                f"members must be a 1-D array of member indices in [0, {M}), got {members!r}"
+            )
         if np.bincount(members, minlength=M).min() == 0:
-            raise ValueError(f"every member needs a player, got members {members.tolist()} for {M} members")
+            raise ValueError(
+                f"every member needs a player, got members {members.tolist()} for {M} members"
+            )
         actions = self._check_actions(actions, len(members))
         if self._autoreset.any():
-            raise RuntimeError(f"members {np.flatnonzero(self._autoreset).tolist()} ended: reset them before stepping")
+            raise RuntimeError(
+                f"members {np.flatnonzero(self._autoreset).tolist()} ended: reset them before "
+                "stepping"
+            )
         best_arm = np.argmax(self._means, axis=1)
         expected = self._means[members, actions]
         best = self._means[np.arange(M), best_arm][members]
@@ -412,13 +478,21 @@ class LinBanditVectorEnv(VectorEnv):
                     if end is None:
                         end = rng.bit_generator.state
                     elif rng.bit_generator.state != end:
-                        raise RuntimeError(f"{self.env_class.__name__}._sample_reward draws differently for different "
-                                           "arms: players cannot share a member; give each its own member")
+                        raise RuntimeError(
+                            f"{self.env_class.__name__}._sample_reward draws differently for "
+                            "different "
+                            "arms: players cannot share a member; give each its own member"
+                        )
         self._t += 1
         truncated = self._t >= self.horizon
         self._next_round(np.flatnonzero(~truncated))
         self._autoreset = truncated.copy()
-        info = {"expected_reward": expected, "best_expected_reward": best, "regret": regret, "best_arm": best_arm}
+        info = {
+            "expected_reward": expected,
+            "best_expected_reward": best,
+            "regret": regret,
+            "best_arm": best_arm,
+        }
         return self._out(self._obs.copy()), self._out(reward), self._out(truncated), info
 
     def _out(self, array: np.ndarray):
@@ -430,7 +504,8 @@ class LinBanditVectorEnv(VectorEnv):
         return torch.from_numpy(array).to(self.device)
 
     def _merge_reset_infos(self, infos: dict, ended: np.ndarray) -> None:
-        """Reset members ``ended`` (seed None); their info is the reset info, as in ``SyncVectorEnv``."""
+        """Reset members ``ended`` (seed None); their info is the reset info, as in
+        ``SyncVectorEnv``."""
         for i in ended:
             info = self._reset_member(int(i), None, None)
             for key in _STEP_KEYS:
@@ -438,7 +513,8 @@ class LinBanditVectorEnv(VectorEnv):
                 infos[f"_{key}"][i] = key in info
 
     def _show_members(self, idx: np.ndarray, actions: np.ndarray, regret: np.ndarray) -> None:
-        """Hand the round just played to members ``idx``, which draw it (only with a render_mode)."""
+        """Hand the round just played to members ``idx``, which draw it (only with a
+        render_mode)."""
         for i in idx:
             env = self.envs[i]
             env.t = int(self._t[i])
@@ -517,35 +593,49 @@ def make_vec(
     vector_kwargs = dict(vector_kwargs or {})
     wrappers = list(wrappers or [])
     env_id = id.id if hasattr(id, "id") else id
-    native = supports_vector(env_id.rpartition(":")[2])  # "linbandit_gym:LinBandit-..." names the same id
+    native = supports_vector(
+        env_id.rpartition(":")[2]
+    )  # "linbandit_gym:LinBandit-..." names the same id
     if vectorization_mode is None:
         only_autoreset = set(vector_kwargs) <= {"autoreset_mode"}
-        vectorization_mode = "vector_entry_point" if native and not wrappers and only_autoreset else "sync"
+        vectorization_mode = (
+            "vector_entry_point" if native and not wrappers and only_autoreset else "sync"
+        )
     mode = VectorizeMode(vectorization_mode)
     if not (native and mode == VectorizeMode.VECTOR_ENTRY_POINT):
         try:
             return gym.make_vec(
-                id, num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, wrappers=wrappers, **kwargs
+                id,
+                num_envs,
+                vectorization_mode=mode,
+                vector_kwargs=vector_kwargs,
+                wrappers=wrappers,
+                **kwargs,
             )
         except gym.error.UnregisteredEnv as exc:
-            # Gymnasium's own hint is case-sensitive (LinBandit-Mnist-v0 -> LinBandit-MFeat); ours is not.
+            # Gymnasium's own hint is case-sensitive (LinBandit-Mnist-v0 -> LinBandit-MFeat); ours
+            # is not.
             hint = did_you_mean(env_id.rpartition(":")[2], list(gym.registry))
             if not hint:
                 raise
             raise type(exc)(f"Environment {env_id!r} doesn't exist{hint}") from None
     if wrappers:
         raise ValueError(
-            "wrappers wrap single envs, which the native vector env never steps; use vectorization_mode='sync' "
+            "wrappers wrap single envs, which the native vector env never steps; use "
+            "vectorization_mode='sync' "
             "(or leave vectorization_mode=None: with wrappers it defaults to 'sync')"
         )
     other = sorted(set(vector_kwargs) - {"autoreset_mode"})
     if other:
         raise ValueError(
-            f"vector_kwargs {other} are options of Gymnasium's SyncVectorEnv/AsyncVectorEnv; the native vector env "
+            f"vector_kwargs {other} are options of Gymnasium's SyncVectorEnv/AsyncVectorEnv; the "
+            "native vector env "
             "takes only autoreset_mode. Use vectorization_mode='sync' for them."
         )
     if "autoreset_mode" in vector_kwargs and "autoreset_mode" in kwargs:
-        raise ValueError("autoreset_mode was given twice (in vector_kwargs and as a keyword); pass it once")
+        raise ValueError(
+            "autoreset_mode was given twice (in vector_kwargs and as a keyword); pass it once"
+        )
     return gym.make_vec(id, num_envs, vectorization_mode=mode, **vector_kwargs, **kwargs)
 
 
@@ -584,9 +674,10 @@ class LocallyConvexVectorEnv(LinBanditVectorEnv):
 
 
 class ClassificationVectorEnv(LinBanditVectorEnv):
-    """``LinBandit-MNIST-v0`` / ``LinBandit-Classification-v0`` batched: see :class:`LinBanditVectorEnv`
-    and :class:`~linbandit_gym.envs.classification.ClassificationBanditEnv`. The dataset is loaded
-    once and shared by the members; the class-indicator reward is taken per member."""
+    """``LinBandit-MNIST-v0`` / ``LinBandit-Classification-v0`` batched: see
+    :class:`LinBanditVectorEnv` and
+    :class:`~linbandit_gym.envs.classification.ClassificationBanditEnv`. The dataset is loaded once
+    and shared by the members; the class-indicator reward is taken per member."""
 
     env_class = "linbandit_gym.envs.classification:ClassificationBanditEnv"
     share_data = True

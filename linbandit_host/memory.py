@@ -139,7 +139,10 @@ def _cgroup_room() -> int | None:
     """Bytes left under the cgroup memory limit (v2, then v1), or None without a limit."""
     for limit_file, usage_file in (
         ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+        (
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+        ),
     ):
         limit = _read_int(limit_file)
         if limit is not None and limit < 2**60:  # v1 writes ~2**63 for "no limit"
@@ -181,7 +184,11 @@ def memory_limit_bytes() -> int:
     return sys.maxsize if available is None else available
 
 
-
 def memory_limit_source() -> str:
-    """How messages name the limit: the environment variable when it is set, else the machine's memory."""
-    return f"the limit ${MEMORY_LIMIT_ENV}" if os.environ.get(MEMORY_LIMIT_ENV) else "the memory available"
+    """How messages name the limit: the environment variable when it is set, else the machine's
+    memory."""
+    return (
+        f"the limit ${MEMORY_LIMIT_ENV}"
+        if os.environ.get(MEMORY_LIMIT_ENV)
+        else "the memory available"
+    )

@@ -47,7 +47,9 @@ def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
     the project's packages and Gymnasium (the outermost frame if there is none)."""
     internal = _internal_dirs()
     frame, level = sys._getframe(1), 2  # stacklevel 2: warn_user's caller
-    while frame.f_back is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(internal):
+    while frame.f_back is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(
+        internal
+    ):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
 

@@ -8,7 +8,6 @@ any of them; the package's agents are built the same way.
 
 from __future__ import annotations
 
-import inspect
 from numbers import Integral
 
 import numpy as np
@@ -20,12 +19,11 @@ from agents import (
     SOFUL,
     Batching,
     EstimatorAgent,
-    InvalidArgumentError,
     Interval,
+    InvalidArgumentError,
     LinUCB,
     TorchAgent,
 )
-from agents.base import _constructor_parameters
 from agents.batched import BATCHED, batched, batched_members, constructor_args, supports_batched
 from agents.estimator_agent import arm_scratch_bytes
 from agents.sketches.fd import FrequentDirections
@@ -194,44 +192,6 @@ def test_the_registry_planner_and_describe_read_the_declarations(monkeypatch):
 
 
 # -- the package's agents are built from the same declarations --------------------------------
-@pytest.mark.parametrize("name", sorted(AGENTS))
-def test_every_constructor_argument_of_every_agent_has_a_declared_rule(name):
-    """No argument is checked ad hoc: each has a rule in the class's table or a base's (device and
-    dtype are resolved, with their own messages, by agents._torch)."""
-    cls = AGENTS[name]
-    declared = {
-        key for klass in cls.__mro__ for key in klass.__dict__.get("parameter_constraints", {})
-    }
-    params = set()
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        found = inspect.signature(init).parameters.values()
-        params |= {p.name for p in found if p.kind is p.KEYWORD_ONLY}
-        if not any(p.kind is p.VAR_KEYWORD for p in found):
-            break
-    assert params - {"device", "dtype"} <= declared, params - declared
-    defaults = {p.name: p.default for p in _constructor_parameters(cls) if p.default is not p.empty}
-    assert cls.check_arguments(defaults) == defaults  # a constructor's defaults obey its rules
-
-
-def test_the_rules_of_a_class_and_its_bases_all_hold_the_bases_first():
-    """A subclass narrows a rule (best-arm identification wants noise_std > 0); the shared rule
-    still speaks first, so every agent says the same about a value both refuse."""
-    from agents import GAllocation
-
-    with pytest.raises(
-        InvalidArgumentError, match=r"^noise_std must be a finite real number > 0 \(the env's"
-    ):
-        GAllocation(noise_std=0.0)
-    with pytest.raises(InvalidArgumentError) as bai:
-        GAllocation(noise_std=None)
-    with pytest.raises(InvalidArgumentError) as oful:
-        OFUL(noise_std=None)
-    assert str(bai.value) == str(oful.value)
-
-
 def test_batching_is_declared_where_it_counts():
     for name, cls in AGENTS.items():
         assert cls.batchable() == ("batching" in cls.__dict__) == (cls in BATCHED), name

@@ -34,7 +34,7 @@ from linbandit_gym.vector import LinBanditVectorEnv, supports_vector
 from sketch_streams import KINDS, make_stream
 
 #: small d: the sketches of these tests hold more than OFUL's inverse, which is warned (asserted in
-#: tests/test_agent_boundaries.py); not what these tests are about
+#: tests/test_agent_warnings.py); not what these tests are about
 pytestmark = pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")
 
 SMALL = dict(d=8, n_arms=6, horizon=40)

@@ -1,6 +1,6 @@
 """The command line as a new user meets it: agents from the current directory,
-``python -m linbandit_gym``, env arguments checked up front, closed pipes, the report's
-arguments, ``linbandit list``, labels, and a demo that needs only the base install."""
+``python -m linbandit_gym``, closed pipes, the report's arguments, ``linbandit list``, labels, and
+a demo that needs only the base install. (Its argument checks: tests/test_cli_arguments.py.)"""
 
 from __future__ import annotations
 
@@ -16,13 +16,11 @@ import gymnasium as gym
 import pandas as pd
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import linbandit_gym
 from agents import AGENTS
 from linbandit_gym.cli import demo_agents, main
-from linbandit_gym.experiments import ConfigError, parse_config, sweep
+from linbandit_gym.experiments import parse_config, sweep
 from linbandit_gym.experiments.report import write_report
 from linbandit_gym.registration import ENV_IDS
 
@@ -34,17 +32,6 @@ def load_object(spec):
 
     return load_object(spec)
 
-
-def check_env_args(env_id, args):
-    from linbandit_gym.specs import check_env_args
-
-    return check_env_args(env_id, args)
-
-
-def env_arg_types(env_id):
-    from linbandit_gym.specs import env_arg_types
-
-    return env_arg_types(env_id)
 
 REPO = Path(__file__).resolve().parents[1]
 SYNTH = "LinBandit-Synthetic-v0"
@@ -102,93 +89,9 @@ def test_python_dash_m_linbandit_gym_is_the_command(tmp_path):
     assert SYNTH in out.stdout and "OFUL" in out.stdout
 
 
-# -- 2. env arguments checked up front -----------------------------------------------------
-
-def test_unknown_env_argument_is_one_line_and_exit_code_2(capsys):
-    assert main(["run", "--env", SYNTH, "--agent", "OFUL", "--env-arg", "dim=10", "--no-progress"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1
-    assert "'dim'" in err and "valid arguments: d=500, " in err and "n_arms" in err
-
-
-def test_wrong_env_argument_type_names_the_key(capsys):
-    assert main(["run", "--env", SYNTH, "--agent", "OFUL", "--env-arg", "d=ten", "--no-progress"]) == 2
-    err = capsys.readouterr().err
-    assert "d='ten'" in err and "int" in err
-
-
-def test_env_argument_words_true_false_are_booleans(capsys):
-    # 'false' was the truthy string "false" (fixed arms played); now the bool False
-    assert main(["run", "--agent", "OFUL", *TINY_ENV, "--env-arg", "fixed_arms=false"]) == 0
-    assert main(["run", "--agent", "OFUL", *TINY_ENV, "--env-arg", "fixed_arms=no"]) == 2
-    assert "fixed_arms='no'" in capsys.readouterr().err
-
-
-def test_sweep_dry_run_validates_env_arguments(tmp_path, capsys):
-    config = tmp_path / "bad.yaml"
-    config.write_text(yaml.safe_dump({"envs": [{"id": SYNTH, "args": {"dim": 20}}], "agents": [{"name": "OFUL"}]}))
-    assert main(["sweep", str(config), "--dry-run", "--out", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert "envs[0].args" in err and "'dim'" in err and "valid arguments" in err
-    with pytest.raises(ConfigError, match="expected bool"):
-        parse_config({"envs": [{"id": SYNTH, "args": {"fixed_arms": "no"}}], "agents": [{"name": "OFUL"}]})
-
-
-def _defaults(env_id: str) -> dict:
-    creator = load_object(ENV_IDS[env_id])
-    args = {}
-    for klass in creator.__mro__:
-        if "__init__" in klass.__dict__:
-            for name, p in inspect.signature(klass.__dict__["__init__"]).parameters.items():
-                if p.default is not p.empty:
-                    args.setdefault(name, p.default)
-    return args
-
-
-@pytest.mark.parametrize("env_id", list(ENV_IDS))
-def test_every_env_accepts_its_own_defaults(env_id):
-    params, _ = env_arg_types(env_id)
-    defaults = {k: v for k, v in _defaults(env_id).items() if k in params}
-    assert "horizon" in defaults
-    check_env_args(env_id, defaults)  # the type check is never stricter than the env's own defaults
-
-
-@settings(max_examples=40, deadline=None)
-@given(env_id=st.sampled_from(list(ENV_IDS)), key=st.from_regex(r"[a-z][a-z_]{0,11}", fullmatch=True))
-def test_names_outside_the_signature_are_refused(env_id, key):
-    params, is_open = env_arg_types(env_id)
-    assert not is_open  # every registered env has a closed signature, so typos are caught
-    if key in params:
-        return
-    with pytest.raises(ValueError, match=f"{env_id} has no argument '{key}'"):
-        check_env_args(env_id, {key: 1})
-
-
-_VALUES = st.one_of(st.text(max_size=4), st.floats(-2, 50), st.booleans(), st.integers(-3, 40), st.none())
-
-
-@settings(max_examples=60, deadline=None)
-@given(kwargs=st.dictionaries(st.sampled_from(["d", "n_arms", "horizon", "noise_std", "fixed_arms",
-                                               "normalize_arms"]), _VALUES, max_size=3))
-def test_what_the_check_accepts_the_constructor_never_rejects_for_its_type(kwargs):
-    """Accepted by the up-front check (names, types, then the env's own value checks) -> the env
-    builds; refused -> the message names one of the keys."""
-    try:
-        check_env_args(SYNTH, kwargs)
-    except ValueError as exc:
-        assert any(key in str(exc) for key in kwargs)
-        return
-    gym.make(SYNTH, **kwargs).close()
-
-
-def test_an_int_passes_for_a_float_but_a_bool_not_for_an_int():
-    check_env_args(SYNTH, {"noise_std": 1, "d": 3})
-    with pytest.raises(ValueError, match="argument d=True: expected int, got bool"):
-        check_env_args(SYNTH, {"d": True})
-
-
 # -- 3. a closed pipe ends the command quietly --------------------------------------------
 
+@pytest.mark.slow  # an interpreter starts
 def test_closed_pipe_exits_quietly(tmp_path):
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump({"seeds": 3, "envs": [{"id": SYNTH, "args": {"d": 3, "horizon": 5}}],
@@ -343,23 +246,6 @@ def test_run_and_the_command_line_label_an_agent_alike(capsys):
         row = capsys.readouterr().out.splitlines()[1]  # the summary's one row: agent, env, ...
         assert row.split()[:len(label.split()) + 1] == [*label.split(), SYNTH], (row, label)
     assert label == "DBSLinUCB-RFD l0=4"  # its own name, whose default sketch is rfd: no sketch=rfd
-
-
-# -- a NAME=VALUE option given two words -----------------------------------------------------------
-
-@pytest.mark.parametrize("words, said", [
-    (["--agent-arg", "sketch_size", "10"],
-     ("argument --agent-arg: expected NAME=VALUE in one word, e.g. --agent-arg sketch_size=10; "
-      "got 'sketch_size'")),
-    (["--env-arg", "d=10", "20"],
-     "unrecognized arguments: 20 (--env-arg takes one NAME=VALUE word each time"),
-])
-def test_a_name_value_option_given_otherwise_shows_runs_usage_and_the_form(words, said, capsys):
-    with pytest.raises(SystemExit) as stop:
-        main(["run", "--env", SYNTH, "--agent", "SOFUL", *words])
-    assert stop.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith("usage: linbandit run ") and f"linbandit run: error: {said}" in err
 
 
 # -- what a summary says of the times and of a sketch gone exact -----------------------------------

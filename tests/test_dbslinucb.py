@@ -138,33 +138,8 @@ def test_agent_names_and_factories():
     assert DBSLinUCBFD(l0=2).sketch == "fd" and DBSLinUCBRFD(l0=2).sketch == "rfd"
     assert DBSLinUCB(sketch="rfd").name == "DBSLinUCB-RFD" and DBSLinUCB().name == "DBSLinUCB-FD"
     assert (DBSLinUCB().l0, DBSLinUCB().eps) == (50, 8.0)  # the paper's defaults
-    with pytest.raises(ValueError, match="always uses sketch='fd'"):
-        DBSLinUCBFD(sketch="rfd")
-    with pytest.raises(ValueError, match="always uses sketch='rfd'"):
-        DBSLinUCBRFD(sketch="fd")
     r = repr(DBSLinUCB(l0=4, eps=2.0, sketch="rfd"))
     assert "l0=4" in r and "eps=2.0" in r and "sketch='rfd'" in r
-
-
-@pytest.mark.parametrize(
-    "kwargs,match",
-    [
-        (dict(l0=0), "l0"),
-        (dict(l0=3.5), "l0"),
-        (dict(eps=0), "eps"),
-        (dict(eps=-2.0), "eps"),
-        (dict(eps=float("nan")), "eps"),
-        (dict(sketch="svd"), "sketch"),
-        (dict(fast="yes"), "fast"),
-        (dict(lam=0.0), "lam"),
-        (dict(beta="optimistic"), "beta"),
-        (dict(l0=60, d=50), "exceeds the arm dimension"),
-        (dict(device="cuda"), "CUDA") if not torch.cuda.is_available() else (dict(l0=-1), "l0"),
-    ],
-)
-def test_bad_parameters(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        DBSLinUCB(**kwargs)
 
 
 def test_l0_above_lazy_dimension_fails_clearly_and_leaves_agent_untouched():
@@ -261,7 +236,7 @@ def test_after_the_switch_to_exact_updates_reuse_the_scored_terms(monkeypatch):
     assert seen.count(False) == 1 and not seen[0]
 
 
-@pytest.mark.parametrize("sketch", ["fd", "rfd"])
+@pytest.mark.parametrize("sketch", ["fd", pytest.param("rfd", marks=pytest.mark.slow)])
 def test_time_cap_keeps_every_round_at_most_ofuls_cost_and_the_choices_before_the_switch(sketch):
     """time_cap (default): while sketched, the open block's cost per round at its peak
     (block_round_cost: scoring K d R, the append, the amortised shrink) never passes OFUL's

@@ -391,3 +391,12 @@ def test_xy_design_active_subsets_and_degenerate_inputs():
         xy_optimal_design(np.array([[1.0, 0.0], [np.inf, 1.0]]))
     # one dimension: all mass on the longest arm, exactly optimal
     np.testing.assert_array_equal(xy_optimal_design(np.array([[1.0], [-2.0], [0.5]])), [0.0, 1.0, 0.0])
+
+
+@pytest.mark.parametrize("kind", ["numpy", "tensor", "list"])
+def test_designs_refuse_complex_arms(kind):
+    x = np.eye(3) * (1 + 1j)
+    arms = {"numpy": x, "tensor": torch.as_tensor(x), "list": x.tolist()}[kind]
+    for design in (g_optimal_design, xy_optimal_design):
+        with pytest.raises(ValueError, match="arms must be real-valued, got complex values"):
+            design(arms)

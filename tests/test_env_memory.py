@@ -250,7 +250,8 @@ _B = np.zeros(4, dtype=np.int64)
         (ClassificationBanditEnv, {"dataset": _DATA}, 0),
         (SyntheticVectorEnv, {"num_envs": 4, "d": 4000, "n_arms": 100}, _B),
         (LocallyConvexVectorEnv, {"num_envs": 4, "d": 4000, "n_arms": 100}, _B),
-        (HeavyTailVectorEnv, {"num_envs": 4, "d": 400, "n_arms": 10}, _B),
+        pytest.param(HeavyTailVectorEnv, {"num_envs": 4, "d": 400, "n_arms": 10}, _B,
+                     marks=pytest.mark.slow),  # its rotation: as the single env's above
         (ClassificationVectorEnv, {"num_envs": 4, "dataset": _DATA}, _B),
     ],
     ids=lambda v: getattr(v, "__name__", None) or ("" if isinstance(v, (int, np.ndarray)) else None),

@@ -21,7 +21,7 @@ from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
 from agents.sketches import FrequentDirections, RobustFrequentDirections
 
 #: small d: the sketches of these tests hold more than OFUL's inverse, which is warned (asserted in
-#: tests/test_agent_boundaries.py); not what these tests are about
+#: tests/test_agent_warnings.py); not what these tests are about
 pytestmark = pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")
 
 

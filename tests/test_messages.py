@@ -1,5 +1,5 @@
-"""Messages in the user's terms: agent and env arguments checked up front under the name typed,
-every problem of a config at the key where it was written, argument help, command output."""
+"""Messages in the user's terms: argument help (``describe``), command output, warnings said once
+at the user's line. (Argument checks under the name typed: tests/test_cli_arguments.py.)"""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import yaml
 
 import linbandit_gym.arguments as arguments_module
 import linbandit_gym.text as text_module
+from agents import AGENTS
 from linbandit_gym.cli import main
-from linbandit_gym.experiments.config import ConfigError, parse_config
 from linbandit_gym.registry import lookup_agent
 
 SYNTH = "LinBandit-Synthetic-v0"
@@ -23,108 +23,6 @@ ENVS = [{"id": SYNTH, "args": {"d": 6, "n_arms": 4, "horizon": 10}}]
 @pytest.mark.parametrize("module", [arguments_module, text_module])
 def test_doctests(module):
     assert doctest.testmod(module).failed == 0
-
-
-# -- agent arguments on the command line ---------------------------------------------------
-
-def test_unknown_agent_argument_is_named_under_the_agent_typed_with_a_suggestion(capsys):
-    assert main(["run", *TINY, "--agent", "SOFUL", "--agent-arg", "sketchsize=10"]) == 2
-    err = capsys.readouterr().err
-    assert "SOFUL has no argument 'sketchsize' (did you mean 'sketch_size'?)" in err
-    assert "valid arguments: lam=1.0, beta=1.0, sketch_size=50" in err
-    assert "__init__()" not in err and "unexpected keyword argument" not in err
-
-
-def test_oful_arguments_are_not_named_after_its_base_class(capsys):
-    assert main(["run", *TINY, "--agent", "OFUL", "--agent-arg", "lambda=1"]) == 2
-    err = capsys.readouterr().err
-    assert "OFUL has no argument 'lambda' (did you mean 'lam'?)" in err
-    assert "LinUCB" not in err and "__init__()" not in err
-
-
-def test_a_lower_case_agent_name_is_reported_under_the_registered_spelling(capsys):
-    assert main(["run", *TINY, "--agent", "dbslinucb-fd", "--agent-arg", "lO=10"]) == 2
-    err = capsys.readouterr().err
-    assert "DBSLinUCB-FD has no argument 'lO' (did you mean 'l0'?)" in err and "DBSLinUCBFD" not in err
-
-
-def test_env_and_agent_argument_problems_are_reported_together(capsys):
-    assert main(["run", *TINY, "--env-arg", "dim=3", "--agent", "OFUL", "--agent-arg", "bta=0.1",
-                 "--agent-arg", "lam=x"]) == 2
-    err = capsys.readouterr().err
-    assert "LinBandit-Synthetic-v0 has no argument 'dim' (did you mean 'd'?)" in err
-    assert "OFUL has no argument 'bta' (did you mean 'beta'?)" in err
-    assert "OFUL argument lam='x': expected float, got str" in err
-
-
-def test_agent_value_checks_run_before_the_env_is_built(capsys):
-    assert main(["run", *TINY, "--agent", "SOFUL", "--agent-arg", "sketch_size=0"]) == 2
-    expected = "SOFUL: sketch_size must be an int >= 1 (the number l of sketch rows), got 0 (int)"
-    assert expected in capsys.readouterr().err
-
-
-def test_build_refuses_an_unknown_name_in_the_users_terms():
-    with pytest.raises(ValueError) as info:
-        lookup_agent("soful").build({"sketchsize": 10})
-    assert str(info.value).startswith("SOFUL has no argument 'sketchsize' (did you mean 'sketch_size'?)")
-
-
-# -- config arguments: where they were written, every one ----------------------------------
-
-def _problems(config: dict) -> list[str]:
-    with pytest.raises(ConfigError) as info:
-        parse_config(config)
-    return info.value.problems
-
-
-def test_a_grid_key_is_reported_at_the_grid_not_at_args():
-    problems = _problems({"envs": ENVS, "agents": [
-        {"name": "OFUL"}, {"name": "SOFUL", "args": {"lam": 1.0}, "grid": {"sketch_sise": [5, 10]}}]})
-    assert problems == [problems[0]] and problems[0].startswith(
-        "agents[1].grid.sketch_sise: SOFUL has no argument 'sketch_sise' (did you mean 'sketch_size'?); "
-        "valid arguments: lam=1.0")
-    assert not problems[0].startswith("agents[1].args") and "__init__()" not in problems[0]
-
-
-def test_args_keys_list_grid_points_and_tuned_overrides_are_each_located():
-    problems = _problems({"envs": ENVS, "agents": [
-        {"name": "SOFUL", "args": {"sketch_sise": 5}},
-        {"name": "SOFUL", "grid": [{"sketch_size": 0}, {"sketch_size": "x"}]},
-        {"name": "CBSCFD", "label": "C", "args": {"sketch_size": 3}},
-    ], "tuned": {"*": {"C": {"betta": 0.1}}}})
-    assert any(p.startswith("agents[0].args.sketch_sise: SOFUL has no argument 'sketch_sise'") for p in problems)
-    assert ("agents[1].grid[0].sketch_size: SOFUL: sketch_size must be an int >= 1 (the number l "
-            "of sketch rows), got 0 (int)") in problems
-    assert "agents[1].grid[1].sketch_size: SOFUL argument sketch_size='x': expected int, got str" in problems
-    assert any(p.startswith("tuned.*.C.betta: CBSCFD has no argument 'betta' (did you mean 'beta'?)")
-               for p in problems)
-    assert len(problems) == 4
-
-
-def test_a_config_reports_every_problem_not_the_first():
-    config = {"seeds": 0, "bogus": 1, "envs": [{"id": SYNTH, "args": {"dim": 3}}], "agents": [
-        {"name": "OFUL", "args": {"lambda": 1}}, {"name": "NoSuchAgent"}, {"name": "DBSLinUCB", "args": {"eps": -1}}],
-        "plots": [{"kind": "pie"}]}
-    with pytest.raises(ConfigError) as info:
-        parse_config(config)
-    text = str(info.value)
-    assert text.startswith("7 problems in the config:\n")
-    for where in ("config: unknown key 'bogus'", "seeds:", "envs[0].args.dim: LinBandit-Synthetic-v0 has no "
-                  "argument 'dim' (did you mean 'd'?)", "agents[0].args.lambda: OFUL has no argument 'lambda' "
-                  "(did you mean 'lam'?)", "agents[1].name: unknown agent 'NoSuchAgent'",
-                  "agents[2].args.eps: DBSLinUCB: eps", "plots[0].kind"):
-        assert f"\n  {where}" in text, where
-    assert len(info.value.problems) == 7
-
-
-def test_env_grid_problems_are_located_at_the_grid(tmp_path, capsys):
-    config = tmp_path / "c.yaml"
-    config.write_text(yaml.safe_dump({"envs": [{"id": SYNTH, "args": {"d": 5}, "grid": {"n_arm": [3, 4]}}],
-                                      "agents": [{"name": "OFUL"}]}))
-    assert main(["sweep", str(config), "--dry-run", "--out", str(tmp_path / "o")]) == 2
-    err = capsys.readouterr().err
-    assert "envs[0].grid.n_arm: LinBandit-Synthetic-v0 has no argument 'n_arm' (did you mean 'n_arms'?)" in err
-    assert err.count("n_arm'") == 1  # once, not once per grid point
 
 
 # -- describe: every argument, its type, default and meaning ------------------------------
@@ -358,6 +256,7 @@ def test_a_warning_points_at_the_users_line_through_gym_make_and_is_said_once():
     env.close()
 
 
+@pytest.mark.slow  # a pytest run in a subprocess
 def test_an_unexpected_project_warning_fails_the_test_run(tmp_path):
     import subprocess
     import sys
@@ -444,3 +343,22 @@ def test_a_sweep_called_from_python_warns_at_the_callers_line():
     [(category, message)] = result.warnings
     assert category == "SketchSizeWarning"
     assert result.warnings[(category, message)] == [f"agents[0] (SOFUL on {SYNTH})"]
+
+
+# -- describe: device, dtype and the registered sketch ----------------------------------------------
+
+
+def test_describe_shows_types_for_device_and_dtype_and_the_registered_sketch():
+    from linbandit_gym.registry import describe
+
+    rfd = describe("DBSLinUCB-RFD").splitlines()
+    sketch = next(line for line in rfd if line.split()[:1] == ["sketch"])
+    assert sketch.split()[1:3] == ["str", "'rfd'"], sketch
+    fd = describe("DBSLinUCB-FD").splitlines()
+    assert next(line for line in fd if line.split()[:1] == ["sketch"]).split()[2] == "'fd'"
+    for name in AGENTS:
+        lines = describe(name).splitlines()
+        for arg in ("device", "dtype"):
+            line = next(line for line in lines if line.split()[:1] == [arg])
+            assert line.split()[1] == "str", (name, line)  # "str | device | None", not "any"
+            assert " any " not in line

@@ -26,7 +26,7 @@ from agents.sketches.core import AMPLIFICATION_LIMIT
 from agents.sketches.diagnostics import fd_error_bound, psd_gap
 
 #: small d: the sketches of these tests hold more than OFUL's inverse, which is warned (asserted in
-#: tests/test_agent_boundaries.py); not what these tests are about
+#: tests/test_agent_warnings.py); not what these tests are about
 pytestmark = pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")
 
 SCALES = (1e-6, 1e-3, 1.0, 1e3, 1e8)
@@ -325,7 +325,7 @@ def _mean(est, arms, member: int = 0):
 
 @pytest.mark.parametrize("make", [
     lambda dt: FrequentDirections(10, 15, dtype=dt),
-    lambda dt: RobustFrequentDirections(10, 6, dtype=dt),
+    pytest.param(lambda dt: RobustFrequentDirections(10, 6, dtype=dt), marks=pytest.mark.slow),
 ], ids=["fd", "rfd"])
 def test_the_mean_term_does_not_cancel_as_b_grows(make):
     """``x^T A_hat^-1 b`` is ``x^T b_perp / c + (V x)^T H bV`` with ``b`` split into its part outside the

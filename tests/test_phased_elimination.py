@@ -114,7 +114,4 @@ def test_degenerate_inputs():
     for action in (10, -1, 2.5, True):
         with pytest.raises(ValueError):
             agent.update(x, action, 0.0)
-    for kwargs in ({"delta": 0.0}, {"delta": 1.5}, {"noise_std": -1.0}, {"design_eps": 0.0}):
-        with pytest.raises(ValueError):
-            PhasedElimination(**kwargs)
     assert isinstance(agent.memory_bytes(), int) and agent.memory_bytes() > 0

@@ -484,6 +484,7 @@ def _without_write_override():
             raise OSError(ctypes.get_errno(), "cannot drop CAP_DAC_OVERRIDE")
 
 
+@pytest.mark.slow  # an interpreter starts
 @pytest.mark.skipif(not LINUX, reason="capabilities are Linux")
 def test_read_only_output_directory_gives_one_line(tmp_path):
     config = tmp_path / "three.yaml"

@@ -51,7 +51,7 @@ def _inside(box, outer, slack: float = 1.0) -> bool:
 
 # -- the Pareto figure of the mnist config: 49 configurations ------------------------------
 
-@pytest.mark.parametrize("cost", ["time_s", "peak_memory_kib"])
+@pytest.mark.parametrize("cost", [pytest.param("time_s", marks=pytest.mark.slow), "peak_memory_kib"])
 def test_the_mnist_pareto_figure_names_every_family_inside_the_figure(cost):
     table = mnist_rows()
     assert len(table) == 49

@@ -175,7 +175,8 @@ SHADOW = ("import pathlib\npathlib.Path({marker!r}).write_text('executed')\n"
 LINBANDIT = str(Path(sys.executable).with_name("linbandit"))
 
 
-@pytest.mark.parametrize("how", [[LINBANDIT], [sys.executable, "-m", "linbandit_gym"]],
+@pytest.mark.parametrize("how", [[LINBANDIT], pytest.param([sys.executable, "-m", "linbandit_gym"],
+                                                            marks=pytest.mark.slow)],
                          ids=["command", "python-m"])
 def test_a_library_named_file_in_the_working_directory_is_never_imported(world, how):
     """``scipy.py`` in the working directory is not executed by ``linbandit sweep c.yaml

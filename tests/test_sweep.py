@@ -24,7 +24,7 @@ from linbandit_gym.experiments.backends import ray_available
 from linbandit_gym.experiments.sweep import is_finished
 
 #: small d: the sketches of these sweeps hold more than OFUL's inverse, which is warned (asserted in
-#: tests/test_agent_boundaries.py); not what these tests are about
+#: tests/test_agent_warnings.py); not what these tests are about
 pytestmark = pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")
 
 ENV_A = {"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5, "horizon": 40}, "label": "A"}

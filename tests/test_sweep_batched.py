@@ -25,7 +25,7 @@ from linbandit_gym.experiments.tune import tune
 from linbandit_gym.loop import TIMING_COLUMNS
 
 #: small d: the sketches of these sweeps hold more than OFUL's inverse, which is warned (asserted in
-#: tests/test_agent_boundaries.py); not what these tests are about
+#: tests/test_agent_warnings.py); not what these tests are about
 pytestmark = pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")
 
 sweep_module = importlib.import_module("linbandit_gym.experiments.sweep")  # the package exports the function

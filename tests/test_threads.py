@@ -87,7 +87,8 @@ def _entry_points(tmp_path, threads_kw: dict, cli_flag: list[str]):
                                                *cli_flag])
 
 
-@pytest.mark.parametrize("told", [None, 2], ids=["default", "threads=2"])
+@pytest.mark.parametrize("told", [None, pytest.param(2, marks=pytest.mark.slow)],
+                         ids=["default", "threads=2"])
 def test_every_entry_point_runs_with_one_thread_unless_told_otherwise(told, two_threads, tmp_path, monkeypatch):
     cfg = tmp_path / "probe-config.yaml"
     cfg.write_text(yaml.safe_dump(_config()))

@@ -1,8 +1,9 @@
-"""The inputs that crossed a trust boundary, one test each: seeds every consumer takes, sizes
-refused before anything is allocated, validation that builds nothing it has not checked,
+"""The inputs that crossed a trust boundary, one test each: sizes refused before anything is
+allocated, validation that builds nothing it has not checked,
 workers that die, a Ray address nobody answers, Ctrl-C after the last run, an output directory
-that cannot be written, the lock's holder; and the agent-side items (xfail until the agents'
-core checks them)."""
+that cannot be written, the lock's holder. The agents' side: tests/test_agent_inputs.py and
+tests/test_agent_memory.py; seeds every consumer takes: tests/test_seeds.py; arguments:
+tests/test_cli_arguments.py."""
 
 from __future__ import annotations
 
@@ -15,15 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
 import yaml
 
 from agents import AGENTS
 from linbandit_gym.cli import main
 from linbandit_gym.evaluate import run
-from linbandit_gym.experiments import ConfigError, load_runs, parse_config, plan, sweep
+from linbandit_gym.experiments import load_runs, plan, sweep
 
 LINUX = sys.platform.startswith("linux") and Path("/proc/self/stat").exists()
 SMALL_ENV = {"id": "LinBandit-Synthetic-v0", "args": {"d": 5, "n_arms": 4, "horizon": 30}}
@@ -55,39 +54,6 @@ def _one_line(err: str) -> str:
 def _refused(capsys, argv: list[str], code: int = 2) -> str:
     assert main(argv) == code
     return _one_line(capsys.readouterr().err)
-
-
-# -- seeds in [0, 2**63) -----------------------------------------------------------------------
-
-@pytest.mark.parametrize("seed", [2**64, 2**64 + 5, 2**63, -1])
-def test_seeds_out_of_range_are_refused_at_validation_with_one_line(tmp_path, capsys, seed):
-    config = _write(tmp_path / "c.yaml", {**THREE, "seeds": [0, seed]})
-    with pytest.raises(ConfigError, match=r"seeds\[1\]: a seed is an int in \[0, 2\*\*63\)"):
-        parse_config(config)
-    for argv in (["sweep", str(config), "--dry-run"], ["sweep", str(config), "--out", str(tmp_path / "out")]):
-        assert "seeds[1]" in _refused(capsys, argv)
-    assert not (tmp_path / "out").exists()
-    with pytest.raises(ValueError, match=r"\[0, 2\*\*63\)"):
-        run("LinBandit-Synthetic-v0", AGENTS["OFUL"](), seeds=[seed], env_kwargs=SMALL_ENV["args"], progress=False)
-
-
-def test_the_largest_seeds_play_batched_and_alone(tmp_path):
-    seeds = [2**63 - 1, 2**63 - 2, 2**62]
-    result = sweep({**THREE, "seeds": seeds}, tmp_path / "out", batched=True, timing_runs=False, log=None)
-    assert result.ok and len(result.executed) == 3
-    assert sorted(load_runs(tmp_path / "out")["seed"]) == sorted(seeds)
-
-
-@pytest.mark.slow
-def test_a_count_of_a_billion_seeds_is_one_line_at_once(tmp_path):
-    config = _write(tmp_path / "c.yaml", {**THREE, "seeds": 1_000_000_000})
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "linbandit_gym.cli", "sweep", str(config), "--dry-run"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and time.perf_counter() - started < 60
-    assert "1,000,000,000 seeds" in _one_line(done.stderr)
-    with pytest.raises(ConfigError, match="runs"):  # a grid that multiplies to too many runs, too
-        parse_config({**THREE, "seeds": 1000, "agents": [{"name": "OFUL", "grid": {"beta": list(range(200))}}]})
 
 
 # -- sizes refused up front; --dry-run says the largest run's memory ---------------------------------
@@ -166,28 +132,6 @@ def test_validation_builds_nothing_it_has_not_checked(tmp_path, capsys, monkeypa
         sys.modules.pop("sideeffect", None)
 
 
-@pytest.mark.parametrize("how", ["dry-run", "sweep", "run"])
-def test_an_argument_checked_against_d_is_refused_before_the_run(tmp_path, capsys, how):
-    """``DBSLinUCB(l0=10)`` on arms of d = 5: refused by validation (the agent is built with the
-    env's d), not at the first round of the run, and nothing is written."""
-    env_d5 = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 5}}
-    config = _write(tmp_path / "c.yaml", {**THREE, "envs": [env_d5],
-                                          "agents": [{"name": "DBSLinUCB", "args": {"l0": 10}}]})
-    out = tmp_path / "out"
-    argv = {"dry-run": ["sweep", str(config), "--dry-run"],
-            "sweep": ["sweep", str(config), "--out", str(out)],
-            "run": ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "DBSLinUCB",
-                    "--agent-arg", "l0=10", "--env-arg", "d=5", "--horizon", "5", "--no-progress",
-                    "--out", str(out)]}[how]
-    line = _refused(capsys, argv)
-    assert "l0=10 exceeds the arm dimension d=5" in line, line
-    if how != "run":
-        assert "agents[0].args.l0" in line and "'LinBandit-Synthetic-v0'" in line, line
-    assert not out.exists()
-    with pytest.raises(ConfigError, match="l0=10 exceeds the arm dimension d=5"):
-        parse_config(config)
-
-
 @pytest.mark.parametrize("horizon", [10_000_000_000, 99999999999999999999])
 def test_a_horizon_whose_records_cannot_fit_is_refused_naming_horizon(tmp_path, capsys, horizon):
     """``horizon: 10000000000`` fails ``--dry-run`` (not at run time, allocating 74.5 GiB), and
@@ -259,25 +203,6 @@ def test_a_sweep_whose_env_cannot_be_built_writes_nothing(tmp_path, capsys, monk
     line = _refused(capsys, ["sweep", str(more), "--out", str(out)])
     assert "cannot be built" in line and "not on this machine" in line, line
     assert _tree(out) == before
-
-
-@pytest.mark.parametrize("horizon", ["0", "-7"])
-def test_tune_refuses_a_horizon_instead_of_using_the_configs(tmp_path, capsys, horizon):
-    config = _write(tmp_path / "c.yaml", THREE)
-    line = _refused(capsys, ["tune", str(config), "--horizon", horizon, "--out",
-                             str(tmp_path / "t"), "--beta", "0.1", "--lam", "1"])
-    assert "--horizon" in line and f"got {horizon}" in line, line
-    assert not (tmp_path / "t").exists()
-
-
-def test_run_refuses_two_different_horizons(tmp_path, capsys):
-    run_argv = ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--env-arg", "d=3",
-                "--no-progress", "--env-arg", "horizon=5"]
-    line = _refused(capsys, [*run_argv, "--horizon", "7", "--out", str(tmp_path / "out")])
-    assert "--horizon 7" in line and "horizon=5" in line, line
-    assert not (tmp_path / "out").exists()
-    assert main([*run_argv, "--horizon", "5"]) == 0  # the same length twice is one length
-    capsys.readouterr()
 
 
 def test_plot_and_report_refuse_what_they_cannot_write_before_writing(tmp_path, capsys):
@@ -433,6 +358,7 @@ def test_a_full_disk_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
     assert "No space left on device" in line and "free space" in line, line
 
 
+@pytest.mark.slow  # an interpreter starts
 @pytest.mark.skipif(not LINUX, reason="RLIMIT_FSIZE")
 def test_a_file_too_large_efbig_is_one_line_and_exit_1(tmp_path):
     config = _write(tmp_path / "c.yaml", THREE)
@@ -468,70 +394,3 @@ def test_run_out_on_a_directory_a_sweep_holds_names_the_sweep_and_its_command(tm
         holder.wait()
     assert f"another sweep (pid {holder.pid})" in line and "another run" not in line, line
     assert f"linbandit_gym.cli sweep {config} --out {out}" in line, line
-
-
-# -- agent side: after the sketch core lands ---------------------------------------------------------
-
-def _small(name: str):
-    cls = AGENTS[name]
-    return cls(l0=2) if name.startswith("DBSLin") else cls()
-
-
-@NO_SIZE_WARNING
-@pytest.mark.parametrize("name", sorted(AGENTS))
-def test_agent_side_a_string_reward_is_refused(name):
-    agent = _small(name)
-    agent.reset(seed=0)
-    arms = np.eye(4, dtype=np.float32)[:3]
-    action = agent.act(arms)
-    with pytest.raises((TypeError, ValueError), match="reward"):
-        agent.update(arms, action, "1.0")
-
-
-@pytest.mark.parametrize("name", sorted(AGENTS))
-def test_agent_side_a_meta_tensor_is_refused_naming_the_device(name):
-    agent = _small(name)
-    agent.reset(seed=0)
-    with pytest.raises(ValueError, match="meta"):
-        agent.act(torch.empty((3, 4), device="meta"))
-
-
-def test_agent_side_a_dimension_of_a_billion_is_refused_before_allocating():
-    with pytest.raises(ValueError, match="d=1000000000"):
-        AGENTS["OFUL"](d=10**9)
-
-
-@pytest.mark.skipif(not LINUX, reason="RLIMIT_AS")
-def test_agent_side_soful_d_1e8_is_refused_before_allocating():
-    """Under a 6 GB address-space limit (so that today's attempt at 16 GB fails at once) and a
-    1 GB memory limit, the constructor refuses naming d and the bytes."""
-    def limited():
-        resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, 6 * 2**30))
-
-    code = ("from agents import SOFUL\n"
-            "try:\n    SOFUL(d=10**8, sketch_size=10)\nexcept ValueError as exc:\n    print('REFUSED', exc)\n")
-    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=120,
-                          preexec_fn=limited, env={**os.environ, "LINBANDIT_MEMORY_LIMIT": "1GB"})
-    assert done.stdout.startswith("REFUSED") and "d=100000000" in done.stdout, done.stdout + done.stderr
-
-
-def test_agent_side_a_sketch_larger_than_memory_is_refused_naming_sketch_size(monkeypatch):
-    """The sketch holds min(2 sketch_size, d) rows of d numbers (no more can be used): a huge
-    sketch_size costs nothing at d = 500, and is refused at d = 200,000 (a d x d basis, its
-    coordinates and their inverse: ~894 GiB, the class's own estimate), before anything is
-    allocated, leaving the agent as it was."""
-    monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "8GB")
-    agent = AGENTS["SOFUL"](sketch_size=100000)
-    agent.reset(seed=0)
-    too_large = (r"SOFUL\(sketch_size=100000\) at d=200000 would allocate about 894 GiB.*"
-                 r"lower sketch_size or d")
-    with pytest.raises(ValueError, match=too_large) as refused:
-        agent.act(np.ones((3, 200_000), dtype=np.float32))
-    estimate = AGENTS["SOFUL"].estimate_state_bytes(200_000, 3, sketch_size=100000)
-    assert f"({estimate:,} bytes)" in str(refused.value)
-    assert "LINBANDIT_MEMORY_LIMIT (8 GiB)" in str(refused.value)
-    assert agent.d is None and agent.estimator is None and agent.t == 0  # nothing changed
-    arms = np.eye(500, dtype=np.float32)[:3]
-    with pytest.warns(UserWarning, match="more than OFUL's d x d inverse"):  # it fits, and saves nothing
-        agent.act(arms)  # d = 500 fits: the buffer is sized by the d rows FD can use
-    assert agent.memory_bytes() < 10 * AGENTS["OFUL"].estimate_state_bytes(500, 3)

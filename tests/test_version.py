@@ -6,6 +6,8 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
+
 import agents
 import linbandit_gym
 from linbandit_gym import cli
@@ -38,6 +40,7 @@ def test_cli_version_flag(capsys):
     assert capsys.readouterr().out.strip() == f"linbandit {pyproject_version()}"
 
 
+@pytest.mark.slow  # an interpreter starts; the version is checked in-process by default
 def test_module_entry_point_version():
     out = subprocess.run([sys.executable, "-m", "linbandit_gym", "--version"], capture_output=True, text=True,
                          check=True, cwd=ROOT)

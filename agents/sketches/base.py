@@ -48,6 +48,7 @@ Numerics shared by every estimator:
 
 from __future__ import annotations
 
+import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +57,7 @@ import numpy as np
 import torch
 
 from .._torch import resolve_device, resolve_dtype
-from .._validate import per_member
+from .._validate import Interval, check_value, per_member
 from .._warnings import warn_user
 from .backend import Backend, choose_backend
 
@@ -219,14 +220,9 @@ class CovarianceEstimator(ABC):
     def __init__(
         self, d: int, *, reg: float = 1.0, device=None, dtype=None, batch_size: int | None = None
     ):
-        if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
-            raise ValueError(f"d must be a positive int, got {d!r}")
-        if batch_size is not None and (
-            isinstance(batch_size, bool)
-            or not isinstance(batch_size, (int, np.integer))
-            or batch_size < 1
-        ):
-            raise ValueError(f"batch_size must be None or an int >= 1, got {batch_size!r}")
+        positive = Interval(numbers.Integral, 1, None)
+        d = check_value("d", d, [positive])
+        batch_size = check_value("batch_size", batch_size, [None, positive])
         self.reg = per_member(
             "reg", reg, None if batch_size is None else int(batch_size), _check_reg
         )

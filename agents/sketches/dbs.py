@@ -136,7 +136,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import per_member
+from .._validate import Interval, Options, check_value, per_member
 from .base import CovarianceEstimator, ScoreTerms
 from .core import SketchCore, shrink_groups
 from .exact import ExactCovariance
@@ -185,10 +185,13 @@ def block_round_cost(d: int, n_arms, rows, l, fast: bool) -> np.ndarray:
     return K * d * R + K * R * R + d * R + 3.0 * R * R + per_shrink / (l + 1.0 if fast else 1.0)
 
 
+#: The rule of ``l0`` alone (checked by agents._validate.check_value, which writes the message)
+L0_RULE = [Interval(numbers.Integral, 1, None, hint="the initial sketch size")]
+
+
 def _l0_check(d: int | None):
     def check(name: str, l0) -> int:
-        if isinstance(l0, bool) or not isinstance(l0, numbers.Integral) or l0 < 1:
-            raise ValueError(f"{name} (the initial sketch size) must be an int >= 1, got {l0!r}")
+        l0 = check_value(name, l0, L0_RULE)
         if d is not None and l0 > d:
             raise ValueError(
                 f"{name}={l0} exceeds the dimension d={d}: a sketch larger than the space is "
@@ -223,10 +226,8 @@ def check_dbs_params(
     eps = per_member("eps", eps, batch_size, _eps_check)
     if not isinstance(sketch, str) or sketch not in _SKETCHES:
         raise ValueError(f"sketch must be 'fd' or 'rfd', got {sketch!r}")
-    if not isinstance(fast, bool):
-        raise ValueError(f"fast must be True (fast Alg. 4) or False (Alg. 1), got {fast!r}")
-    if not isinstance(sentinel, bool):
-        raise ValueError(f"sentinel must be True or False, got {sentinel!r}")
+    check_value("fast", fast, [Options((True, False), hint="True: fast Alg. 4, False: Alg. 1")])
+    check_value("sentinel", sentinel, [bool])
     return l0, eps
 
 
@@ -439,8 +440,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         dtype=None,
         batch_size: int | None = None,
     ):
-        if not isinstance(d, numbers.Integral) or isinstance(d, bool) or d < 1:
-            raise ValueError(f"d must be a positive int, got {d!r}")
+        d = check_value("d", d, [Interval(numbers.Integral, 1, None)])
         l0, eps = check_dbs_params(
             l0,
             eps,
@@ -451,8 +451,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             batch_size=None if batch_size is None else int(batch_size),
         )
         for name, flag in (("memory_cap", memory_cap), ("time_cap", time_cap)):
-            if not isinstance(flag, bool):
-                raise ValueError(f"{name} must be True or False, got {flag!r}")
+            check_value(name, flag, [bool])
         super().__init__(int(d), reg=reg, device=device, dtype=dtype, batch_size=batch_size)
         self.l0, self.eps, self.sketch = l0, eps, sketch
         self.robust = sketch == "rfd"

@@ -70,30 +70,27 @@ import numpy as np
 import torch
 
 from .._torch import as_vector
-from .._validate import per_member
+from .._validate import Interval, Options, check_value, per_member
 from .base import CovarianceEstimator, ScoreTerms
 from .core import SketchCore, rounding, shrink_groups
 
 __all__ = ["FrequentDirections", "check_sketch_size"]
 
 
+#: The rules of FD's arguments (checked by agents._validate.check_value, which writes the messages)
+SKETCH_SIZE_RULE = [Interval(numbers.Integral, 1, None, hint="the number l of sketch rows")]
+FAST_RULE = [Options((True, False), hint="True: the 2l-row buffer, False: textbook FD")]
+
+
 def _check_l(name: str, sketch_size) -> int:
-    if isinstance(sketch_size, bool) or not isinstance(sketch_size, numbers.Integral):
-        raise ValueError(
-            f"{name} must be a positive int (the number l of sketch rows), got {sketch_size!r} "
-            f"({type(sketch_size).__name__})"
-        )
-    if sketch_size < 1:
-        raise ValueError(f"{name} must be >= 1, got {sketch_size}")
-    return int(sketch_size)
+    return check_value(name, sketch_size, SKETCH_SIZE_RULE)
 
 
 def check_sketch_size(sketch_size, fast, batch_size: int | None = None):
     """Validate FD's ``sketch_size`` and ``fast`` (before any state exists). ``sketch_size`` may
     give one value per member when ``batch_size`` is set (see :func:`agents._validate.per_member`):
     returns the int, or an int array ``(B,)`` when the members' sizes differ."""
-    if not isinstance(fast, bool):
-        raise ValueError(f"fast must be True (2l-row buffer) or False (textbook FD), got {fast!r}")
+    check_value("fast", fast, FAST_RULE)
     return per_member("sketch_size", sketch_size, batch_size, _check_l)
 
 

@@ -30,14 +30,19 @@ import re
 
 import griffe
 
-from linbandit_gym.arguments import (arguments_of, documented_blocks, one_name_per_entry,
-                                     resolve_dotted)
+from linbandit_gym.arguments import (
+    arguments_of,
+    documented_blocks,
+    one_name_per_entry,
+    resolve_dotted,
+)
 
 ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|mod|data|obj|exc|const):`(?P<body>[^`]+)`")
 
 
 def _target(body: str, obj: griffe.Object) -> tuple[str, str]:
-    """(identifier, shown text) of a role's body: ``~a.b.C`` shows ``C``, ``title <a.b>`` shows title."""
+    """(identifier, shown text) of a role's body: ``~a.b.C`` shows ``C``, ``title <a.b>`` shows
+    title."""
     explicit = re.fullmatch(r"(?P<title>.+?)\s*<(?P<target>[^>]+)>", body)
     if explicit:
         title, target = explicit["title"], explicit["target"]
@@ -59,7 +64,8 @@ def _target(body: str, obj: griffe.Object) -> tuple[str, str]:
 
 
 def fence_doctests(text: str) -> str:
-    """Wrap each flush-left doctest (``>>>`` lines and their output, up to a blank line) in a fence."""
+    """Wrap each flush-left doctest (``>>>`` lines and their output, up to a blank line) in a
+    fence."""
     out: list[str] = []
     in_fence = in_doctest = False
     for line in text.splitlines():
@@ -85,8 +91,10 @@ def _roles(text: str, obj: griffe.Object) -> str:
 
     def replace(match: re.Match) -> str:
         identifier, title = _target(match["body"], obj)
-        return (f'<autoref identifier="{html.escape(identifier)}" optional>'
-                f"<code>{html.escape(title)}</code></autoref>")
+        return (
+            f'<autoref identifier="{html.escape(identifier)}" optional>'
+            f"<code>{html.escape(title)}</code></autoref>"
+        )
 
     return ROLE.sub(replace, text)
 
@@ -107,16 +115,21 @@ class SphinxRoles(griffe.Extension):
     def on_class(self, *, cls: griffe.Class, **kwargs) -> None:
         """A class's arguments, one row per keyword of its runtime signature."""
         runtime = resolve_dotted(cls.path)
-        if cls.docstring is None or not inspect.isclass(runtime) or any(
-                TABLE.search(k.__dict__.get("__doc__") or "") for k in runtime.__mro__):
+        if (
+            cls.docstring is None
+            or not inspect.isclass(runtime)
+            or any(TABLE.search(k.__dict__.get("__doc__") or "") for k in runtime.__mro__)
+        ):
             return  # an env: its keywords are in its (or its base's) Gymnasium-style table
         meanings = documented_blocks(runtime)
         arguments = list(arguments_of(runtime)) if meanings else []
         if not arguments:
             return
         undocumented = ("(not documented)",)
-        rows = [(a.name, _roles("\n".join(meanings.get(a.name, undocumented)), cls).split("\n"))
-                for a in arguments]
+        rows = [
+            (a.name, _roles("\n".join(meanings.get(a.name, undocumented)), cls).split("\n"))
+            for a in arguments
+        ]
         cls.docstring.value = one_name_per_entry(cls.docstring.value, rows)
         # The defaults and types of the signature the checks read: a keyword a subclass takes
         # through **kwargs is not among the parameters griffe sees.

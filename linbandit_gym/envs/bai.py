@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from .base import LinBanditEnv, check_nonnegative_float, check_positive_int, short_repr
+from .base import LinBanditEnv, check_nonnegative_float, check_positive_int, is_int, short_repr
 from .memory import MemoryEstimate
 
 __all__ = ["BAILinBanditEnv"]
@@ -18,7 +18,9 @@ __all__ = ["BAILinBanditEnv"]
 _INSTANCES = ("soare", "random")
 
 
-def _check_sizes(instance: Any, d: Any, n_arms: Any, max_pulls: Any, horizon: Any) -> tuple[int, int, int]:
+def _check_sizes(
+    instance: Any, d: Any, n_arms: Any, max_pulls: Any, horizon: Any
+) -> tuple[int, int, int]:
     """``(d, K, max_pulls)`` of an instance, or a ``ValueError`` naming the bad argument."""
     if not isinstance(instance, str) or instance not in _INSTANCES:
         raise ValueError(f"instance must be one of {_INSTANCES}, got {short_repr(instance)}")
@@ -28,7 +30,8 @@ def _check_sizes(instance: Any, d: Any, n_arms: Any, max_pulls: Any, horizon: An
     n_arms = None if n_arms is None else check_positive_int("n_arms", n_arms, minimum=2)
     if horizon is not None and max_pulls is not None and horizon != max_pulls:
         raise ValueError(
-            f"horizon is an alias of max_pulls; got both (horizon={horizon!r}, max_pulls={max_pulls!r}): pass one"
+            f"horizon is an alias of max_pulls; got both (horizon={horizon!r}, "
+            f"max_pulls={max_pulls!r}): pass one"
         )
     if max_pulls is None:
         max_pulls = 100_000 if horizon is None else horizon
@@ -146,15 +149,24 @@ class BAILinBanditEnv(LinBanditEnv):
             or not isinstance(omega, numbers.Real)
             or not (0.0 < omega < math.pi / 2)
         ):
-            raise ValueError(f"omega must be an angle in (0, pi/2) radians, got {short_repr(omega)}")
+            raise ValueError(
+                f"omega must be an angle in (0, pi/2) radians, got {short_repr(omega)}"
+            )
         min_gap = check_nonnegative_float("min_gap", min_gap)
-        self._refuse_if_too_large(self._memory_estimate(
-            instance=instance, d=d, n_arms=n_arms, max_pulls=max_pulls, render_mode=render_mode
-        ))
+        self._refuse_if_too_large(
+            self._memory_estimate(
+                instance=instance, d=d, n_arms=n_arms, max_pulls=max_pulls, render_mode=render_mode
+            )
+        )
         # The base class sets the spaces for Discrete(K); the horizon is the pull budget,
         # since every step before a stop is a pull.
         super().__init__(
-            d=d, n_arms=n_arms, horizon=max_pulls, noise_std=noise_std, arm_bound=1.0, render_mode=render_mode
+            d=d,
+            n_arms=n_arms,
+            horizon=max_pulls,
+            noise_std=noise_std,
+            arm_bound=1.0,
+            render_mode=render_mode,
         )
         self.instance = instance
         self.omega = float(omega)
@@ -174,7 +186,8 @@ class BAILinBanditEnv(LinBanditEnv):
             self._set_instance(arms, theta)
             if self.gaps[d] <= 0.0:
                 raise ValueError(
-                    f"omega={omega!r} is too small: in float32 the arm x_(d+1) has the same reward as e_1 "
+                    f"omega={omega!r} is too small: in float32 the arm x_(d+1) has the same reward "
+                    "as e_1 "
                     "(gap 1 - cos(omega) below float32 resolution); use omega >= 1e-3"
                 )
 
@@ -229,14 +242,16 @@ class BAILinBanditEnv(LinBanditEnv):
         if isinstance(action, np.ndarray) and action.ndim == 0:
             action = action.item()
         k = self.n_arms
-        if isinstance(action, (bool, np.bool_)) or not isinstance(action, numbers.Integral):
+        if not is_int(action):
             raise ValueError(
-                f"action must be an int in [0, {2 * k}): a in [0, {k}) pulls arm a, a in [{k}, {2 * k}) "
-                f"stops and recommends arm a - {k}; got {short_repr(action)} ({type(action).__name__})"
+                f"action must be an int in [0, {2 * k}): a in [0, {k}) pulls arm a, "
+                f"a in [{k}, {2 * k}) stops and recommends arm a - {k}; got {short_repr(action)} "
+                f"({type(action).__name__})"
             )
         if not 0 <= int(action) < 2 * k:
             raise ValueError(
-                f"action {int(action)} is out of range: with K={k} arms, 0..{k - 1} pull an arm and "
+                f"action {int(action)} is out of range: with K={k} arms, 0..{k - 1} pull an arm "
+                "and "
                 f"{k}..{2 * k - 1} stop and recommend arm a - {k}"
             )
         return int(action)

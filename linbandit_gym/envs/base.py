@@ -23,11 +23,19 @@ from .memory import Allocation, MemoryEstimate, check_fits
 from .user_warnings import warn_user
 
 __all__ = [
-    "LinBanditEnv", "RENDER_MODES", "check_bool", "check_nonnegative_float", "check_positive_int", "check_render_mode",
-    "is_finite_real", "short_repr",
+    "LinBanditEnv",
+    "RENDER_MODES",
+    "check_bool",
+    "check_nonnegative_float",
+    "check_positive_int",
+    "is_int",
+    "check_render_mode",
+    "is_finite_real",
+    "short_repr",
 ]
 
-#: The render modes of every env (Gymnasium's names): no rendering, an RGB frame, a matplotlib window.
+#: The render modes of every env (Gymnasium's names): no rendering, an RGB frame, a matplotlib
+#: window.
 RENDER_MODES = ("rgb_array", "human")
 
 
@@ -52,10 +60,18 @@ def is_finite_real(value: numbers.Real) -> bool:
         return False
 
 
-def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    """``value`` as an int >= ``minimum``, or a ``ValueError`` naming the argument."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {short_repr(value)}")
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is an int (Python's or numpy's), which a bool is not (``True`` is an
+    ``int`` subclass: ``d=True`` would be 1)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def check_positive_int(name: str, value: Any, minimum: int = 1, hint: str = "") -> int:
+    """``value`` as an int >= ``minimum``, or a ``ValueError`` naming the argument (and what it
+    means, ``hint``)."""
+    if not is_int(value) or value < minimum:
+        meaning = f" ({hint})" if hint else ""
+        raise ValueError(f"{name} must be an int >= {minimum}{meaning}, got {short_repr(value)}")
     return int(value)
 
 
@@ -72,16 +88,24 @@ def check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         hint = (
             f"; write it unquoted (YAML: {name}: false, command line: --env-arg {name}=False)"
-            if isinstance(value, str) else ""
+            if isinstance(value, str)
+            else ""
         )
-        raise ValueError(f"{name} must be True or False, got {short_repr(value)} ({type(value).__name__}){hint}")
+        raise ValueError(
+            f"{name} must be True or False, got {short_repr(value)} ({type(value).__name__}){hint}"
+        )
     return bool(value)
 
 
 def check_render_mode(render_mode: Any) -> str | None:
     """``render_mode`` if it is None or one of :data:`RENDER_MODES`, else a ``ValueError``."""
-    if render_mode is not None and (not isinstance(render_mode, str) or render_mode not in RENDER_MODES):
-        raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {short_repr(render_mode)}")
+    if render_mode is not None and (
+        not isinstance(render_mode, str) or render_mode not in RENDER_MODES
+    ):
+        raise ValueError(
+            f"render_mode must be None or one of {list(RENDER_MODES)}, got "
+            f"{short_repr(render_mode)}"
+        )
     return render_mode
 
 
@@ -105,7 +129,9 @@ def constructor_arguments(cls: type, kwargs: dict[str, Any]) -> dict[str, Any]:
         if not any(p.kind is p.VAR_KEYWORD for p in parameters):
             unknown = [name for name in kwargs if name not in arguments]
             if unknown:
-                raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument {unknown[0]!r}")
+                raise TypeError(
+                    f"{cls.__name__}.__init__() got an unexpected keyword argument {unknown[0]!r}"
+                )
             break
     return {**arguments, **kwargs}
 
@@ -113,7 +139,9 @@ def constructor_arguments(cls: type, kwargs: dict[str, Any]) -> dict[str, Any]:
 def check_nonnegative_float(name: str, value: Any) -> float:
     """``value`` as a finite float >= 0, or a ``ValueError`` naming the argument."""
     if (
-        isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not is_finite_real(value)
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)
+        or not is_finite_real(value)
         or value < 0
     ):
         raise ValueError(f"{name} must be a finite number >= 0, got {short_repr(value)}")
@@ -208,9 +236,13 @@ class LinBanditEnv(gym.Env):
         self.n_arms = check_positive_int("n_arms", n_arms, minimum=2)
         self.horizon = check_positive_int("horizon", horizon)
         self.noise_std = check_nonnegative_float("noise_std", noise_std)
-        if not self._memory_checked:  # a family checks its whole estimate first; else the base part here
+        if (
+            not self._memory_checked
+        ):  # a family checks its whole estimate first; else the base part here
             self._refuse_if_too_large(
-                LinBanditEnv._memory_estimate(d=d, n_arms=n_arms, horizon=horizon, render_mode=render_mode)
+                LinBanditEnv._memory_estimate(
+                    d=d, n_arms=n_arms, horizon=horizon, render_mode=render_mode
+                )
             )
         # arm_bound: a known bound on every coordinate (1.0 for unit-norm arms), else unbounded
         self.observation_space = spaces.Box(
@@ -265,18 +297,39 @@ class LinBanditEnv(gym.Env):
         horizon = check_positive_int("horizon", horizon)
         arms, fix = ("n_arms", "d"), "lower d or n_arms"
         allocations = [
-            Allocation("the observation space's bounds and the arm set", n_arms * d, cls._HELD_ARM_BYTES, arms, fix),
-            Allocation("a round's draw and its copies", n_arms * d, cls._ROUND_ARM_BYTES, arms, fix, transient=True),
+            Allocation(
+                "the observation space's bounds and the arm set",
+                n_arms * d,
+                cls._HELD_ARM_BYTES,
+                arms,
+                fix,
+            ),
+            Allocation(
+                "a round's draw and its copies",
+                n_arms * d,
+                cls._ROUND_ARM_BYTES,
+                arms,
+                fix,
+                transient=True,
+            ),
             Allocation("theta* and other vectors of length d", d, 16, ("d",), "lower d"),
         ]
         arguments = {"d": d, "n_arms": n_arms}
         if check_render_mode(render_mode) is not None:
             # a Python float and its list slot per round (see _after_step)
-            allocations.append(Allocation("the cumulative-regret curve kept for render()", horizon, 32, ("horizon",),
-                                          "lower horizon, or render_mode=None"))
+            allocations.append(
+                Allocation(
+                    "the cumulative-regret curve kept for render()",
+                    horizon,
+                    32,
+                    ("horizon",),
+                    "lower horizon, or render_mode=None",
+                )
+            )
             arguments.update(horizon=horizon, render_mode=render_mode)
-        return MemoryEstimate(cls.__name__, arguments, tuple(allocations), obs_shape=(n_arms, d),
-                              rounds=horizon)
+        return MemoryEstimate(
+            cls.__name__, arguments, tuple(allocations), obs_shape=(n_arms, d), rounds=horizon
+        )
 
     def _refuse_if_too_large(self, estimate: MemoryEstimate) -> None:
         """Raise :class:`~linbandit_gym.envs.memory.EnvTooLargeError` if ``estimate`` cannot fit
@@ -329,13 +382,16 @@ class LinBanditEnv(gym.Env):
     def _validate_action(self, action: Any) -> int:
         if isinstance(action, np.ndarray) and action.ndim == 0:
             action = action.item()
-        if isinstance(action, (bool, np.bool_)) or not isinstance(action, numbers.Integral):
+        if not is_int(action):
             raise ValueError(
-                f"action must be an int arm index in [0, {self.action_space.n}), got {short_repr(action)} "
-                f"({type(action).__name__}); pass e.g. int(np.argmax(scores))"
+                f"action must be an int arm index in [0, {self.action_space.n}), got "
+                f"{short_repr(action)} ({type(action).__name__}); pass e.g. int(np.argmax(scores))"
             )
         if not 0 <= int(action) < self.action_space.n:
-            raise ValueError(f"action {int(action)} is out of range: this env has arms 0..{self.action_space.n - 1}")
+            raise ValueError(
+                f"action {int(action)} is out of range: this env has arms "
+                f"0..{self.action_space.n - 1}"
+            )
         return int(action)
 
     def _check_can_step(self) -> None:
@@ -343,7 +399,8 @@ class LinBanditEnv(gym.Env):
             raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError(
-                f"the episode ended (horizon={self.horizon} rounds reached or the episode terminated); call reset() "
+                f"the episode ended (horizon={self.horizon} rounds reached or the episode "
+                "terminated); call reset() "
                 "before stepping again"
             )
 
@@ -361,7 +418,10 @@ class LinBanditEnv(gym.Env):
             "best_arm": best_arm,
         }
         self.t += 1
-        played = (self._arms, self._means)  # the round just played, before the next arm set replaces it
+        played = (
+            self._arms,
+            self._means,
+        )  # the round just played, before the next arm set replaces it
         truncated = self.t >= self.horizon
         if truncated:
             self._done = True
@@ -372,7 +432,11 @@ class LinBanditEnv(gym.Env):
 
     # -- rendering (one implementation for every family) ------------------------------
     def _after_step(
-        self, arm: int, regret: float, what: str = "chosen", played: tuple[np.ndarray, np.ndarray] | None = None
+        self,
+        arm: int,
+        regret: float,
+        what: str = "chosen",
+        played: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         """Keep what :meth:`render` draws of the round just played -- its arm set and means
         (``played``, default the current ones), the ``arm`` taken and its ``regret`` -- and
@@ -446,12 +510,23 @@ class LinBanditEnv(gym.Env):
 
     def _draw_frame(self, fig) -> None:
         """Draw the frame into a matplotlib ``Figure`` (the one drawing routine of every env)."""
-        # a fixed layout: tight_layout would measure every label again and double the cost of a frame
+        # a fixed layout: tight_layout would measure every label again and double the cost of a
+        # frame
         ax_arms, ax_regret = fig.subplots(
-            1, 2, gridspec_kw={"width_ratios": [1.15, 1.0], "left": 0.09, "right": 0.985, "bottom": 0.15,
-                               "top": 0.84, "wspace": 0.3}
+            1,
+            2,
+            gridspec_kw={
+                "width_ratios": [1.15, 1.0],
+                "left": 0.09,
+                "right": 0.985,
+                "bottom": 0.15,
+                "top": 0.84,
+                "wspace": 0.3,
+            },
         )
-        fig.suptitle(f"{self.frame_name}: round {self.t} of {self.horizon}", fontsize=self._TITLE_FONT)
+        fig.suptitle(
+            f"{self.frame_name}: round {self.t} of {self.horizon}", fontsize=self._TITLE_FONT
+        )
         if self._played is not None:
             arms, means, arm, what = self._played
         elif self._arms is not None:
@@ -459,7 +534,9 @@ class LinBanditEnv(gym.Env):
         else:
             arms = None
         if arms is None:
-            ax_arms.text(0.5, 0.5, "call reset() to draw the first arm set", ha="center", va="center")
+            ax_arms.text(
+                0.5, 0.5, "call reset() to draw the first arm set", ha="center", va="center"
+            )
             ax_arms.set_axis_off()
         else:
             self._draw_arm_panel(fig, ax_arms, np.asarray(arms, dtype=np.float64), means, arm, what)
@@ -473,16 +550,32 @@ class LinBanditEnv(gym.Env):
         ax_regret.set_title(f"cumulative regret so far: {total:.4g}", fontsize=self._PANEL_FONT)
         ax_regret.grid(alpha=0.3)
 
-    def _draw_arm_panel(self, fig, ax, arms: np.ndarray, means: np.ndarray, arm: int | None, what: str) -> None:
+    def _draw_arm_panel(
+        self, fig, ax, arms: np.ndarray, means: np.ndarray, arm: int | None, what: str
+    ) -> None:
         theta = None if self.theta_star is None else np.asarray(self.theta_star, dtype=np.float64)
         if theta is not None and self.d == 2:
             xy = arms
             reach = float(np.max(np.linalg.norm(arms, axis=1))) or 1.0
             # the arrow reaches past the arms, so that the arm at its tip stays visible
             tip = theta / (np.linalg.norm(theta) or 1.0) * reach * 1.25
-            ax.annotate("", xy=tip, xytext=(0.0, 0.0), arrowprops={"arrowstyle": "->", "color": "0.35", "lw": 1.2})
-            ax.text(*(tip * 1.1), "theta*", ha="center", va="center", fontsize=self._PANEL_FONT, color="0.25")
-            ax.update_datalim(np.array([[0.0, 0.0], tip * 1.2]))  # annotations do not widen the axes
+            ax.annotate(
+                "",
+                xy=tip,
+                xytext=(0.0, 0.0),
+                arrowprops={"arrowstyle": "->", "color": "0.35", "lw": 1.2},
+            )
+            ax.text(
+                *(tip * 1.1),
+                "theta*",
+                ha="center",
+                va="center",
+                fontsize=self._PANEL_FONT,
+                color="0.25",
+            )
+            ax.update_datalim(
+                np.array([[0.0, 0.0], tip * 1.2])
+            )  # annotations do not widen the axes
             ax.set_xlabel("x_1")
             ax.set_ylabel("x_2")
             ax.set_aspect("equal", adjustable="datalim")
@@ -493,7 +586,9 @@ class LinBanditEnv(gym.Env):
             xy = np.column_stack([along, np.linalg.norm(arms - np.outer(along, u), axis=1)])
             ax.set_xlabel("<x, theta*> / ||theta*||")
             ax.set_ylabel("distance from the theta* axis")
-            ax.set_title(f"{len(arms)} arms projected on theta* (d = {self.d})", fontsize=self._PANEL_FONT)
+            ax.set_title(
+                f"{len(arms)} arms projected on theta* (d = {self.d})", fontsize=self._PANEL_FONT
+            )
         else:
             # No theta* (e.g. classification): the arm set's two principal directions.
             centred = arms - arms.mean(axis=0)
@@ -502,14 +597,33 @@ class LinBanditEnv(gym.Env):
             xy[:, : min(2, vt.shape[0])] = centred @ vt[:2].T
             ax.set_xlabel("1st principal direction")
             ax.set_ylabel("2nd principal direction")
-            ax.set_title(f"{len(arms)} arms on their 2 principal directions (no theta*)", fontsize=self._PANEL_FONT)
+            ax.set_title(
+                f"{len(arms)} arms on their 2 principal directions (no theta*)",
+                fontsize=self._PANEL_FONT,
+            )
         size = 36 if len(arms) <= 50 else 10
         points = ax.scatter(xy[:, 0], xy[:, 1], c=means, cmap="viridis", s=size, zorder=2)
         fig.colorbar(points, ax=ax, label="expected reward")
         best = int(np.argmax(means))
-        ax.scatter(*xy[best], marker="*", s=160, facecolor="none", edgecolor="black", zorder=3, label="best arm")
+        ax.scatter(
+            *xy[best],
+            marker="*",
+            s=160,
+            facecolor="none",
+            edgecolor="black",
+            zorder=3,
+            label="best arm",
+        )
         if arm is not None:
-            ax.scatter(*xy[arm], s=220, facecolor="none", edgecolor="red", lw=2, zorder=4, label=f"{what} arm {arm}")
+            ax.scatter(
+                *xy[arm],
+                s=220,
+                facecolor="none",
+                edgecolor="red",
+                lw=2,
+                zorder=4,
+                label=f"{what} arm {arm}",
+            )
         ax.legend(loc="best", fontsize=self._PANEL_FONT, markerscale=0.7)
         ax.grid(alpha=0.3)
 

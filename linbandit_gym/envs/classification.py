@@ -1,18 +1,31 @@
-"""Online classification as a linear bandit (Wen et al. 2025, Sec. 5 and App. F.1, after Kuzborskij et al. 2019)."""
+"""Online classification as a linear bandit (Wen et al. 2025, Sec. 5 and App. F.1, after Kuzborskij
+et al. 2019)."""
 
 from __future__ import annotations
 
 import inspect
-import numbers
 import os
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from envs_data import as_features, canonical_name, check_dataset_options, dataset_shape, load_dataset
+from envs_data import (
+    as_features,
+    canonical_name,
+    check_dataset_options,
+    dataset_shape,
+    load_dataset,
+)
 
-from .base import LinBanditEnv, check_bool, check_positive_int, check_render_mode, short_repr
+from .base import (
+    LinBanditEnv,
+    check_bool,
+    check_positive_int,
+    check_render_mode,
+    is_int,
+    short_repr,
+)
 from .memory import Allocation, MemoryEstimate, Shown, check_fits
 
 __all__ = [
@@ -51,13 +64,17 @@ def _check_arrays(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     X = as_features(X, "dataset=(X, y)")  # real, finite, 2-D; complex data is refused
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"dataset=(X, y): y must be a 1-D array of {X.shape[0]} labels (one per row of X), got shape {y.shape}")
+        raise ValueError(
+            f"dataset=(X, y): y must be a 1-D array of {X.shape[0]} labels (one per row of X), got "
+            f"shape {y.shape}"
+        )
     if y.dtype.kind not in "iu":
         if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
             y = y.astype(np.int64)
         else:
             raise ValueError(
-                f"dataset=(X, y): y must hold integer class labels, got dtype {y.dtype}; encode other labels first, "
+                f"dataset=(X, y): y must hold integer class labels, got dtype {y.dtype}; encode "
+                "other labels first, "
                 "e.g. classes, y = np.unique(y, return_inverse=True)"
             )
     return X, y.astype(np.int64)
@@ -68,7 +85,11 @@ def _user_data_shape(X: Any, y: Any) -> tuple[int, int, int]:
     (1 sample, 1 feature and 2 classes where they cannot be read: the checks say why later)."""
     shape = getattr(X, "shape", None)
     try:
-        n, d = (int(shape[0]), int(shape[1])) if shape is not None and len(shape) == 2 else (len(X), len(X[0]))
+        n, d = (
+            (int(shape[0]), int(shape[1]))
+            if shape is not None and len(shape) == 2
+            else (len(X), len(X[0]))
+        )
     except (TypeError, IndexError, KeyError, ValueError):
         return 1, 1, 2
     try:
@@ -79,22 +100,31 @@ def _user_data_shape(X: Any, y: Any) -> tuple[int, int, int]:
 
 
 def _check_arguments(
-    dataset: Any, target_class: Any, horizon: Any, data_dir: Any, normalize: Any, shuffle_arms: Any,
-    dataset_kwargs: Any, render_mode: Any,
+    dataset: Any,
+    target_class: Any,
+    horizon: Any,
+    data_dir: Any,
+    normalize: Any,
+    shuffle_arms: Any,
+    dataset_kwargs: Any,
+    render_mode: Any,
 ) -> None:
     """The checks of every :class:`ClassificationBanditEnv` argument that need no data loaded."""
     check_positive_int("horizon", horizon)
-    if isinstance(target_class, (bool, np.bool_)) or not isinstance(target_class, numbers.Integral):
+    if not is_int(target_class):
         raise ValueError(f"target_class must be an int class label, got {short_repr(target_class)}")
     if dataset_kwargs is not None and not isinstance(dataset_kwargs, dict):
         raise ValueError(
-            f"dataset_kwargs must be a dict of load_dataset options or None, got {short_repr(dataset_kwargs)}"
+            "dataset_kwargs must be a dict of load_dataset options or None, got "
+            f"{short_repr(dataset_kwargs)}"
         )
     check_bool("normalize", normalize)
     check_bool("shuffle_arms", shuffle_arms)
     check_render_mode(render_mode)
     if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
-        raise ValueError(f"data_dir must be a path (str or os.PathLike) or None, got {short_repr(data_dir)}")
+        raise ValueError(
+            f"data_dir must be a path (str or os.PathLike) or None, got {short_repr(data_dir)}"
+        )
     if _check_dataset_kind(dataset):
         # ValueError listing the known names; TypeError for an option the loader does not take
         check_dataset_options(dataset, dataset_kwargs or {})
@@ -109,7 +139,8 @@ def _check_dataset_kind(dataset: Any) -> bool:
     if isinstance(dataset, (tuple, list)) and len(dataset) == 2:
         return False
     raise ValueError(
-        f"dataset must be a dataset name (one of envs_data.DATASETS) or a tuple (X, y) of features and "
+        "dataset must be a dataset name (one of envs_data.DATASETS) or a tuple (X, y) of features "
+        "and "
         f"integer labels, got {type(dataset).__name__}"
     )
 
@@ -117,12 +148,12 @@ def _check_dataset_kind(dataset: Any) -> bool:
 class ClassificationBanditEnv(LinBanditEnv):
     """Online classification bandit: one random sample per class, reward 1 for the target class.
 
-    The protocol of Wen et al. (2025), App. F.1 (from Kuzborskij et al. 2019): a labelled dataset with
-    M classes and a target class are fixed; every round one sample is drawn uniformly at
-    random from each class, and these M feature vectors are the arm set. Playing the
-    sample of the target class pays 1, any other pays 0, without further noise. Features
-    are l2-normalised row by row as in the paper (App. F.1, so L = 1). The paper's "20
-    random permutations of the dataset" are 20 seeds here.
+    The protocol of Wen et al. (2025), App. F.1 (from Kuzborskij et al. 2019): a labelled dataset
+    with M classes and a target class are fixed; every round one sample is drawn uniformly at random
+    from each class, and these M feature vectors are the arm set. Playing the sample of the target
+    class pays 1, any other pays 0, without further noise. Features are l2-normalised row by row as
+    in the paper (App. F.1, so L = 1). The paper's "20 random permutations of the dataset" are 20
+    seeds here.
 
     Exactly one arm per round has expected reward 1 (the target-class sample), so the
     regret of a round is 1 - reward and the cumulative regret counts the rounds on which a
@@ -198,11 +229,23 @@ class ClassificationBanditEnv(LinBanditEnv):
     ):
         # Every argument is checked before the dataset is loaded, so a typo costs no load.
         _check_arguments(
-            dataset, target_class, horizon, data_dir, normalize, shuffle_arms, dataset_kwargs, render_mode
+            dataset,
+            target_class,
+            horizon,
+            data_dir,
+            normalize,
+            shuffle_arms,
+            dataset_kwargs,
+            render_mode,
         )
-        self._refuse_if_too_large(self._memory_estimate(
-            dataset=dataset, dataset_kwargs=dataset_kwargs, horizon=horizon, render_mode=render_mode
-        ))
+        self._refuse_if_too_large(
+            self._memory_estimate(
+                dataset=dataset,
+                dataset_kwargs=dataset_kwargs,
+                horizon=horizon,
+                render_mode=render_mode,
+            )
+        )
         normalize, shuffle_arms = bool(normalize), bool(shuffle_arms)
         if isinstance(dataset, str):
             name = canonical_name(dataset)
@@ -213,21 +256,30 @@ class ClassificationBanditEnv(LinBanditEnv):
 
         classes, counts = np.unique(y, return_counts=True)
         if classes.size < 2:
-            raise ValueError(f"dataset {name!r} has a single class ({classes.tolist()}); a bandit needs at least 2")
+            raise ValueError(
+                f"dataset {name!r} has a single class ({classes.tolist()}); a bandit needs at "
+                "least 2"
+            )
         if int(target_class) not in set(classes.tolist()):
             raise ValueError(
-                f"target_class={short_repr(target_class)} is not a label of dataset {name!r}; its labels are "
+                f"target_class={short_repr(target_class)} is not a label of dataset {name!r}; its "
+                "labels are "
                 f"{classes.tolist()}"
             )
         if normalize:
             X = unit_rows(X)  # App. F.1: l2 normalisation; zero rows stay 0
         elif np.max(np.abs(X)) > np.finfo(np.float32).max:
             raise ValueError(
-                f"dataset {name!r}: with normalize=False the features must fit in float32 (|x| <= 3.4e38), the "
+                f"dataset {name!r}: with normalize=False the features must fit in float32 (|x| <= "
+                "3.4e38), the "
                 f"largest is {np.max(np.abs(X)):.3g}; rescale them or use normalize=True"
             )
         super().__init__(
-            d=X.shape[1], n_arms=classes.size, horizon=horizon, noise_std=0.0, render_mode=render_mode
+            d=X.shape[1],
+            n_arms=classes.size,
+            horizon=horizon,
+            noise_std=0.0,
+            render_mode=render_mode,
         )
 
         # Rows grouped by class (stable, so the dataset order survives within a class): the
@@ -246,19 +298,24 @@ class ClassificationBanditEnv(LinBanditEnv):
         self.shuffle_arms = shuffle_arms
         self.n_samples = int(X.shape[0])
         low, high = float(self._features.min()), float(self._features.max())
-        self.observation_space = spaces.Box(low=low, high=high, shape=(self.n_arms, self.d), dtype=np.float32)
+        self.observation_space = spaces.Box(
+            low=low, high=high, shape=(self.n_arms, self.d), dtype=np.float32
+        )
         self._arm_labels = classes.copy()
         self._arm_rows = np.zeros(self.n_arms, dtype=np.int64)
 
     @classmethod
     def check_arguments(cls, **kwargs: Any) -> None:
-        """Check constructor arguments without loading the dataset (see ``LinBanditEnv.check_arguments``).
+        """Check constructor arguments without loading the dataset (see
+        ``LinBanditEnv.check_arguments``).
 
         A named dataset is checked by name only: a missing file or an option the loader
         refuses shows up when the env is built.
         """
         dataset_default = inspect.signature(cls).parameters["dataset"].default
-        bound = inspect.signature(ClassificationBanditEnv).bind(**{"dataset": dataset_default, **kwargs})
+        bound = inspect.signature(ClassificationBanditEnv).bind(
+            **{"dataset": dataset_default, **kwargs}
+        )
         bound.apply_defaults()
         _check_arguments(**bound.arguments)
         check_fits(cls._memory_estimate(**bound.arguments))
@@ -283,7 +340,8 @@ class ClassificationBanditEnv(LinBanditEnv):
             fix = "use a smaller dataset"
             if canonical_name(dataset) == "mnist-full":
                 whole = (dataset_kwargs or {}).get("split", "all") == "all"
-                fix += f" ({'split=train or test, or ' if whole else ''}dataset='mnist', the 5,000-image subset)"
+                split = "split=train or test, or " if whole else ""
+                fix += f" ({split}dataset='mnist', the 5,000-image subset)"
         else:
             n, d, n_classes = _user_data_shape(*dataset)
             shown = {"dataset": Shown(f"(X, y) with X of shape ({n}, {d})")}
@@ -299,8 +357,13 @@ class ClassificationBanditEnv(LinBanditEnv):
             # int64 labels, their sort in np.unique, the class order and the rows behind it
             Allocation("the labels", n, 32, ("samples",), fix, shared=True),
         )
-        return MemoryEstimate(cls.__name__, shown, estimate.allocations + data,
-                              obs_shape=estimate.obs_shape, rounds=estimate.rounds)
+        return MemoryEstimate(
+            cls.__name__,
+            shown,
+            estimate.allocations + data,
+            obs_shape=estimate.obs_shape,
+            rounds=estimate.rounds,
+        )
 
     # -- LinBanditEnv hooks ------------------------------------------------------------
     def _sample_problem(self, rng: np.random.Generator) -> None:
@@ -340,14 +403,16 @@ class ClassificationBanditEnv(LinBanditEnv):
 
 
 class DigitsBanditEnv(ClassificationBanditEnv):
-    """:class:`ClassificationBanditEnv` on scikit-learn's 8x8 digits (``LinBandit-Digits-v0``): M = 10, d = 64."""
+    """:class:`ClassificationBanditEnv` on scikit-learn's 8x8 digits (``LinBandit-Digits-v0``): M =
+    10, d = 64."""
 
     def __init__(self, dataset: str | tuple[Any, Any] = "digits", **kwargs: Any):
         super().__init__(dataset=dataset, **kwargs)
 
 
 class CNAE9BanditEnv(ClassificationBanditEnv):
-    """:class:`ClassificationBanditEnv` on OpenML cnae-9 (id 1468, ``LinBandit-CNAE9-v0``): M = 9, d = 856.
+    """:class:`ClassificationBanditEnv` on OpenML cnae-9 (id 1468, ``LinBandit-CNAE9-v0``): M = 9, d
+    = 856.
 
     Needs the data locally (see ``envs_data.openml``); Wen et al. (2025), App. F.4.
     """
@@ -357,7 +422,8 @@ class CNAE9BanditEnv(ClassificationBanditEnv):
 
 
 class MFeatBanditEnv(ClassificationBanditEnv):
-    """:class:`ClassificationBanditEnv` on OpenML mfeat-zernike (id 22, ``LinBandit-MFeat-v0``): M = 10.
+    """:class:`ClassificationBanditEnv` on OpenML mfeat-zernike (id 22, ``LinBandit-MFeat-v0``): M =
+    10.
 
     Needs the data locally (see ``envs_data.openml``); Wen et al. (2025), App. F.4.
     """
@@ -367,7 +433,8 @@ class MFeatBanditEnv(ClassificationBanditEnv):
 
 
 class SpamBanditEnv(ClassificationBanditEnv):
-    """:class:`ClassificationBanditEnv` on OpenML spambase (id 44, ``LinBandit-Spam-v0``): M = 2, d = 57.
+    """:class:`ClassificationBanditEnv` on OpenML spambase (id 44, ``LinBandit-Spam-v0``): M = 2, d
+    = 57.
 
     Needs the data locally (see ``envs_data.openml``); Wen et al. (2025), App. F.4.
     """

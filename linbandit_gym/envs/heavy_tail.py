@@ -57,7 +57,9 @@ def normalized_spectrum(lam: np.ndarray, step: float = 0.1) -> np.ndarray:
     for start in range(0, pos.size, 512):
         log_prod -= 0.5 * np.log1p(2.0 * np.outer(t, pos[start : start + 512])).sum(axis=1)
     weight = t * np.exp(log_prod)  # dt = e^u du
-    mu = np.array([li * np.sum(weight / (1.0 + 2.0 * t * li)) * step if li > 0 else 0.0 for li in lam])
+    mu = np.array(
+        [li * np.sum(weight / (1.0 + 2.0 * t * li)) * step if li > 0 else 0.0 for li in lam]
+    )
     return mu / mu.sum()  # removes the (tiny) truncation error of the u-range
 
 
@@ -161,17 +163,34 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
         rotate = check_bool("rotate", rotate)
         normalize = check_bool("normalize", normalize)
         d = check_positive_int("d", d)
-        if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real) or not (
-            is_finite_real(alpha) and alpha >= 0
+        if (
+            isinstance(alpha, (bool, np.bool_))
+            or not isinstance(alpha, numbers.Real)
+            or not (is_finite_real(alpha) and alpha >= 0)
         ):
-            raise ValueError(f"alpha (power-law decay of the spectrum) must be a finite number >= 0, got {short_repr(alpha)}")
+            raise ValueError(
+                "alpha (power-law decay of the spectrum) must be a finite number >= 0, got "
+                f"{short_repr(alpha)}"
+            )
         rank = _check_rank(rank, d)
-        self._refuse_if_too_large(self._memory_estimate(
-            d=d, n_arms=n_arms, horizon=horizon, render_mode=render_mode, rank=rank, rotate=rotate, normalize=normalize
-        ))
+        self._refuse_if_too_large(
+            self._memory_estimate(
+                d=d,
+                n_arms=n_arms,
+                horizon=horizon,
+                render_mode=render_mode,
+                rank=rank,
+                rotate=rotate,
+                normalize=normalize,
+            )
+        )
         # unit-norm arms have every coordinate in [-1, 1]; Gaussian arms are unbounded
         super().__init__(
-            d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=1.0 if normalize else np.inf,
+            d=d,
+            n_arms=n_arms,
+            horizon=horizon,
+            noise_std=noise_std,
+            arm_bound=1.0 if normalize else np.inf,
             render_mode=render_mode,
         )
         self.alpha = float(alpha)
@@ -179,7 +198,9 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
         self.rotate = bool(rotate)
         self.normalize = bool(normalize)
         self.power_law = power_law_spectrum(self.d, self.alpha, rank)
-        self.spectrum = normalized_spectrum(self.power_law) if self.normalize else self.power_law.copy()
+        self.spectrum = (
+            normalized_spectrum(self.power_law) if self.normalize else self.power_law.copy()
+        )
         self.basis: np.ndarray | None = None
         r = self.d if rank is None else rank
         self._r = r
@@ -189,7 +210,9 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
     _ROUND_ARM_BYTES = LinBanditEnv._ROUND_ARM_BYTES + 8
 
     @classmethod
-    def _memory_estimate(cls, *, d, rank=None, rotate=True, normalize=False, **arguments) -> MemoryEstimate:
+    def _memory_estimate(
+        cls, *, d, rank=None, rotate=True, normalize=False, **arguments
+    ) -> MemoryEstimate:
         estimate = super()._memory_estimate(d=d, **arguments)
         d = estimate.arguments["d"]
         r = d if _check_rank(rank, d) is None else rank
@@ -198,19 +221,49 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
         per_number = 24 + (40 if check_bool("normalize", normalize) else 0)
         allocations = [Allocation("the spectra", d, per_number, ("d",), "lower d")]
         if normalize:
-            # normalized_spectrum's quadrature: 1801 nodes times a chunk of <= 512 eigenvalues, twice
-            allocations.append(Allocation("the normalised spectrum's quadrature", 1801 * min(r, 512), 16,
-                                          ("1801", "min(rank, 512)"), "pass normalize=False", transient=True))
+            # normalized_spectrum's quadrature: 1801 nodes times a chunk of <= 512 eigenvalues,
+            # twice
+            allocations.append(
+                Allocation(
+                    "the normalised spectrum's quadrature",
+                    1801 * min(r, 512),
+                    16,
+                    ("1801", "min(rank, 512)"),
+                    "pass normalize=False",
+                    transient=True,
+                )
+            )
         if check_bool("rotate", rotate):
             span = ("rank", "d") if rank is not None else ("d", "d")
             allocations += [
-                Allocation("the rotation Q", d * d, 8, ("d", "d"), "lower d, or pass rotate=False (no d x d matrix)"),
-                # besides Q: the Gaussian d x d matrix, LAPACK's copy of it and workspace, the factor R
-                Allocation("the QR factorisation that draws Q", d * d, 25, ("d", "d"),
-                           "lower d, or pass rotate=False (no d x d matrix)", transient=True),
-                Allocation("the arms' span Q[:, :rank] diag(sqrt(lambda))", r * d, 8, span, "lower d or rank"),
+                Allocation(
+                    "the rotation Q",
+                    d * d,
+                    8,
+                    ("d", "d"),
+                    "lower d, or pass rotate=False (no d x d matrix)",
+                ),
+                # besides Q: the Gaussian d x d matrix, LAPACK's copy of it and workspace, the
+                # factor R
+                Allocation(
+                    "the QR factorisation that draws Q",
+                    d * d,
+                    25,
+                    ("d", "d"),
+                    "lower d, or pass rotate=False (no d x d matrix)",
+                    transient=True,
+                ),
+                Allocation(
+                    "the arms' span Q[:, :rank] diag(sqrt(lambda))",
+                    r * d,
+                    8,
+                    span,
+                    "lower d or rank",
+                ),
             ]
-        return estimate.plus(*allocations, **({"rank": rank} if rank is not None else {}), rotate=bool(rotate))
+        return estimate.plus(
+            *allocations, **({"rank": rank} if rank is not None else {}), rotate=bool(rotate)
+        )
 
     def _sample_problem(self, rng: np.random.Generator) -> None:
         if not self.rotate:
@@ -226,11 +279,14 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
         self.basis = q * np.sign(np.diag(r))
         g = rng.standard_normal(self._r)
         self.theta_star = self.basis[:, : self._r] @ (g / np.linalg.norm(g))
-        self._span = np.ascontiguousarray(self.basis[:, : self._r].T * self._scale[:, None])  # (r, d)
+        self._span = np.ascontiguousarray(
+            self.basis[:, : self._r].T * self._scale[:, None]
+        )  # (r, d)
 
     @property
     def basis(self) -> np.ndarray | None:
-        """``Q``: the eigenvectors of ``E[x x^T]`` as columns (the identity, built on demand, without ``rotate``)."""
+        """``Q``: the eigenvectors of ``E[x x^T]`` as columns (the identity, built on demand,
+        without ``rotate``)."""
         if self._basis is None and not self.rotate and self.theta_star is not None:
             return np.eye(self.d)
         return self._basis

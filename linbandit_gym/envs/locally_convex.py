@@ -1,4 +1,5 @@
-"""Arm sets sampled from a sphere or an ellipsoid: a locally convex arm space (Wen et al. 2025, Obs. 1).
+"""Arm sets sampled from a sphere or an ellipsoid: a locally convex arm space (Wen et al. 2025, Obs.
+1).
 
 Wen et al. (2025), Sec. 2.3, Observation 1 and App. C.1, Theorem 5 (after Banerjee et al.
 2023, Thm. 3.3): when the arm space has a curved ("locally convex") surface around the
@@ -12,9 +13,10 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
+
 from .base import LinBanditEnv, check_nonnegative_float, check_positive_int, short_repr
 from .memory import Allocation, MemoryEstimate
 
@@ -140,37 +142,61 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
             or not isinstance(local_min_angle, numbers.Real)
             or not (0.0 < local_min_angle < math.pi / 2)
         ):
-            raise ValueError(f"local_min_angle must be an angle in (0, pi/2) radians, got {short_repr(local_min_angle)}")
-        self._refuse_if_too_large(self._memory_estimate(
-            d=d, n_arms=n_arms, horizon=horizon, render_mode=render_mode, local_frac=local_frac
-        ))
+            raise ValueError(
+                "local_min_angle must be an angle in (0, pi/2) radians, got "
+                f"{short_repr(local_min_angle)}"
+            )
+        self._refuse_if_too_large(
+            self._memory_estimate(
+                d=d, n_arms=n_arms, horizon=horizon, render_mode=render_mode, local_frac=local_frac
+            )
+        )
         if shape is None:
             shape = "sphere" if axes is None else "ellipsoid"
         if not isinstance(shape, str) or shape not in _SHAPES:
             raise ValueError(f"shape must be one of {_SHAPES}, got {short_repr(shape)}")
         if shape == "sphere":
             if axes is not None:
-                raise ValueError("axes= describes an ellipsoid; pass shape='ellipsoid' (or omit shape) with axes")
+                raise ValueError(
+                    "axes= describes an ellipsoid; pass shape='ellipsoid' (or omit shape) with axes"
+                )
             semi_axes = np.ones(d)
         elif axes is None:
             semi_axes = np.linspace(1.0, 0.5, d)
         else:
             if np.iscomplexobj(axes):  # a cast would drop the imaginary part silently
-                raise ValueError(f"axes must be real numbers, got complex values {short_repr(axes)}")
+                raise ValueError(
+                    f"axes must be real numbers, got complex values {short_repr(axes)}"
+                )
             try:
                 semi_axes = np.asarray(axes, dtype=np.float64)
             except (TypeError, ValueError):
-                raise ValueError(f"axes must be a sequence of d={d} positive numbers, got {short_repr(axes)}") from None
-            if semi_axes.shape != (d,) or not np.all(np.isfinite(semi_axes)) or not np.all(semi_axes > 0):
-                raise ValueError(f"axes must be a sequence of d={d} finite positive numbers, got {short_repr(axes)}")
+                raise ValueError(
+                    f"axes must be a sequence of d={d} positive numbers, got {short_repr(axes)}"
+                ) from None
+            if (
+                semi_axes.shape != (d,)
+                or not np.all(np.isfinite(semi_axes))
+                or not np.all(semi_axes > 0)
+            ):
+                raise ValueError(
+                    f"axes must be a sequence of d={d} finite positive numbers, got "
+                    f"{short_repr(axes)}"
+                )
             low, high = float(_FLOAT32.tiny), float(_FLOAT32.max)
             if not np.all((semi_axes >= low) & (semi_axes <= high)):
-                raise ValueError(f"axes must lie in [{low:.3g}, {high:.3g}] (the arms are float32 "
-                                 "observations: a longer axis is inf there, a shorter one 0), got "
-                                 f"{short_repr(axes)}")
+                raise ValueError(
+                    f"axes must lie in [{low:.3g}, {high:.3g}] (the arms are float32 "
+                    "observations: a longer axis is inf there, a shorter one 0), got "
+                    f"{short_repr(axes)}"
+                )
         # every coordinate satisfies |x_i| <= a_i <= max(a)
         super().__init__(
-            d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=float(np.max(semi_axes)),
+            d=d,
+            n_arms=n_arms,
+            horizon=horizon,
+            noise_std=noise_std,
+            arm_bound=float(np.max(semi_axes)),
             render_mode=render_mode,
         )
         self.shape = shape
@@ -189,8 +215,14 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
         return estimate.plus(
             Allocation("the semi-axes, x* and its direction", d, 32, ("d",), "lower d"),
             # the cap draws: directions, their projections and the rotated arms (see _sample_arms)
-            Allocation("the arms drawn near x*", n_local * d, 16, ("local_frac x n_arms", "d"),
-                       "lower local_frac, n_arms or d", transient=True),
+            Allocation(
+                "the arms drawn near x*",
+                n_local * d,
+                16,
+                ("local_frac x n_arms", "d"),
+                "lower local_frac, n_arms or d",
+                transient=True,
+            ),
         )
 
     def _sample_problem(self, rng: np.random.Generator) -> None:

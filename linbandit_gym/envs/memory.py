@@ -18,7 +18,8 @@ small factor of it.
 The limit is the one agents use too (:mod:`linbandit_host.memory`): the memory available now,
 or ``$LINBANDIT_MEMORY_LIMIT``. Tests and callers may monkeypatch :func:`memory_limit_bytes` here.
 
->>> est = MemoryEstimate("Demo", {"d": 10}, (Allocation("arms", 10 * 4, 8, ("n_arms", "d"), "lower d"),))
+>>> arms = Allocation("arms", 10 * 4, 8, ("n_arms", "d"), "lower d")
+>>> est = MemoryEstimate("Demo", {"d": 10}, (arms,))
 >>> est.nbytes, format_bytes(3_400_000_000)
 (320, '3.17 GiB')
 """
@@ -57,9 +58,9 @@ __all__ = [
 ]
 
 
-
 class Shown(str):
-    """An argument value shown as written in messages, not quoted: ``dataset=(X, y) with X of shape (n, d)``."""
+    """An argument value shown as written in messages, not quoted: ``dataset=(X, y) with X of shape
+    (n, d)``."""
 
     def __repr__(self) -> str:
         return str(self)
@@ -113,7 +114,9 @@ class MemoryEstimate:
     def plus(self, *allocations: Allocation, **arguments: Any) -> MemoryEstimate:
         """This estimate with more allocations (and more arguments named in messages)."""
         return replace(
-            self, arguments={**self.arguments, **arguments}, allocations=self.allocations + tuple(allocations)
+            self,
+            arguments={**self.arguments, **arguments},
+            allocations=self.allocations + tuple(allocations),
         )
 
     def largest(self) -> Allocation:
@@ -123,12 +126,22 @@ class MemoryEstimate:
         """The estimate of ``num_envs`` such envs side by side (a vector env's members): every
         allocation ``num_envs`` times, except the ``shared`` and ``transient`` ones."""
         allocations = tuple(
-            a if a.shared or a.transient else replace(
-                a, count=a.count * num_envs, factors=("num_envs", *a.factors), fix=f"lower num_envs, or {a.fix}"
+            a
+            if a.shared or a.transient
+            else replace(
+                a,
+                count=a.count * num_envs,
+                factors=("num_envs", *a.factors),
+                fix=f"lower num_envs, or {a.fix}",
             )
             for a in self.allocations
         )
-        return replace(self, owner=owner, arguments={"num_envs": num_envs, **self.arguments}, allocations=allocations)
+        return replace(
+            self,
+            owner=owner,
+            arguments={"num_envs": num_envs, **self.arguments},
+            allocations=allocations,
+        )
 
 
 #: Bytes one round of one member takes in a run's records at their peak: the loop's columns
@@ -203,8 +216,11 @@ def check_fits(estimate: MemoryEstimate, limit: int | None = None) -> None:
     source = memory_limit_source()
     arguments = ", ".join(f"{name}={value!r}" for name, value in estimate.arguments.items())
     raise EnvTooLargeError(
-        f"{estimate.owner}({arguments}) needs about {format_bytes(total)} of memory ({format_count(total)} bytes), "
-        f"more than {source} ({format_bytes(limit)}). Most of it grows with {' x '.join(big.factors)} = "
-        f"{format_count(big.count)} numbers at {itemsize} bytes each ({'; '.join(a.what for a in group)}). "
+        f"{estimate.owner}({arguments}) needs about {format_bytes(total)} of memory "
+        f"({format_count(total)} bytes), "
+        f"more than {source} ({format_bytes(limit)}). Most of it grows with "
+        f"{' x '.join(big.factors)} = "
+        f"{format_count(big.count)} numbers at {itemsize} bytes each "
+        f"({'; '.join(a.what for a in group)}). "
         f"To fix: {big.fix}{bound}."
     )

@@ -13,10 +13,10 @@ __all__ = ["SyntheticLinBanditEnv"]
 class SyntheticLinBanditEnv(LinBanditEnv):
     """Gaussian arms, unit-norm theta*, Gaussian reward noise.
 
-    The synthetic setting of Wen et al. (2025), Sec. 5 (after Chen et al. 2020): every round ``n_arms``
-    arms are drawn i.i.d. from N(0, I_d) and scaled to unit norm; theta* ~ N(0, I_d) is
-    normalised. The isotropic arms make the played design matrix's spectrum flat (a heavy
-    tail), the regime where fixed-size sketches turn regret linear.
+    The synthetic setting of Wen et al. (2025), Sec. 5 (after Chen et al. 2020): every round
+    ``n_arms`` arms are drawn i.i.d. from N(0, I_d) and scaled to unit norm; theta* ~ N(0, I_d) is
+    normalised. The isotropic arms make the played design matrix's spectrum flat (a heavy tail), the
+    regime where fixed-size sketches turn regret linear.
 
     ## Action Space
     ``Discrete(n_arms)``: the index of the arm to play.
@@ -68,10 +68,16 @@ class SyntheticLinBanditEnv(LinBanditEnv):
         normalize_arms = check_bool("normalize_arms", normalize_arms)
         fixed_arms = check_bool("fixed_arms", fixed_arms)
         self._refuse_if_too_large(
-            self._memory_estimate(d=d, n_arms=n_arms, horizon=horizon, render_mode=render_mode, fixed_arms=fixed_arms)
+            self._memory_estimate(
+                d=d, n_arms=n_arms, horizon=horizon, render_mode=render_mode, fixed_arms=fixed_arms
+            )
         )
         super().__init__(
-            d=d, n_arms=n_arms, horizon=horizon, noise_std=noise_std, arm_bound=1.0 if normalize_arms else np.inf,
+            d=d,
+            n_arms=n_arms,
+            horizon=horizon,
+            noise_std=noise_std,
+            arm_bound=1.0 if normalize_arms else np.inf,
             render_mode=render_mode,
         )
         self.normalize_arms = normalize_arms
@@ -84,8 +90,15 @@ class SyntheticLinBanditEnv(LinBanditEnv):
         if not check_bool("fixed_arms", fixed_arms):
             return estimate
         n_arms, d = estimate.obs_shape
-        return estimate.plus(Allocation("the fixed arm set (fixed_arms=True, float64)", n_arms * d, 8, ("n_arms", "d"),
-                                        "lower d or n_arms"))
+        return estimate.plus(
+            Allocation(
+                "the fixed arm set (fixed_arms=True, float64)",
+                n_arms * d,
+                8,
+                ("n_arms", "d"),
+                "lower d or n_arms",
+            )
+        )
 
     def _draw_arms(self, rng: np.random.Generator) -> np.ndarray:
         arms = rng.standard_normal((self.n_arms, self.d))

@@ -1,6 +1,6 @@
 """Warnings of linbandit-gym's envs and experiments, attributed to the user's line (once per cause:
-:func:`linbandit_host.user_line.warn_user`). :class:`LinBanditWarning` is the category of every such warning:
-filter them with ``warnings.filterwarnings("ignore", category=LinBanditWarning)``.
+:func:`linbandit_host.user_line.warn_user`). :class:`LinBanditWarning` is the category of every such
+warning: filter them with ``warnings.filterwarnings("ignore", category=LinBanditWarning)``.
 """
 
 from __future__ import annotations
