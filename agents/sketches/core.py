@@ -159,12 +159,11 @@ def rounding(
     Why ``carried``. A shrink's new rows ``sqrt(s_i^2 - delta)`` are differences of larger numbers:
     they keep the rounding of the mass they were formed from, which a later range of far less mass
     (its own ``||C_r||``, ``||M_r||``) no longer sees. A tie with a kept value (a later row of
-    exactly its scale, Wen et al. (2025)'s adversarial streams) would then show as a difference
-    above that range's own rounding, and the rank cut (:func:`fd_shrink`) would keep or drop it by
-    the last bits of the route that computed it (numpy or torch, batched or single, raw rows or
-    coordinates). So the rounding of a range is never below the one its rows were left with (the
-    largest mass they were formed from; the same scale's rounding does not add up shrink after
-    shrink)."""
+    exactly its scale) would then show as a difference above that range's own rounding, and the
+    rank cut (:func:`fd_shrink`) would keep or drop it by the last bits of the route that computed
+    it (numpy or torch, batched or single, raw rows or coordinates). So the rounding of a range is
+    never below the one its rows were left with (that of the largest mass they were formed from;
+    the same scale's rounding does not add up shrink after shrink)."""
     lam = _host64(xp, lam)
     coord = ((eps_work + eps_core) * math.sqrt(n)) * np.sqrt(lam.sum(axis=1))
     gram = (n * eps_core) * lam[:, 0]
