@@ -6,7 +6,7 @@ seeds both the env member and the agent member -- through a native vector env
 (:func:`linbandit_gym.loop.play`), and returns the same per-round records (one per (agent,
 env, seed, round), same columns, same order: seed by seed, round by round).
 ``run(..., batched=None)`` takes this path by itself when :func:`can_batch` says the env id and
-the agent allow it, there are >= 2 seeds and one member's state is small
+the agent allow it, there are at least :data:`MIN_BATCH` seeds and one member's state is small
 (:func:`member_state_is_small`).
 
 What differs from the loop over seeds: ``agent_time`` (CPU seconds, as in ``run``),
@@ -35,8 +35,8 @@ from .registration import register_envs
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 from .vector import supports_vector
 
-__all__ = ["batch_is_faster", "can_batch", "member_state_is_small", "play_members", "run_batched", "DEFAULT_MAX_BATCH",
-           "SMALL_STATE"]
+__all__ = ["batch_is_faster", "can_batch", "member_state_is_small", "members_agent", "play_members",
+           "run_batched", "vector_env", "DEFAULT_MAX_BATCH", "MIN_BATCH", "SMALL_STATE"]
 
 #: seeds advanced together at most (more seeds run in consecutive chunks)
 DEFAULT_MAX_BATCH = 64
@@ -53,6 +53,13 @@ DEFAULT_MAX_BATCH = 64
 #: run at 0.8-1.2x of the single path.
 SMALL_STATE = 1024**2
 
+#: By default (``run(..., batched=None)``, and the sweep planner's ``batched=None``) a batch has
+#: at least this many members. A single agent on the CPU runs on the numpy backend, a batch on
+#: torch, whose every op costs a fixed dispatch for all B members at once: that is shared only
+#: when B is large enough, and below this many members the runs one by one are the faster
+#: (``benchmarks/bench_batch_size.py`` measures both per member-round against B).
+MIN_BATCH = 8
+
 
 def _env_id(env: Any) -> str | None:
     return env if isinstance(env, str) else None
@@ -68,10 +75,11 @@ def can_batch(env: Any, agent: Any) -> bool:
 
 
 def batch_is_faster(env: Any, env_kwargs: dict | None, agent: Any, seeds: list[int]) -> bool:
-    """Whether ``run(env, agent, seeds)`` takes the batched path by default: there are >= 2
-    seeds, env and agent can batch (:func:`can_batch`) and one member's state is small
-    (:func:`member_state_is_small`)."""
-    return len(seeds) > 1 and can_batch(env, agent) and member_state_is_small(env, env_kwargs, agent, seeds[0])
+    """Whether ``run(env, agent, seeds)`` takes the batched path by default: there are at least
+    :data:`MIN_BATCH` seeds, env and agent can batch (:func:`can_batch`) and one member's state
+    is small (:func:`member_state_is_small`)."""
+    return (len(seeds) >= MIN_BATCH and can_batch(env, agent)
+            and member_state_is_small(env, env_kwargs, agent, seeds[0]))
 
 
 def member_state_is_small(env_id: str, env_kwargs: dict | None, agent: Any, seed: int) -> bool:
@@ -151,7 +159,7 @@ def run_batched(
     cpu, _ = cpu_clock(threads)
     try:
         for chunk in chunks:
-            venv = _vector_env(env_id, chunk, env_kwargs)
+            venv = vector_env(env_id, chunk, env_kwargs)
             try:
                 if bar is None:
                     rounds = min(x for x in (venv.unwrapped.horizon, max_rounds) if x is not None)
@@ -170,7 +178,18 @@ def run_batched(
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
-def _vector_env(env_id: str, seeds: list[int], env_kwargs: dict):
+def members_agent(configs: list[dict]) -> Any:
+    """One batched agent whose member i plays as the agent that ``configs[i]`` (``{"name",
+    "args"}``: a registered name or ``module:Class`` and its arguments, as a sweep's run config
+    names it) builds (:func:`agents.batched.batched_members`)."""
+    from agents.batched import batched_members
+
+    from .registry import resolve_agent
+
+    return batched_members([resolve_agent(c["name"], dict(c["args"])) for c in configs])
+
+
+def vector_env(env_id: str, seeds: list[int], env_kwargs: dict):
     """The vector env that plays ``seeds``: one member per distinct seed (members of a batch
     that share a seed share its arm sets, see :meth:`~linbandit_gym.vector.LinBanditVectorEnv.step_players`)."""
     return gym.make_vec(env_id, num_envs=len(set(seeds)), vectorization_mode="vector_entry_point", **env_kwargs)
@@ -210,7 +229,7 @@ def play_members(
         raise ValueError(f"a batch of {B} members needs {B} seeds, agent names and env names, got "
                          f"{len(seeds)}, {len(agent_names)} and {len(env_names)}")
     cpu, _ = cpu_clock(threads)
-    venv = _vector_env(env, seeds, dict(env_kwargs or {}))
+    venv = vector_env(env, seeds, dict(env_kwargs or {}))
     try:
         with thread_limit(threads):
             members = batch_members(venv, agent, seeds, agent_names, env_names)

@@ -66,9 +66,10 @@ def run(
         progress: show a tqdm bar; default: only when stderr is a terminal.
         batched: ``None`` (default) advances all seeds together as one tensor program
             (:func:`linbandit_gym.batched.run_batched`: same records, same choices) when ``env`` is
-            an id with a native vector env, ``agent`` one of ours, there are >= 2 seeds and one
-            member's state is small (:func:`linbandit_gym.batched.batch_is_faster`: where a batch
-            is the faster of the two);
+            an id with a native vector env, ``agent`` one of ours, there are at least
+            :data:`~linbandit_gym.batched.MIN_BATCH` seeds and one member's state is small
+            (:func:`linbandit_gym.batched.batch_is_faster`: where a batch is the faster of the
+            two);
             ``True`` insists (error if impossible); ``False`` plays the seeds one by one.
         threads: torch intra-op and BLAS threads during the run (default 1, restored afterwards;
             ``None`` leaves the process's setting), see :mod:`linbandit_gym.threads`.

@@ -28,9 +28,10 @@ experiments and the command line).
 
 from __future__ import annotations
 
+import itertools
 import numbers
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -46,7 +47,8 @@ from .registration import register_envs
 
 __all__ = ["RECORD_COLUMNS", "SEED_LIMIT", "TIMING_COLUMNS", "Members",
            "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label",
-           "batch_members", "check_seeds", "env_shape", "make_env", "play", "records_frame", "single_members"]
+           "batch_members", "check_seeds", "env_shape", "make_env", "play", "play_in_stages",
+           "records_frame", "single_members"]
 
 #: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
 #: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
@@ -285,15 +287,17 @@ class RoundRecords:
     round and member the action, reward, expected and best expected reward, regret, memory,
     sketch size and exact mode (``(capacity,)`` arrays for a single env, whose values are
     scalars, ``(capacity, B)`` for the B members of a vector env, so that a round is one
-    assignment either way), and
-    per round the batch's agent CPU, agent wall and round wall seconds; ``feedback`` is the
-    schedule the rounds were played by."""
+    assignment either way), and per round the batch's agent CPU, agent wall and round wall
+    seconds; ``feedback`` is the schedule the rounds were played by. ``cpu_time``: the CPU
+    seconds of the rounds played, on the loop's clock (``act``, the env's step, ``update``,
+    writing the row): with ``agent_time``, what a round spends outside the agent."""
 
     def __init__(self, members: Members, capacity: int,
                  feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK):
         self.members = members
         self.feedback = feedback
         self.rounds = 0
+        self.cpu_time = 0.0
         self._allocate(max(1, capacity))
 
     def _allocate(self, capacity: int) -> None:
@@ -399,6 +403,44 @@ def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], f
     ``act``, updates every n rounds, what is still held in the last round); the records of that
     round then hold the time and the state after those updates.
     """
+    *_, records = play_in_stages(members, [max_rounds], cpu=cpu, bar=bar, feedback=feedback)
+    return records
+
+
+def play_in_stages(members: Members, stops: Sequence[int | None], *,
+                   cpu: Callable[[], float] = time.thread_time, bar: Any = None,
+                   feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK) -> Iterator[RoundRecords]:
+    """Play one episode of every member of ``members`` in stages: the rounds up to ``stops[0]``,
+    then on to ``stops[1]``, and so on, yielding the records after each stop.
+
+    ``stops`` are increasing round counts; the last may be ``None`` (the end of the episode).
+    Between two stages the env and the agent wait as they are, their state kept: nothing is
+    reset or replayed, so the records after the last stop are those of :func:`play` with
+    ``max_rounds=stops[-1]`` in every column but the times (:data:`TIMING_COLUMNS`; a pause is
+    nobody's time). Closing the iterator early drops the members where they stand. If the env
+    ends the episode before a stop, the records are yielded there and the iteration ends. The
+    records yielded are one :class:`RoundRecords` that grows: read it (:meth:`~RoundRecords.frame`)
+    before asking for the next stage. ``feedback`` as in :func:`play`: feedback still held at a
+    stop stays held (the episode goes on); only the episode's last round applies it.
+    """
+    stops = list(stops)
+    def is_round_count(s: Any) -> bool:
+        return not isinstance(s, bool) and isinstance(s, numbers.Integral) and s >= 1
+
+    if not stops or any(s is not None and not is_round_count(s) for s in stops):
+        raise ValueError(f"stops must be round counts >= 1 (the last may be None), got {stops!r}")
+    if None in stops[:-1] or any(a >= b for a, b in itertools.pairwise(stops) if b is not None):
+        raise ValueError("stops must increase, with None (the end of the episode) only last, "
+                         f"got {stops!r}")
+    return _stages(members, stops, cpu, bar, feedback)
+
+
+def _stages(members: Members, stops: list[int | None], cpu: Callable[[], float], bar: Any,
+            feedback: FeedbackSchedule) -> Iterator[RoundRecords]:
+    """The rounds of :func:`play_in_stages` (its arguments checked)."""
+    max_rounds = stops[-1]
+    pending = iter(stops)
+    stop = next(pending)
     envs, agent, size = members.envs, members.agent, members.size
     members.reset_agent(members.seeds)
     obs = envs.reset(members.seeds)
@@ -415,6 +457,7 @@ def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], f
     reads_state = memory is not None or sketch_size is not None or exact_mode is not None
     t = 0
     cpu_start, wall_start = cpu(), wall()
+    cpu_stage = cpu_start
     while True:
         actions = act(obs)
         cpu_acted, wall_acted = cpu(), wall()
@@ -446,11 +489,17 @@ def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], f
         t += 1
         if last:
             break
+        if t == stop:
+            records.rounds, records.cpu_time = t, records.cpu_time + cpu_end - cpu_stage
+            yield records  # the members wait here, as they are
+            stop = next(pending)
+            cpu_end, wall_end = cpu(), wall()  # the pause is nobody's time
+            cpu_stage = cpu_end
         obs = next_obs
         cpu_start, wall_start = cpu_end, wall_end
         if t == records.capacity:
             records.grow()
             (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col,
              exact_col, agent_cpu_col, agent_wall_col, round_wall_col) = records.columns()
-    records.rounds = t
-    return records
+    records.rounds, records.cpu_time = t, records.cpu_time + cpu_end - cpu_stage
+    yield records

@@ -762,12 +762,14 @@ OUTPUT_NAMES = (
     "tune-table.csv",
     "tuned.yaml",
     "tuned-config.yaml",
+    "halving",
 )
 
 
-def check_output_dir(out: str | Path) -> Path:
+def check_output_dir(out: str | Path, keeps: tuple[str, ...] = ("runs", "failed")) -> Path:
     """``out`` if a command can write its files there, checked without writing anything: it is
-    a directory (or does not exist yet), ``runs`` and ``failed`` are directories where they
+    a directory (or does not exist yet), ``plots`` and the directories it ``keeps`` (``runs``
+    and ``failed``; a tuning by successive halving ``halving``) are directories where they
     exist, and no symbolic link among the places the commands write (:data:`OUTPUT_NAMES`)
     leads out of it (:func:`check_output_paths`).
 
@@ -777,7 +779,7 @@ def check_output_dir(out: str | Path) -> Path:
     out = Path(out)
     if (out.exists() or out.is_symlink()) and not out.is_dir():
         raise OutputError(f"{out} is not a directory: choose another output directory (--out)")
-    for sub in ("runs", "failed", "plots"):
+    for sub in dict.fromkeys((*keeps, "plots")):
         if (out / sub).exists() and not (out / sub).is_dir():
             raise OutputError(
                 f"{out / sub} is a file, where {out} keeps its {sub}/ directory: "
@@ -788,16 +790,19 @@ def check_output_dir(out: str | Path) -> Path:
 
 
 @contextmanager
-def writing_output_dir(out: Path, what: str) -> Iterator[None]:
+def writing_output_dir(
+    out: Path, what: str, keeps: tuple[str, ...] = ("runs", "failed")
+) -> Iterator[None]:
     """Hold the lock of ``out`` (one writer per directory), check it again under the lock
-    (:func:`check_output_dir`), clear what dead writers left, and turn an error of the file
-    system into one clear :class:`OutputError`."""
-    check_output_dir(out)
+    (:func:`check_output_dir`), make its first directory of ``keeps`` (``runs/``; a tuning by
+    successive halving keeps ``halving/``), clear what dead writers left there and in ``out``,
+    and turn an error of the file system into one clear :class:`OutputError`."""
+    check_output_dir(out, keeps)
     with lock_output_dir(out, what):
         try:
-            check_output_dir(out)
-            (out / "runs").mkdir(exist_ok=True)
-            for directory in (out, out / "runs", out / "failed"):
+            check_output_dir(out, keeps)
+            (out / keeps[0]).mkdir(exist_ok=True)
+            for directory in (out, *(out / sub for sub in keeps)):
                 remove_stale_temporaries(directory)
             yield
         except (

@@ -27,6 +27,7 @@ from agents.sketches.dbs import DyadicBlockSketch
 from agents.sketches.fd import FrequentDirections
 from agents.sketches.rfd import RobustFrequentDirections
 from linbandit_gym import batched as batched_run
+from linbandit_gym.batched import MIN_BATCH
 from linbandit_gym.cli import main
 from linbandit_gym.evaluate import RECORD_COLUMNS
 from linbandit_gym.loop import TIMING_COLUMNS
@@ -534,9 +535,12 @@ def batched_calls(monkeypatch):
 
 def test_run_takes_the_batched_path_and_gives_the_same_records(batched_calls):
     calls = batched_calls
-    auto = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[4, 9, 2], env_kwargs=SMALL)
+    seeds = [4, 9, 2] + list(range(20, 17 + MIN_BATCH))  # MIN_BATCH seeds, in no order
+    auto = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=seeds,
+                             env_kwargs=SMALL)
     assert len(calls) == 1
-    loop = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[4, 9, 2], env_kwargs=SMALL, batched=False)
+    loop = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=seeds,
+                             env_kwargs=SMALL, batched=False)
     assert len(calls) == 1
     assert list(auto.columns) == RECORD_COLUMNS == list(loop.columns)
     pd.testing.assert_frame_equal(auto.drop(columns=TIMING), loop.drop(columns=TIMING))
@@ -544,6 +548,8 @@ def test_run_takes_the_batched_path_and_gives_the_same_records(batched_calls):
         assert g["agent_time"].is_monotonic_increasing and (g["wall_time"] >= g["agent_wall_time"]).all()
     linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[4], env_kwargs=SMALL)
     assert len(calls) == 1  # one seed: nothing to batch
+    linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=seeds[:-1], env_kwargs=SMALL)
+    assert len(calls) == 1  # fewer than MIN_BATCH seeds: one after another is faster
 
 
 def test_run_batches_by_default_only_members_with_a_small_state(batched_calls):
@@ -555,11 +561,12 @@ def test_run_batches_by_default_only_members_with_a_small_state(batched_calls):
     calls = batched_calls
     wide = dict(d=400, n_arms=3, horizon=3)
     assert 8 * 400 * 400 > SMALL_STATE
-    linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=2, env_kwargs=wide)
+    linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=MIN_BATCH, env_kwargs=wide)
     assert calls == []
     linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=2, env_kwargs=wide, batched=True)
     assert len(calls) == 1
-    linbandit_gym.run("LinBandit-Synthetic-v0", SOFUL(beta=0.1, sketch_size=4), seeds=2, env_kwargs=wide)
+    linbandit_gym.run("LinBandit-Synthetic-v0", SOFUL(beta=0.1, sketch_size=4), seeds=MIN_BATCH,
+                      env_kwargs=wide)
     assert len(calls) == 2
 
 

@@ -182,10 +182,32 @@ def test_dataset_loaded_once_per_instance(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(classification, "load_dataset", counting)
+    classification._packaged_dataset.cache_clear()
     env = ClassificationBanditEnv(dataset="digits", horizon=3)
     for seed in range(4):
         play(env, seed, lambda obs, t: 0)
     assert len(calls) == 1
+
+
+def test_envs_of_a_packaged_dataset_share_it_read_only(monkeypatch):
+    calls = []
+    real = classification.load_dataset
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(classification, "load_dataset", counting)
+    classification._packaged_dataset.cache_clear()
+    first, second = (ClassificationBanditEnv(dataset="digits", horizon=3) for _ in range(2))
+    raw = ClassificationBanditEnv(dataset="digits", horizon=3, normalize=False)
+    assert len(calls) == 2  # once per preparation (normalised or not), not once per env
+    assert first._features is second._features and raw._features is not first._features
+    with pytest.raises(ValueError, match="read-only"):
+        first._features[0, 0] = 1.0  # no env can change what the others play
+    for seed in range(3):  # sharing changes nothing an episode gives
+        a, b = play(first, seed, lambda obs, t: t % 10), play(second, seed, lambda obs, t: t % 10)
+        assert a["rewards"] == b["rewards"]
 
 
 # -- MNIST on a fresh install, no network ------------------------------------------------------

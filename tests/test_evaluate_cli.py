@@ -114,6 +114,9 @@ def test_console_script_help_and_list():
 
 def test_run_says_how_its_times_were_measured(capsys):
     args = ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--env-arg", "d=8", "--horizon", "5",
-            "--seeds", "2", "--no-progress"]
-    assert main(args) == 0 and "batch share" in capsys.readouterr().out  # a small state: batched by default
+            "--seeds", "8", "--no-progress"]
+    # a small state and 8 seeds (MIN_BATCH): batched by default
+    assert main(args) == 0 and "batch share" in capsys.readouterr().out
     assert main(args + ["--no-batched"]) == 0 and "alone" in capsys.readouterr().out
+    assert main(args[:-2] + ["2", "--no-progress"]) == 0  # 2 seeds: faster one by one
+    assert "alone" in capsys.readouterr().out

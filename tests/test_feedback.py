@@ -454,8 +454,18 @@ def test_run_out_saves_the_schedule_and_resumes_only_its_own_runs(tmp_path, caps
 def test_tune_tunes_each_agent_under_the_schedule_its_evaluation_runs_play(tmp_path):
     config = {"seeds": 1, "feedback_delay": [0, 3], "agents": [{"name": "OFUL"}],
               "envs": [{"id": ENV, "args": {"d": 4, "n_arms": 3, "horizon": 10}}]}
-    result = tune(config, tmp_path, beta=[0.1, 1.0], lam=[1.0], seeds=1, log=None)
-    runs = load_runs(tmp_path)
+    result = tune(config, tmp_path / "grid", beta=[0.1, 1.0], lam=[1.0], seeds=1,
+                  schedule="grid", log=None)
+    runs = load_runs(tmp_path / "grid")
     assert sorted(set(zip(runs["family"], runs["feedback_delay"]))) == [
         ("OFUL", 0), ("OFUL feedback_delay=3", 3)]
     assert set(result.tuned[ENV]) == {"OFUL", "OFUL feedback_delay=3"}
+    # successive halving plays its pairs under the same schedules: two pairs play every round
+    # (one rung), so each pair's regret is the grid's run's, for both settings
+    halving = tune(config, tmp_path / "halving", beta=[0.1, 1.0], lam=[1.0], seeds=1,
+                   schedule="halving", log=None)
+    keys = ["agent", "beta", "lam"]
+    pd.testing.assert_series_equal(
+        halving.table.set_index(keys)["final_regret"].sort_index(),
+        result.table.set_index(keys)["final_regret"].sort_index(), check_exact=True)
+    assert set(halving.tuned[ENV]) == {"OFUL", "OFUL feedback_delay=3"}

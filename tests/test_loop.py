@@ -1,17 +1,30 @@
 """The one evaluation loop (linbandit_gym.loop.play): what it writes, for a single env and agent
 (a vector of one) and for the members of a vector env and a batched agent."""
 
+import time
+
 import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
 from gymnasium import spaces
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import linbandit_gym
 from agents import OFUL, SOFUL, GAllocation
 from agents.batched import batched
 from linbandit_gym.envs.memory import RECORD_BYTES_PER_ROUND
-from linbandit_gym.loop import RECORD_COLUMNS, TIMING_COLUMNS, batch_members, play, records_frame, single_members
+from linbandit_gym.feedback import FeedbackSchedule
+from linbandit_gym.loop import (
+    RECORD_COLUMNS,
+    TIMING_COLUMNS,
+    batch_members,
+    play,
+    play_in_stages,
+    records_frame,
+    single_members,
+)
 
 SMALL = dict(d=6, n_arms=4, horizon=30)
 TIMING = TIMING_COLUMNS
@@ -109,6 +122,101 @@ def test_records_frame_joins_runs_in_order():
     first, second = (play(single_members(env, OFUL(), s, "OFUL", "e"), max_rounds=4) for s in (1, 2))
     frame = records_frame([first, second])
     assert frame["seed"].tolist() == [1] * 4 + [2] * 4 and frame["t"].tolist() == [1, 2, 3, 4] * 2
+
+
+def _members(kind: str, seeds: list[int], horizon: int):
+    """Fresh members to play: one SOFUL on its env, or a batch of OFUL members on a vector env."""
+    kwargs = {**SMALL, "horizon": horizon}
+    if kind == "single":
+        return single_members(
+            gym.make("LinBandit-Synthetic-v0", **kwargs),
+            SOFUL(sketch_size=3, beta=0.1),
+            seeds[0],
+            "a",
+            "e",
+        )
+    venv = gym.make_vec(
+        "LinBandit-Synthetic-v0",
+        num_envs=len(set(seeds)),
+        vectorization_mode="vector_entry_point",
+        **kwargs,
+    )
+    names = [f"m{i}" for i in range(len(seeds))]
+    return batch_members(
+        venv, batched(OFUL(beta=0.1), len(seeds)), seeds, names, ["e"] * len(seeds)
+    )
+
+
+@pytest.mark.filterwarnings("ignore:.*holds.*bytes per agent")
+@settings(max_examples=15, deadline=None)
+@given(
+    kind=st.sampled_from(["single", "batch"]),
+    seeds=st.lists(st.integers(0, 3), min_size=1, max_size=3),
+    cuts=st.lists(st.integers(1, 39), max_size=4, unique=True),
+    to_end=st.booleans(),
+    schedule=st.sampled_from([(0, 1), (3, 1), (0, 4), (2, 5)]),
+)
+def test_an_episode_played_in_stages_gives_the_records_of_one_played_through(
+    kind, seeds, cuts, to_end, schedule
+):
+    # The stages of two episodes interleave, as the rungs of successive halving do: neither
+    # disturbs the other, and each ends with the records of the same episode played at once,
+    # under any feedback schedule (feedback held at a stop stays held).
+    feedback = FeedbackSchedule(*schedule)
+    stops = sorted(cuts) + [None if to_end else 40]
+    seeds = seeds[:1] if kind == "single" else seeds
+    staged = [
+        play_in_stages(_members(kind, order, 40), stops, feedback=feedback)
+        for order in (seeds, seeds[::-1])
+    ]
+    seen = {0: [], 1: []}
+    for stop in stops:
+        for i, stages in enumerate(staged):
+            records = next(stages)
+            assert records.rounds == (
+                stop or 40
+            )  # the episode stops where it is told and waits there
+            seen[i].append(records.frame())
+    for stages in staged:
+        assert next(stages, None) is None  # nothing after the last stop
+    for i, order in enumerate((seeds, seeds[::-1])):
+        whole = play(_members(kind, order, 40), feedback=feedback).frame().drop(columns=TIMING)
+        assert seen[i][-1]["t"].max() == 40
+        pd.testing.assert_frame_equal(seen[i][-1].drop(columns=TIMING), whole, check_exact=True)
+        for frame, stop in zip(
+            seen[i], stops
+        ):  # each stage's records are the start of the whole episode's
+            assert frame["t"].max() == (stop or 40)
+            pd.testing.assert_frame_equal(
+                frame.drop(columns=TIMING).reset_index(drop=True),
+                whole[whole["t"] <= (stop or 40)].reset_index(drop=True),
+                check_exact=True,
+            )
+
+
+@pytest.mark.filterwarnings("ignore:.*holds.*bytes per agent")
+def test_a_stage_past_the_end_of_the_episode_ends_the_stages_there_and_pauses_cost_no_time():
+    stages = play_in_stages(_members("single", [1], 10), [4, 25, 60])
+    first = next(stages).frame()
+    time.sleep(0.3)  # the caller's pause between stages
+    last = next(stages)
+    assert (
+        last.rounds == 10 and next(stages, None) is None
+    )  # the env ended the episode at its horizon
+    frame = last.frame()
+    assert (
+        frame["wall_time"].iloc[4] - frame["wall_time"].iloc[3] < 0.3
+    )  # round 5 does not hold the pause
+    assert first["wall_time"].tolist() == frame["wall_time"].iloc[:4].tolist()
+    assert last.cpu_time >= frame["agent_time"].iloc[-1] > 0  # the rounds' CPU holds the agent's
+
+
+@pytest.mark.filterwarnings("ignore:.*holds.*bytes per agent")
+@pytest.mark.parametrize("stops", [[], [3, 3], [5, 2], [None, 4], [0], [2.5], [True]])
+def test_stops_that_are_not_increasing_round_counts_are_refused_before_anything_is_played(stops):
+    members = _members("single", [0], 10)
+    with pytest.raises(ValueError, match="stops must"):
+        play_in_stages(members, stops)
 
 
 # -- the records' size rule ------------------------------------------------------------------------

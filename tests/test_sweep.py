@@ -371,7 +371,8 @@ def test_tune_picks_the_lowest_mean_regret(tmp_path):
     from linbandit_gym.experiments.tune import tune
 
     cfg = {"name": "t", "seeds": 1, "envs": [ENV_A], "agents": [{"name": "OFUL", "args": {"beta": 0.3, "lam": 1.0}}]}
-    result = tune(cfg, tmp_path, beta=[0.0, 3.0], lam=[0.5, 5.0], seeds=2, log=None)
+    result = tune(cfg, tmp_path, beta=[0.0, 3.0], lam=[0.5, 5.0], seeds=2, schedule="grid",
+                  log=None)
     runs = load_runs(tmp_path)
     assert len(runs) == 2 * 2 * 2 and set(runs["seed"]) == {1000, 1001}
     means = runs.groupby(["arg.beta", "arg.lam"])["final_regret"].mean()

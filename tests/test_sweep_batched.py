@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import linbandit_gym.batched
+from linbandit_gym.batched import MIN_BATCH
 from linbandit_gym.cli import main
 from linbandit_gym.envs.memory import records_bytes
 from linbandit_gym.experiments import load_records, load_runs, parse_config, summary_table, sweep
@@ -73,7 +74,7 @@ def per_run_dir(tmp_path_factory):
 def batched_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("batched")
     lines = []
-    result = sweep(GRID, out, timing_runs=False, log=lines.append)  # batched by default, every seed
+    result = sweep(GRID, out, batched=True, timing_runs=False, log=lines.append)  # every seed
     assert result.ok and len(result.executed) == N_RUNS
     assert any(line.startswith(f"batched: {N_RUNS} runs in 5 batches of 6 members") for line in lines), lines
     return out
@@ -102,7 +103,7 @@ def test_the_first_seed_of_every_configuration_is_timed_alone(per_run_dir, tmp_p
     """By default the sweep plays seed 0 of each configuration on its own, and the tables of cost
     read those times, not the shares of batches the other seeds record."""
     lines = []
-    result = sweep(GRID, tmp_path, log=lines.append)
+    result = sweep(GRID, tmp_path, batched=True, log=lines.append)
     assert result.ok and len(result.executed) == N_RUNS
     assert any(line.startswith(f"batched: {N_RUNS - 10} runs in 5 batches of 4 members, 10 runs on their own "
                                "(seed 0 of each configuration timed alone)") for line in lines), lines
@@ -139,12 +140,12 @@ def _kill_saving_and_resume(cfg: dict, out, monkeypatch, kill_at: int, per_run_d
     specs = {spec.run_id: spec for spec in parse_config(cfg).runs}
     monkeypatch.setattr(sweep_module, "save_run", save_then_die)
     with pytest.raises(Interrupted, match=f"{kill_at}/{len(specs)} runs saved"):
-        sweep(cfg, out, timing_runs=False, log=None)
+        sweep(cfg, out, batched=True, timing_runs=False, log=None)
     monkeypatch.setattr(sweep_module, "save_run", real_save)
     assert [rid for rid in specs if is_finished(out, specs[rid])] == [rid for rid in specs if rid in saved]
     before = {rid: (out / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved}
     lines = []
-    result = sweep(cfg, out, timing_runs=False, log=lines.append)
+    result = sweep(cfg, out, batched=True, timing_runs=False, log=lines.append)
     assert sorted(result.skipped) == sorted(saved)
     assert sorted(result.executed) == sorted(set(specs) - set(saved)) and result.ok
     assert {rid: (out / "runs" / f"{rid}.json").stat().st_mtime_ns for rid in saved} == before
@@ -168,12 +169,12 @@ def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
         raise RuntimeError("injected batch failure")
 
     monkeypatch.setattr(linbandit_gym.batched, "play_members", broken)
-    first = sweep(cfg, tmp_path, timing_runs=False, log=None)
+    first = sweep(cfg, tmp_path, batched=True, timing_runs=False, log=None)
     assert len(first.failed) == 3 and not first.executed
     for rid in first.failed:
         assert "injected batch failure" in json.loads((tmp_path / "failed" / f"{rid}.json").read_text())["error"]
     monkeypatch.undo()
-    second = sweep(cfg, tmp_path, timing_runs=False, log=None)
+    second = sweep(cfg, tmp_path, batched=True, timing_runs=False, log=None)
     assert sorted(second.executed) == sorted(first.failed) and second.ok
     assert not list((tmp_path / "failed").glob("*.json"))
 
@@ -181,7 +182,7 @@ def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_batches_go_to_two_workers_as_units(per_run_dir, tmp_path):
     cfg = {**GRID, "agents": GRID["agents"][:2]}
-    result = sweep(cfg, tmp_path, workers=2, timing_runs=False, log=None)
+    result = sweep(cfg, tmp_path, workers=2, batched=True, timing_runs=False, log=None)
     assert result.ok and len(result.executed) == 12
     metas = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
     assert {m["batch_size"] for m in metas} == {6} and len({m["pid"] for m in metas}) == 2
@@ -210,13 +211,18 @@ def test_plan_partitions_the_runs_within_the_bounds(seeds, max_batch, budget_mem
     own = {"SOFUL": member_bytes("SOFUL", {"sketch_size": 3}, 5, 16) + records,
            "OFUL": member_bytes("OFUL", {}, 5, 16) + records}
     budget = budget_members * max(own.values())
-    units = pack(cfg.runs, shapes=shapes, max_batch=max_batch, batch_memory=budget, workers=workers)
+    units = pack(cfg.runs, shapes=shapes, max_batch=max_batch, batch_memory=budget, workers=workers,
+                 batched=True)
     _partition_ok(units, cfg.runs)
     for unit in units:
         assert len(unit) <= max_batch and (len(unit) == 1 or len(unit) * own[unit[0].config["agent"]["name"]] <= budget)
     assert len(units) >= min(workers, 2 * len(seeds))  # every worker gets a unit when there are enough runs
     if workers == 1 and max_batch >= len(seeds) and budget_members >= len(seeds):
         assert len(units) == 2  # one batch per agent
+    default = pack(cfg.runs, shapes=shapes, max_batch=max_batch, batch_memory=budget,
+                   workers=workers)
+    _partition_ok(default, cfg.runs)  # by default a batch has MIN_BATCH members, or runs alone
+    assert all(len(unit) == 1 or MIN_BATCH <= len(unit) <= max_batch for unit in default)
     assert pack(cfg.runs, shapes=shapes, batched=False) == [[s] for s in cfg.runs]
 
 
@@ -235,8 +241,10 @@ def test_plan_falls_back_to_single_runs():
     for cfg in (custom, bai, spectral, matrix):
         assert pack(cfg.runs) == [[s] for s in cfg.runs]
     ok = parse_config({"seeds": 3, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}}]})
-    assert pack(ok.runs, batch_memory=1) == [[s] for s in ok.runs]  # a budget below one member
-    assert pack(ok.runs) == [ok.runs]
+    # a budget below one member
+    assert pack(ok.runs, batch_memory=1, batched=True) == [[s] for s in ok.runs]
+    assert pack(ok.runs, batched=True) == [ok.runs]
+    assert pack(ok.runs) == [[s] for s in ok.runs]  # by default, under MIN_BATCH members run alone
 
 
 def test_member_bytes_asks_the_agent_class():
@@ -276,13 +284,25 @@ def test_parse_bytes_and_cli_flags(tmp_path, capsys):
 
 def test_tune_chooses_the_same_batched_or_not(tmp_path):
     cfg = {"seeds": 1, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}}],
-           "tune": {"beta": [0.05, 1.0], "lam": [0.2, 2.0], "seeds": 3}}
+           "tune": {"beta": [0.05, 1.0], "lam": [0.2, 2.0], "seeds": 3, "schedule": "grid"}}
     one = tune(cfg, tmp_path / "one", batched=False, log=None)
     many = tune(cfg, tmp_path / "many", log=None)
     assert one.tuned == many.tuned
-    pd.testing.assert_frame_equal(one.table, many.table)
+    timing = ["agent_cpu_s"]  # the rest is the same batched or not
+    pd.testing.assert_frame_equal(one.table.drop(columns=timing), many.table.drop(columns=timing))
     sizes = {json.loads(p.read_text()).get("batch_size") for p in (tmp_path / "many" / "runs").glob("*.json")}
     assert sizes == {12}  # the 4 grid points x 3 seeds in one batch (members differ in lam and beta)
+
+
+def test_halving_chooses_the_same_with_a_pair_s_seeds_batched_or_not(tmp_path):
+    cfg = {"seeds": 1, "envs": [ENV], "agents": [{"name": "SOFUL", "args": {"sketch_size": 3}}],
+           "tune": {"beta": [0.05, 0.3, 1.0], "lam": [0.2, 2.0], "seeds": 3}}
+    one = tune(cfg, tmp_path / "one", batched=False, log=None)
+    many = tune(cfg, tmp_path / "many", batched=True, log=None)
+    assert one.tuned == many.tuned
+    timing = ["agent_cpu_s"]
+    pd.testing.assert_frame_equal(one.table.drop(columns=timing), many.table.drop(columns=timing))
+    assert one.table["rounds"].tolist() != [ENV["args"]["horizon"]] * 6  # some pairs stopped early
 
 
 # -- players sharing a vector-env member (runs of one seed in a batch draw its arm sets once) ----
@@ -424,7 +444,7 @@ def test_plan_splits_members_whose_padding_would_waste_more_than_pad_ratio(monke
                         raising=False)
     cfg = parse_config({"seeds": 2, "envs": [ENV], "agents": [{"name": "SOFUL", "grid": {"sketch_size": [2, 3, 40]}}]})
     shapes = {canonical_json(cfg.runs[0].config["env"]): (5, 16)}
-    units = pack(cfg.runs, shapes=shapes)
+    units = pack(cfg.runs, shapes=shapes, batched=True)
     _partition_ok(units, cfg.runs)
     for unit in units:
         sizes = [member_bytes("SOFUL", s.config["agent"]["args"], 5, 16) for s in unit]
@@ -444,18 +464,26 @@ def test_plan_keeps_dbslinucb_members_of_different_eps_apart():
     assert all(len({s.config["agent"]["args"]["eps"] for s in unit}) == 1 for unit in units)
 
 
-def test_by_default_only_small_states_are_packed():
+def test_by_default_only_small_states_are_packed_and_in_batches_of_min_batch_members():
     from linbandit_gym.experiments.packing import SMALL_STATE
 
-    cfg = parse_config({"seeds": 3, "envs": [ENV], "agents": [{"name": "OFUL", "grid": {"lam": [0.5, 2.0]}},
-                                                               {"name": "SOFUL", "args": {"sketch_size": 3}}]})
+    cfg = parse_config({"seeds": MIN_BATCH, "envs": [ENV], "agents": [
+        {"name": "OFUL", "grid": {"lam": [0.5, 2.0]}},
+        {"name": "SOFUL", "args": {"sketch_size": 3}}]})
     key = canonical_json(cfg.runs[0].config["env"])
     d = 400  # OFUL's d x d inverse: 1.25 MB > SMALL_STATE; SOFUL's 6 x d sketch: far below
     assert member_bytes("OFUL", {}, 5, d) > SMALL_STATE >= member_bytes("SOFUL", {"sketch_size": 3}, 5, d)
     default = pack(cfg.runs, shapes={key: (5, d)})
-    assert sorted(len(u) for u in default) == [1] * 6 + [3]  # OFUL on its own, SOFUL's seeds in one batch
-    assert sorted(len(u) for u in pack(cfg.runs, shapes={key: (5, d)}, batched=True)) == [3, 6]
-    assert sorted(len(u) for u in pack(cfg.runs, shapes={key: (5, 16)})) == [3, 6]  # small d: both packed
+    n = MIN_BATCH
+    assert sorted(len(u) for u in default) == [1] * 2 * n + [n]  # OFUL alone, SOFUL's seeds batched
+    assert sorted(len(u) for u in pack(cfg.runs, shapes={key: (5, d)}, batched=True)) == [n, 2 * n]
+    small_d = pack(cfg.runs, shapes={key: (5, 16)})
+    assert sorted(len(u) for u in small_d) == [n, 2 * n]  # both packed
+    few = [spec for spec in cfg.runs if spec.seed < MIN_BATCH - 1]  # a member short of MIN_BATCH
+    assert sorted(len(u) for u in pack(few, shapes={key: (5, 16)})) == [1] * (n - 1) + [2 * (n - 1)]
+    # two workers get two units; a batch is not halved into batches under MIN_BATCH members
+    halves = pack(cfg.runs[2 * n:], shapes={key: (5, 16)}, workers=2)
+    assert [len(u) for u in halves] == [n]
 
 
 class SlowFirstPlay:

@@ -1,11 +1,12 @@
-"""The experiment subcommands of ``linbandit``: sweep, plot, tune, reproduce, report.
+"""The experiment subcommands of ``linbandit``: sweep, plot, tune, reproduce, report, agreement.
 
     linbandit sweep CONFIG [--out DIR] [--workers N] [--backend ray [--address A]] [--no-batched]
                            [--feedback-delay K ...] [--update-every N ...]
     linbandit plot DIR
-    linbandit tune CONFIG [--out DIR] [--beta ...] [--lam ...]
-    linbandit reproduce NAME [--quick] [--tune] [--out DIR] [--workers N]
+    linbandit tune CONFIG [--out DIR] [--beta ...] [--lam ...] [--schedule halving|grid] [--eta ETA]
+    linbandit reproduce NAME [--quick] [--tune [--schedule halving|grid]] [--out DIR] [--workers N]
     linbandit report DIR [--format html|md]
+    linbandit agreement REFERENCE OTHER [--csv FILE]
 """
 
 from __future__ import annotations
@@ -31,16 +32,24 @@ def _add_feedback_options(p: argparse.ArgumentParser) -> None:
                    "which it replaces")
 
 
+def _add_dtype_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dtype", choices=("float32", "float64"), default=None,
+                   help="the dtype of every agent's state (default: the config's dtype:, else each "
+                   "agent's own, float64 on CPU); float32 runs are other runs than float64 ones "
+                   "(their ids differ); `linbandit agreement DIR64 DIR32` compares them")
+
+
 def _config_source(args: argparse.Namespace):
     """``args.config``, or its contents with the top-level ``feedback_delay`` and
     ``update_every`` that ``--feedback-delay`` and ``--update-every`` give (each checked under
-    its flag first)."""
+    its flag first) and the ``dtype`` that ``--dtype`` gives."""
     from ..experiments.config import load_config
     from ..feedback import schedule_problems
 
-    given = {key: getattr(args, key) for key in ("feedback_delay", "update_every")
-             if getattr(args, key) is not None}
-    if not given:
+    given = {key: getattr(args, key, None) for key in ("feedback_delay", "update_every")}
+    given = {key: values for key, values in given.items() if values is not None}
+    dtype = getattr(args, "dtype", None)
+    if not given and dtype is None:
         return args.config
     flags = ("--feedback-delay", "--update-every")
     problems = [problem for value in given.get("feedback_delay", [])
@@ -52,7 +61,20 @@ def _config_source(args: argparse.Namespace):
     raw = load_config(args.config)
     raw["name"] = raw.get("name") or Path(args.config).stem  # as parse_config names a file's sweep
     raw.update({key: values[0] if len(values) == 1 else values for key, values in given.items()})
+    if dtype is not None:
+        raw["dtype"] = dtype
     return raw
+
+
+def _add_schedule_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--schedule", choices=("halving", "grid"), default=None,
+                   help="how the beta x lam grid is searched: halving (default, or the config's "
+                        "tune.schedule): successive halving, every pair plays the first T/eta^k "
+                        "rounds and the best 1/eta go on from where they stopped, to T; grid: "
+                        "every pair plays every round, the paper's protocol (App. F.1)")
+    p.add_argument("--eta", type=int, default=None, metavar="ETA",
+                   help="successive halving keeps the best 1/ETA of the pairs at each rung "
+                        "(default 3, or the config's tune.eta)")
 
 
 def _memory_size(text: str) -> int:
@@ -89,9 +111,9 @@ EXECUTION_FLAGS: dict[str, dict] = {
         action=argparse.BooleanOptionalAction,
         help="advance runs that differ only in seed (and, in a sweep, in the agent's per-member "
         "arguments: lam, beta, ...) together as one batched program, each still saved as its own "
-        "run (default: where the agent and env allow it and the agent's state is small, < 1 MiB, "
-        "so that a batch is faster; --batched: wherever allowed; --no-batched: one run at a time, "
-        "each timed alone)",
+        "run (default: where the agent and env allow it, the agent's state is small, < 1 MiB, "
+        "and 8 members at least share a batch, so that a batch is faster; --batched: wherever "
+        "allowed; --no-batched: one run at a time, each timed alone)",
     ),
     "batch_memory": dict(
         type=_memory_size, metavar="SIZE",
@@ -175,6 +197,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         print(_largest_run_line(cfg))
         return 0
     result = sweep(cfg, out, options=options, log=_log(args))
+    if args.quiet:  # the lines of the runs are left out, not where the time went
+        for line in result.cost.lines():
+            print(line)
     _print_summary(out)
     if not args.no_plots:
         from ..experiments.figures import make_plots
@@ -231,13 +256,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
-    from ..experiments.config import load_config
     from ..experiments.tune import tune
 
     options = execution_options(args)
     result = tune(
-        load_config(args.config), args.out, beta=args.beta, lam=args.lam, seeds=args.seeds, horizon=args.horizon,
-        agents=args.agents, options=options, log=_log(args),
+        _config_source(args), args.out, beta=args.beta, lam=args.lam, seeds=args.seeds,
+        horizon=args.horizon, agents=args.agents, schedule=args.schedule, eta=args.eta,
+        options=options, log=_log(args),
     )
     print()
     print(result.table_markdown())
@@ -253,7 +278,32 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             print(f"  {name:14s} {text}")
         return 0 if args.list else 2
     return reproduce(args.name, quick=args.quick, out=args.out, tune_first=args.tune,
+                     schedule=args.schedule, eta=args.eta, dtype=args.dtype,
                      options=execution_options(args), log=_log(args))
+
+
+def _cmd_agreement(args: argparse.Namespace) -> int:
+    from ..experiments.agreement import agreement
+    from ..experiments.figures import markdown_table
+
+    try:
+        result = agreement(args.reference, args.other)
+    except ValueError as exc:
+        raise SystemExit(f"linbandit agreement: error: {exc}") from None
+    table = result.table.copy()
+    table["identical_choices"] = table["identical_choices"].map(lambda v: f"{v:.1%}")
+    table["first_parting"] = table["first_parting"].map(lambda v: "never" if v != v else f"{v:.0f}")
+    for column in table.columns:
+        if column.startswith("regret"):
+            table[column] = table[column].map(lambda v: f"{v:.3f}")
+    print(markdown_table(table.rename(columns=lambda c: c.replace("_", " "))))
+    print()
+    for line in result.lines():
+        print(line)
+    if args.csv:
+        result.table.to_csv(args.csv, index=False)
+        print(f"table written to {args.csv}")
+    return 0
 
 
 def add_commands(sub) -> None:
@@ -268,6 +318,7 @@ def add_commands(sub) -> None:
     p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/<config name>)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and which are finished; run nothing")
     p.add_argument("--no-plots", action="store_true", help="skip writing plots after the sweep")
+    _add_dtype_option(p)
     add_execution_flags(p, RUN_FLAGS + TIMING_FLAGS)
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
     _add_feedback_options(p)
@@ -283,10 +334,14 @@ def add_commands(sub) -> None:
     p.set_defaults(func=_cmd_plot)
 
     p = sub.add_parser(
-        "tune", help="grid-search beta and lambda for each agent of a sweep config",
-        description="For every agent config of CONFIG (or those matching --agents), run the grid beta x lam "
-        "(default: the config's tune: section, else the paper's grids) and keep the pair with the lowest mean "
-        "final regret. Writes DIR/tuned.yaml and DIR/tuned-config.yaml (CONFIG with a tuned: section).",
+        "tune",
+        help="search beta and lambda for each agent of a sweep config (successive halving or grid)",
+        description="For every agent config of CONFIG (or those matching --agents), search the "
+                    "grid beta x lam (default: the config's tune: section, else the paper's "
+                    "grids) and keep the pair with the lowest mean final regret: by successive "
+                    "halving (default), or every pair to the end (--schedule grid, the paper's "
+                    "protocol). Writes DIR/tuned.yaml and DIR/tuned-config.yaml (CONFIG with a "
+                    "tuned: section, and the schedule that chose it in its tune: section).",
     )
     p.add_argument("config", metavar="CONFIG", help="sweep config (.yaml/.yml or .toml)")
     p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/<name>-tune)")
@@ -295,6 +350,8 @@ def add_commands(sub) -> None:
     p.add_argument("--seeds", type=int, default=None, metavar="S", help="tuning seeds (default: config's tune.seeds or 2)")
     p.add_argument("--horizon", type=int, default=None, metavar="N", help="tuning horizon (default: the sweep's)")
     p.add_argument("--agents", nargs="+", default=None, metavar="GLOB", help="tune only these agent labels")
+    _add_schedule_options(p)
+    _add_dtype_option(p)
     add_execution_flags(p, RUN_FLAGS)
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
     p.set_defaults(func=_cmd_tune)
@@ -310,9 +367,28 @@ def add_commands(sub) -> None:
     p.add_argument("--quick", action="store_true", help="the scaled-down version (minutes on 2 cores)")
     p.add_argument("--tune", action="store_true", help="tune beta and lambda first (the config's tune: grid)")
     p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/reproduce-NAME[-quick])")
+    _add_schedule_options(p)
+    _add_dtype_option(p)
     add_execution_flags(p, RUN_FLAGS + TIMING_FLAGS)
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
     p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser(
+        "agreement",
+        help="how far two sweeps of the same runs in different dtypes agree (float32 and float64)",
+        description="Pair the runs of two sweep directories whose configs differ only in the "
+                    "agents' dtype (or device), e.g. `linbandit sweep C --out A` and `linbandit "
+                    "sweep C --dtype float32 --out B`, and print per configuration the share of "
+                    "rounds in which both chose the same arm, the first round where they parted, "
+                    "and the final regrets of both with their difference.",
+    )
+    p.add_argument("reference", metavar="REFERENCE",
+                   help="the reference sweep directory (e.g. float64)")
+    p.add_argument("other", metavar="OTHER",
+                   help="the sweep directory compared with it (e.g. float32)")
+    p.add_argument("--csv", default=None, metavar="FILE",
+                   help="also write the table as CSV to FILE")
+    p.set_defaults(func=_cmd_agreement)
 
     p = sub.add_parser(
         "report", help="one self-contained HTML (or Markdown) report of a sweep directory",

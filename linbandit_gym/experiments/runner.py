@@ -33,9 +33,10 @@ from .._version import __version__
 from ..feedback import FeedbackSchedule
 from ..registry import lookup_estimator, resolve_agent
 from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit, thread_record
+from .costs import unit_cost
 
-__all__ = ["execute_run", "execute_batch", "execute_unit", "split_by_seed", "run_meta", "bandit_summary", "library_versions",
-           "subsample_index", "warning_records"]
+__all__ = ["execute_run", "execute_batch", "execute_unit", "prepare_worker", "split_by_seed",
+           "run_meta", "bandit_summary", "library_versions", "subsample_index", "warning_records"]
 
 
 def library_versions() -> dict[str, str]:
@@ -201,7 +202,8 @@ def warning_records(kept: list[KeptWarning]) -> list[dict[str, str]]:
 
 
 def execute_run(spec: dict, threads: int | None = DEFAULT_THREADS, curve_points: int = 200) -> dict:
-    """Run one :class:`~.config.RunSpec` (as a dict); returns ``{"records", "meta"}``.
+    """Run one :class:`~.config.RunSpec` (as a dict); returns ``{"run_id", "records", "meta",
+    "cost"}`` (``cost``: where its CPU time went, :func:`.costs.unit_cost`; not saved).
 
     Args:
         spec: ``RunSpec.to_dict()``; with ``"timing_repeats": R`` (a sweep's timing run) a bandit
@@ -213,21 +215,24 @@ def execute_run(spec: dict, threads: int | None = DEFAULT_THREADS, curve_points:
     """
     threads = check_threads(threads)
     started = datetime.now(timezone.utc)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     with thread_limit(threads), kept_warnings() as kept:
         if spec["config"]["task"] == "matrix-approx":
             records, extra = _matrix_approx(spec, threads)
+            agent_cpu, repeat_cpu = extra["summary"]["agent_time_s"], 0.0
         else:
-            records, extra = _bandit(spec, curve_points, threads)
+            records, extra, (agent_cpu, repeat_cpu) = _bandit(spec, curve_points, threads)
         extra.update(thread_record(threads))  # the policy asked for and what the run had
     extra["warnings"] = warning_records(kept)
     meta = run_meta(spec, extra, started, time.perf_counter() - t0)
-    return {"run_id": spec["run_id"], "records": records, "meta": meta}
+    cost = unit_cost(time.process_time() - cpu0, agent_cpu, repeat_cpu_s=repeat_cpu)
+    return {"run_id": spec["run_id"], "records": records, "meta": meta, "cost": cost}
 
 
 def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curve_points: int = 200) -> list[dict]:
     """Run the :class:`~.config.RunSpec` dicts ``specs`` as one batched program; return one
-    ``{"run_id", "records", "meta"}`` per spec, as :func:`execute_run`.
+    ``{"run_id", "records", "meta", "cost"}`` per spec, as :func:`execute_run` (each member's
+    cost a 1/B share of the batch's).
 
     The specs share their env config, agent name and every agent argument but the seed and the
     class's ``per_member_args`` (:func:`.packing.batch_key`); member i is spec i's agent, seeded
@@ -236,7 +241,7 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
     (each member's share of the batch's time, ``time_shared_by`` = B); the metadata's
     ``duration_s`` is the batch's over B and ``batch_size`` says B.
     """
-    from ..batched import play_members
+    from ..batched import members_agent, play_members
 
     threads = check_threads(threads)
     first = specs[0]
@@ -249,9 +254,9 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
         raise ValueError("the runs of a batch must share their env config, agent name and feedback "
                          "schedule")
     started = datetime.now(timezone.utc)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     with thread_limit(threads), kept_warnings() as kept:
-        agent = _batch_agent(specs)
+        agent = members_agent([spec["config"]["agent"] for spec in specs])
         parts = play_members(
             config["env"]["id"], agent, [int(spec["config"]["seed"]) for spec in specs],
             agent_names=[spec["agent_label"] for spec in specs], env_names=[spec["env_label"] for spec in specs],
@@ -262,15 +267,11 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
     duration = (time.perf_counter() - t0) / len(specs)
     extra = {"device": str(getattr(agent, "device", "cpu")), **threads_used,
              "batch_size": len(specs), "warnings": warning_records(kept)}
-    return _results(parts, specs, extra, started, duration, curve_points)
-
-
-def _batch_agent(specs: list[dict]):
-    """One batched agent whose member i is the agent of ``specs[i]``."""
-    from agents.batched import batched_members
-
-    return batched_members([resolve_agent(spec["config"]["agent"]["name"], dict(spec["config"]["agent"]["args"]))
-                            for spec in specs])
+    results = _results(parts, specs, extra, started, duration, curve_points)
+    cpu = (time.process_time() - cpu0) / len(specs)  # each member's share, as its records' times
+    for result in results:
+        result["cost"] = unit_cost(cpu, result["meta"]["summary"]["agent_time_s"])
+    return results
 
 
 def split_by_seed(frame: pd.DataFrame, specs: list[dict], extra: dict, started: datetime, duration_s: float,
@@ -292,9 +293,27 @@ def _results(parts: list[pd.DataFrame], specs: list[dict], extra: dict, started:
     return results
 
 
+def prepare_worker() -> None:
+    """Import what every run needs (torch, the agents, the envs, the loop), once per worker
+    process, so that its start-up is not counted in the CPU time of its first unit."""
+    import agents  # noqa: F401
+    import torch  # noqa: F401
+
+    from ..evaluate import run  # noqa: F401
+    from ..registration import register_envs
+
+    register_envs()
+
+
 def execute_unit(unit: dict | list[dict], threads: int | None = DEFAULT_THREADS, curve_points: int = 200) -> list[dict]:
     """One unit of a sweep plan: a run (a spec dict, or a list of one) or a batch (a list of
-    spec dicts with one :func:`.packing.batch_key`); returns the results of its runs in order."""
+    spec dicts with one :func:`.packing.batch_key`); returns the results of its runs in order.
+    A bracket of successive halving (a dict with ``"kind": "halving"``,
+    :func:`.halving.play_bracket`) returns its one result."""
+    if isinstance(unit, dict) and unit.get("kind") == "halving":
+        from .halving import play_bracket
+
+        return [play_bracket(unit, threads)]
     if isinstance(unit, dict):
         return [execute_run(unit, threads, curve_points)]
     if len(unit) == 1:
@@ -333,7 +352,10 @@ def _overhead_by_round(cumulative: list[float], feedback: FeedbackSchedule,
     return at_update[feedback.updates_by_round(rounds)]
 
 
-def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.DataFrame, dict]:
+def _bandit(spec: dict, curve_points: int,
+            threads: int | None) -> tuple[pd.DataFrame, dict, tuple[float, float]]:
+    """The records and metadata of a bandit run, and ``(agent CPU seconds over every play, CPU
+    seconds of the plays after the first)``."""
     from ..evaluate import run
 
     config = spec["config"]
@@ -350,7 +372,9 @@ def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.Data
     # A timing run may be played several times: the same episode each time (seeded), so only the
     # times differ; each round keeps its least time over the plays (the same work each time, what
     # differs is how much the rest of the machine got in the way).
-    for _ in range(repeats):
+    agent_cpu = repeat_cpu = 0.0
+    for attempt in range(repeats):
+        cpu0 = time.process_time()
         frame = run(
             config["env"]["id"], player, seeds=[config["seed"]], env_kwargs=dict(config["env"]["args"]),
             agent_name=spec["agent_label"], env_name=spec["env_label"], progress=False, threads=threads,
@@ -364,6 +388,9 @@ def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.Data
             frame["agent_wall_time"] = frame["agent_wall_time"].to_numpy() - overhead
             frame["wall_time"] = frame["wall_time"].to_numpy() - overhead
         plays.append(frame)
+        agent_cpu += float(frame["agent_time"].iloc[-1])
+        if attempt > 0:
+            repeat_cpu += time.process_time() - cpu0
     best = plays[0]
     if repeats > 1:
         best = best.copy()
@@ -374,7 +401,7 @@ def _bandit(spec: dict, curve_points: int, threads: int | None) -> tuple[pd.Data
     if player is not agent:
         extra["spectral"] = player.series
     extra["summary"] = bandit_summary(best, curve_points, timing_repeats=repeats)
-    return best, extra
+    return best, extra, (agent_cpu, repeat_cpu)
 
 
 def _matrix_approx(spec: dict, threads: int | None) -> tuple[pd.DataFrame, dict]:

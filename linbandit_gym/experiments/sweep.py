@@ -52,6 +52,7 @@ from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_recor
 from ..text import count
 from .backends import iter_results, local_workers
 from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config, run_id
+from .costs import CpuLedger, Stopwatch, children_cpu
 from .execution import ExecutionOptions
 from .packing import pack
 
@@ -83,6 +84,7 @@ class SweepResult:
     executed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # run id -> traceback
+    cost: CpuLedger = field(default_factory=CpuLedger)  # where the executed runs' CPU time went
     #: the warnings the executed runs raised, each said once: (category, message) -> where, in
     #: the words of :func:`warning_source` ("agents[1] (SOFUL l=600 on mnist)")
     warnings: dict[tuple[str, str], list[str]] = field(default_factory=dict)
@@ -203,6 +205,7 @@ def sweep(
         )
         if not pending:
             return result
+        watch, children_start = Stopwatch(), children_cpu()
         try:
             timing_seed = cfg.seeds[0] if opts.timing_runs else None
             local = opts.backend == "local"
@@ -222,6 +225,10 @@ def sweep(
                      address=opts.address)
         except KeyboardInterrupt:
             raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
+        _settle_costs(result.cost, watch, children_start, local=opts.backend == "local",
+                      in_process=opts.backend == "local" and opts.workers == 1)
+        for line in result.cost.lines():
+            say(line)
     if result.warnings:
         say(f"{count(len(result.warnings), 'warning')} from the runs, each said once (also in "
             "summary.md and the report):")
@@ -230,6 +237,19 @@ def sweep(
     if result.failed:
         say(f"{count(len(result.failed), 'run')} failed; tracebacks in {out / 'failed'}; rerun the sweep to retry them")
     return result
+
+
+def _settle_costs(ledger: CpuLedger, watch: Stopwatch, children_start: float, *, in_process: bool,
+                  local: bool) -> None:
+    """Fill in the CPU seconds spent outside the units: this process's own (planning, saving
+    runs; the units it ran itself report their own), and local workers' outside their units
+    (start-up; counted once the workers have ended). Ray workers' start-up is not known here."""
+    units = ledger.agents + ledger.rounds
+    if in_process:
+        watch.exclude(units)
+    elif local:
+        ledger.workers += max(0.0, children_cpu() - children_start - units)
+    ledger.driver += watch.elapsed()
 
 
 def batch_wording(sizes: list[int]) -> str:
@@ -255,6 +275,7 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
     for unit, planned in zip(units, plan_units):
         if len(unit) == 1 and timing_repeats > 1 and unit[0].seed == timing_seed:
             planned["timing_repeats"] = timing_repeats
+    alone = {unit[0].run_id for unit in units if len(unit) == 1}
     results = iter_results(plan_units, curve_points=_curve_points(cfg.raw), **backend_options)
     with closing(results):  # an interrupt stops the workers now, not at garbage collection
         for spec_dict, res, error in results:
@@ -272,6 +293,9 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
             res["meta"]["backend"] = backend_options["backend"]
             save_run(out, res["records"], res["meta"])
             result.executed.append(rid)
+            result.cost.add_run(res.get("cost"))
+            if rid in alone and spec_dict["config"].get("seed") == timing_seed is not None:
+                result.cost.timing_runs += res.get("cost", {}).get("cpu_s", 0.0)
             say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s since the sweep started)")
             _say_new_warnings(result.warnings, res["meta"])
 

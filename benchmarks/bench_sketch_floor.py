@@ -1,0 +1,150 @@
+"""A sketched agent's round beside the floor of its arithmetic, at d = 784 (MNIST-sized).
+
+The floor of a Frequent Directions round (SOFUL, CBSCFD) with a sketch of R basis rows in
+dimension d and K arms is three pieces of dense arithmetic, each timed alone here with numpy
+(float64, 1 BLAS thread) on arrays of those sizes:
+
+* scoring: the arms against the basis, ``arms (K x d) @ V^T (d x R)``: ``K d R`` multiply-adds;
+* the append: the new row's coordinates and residual, ``c = V x`` and ``x - V^T c``: ``2 d R``;
+* the shrink, amortised over the rows it frees: the buffer's Gram ``C C^T`` (``R x R`` from the
+  ``R x d`` rows), its ``eigh`` and the rotation of the rows, ``U^T C``; FD shrinks when the
+  buffer holds ``min(2 l, d)`` rows and keeps ``l - 1``, so a shrink frees
+  ``min(2 l, d) - l + 1`` rows (Liberty, 2013; Ghashami et al., 2016).
+
+R cycles from ``l - 1`` to ``min(2 l, d)`` between shrinks; the scoring and the append are
+timed at the mean of that cycle. OFUL's floor is its scoring against the ``d x d`` inverse
+(``K d^2``) and the Sherman-Morrison update (``2 d^2``). The measured round is the agent's
+``act`` + ``update`` on a pre-drawn stream (K unit-norm Gaussian arms, reward ``x^T theta* +
+noise``), after ``2 l`` warm-up rounds so that the sketch has filled, best of ``--repeats``.
+Times are the thread's CPU time (1 thread: all the work runs on it), which other processes on a
+shared machine do not inflate. Printed per agent and l: the floor's pieces (ms a round),
+their sum, the measured round and the ratio measured / floor.
+
+    python benchmarks/bench_sketch_floor.py                       # l in {20, 100, 403, 600}
+    python benchmarks/bench_sketch_floor.py --sizes 50 --arms 100 --rounds 600
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
+
+
+def _best(fn, repeats: int, calls: int) -> float:
+    """CPU seconds of one call of ``fn``: the least of ``repeats`` means over ``calls`` calls."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.thread_time()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.thread_time() - start) / calls)
+    return best
+
+
+def fd_floor(d: int, k: int, l: int, repeats: int) -> dict[str, float]:
+    """Seconds a round of the floor's pieces for an FD sketch of size ``l`` (module docstring)."""
+    rng = np.random.default_rng(0)
+    full = min(2 * l, d)
+    mean_rows = max(1, round((l - 1 + full) / 2))
+    basis = np.linalg.qr(rng.standard_normal((d, mean_rows)))[0].T  # R x d, orthonormal rows
+    arms = rng.standard_normal((k, d))
+    x = rng.standard_normal(d)
+    rows = rng.standard_normal((full, d))
+
+    def append():
+        c = basis @ x
+        return x - basis.T @ c
+
+    def shrink():
+        gram = rows @ rows.T
+        _, vectors = np.linalg.eigh(gram)
+        return vectors.T @ rows
+
+    freed = full - (l - 1)
+    return {"scoring": _best(lambda: arms @ basis.T, repeats, 50),
+            "append": _best(append, repeats, 50),
+            "shrink": _best(shrink, repeats, 3) / freed}
+
+
+def oful_floor(d: int, k: int, repeats: int) -> dict[str, float]:
+    """Seconds a round of OFUL's floor: scoring against the inverse, the rank-1 update."""
+    rng = np.random.default_rng(0)
+    inverse = np.eye(d)
+    arms = rng.standard_normal((k, d))
+    x = rng.standard_normal(d)
+
+    def update():  # Sherman-Morrison: A^-1 - A^-1 x x^T A^-1 / (1 + x^T A^-1 x), in place
+        v = inverse @ x
+        np.subtract(inverse, np.outer(v, v) / (1.0 + x @ v), out=inverse)
+
+    return {"scoring": _best(lambda: arms @ inverse, repeats, 20),
+            "append": _best(update, repeats, 20), "shrink": 0.0}
+
+
+def measured(name: str, d: int, k: int, l: int, rounds: int, repeats: int) -> float:
+    """Seconds of the agent's round (act + update) after its sketch has filled, best of repeats."""
+    from agents import CBSCFD, OFUL, SOFUL
+
+    rng = np.random.default_rng(1)
+    theta = rng.standard_normal(d)
+    theta /= np.linalg.norm(theta)
+    warm = 2 * l if name != "OFUL" else 20
+    arms = rng.standard_normal((warm + rounds, k, d))
+    arms /= np.linalg.norm(arms, axis=2, keepdims=True)
+    noise = 0.1 * rng.standard_normal(warm + rounds)
+    best = float("inf")
+    for _ in range(repeats):
+        if name == "OFUL":
+            agent = OFUL(lam=1.0, beta=0.1, d=d)
+        else:
+            agent = (SOFUL if name == "SOFUL" else CBSCFD)(lam=1.0, beta=0.1, sketch_size=l, d=d)
+        for t in range(warm + rounds):
+            if t == warm:
+                start = time.thread_time()
+            a = agent.act(arms[t])
+            agent.update(arms[t], a, float(arms[t, a] @ theta + noise[t]))
+        best = min(best, (time.thread_time() - start) / rounds)
+    return best
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--d", type=int, default=784)
+    parser.add_argument("--arms", type=int, default=10)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20, 100, 403, 600])
+    parser.add_argument("--agents", nargs="+", default=["OFUL", "SOFUL", "CBSCFD"])
+    parser.add_argument("--rounds", type=int, default=400, help="timed rounds after the warm-up")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")  # the sketch-size warning of l with 2 l >= d
+    import torch
+
+    torch.set_num_threads(1)
+    print(f"d = {args.d}, K = {args.arms}, 1 thread, float64; ms a round; load average "
+          f"{os.getloadavg()[0]:.2f}")
+    print("agent   l    | scoring  append  shrink/row | floor   | measured | measured/floor")
+    with threadpool_limits(1):
+        for name in args.agents:
+            for l in ([args.d] if name == "OFUL" else args.sizes):
+                floor = (oful_floor(args.d, args.arms, args.repeats) if name == "OFUL"
+                         else fd_floor(args.d, args.arms, l, args.repeats))
+                round_s = measured(name, args.d, args.arms, l, args.rounds, args.repeats)
+                total = sum(floor.values())
+                label = "-" if name == "OFUL" else str(l)
+                pieces = " ".join(f"{1e3 * floor[key]:{width}.3f}" for key, width in
+                                  (("scoring", 7), ("append", 7), ("shrink", 10)))
+                print(f"{name:7s} {label:4s} | {pieces} | {1e3 * total:7.3f} | "
+                      f"{1e3 * round_s:8.3f} | {round_s / total:6.2f}x", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
