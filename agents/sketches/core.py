@@ -116,8 +116,10 @@ def shrink_groups(
     """The members ``idx`` grouped for batched shrinks: ``(members, l)`` per distinct (rows held,
     sketch size ``l``) pair (``rows``, ``ls``: host ints, one per member of ``idx``), so that each
     member's decomposition has the shapes of its own single sketch's."""
-    keys = np.stack([rows, ls], axis=1)
-    return [(idx[(keys == key).all(axis=1)], int(key[1])) for key in np.unique(keys, axis=0)]
+    groups: dict[tuple[int, int], list[int]] = {}
+    for member, key in zip(idx.tolist(), zip(rows.tolist(), ls.tolist())):
+        groups.setdefault(key, []).append(member)
+    return [(np.array(group, dtype=np.int64), key[1]) for key, group in sorted(groups.items())]
 
 
 def _host64(xp: Backend, a) -> np.ndarray:
@@ -571,13 +573,16 @@ class SketchCore:
             on = xp.cast_like(live, p)
             p, nu, new, r = p * on[:, None], nu * on, new & live, r * on
             hp, php = (None, None) if hp is None else (hp * on[:, None], php * on)
-            rows = np.nonzero(live)[0]
-        xp.put(self.C, rows, (self.N,), p if live is None else p[xp.select(rows)])
-        gained = np.nonzero(new)[0]
-        if gained.size:
-            self._extend_basis(gained, ex.e, nu, r)
-        self.b_coords[:, : p.shape[1]] += (r if isinstance(r, float) else r[:, None]) * p
-        stale = self._fold(p, nu, gained, hp, php)
+            rows = xp.members_where(live)
+        w = p.shape[1]
+        if rows.size:
+            self.C[xp.at(rows, self.N, width=w)] = p if live is None else p[xp.select(rows)]
+        self.b_coords[:, :w] += (r if isinstance(r, float) else r[:, None]) * p
+        gained = xp.members_where(new)
+        slot = xp.at(gained, self.R) if gained.size else None  # (the new basis vectors' slots)
+        if slot is not None:
+            self._extend_basis(gained, slot, ex.e, nu, r)
+        stale = self._fold(p, nu, gained, slot, hp, php)
         self._set_R(self.R + new)
         self.N = self.N + (1 if live is None else live)
         if self.width >= self.d:
@@ -585,21 +590,21 @@ class SketchCore:
         if stale.size:
             self.refactor(stale)
 
-    def _extend_basis(self, gained: np.ndarray, e, nu, r) -> None:
+    def _extend_basis(self, gained: np.ndarray, slot: tuple, e, nu, r) -> None:
         """The new unit vectors ``v = e / nu`` of the members ``gained`` join the basis at slot
-        ``R_i``, with the row's coordinate ``nu`` there; ``b_perp``'s share of ``v`` moves to
-        ``b_coords``: ``theta_perp`` loses ``(v . theta_perp) v`` and ``b_coords[R] = c (v .
-        theta_perp) + r nu``."""
+        ``R_i`` (``slot``: its key, :meth:`Backend.at`), with the row's coordinate ``nu`` there;
+        ``b_perp``'s share of ``v`` moves to ``b_coords``: ``theta_perp`` loses
+        ``(v . theta_perp) v`` and ``b_coords[R] = c (v . theta_perp) + r nu``."""
         xp = self.xp
         g = xp.select(gained)
         v = e[g] / xp.astype(nu[g], self.dtype)[:, None]
         vc = xp.astype(v, self.cdtype)
         share = xp.vecdot(vc, self.theta_perp[g])
-        self.theta_perp[g] = self.theta_perp[g] - share[:, None] * vc
-        xp.put(self.V, gained, (self.R,), v)
-        xp.put(self.C, gained, (self.N, self.R), nu[g])
+        self.theta_perp[g] -= share[:, None] * vc
+        self.V[slot] = v
+        self.C[xp.at(gained, self.N, self.R)] = nu[g]
         r_g = r if isinstance(r, float) else r[g]
-        xp.put(self.b_coords, gained, (self.R,), share * self.c_arr[g] + r_g * nu[g])
+        self.b_coords[slot] = share * self.c_arr[g] + r_g * nu[g]
 
     def _no_perp_once_spanning(self, idx: np.ndarray) -> None:
         """``theta_perp = 0`` for the members ``idx`` whose basis spans ``R^d``: nothing lies
@@ -607,10 +612,10 @@ class SketchCore:
         if idx.size:
             self.theta_perp[self.xp.select(idx)] = 0.0
 
-    def _fold(self, p, nu, gained: np.ndarray, hp=None, php=None) -> np.ndarray:
+    def _fold(self, p, nu, gained: np.ndarray, slot: tuple | None, hp=None, php=None) -> np.ndarray:
         """``H <- ([[M, 0], [0, 0]] + [p, nu] [p, nu]^T + c I)^-1`` (bordered at slot ``R_i`` for
-        the members ``gained``); returns the members whose step amplified rounding past
-        :data:`AMPLIFICATION_LIMIT`.
+        the members ``gained``, ``slot`` its key or None when there are none); returns the members
+        whose step amplified rounding past :data:`AMPLIFICATION_LIMIT`.
 
         The bordered step is one rank-1 update of the padded ``H``: with ``u = [h, nu / c]``
         (``h = H p`` is 0 at the new slot, ``H``'s padding), ``H - (c / den) u u^T`` has the block
@@ -631,9 +636,11 @@ class SketchCore:
             one_plus_q = 1.0 + php
         den = self.c_arr * one_plus_q + nu * nu
         g = xp.select(gained)
-        xp.put(u, gained, (self.R,), nu[g] * self.inv_c[g, 0])
+        if slot is not None:
+            u[slot] = nu[g] * self.inv_c[g, 0]
         xp.rank1_update_(self.H, u, -self.c_arr / den)
-        xp.put(self.H, gained, (self.R, self.R), one_plus_q[g] / den[g])
+        if slot is not None:
+            self.H[xp.at(gained, self.R, self.R)] = one_plus_q[g] / den[g]
         amplification = xp.host(one_plus_q)
         if max(amplification.tolist()) <= AMPLIFICATION_LIMIT:  # (the usual step: none)
             return _EMPTY
@@ -826,7 +833,7 @@ class SketchCore:
         rows."""
         xp = self.xp
         count = int(self.N[idx[0]] - start[0])
-        _, factor = xp.qr(self._range(idx, start, int(self.R[idx].max())))
+        factor = xp.qr_factor(self._range(idx, start, int(self.R[idx].max())))
         keep = np.minimum(count, self.R[idx])
         xp.put_rows(self.C, idx, start, factor, keep, int(self.N[idx].max()))
         self.N[idx] = start + keep
