@@ -22,8 +22,16 @@ def _sketch(robust: bool, d: int, l: int, **kw):
 
 
 @settings(max_examples=60, deadline=None)
-@given(kind=st.sampled_from(KINDS), n=st.integers(1, 60), d=st.integers(1, 12), l=st.integers(1, 10),
-       seed=st.integers(0, 2**31 - 1), fast=st.booleans(), robust=st.booleans(), every=st.integers(1, 7))
+@given(
+    kind=st.sampled_from(KINDS),
+    n=st.integers(1, 60),
+    d=st.integers(1, 12),
+    l=st.integers(1, 10),
+    seed=st.integers(0, 2**31 - 1),
+    fast=st.booleans(),
+    robust=st.booleans(),
+    every=st.integers(1, 7),
+)
 def test_raw_rows_and_queried_rows_make_the_same_sketch(kind, n, d, l, seed, fast, robust, every):
     """Fed bare (rows kept raw, shrunk from their Gram) or queried every ``every`` rows (each query settles
     the raw rows into the basis), or before every row (the basis route only): the same shrinks at the
@@ -93,8 +101,13 @@ def test_a_response_ends_the_raw_phase():
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st.integers(1, 40), d=st.integers(1, 8), l=st.integers(1, 6), seed=st.integers(0, 2**31 - 1),
-       fast=st.booleans())
+@given(
+    n=st.integers(1, 40),
+    d=st.integers(1, 8),
+    l=st.integers(1, 6),
+    seed=st.integers(0, 2**31 - 1),
+    fast=st.booleans(),
+)
 def test_batched_raw_rows_equal_single_sketches(n, d, l, seed, fast):
     """Members that skip rows (zero rows: nothing to add) fall out of step with the others; each member
     still equals its own single sketch."""

@@ -20,7 +20,6 @@ from agents.sketches.diagnostics import fd_error_bound, psd_gap, spectral_error
 pytestmark = pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
 
 
-
 def _feed(est, X, dtype):
     for x in X:
         est.update(torch.as_tensor(x, dtype=dtype))
