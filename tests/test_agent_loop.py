@@ -1,12 +1,12 @@
 """The single agent's loop shortcuts (act/update outside the estimator) keep every behaviour.
 
-Each shortcut of :class:`agents.linucb.LinUCB`'s B = 1 loop has a test here that fails if it
-took a wrong turn: the finiteness test of the scores by a Python float sum (against the
-elementwise test), the owned numpy conversion (the values of a plain ``torch.as_tensor``
-conversion, never shared with the array), the int/float feedback fast path (the general checks' outcome, message included, for
+Each shortcut of :class:`agents.linucb.LinUCB`'s B = 1 loop has a test here that fails if it took a
+wrong turn: the finiteness test of the scores by a Python float sum (against the elementwise test),
+the owned numpy conversion (the values of a plain ``torch.as_tensor`` conversion, never shared with
+the array), the int/float feedback fast path (the general checks' outcome, message included, for
 every value), update()'s match of act's arms (reused for the same object or an equal tensor view,
-refused otherwise, state untouched by a refused update) and the scores formed from the
-estimator's terms.
+refused otherwise, state untouched by a refused update) and the scores formed from the estimator's
+terms.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ SINGLE = {  # d=4 allocates at once (the tests spy on the estimator before the f
     "DBSLinUCB": lambda: DBSLinUCB(lam=0.5, beta=0.3, l0=2, eps=50.0, d=4),
 }
 
-# finite values up to the dtype's largest (whose squares overflow: the dot's false alarm), and inf/NaN
+# finite values up to the dtype's largest (whose squares overflow: the dot's false alarm), and
+# inf/NaN
 _special = st.sampled_from([np.inf, -np.inf, np.nan, 1e300, -1e300, 3e38, 0.0])
 
 
@@ -104,7 +105,8 @@ def test_unowned_conversion_shares_exactly_what_it_shared_before(obs_dtype, dtyp
 
 
 class _Float(float):
-    """A float whose type is not ``float``: takes _check_feedback's general path, same value and repr."""
+    """A float whose type is not ``float``: takes _check_feedback's general path, same value and
+    repr."""
 
 
 def _outcome(fn, *args, **kw):
@@ -250,8 +252,8 @@ def test_a_reshaped_obs_is_not_act_s_arm_set():
 @pytest.mark.parametrize("name", list(SINGLE))
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_scores_are_the_estimator_terms_on_either_backend(name, dtype):
-    """The single agent's K scores are ``mean + beta sqrt(quad)`` of its estimator's terms, in the core
-    dtype (float64), and its argmax the first maximum; they are a one-member batch's (the torch
+    """The single agent's K scores are ``mean + beta sqrt(quad)`` of its estimator's terms, in the
+    core dtype (float64), and its argmax the first maximum; they are a one-member batch's (the torch
     backend, where the single agent on CPU runs numpy: agents.sketches.backend) to the two backends'
     rounding, round after round, playing the same arms."""
     rng = np.random.default_rng(4)
@@ -260,7 +262,7 @@ def test_scores_are_the_estimator_terms_on_either_backend(name, dtype):
     twin = type(make())(**{**_kw(make()), "dtype": dtype, "batch_size": 1})
     assert agent.estimator.xp.is_numpy and not twin.estimator.xp.is_numpy
     tol = 1e-12 if dtype == torch.float64 else 1e-5
-    for t in range(12):
+    for _ in range(12):
         arms = rng.standard_normal((5, 4))
         ucb, terms = agent._round(arms)
         assert isinstance(ucb, np.ndarray) and ucb.dtype == np.float64
@@ -309,7 +311,8 @@ def test_non_finite_arms_are_refused_by_act_with_nothing_changed(name):
     ],
 )
 def test_other_tensors_are_converted_afresh(view, monkeypatch):
-    """Only the very tensor or a view of the same memory, sizes, strides and dtype is act's arm set."""
+    """Only the very tensor or a view of the same memory, sizes, strides and dtype is act's arm
+    set."""
     obs = torch.as_tensor(np.random.default_rng(2).standard_normal((4, 3)))
     for same in (lambda o: o, lambda o: o[:], lambda o: o.view(4, 3)):
         actions, a = _played(SOFUL(sketch_size=2, beta=0.3, d=3), obs, monkeypatch, same)
@@ -320,8 +323,8 @@ def test_other_tensors_are_converted_afresh(view, monkeypatch):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_theory_radius_of_the_single_agent_is_the_batched_members(dtype):
-    """The single OFUL's "theory" radius (a float) and log-det sum are a batched OFUL member's (an array):
-    the numpy and torch backends on the same stream, to their rounding."""
+    """The single OFUL's "theory" radius (a float) and log-det sum are a batched OFUL member's (an
+    array): the numpy and torch backends on the same stream, to their rounding."""
     rng = np.random.default_rng(6)
     kw = dict(lam=0.7, beta="theory", delta=0.1, noise_std=0.5, theta_bound=2.0, dtype=dtype)
     single, batched = OFUL(**kw), OFUL(batch_size=2, **kw)

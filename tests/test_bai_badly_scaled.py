@@ -46,7 +46,8 @@ def deadline(seconds: int):
 
 
 def badly_scaled(k=6, d=3, seed=0, dtype=np.float64):
-    """``k`` arms in random directions with norms 1e-6, ..., 1e6, and their means under a unit theta*."""
+    """``k`` arms in random directions with norms 1e-6, ..., 1e6, and their means under a unit
+    theta*."""
     rng = np.random.default_rng(seed)
     dirs = rng.standard_normal((k, d))
     dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)

@@ -157,7 +157,7 @@ def test_disabled_autoreset_requires_a_masked_reset_like_sync():
     )
     native.reset(seed=3), sync.reset(seed=3)
     for _ in range(2):
-        out1, out2 = native.step(np.array([0, 1])), sync.step(np.array([0, 1]))
+        out1, _ = native.step(np.array([0, 1])), sync.step(np.array([0, 1]))
     assert out1[3].all()
     with pytest.raises(RuntimeError, match="reset_mask"):
         native.step(np.array([0, 0]))
@@ -352,7 +352,8 @@ def test_batched_twin_of_an_agent_keeps_its_parameters():
     reg=st.sampled_from([0.1, 1.0, 10.0]),
     seed=st.integers(0, 2**31 - 1),
 )
-# a residual at rounding level joins the single's basis and not the batch's: the log-det bound must not see it
+# a residual at rounding level joins the single's basis and not the batch's: the log-det bound must
+# not see it
 @example(
     kinds=["gauss", "gauss", "orth_bursts"],
     n=11,
@@ -498,7 +499,8 @@ def test_batched_soful_memory_is_o_b_d_l_at_b128_d784():
         agent.update(obs, a, rng.standard_normal(B))
     held = _tensor_bytes_held(agent) + _tensor_bytes_held(agent.estimator)
     assert agent.memory_bytes() >= held - 64 * B  # every sizeable tensor is counted
-    # float32 buffer and theta_hat; float64 core: Gram, inverse factor, S r, b and the anchor (see agents.sketches.base)
+    # float32 buffer and theta_hat; float64 core: Gram, inverse factor, S r, b and the anchor (see
+    # agents.sketches.base)
     per = 4 * (2 * l * d + d) + 8 * (2 * (2 * l) ** 2 + 2 * l + 4 * d)
     assert agent.memory_bytes() <= B * per + 4096
     assert agent.memory_bytes() < 0.25 * B * d * d * 4  # far from one d x d matrix per member
@@ -592,7 +594,8 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
             )
 
 
-DBS_CASES = [  # (params, env kwargs): HeavyTail arms of varying norms make the members' blocks diverge
+# (params, env kwargs): HeavyTail arms of varying norms make the members' blocks diverge
+DBS_CASES = [
     (dict(l0=2, eps=4.0, sketch="fd", sentinel=False, beta=0.1), dict(d=40, alpha=0.3)),
     (dict(l0=2, eps=4.0, sketch="rfd", sentinel=False, beta=0.1), dict(d=40, alpha=0.3)),
     (dict(l0=2, eps=1.5, sketch="fd", beta="theory"), dict(d=24, alpha=0.5)),

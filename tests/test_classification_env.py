@@ -1,4 +1,5 @@
-"""ClassificationBanditEnv: the online-classification protocol of Wen et al. (2025), App. F.1, and its ids."""
+"""ClassificationBanditEnv: the online-classification protocol of Wen et al. (2025), App. F.1, and
+its ids."""
 
 from __future__ import annotations
 

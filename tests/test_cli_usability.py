@@ -64,7 +64,8 @@ class Greedy:
 
 @pytest.fixture
 def agent_module(tmp_path, monkeypatch):
-    """A module ``<name>.py`` holding ``Greedy`` in a fresh current directory that is not on sys.path."""
+    """A module ``<name>.py`` holding ``Greedy`` in a fresh current directory that is not on
+    sys.path."""
     name = f"myagent_{uuid.uuid4().hex[:8]}"  # fresh: never cached in sys.modules
     (tmp_path / f"{name}.py").write_text(AGENT_SOURCE)
     monkeypatch.chdir(tmp_path)

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from agents.sketches.dbs import DyadicBlockSketch, block_cap
 
-# streams at every scale (rows up to 1e3 against lam ~1, in float32): the precision warning is due for some;
-# it has its own tests (test_probe_numerics.py)
+# streams at every scale (rows up to 1e3 against lam ~1, in float32): the precision warning is due
+# for some; it has its own tests (test_probe_numerics.py)
 pytestmark = pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
 
 KINDS = (
@@ -132,7 +132,8 @@ params = dict(
 
 
 def DBS(*args, **kwargs):
-    """The paper's literal rule (block cap only) unless a test asks for ``memory_cap`` or ``time_cap``."""
+    """The paper's literal rule (block cap only) unless a test asks for ``memory_cap`` or
+    ``time_cap``."""
     kwargs.setdefault("memory_cap", False)
     kwargs.setdefault("time_cap", False)
     return DyadicBlockSketch(*args, **kwargs)
@@ -264,7 +265,7 @@ def test_quad_inv_and_solve_match_dense(
     dbs = build(X, d, l0_frac, eps_rel, sketch, fast, sentinel, dtype=dtype, reg=reg)
     rng = np.random.default_rng(seed + 1)
     rtol = 1e-9 if dtype == torch.float64 else 2e-3
-    for t in feed(dbs, X, every=max(1, n // 5)):
+    for _ in feed(dbs, X, every=max(1, n // 5)):
         A = dbs.covariance().to(torch.float64) + reg * torch.eye(d, dtype=torch.float64)
         A_inv = torch.linalg.inv(A)
         arms = torch.as_tensor(rng.standard_normal((K, d)))
@@ -284,9 +285,9 @@ def test_quad_inv_and_solve_match_dense(
 
 
 def test_bordered_inverse_eq7_equals_eq3_recomputation():
-    # Between two reductions of the active block, the core inverse H = (C^T C + c I)^-1 is grown by the
-    # bordered append (eq. 7); it must equal the inverse recomputed from the stacked coordinates of
-    # [S~; S*] (eq. 3, corrected), and eq. 5 through it the dense inverse of c I + S^T S.
+    # Between two reductions of the active block, the core inverse H = (C^T C + c I)^-1 is grown by
+    # the bordered append (eq. 7); it must equal the inverse recomputed from the stacked coordinates
+    # of [S~; S*] (eq. 3, corrected), and eq. 5 through it the dense inverse of c I + S^T S.
     rng = np.random.default_rng(0)
     d = 30
     X = rng.standard_normal((400, d))
@@ -363,8 +364,8 @@ def test_exact_from_the_start_when_cap_is_one():
 
 
 def test_no_dxd_matrix_before_the_cap():
-    # The sketched regime never holds a d x d array: memory is O(d R + rows R), R <= rows = frozen rows +
-    # the active buffer's capacity (< d); after the cap the d x d inverse exists by design.
+    # The sketched regime never holds a d x d array: memory is O(d R + rows R), R <= rows = frozen
+    # rows + the active buffer's capacity (< d); after the cap the d x d inverse exists by design.
     d = 200
     dbs = DBS(d, 5, 20.0)
     rng = np.random.default_rng(1)
@@ -440,9 +441,9 @@ def test_an_empty_block_is_not_closed_by_the_sentinel():
 
 
 def test_invariant1_as_printed_is_not_maintained_but_the_bound_is():
-    # Wen et al.'s (2025) "or willExcessSketch is False": a block that already shrank keeps absorbing
-    # in-span rows past eps l0 (Invariant 1 literally violated); no mass is discarded after
-    # the threshold, so its shrinkage stays < eps l0 / l (what Theorem 1 needs).
+    # Wen et al.'s (2025) "or willExcessSketch is False": a block that already shrank keeps
+    # absorbing in-span rows past eps l0 (Invariant 1 literally violated); no mass is discarded
+    # after the threshold, so its shrinkage stays < eps l0 / l (what Theorem 1 needs).
     rng = np.random.default_rng(0)
     d, l0, eps = 12, 3, 2.0  # eps l0 = 6
     B = np.linalg.qr(rng.standard_normal((d, 6)))[0].T  # 6 orthonormal directions
@@ -520,7 +521,8 @@ def test_matrix_approximation_fig4_scaled_down():
 
 @pytest.mark.slow
 def test_matrix_approximation_fig4():
-    # Wen et al. (2025), App. F.2 as stated: n = 1250, d = 500, DBS l0 = 16, eps in {5, 10, 20}; FD l = 50.
+    # Wen et al. (2025), App. F.2 as stated: n = 1250, d = 500, DBS l0 = 16, eps in {5, 10, 20};
+    # FD l = 50.
     _fig4(1250, 500, 16, 50)
 
 

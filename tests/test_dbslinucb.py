@@ -1,4 +1,5 @@
-"""DBSLinUCB (Wen et al. (2025), Alg. 5): agent contract, degeneration to OFUL, theory radius, bad input.
+"""DBSLinUCB (Wen et al. (2025), Alg. 5): agent contract, degeneration to OFUL, theory radius, bad
+input.
 
 The slow test at the end reproduces Wen et al. (2025), Fig. 1a/1b (synthetic, d = 500, K = 100).
 """
@@ -84,8 +85,9 @@ def test_sketch_size_is_recorded_and_adapts():
 
 @pytest.mark.parametrize("sketch", ["fd", "rfd"])
 def test_theory_radius_covers_theta_star(sketch):
-    # Wen et al. (2025), Thm. 2 (FD) / Thm. 6 (RFD): ||theta_hat - theta*||_{A_hat} <= beta_t w.p. 1 - delta.
-    # With eps large enough that the blocks really discard mass, check it on every seed.
+    # Wen et al. (2025), Thm. 2 (FD) / Thm. 6 (RFD):
+    # ||theta_hat - theta*||_{A_hat} <= beta_t w.p. 1 - delta. With eps large enough that the blocks
+    # really discard mass, check it on every seed.
     noise = 0.1
     for seed in range(4):
         env = synth(d=30, n_arms=8, horizon=250, noise_std=noise)
@@ -184,8 +186,8 @@ FIG1_NOISE = 0.01
 
 @pytest.mark.slow
 def test_fig1_synthetic_regret():
-    # Wen et al. (2025), Fig. 1a (FD family) / 1b (RFD family): d = 500, K = 100 unit-norm Gaussian arms a
-    # round, SOFUL/CBSCFD with l = 50 against DBSLinUCB (l0 = 50, eps = 8) and OFUL.
+    # Wen et al. (2025), Fig. 1a (FD family) / 1b (RFD family): d = 500, K = 100 unit-norm Gaussian
+    # arms a round, SOFUL/CBSCFD with l = 50 against DBSLinUCB (l0 = 50, eps = 8) and OFUL.
     # The paper states neither the noise nor T. With the env's default noise_std = 0.1 and unit
     # arms, theta* is not learnable by T = 2000 for ANY agent (ridge error^2 ~ sigma^2 d^2 / t ~ 1;
     # all five ended at regret 112-142 on the grid beta in {0.01, 0.1, 1} x lam in {0.2, 1}), so
@@ -231,9 +233,9 @@ def test_fig1_synthetic_regret():
 
 
 def test_after_the_switch_to_exact_updates_reuse_the_scored_terms(monkeypatch):
-    """Once a member switched to exact updates, its update reuses act's projection ``A^-1 x`` (as OFUL's
-    does: one ``d^2`` product a round less than recomputing it); only the round of the switch folds
-    its row in afresh."""
+    """Once a member switched to exact updates, its update reuses act's projection ``A^-1 x`` (as
+    OFUL's does: one ``d^2`` product a round less than recomputing it); only the round of the switch
+    folds its row in afresh."""
     import agents.sketches.exact as exact_module
 
     seen = []

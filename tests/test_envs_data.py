@@ -103,7 +103,8 @@ def test_digits_matches_sklearn():
 
 
 def test_dataset_shapes_are_what_the_loaders_return():
-    # the shapes memory estimates use before loading: the shipped sets loaded, the others as described
+    # the shapes memory estimates use before loading: the shipped sets loaded, the others as
+    # described
     for name in ("mnist", "digits", "MNIST"):
         X, y = envs_data.load_dataset(name)
         assert envs_data.dataset_shape(name) == (X.shape[0], X.shape[1], np.unique(y).size)

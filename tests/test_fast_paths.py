@@ -154,11 +154,11 @@ def test_lazy_gram_and_factor_are_the_sketchs_own(kind, n, d, l, fast, robust, q
 def test_the_backends_agree_and_batched_members_equal_single_agents(
     agent, kind, d, k, n, size, fast, sentinel, dtype, seed
 ):
-    """One implementation, two backends (agents.sketches.backend): the single agent runs its estimator's
-    kernels on numpy (one estimator on CPU), a one-member batch the very same kernels on torch tensors,
-    and each member of a batched agent (B = 3) on its slice of the batch. Playing the same arms (the
-    numpy agent's choices, so a near-tie cannot fork the runs), they score alike and hold the same
-    estimate round by round; every array is zero past each member's rows and basis."""
+    """One implementation, two backends (agents.sketches.backend): the single agent runs its
+    estimator's kernels on numpy (one estimator on CPU), a one-member batch the very same kernels on
+    torch tensors, and each member of a batched agent (B = 3) on its slice of the batch. Playing the
+    same arms (the numpy agent's choices, so a near-tie cannot fork the runs), they score alike and
+    hold the same estimate round by round; every array is zero past each member's rows and basis."""
     # float32 results agree to ~eps32 cond(A_hat); the bursts of 1e-2..1e2 rows and the huge rows
     # reach cond ~1e5 and beyond, where two roundings of the same code differ by more than 2e-3
     assume(dtype == "float64" or kind not in ("orth_bursts", "huge_rows"))
@@ -289,11 +289,11 @@ def test_arms_that_require_grad_are_read_as_plain_arms(make):
 
 
 def test_dbs_shrinks_and_switch_keep_the_padding_and_match_batched_members():
-    """DBSLinUCB's shrinks of its active block (the core's shrink of a range of rows after frozen ones:
-    eq. 3's refactorization over the stacked rows) and its switch to exact updates, single (numpy) and
-    as the member of a batch (torch): the same estimate round by round, zero padding throughout. 80
-    rounds at l0 = 2, eps = 300: ~10 shrinks, some with frozen blocks before the active one, then the
-    switch."""
+    """DBSLinUCB's shrinks of its active block (the core's shrink of a range of rows after frozen
+    ones: eq. 3's refactorization over the stacked rows) and its switch to exact updates, single
+    (numpy) and as the member of a batch (torch): the same estimate round by round, zero padding
+    throughout. 80 rounds at l0 = 2, eps = 300: ~10 shrinks, some with frozen blocks before the
+    active one, then the switch."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((80, 3, 30))
     single = DBSLinUCB(l0=2, eps=300.0, beta=0.3, d=30, memory_cap=False, time_cap=False)

@@ -1,4 +1,5 @@
-"""Figures a paper can use: no overlapping text, readable log ticks, identical curves distinguishable."""
+"""Figures a paper can use: no overlapping text, readable log ticks, identical curves
+distinguishable."""
 
 from __future__ import annotations
 

@@ -96,7 +96,8 @@ def test_xy_adaptive_needs_fewer_samples_than_g_allocation_on_soare_fast():
     _, _, g = episodes(kw, GAllocation, seeds)
     _, _, xy = episodes(kw, XYAdaptive, seeds)
     print(
-        f"\nsoare d=5 omega=0.1 sigma=0.1: G-allocation {g.mean():.1f}, XY-adaptive {xy.mean():.1f} pulls"
+        f"\nsoare d=5 omega=0.1 sigma=0.1: G-allocation {g.mean():.1f}, "
+        f"XY-adaptive {xy.mean():.1f} pulls"
     )
     assert xy.mean() < 0.6 * g.mean()
 
@@ -364,7 +365,8 @@ def test_error_rate_below_delta_100_runs(env_kwargs, cls):
     n = 100
     errors, truncated, pulls = episodes(env_kwargs, cls, range(n))
     print(
-        f"\n{cls.__name__} on {env_kwargs}: errors {errors}/{n}, mean pulls {pulls.mean():.0f} +- {pulls.std():.0f}"
+        f"\n{cls.__name__} on {env_kwargs}: errors {errors}/{n}, "
+        f"mean pulls {pulls.mean():.0f} +- {pulls.std():.0f}"
     )
     assert truncated == 0
     assert errors / n <= DELTA
@@ -376,6 +378,7 @@ def test_xy_adaptive_beats_g_allocation_on_soare_100_runs():
     _, _, g = episodes(kw, GAllocation, range(100))
     _, _, xy = episodes(kw, XYAdaptive, range(100))
     print(
-        f"\nsoare d=5 omega=0.1 sigma=0.3: G-allocation {g.mean():.0f}, XY-adaptive {xy.mean():.0f} pulls"
+        f"\nsoare d=5 omega=0.1 sigma=0.3: G-allocation {g.mean():.0f}, "
+        f"XY-adaptive {xy.mean():.0f} pulls"
     )
     assert xy.mean() < 0.6 * g.mean()

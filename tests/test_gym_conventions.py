@@ -476,7 +476,7 @@ def test_string_false_no_longer_fixes_the_arms_through_gym_make():
     assert not np.array_equal(first, second)  # fresh arms every round
 
 
-# -- descriptions for listings ----------------------------------------------------------------------
+# -- descriptions for listings ---------------------------------------------------------------------
 def test_every_id_has_its_own_plain_text_description():
     assert set(ENV_DESCRIPTIONS) == set(ENV_IDS)
     assert len(set(ENV_DESCRIPTIONS.values())) == len(ENV_IDS)  # MNIST and Classification differ

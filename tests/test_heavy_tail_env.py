@@ -1,4 +1,5 @@
-"""LinBandit-HeavyTail-v0: power-law spectrum and exact low-rank mode (Wen et al. 2025, Sec. 2.3)."""
+"""LinBandit-HeavyTail-v0: power-law spectrum and exact low-rank mode (Wen et al. 2025,
+Sec. 2.3)."""
 
 from __future__ import annotations
 

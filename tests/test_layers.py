@@ -98,7 +98,8 @@ def test_every_import_points_down_or_sideways():
 
 def test_no_module_imports_the_package_root():
     """``linbandit_gym/__init__`` imports the layers to offer ``run`` and the env ids; a module
-    inside importing it back (``import linbandit_gym``, ``from .. import x``) would close a cycle."""
+    inside importing it back (``import linbandit_gym``, ``from .. import x``) would close a
+    cycle."""
     graph = _imports(_modules())
     assert not [
         m for m, targets in graph.items() if "linbandit_gym" in targets and m != "linbandit_gym"

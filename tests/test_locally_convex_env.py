@@ -1,4 +1,5 @@
-"""LinBandit-LocallyConvex-v0: sphere/ellipsoid arm sets (Wen et al. 2025, Obs. 1; Banerjee et al. 2023)."""
+"""LinBandit-LocallyConvex-v0: sphere/ellipsoid arm sets (Wen et al. 2025, Obs. 1;
+Banerjee et al. 2023)."""
 
 from __future__ import annotations
 

@@ -47,7 +47,8 @@ DTYPES = {
 
 
 def _replay(env_kwargs: dict, agent, seed: int, actions) -> pd.DataFrame:
-    """The rounds of ``actions`` played bare on a fresh env, with what the agent holds after each."""
+    """The rounds of ``actions`` played bare on a fresh env, with what the agent holds after
+    each."""
     env = gym.make("LinBandit-Synthetic-v0", **env_kwargs)
     obs, _ = env.reset(seed=seed)
     agent.reset(seed=seed)

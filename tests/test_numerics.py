@@ -60,7 +60,8 @@ def _make(kind: str, lam: float, dtype, d: int):
 # float64 scores of ~1e39, finite where act() ranks them, overflowed float32 in scores() to -inf
 # without the error (found by this test on the fifth session's base)
 @example(agent="SOFUL", stream="huge_rows", scale=1e8, lam=1e-6, dtype=torch.float32, d=2, seed=48)
-# float32 OFUL's mean x^T A^-1 b passed float32's range (an overflow warning) while A^-1 x and b did not
+# float32 OFUL's mean x^T A^-1 b passed float32's range (an overflow warning) while A^-1 x and b did
+# not
 @example(agent="OFUL", stream="lowrank", scale=1e8, lam=1e-6, dtype=torch.float32, d=4, seed=0)
 def test_state_stays_finite_at_any_scale_and_ridge(agent, stream, scale, lam, dtype, d, seed):
     n, k = 60, 4
@@ -123,11 +124,13 @@ def _sketch(kind: str, d: int, l: int, lam: float, fast: bool, dtype):
 def test_sketch_bounds_hold_at_any_scale_and_ridge(
     kind, stream, scale, lam, dtype, d, l, fast, seed
 ):
-    """FD: ``0 <= X^T X - S^T S <= total_shrinkage I`` and ``total_shrinkage <= min_k ||X - X_k||_F^2 / (l - k)``;
-    RFD: ``-alpha I <= X^T X - (S^T S + alpha I) <= 0``; DBS-FD/RFD: the same per its blocks, with
+    """FD: ``0 <= X^T X - S^T S <= total_shrinkage I`` and
+    ``total_shrinkage <= min_k ||X - X_k||_F^2 / (l - k)``; RFD:
+    ``-alpha I <= X^T X - (S^T S + alpha I) <= 0``; DBS-FD/RFD: the same per its blocks, with
     ``total_shrinkage < 2 eps``; and every width ``x^T A_hat^-1 x`` inside its valid interval
     ``[||x||^2 / (lam + tr), ||x||^2 / lam]``. Row scales 1e-6..1e8, lam 1e-6..1e4, float32 and
-    float64, within ``sketch_streams.tol`` (see the comment above SKETCHES: 50 eps (1 + sqrt d) ||X||_F^2)."""
+    float64, within ``sketch_streams.tol`` (see the comment above SKETCHES:
+    50 eps (1 + sqrt d) ||X||_F^2)."""
     n = 40
     X = make_stream(stream, n, d, seed) * scale
     Xs = torch.as_tensor(X, dtype=dtype)
@@ -268,7 +271,8 @@ def test_float32_reductions_keep_the_rows_float64_keeps():
     X = (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
     makers = (
         lambda dt: FrequentDirections(d, 10, reg=0.2, dtype=dt),
-        # the memory cap's switch compares bytes, which differ by dtype: off (and the time cap), to compare the reductions
+        # the memory cap's switch compares bytes, which differ by dtype: off (and the time cap), to
+        # compare the reductions
         lambda dt: DyadicBlockSketch(
             d, l0=4, eps=50.0, reg=0.2, memory_cap=False, time_cap=False, dtype=dt
         ),
@@ -359,7 +363,8 @@ def _anchored_stream(n: int, d: int, seed: int = 0):
 
 
 def _terms(est, arms):
-    """``est.score_terms`` of ``arms`` ``(K, d)`` for member 0 (one estimator, or every member of a batch)."""
+    """``est.score_terms`` of ``arms`` ``(K, d)`` for member 0 (one estimator, or every member of a
+    batch)."""
     A = est.xp.asarray(arms, est.dtype)
     return est.score_terms(
         A[None]
@@ -371,7 +376,8 @@ def _terms(est, arms):
 
 
 def _own_ridge_mean(est, arms: torch.Tensor, member: int = 0) -> torch.Tensor:
-    """``arms A_hat^-1 b`` by a dense float64 solve with member ``member``'s OWN stored rows, ridge and ``b``."""
+    """``arms A_hat^-1 b`` by a dense float64 solve with member ``member``'s OWN stored rows, ridge
+    and ``b``."""
     if isinstance(est, FrequentDirections):
         S, ridge = est.member_rows(member).double(), float(est.rho_all[member])
     else:
@@ -394,12 +400,12 @@ def _mean(est, arms, member: int = 0):
     ids=["fd", "rfd"],
 )
 def test_the_mean_term_does_not_cancel_as_b_grows(make):
-    """``x^T A_hat^-1 b`` is ``x^T b_perp / c + (V x)^T H bV`` with ``b`` split into its part outside the
-    sketch's span and its coordinates (agents.sketches.core): neither term is a difference of numbers
-    of size ``|b| ~ t`` (as the Woodbury form ``(x^T b - w^T Linv S b) / rho`` is, whose result
-    ``x^T theta_hat ~ 1`` carries an error ~``eps32 |x| |b|`` growing with t). 8,000 unit rows, > 100 reductions: the float32
-    mean against a dense float64 solve with the estimator's own rows and ``b``, and in float64 the
-    same comparison and ``theta()``."""
+    """``x^T A_hat^-1 b`` is ``x^T b_perp / c + (V x)^T H bV`` with ``b`` split into its part
+    outside the sketch's span and its coordinates (agents.sketches.core): neither term is a
+    difference of numbers of size ``|b| ~ t`` (as the Woodbury form ``(x^T b - w^T Linv S b) / rho``
+    is, whose result ``x^T theta_hat ~ 1`` carries an error ~``eps32 |x| |b|`` growing with t).
+    8,000 unit rows, > 100 reductions: the float32 mean against a dense float64 solve with the
+    estimator's own rows and ``b``, and in float64 the same comparison and ``theta()``."""
     n, d = 8000, 10
     X, y = _anchored_stream(n, d)
     X32 = torch.as_tensor(X, dtype=torch.float32)
@@ -416,11 +422,11 @@ def test_the_mean_term_does_not_cancel_as_b_grows(make):
 
 
 def _core_gaps(est, b_fed: np.ndarray) -> tuple[float, float, float]:
-    """Over the sketched members: ``||V V^T - I||`` (the basis' orthonormality), ``|b_perp + V^T bV - b|``
-    relative to ``|b|`` (``b`` the float64 sum of the rows fed times their responses) with
-    ``|V b_perp|`` relative to ``|b|`` (the split is exact, its first part outside the span), and
-    ``|(C^T C + c I) H - I|`` relative to ``cond(C^T C + c I)`` (the kept core inverse is what it stands
-    for, to the conditioning of the matrix it inverts)."""
+    """Over the sketched members: ``||V V^T - I||`` (the basis' orthonormality),
+    ``|b_perp + V^T bV - b|`` relative to ``|b|`` (``b`` the float64 sum of the rows fed times their
+    responses) with ``|V b_perp|`` relative to ``|b|`` (the split is exact, its first part outside
+    the span), and ``|(C^T C + c I) H - I|`` relative to ``cond(C^T C + c I)`` (the kept core
+    inverse is what it stands for, to the conditioning of the matrix it inverts)."""
     core, xp = est.core, est.xp
     orth = split = tgap = 0.0
     if core is None:
@@ -502,17 +508,19 @@ def test_the_basis_and_the_split_of_b_are_what_they_stand_for_after_every_row(
     kind, stream, scale, lam, dtype, d, l, batch, seed
 ):
     """The basis state (agents.sketches.core) after every row, at any scale and ridge: the basis is
-    orthonormal to a few hundred eps of the working dtype (classical Gram-Schmidt, twice where the first
-    pass lost half the norm, and rotations by orthonormal factors at the shrinks); ``b = b_perp + V^T bV``
-    holds to the core dtype's rounding, ``b_perp`` is orthogonal to the span to the working dtype's; the
-    kept ``H`` is the inverse of ``C^T C + c I``. Batched members (``batch=2``, each its own stream) take the scattered paths, one
-    estimator the numpy backend. Odd rounds add the row as the played arm of a scored set (the agents'
-    round: ``score_terms`` then ``step(X, r, terms, actions)``, which reuses the scoring's ``V x``),
-    even rounds by ``update``."""
+    orthonormal to a few hundred eps of the working dtype (classical Gram-Schmidt, twice where the
+    first pass lost half the norm, and rotations by orthonormal factors at the shrinks);
+    ``b = b_perp + V^T bV`` holds to the core dtype's rounding, ``b_perp`` is orthogonal to the span
+    to the working dtype's; the kept ``H`` is the inverse of ``C^T C + c I``. Batched members
+    (``batch=2``, each its own stream) take the scattered paths, one estimator the numpy backend.
+    Odd rounds add the row as the played arm of a scored set (the agents' round: ``score_terms``
+    then ``step(X, r, terms, actions)``, which reuses the scoring's ``V x``), even rounds by
+    ``update``."""
     n = 40
     rows = [make_stream(stream, n, d, seed + i) * scale for i in range(batch or 1)]
     if dtype == torch.float32 and max(float(np.square(X).sum(axis=1).max()) for X in rows) > 1e36:
-        return  # squared norms overflow float32: rejected with the cause (test_state_stays_finite_...)
+        # squared norms overflow float32: rejected with the cause (test_state_stays_finite_...)
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind in ("FD", "RFD"):
@@ -574,10 +582,10 @@ def test_the_basis_and_the_split_of_b_are_what_they_stand_for_after_every_row(
     ids=["fd", "dbs"],
 )
 def test_a_huge_row_after_a_shrink_that_kept_nothing_keeps_the_mean(make, scored):
-    """A shrink that keeps nothing (four orthonormal rows of equal norm, l = 2) moves all of ``b`` outside
-    the span; a row of norm ~3e4 then enters with a response far from its prediction. The mean
-    ``x^T b_perp / c + p^T H bV`` of probe arms stays within the working dtype's reach of a dense
-    float64 solve with the estimator's own rows and ``b`` (a Woodbury form anchored at a past
+    """A shrink that keeps nothing (four orthonormal rows of equal norm, l = 2) moves all of ``b``
+    outside the span; a row of norm ~3e4 then enters with a response far from its prediction. The
+    mean ``x^T b_perp / c + p^T H bV`` of probe arms stays within the working dtype's reach of a
+    dense float64 solve with the estimator's own rows and ``b`` (a Woodbury form anchored at a past
     ``theta`` cancels to a relative error above 1 in float32 here), on either path."""
     g = torch.Generator().manual_seed(0)
     big = 1e4 * torch.randn(8, generator=g, dtype=torch.float64)

@@ -142,7 +142,8 @@ def test_reset_forgets_and_reads_a_new_dimension():
     assert agent.d == 5
 
 
-def test_check_agent_accepts_oful(synthetic_small=dict(d=10, n_arms=5, horizon=30)):
+def test_check_agent_accepts_oful():
     import gymnasium as gym
 
+    synthetic_small = dict(d=10, n_arms=5, horizon=30)
     check_agent(OFUL(beta=0.1), gym.make("LinBandit-Synthetic-v0", **synthetic_small))

@@ -350,7 +350,8 @@ def test_resume_says_which_runs_it_redoes_and_why(reference, tmp_path):
 
 
 def test_a_run_json_names_only_its_own_records_file(reference, tmp_path, capsys):
-    """A JSON (resealed) that points at a file outside runs/ is refused by the schema, not followed."""
+    """A JSON (resealed) that points at a file outside runs/ is refused by the schema, not
+    followed."""
     config, _, _, _ = reference
     out = _copy(reference, tmp_path)
     victim = sorted((out / "runs").glob("*.json"))[0]

@@ -417,7 +417,8 @@ def test_ctrl_c_in_a_two_worker_sweep_prints_one_line_and_stops_the_workers(tmp_
     saved = len(list((out / "runs").glob("*.json")))
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.strip().splitlines() == [
-        f"linbandit sweep: interrupted: {saved}/8 runs saved in {out}; run the same command to resume"
+        f"linbandit sweep: interrupted: {saved}/8 runs saved in {out}; "
+        "run the same command to resume"
     ]
     assert 2 <= saved < 8
     assert _wait_for(lambda: not any(_alive(p) for p in workers), 10)
@@ -652,8 +653,10 @@ def test_read_only_output_directory_gives_one_line(tmp_path):
     ro.chmod(0o555)
     script = (
         "import sys\nfrom linbandit_gym.cli import main\n"
-        f"codes = [main(['sweep', {str(config)!r}, '--out', {str(ro)!r}, '--no-plots', '--quiet']),\n"
-        f"         main(['sweep', {str(config)!r}, '--out', {str(ro / 'sub')!r}, '--no-plots', '--quiet']),\n"
+        f"codes = [main(['sweep', {str(config)!r}, '--out', {str(ro)!r}, "
+        "'--no-plots', '--quiet']),\n"
+        f"         main(['sweep', {str(config)!r}, '--out', {str(ro / 'sub')!r}, "
+        "'--no-plots', '--quiet']),\n"
         f"         main({RUN!r} + ['--agent', 'OFUL', '--out', {str(ro)!r}])]\n"
         "print(codes)\n"
     )

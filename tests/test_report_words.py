@@ -217,7 +217,8 @@ def test_the_report_says_what_was_run_what_the_metrics_mean_and_who_wins(one_see
     head = md.split("## Summary")[0]
     assert "Two agents on a small synthetic env." in head
     assert (
-        "3 agent configurations of 2 families (OFUL, SOFUL) on 1 env: small (LinBandit-Synthetic-v0: d=20, "
+        "3 agent configurations of 2 families (OFUL, SOFUL) on 1 env: "
+        "small (LinBandit-Synthetic-v0: d=20, "
         "horizon=40, n_arms=4); 1 seed each, 3 finished runs of 40 rounds."
     ) in head
     for metric in ("final regret", "ms/round", "peak memory"):

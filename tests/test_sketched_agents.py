@@ -60,7 +60,8 @@ def test_large_sketch_equals_oful(cls, fast, beta):
 
 @pytest.mark.parametrize("cls", [SOFUL, CBSCFD])
 def test_small_sketch_theta_hat_is_the_sketched_ridge_estimate(cls):
-    """theta_hat = A_hat^-1 sum r x with A_hat from the sketch (dense check), and the sketch shrinks."""
+    """theta_hat = A_hat^-1 sum r x with A_hat from the sketch (dense check), and the sketch
+    shrinks."""
     d, l, rounds = 12, 4, 80
     env = SyntheticLinBanditEnv(d=d, n_arms=10, horizon=rounds, noise_std=0.2)
     agent = cls(lam=0.5, beta=0.2, sketch_size=l)
@@ -76,7 +77,8 @@ def test_small_sketch_theta_hat_is_the_sketched_ridge_estimate(cls):
 
 
 def test_sketched_theory_radii_follow_seed_000_thm2_and_thm6():
-    """SOFUL's radius >= Thm. 2 with the true ln|A| (ours bounds it); CBSCFD's = Thm. 6 with ln|A_hat|."""
+    """SOFUL's radius >= Thm. 2 with the true ln|A| (ours bounds it); CBSCFD's = Thm. 6 with
+    ln|A_hat|."""
     d, l, rounds, lam, R, H, delta = 10, 3, 60, 0.7, 0.4, 1.3, 0.05
     env = SyntheticLinBanditEnv(d=d, n_arms=8, horizon=rounds, noise_std=R)
     kw = dict(lam=lam, beta="theory", noise_std=R, theta_bound=H, delta=delta)
@@ -134,8 +136,8 @@ def test_memory_reflects_the_sketch_not_d_squared():
     soful = SOFUL(d=d, sketch_size=20)
     cbscfd = CBSCFD(d=d, sketch_size=20, fast=False)
     assert oful.memory_bytes() >= 8 * d * d
-    # a basis of 2l x d, plus the coordinates and the core inverse (2l x 2l each), bV (2l), b_perp (d)
-    # and theta_hat (d)
+    # a basis of 2l x d, plus the coordinates and the core inverse (2l x 2l each), bV (2l),
+    # b_perp (d) and theta_hat (d)
     assert soful.memory_bytes() == 8 * (40 * d + 2 * 40 * 40 + 40 + 2 * d)
     assert cbscfd.memory_bytes() == 8 * (20 * d + 2 * 20 * 20 + 20 + 2 * d)
     assert soful.memory_bytes() < 0.07 * oful.memory_bytes()  # 2l/d = 5.1% plus the core

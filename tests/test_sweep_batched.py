@@ -174,8 +174,9 @@ def test_the_first_seed_of_every_configuration_is_timed_alone(per_run_dir, tmp_p
 
 
 def _kill_saving_and_resume(cfg: dict, out, monkeypatch, kill_at: int, per_run_dir) -> list[str]:
-    """Ctrl-C while the sweep saves its ``kill_at + 1``-th run, then resume; check nothing is lost or
-    done twice and the records equal the per-run path's. Returns the log lines of the resumed sweep."""
+    """Ctrl-C while the sweep saves its ``kill_at + 1``-th run, then resume; check nothing is lost
+    or done twice and the records equal the per-run path's. Returns the log lines of the resumed
+    sweep."""
     saved = []
     real_save = sweep_module.save_run
 
@@ -644,8 +645,8 @@ def test_a_grid_over_lam_beta_sketch_size_and_seeds_gives_the_per_run_records(mi
         1 + 16 // sizes["SOFUL"] + 16 // sizes["DBSLinUCB"]
     )  # one per value of what may not differ
     assert any(
-        f"batched: {N_MIXED} runs in {n_batches} batches of {min(sizes.values())} to {max(sizes.values())} "
-        "members" in line
+        f"batched: {N_MIXED} runs in {n_batches} batches of {min(sizes.values())} "
+        f"to {max(sizes.values())} members" in line
         for line in lines
     ), lines
     _same_runs(one, many, lambda meta: sizes[meta["config"]["agent"]["name"]])

@@ -45,7 +45,8 @@ RUN = [
     "--no-progress",
 ]
 AGENT_SIDE = "agent-side, after the sketch core lands"
-#: The agent-side tests build agents whose sketch is larger than OFUL's state, which they warn about.
+#: The agent-side tests build agents whose sketch is larger than OFUL's state, which they warn
+#: about.
 NO_SIZE_WARNING = pytest.mark.filterwarnings("ignore:.*more than OFUL's d x d inverse:UserWarning")
 
 
@@ -77,7 +78,7 @@ def _refused(capsys, argv: list[str], code: int = 2) -> str:
     return _one_line(capsys.readouterr().err)
 
 
-# -- sizes refused up front; --dry-run says the largest run's memory ---------------------------------
+# -- sizes refused up front; --dry-run says the largest run's memory -------------------------------
 
 
 def test_an_env_too_large_for_memory_is_one_line_under_dry_run(tmp_path, capsys):
@@ -95,7 +96,8 @@ def test_an_env_too_large_for_memory_is_one_line_under_dry_run(tmp_path, capsys)
 @pytest.mark.parametrize(
     "args, env_d, named",
     [
-        # the sketch holds min(2 sketch_size, d) rows of d numbers: a huge sketch_size is large only at a large d
+        # the sketch holds min(2 sketch_size, d) rows of d numbers: a huge sketch_size is large only
+        # at a large d
         ({"sketch_size": 100000}, 200_000, "sketch_size=100000"),
         ({"d": 10**9}, None, "d=1000000000"),
     ],

@@ -1,4 +1,5 @@
-"""One version, from pyproject.toml: the package attributes and ``linbandit --version`` report it."""
+"""One version, from pyproject.toml: the package attributes and ``linbandit --version`` report
+it."""
 
 import re
 import subprocess
