@@ -9,7 +9,7 @@ import numpy as np
 
 from ._torch import DeviceLike, DTypeLike
 from ._validate import Interval, Options
-from ._warnings import SketchSizeWarning, warn_user
+from ._warnings import DiscardedMassWarning, SketchSizeWarning, warn_user
 from .base import Batching
 from .linucb import LinUCB
 from .sketches.dbs import block_round_cost, exact_round_cost
@@ -73,6 +73,15 @@ class SOFUL(LinUCB):
         self.fast = fast
         super().__init__(lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound,
                          batch_size=batch_size, d=d, device=device, dtype=dtype, seed=seed)
+
+    def reset(self, seed=None) -> None:
+        super().reset(seed=seed)
+        self._warned_mass = False  # (warn_if_discarded_mass_dominates, once per episode)
+
+    def update(self, obs, action, reward) -> None:
+        super().update(obs, action, reward)
+        if not self._warned_mass:
+            warn_if_discarded_mass_dominates(self)
 
     def make_estimator(self, d: int) -> FrequentDirections:
         _warn_if_larger_than_oful(self, d)
@@ -147,7 +156,8 @@ def _warn_if_larger_than_oful(agent, d: int) -> None:
         _largest_not_slower(d, agent.fast),
     ]
     largest = min((s for s in sizes if s is not None), default=None)
-    fix = f"use sketch_size <= {largest} or OFUL" if largest else "use OFUL"
+    # FD keeps sketch_size - 1 directions: a size below 2 keeps none, and is never suggested
+    fix = f"use sketch_size <= {largest} or OFUL" if largest and largest >= 2 else "use OFUL"
     said = [f"holds {sketch} bytes per agent, more than OFUL's d x d inverse ({oful} bytes)"]
     said = said * larger
     said += [
@@ -155,3 +165,42 @@ def _warn_if_larger_than_oful(agent, d: int) -> None:
         "peak, the estimate DBSLinUCB switches to exact updates by)"
     ] * slower
     warn_user(f"{name}(sketch_size={l}) at d={d} {', and '.join(said)}: {fix}", SketchSizeWarning)
+
+
+def warn_if_discarded_mass_dominates(agent: SOFUL) -> None:
+    """Warn once (a :class:`~agents.DiscardedMassWarning`) when Frequent Directions' discarded mass
+    passes ``lam`` for some member, naming the agents that do not have that limit.
+
+    FD's guarantee (Ghashami et al. 2016) is ``0 <= X^T X - S^T S <= Delta I`` with ``Delta`` the
+    total shrinkage, so ``A_hat <= A <= A_hat + Delta I <= (1 + Delta / lam) A_hat`` (as
+    ``A_hat >= lam I``) and, for every arm,
+
+        ||x||^2_{A^-1}  <=  ||x||^2_{A_hat^-1}  <=  (1 + Delta / lam) ||x||^2_{A^-1}.
+
+    While ``Delta <= lam`` SOFUL's widths are within ``sqrt 2`` of OFUL's (it plays as OFUL with a
+    radius at most ``sqrt 2`` larger); past it nothing bounds them: a direction the sketch
+    discarded keeps the width ``||x||^2 / lam`` of a direction never played, and SOFUL's regret
+    bound grows with ``Delta / lam`` (Kuzborskij et al. 2019). Robust FD adds the mass back
+    (``A_hat >= A``, CBSCFD) and Dyadic Block Sketching bounds it (``Delta < 2 eps``), so they do
+    not warn."""
+    est = agent.estimator
+    if est is None or est.robust:
+        return
+    mass = np.atleast_1d(np.asarray(est.total_shrinkage, dtype=np.float64))
+    lam = np.broadcast_to(np.asarray(agent.lam, dtype=np.float64), mass.shape)
+    if not (mass > lam).any():
+        return
+    agent._warned_mass = True
+    i = int(np.argmax(mass / lam))
+    name = getattr(type(agent), "single_class", type(agent)).__name__
+    member = "" if agent.members.unbatched else f" (member {i})"
+    l = int(np.broadcast_to(np.asarray(agent.arguments["sketch_size"]), mass.shape)[i])
+    # the same words for every seed of a configuration (a sweep says a warning once per cause)
+    warn_user(
+        f"{name}(sketch_size={l}, lam={lam[i]:.3g}){member}: Frequent Directions discarded more "
+        "mass than lam (its total shrinkage passed lam): its widths can then exceed OFUL's by more "
+        "than sqrt 2 (up to sqrt(1 + mass / lam)) and its regret can grow linearly where OFUL's "
+        "does not. Use CBSCFD (which adds the discarded mass back), a larger sketch_size, or "
+        "DBSLinUCB (which bounds it)",
+        DiscardedMassWarning,
+    )

@@ -680,6 +680,11 @@ class DyadicBlockSketch(CovarianceEstimator):
         ``(B,)``)."""
         return self._reg_host() + self._alpha_total()
 
+    def inexact_updates(self) -> str | None:
+        """The exact members' (:meth:`~agents.sketches.exact.ExactCovariance.inexact_updates`);
+        the sketched blocks' basis form does not cancel."""
+        return None if self._exact is None else self._exact.inexact_updates()
+
     def _alpha_total(self):
         return self.block_state.frozen_alpha + self.block_state.alpha
 
