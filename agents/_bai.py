@@ -64,8 +64,14 @@ from ._validate import Interval, check_seed
 from .base import TorchAgent
 from .design._common import span_arms
 
-__all__ = ["BAIAgent", "FixedArmSetAgent", "anytime_beta", "LeastSquares", "check_grid_next",
-           "input_eps"]
+__all__ = [
+    "BAIAgent",
+    "FixedArmSetAgent",
+    "anytime_beta",
+    "LeastSquares",
+    "check_grid_next",
+    "input_eps",
+]
 
 
 def input_eps(obs: Any) -> float:
@@ -105,7 +111,9 @@ class LeastSquares:
         top = float(evals.max()) if evals.numel() else 0.0
         keep = evals > max(top, 1e-300) * evals.numel() * 1e-10
         self._evecs, self._keep = evecs, keep
-        self._inv = torch.where(keep, 1.0 / torch.where(keep, evals, torch.ones_like(evals)), torch.zeros_like(evals))
+        self._inv = torch.where(
+            keep, 1.0 / torch.where(keep, evals, torch.ones_like(evals)), torch.zeros_like(evals)
+        )
 
     def full_rank(self) -> bool:
         return bool(self._keep.all())
@@ -124,7 +132,8 @@ class LeastSquares:
 
 
 class FixedArmSetAgent(TorchAgent):
-    """Base of the agents that plan on ONE arm set, seen again every round (BAI, phased elimination).
+    """Base of the agents that plan on ONE arm set, seen again every round (BAI, phased
+    elimination).
 
     :meth:`_check_arm_set` validates an observation without changing any state; the first
     arm set is remembered by :meth:`_first_arm_set` (which calls the subclass hook
@@ -150,15 +159,19 @@ class FixedArmSetAgent(TorchAgent):
         """
         # Fast path: the env hands back an equal copy of the same arm set every step.
         if self._obs_np is not None and isinstance(obs, np.ndarray):
-            if obs.shape == self._obs_np.shape and obs.dtype == self._obs_np.dtype and obs.tobytes() == self._obs_bytes:
+            if (
+                obs.shape == self._obs_np.shape
+                and obs.dtype == self._obs_np.dtype
+                and obs.tobytes() == self._obs_bytes
+            ):
                 return None
         arms = self._validated_arms(obs)  # full validation (shape, NaN, complex, dimension)
         if self.arms is None:
             return arms
         if arms.shape != self.arms.shape or not torch.equal(arms, self.arms):
             raise ValueError(
-                f"the arm set changed (shape {tuple(arms.shape)} vs {tuple(self.arms.shape)}, or new values): "
-                f"{type(self).__name__} {self._changed_arm_set_fix}"
+                f"the arm set changed (shape {tuple(arms.shape)} vs {tuple(self.arms.shape)}, "
+                f"or new values): {type(self).__name__} {self._changed_arm_set_fix}"
             )
         return None
 
@@ -179,8 +192,11 @@ class FixedArmSetAgent(TorchAgent):
         if arms is not None:
             self._first_arm_set(obs, arms)
 
-    def _checked_round(self, obs: Any, action: Any, reward: Any, *, stop_actions: bool) -> tuple[int, float]:
-        """Validate a whole ``update`` call (arm set, action, reward), then remember a first arm set."""
+    def _checked_round(
+        self, obs: Any, action: Any, reward: Any, *, stop_actions: bool
+    ) -> tuple[int, float]:
+        """Validate a whole ``update`` call (arm set, action, reward), then remember a first arm
+        set."""
         arms = self._check_arm_set(obs)
         n_arms = self.n_arms if arms is None else int(arms.shape[0])
         action, reward = self._check_feedback(n_arms, action, reward, stop_actions=stop_actions)
@@ -212,11 +228,15 @@ class BAIAgent(FixedArmSetAgent):
         d, device, dtype, seed: see :class:`~agents.base.TorchAgent`.
     """
 
-    _changed_arm_set_fix = "identifies the best arm of one fixed arm set; call reset() before a new one"
+    _changed_arm_set_fix = (
+        "identifies the best arm of one fixed arm set; call reset() before a new one"
+    )
     parameter_constraints = {
         "noise_std": [Interval(Real, 0, None, closed="neither", hint="the env's noise_std")],
-        "c": [Interval(Real, 0, None, closed="neither", hint="None: the delta-correct anytime "
-                                                               "width"), None],
+        "c": [
+            Interval(Real, 0, None, closed="neither", hint="None: the delta-correct anytime width"),
+            None,
+        ],
     }
     repr_args = ("delta", "noise_std")
 
@@ -289,7 +309,8 @@ class BAIAgent(FixedArmSetAgent):
 
     # -- the loop ------------------------------------------------------------------
     def beta(self, k: int) -> float:
-        """Width multiplier at the ``k``-th test: ``beta_k`` (or eq. 3's ``c sqrt(log(K^2/delta))``)."""
+        """Width multiplier at the ``k``-th test: ``beta_k`` (or eq. 3's
+        ``c sqrt(log(K^2/delta))``)."""
         if self.c is not None:
             return self.c * math.sqrt(math.log(self.n_arms**2 / self.delta))
         return anytime_beta(self.noise_std, self.n_arms, self.delta, k)
@@ -314,8 +335,11 @@ class BAIAgent(FixedArmSetAgent):
         if self.z is not None and self.recommendation is None:
             self._learn(action, reward)
 
-    def stopping_arm(self, ls: LeastSquares, beta: float, candidates: torch.Tensor | None = None) -> int | None:
-        """Jamieson (2018), eq. 11: the arm ``x`` with ``beta ||x - x'||_{A^-1} <= (x - x')^T theta_hat`` for all x'.
+    def stopping_arm(
+        self, ls: LeastSquares, beta: float, candidates: torch.Tensor | None = None
+    ) -> int | None:
+        """Jamieson (2018), eq. 11: the arm ``x`` with
+        ``beta ||x - x'||_{A^-1} <= (x - x')^T theta_hat`` for all x'.
 
         Only ``x = argmax theta_hat^T x`` can satisfy it (all gaps must be >= 0), so one
         batched check over the arms (or ``candidates``) suffices. Returns the arm or None.

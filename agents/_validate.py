@@ -1,8 +1,9 @@
 """Argument validation: constraints declared once per class, checked by one function.
 
 A constructor keyword means the same thing in every agent that has it (the agent contract of
-docs/contracts.md), so its rule is written once, and every agent says the same thing about the same bad value:
-the argument, what was expected, what it meant, and what it got (value and type), e.g.
+docs/contracts.md), so its rule is written once, and every agent says the same thing about the
+same bad value: the argument, what was expected, what it meant, and what it got (value and
+type), e.g.
 ``delta must be a real number in (0, 1) (confidence level, e.g. 0.05), got '0.5' (str)``
 instead of ``TypeError: '<' not supported between instances of 'int' and 'str'``.
 
@@ -213,11 +214,13 @@ def check_value(name: str, value: Any, forms: Iterable[Any]) -> Any:
     form), the first hint among them, and what it got. The one place an argument's message is
     written.
 
-    >>> check_value("lam", -1.0, [Interval(numbers.Real, 0, None, closed="neither", hint="ridge
-    lambda")]) Traceback (most recent call last):
+    >>> check_value(  # doctest: +NORMALIZE_WHITESPACE
+    ...     "lam", -1.0, [Interval(numbers.Real, 0, None, closed="neither", hint="ridge lambda")]
+    ... )
+    Traceback (most recent call last):
     ...
-    agents._validate.InvalidArgumentError: lam must be a finite real number > 0 (ridge lambda), got
-    -1.0 (float)
+    agents._validate.InvalidArgumentError: lam must be a finite real number > 0 (ridge lambda),
+    got -1.0 (float)
     """
     forms = [_form(f) for f in forms]
     for form in forms:
@@ -235,7 +238,11 @@ SHARED_CONSTRAINTS: dict[str, list] = {
     # the one seed rule of the loop, the configs and the records (linbandit_host.seeds)
     "seed": [
         Interval(
-            numbers.Integral, 0, SEED_LIMIT, hint="seeds the agent's own generator", spelled=SEED_RULE
+            numbers.Integral,
+            0,
+            SEED_LIMIT,
+            hint="seeds the agent's own generator",
+            spelled=SEED_RULE,
         ),
         None,
     ],

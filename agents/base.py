@@ -189,22 +189,28 @@ def _constructor_defaults(cls: type) -> dict[str, Any]:
 
 
 def _is_complex(x: Any) -> bool:
-    """Whether ``x`` is a complex number or array (``float()`` of numpy complex drops the imaginary part)."""
+    """Whether ``x`` is a complex number or array (``float()`` of numpy complex drops the
+    imaginary part)."""
     if isinstance(x, torch.Tensor):
         return x.is_complex()
-    return isinstance(x, (complex, np.complexfloating)) or (isinstance(x, np.ndarray) and x.dtype.kind == "c")
+    return isinstance(x, (complex, np.complexfloating)) or (
+        isinstance(x, np.ndarray) and x.dtype.kind == "c"
+    )
 
 
 def _real_number(name: str, value: Any) -> float:
-    """``value`` as a float if it is a real number: a Python, numpy or torch scalar (a 0-d or one-element
-    array); a ``ValueError`` naming ``name`` otherwise (a string such as ``"1.0"`` is not parsed)."""
+    """``value`` as a float if it is a real number: a Python, numpy or torch scalar (a 0-d or
+    one-element array); a ``ValueError`` naming ``name`` otherwise (a string such as ``"1.0"`` is
+    not parsed)."""
     if isinstance(value, (np.ndarray, torch.Tensor)) and value.ndim == 0:
         value = value.item()
     elif isinstance(value, (np.ndarray, torch.Tensor)) and tuple(value.shape) == (1,):
         value = value.reshape(()).item()
     if not isinstance(value, numbers.Real):  # str, bytes, None, containers, Decimal ...
-        raise ValueError(f"{name} must be a real number (an int or a float, or a numpy/torch scalar), got {value!r} "
-                         f"({type(value).__name__})")
+        raise ValueError(
+            f"{name} must be a real number (an int or a float, or a numpy/torch scalar), "
+            f"got {value!r} ({type(value).__name__})"
+        )
     return float(value)
 
 
@@ -257,11 +263,21 @@ class TorchAgent(Agent):
         """
         rules = _rules(cls)
         batch = validate_parameters(rules, {k: v for k, v in values.items() if k == "batch_size"})
-        return validate_parameters(rules, {**values, **batch}, batch_size=batch.get("batch_size"),
-                                   per_member_args=cls.per_member_args)
+        return validate_parameters(
+            rules,
+            {**values, **batch},
+            batch_size=batch.get("batch_size"),
+            per_member_args=cls.per_member_args,
+        )
 
-    def __init__(self, *, d: int | None = None, device: DeviceLike = None, dtype: DTypeLike = None,
-                 seed: int | None = None):
+    def __init__(
+        self,
+        *,
+        d: int | None = None,
+        device: DeviceLike = None,
+        dtype: DTypeLike = None,
+        seed: int | None = None,
+    ):
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
         self.seed = seed
@@ -291,7 +307,8 @@ class TorchAgent(Agent):
         return as_arm_matrix(obs, self.device, self.dtype, self.d)
 
     def _arms(self, obs: Any) -> torch.Tensor:
-        """:meth:`_validated_arms`, then the lazy allocation for ``d`` if this is the first observation."""
+        """:meth:`_validated_arms`, then the lazy allocation for ``d`` if this is the first
+        observation."""
         arms = self._validated_arms(obs)
         if self.d is None:
             self._allocate(int(arms.shape[1]))
@@ -309,7 +326,9 @@ class TorchAgent(Agent):
         return int(self._validated_arms(obs).shape[0])
 
     @staticmethod
-    def _check_feedback(n_arms: int, action: Any, reward: Any, *, stop_actions: bool = False) -> tuple[int, float]:
+    def _check_feedback(
+        n_arms: int, action: Any, reward: Any, *, stop_actions: bool = False
+    ) -> tuple[int, float]:
         """Validate one round's feedback before any state changes.
 
         ``stop_actions``: the best-arm-identification encoding, where ``a in [K, 2K)`` stops
@@ -319,23 +338,31 @@ class TorchAgent(Agent):
         loop passes, returns at once (~0.1 us, against ~1.5 us for the general checks below,
         whose ``numbers.Integral`` test is an ABC lookup); anything else takes those checks.
         """
-        if type(action) is int and 0 <= action < (2 * n_arms if stop_actions else n_arms) and (
-                type(reward) is float or type(reward) is np.float64) and math.isfinite(reward):
+        if (
+            type(action) is int
+            and 0 <= action < (2 * n_arms if stop_actions else n_arms)
+            and (type(reward) is float or type(reward) is np.float64)
+            and math.isfinite(reward)
+        ):
             return action, float(reward)
         if isinstance(action, (np.ndarray, torch.Tensor)) and action.ndim == 0:
             action = action.item()
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, numbers.Integral):
-            raise ValueError(f"action must be an int arm index, got {action!r} ({type(action).__name__})")
+            raise ValueError(
+                f"action must be an int arm index, got {action!r} ({type(action).__name__})"
+            )
         action = int(action)
         n_actions = 2 * n_arms if stop_actions else n_arms
         if not 0 <= action < n_actions:
             encoding = ""
             if stop_actions:
                 encoding = (
-                    f" (actions 0..{n_arms - 1} pull an arm, {n_arms}..{2 * n_arms - 1} stop and recommend "
-                    f"arm action - {n_arms})"
+                    f" (actions 0..{n_arms - 1} pull an arm, {n_arms}..{2 * n_arms - 1} stop and "
+                    f"recommend arm action - {n_arms})"
                 )
-            raise ValueError(f"action {action} is out of range for an arm set of {n_arms} arms{encoding}")
+            raise ValueError(
+                f"action {action} is out of range for an arm set of {n_arms} arms{encoding}"
+            )
         if _is_complex(reward):
             raise ValueError(f"reward must be a real number, got the complex {reward!r}")
         reward = _real_number("reward", reward)
@@ -351,8 +378,11 @@ class TorchAgent(Agent):
 @functools.lru_cache(maxsize=1024)
 def _rules(cls: type) -> tuple[tuple[str, tuple], ...]:
     """The ``(name, forms)`` rules of ``cls`` and of its bases, the bases' first."""
-    return tuple((name, tuple(_form(f) for f in forms)) for klass in reversed(cls.__mro__)
-                 for name, forms in klass.__dict__.get("parameter_constraints", {}).items())
+    return tuple(
+        (name, tuple(_form(f) for f in forms))
+        for klass in reversed(cls.__mro__)
+        for name, forms in klass.__dict__.get("parameter_constraints", {}).items()
+    )
 
 
 def _listed(value: Any) -> Any:
@@ -385,8 +415,11 @@ def _called_with_checked_arguments(init: Callable[..., None]) -> Callable[..., N
             bound = signature.bind(self, *args, **kwargs)
         except TypeError:
             return init(self, *args, **kwargs)
-        given = {name: value for name, value in list(bound.arguments.items())[1:]
-                 if name != var_keyword and signature.parameters[name].kind is not positional}
+        given = {
+            name: value
+            for name, value in list(bound.arguments.items())[1:]
+            if name != var_keyword and signature.parameters[name].kind is not positional
+        }
         passed_on = bound.arguments.get(var_keyword, {})
         checked = cls.check_arguments({**given, **passed_on})  # the defaults obey the rules
         self.arguments = {**_constructor_defaults(cls), **checked}
@@ -440,7 +473,12 @@ def check_agent(agent: Any, env: Any, n_steps: int = 20, seed: int = 0) -> None:
         raise AssertionError("check_agent failed:\n  - " + "\n  - ".join(problems)) from cause
 
     if isinstance(agent, type):
-        fail([f"got the class {agent.__name__}, not an agent: pass an instance, e.g. {agent.__name__}()"])
+        fail(
+            [
+                f"got the class {agent.__name__}, not an agent: pass an instance, "
+                f"e.g. {agent.__name__}()"
+            ]
+        )
     problems: list[str] = []
     calls = {
         "reset": ((), {"seed": seed}, f"reset(seed={seed})"),
@@ -475,8 +513,13 @@ def check_agent(agent: Any, env: Any, n_steps: int = 20, seed: int = 0) -> None:
             if not env.action_space.contains(int(a)):
                 fail([f"act() returned {a!r}, outside {env.action_space}"])
             obs_next, reward, terminated, truncated, _ = env.step(int(a))
-            agent_call(f"update(obs, {int(a)}, {float(reward)!r}) at step {step}", agent.update, obs, int(a),
-                       float(reward))
+            agent_call(
+                f"update(obs, {int(a)}, {float(reward)!r}) at step {step}",
+                agent.update,
+                obs,
+                int(a),
+                float(reward),
+            )
             actions.append(int(a))
             obs = obs_next
             if terminated or truncated:
@@ -486,11 +529,17 @@ def check_agent(agent: Any, env: Any, n_steps: int = 20, seed: int = 0) -> None:
     first = replay()
     second = replay()
     if first != second:
-        problems.append("the same seed gave different actions (reset(seed) must make the agent deterministic)")
+        problems.append(
+            "the same seed gave different actions (reset(seed) must make the agent deterministic)"
+        )
     mem = getattr(agent, "memory_bytes", None)
     if callable(mem):
         value = agent_call("memory_bytes()", mem)
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)) or value < 0:
+        if (
+            isinstance(value, (bool, np.bool_))
+            or not isinstance(value, (numbers.Integral, np.integer))
+            or value < 0
+        ):
             problems.append(f"memory_bytes() returned {value!r}, expected a non-negative int")
     if problems:
         fail(problems)

@@ -1,4 +1,5 @@
-"""DBSLinUCB (Wen et al. (2025), Sec. 4, Alg. 5): optimistic linear bandit over Dyadic Block Sketching."""
+"""DBSLinUCB (Wen et al. (2025), Sec. 4, Alg. 5): optimistic linear bandit over Dyadic Block
+Sketching."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ class DBSLinUCB(LinUCB):
 
     Every round (Alg. 5): score the K arms at once with ``x^T theta_hat + beta ||x||_{A_hat^-1}``
     (eq. 6), play the argmax, insert it into the sketch (Alg. 1 / Alg. 4) and refit
-    ``theta_hat = A_hat^-1 sum_s r_s x_s`` (eq. 5's matrix, applied through the sketch's basis state,
-    :mod:`agents.sketches.core`), never forming a d x d matrix until the block cap or the time cap
-    is reached (then the sketch switches to exact rank-1 updates, i.e. OFUL). Per round
+    ``theta_hat = A_hat^-1 sum_s r_s x_s`` (eq. 5's matrix, applied through the sketch's basis
+    state, :mod:`agents.sketches.core`), never forming a d x d matrix until the block cap or the
+    time cap is reached (then the sketch switches to exact rank-1 updates, i.e. OFUL). Per round
     O(K d R + K R^2) with R the dimension of the rows' span; the sketch size grows l0, 2 l0, 4 l0,
     ... with the data, so regret stays sublinear without knowing the spectrum.
 
@@ -50,9 +51,10 @@ class DBSLinUCB(LinUCB):
         memory_cap: ``True`` (default) switch to exact updates as soon as the next block would hold
             more bytes than OFUL's d x d inverse (so ``memory_bytes()`` never exceeds OFUL's);
             ``False``: not for memory (see :mod:`agents.sketches.dbs`).
-        time_cap: ``True`` (default) switch to exact updates as soon as the next block would cost more
-            multiply-adds per round at its peak than OFUL's round (``K`` arms: ``(K + 1) d^2``);
-            ``False``: not for time. With both off, only the paper's literal block cap applies.
+        time_cap: ``True`` (default) switch to exact updates as soon as the next block would cost
+            more multiply-adds per round at its peak than OFUL's round (``K`` arms:
+            ``(K + 1) d^2``); ``False``: not for time. With both off, only the paper's literal
+            block cap applies.
         batch_size: ``None`` (one agent) or B independent agents; ``lam``, ``beta``, ``l0`` and
             ``eps`` may then give one value per member (``per_member_args``; see
             :class:`agents.batched.BatchedDBSLinUCB`).
@@ -73,7 +75,7 @@ class DBSLinUCB(LinUCB):
     ...     a = agent.act(arms); agent.update(arms, a, reward=float(arms[a, 0]))
     >>> agent.n_blocks <= agent.estimator.block_cap, agent.sketch_size <= 8
     (True, True)
-    """
+    """  # noqa: E501 -- the summary line is one line: what `linbandit list` prints
 
     estimator_class = DyadicBlockSketch
     estimator_args = ("l0", "eps", "sketch", "fast", "sentinel", "memory_cap", "time_cap")
@@ -117,8 +119,16 @@ class DBSLinUCB(LinUCB):
         self.sentinel, self.memory_cap, self.time_cap = sentinel, memory_cap, time_cap
         self.name = f"DBSLinUCB-{sketch.upper()}"
         super().__init__(
-            lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound, d=d, device=device, dtype=dtype,
-            seed=seed, batch_size=batch_size,
+            lam=lam,
+            beta=beta,
+            delta=delta,
+            noise_std=noise_std,
+            theta_bound=theta_bound,
+            d=d,
+            device=device,
+            dtype=dtype,
+            seed=seed,
+            batch_size=batch_size,
         )
 
     def _allocate(self, d: int) -> None:
@@ -127,7 +137,11 @@ class DBSLinUCB(LinUCB):
         over = np.flatnonzero(np.atleast_1d(self.l0) > d)
         if over.size:
             i = int(over[0])
-            which = f"l0={self.l0}" if isinstance(self.l0, int) else f"l0[{i}]={int(self.l0[i])} (member {i})"
+            which = (
+                f"l0={self.l0}"
+                if isinstance(self.l0, int)
+                else f"l0[{i}]={int(self.l0[i])} (member {i})"
+            )
             raise ValueError(
                 f"{which} exceeds the arm dimension d={d}; choose 1 <= l0 <= d "
                 f"(the paper uses l0 much smaller than d, e.g. l0=50 for d=500)"
@@ -143,11 +157,18 @@ class DBSLinUCB(LinUCB):
         safe = np.maximum(m, 1.0)
         base = 2.0 * math.log(1.0 / self.delta)
         if self.sketch == "fd":
-            ld = (d - m) * np.log1p(s / lam) + np.where(m > 0, m * np.log1p(s / lam + T / (safe * lam)), 0.0)
-            return self.noise_std * np.sqrt(1.0 + s / lam) * np.sqrt(base + ld) + self.theta_bound * (lam + s) / np.sqrt(lam)
+            ld = (d - m) * np.log1p(s / lam) + np.where(
+                m > 0, m * np.log1p(s / lam + T / (safe * lam)), 0.0
+            )
+            return self.noise_std * np.sqrt(1.0 + s / lam) * np.sqrt(
+                base + ld
+            ) + self.theta_bound * (lam + s) / np.sqrt(lam)
         h = s - np.atleast_1d(est.blocks_weighted_shrinkage()) / safe
-        ld = np.where(m > 0, (d - m) * np.log1p(s / lam) + m * np.log1p(np.maximum(T / safe + h, 0.0) / lam),
-                      d * np.log1p(s / lam))
+        ld = np.where(
+            m > 0,
+            (d - m) * np.log1p(s / lam) + m * np.log1p(np.maximum(T / safe + h, 0.0) / lam),
+            d * np.log1p(s / lam),
+        )
         return self.noise_std * np.sqrt(base + ld) + self.theta_bound * np.sqrt(lam + s)
 
     # -- introspection -------------------------------------------------------------
@@ -165,21 +186,36 @@ class DBSLinUCB(LinUCB):
 class DBSLinUCBFD(DBSLinUCB):
     """DBSLinUCB over Frequent Directions blocks (``sketch="fd"``); same keywords otherwise."""
 
-    parameter_constraints = {"sketch": [Options(
-        ("fd",), hint="DBSLinUCBFD always uses sketch='fd'; use DBSLinUCB(sketch=...) to choose")]}
+    parameter_constraints = {
+        "sketch": [
+            Options(
+                ("fd",),
+                hint="DBSLinUCBFD always uses sketch='fd'; use DBSLinUCB(sketch=...) to choose",
+            )
+        ]
+    }
     batching = Batching(per_member=DBSLinUCB.batching.per_member, batched_as=DBSLinUCB)
 
-    def __init__(self, *, sketch: str = "fd", **kwargs):  # sketch declared here: its default is this class's
+    def __init__(
+        self, *, sketch: str = "fd", **kwargs
+    ):  # sketch declared here: its default is this class's
         super().__init__(sketch=sketch, **kwargs)
 
 
 class DBSLinUCBRFD(DBSLinUCB):
     """DBSLinUCB over Robust FD blocks (``sketch="rfd"``); same keywords otherwise."""
 
-    parameter_constraints = {"sketch": [Options(
-        ("rfd",), hint="DBSLinUCBRFD always uses sketch='rfd'; use DBSLinUCB(sketch=...) to choose",
-    )]}
+    parameter_constraints = {
+        "sketch": [
+            Options(
+                ("rfd",),
+                hint="DBSLinUCBRFD always uses sketch='rfd'; use DBSLinUCB(sketch=...) to choose",
+            )
+        ]
+    }
     batching = Batching(per_member=DBSLinUCB.batching.per_member, batched_as=DBSLinUCB)
 
-    def __init__(self, *, sketch: str = "rfd", **kwargs):  # sketch declared here: its default is this class's
+    def __init__(
+        self, *, sketch: str = "rfd", **kwargs
+    ):  # sketch declared here: its default is this class's
         super().__init__(sketch=sketch, **kwargs)

@@ -12,8 +12,8 @@ __all__ = ["OFUL"]
 class OFUL(LinUCB):
     """Optimism in the Face of Uncertainty for Linear bandits, with the exact Gram matrix.
 
-    Keeps ``A^-1`` with ``A = lam I + sum_s x_s x_s^T`` by Sherman-Morrison (Wen et al. (2025), Sec. 2.2,
-    eq. 2): O(d^2) time and memory a round, all K arms scored in one matmul.
+    Keeps ``A^-1`` with ``A = lam I + sum_s x_s x_s^T`` by Sherman-Morrison (Wen et al. (2025),
+    Sec. 2.2, eq. 2): O(d^2) time and memory a round, all K arms scored in one matmul.
 
     Args:
         lam: ridge lambda > 0.
@@ -22,7 +22,8 @@ class OFUL(LinUCB):
         d: optional dimension, allocates eagerly; read from the first observation otherwise.
         device, dtype: see :class:`~agents.base.TorchAgent`.
         seed: accepted for a uniform interface (OFUL is deterministic).
-        batch_size: ``None`` (one agent) or B independent agents (:class:`agents.batched.BatchedOFUL`).
+        batch_size: ``None`` (one agent) or B independent agents
+            (:class:`agents.batched.BatchedOFUL`).
 
     Example:
 

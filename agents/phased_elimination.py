@@ -1,4 +1,5 @@
-"""Phased elimination with G-optimal exploration (Lattimore & Szepesvari, *Bandit Algorithms*, ch. 22).
+"""Phased elimination with G-optimal exploration (Lattimore & Szepesvari, *Bandit Algorithms*,
+ch. 22).
 
 Regret minimisation on a FIXED finite arm set (Alg. 12 of the book, "phased elimination
 with G-optimal exploration"). In phase l = 1, 2, ... with active arms ``A_l``:
@@ -73,15 +74,16 @@ class PhasedElimination(FixedArmSetAgent):
 
     name = "PhasedElimination"
     _changed_arm_set_fix = (
-        "plans phases of pulls on ONE fixed arm set (Lattimore & Szepesvari ch. 22). Use an env with a fixed "
-        "arm set (e.g. LinBandit-Synthetic-v0 with fixed_arms=True), an agent for changing arm sets (OFUL, "
-        "SOFUL, ...), or call reset() to start on a new arm set"
+        "plans phases of pulls on ONE fixed arm set (Lattimore & Szepesvari ch. 22). Use an env "
+        "with a fixed arm set (e.g. LinBandit-Synthetic-v0 with fixed_arms=True), an agent for "
+        "changing arm sets (OFUL, SOFUL, ...), or call reset() to start on a new arm set"
     )
 
     parameter_constraints = {
         "noise_std": [Interval(Real, 0, None, closed="neither", hint="the env's noise_std")],
-        "design_eps": [Interval(Real, 0, None, closed="neither", hint="accuracy of the phase "
-                                                                       "designs")],
+        "design_eps": [
+            Interval(Real, 0, None, closed="neither", hint="accuracy of the phase designs")
+        ],
     }
     repr_args = ("delta", "noise_std")
 
@@ -183,5 +185,7 @@ class PhasedElimination(FixedArmSetAgent):
             self._end_phase()
 
     def memory_bytes(self) -> int:
-        arrays = sum(a.nbytes for a in (self.active, self._plan, self._done, self._sums) if a is not None)
+        arrays = sum(
+            a.nbytes for a in (self.active, self._plan, self._done, self._sums) if a is not None
+        )
         return super().memory_bytes() + tensor_bytes(self.z) + int(arrays)

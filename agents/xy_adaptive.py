@@ -1,4 +1,5 @@
-"""XY-adaptive allocation: phased elimination for best-arm identification (Jamieson, 2018, Sec. 2.4).
+"""XY-adaptive allocation: phased elimination for best-arm identification (Jamieson, 2018,
+Sec. 2.4).
 
 Soare, Lazaric & Munos (2014). Static strategies pay ``d / Delta_min^2`` because they keep
 shrinking directions that stopped mattering. XY-adaptive works in phases j = 1, 2, ...:
@@ -32,8 +33,8 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from ._torch import DeviceLike, DTypeLike
 from ._bai import BAIAgent, LeastSquares
+from ._torch import DeviceLike, DTypeLike
 from ._validate import Interval, check_seed
 from .design import round_design, solve_xy_design
 from .design.rounding import MAX_PULLS
@@ -83,13 +84,22 @@ class XYAdaptive(BAIAgent):
 
     name = "XYAdaptive"
     parameter_constraints = {
-        "alpha": [Interval(Real, 0, 1, closed="neither", hint="per-phase uncertainty reduction, "
-                                                              "eq. 19")],
-        "design_eps": [Interval(Real, 0, None, closed="neither", hint="accuracy of each phase "
-                                                                       "design")],
+        "alpha": [
+            Interval(Real, 0, 1, closed="neither", hint="per-phase uncertainty reduction, eq. 19")
+        ],
+        "design_eps": [
+            Interval(Real, 0, None, closed="neither", hint="accuracy of each phase design")
+        ],
         "design_max_iter": [Interval(Integral, 0, None, hint="Frank-Wolfe budget")],
-        "lam": [Interval(Real, 0, 0, closed="both", hint="XY-adaptive uses the phase OLS (no "
-                                                         "ridge) of Soare et al.; pass lam=0")],
+        "lam": [
+            Interval(
+                Real,
+                0,
+                0,
+                closed="both",
+                hint="XY-adaptive uses the phase OLS (no ridge) of Soare et al.; pass lam=0",
+            )
+        ],
     }
     repr_args = ("delta", "noise_std", "alpha")
 
@@ -110,7 +120,9 @@ class XYAdaptive(BAIAgent):
     ):
         self.alpha, self.design_eps, self.design_max_iter = alpha, design_eps, design_max_iter
         self.lam = 0.0
-        super().__init__(delta=delta, noise_std=noise_std, c=c, d=d, device=device, dtype=dtype, seed=seed)
+        super().__init__(
+            delta=delta, noise_std=noise_std, c=c, d=d, device=device, dtype=dtype, seed=seed
+        )
 
     def reset(self, seed: int | None = None) -> None:
         check_seed(seed)  # before clearing anything: a refused seed changes nothing
@@ -144,7 +156,11 @@ class XYAdaptive(BAIAgent):
         self.phase += 1
         res = self._cached(("xy", tuple(self.active.tolist())), self._phase_design)
         self.design_ratios.append(res.value / res.bound if res.bound > 0 else math.inf)
-        w = np.asarray(res.weights.detach().cpu().numpy() if isinstance(res.weights, torch.Tensor) else res.weights)
+        w = np.asarray(
+            res.weights.detach().cpu().numpy()
+            if isinstance(res.weights, torch.Tensor)
+            else res.weights
+        )
         self._weights = w
         rho = res.value
         # eq. 19: target level; phase 1 uses rho^0/n_0 := rho^1/r, and so does a phase after one
@@ -164,11 +180,16 @@ class XYAdaptive(BAIAgent):
             # width uses the pulls actually made), so cap the solver and move on.
             warnings.simplefilter("ignore", RuntimeWarning)
             return solve_xy_design(
-                self.z, self.design_eps, active=self.active, init=self._weights, max_iter=self.design_max_iter
+                self.z,
+                self.design_eps,
+                active=self.active,
+                init=self._weights,
+                max_iter=self.design_max_iter,
             )
 
     def _max_pair_uncertainty(self, counts: np.ndarray) -> float:
-        """``max_{y in Y_j} ||y||^2_{A^+}`` for an allocation (``inf`` if some y is not estimable)."""
+        """``max_{y in Y_j} ||y||^2_{A^+}`` for an allocation (``inf`` if some y is not
+        estimable)."""
         ls = LeastSquares(self.z, counts, np.zeros(self.n_arms))
         return float(self._pair_widths(ls).max())
 
@@ -181,7 +202,8 @@ class XYAdaptive(BAIAgent):
         return ls.quad(diff).reshape(m, m)
 
     def _phase_length(self, w: np.ndarray, level: float, rho: float) -> tuple[int, np.ndarray]:
-        """Smallest n whose rounded allocation reaches ``level > 0`` (eq. 19), by bracketing and bisection.
+        """Smallest n whose rounded allocation reaches ``level > 0`` (eq. 19), by bracketing and
+        bisection.
 
         The search is bounded: efficient apportionment gives ``n_i >= (n - l) w_i`` (``l`` the
         support size, :mod:`agents.design.rounding`), so ``A_n >= (n - l) V(w)`` and every
@@ -253,6 +275,8 @@ class XYAdaptive(BAIAgent):
 
     def memory_bytes(self) -> int:
         arrays = sum(
-            a.nbytes for a in (self.active, self._weights, self._plan, self._done, self._psums) if a is not None
+            a.nbytes
+            for a in (self.active, self._weights, self._plan, self._done, self._psums)
+            if a is not None
         )
         return super().memory_bytes() + int(arrays)

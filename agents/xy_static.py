@@ -63,8 +63,18 @@ class XYStatic(GAllocation):
         seed: int | None = None,
     ):
         super().__init__(
-            delta=delta, noise_std=noise_std, c=c, allocation=allocation, design_eps=design_eps, block=block,
-            check_growth=check_growth, lam=lam, d=d, device=device, dtype=dtype, seed=seed,
+            delta=delta,
+            noise_std=noise_std,
+            c=c,
+            allocation=allocation,
+            design_eps=design_eps,
+            block=block,
+            check_growth=check_growth,
+            lam=lam,
+            d=d,
+            device=device,
+            dtype=dtype,
+            seed=seed,
         )
 
     def _design(self) -> torch.Tensor:

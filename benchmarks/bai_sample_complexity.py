@@ -41,7 +41,9 @@ def play(env, agent, seed):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100)
-    parser.add_argument("--noise", type=float, default=0.3, help="reward noise std (env and agents)")
+    parser.add_argument(
+        "--noise", type=float, default=0.3, help="reward noise std (env and agents)"
+    )
     parser.add_argument("--delta", type=float, default=0.05)
     parser.add_argument("--quick", action="store_true", help="20 seeds")
     args = parser.parse_args()
@@ -55,7 +57,10 @@ def main() -> None:
     ]
     agents = [
         ("G-alloc (tracking)", lambda: GAllocation(delta=delta, noise_std=sigma)),
-        ("G-alloc (greedy 14)", lambda: GAllocation(delta=delta, noise_std=sigma, allocation="greedy")),
+        (
+            "G-alloc (greedy 14)",
+            lambda: GAllocation(delta=delta, noise_std=sigma, allocation="greedy"),
+        ),
         ("XY-static", lambda: XYStatic(delta=delta, noise_std=sigma)),
         ("XY-adaptive", lambda: XYAdaptive(delta=delta, noise_std=sigma)),
     ]

@@ -51,7 +51,9 @@ def agents_of(rev: str, tmp: str):
         subprocess.run(["git", "-C", ROOT, "archive", rev, "agents"], stdout=out, check=True)
     with tarfile.open(archive) as tar:
         tar.extractall(tmp, filter="data")
-    os.rename(os.path.join(tmp, "agents"), os.path.join(tmp, "agents_at_rev"))  # relative imports inside
+    os.rename(
+        os.path.join(tmp, "agents"), os.path.join(tmp, "agents_at_rev")
+    )  # relative imports inside
     sys.path.insert(0, tmp)
     return importlib.import_module("agents_at_rev")
 
@@ -65,8 +67,11 @@ def make(pkg, name: str, d: int):
     return pkg.DBSLinUCB(lam=1.0, beta=0.1, l0=50, eps=8.0, d=d)
 
 
-def play(agent, arms, obs_act, obs_update, theta, noise, wrapped: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Seconds per round of act + update, and of the estimator calls within (0 unless ``wrapped``)."""
+def play(
+    agent, arms, obs_act, obs_update, theta, noise, wrapped: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Seconds per round of act + update, and of the estimator calls within (0 unless
+    ``wrapped``)."""
     inner = [0.0]
     pc = time.perf_counter
     if wrapped:
@@ -78,6 +83,7 @@ def play(agent, arms, obs_act, obs_update, theta, noise, wrapped: bool) -> tuple
                 out = fn(*args, **kwargs)
                 inner[0] += pc() - start
                 return out
+
             return call
 
         for name in ESTIMATOR_CALLS:
@@ -87,7 +93,9 @@ def play(agent, arms, obs_act, obs_update, theta, noise, wrapped: bool) -> tuple
     for t in range(rounds):
         inner[0] = 0.0
         start = pc()
-        a = agent.act(obs_act[t]) if t else 0  # round 1 is an exact tie (theta_hat = 0, unit arms): fix it
+        a = (
+            agent.act(obs_act[t]) if t else 0
+        )  # round 1 is an exact tie (theta_hat = 0, unit arms): fix it
         acted = pc()
         reward = float(arms[t, a] @ theta + noise[t])
         begin = pc()
@@ -98,8 +106,12 @@ def play(agent, arms, obs_act, obs_update, theta, noise, wrapped: bool) -> tuple
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--against", default=None, help="a git revision whose agents package to compare with")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--against", default=None, help="a git revision whose agents package to compare with"
+    )
     p.add_argument("--agents", nargs="+", choices=AGENT_NAMES, default=list(AGENT_NAMES))
     p.add_argument("--obs", nargs="+", choices=("tensor", "float32"), default=["tensor", "float32"])
     p.add_argument("--d", type=int, default=784)
@@ -112,26 +124,54 @@ def main(argv=None) -> None:
         packages = {"this": agents}
         if args.against:
             packages[args.against] = agents_of(args.against, tmp)
-        print(f"d={args.d}, K={args.arms}, {args.rounds} rounds, per-round best of {args.repeats} interleaved, 1 thread; "
-              "us per round: act + update, and the loop's part (minus the estimator calls)")
+        print(
+            f"d={args.d}, K={args.arms}, {args.rounds} rounds, per-round best of {args.repeats} "
+            "interleaved, 1 thread; us per round: act + update, and the loop's part (minus the "
+            "estimator calls)"
+        )
         head = "".join(f" {lbl[:12] + ' round':>19} {lbl[:12] + ' loop':>18}" for lbl in packages)
-        print(f"{'agent':>10} {'obs':>8}{head}" + (f" {'loop ratio':>10}" if len(packages) == 2 else ""))
+        print(
+            f"{'agent':>10} {'obs':>8}{head}"
+            + (f" {'loop ratio':>10}" if len(packages) == 2 else "")
+        )
         arms, theta, noise = stream(args.d, args.arms, args.rounds)
         with threadpool_limits(limits=1):
             for kind in args.obs:
                 if kind == "tensor":
                     tensors = torch.as_tensor(arms)
-                    obs_act, obs_update = [tensors[t] for t in range(args.rounds)], [tensors[t] for t in range(args.rounds)]
+                    obs_act, obs_update = (
+                        [tensors[t] for t in range(args.rounds)],
+                        [tensors[t] for t in range(args.rounds)],
+                    )
                 else:
                     obs_act = obs_update = list(arms.astype(np.float32))
                 for name in args.agents:
                     rounds = {lbl: [] for lbl in packages}
                     loops = {lbl: [] for lbl in packages}
                     for _ in range(args.repeats):
-                        for lbl, pkg in packages.items():  # alternately: a slow spell of the box hits both
-                            total, _ = play(make(pkg, name, args.d), arms, obs_act, obs_update, theta, noise, False)
+                        for (
+                            lbl,
+                            pkg,
+                        ) in packages.items():  # alternately: a slow spell of the box hits both
+                            total, _ = play(
+                                make(pkg, name, args.d),
+                                arms,
+                                obs_act,
+                                obs_update,
+                                theta,
+                                noise,
+                                False,
+                            )
                             rounds[lbl].append(total)
-                            total, in_est = play(make(pkg, name, args.d), arms, obs_act, obs_update, theta, noise, True)
+                            total, in_est = play(
+                                make(pkg, name, args.d),
+                                arms,
+                                obs_act,
+                                obs_update,
+                                theta,
+                                noise,
+                                True,
+                            )
                             loops[lbl].append(total - in_est)
                     row = ""
                     for lbl in packages:

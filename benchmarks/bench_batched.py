@@ -14,8 +14,8 @@ settings run 110 untimed warm-up rounds first, so that the timed rounds see full
 (the 2l-row FD buffer cycling between l - 1 and 2l rows), not the cheap first rounds.
 Environments are not timed (the arm sets are drawn beforehand).
 
-    python benchmarks/bench_batched.py --quick          # fewer rounds
-    python benchmarks/bench_batched.py --threads 2      # torch and BLAS threads (default 1: the box is shared)
+    python benchmarks/bench_batched.py --quick      # fewer rounds
+    python benchmarks/bench_batched.py --threads 2  # torch and BLAS threads (default 1: shared box)
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from agents.batched import batched  # noqa: E402
 
 
 class Stream:
-    """Per-member arm sets from a shared pool (member i, round t -> pool[(7919 i + 31 t) % P]) and rewards."""
+    """Per-member arm sets from a shared pool (member i, round t -> pool[(7919 i + 31 t) % P])
+    and rewards."""
 
     def __init__(self, d: int, k: int, n_members: int, pool: int = 512, seed: int = 0):
         rng = np.random.default_rng(seed)
@@ -99,29 +100,64 @@ def time_batched(make, stream: Stream, B: int, rounds: int, warmup: int):
 
 
 SETTINGS = {
-    # name: (agent keywords -> factory, d, K, timed rounds, quick timed rounds, untimed warm-up rounds)
+    # name: (agent keywords -> factory, d, K, timed rounds, quick timed rounds,
+    #        untimed warm-up rounds)
     "OFUL d=500": (lambda **kw: OFUL(lam=1.0, beta=0.1, **kw), 500, 100, 20, 8, 2),
-    "SOFUL d=784 l=50": (lambda **kw: SOFUL(lam=1.0, beta=0.1, sketch_size=50, **kw), 784, 10, 120, 30, 110),
-    "DBSLinUCB d=784 l0=50": (lambda **kw: DBSLinUCB(lam=1.0, beta=0.1, l0=50, eps=8.0, **kw), 784, 10, 120, 30, 110),
+    "SOFUL d=784 l=50": (
+        lambda **kw: SOFUL(lam=1.0, beta=0.1, sketch_size=50, **kw),
+        784,
+        10,
+        120,
+        30,
+        110,
+    ),
+    "DBSLinUCB d=784 l0=50": (
+        lambda **kw: DBSLinUCB(lam=1.0, beta=0.1, l0=50, eps=8.0, **kw),
+        784,
+        10,
+        120,
+        30,
+        110,
+    ),
 }
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="fewer rounds per setting")
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 128], help="values of B")
-    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads for both sides (default 1)")
-    parser.add_argument("--only", nargs="+", choices=list(SETTINGS), default=list(SETTINGS), help="settings to run")
-    parser.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="both sides (default float64)")
+    parser.add_argument(
+        "--batches", type=int, nargs="+", default=[1, 8, 32, 128], help="values of B"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch and BLAS threads for both sides (default 1)"
+    )
+    parser.add_argument(
+        "--only", nargs="+", choices=list(SETTINGS), default=list(SETTINGS), help="settings to run"
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=["float64", "float32"],
+        default="float64",
+        help="both sides (default float64)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    threadpool_limits(limits=args.threads, user_api="blas")  # numpy's BLAS too (the project's thread policy)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {args.dtype} on CPU; "
-          "member-rounds/s = B x timed rounds / agent seconds (after untimed warm-up rounds)")
-    print(f"{'setting':<24} {'B':>4} {'rounds':>6} {'loop r/s':>10} {'batched r/s':>12} {'speed-up':>9} {'same arms':>10}")
+    threadpool_limits(
+        limits=args.threads, user_api="blas"
+    )  # numpy's BLAS too (the project's thread policy)
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {args.dtype} on CPU; "
+        "member-rounds/s = B x timed rounds / agent seconds (after untimed warm-up rounds)"
+    )
+    print(
+        f"{'setting':<24} {'B':>4} {'rounds':>6} {'loop r/s':>10} {'batched r/s':>12} "
+        f"{'speed-up':>9} {'same arms':>10}"
+    )
     for name in args.only:
         factory, d, k, rounds, quick_rounds, warmup = SETTINGS[name]
-        make = lambda: factory(dtype=args.dtype)  # noqa: E731
+        make = lambda factory=factory: factory(dtype=args.dtype)  # noqa: E731
         rounds = quick_rounds if args.quick else rounds
         stream = Stream(d, k, max(args.batches))
         time_batched(make, stream, 2, 3, 0)  # warm-up (allocations, lazy imports)
@@ -130,8 +166,11 @@ def main(argv=None) -> None:
             batch_s, batch_actions = time_batched(make, stream, B, rounds, warmup)
             loop_rate, batch_rate = B * rounds / loop_s, B * rounds / batch_s
             same = bool(np.array_equal(loop_actions, batch_actions))
-            print(f"{name:<24} {B:>4} {rounds:>6} {loop_rate:>10.1f} {batch_rate:>12.1f} "
-                  f"{batch_rate / loop_rate:>8.2f}x {str(same):>10}", flush=True)
+            print(
+                f"{name:<24} {B:>4} {rounds:>6} {loop_rate:>10.1f} {batch_rate:>12.1f} "
+                f"{batch_rate / loop_rate:>8.2f}x {str(same):>10}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

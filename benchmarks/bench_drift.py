@@ -1,4 +1,5 @@
-"""Long-run float32 drift: does a float32 sketched agent keep choosing as float64 OFUL over many rounds?
+"""Long-run float32 drift: does a float32 sketched agent keep choosing as float64 OFUL over many
+rounds?
 
 The arms lie in a random ``rank``-dimensional subspace of R^d (``rank = d`` by default), so
 sketches of ``rank + 5`` rows never discard anything (FD of size l is exact on rank < l data):
@@ -11,8 +12,8 @@ reward, and each round counts whether an agent's own choice (its ``act``) would 
 A count that grows window after window is drift: an error that grows with t (e.g. a cancelling
 ``x^T b`` term, with ``|b| ~ t``) instead of staying at float32's rounding of each score.
 
-    python benchmarks/bench_drift.py                 # d = 20 (full rank), K = 20, 20,000 rounds, windows of 5,000
-    python benchmarks/bench_drift.py --d 80 --rank 20   # DBSLinUCB too
+    python benchmarks/bench_drift.py  # d = 20 (full rank), K = 20, 20,000 rounds, windows of 5,000
+    python benchmarks/bench_drift.py --d 80 --rank 20  # DBSLinUCB too
     python benchmarks/bench_drift.py --rounds 50000 --window 10000
 """
 
@@ -32,7 +33,8 @@ from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB  # noqa: E402
 
 
 def agents_under_test(d: int, rank: int, lam: float, beta: float) -> dict:
-    """float32 agents that equal OFUL in exact arithmetic on rank-``rank`` arms, and float32 OFUL."""
+    """float32 agents that equal OFUL in exact arithmetic on rank-``rank`` arms, and float32
+    OFUL."""
     f32 = {"dtype": torch.float32, "lam": lam, "beta": beta, "d": d}
     l = rank + 5
     with warnings.catch_warnings():
@@ -50,8 +52,12 @@ def agents_under_test(d: int, rank: int, lam: float, beta: float) -> dict:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--d", type=int, default=20)
-    p.add_argument("--rank", type=int, default=None, help="dimension of the arms' subspace (default d; "
-                   "DBSLinUCB runs when 3 (rank + 5) <= d)")
+    p.add_argument(
+        "--rank",
+        type=int,
+        default=None,
+        help="dimension of the arms' subspace (default d; DBSLinUCB runs when 3 (rank + 5) <= d)",
+    )
     p.add_argument("--arms", type=int, default=20)
     p.add_argument("--rounds", type=int, default=20000)
     p.add_argument("--window", type=int, default=5000)
@@ -84,8 +90,11 @@ def main(argv=None) -> None:
             reference.update(arms, a, reward)
         for name in others:
             counts[name].append(window[name])
-    print(f"d={d}, rank {args.rank}, K={K}, lam={args.lam}, beta={args.beta}, {T} rounds; rounds per window where the float32 agent's "
-          f"choice differs from float64 OFUL's (shared trajectory), windows of {args.window}:")
+    print(
+        f"d={d}, rank {args.rank}, K={K}, lam={args.lam}, beta={args.beta}, {T} rounds; "
+        "rounds per window where the float32 agent's choice differs from float64 OFUL's "
+        f"(shared trajectory), windows of {args.window}:"
+    )
     for name, c in counts.items():
         print(f"  {name:>24}: {' '.join(f'{v:5d}' for v in c)}   total {sum(c)}")
 

@@ -1,4 +1,5 @@
-"""The bare sketch's cost per row: ``FrequentDirections.update`` against the FD authors' plain numpy algorithm.
+"""The bare sketch's cost per row: ``FrequentDirections.update`` against the FD authors' plain
+numpy algorithm.
 
 A sketch used alone (matrix approximation, ``linbandit reproduce matrix-approx``) is updated row by
 row and queried rarely. Both sides stream the same normalised Gaussian rows (``--n`` rows of
@@ -34,7 +35,9 @@ from reference_fd import ReferenceFD  # noqa: E402
 from agents.sketches import FrequentDirections  # noqa: E402
 
 
-def run_ours(rows: np.ndarray, l: int, queried: bool, settled: bool = False) -> tuple[float, FrequentDirections]:
+def run_ours(
+    rows: np.ndarray, l: int, queried: bool, settled: bool = False
+) -> tuple[float, FrequentDirections]:
     est = FrequentDirections(rows.shape[1], l)
     arms = rows[:10]
     if settled:
@@ -56,13 +59,19 @@ def run_reference(rows: np.ndarray, l: int) -> tuple[float, ReferenceFD]:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--d", type=int, default=100)
     p.add_argument("--l", type=int, default=20)
     p.add_argument("--n", type=int, default=5000)
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--queried", action="store_true", help="also time ours with a quad_inv before every row")
-    p.add_argument("--settled", action="store_true", help="also time ours queried once before the first row")
+    p.add_argument(
+        "--queried", action="store_true", help="also time ours with a quad_inv before every row"
+    )
+    p.add_argument(
+        "--settled", action="store_true", help="also time ours queried once before the first row"
+    )
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
@@ -83,16 +92,26 @@ def main(argv=None) -> None:
                 best_settled = min(best_settled, run_ours(rows, args.l, False, settled=True)[0])
     gap = np.linalg.eigvalsh(est.covariance().numpy() - ref.covariance())
     frob = float((rows * rows).sum())
-    print(f"d={args.d}, l={args.l}, {args.n} rows, best of {args.repeats} interleaved, 1 BLAS thread")
+    print(
+        f"d={args.d}, l={args.l}, {args.n} rows, best of {args.repeats} interleaved, 1 BLAS thread"
+    )
     print(f"{'':>28} {'us/row':>8}")
     print(f"{'reference FD (numpy, SVD)':>28} {best_ref:8.2f}")
-    print(f"{'FrequentDirections.update':>28} {best_ours:8.2f}   reference/ours = {best_ref / best_ours:.2f}")
+    print(
+        f"{'FrequentDirections.update':>28} {best_ours:8.2f}   "
+        f"reference/ours = {best_ref / best_ours:.2f}"
+    )
     if args.queried:
         print(f"{'  with quad_inv every row':>28} {best_queried:8.2f}")
     if args.settled:
-        print(f"{'  queried once, then rows':>28} {best_settled:8.2f}   settled/raw = {best_settled / best_ours:.2f}")
-    print(f"|S^T S difference| / ||X||_F^2 = {float(np.abs(gap).max()) / frob:.1e} "
-          f"(shrinkage: ours {est.total_shrinkage:.4g}, reference {ref.shrinkage:.4g})")
+        print(
+            f"{'  queried once, then rows':>28} {best_settled:8.2f}   "
+            f"settled/raw = {best_settled / best_ours:.2f}"
+        )
+    print(
+        f"|S^T S difference| / ||X||_F^2 = {float(np.abs(gap).max()) / frob:.1e} "
+        f"(shrinkage: ours {est.total_shrinkage:.4g}, reference {ref.shrinkage:.4g})"
+    )
 
 
 if __name__ == "__main__":

@@ -44,12 +44,16 @@ AGENTS = {
     "OFUL": lambda lam, beta, l, dt: OFUL(lam=lam, beta=beta, dtype=dt),
     "SOFUL": lambda lam, beta, l, dt: SOFUL(lam=lam, beta=beta, sketch_size=l, dtype=dt),
     "CBSCFD": lambda lam, beta, l, dt: CBSCFD(lam=lam, beta=beta, sketch_size=l, dtype=dt),
-    "DBSLinUCB-FD": lambda lam, beta, l, dt: DBSLinUCB(lam=lam, beta=beta, l0=l, eps=8.0, sketch="fd", dtype=dt),
-    "DBSLinUCB-RFD": lambda lam, beta, l, dt: DBSLinUCB(lam=lam, beta=beta, l0=l, eps=8.0, sketch="rfd", dtype=dt),
+    "DBSLinUCB-FD": lambda lam, beta, l, dt: DBSLinUCB(
+        lam=lam, beta=beta, l0=l, eps=8.0, sketch="fd", dtype=dt
+    ),
+    "DBSLinUCB-RFD": lambda lam, beta, l, dt: DBSLinUCB(
+        lam=lam, beta=beta, l0=l, eps=8.0, sketch="rfd", dtype=dt
+    ),
 }
-# (env id, env kwargs, lam, beta, l = l0): MNIST as the paper's demo (l = l0 = 50); Synthetic d = 100
-# with l = l0 = 10 (with l0 = 50 > d/3 DBSLinUCB would be OFUL from the first row, and SOFUL l = 50
-# would hold more than OFUL at d = 100)
+# (env id, env kwargs, lam, beta, l = l0): MNIST as the paper's demo (l = l0 = 50); Synthetic
+# d = 100 with l = l0 = 10 (with l0 = 50 > d/3 DBSLinUCB would be OFUL from the first row, and
+# SOFUL l = 50 would hold more than OFUL at d = 100)
 ENVS = {
     "MNIST": ("LinBandit-MNIST-v0", {}, 0.2, 0.01, 50),
     "Synthetic": ("LinBandit-Synthetic-v0", {"d": 100, "n_arms": 20}, 1.0, 0.1, 10),
@@ -91,11 +95,15 @@ def _per_seed(rec):
 
 
 def _first_diff(a, b):
-    return [str(int(np.flatnonzero(a[s] != b[s])[0])) if (a[s] != b[s]).any() else "-" for s in sorted(a)]
+    return [
+        str(int(np.flatnonzero(a[s] != b[s])[0])) if (a[s] != b[s]).any() else "-"
+        for s in sorted(a)
+    ]
 
 
 def _ms_per_round_b1(make, rounds: int = 300, repeats: int = 3) -> tuple[float, float]:
-    """B = 1 agent ms/round at d = 784, K = 10 (unit arms), float64 and float32 interleaved, best of N."""
+    """B = 1 agent ms/round at d = 784, K = 10 (unit arms), float64 and float32 interleaved, best
+    of N."""
     rng = np.random.default_rng(0)
     arms = rng.standard_normal((rounds, 10, 784))
     arms = (arms / np.linalg.norm(arms, axis=2, keepdims=True)).astype(np.float32)
@@ -112,7 +120,9 @@ def _ms_per_round_b1(make, rounds: int = 300, repeats: int = 3) -> tuple[float, 
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--quick", action="store_true")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
@@ -124,10 +134,16 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     horizon = 500 if args.quick else 2000
     seeds = list(range(args.seeds))
-    print(f"{args.seeds} seeds, horizon {horizon}, {args.threads} thread(s), torch {torch.__version__}; "
-          "regret = final cumulative regret (mean over seeds); first diff = first round f32 (floor) chose otherwise")
-    print(f"{'env':>9} {'agent':>13} {'f64':>7} {'f32':>7} {'rel':>6} {'per-seed rel':>20} {'first diff':>16} "
-          f"{'floor rel':>9} {'floor 1st diff':>16} {'ms f64':>7} {'ms f32':>7} {'f64/f32':>7}")
+    print(
+        f"{args.seeds} seeds, horizon {horizon}, {args.threads} thread(s), "
+        f"torch {torch.__version__}; regret = final cumulative regret (mean over seeds); "
+        "first diff = first round f32 (floor) chose otherwise"
+    )
+    print(
+        f"{'env':>9} {'agent':>13} {'f64':>7} {'f32':>7} {'rel':>6} {'per-seed rel':>20} "
+        f"{'first diff':>16} {'floor rel':>9} {'floor 1st diff':>16} {'ms f64':>7} {'ms f32':>7} "
+        f"{'f64/f32':>7}"
+    )
     worst = 0.0
     with threadpool_limits(limits=args.threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -138,26 +154,44 @@ def main(argv=None) -> None:
                 make = AGENTS[name]
                 out = {}
                 for dt in (torch.float64, torch.float32):
-                    rec = linbandit_gym.run(env_id, make(lam, beta, l, dt), seeds=seeds, env_kwargs=kw, progress=False)
-                    ms = rec.groupby("seed")["agent_time"].last().mean() / horizon * 1e3  # agent_time is cumulative
+                    rec = linbandit_gym.run(
+                        env_id, make(lam, beta, l, dt), seeds=seeds, env_kwargs=kw, progress=False
+                    )
+                    ms = (
+                        rec.groupby("seed")["agent_time"].last().mean() / horizon * 1e3
+                    )  # agent_time is cumulative
                     out[dt] = (*_per_seed(rec), ms)
                 (r64, a64, ms64), (r32, a32, ms32) = out[torch.float64], out[torch.float32]
                 rel = abs(r32.mean() - r64.mean()) / max(abs(r64.mean()), 1e-12)
                 worst = max(worst, rel)
-                per_seed = ",".join(f"{abs(r32[s] - r64[s]) / max(r64[s], 1e-12):.0%}" for s in seeds)
+                per_seed = ",".join(
+                    f"{abs(r32[s] - r64[s]) / max(r64[s], 1e-12):.0%}" for s in seeds
+                )
                 floor_rel, floor_diff = "", ""
                 if not args.no_floor:
-                    rec = linbandit_gym.run(env_id, _PerturbedArms(make(lam, beta, l, torch.float64)), seeds=seeds,
-                                            env_kwargs=kw, progress=False, batched=False)
+                    rec = linbandit_gym.run(
+                        env_id,
+                        _PerturbedArms(make(lam, beta, l, torch.float64)),
+                        seeds=seeds,
+                        env_kwargs=kw,
+                        progress=False,
+                        batched=False,
+                    )
                     rf, af = _per_seed(rec)
                     floor_rel = f"{abs(rf.mean() - r64.mean()) / max(abs(r64.mean()), 1e-12):.1%}"
                     floor_diff = ",".join(_first_diff(af, a64))
-                print(f"{env_name:>9} {name:>13} {r64.mean():>7.2f} {r32.mean():>7.2f} {rel:>6.1%} {per_seed:>20} "
-                      f"{','.join(_first_diff(a32, a64)):>16} {floor_rel:>9} {floor_diff:>16} {ms64:>7.3f} {ms32:>7.3f} "
-                      f"{ms64 / ms32:>6.2f}x", flush=True)
+                print(
+                    f"{env_name:>9} {name:>13} {r64.mean():>7.2f} {r32.mean():>7.2f} {rel:>6.1%} "
+                    f"{per_seed:>20} {','.join(_first_diff(a32, a64)):>16} {floor_rel:>9} "
+                    f"{floor_diff:>16} {ms64:>7.3f} {ms32:>7.3f} {ms64 / ms32:>6.2f}x",
+                    flush=True,
+                )
         print(f"largest relative difference of mean final regret float32 vs float64: {worst:.1%}")
         if not args.no_b1:
-            print("B = 1 (single agent), d = 784, K = 10, 300 rounds, interleaved, best of 3: ms/round f64, f32, speed-up")
+            print(
+                "B = 1 (single agent), d = 784, K = 10, 300 rounds, interleaved, best of 3: "
+                "ms/round f64, f32, speed-up"
+            )
             for name in args.agents:
                 ms64, ms32 = _ms_per_round_b1(lambda dt, name=name: AGENTS[name](0.2, 0.01, 50, dt))
                 print(f"  {name:>13} {ms64:7.3f} {ms32:7.3f} {ms64 / ms32:6.2f}x", flush=True)

@@ -86,14 +86,24 @@ def measure(env_id: str, env_args: dict, repeats: int, clock: str = "cpu") -> di
 
         for _ in range(repeats):  # interleaved: a slow spell of the machine hits every side alike
             start = now()
-            records = linbandit_gym.run(env, agent, seeds=[0], progress=False, batched=False, threads=1)
+            records = linbandit_gym.run(
+                env, agent, seeds=[0], progress=False, batched=False, threads=1
+            )
             times["run"].append(now() - start)
             assert len(records) == rounds
             start = now()
             bare_episode(env)
             times["env"].append(now() - start)
             start = now()
-            linbandit_gym.run(env_id, agent, seeds=[0], env_kwargs=env_args, progress=False, batched=False, threads=1)
+            linbandit_gym.run(
+                env_id,
+                agent,
+                seeds=[0],
+                env_kwargs=env_args,
+                progress=False,
+                batched=False,
+                threads=1,
+            )
             times["run_by_id"].append(now() - start)
             start = now()
             made = gym.make(env_id, **env_args)
@@ -105,7 +115,8 @@ def measure(env_id: str, env_args: dict, repeats: int, clock: str = "cpu") -> di
 
 
 def checkout_of(rev: str, tmp: str) -> str:
-    """The packages of git revision ``rev``, extracted under ``tmp`` (a directory for PYTHONPATH)."""
+    """The packages of git revision ``rev``, extracted under ``tmp`` (a directory for
+    PYTHONPATH)."""
     archive = os.path.join(tmp, "rev.tar")
     with open(archive, "wb") as out:
         subprocess.run(["git", "-C", ROOT, "archive", rev, *PACKAGES], stdout=out, check=True)
@@ -117,18 +128,35 @@ def checkout_of(rev: str, tmp: str) -> str:
 def measure_in(path: str, args: argparse.Namespace) -> dict:
     """:func:`measure` in a fresh interpreter whose ``linbandit_gym`` is the one under ``path``."""
     env = {**os.environ, "PYTHONPATH": path + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    command = [sys.executable, os.path.abspath(__file__), "--env", args.env, "--repeats", str(args.repeats),
-               "--clock", args.clock, "--json", *[f"--env-arg={kv}" for kv in args.env_arg or ()]]
-    out = subprocess.run(command, env=env, cwd=path, check=True, capture_output=True, text=True).stdout
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--env",
+        args.env,
+        "--repeats",
+        str(args.repeats),
+        "--clock",
+        args.clock,
+        "--json",
+        *[f"--env-arg={kv}" for kv in args.env_arg or ()],
+    ]
+    out = subprocess.run(
+        command, env=env, cwd=path, check=True, capture_output=True, text=True
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def loop_us(result: dict) -> dict[str, float]:
     """Microseconds per round: the env's bare step, and the loop's cost measured each way."""
-    per_round = {key: 1e6 * value / result["rounds"] for key, value in result.items() if key != "rounds"}
-    return {"env step": per_round["env"], "loop (instance)": per_round["run"] - per_round["env"],
-            "loop (by id)": per_round["run_by_id"] - per_round["make_env"],
-            "run(id) - steps": per_round["run_by_id"] - per_round["env"]}
+    per_round = {
+        key: 1e6 * value / result["rounds"] for key, value in result.items() if key != "rounds"
+    }
+    return {
+        "env step": per_round["env"],
+        "loop (instance)": per_round["run"] - per_round["env"],
+        "loop (by id)": per_round["run_by_id"] - per_round["make_env"],
+        "run(id) - steps": per_round["run_by_id"] - per_round["env"],
+    }
 
 
 def parse_env_args(pairs) -> dict:
@@ -143,15 +171,28 @@ def parse_env_args(pairs) -> dict:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--env", default="LinBandit-MNIST-v0")
-    p.add_argument("--env-arg", action="append", metavar="K=V", help="env constructor argument, repeatable")
+    p.add_argument(
+        "--env-arg", action="append", metavar="K=V", help="env constructor argument, repeatable"
+    )
     p.add_argument("--repeats", type=int, default=7)
-    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                   help="the calling thread's CPU time (default) or wall-clock time")
+    p.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="the calling thread's CPU time (default) or wall-clock time",
+    )
     p.add_argument("--against", default=None, metavar="REV", help="a git revision to compare with")
-    p.add_argument("--rounds-of", type=int, default=3, metavar="N",
-                   help="with --against: alternate N subprocesses of each side, best taken")
+    p.add_argument(
+        "--rounds-of",
+        type=int,
+        default=3,
+        metavar="N",
+        help="with --against: alternate N subprocesses of each side, best taken",
+    )
     p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     env_args = parse_env_args(args.env_arg)
@@ -169,17 +210,26 @@ def main(argv=None) -> None:
                 for label, path in (("this checkout", ROOT), (args.against, other)):
                     result = measure_in(path, args)
                     best = sides[label]
-                    sides[label] = result if best is None else {k: min(v, best[k]) for k, v in result.items()}
+                    sides[label] = (
+                        result if best is None else {k: min(v, best[k]) for k, v in result.items()}
+                    )
     rounds = next(iter(sides.values()))["rounds"]
     where = f" in each of {args.rounds_of} alternating processes" if args.against else ""
-    print(f"{args.env} {env_args or ''}: {rounds} rounds, a pre-drawn random agent, 1 thread, {args.clock} time, "
-          f"best of {args.repeats} interleaved{where}")
+    print(
+        f"{args.env} {env_args or ''}: {rounds} rounds, a pre-drawn random agent, 1 thread, "
+        f"{args.clock} time, best of {args.repeats} interleaved{where}"
+    )
     columns = list(loop_us(next(iter(sides.values()))))
-    print(f"{'us per round':>14}" + "".join(f" {c:>17}" for c in columns) + f" {'loop ms/round':>14}")
+    print(
+        f"{'us per round':>14}" + "".join(f" {c:>17}" for c in columns) + f" {'loop ms/round':>14}"
+    )
     for label, result in sides.items():
         figures = loop_us(result)
-        print(f"{label[:14]:>14}" + "".join(f" {figures[c]:17.2f}" for c in columns)
-              + f" {figures['loop (instance)'] / 1000:14.4f}")
+        print(
+            f"{label[:14]:>14}"
+            + "".join(f" {figures[c]:17.2f}" for c in columns)
+            + f" {figures['loop (instance)'] / 1000:14.4f}"
+        )
     if args.against:
         this, that = (loop_us(sides[k])["loop (instance)"] for k in ("this checkout", args.against))
         print(f"loop cost (instance), this checkout / {args.against}: {this / that:.2f}")

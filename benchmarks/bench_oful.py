@@ -77,27 +77,43 @@ def time_torch(arms, tensors, theta, noise, lam, beta):
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="fewer rounds per setting, best of 2")
     parser.add_argument("--dims", type=int, nargs="+", default=[256, 784, 2048])
     parser.add_argument("--arms", type=int, nargs="+", default=[10, 100])
-    parser.add_argument("--threads", type=int, default=1, help="BLAS threads for torch and numpy (default 1)")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timed repeats per side, torch and numpy interleaved; the best is kept (default 3, quick 2)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="BLAS threads for torch and numpy (default 1)"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timed repeats per side, torch and numpy interleaved; the best is kept "
+        "(default 3, quick 2)",
+    )
     args = parser.parse_args(argv)
     repeats = args.repeats or (2 if args.quick else 3)
     lam, beta = 1.0, 0.1
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, numpy {np.__version__}, {args.threads} BLAS thread(s); OFUL float64 on CPU; "
-          f"lam={lam}, beta={beta}; best of {repeats} interleaved repeats")
-    print(f"{'d':>6} {'K':>5} {'rounds':>7} {'numpy ms':>9} {'torch ms':>9} {'numpy/torch':>12} {'same arms':>10}")
+    print(
+        f"torch {torch.__version__}, numpy {np.__version__}, {args.threads} BLAS thread(s); "
+        f"OFUL float64 on CPU; lam={lam}, beta={beta}; best of {repeats} interleaved repeats"
+    )
+    print(
+        f"{'d':>6} {'K':>5} {'rounds':>7} {'numpy ms':>9} {'torch ms':>9} {'numpy/torch':>12} "
+        f"{'same arms':>10}"
+    )
     with threadpool_limits(limits=args.threads):
         for d in args.dims:
             for k in args.arms:
                 base = 60 if args.quick else 300
                 rounds = max(20, int(base * (784 / d) ** 1.5)) if d > 784 else base
                 arms, theta, noise = stream(d, k, rounds)
-                tensors = torch.as_tensor(arms)  # conversion outside the timed loop, like the numpy side
+                tensors = torch.as_tensor(
+                    arms
+                )  # conversion outside the timed loop, like the numpy side
                 time_torch(arms[:5], tensors[:5], theta, noise, lam, beta)  # warm-up
                 np_ms = torch_ms = float("inf")
                 for _ in range(repeats):  # interleaved, so both see the same machine load
@@ -105,8 +121,11 @@ def main(argv=None) -> None:
                     torch_ms = min(torch_ms, ms)
                     ms, np_actions = time_numpy(arms, theta, noise, lam, beta)
                     np_ms = min(np_ms, ms)
-                print(f"{d:>6} {k:>5} {rounds:>7} {np_ms:>9.3f} {torch_ms:>9.3f} {np_ms / torch_ms:>12.2f} "
-                      f"{str(np_actions == torch_actions):>10}", flush=True)
+                print(
+                    f"{d:>6} {k:>5} {rounds:>7} {np_ms:>9.3f} {torch_ms:>9.3f} "
+                    f"{np_ms / torch_ms:>12.2f} {str(np_actions == torch_actions):>10}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -69,9 +69,11 @@ def fd_floor(d: int, k: int, l: int, repeats: int) -> dict[str, float]:
         return vectors.T @ rows
 
     freed = full - (l - 1)
-    return {"scoring": _best(lambda: arms @ basis.T, repeats, 50),
-            "append": _best(append, repeats, 50),
-            "shrink": _best(shrink, repeats, 3) / freed}
+    return {
+        "scoring": _best(lambda: arms @ basis.T, repeats, 50),
+        "append": _best(append, repeats, 50),
+        "shrink": _best(shrink, repeats, 3) / freed,
+    }
 
 
 def oful_floor(d: int, k: int, repeats: int) -> dict[str, float]:
@@ -85,8 +87,11 @@ def oful_floor(d: int, k: int, repeats: int) -> dict[str, float]:
         v = inverse @ x
         np.subtract(inverse, np.outer(v, v) / (1.0 + x @ v), out=inverse)
 
-    return {"scoring": _best(lambda: arms @ inverse, repeats, 20),
-            "append": _best(update, repeats, 20), "shrink": 0.0}
+    return {
+        "scoring": _best(lambda: arms @ inverse, repeats, 20),
+        "append": _best(update, repeats, 20),
+        "shrink": 0.0,
+    }
 
 
 def measured(name: str, d: int, k: int, l: int, rounds: int, repeats: int) -> float:
@@ -128,21 +133,31 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    print(f"d = {args.d}, K = {args.arms}, 1 thread, float64; ms a round; load average "
-          f"{os.getloadavg()[0]:.2f}")
+    print(
+        f"d = {args.d}, K = {args.arms}, 1 thread, float64; ms a round; load average "
+        f"{os.getloadavg()[0]:.2f}"
+    )
     print("agent   l    | scoring  append  shrink/row | floor   | measured | measured/floor")
     with threadpool_limits(1):
         for name in args.agents:
-            for l in ([args.d] if name == "OFUL" else args.sizes):
-                floor = (oful_floor(args.d, args.arms, args.repeats) if name == "OFUL"
-                         else fd_floor(args.d, args.arms, l, args.repeats))
+            for l in [args.d] if name == "OFUL" else args.sizes:
+                floor = (
+                    oful_floor(args.d, args.arms, args.repeats)
+                    if name == "OFUL"
+                    else fd_floor(args.d, args.arms, l, args.repeats)
+                )
                 round_s = measured(name, args.d, args.arms, l, args.rounds, args.repeats)
                 total = sum(floor.values())
                 label = "-" if name == "OFUL" else str(l)
-                pieces = " ".join(f"{1e3 * floor[key]:{width}.3f}" for key, width in
-                                  (("scoring", 7), ("append", 7), ("shrink", 10)))
-                print(f"{name:7s} {label:4s} | {pieces} | {1e3 * total:7.3f} | "
-                      f"{1e3 * round_s:8.3f} | {round_s / total:6.2f}x", flush=True)
+                pieces = " ".join(
+                    f"{1e3 * floor[key]:{width}.3f}"
+                    for key, width in (("scoring", 7), ("append", 7), ("shrink", 10))
+                )
+                print(
+                    f"{name:7s} {label:4s} | {pieces} | {1e3 * total:7.3f} | "
+                    f"{1e3 * round_s:8.3f} | {round_s / total:6.2f}x",
+                    flush=True,
+                )
     return 0
 
 

@@ -44,8 +44,10 @@ def main(argv=None) -> None:
     p.add_argument("--horizon", type=int, default=2000)
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    print(f"MNIST, T={args.horizon}, seed 0, float64; peak memory_bytes() in KiB "
-          "(paper: v2 Table 2, KB)\n")
+    print(
+        f"MNIST, T={args.horizon}, seed 0, float64; peak memory_bytes() in KiB "
+        "(paper: v2 Table 2, KB)\n"
+    )
     print("| agent | peak KiB here | paper KB | final regret here |")
     print("|---|---|---|---|")
     with warnings.catch_warnings():

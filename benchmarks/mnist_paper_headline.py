@@ -107,32 +107,46 @@ def main(argv=None) -> None:
                 )
                 peak[name] = records["memory_bytes"].max() / 1024
                 seconds[name] = min(seconds[name], float(records["agent_time"].iloc[-1]))
-    print(f"{ENV}, T={args.horizon}, lam=0.2, beta=0.01, DBSLinUCB l0=50 eps=8 (FD), seed 0, "
-          "float64, 1 thread;")
+    print(
+        f"{ENV}, T={args.horizon}, lam=0.2, beta=0.01, DBSLinUCB l0=50 eps=8 (FD), seed 0, "
+        "float64, 1 thread;"
+    )
     print(f"CPU seconds in act + update: the least of {args.repeats} interleaved plays")
-    print(f"{'agent':>31} {'blocks opened at t':>20} {'exact from t':>12} {'peak KiB':>9} "
-          f"{'x OFUL':>7} {'CPU s':>6} {'x OFUL':>7}")
+    print(
+        f"{'agent':>31} {'blocks opened at t':>20} {'exact from t':>12} {'peak KiB':>9} "
+        f"{'x OFUL':>7} {'CPU s':>6} {'x OFUL':>7}"
+    )
     for name in table:
         opened, switched = events[name]
         blocks = ", ".join(map(str, opened)) or "-"
-        print(f"{name:>31} {blocks:>20} {switched or '-':>12} {peak[name]:>9.1f} "
-              f"{peak[name] / peak['OFUL']:>7.2f} {seconds[name]:>6.2f} "
-              f"{seconds[name] / seconds['OFUL']:>7.2f}")
+        print(
+            f"{name:>31} {blocks:>20} {switched or '-':>12} {peak[name]:>9.1f} "
+            f"{peak[name] / peak['OFUL']:>7.2f} {seconds[name]:>6.2f} "
+            f"{seconds[name] / seconds['OFUL']:>7.2f}"
+        )
     cap = block_cap(D, 50)
     sizes = [50 * 2**i for i in range(cap - 1)]
     dbs_kb, oful_kb = PAPER_KB["DBSLinUCB"], PAPER_KB["OFUL"]
     dbs_s, oful_s = PAPER_S["DBSLinUCB"], PAPER_S["OFUL"]
-    print(f"\npaper (Wen et al. 2025, App. F.3): Table 2 DBSLinUCB {dbs_kb} KB against OFUL "
-          f"{oful_kb} KB = {dbs_kb / oful_kb:.2f}x; Fig. 5b about {dbs_s:.0f} s against "
-          f"{oful_s:.0f} s = {dbs_s / oful_s:.2f}x")
-    print(f"OFUL's d x d inverse: {D} x {D} x 8 B = {D * D * 8 / 1024:.1f} KiB (Table 2's OFUL: "
-          "the same matrix)")
-    print(f"Table 2's DBSLinUCB: {dbs_kb} KB = {dbs_kb * 1024 / (D * 8):.1f} rows of {D} float64, "
-          "never a d x d matrix")
-    print(f"the literal cap (Alg. 1 line 3), C = floor(log2(d/l0 + 1)) = {cap}: blocks of l = "
-          f"{', '.join(map(str, sizes))}; the row that would open block {cap} "
-          f"(l = {50 * 2 ** (cap - 1)}) switches to exact updates on the d x d inverse: from there "
-          "no peak is below OFUL's")
+    print(
+        f"\npaper (Wen et al. 2025, App. F.3): Table 2 DBSLinUCB {dbs_kb} KB against OFUL "
+        f"{oful_kb} KB = {dbs_kb / oful_kb:.2f}x; Fig. 5b about {dbs_s:.0f} s against "
+        f"{oful_s:.0f} s = {dbs_s / oful_s:.2f}x"
+    )
+    print(
+        f"OFUL's d x d inverse: {D} x {D} x 8 B = {D * D * 8 / 1024:.1f} KiB (Table 2's OFUL: "
+        "the same matrix)"
+    )
+    print(
+        f"Table 2's DBSLinUCB: {dbs_kb} KB = {dbs_kb * 1024 / (D * 8):.1f} rows of {D} float64, "
+        "never a d x d matrix"
+    )
+    print(
+        f"the literal cap (Alg. 1 line 3), C = floor(log2(d/l0 + 1)) = {cap}: blocks of l = "
+        f"{', '.join(map(str, sizes))}; the row that would open block {cap} "
+        f"(l = {50 * 2 ** (cap - 1)}) switches to exact updates on the d x d inverse: from there "
+        "no peak is below OFUL's"
+    )
 
 
 if __name__ == "__main__":

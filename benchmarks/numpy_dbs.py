@@ -36,7 +36,15 @@ def _cap(d: int, l0: int) -> int:
 class NumpyDBS:
     """Dyadic Block Sketching estimating ``c I + sum_i S_i^T S_i`` (then exact rows)."""
 
-    def __init__(self, d: int, l0: int, eps: float, reg: float = 1.0, robust: bool = False, sentinel: bool = True):
+    def __init__(
+        self,
+        d: int,
+        l0: int,
+        eps: float,
+        reg: float = 1.0,
+        robust: bool = False,
+        sentinel: bool = True,
+    ):
         self.d, self.l0, self.reg, self.robust, self.sentinel = d, l0, reg, robust, sentinel
         self.threshold = eps * l0
         self.cap = _cap(d, l0)
@@ -199,7 +207,9 @@ class NumpyDBS:
 class NumpyDBSLinUCB:
     """DBSLinUCB-FD (``robust=False``) or -RFD (``robust=True``) with a constant radius ``beta``."""
 
-    def __init__(self, d: int, l0: int, eps: float, lam: float = 1.0, beta: float = 0.1, robust: bool = False):
+    def __init__(
+        self, d: int, l0: int, eps: float, lam: float = 1.0, beta: float = 0.1, robust: bool = False
+    ):
         self.est = NumpyDBS(d, l0, eps, reg=lam, robust=robust)
         self.beta = beta
         self.b = np.zeros(d)

@@ -1,10 +1,11 @@
 """Plain numpy SOFUL / CBSCFD: the same algorithm as agents.soful / agents.cbscfd, as a baseline.
 
-Fast Frequent Directions with a 2l-row buffer (Wen et al. (2025), Remark 1, Yang et al. (2025), Sec. 3.2): the
-Gram ``S S^T`` and the Cholesky factor of ``S S^T + rho I`` are bordered at each appended row;
-when the buffer is full one ``eigh`` of the small Gram shrinks every squared singular value by
-the l-th largest and keeps at most ``l - 1`` rows. Robust FD (``robust=True``) adds the shrink
-value to ``alpha`` and uses ``rho = lam + alpha``. Queries are Woodbury with the Cholesky factor.
+Fast Frequent Directions with a 2l-row buffer (Wen et al. (2025), Remark 1, Yang et al. (2025),
+Sec. 3.2): the Gram ``S S^T`` and the Cholesky factor of ``S S^T + rho I`` are bordered at each
+appended row; when the buffer is full one ``eigh`` of the small Gram shrinks every squared
+singular value by the l-th largest and keeps at most ``l - 1`` rows. Robust FD (``robust=True``)
+adds the shrink value to ``alpha`` and uses ``rho = lam + alpha``. Queries are Woodbury with the
+Cholesky factor.
 Only numpy and ``scipy.linalg.solve_triangular`` / ``cho_solve`` (the same LAPACK/BLAS calls
 torch makes) are used; no validation, no device handling: the lean reference for timing.
 """

@@ -1,11 +1,13 @@
-"""Final regret of every LinUCB agent per dtype, arm scale and ridge, on one small synthetic problem.
+"""Final regret of every LinUCB agent per dtype, arm scale and ridge, on one small synthetic
+problem.
 
 The probe of the sketches' accuracy against OFUL's in the same dtype: Synthetic d = 10, K = 5,
 T = 2000, beta = 0.1 (one seed); the agents see the env's unit-norm arms multiplied by
-a scale (``--cells scale:lam ...``; the rewards, hence the regret, stay the env's). SOFUL and CBSCFD with sketch sizes
-l > d hold the exact ``lam I + X^T X``, and DBSLinUCB's blocks are exact until they close, so in
-exact arithmetic every sketched agent here plays as OFUL: any gap is rounding. A cell is
-"beyond the dtype" when ``(lam + tr X^T X) / lam`` at the end exceeds ~1/eps of the dtype.
+a scale (``--cells scale:lam ...``; the rewards, hence the regret, stay the env's). SOFUL and
+CBSCFD with sketch sizes l > d hold the exact ``lam I + X^T X``, and DBSLinUCB's blocks are
+exact until they close, so in exact arithmetic every sketched agent here plays as OFUL: any gap
+is rounding. A cell is "beyond the dtype" when ``(lam + tr X^T X) / lam`` at the end exceeds
+~1/eps of the dtype.
 
     python benchmarks/probe_numerics.py                       # the default grid
     python benchmarks/probe_numerics.py --cells 1e8:1 --dtypes float64   # scale:lam pairs
@@ -35,12 +37,17 @@ def agents(lam: float, dtype: torch.dtype, sizes=(20, 64), beta: float = 0.1) ->
         out[f"SOFUL l={l}"] = SOFUL(lam=lam, beta=beta, sketch_size=l, dtype=dtype)
         out[f"CBSCFD l={l}"] = CBSCFD(lam=lam, beta=beta, sketch_size=l, dtype=dtype)
     out["DBSLinUCB-FD l0=2"] = DBSLinUCB(lam=lam, beta=beta, l0=2, eps=8.0, dtype=dtype)
-    out["DBSLinUCB-RFD l0=2"] = DBSLinUCB(lam=lam, beta=beta, l0=2, eps=8.0, sketch="rfd", dtype=dtype)
+    out["DBSLinUCB-RFD l0=2"] = DBSLinUCB(
+        lam=lam, beta=beta, l0=2, eps=8.0, sketch="rfd", dtype=dtype
+    )
     return out
 
 
-def final_regret(agent, scale: float, horizon: int = 2000, seed: int = 0, d: int = 10, k: int = 5) -> float:
-    """Cumulative pseudo-regret after ``horizon`` rounds of Synthetic(d, K) with arms times ``scale``."""
+def final_regret(
+    agent, scale: float, horizon: int = 2000, seed: int = 0, d: int = 10, k: int = 5
+) -> float:
+    """Cumulative pseudo-regret after ``horizon`` rounds of Synthetic(d, K) with arms times
+    ``scale``."""
     env = gym.make("LinBandit-Synthetic-v0", d=d, n_arms=k, horizon=horizon, noise_std=0.01)
     obs, _ = env.reset(seed=seed)
     agent.reset(seed=seed)
@@ -58,9 +65,15 @@ def final_regret(agent, scale: float, horizon: int = 2000, seed: int = 0, d: int
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cells", nargs="+", default=["1:1e-4", "1:2e-4", "1:1e-6", "1:1e-8", "1e3:1e-4", "1e3:1", "1e8:1"],
-                   help="scale:lam pairs")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--cells",
+        nargs="+",
+        default=["1:1e-4", "1:2e-4", "1:1e-6", "1:1e-8", "1e3:1e-4", "1e3:1", "1e8:1"],
+        help="scale:lam pairs",
+    )
     p.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
     p.add_argument("--horizon", type=int, default=2000)
     args = p.parse_args(argv)
@@ -74,7 +87,10 @@ def main(argv=None) -> None:
                 warnings.simplefilter("ignore")
                 for label, agent in agents(lam, dtype).items():
                     t0 = time.perf_counter()
-                    rows.setdefault(label, {})[name] = (final_regret(agent, scale, args.horizon), time.perf_counter() - t0)
+                    rows.setdefault(label, {})[name] = (
+                        final_regret(agent, scale, args.horizon),
+                        time.perf_counter() - t0,
+                    )
         print(f"scale={scale:g} lam={lam:g}")
         for label, by in rows.items():
             cells = "  ".join(f"{n}: {r:9.2f}" for n, (r, _) in by.items())

@@ -1,4 +1,5 @@
-"""Per-round cost of OFUL, SOFUL, CBSCFD and DBSLinUCB against plain numpy implementations, with a profile.
+"""Per-round cost of OFUL, SOFUL, CBSCFD and DBSLinUCB against plain numpy implementations, with a
+profile.
 
 The four agents (at B = 1 on the CPU they run on the numpy backend, ``agents.sketches.backend``)
 and the plain numpy versions of the same algorithms (NumpyOFUL of
@@ -7,9 +8,9 @@ arms a round, reward x^T theta* + noise of the chosen arm); ms/round is act + up
 --repeats interleaved runs (ours, numpy, ours, ...), BLAS pinned to --threads on both sides,
 and "same" says whether both chose the same arm every round. ``--stat round`` takes each
 round's fastest repeat instead (on a loaded machine a run is preempted for milliseconds at a
-time; the per-round minimum drops those rounds' waits, for both sides alike). With --profile, one extra run
-of each agent is profiled by cProfile and the functions with the largest own time are printed
-(where the fixed per-call overhead of small array operations shows up).
+time; the per-round minimum drops those rounds' waits, for both sides alike). With --profile,
+one extra run of each agent is profiled by cProfile and the functions with the largest own time
+are printed (where the fixed per-call overhead of small array operations shows up).
 
     python benchmarks/profile_agents.py --quick                  # d = 784, K in {10, 100}, l = 50
     python benchmarks/profile_agents.py --profile --agents SOFUL --arms 10
@@ -61,7 +62,8 @@ AGENT_NAMES = ("OFUL", "SOFUL", "CBSCFD", "DBSLinUCB")
 
 
 class OneMemberBatch:
-    """One of our agents built with ``batch_size=1`` (the torch backend), played as a single agent."""
+    """One of our agents built with ``batch_size=1`` (the torch backend), played as a single
+    agent."""
 
     def __init__(self, agent):
         self.agent = agent
@@ -74,10 +76,18 @@ class OneMemberBatch:
         self.agent.update(obs[None], np.array([a]), np.array([reward]))
 
 
-def make(name: str, d: int, l: int, l0: int, eps: float, lam: float = 1.0, beta: float = 0.1,
-         backend: str = "numpy"):
-    """(our agent, the plain numpy implementation) with the same parameters; ``backend="torch"``: our
-    agent as a batch of one member."""
+def make(
+    name: str,
+    d: int,
+    l: int,
+    l0: int,
+    eps: float,
+    lam: float = 1.0,
+    beta: float = 0.1,
+    backend: str = "numpy",
+):
+    """(our agent, the plain numpy implementation) with the same parameters; ``backend="torch"``:
+    our agent as a batch of one member."""
     kw = dict(lam=lam, beta=beta, d=d, batch_size=None if backend == "numpy" else 1)
     if name == "OFUL":
         ours, plain = OFUL(**kw), NumpyOFUL(d, lam, beta)
@@ -104,7 +114,9 @@ def play(agent, arms, obs, theta, noise, numpy_side: bool, per_round: list | Non
     actions = []
     start = now = time.perf_counter()
     for t in range(arms.shape[0]):
-        a = agent.act(obs[t]) if t else 0  # round 1 is an exact tie (theta_hat = 0, unit arms): fix it
+        a = (
+            agent.act(obs[t]) if t else 0
+        )  # round 1 is an exact tie (theta_hat = 0, unit arms): fix it
         reward = float(arms[t, a] @ theta + noise[t])
         if numpy_side:
             agent.update(arms[t, a], reward)
@@ -144,7 +156,9 @@ def product_rows(agent) -> int:
     return agent.d  # OFUL (and DBS once exact): the d x d inverse
 
 
-def floor(make_agent, arms, obs, theta, noise, repeats: int, stat: str = "run") -> tuple[float, float, float]:
+def floor(
+    make_agent, arms, obs, theta, noise, repeats: int, stat: str = "run"
+) -> tuple[float, float, float]:
     """(mean rows m, ms/round of the one big product replayed alone, bytes read per product);
     ``stat`` as for the rounds (fastest whole replay, or each product's fastest repeat)."""
     agent = make_agent()
@@ -174,7 +188,9 @@ def floor(make_agent, arms, obs, theta, noise, repeats: int, stat: str = "run") 
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--quick", action="store_true", help="fewer rounds, best of 2")
     p.add_argument("--d", type=int, default=784)
     p.add_argument("--arms", type=int, nargs="+", default=[10, 100])
@@ -185,29 +201,52 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=None, help="default 600, quick 250")
     p.add_argument("--repeats", type=int, default=None, help="default 3, quick 2")
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--profile", action="store_true", help="print the cProfile top functions of each of our agents")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="print the cProfile top functions of each of our agents",
+    )
     p.add_argument("--top", type=int, default=18, help="functions listed per profile")
-    p.add_argument("--count-ops", action="store_true", help="print the torch (aten) operations per round of each of our agents")
-    p.add_argument("--stat", choices=("run", "round"), default="run",
-                   help="run: the fastest whole run (default); round: the mean over rounds of each round's fastest "
-                        "repeat (robust to preemption on a loaded machine)")
-    p.add_argument("--backend", choices=("numpy", "torch"), default="numpy",
-                   help="numpy: our agents as one estimator (default); torch: as batches of one member")
-    p.add_argument("--floor", action="store_true",
-                   help="print the one big product's size and its time alone against the agent's round")
+    p.add_argument(
+        "--count-ops",
+        action="store_true",
+        help="print the torch (aten) operations per round of each of our agents",
+    )
+    p.add_argument(
+        "--stat",
+        choices=("run", "round"),
+        default="run",
+        help="run: the fastest whole run (default); round: the mean over rounds of each round's "
+        "fastest repeat (robust to preemption on a loaded machine)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("numpy", "torch"),
+        default="numpy",
+        help="numpy: our agents as one estimator (default); torch: as batches of one member",
+    )
+    p.add_argument(
+        "--floor",
+        action="store_true",
+        help="print the one big product's size and its time alone against the agent's round",
+    )
     args = p.parse_args(argv)
     rounds = args.rounds or (250 if args.quick else 600)
     repeats = args.repeats or (2 if args.quick else 3)
     torch.set_num_threads(args.threads)
-    print(f"d={args.d}, l={args.l}, l0={args.l0}, eps={args.eps}, {rounds} rounds, best of {repeats} interleaved (per {args.stat}); "
-          f"{args.threads} BLAS thread(s), torch {torch.__version__}, numpy {np.__version__}, float64 CPU, "
-          f"our agents on the {args.backend} backend")
+    print(
+        f"d={args.d}, l={args.l}, l0={args.l0}, eps={args.eps}, {rounds} rounds, best of "
+        f"{repeats} interleaved (per {args.stat}); {args.threads} BLAS thread(s), "
+        f"torch {torch.__version__}, numpy {np.__version__}, float64 CPU, "
+        f"our agents on the {args.backend} backend"
+    )
     print(f"{'agent':>10} {'K':>4} {'ours ms':>9} {'numpy ms':>9} {'numpy/ours':>12} {'same':>5}")
     with threadpool_limits(limits=args.threads):
         for k in args.arms:
             arms, theta, noise = stream(args.d, k, rounds)
             tensors = torch.as_tensor(arms)
             for name in args.agents:
+
                 def build(name=name):  # (our agent, the plain numpy implementation)
                     return make(name, args.d, args.l, args.l0, args.eps, backend=args.backend)
 
@@ -222,16 +261,26 @@ def main(argv=None) -> None:
                     rounds_n.append([])
                     ms, a_n = play(plain, arms, arms, theta, noise, True, rounds_n[-1])
                     best_n = min(best_n, ms)
-                if args.stat == "round":  # each round's fastest repeat: a preempted round does not count
+                if (
+                    args.stat == "round"
+                ):  # each round's fastest repeat: a preempted round does not count
                     best_t = float(np.min(rounds_t, axis=0).mean() * 1e3)
                     best_n = float(np.min(rounds_n, axis=0).mean() * 1e3)
-                print(f"{name:>10} {k:>4} {best_t:>9.3f} {best_n:>9.3f} {best_n / best_t:>12.2f} {str(a_t == a_n):>5}",
-                      flush=True)
+                print(
+                    f"{name:>10} {k:>4} {best_t:>9.3f} {best_n:>9.3f} {best_n / best_t:>12.2f} "
+                    f"{str(a_t == a_n):>5}",
+                    flush=True,
+                )
                 if args.floor:
-                    m, ms, nbytes = floor(lambda: build()[0], arms, tensors, theta, noise, repeats, args.stat)
-                    print(f"{'':>10} {'':>4} floor: m={m:.1f} rows, {2 * k * args.d * m / 1e6:.2f} MFLOP and "
-                          f"{nbytes / 1024:.0f} KiB a product, {ms:.3f} ms/round alone = {ms / best_t:.0%} of the round",
-                          flush=True)
+                    m, ms, nbytes = floor(
+                        lambda: build()[0], arms, tensors, theta, noise, repeats, args.stat
+                    )
+                    print(
+                        f"{'':>10} {'':>4} floor: m={m:.1f} rows, "
+                        f"{2 * k * args.d * m / 1e6:.2f} MFLOP and {nbytes / 1024:.0f} KiB a "
+                        f"product, {ms:.3f} ms/round alone = {ms / best_t:.0%} of the round",
+                        flush=True,
+                    )
                 if args.count_ops:
                     ops = count_ops(build()[0], arms, tensors, theta, noise)
                     print(f"{'':>10} {'':>4} {ops:.1f} torch (aten) ops/round", flush=True)
@@ -244,7 +293,9 @@ def main(argv=None) -> None:
                     out = io.StringIO()
                     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(args.top)
                     lines = [ln for ln in out.getvalue().splitlines() if ln.strip()]
-                    start = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("ncalls"))
+                    start = next(
+                        i for i, ln in enumerate(lines) if ln.lstrip().startswith("ncalls")
+                    )
                     print("\n".join("      " + ln for ln in lines[start:]), flush=True)
 
 

@@ -1,10 +1,11 @@
-"""Frequent Directions as its authors publish it, in plain numpy: the baseline of bench_fd_update.py.
+"""Frequent Directions as its authors publish it, in plain numpy: the baseline of
+bench_fd_update.py.
 
 Liberty (2013), Alg. 1 with the doubled buffer of Ghashami et al. (2016), Sec. 3: a ``2l x d``
 buffer is filled row by row; when it is full, one SVD ``B = U diag(s) V^T`` shrinks every squared
-singular value by the l-th, ``s_i <- sqrt(max(s_i^2 - s_l^2, 0))``, and ``B <- diag(s) V^T`` keeps the
-``l - 1`` nonzero rows, so the next ``l + 1`` rows go into free slots without an SVD. No validation,
-no queries: the cost of the sketch alone, written independently for this benchmark.
+singular value by the l-th, ``s_i <- sqrt(max(s_i^2 - s_l^2, 0))``, and ``B <- diag(s) V^T`` keeps
+the ``l - 1`` nonzero rows, so the next ``l + 1`` rows go into free slots without an SVD. No
+validation, no queries: the cost of the sketch alone, written independently for this benchmark.
 """
 
 from __future__ import annotations

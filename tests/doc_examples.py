@@ -51,12 +51,16 @@ def code_blocks(path: Path) -> list[CodeBlock]:
         info = match["info"].strip()
         body = []
         i += 1
-        while i < len(lines) and not (lines[i].strip().startswith(fence) and lines[i].strip().strip(fence[0]) == ""):
-            body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
+        while i < len(lines) and not (
+            lines[i].strip().startswith(fence) and lines[i].strip().strip(fence[0]) == ""
+        ):
+            body.append(lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i])
             i += 1
         if i == len(lines):
             raise AssertionError(f"{path.relative_to(ROOT)}:{start + 1}: unclosed code fence")
-        previous = next((lines[j].strip() for j in range(start - 1, -1, -1) if lines[j].strip()), "")
+        previous = next(
+            (lines[j].strip() for j in range(start - 1, -1, -1) if lines[j].strip()), ""
+        )
         runs = info == "python" and not NOT_RUN.match(previous)
         blocks.append(CodeBlock(path, start + 1, info, "\n".join(body) + "\n", runs))
         i += 1
@@ -95,7 +99,9 @@ def run_example(block: CodeBlock, workdir: Path) -> str:
         plt.close("all")
     output = printed.getvalue()
     elided = ELIDED.search(output)
-    assert elided is None, (f"{block.where}: the example prints {elided.group(0).strip()!r}, where "
-                            "pandas cut what it shows; print the columns that matter, or "
-                            f".to_string():\n{output}")
+    assert elided is None, (
+        f"{block.where}: the example prints {elided.group(0).strip()!r}, where "
+        "pandas cut what it shows; print the columns that matter, or "
+        f".to_string():\n{output}"
+    )
     return output

@@ -6,7 +6,16 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-KINDS = ("gauss", "lowrank", "powerlaw", "repeated", "orth_bursts", "huge_rows", "zero_rows", "rank_one_then_full")
+KINDS = (
+    "gauss",
+    "lowrank",
+    "powerlaw",
+    "repeated",
+    "orth_bursts",
+    "huge_rows",
+    "zero_rows",
+    "rank_one_then_full",
+)
 
 
 def make_stream(kind: str, n: int, d: int, seed: int) -> np.ndarray:

@@ -53,15 +53,18 @@ def _play(agent, d: int, n_arms: int, rounds: int, seed: int = 0) -> int:
 
 
 @pytest.mark.filterwarnings("ignore:.*holds.*bytes per agent")
-@pytest.mark.parametrize("name, args", [
-    ("OFUL", {}),
-    ("SOFUL", {"sketch_size": 3}),
-    ("SOFUL", {"sketch_size": 40}),
-    ("CBSCFD", {"sketch_size": 5}),
-    ("DBSLinUCB", {"l0": 2, "eps": 0.5}),
-    ("DBSLinUCB", {"l0": 2, "eps": 0.5, "memory_cap": False}),
-    ("DBSLinUCB-RFD", {"l0": 4, "eps": 2.0}),
-])
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("OFUL", {}),
+        ("SOFUL", {"sketch_size": 3}),
+        ("SOFUL", {"sketch_size": 40}),
+        ("CBSCFD", {"sketch_size": 5}),
+        ("DBSLinUCB", {"l0": 2, "eps": 0.5}),
+        ("DBSLinUCB", {"l0": 2, "eps": 0.5, "memory_cap": False}),
+        ("DBSLinUCB-RFD", {"l0": 4, "eps": 2.0}),
+    ],
+)
 def test_the_memory_estimate_bounds_what_the_agent_holds(name, args):
     """The planner sizes batches by the estimate: it must not be below what the agent holds at
     its peak (DBSLinUCB with eps = 0.5 closes blocks quickly and reaches its exact phase)."""
@@ -70,7 +73,9 @@ def test_the_memory_estimate_bounds_what_the_agent_holds(name, args):
     estimate = cls.estimate_memory_bytes(d, n_arms, **args)
     agent = cls(**args)
     assert estimate >= _play(agent, d, n_arms, rounds=120) > 0
-    assert estimate == cls.estimate_memory_bytes(d, n_arms, **constructor_args(agent))  # read back from the agent
+    assert estimate == cls.estimate_memory_bytes(
+        d, n_arms, **constructor_args(agent)
+    )  # read back from the agent
 
 
 def test_the_memory_estimate_follows_the_arguments_that_size_the_state():
@@ -78,7 +83,11 @@ def test_the_memory_estimate_follows_the_arguments_that_size_the_state():
     sizes = [SOFUL.estimate_memory_bytes(d, n_arms, sketch_size=l) for l in (10, 50, 150)]
     assert sizes == sorted(sizes) and len(set(sizes)) == 3
     assert SOFUL.estimate_memory_bytes(d, n_arms) == sizes[1]  # the default sketch size is 50
-    assert OFUL.estimate_memory_bytes(2 * d, n_arms) > 3 * OFUL.estimate_memory_bytes(d, n_arms)  # d x d
-    capped, uncapped = (DBSLinUCB.estimate_memory_bytes(d, n_arms, memory_cap=cap) for cap in (True, False))
+    assert OFUL.estimate_memory_bytes(2 * d, n_arms) > 3 * OFUL.estimate_memory_bytes(
+        d, n_arms
+    )  # d x d
+    capped, uncapped = (
+        DBSLinUCB.estimate_memory_bytes(d, n_arms, memory_cap=cap) for cap in (True, False)
+    )
     assert uncapped > capped
     assert Agent.estimate_memory_bytes(d, n_arms) is None  # an agent that cannot say

@@ -1,12 +1,12 @@
 """The single agent's loop shortcuts (act/update outside the estimator) keep every behaviour.
 
-Each shortcut of :class:`agents.linucb.LinUCB`'s B = 1 loop has a test here that fails if it
-took a wrong turn: the finiteness test of the scores by a Python float sum (against the
-elementwise test), the owned numpy conversion (the values of a plain ``torch.as_tensor``
-conversion, never shared with the array), the int/float feedback fast path (the general checks' outcome, message included, for
+Each shortcut of :class:`agents.linucb.LinUCB`'s B = 1 loop has a test here that fails if it took a
+wrong turn: the finiteness test of the scores by a Python float sum (against the elementwise test),
+the owned numpy conversion (the values of a plain ``torch.as_tensor`` conversion, never shared with
+the array), the int/float feedback fast path (the general checks' outcome, message included, for
 every value), update()'s match of act's arms (reused for the same object or an equal tensor view,
-refused otherwise, state untouched by a refused update) and the scores formed from the
-estimator's terms.
+refused otherwise, state untouched by a refused update) and the scores formed from the estimator's
+terms.
 """
 
 from __future__ import annotations
@@ -38,13 +38,15 @@ SINGLE = {  # d=4 allocates at once (the tests spy on the estimator before the f
     "DBSLinUCB": lambda: DBSLinUCB(lam=0.5, beta=0.3, l0=2, eps=50.0, d=4),
 }
 
-# finite values up to the dtype's largest (whose squares overflow: the dot's false alarm), and inf/NaN
+# finite values up to the dtype's largest (whose squares overflow: the dot's false alarm), and
+# inf/NaN
 _special = st.sampled_from([np.inf, -np.inf, np.nan, 1e300, -1e300, 3e38, 0.0])
 
 
 @settings(max_examples=200, deadline=None)
 @given(
-    data=st.data(), dtype=st.sampled_from([np.float64, np.float32]),
+    data=st.data(),
+    dtype=st.sampled_from([np.float64, np.float32]),
     shape=st.sampled_from([(1,), (7,), (40,), (3, 5)]),
 )
 def test_all_finite_is_the_elementwise_test(data, dtype, shape):
@@ -62,14 +64,25 @@ _OBS_DTYPES = [np.float64, np.float32, np.dtype(">f8"), np.float16, np.int64, np
 
 @settings(max_examples=60, deadline=None)
 @given(
-    data=st.data(), obs_dtype=st.sampled_from(_OBS_DTYPES), dtype=st.sampled_from([torch.float64, torch.float32]),
+    data=st.data(),
+    obs_dtype=st.sampled_from(_OBS_DTYPES),
+    dtype=st.sampled_from([torch.float64, torch.float32]),
     layout=st.sampled_from(["C", "F", "strided", "matrix"]),
 )
-def test_owned_conversion_has_the_values_of_the_plain_one_and_never_shares(data, obs_dtype, dtype, layout):
+def test_owned_conversion_has_the_values_of_the_plain_one_and_never_shares(
+    data, obs_dtype, dtype, layout
+):
     base = data.draw(hnp.arrays(np.float64, (4, 6), elements=st.floats(-1e4, 1e4)))
     obs = base.astype(obs_dtype)
-    obs = {"C": obs, "F": np.asfortranarray(obs), "strided": obs[:, ::2], "matrix": obs.view(np.matrix)}[layout]
-    plain = torch.as_tensor(np.asarray(obs, dtype=np.float64)).to(dtype)  # the conversion before the fast path
+    obs = {
+        "C": obs,
+        "F": np.asfortranarray(obs),
+        "strided": obs[:, ::2],
+        "matrix": obs.view(np.matrix),
+    }[layout]
+    plain = torch.as_tensor(np.asarray(obs, dtype=np.float64)).to(
+        dtype
+    )  # the conversion before the fast path
     owned = as_float_tensor(obs, CPU, dtype, "x", own=True)
     shared = as_float_tensor(obs, CPU, dtype, "x")
     assert owned.dtype == shared.dtype == dtype
@@ -92,7 +105,8 @@ def test_unowned_conversion_shares_exactly_what_it_shared_before(obs_dtype, dtyp
 
 
 class _Float(float):
-    """A float whose type is not ``float``: takes _check_feedback's general path, same value and repr."""
+    """A float whose type is not ``float``: takes _check_feedback's general path, same value and
+    repr."""
 
 
 def _outcome(fn, *args, **kw):
@@ -105,14 +119,22 @@ def _outcome(fn, *args, **kw):
 
 @settings(max_examples=300, deadline=None)
 @given(
-    n_arms=st.integers(1, 6), action=st.integers(-3, 14), stop=st.booleans(),
-    reward=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1e308])),
+    n_arms=st.integers(1, 6),
+    action=st.integers(-3, 14),
+    stop=st.booleans(),
+    reward=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1e308])
+    ),
     numpy_reward=st.booleans(),
 )
-def test_feedback_fast_path_gives_the_general_checks_outcome(n_arms, action, stop, reward, numpy_reward):
+def test_feedback_fast_path_gives_the_general_checks_outcome(
+    n_arms, action, stop, reward, numpy_reward
+):
     fast_reward = np.float64(reward) if numpy_reward else reward
     fast = _outcome(TorchAgent._check_feedback, n_arms, action, fast_reward, stop_actions=stop)
-    general = _outcome(TorchAgent._check_feedback, n_arms, np.int64(action), _Float(reward), stop_actions=stop)
+    general = _outcome(
+        TorchAgent._check_feedback, n_arms, np.int64(action), _Float(reward), stop_actions=stop
+    )
     assert fast == general
     if fast[0] == "ok":
         assert fast[2] == (int, float)
@@ -125,7 +147,15 @@ def test_refused_feedback_after_act_changes_nothing_and_the_round_still_reuses(n
     agent, ref = SINGLE[name](), SINGLE[name]()
     a = agent.act(arms)
     assert a == ref.act(arms)
-    for action, reward in ((5, 1.0), (-1, 1.0), (a, math.nan), (a, math.inf), (True, 1.0), (1.5, 1.0), (a, "x")):
+    for action, reward in (
+        (5, 1.0),
+        (-1, 1.0),
+        (a, math.nan),
+        (a, math.inf),
+        (True, 1.0),
+        (1.5, 1.0),
+        (a, "x"),
+    ):
         with pytest.raises(ValueError):
             agent.update(arms, action, reward)
         assert agent.t == 0 and float(agent.b.abs().sum()) == 0.0
@@ -139,8 +169,13 @@ def test_refused_feedback_after_act_changes_nothing_and_the_round_still_reuses(n
 def _spy(agent, monkeypatch) -> list:
     calls = []
     step = agent.estimator.step
-    monkeypatch.setattr(agent.estimator, "step", lambda X, r, terms=None, actions=None: calls.append(
-        None if terms is None else actions) or step(X, r, terms, actions))
+    monkeypatch.setattr(
+        agent.estimator,
+        "step",
+        lambda X, r, terms=None, actions=None: (
+            calls.append(None if terms is None else actions) or step(X, r, terms, actions)
+        ),
+    )
     return calls
 
 
@@ -152,7 +187,11 @@ def test_arms_indexed_again_are_reused_only_as_tensor_views(name, kind, monkeypa
     the changed row learnt); another numpy view is converted afresh (its current content learnt)."""
     rng = np.random.default_rng(1)
     X = rng.standard_normal((3, 5, 4))
-    stream = {"numpy64": X.copy(), "numpy32": X.astype(np.float32), "tensor": torch.as_tensor(X.copy())}[kind]
+    stream = {
+        "numpy64": X.copy(),
+        "numpy32": X.astype(np.float32),
+        "tensor": torch.as_tensor(X.copy()),
+    }[kind]
     agent, ref = SINGLE[name](), SINGLE[name]()
     calls, played = _spy(agent, monkeypatch), []
     for t in range(3):
@@ -162,7 +201,9 @@ def test_arms_indexed_again_are_reused_only_as_tensor_views(name, kind, monkeypa
         if t == 2:
             stream[t][a] += 1.0  # in place through the array, between act and update
         agent.update(stream[t], a, 1.0)  # stream[t] again: a new view object of the same memory
-        ref.update(np.asarray(stream[t], dtype=np.float64).copy(), a, 1.0)  # its current content, nothing reused
+        ref.update(
+            np.asarray(stream[t], dtype=np.float64).copy(), a, 1.0
+        )  # its current content, nothing reused
         torch.testing.assert_close(agent.theta_hat, ref.theta_hat, rtol=1e-10, atol=1e-12)
     assert calls == (played[:2] + [None] if kind == "tensor" else [None] * 3)
 
@@ -175,14 +216,19 @@ def _played(agent, obs, monkeypatch, view) -> tuple:
     return calls[0], a
 
 
-@pytest.mark.parametrize("view", [
-    lambda o: o[:],  # an equal view: another object (numpy has no version counter to tie it to)
-    lambda o: o[:-1],  # same address, fewer arms
-    lambda o: o.view(np.int64),  # same address and shape, another dtype
-    lambda o: np.lib.stride_tricks.as_strided(o, o.shape, (o.strides[0], 0)),  # same address and shape, other strides
-    lambda o: o.copy(),  # same values, other memory
-    lambda o: o.tolist(),
-])
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda o: o[:],  # an equal view: another object (numpy has no version counter to tie it to)
+        lambda o: o[:-1],  # same address, fewer arms
+        lambda o: o.view(np.int64),  # same address and shape, another dtype
+        lambda o: np.lib.stride_tricks.as_strided(
+            o, o.shape, (o.strides[0], 0)
+        ),  # same address and shape, other strides
+        lambda o: o.copy(),  # same values, other memory
+        lambda o: o.tolist(),
+    ],
+)
 def test_other_numpy_objects_are_converted_afresh(view, monkeypatch):
     obs = np.random.default_rng(2).standard_normal((4, 3))
     actions, a = _played(SOFUL(sketch_size=2, beta=0.3, d=3), obs, monkeypatch, view)
@@ -206,8 +252,8 @@ def test_a_reshaped_obs_is_not_act_s_arm_set():
 @pytest.mark.parametrize("name", list(SINGLE))
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_scores_are_the_estimator_terms_on_either_backend(name, dtype):
-    """The single agent's K scores are ``mean + beta sqrt(quad)`` of its estimator's terms, in the core
-    dtype (float64), and its argmax the first maximum; they are a one-member batch's (the torch
+    """The single agent's K scores are ``mean + beta sqrt(quad)`` of its estimator's terms, in the
+    core dtype (float64), and its argmax the first maximum; they are a one-member batch's (the torch
     backend, where the single agent on CPU runs numpy: agents.sketches.backend) to the two backends'
     rounding, round after round, playing the same arms."""
     rng = np.random.default_rng(4)
@@ -216,7 +262,7 @@ def test_scores_are_the_estimator_terms_on_either_backend(name, dtype):
     twin = type(make())(**{**_kw(make()), "dtype": dtype, "batch_size": 1})
     assert agent.estimator.xp.is_numpy and not twin.estimator.xp.is_numpy
     tol = 1e-12 if dtype == torch.float64 else 1e-5
-    for t in range(12):
+    for _ in range(12):
         arms = rng.standard_normal((5, 4))
         ucb, terms = agent._round(arms)
         assert isinstance(ucb, np.ndarray) and ucb.dtype == np.float64
@@ -254,15 +300,19 @@ def test_non_finite_arms_are_refused_by_act_with_nothing_changed(name):
         assert agent.t == 1 and agent._scored is None
 
 
-@pytest.mark.parametrize("view", [
-    lambda o: o[:-1],  # same address, fewer arms
-    lambda o: o.view(torch.int64),  # same memory, sizes and strides, another dtype
-    lambda o: o.as_strided(o.shape, (o.stride(0), 0)),  # same address and sizes, other strides
-    lambda o: o.clone(),  # same values, other memory
-    lambda o: o.t().t().contiguous().view(-1).view(o.shape).clone(),
-])
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda o: o[:-1],  # same address, fewer arms
+        lambda o: o.view(torch.int64),  # same memory, sizes and strides, another dtype
+        lambda o: o.as_strided(o.shape, (o.stride(0), 0)),  # same address and sizes, other strides
+        lambda o: o.clone(),  # same values, other memory
+        lambda o: o.t().t().contiguous().view(-1).view(o.shape).clone(),
+    ],
+)
 def test_other_tensors_are_converted_afresh(view, monkeypatch):
-    """Only the very tensor or a view of the same memory, sizes, strides and dtype is act's arm set."""
+    """Only the very tensor or a view of the same memory, sizes, strides and dtype is act's arm
+    set."""
     obs = torch.as_tensor(np.random.default_rng(2).standard_normal((4, 3)))
     for same in (lambda o: o, lambda o: o[:], lambda o: o.view(4, 3)):
         actions, a = _played(SOFUL(sketch_size=2, beta=0.3, d=3), obs, monkeypatch, same)
@@ -273,14 +323,16 @@ def test_other_tensors_are_converted_afresh(view, monkeypatch):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_theory_radius_of_the_single_agent_is_the_batched_members(dtype):
-    """The single OFUL's "theory" radius (a float) and log-det sum are a batched OFUL member's (an array):
-    the numpy and torch backends on the same stream, to their rounding."""
+    """The single OFUL's "theory" radius (a float) and log-det sum are a batched OFUL member's (an
+    array): the numpy and torch backends on the same stream, to their rounding."""
     rng = np.random.default_rng(6)
     kw = dict(lam=0.7, beta="theory", delta=0.1, noise_std=0.5, theta_bound=2.0, dtype=dtype)
     single, batched = OFUL(**kw), OFUL(batch_size=2, **kw)
     for _ in range(8):
         arms = rng.standard_normal((2, 5, 3))
-        obs = arms[0]  # one object for act and update, as for the batched agent: both reuse the scored widths
+        obs = arms[
+            0
+        ]  # one object for act and update, as for the batched agent: both reuse the scored widths
         a = single.act(obs)
         actions = batched.act(arms)
         assert actions[0] == a
@@ -290,4 +342,7 @@ def test_theory_radius_of_the_single_agent_is_the_batched_members(dtype):
         assert single.confidence_radius() == pytest.approx(float(batched._radius()[0]), rel=tol)
         single.update(obs, a, 1.0)
         batched.update(arms, actions, np.ones(2))
-        assert single.logdet_ratio == pytest.approx(float(batched.logdet_ratio[0]), rel=tol) and single.logdet_ratio > 0
+        assert (
+            single.logdet_ratio == pytest.approx(float(batched.logdet_ratio[0]), rel=tol)
+            and single.logdet_ratio > 0
+        )

@@ -46,7 +46,8 @@ def deadline(seconds: int):
 
 
 def badly_scaled(k=6, d=3, seed=0, dtype=np.float64):
-    """``k`` arms in random directions with norms 1e-6, ..., 1e6, and their means under a unit theta*."""
+    """``k`` arms in random directions with norms 1e-6, ..., 1e6, and their means under a unit
+    theta*."""
     rng = np.random.default_rng(seed)
     dirs = rng.standard_normal((k, d))
     dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
@@ -134,10 +135,17 @@ def test_designs_of_badly_scaled_arms_are_those_of_the_unscaled_arms():
         xy_plain, xy_scaled = solve_xy_design(x, eps=1e-2), solve_xy_design(scaled, eps=1e-2)
     z = np.linalg.svd(x, full_matrices=False)[0]  # G-values evaluated on the unscaled arms
     for w in (w_plain, w_scaled):
-        assert np.max(np.einsum("kd,de,ke->k", z, np.linalg.inv((z * w[:, None]).T @ z), z)) <= 5 * (1 + 1e-3) + 1e-9
+        assert (
+            np.max(np.einsum("kd,de,ke->k", z, np.linalg.inv((z * w[:, None]).T @ z), z))
+            <= 5 * (1 + 1e-3) + 1e-9
+        )
     assert abs(xy_plain.value - xy_scaled.value) <= 0.02 * xy_plain.value
     for res in (xy_plain, xy_scaled):
-        assert res.converged and res.bound <= xy_plain.value * 1.02 and res.bound <= xy_scaled.value * 1.02
+        assert (
+            res.converged
+            and res.bound <= xy_plain.value * 1.02
+            and res.bound <= xy_scaled.value * 1.02
+        )
 
 
 # -- every internal loop is bounded ----------------------------------------------------------
@@ -163,9 +171,13 @@ def test_xy_adaptive_phase_length_is_bounded_even_for_a_tiny_level():
     z = torch.as_tensor(x)
     a = (z * torch.as_tensor(counts)[:, None]).T @ z
     pairs = torch.stack([z[i] - z[j] for i in range(5) for j in range(5) if i < j])
-    assert float(torch.einsum("md,de,me->m", pairs, torch.linalg.pinv(a), pairs).max()) <= 0.5 * (1 + 1e-9)
+    assert float(torch.einsum("md,de,me->m", pairs, torch.linalg.pinv(a), pairs).max()) <= 0.5 * (
+        1 + 1e-9
+    )
     smaller = round_design(w, n - 1).astype(float)
     a_smaller = (z * torch.as_tensor(smaller)[:, None]).T @ z
-    assert n - 1 < int((w > 0).sum()) or float(
-        torch.einsum("md,de,me->m", pairs, torch.linalg.pinv(a_smaller), pairs).max()
-    ) > 0.5
+    assert (
+        n - 1 < int((w > 0).sum())
+        or float(torch.einsum("md,de,me->m", pairs, torch.linalg.pinv(a_smaller), pairs).max())
+        > 0.5
+    )

@@ -56,7 +56,9 @@ def test_soare_instance_has_documented_arms_best_arm_and_gaps(d, omega):
     expected_gaps = np.r_[0.0, np.ones(d - 1), 1.0 - math.cos(omega)]
     # float32 arms: the gap of x_{d+1} is exact up to float32 rounding of cos(omega)
     np.testing.assert_allclose(env.gaps, expected_gaps, rtol=1e-4, atol=1e-7)
-    assert np.argmin(np.where(env.gaps > 0, env.gaps, np.inf)) == d  # x_{d+1} is the hardest competitor
+    assert (
+        np.argmin(np.where(env.gaps > 0, env.gaps, np.inf)) == d
+    )  # x_{d+1} is the hardest competitor
     obs, info = env.reset(seed=0)
     np.testing.assert_array_equal(obs, env.arms)
     assert info["best_arm"] == 0 and info["best_expected_reward"] == 1.0
@@ -146,7 +148,9 @@ def _same(a, b):
     return a == b
 
 
-@pytest.mark.parametrize("kwargs", [{"instance": "soare", "d": 3}, {"instance": "random", "d": 4, "n_arms": 5}])
+@pytest.mark.parametrize(
+    "kwargs", [{"instance": "soare", "d": 3}, {"instance": "random", "d": 4, "n_arms": 5}]
+)
 def test_same_seed_same_episode_different_seed_differs(kwargs):
     k = BAILinBanditEnv(**kwargs).n_arms
     actions = [0, 1, 2, 1, 0, 2, k + 1]
@@ -234,7 +238,10 @@ def test_step_before_reset_raises():
         ({"noise_std": -1.0}, "noise_std"),
         ({"max_pulls": 0}, "max_pulls"),
         ({"horizon": -2}, "horizon must be an int >= 1"),  # the key the user typed
-        ({"instance": "random", "omega": "0.1"}, "omega must be an angle"),  # checked even where unused
+        (
+            {"instance": "random", "omega": "0.1"},
+            "omega must be an angle",
+        ),  # checked even where unused
         ({"instance": ["soare"]}, "instance must be one of"),
         ({"instance": "random", "n_arms": "5"}, "n_arms must be an int"),
         ({"instance": "random", "min_gap": -0.1}, "min_gap"),

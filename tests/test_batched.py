@@ -15,12 +15,20 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from sketch_streams import KINDS, make_stream
 
 import linbandit_gym
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
 from agents.batched import (
-    BatchedCBSCFD, BatchedDBSLinUCB, BatchedDyadicBlockSketch, BatchedFrequentDirections, BatchedOFUL,
-    BatchedRobustFrequentDirections, BatchedSOFUL, batched, supports_batched,
+    BatchedCBSCFD,
+    BatchedDBSLinUCB,
+    BatchedDyadicBlockSketch,
+    BatchedFrequentDirections,
+    BatchedOFUL,
+    BatchedRobustFrequentDirections,
+    BatchedSOFUL,
+    batched,
+    supports_batched,
 )
 from agents.dbslinucb import DBSLinUCBRFD
 from agents.sketches.dbs import DyadicBlockSketch
@@ -32,7 +40,6 @@ from linbandit_gym.cli import main
 from linbandit_gym.evaluate import RECORD_COLUMNS
 from linbandit_gym.loop import TIMING_COLUMNS
 from linbandit_gym.vector import LinBanditVectorEnv, supports_vector
-from sketch_streams import KINDS, make_stream
 
 #: small d: the sketches of these tests hold more than OFUL's inverse, which is warned (asserted in
 #: tests/test_agent_warnings.py); not what these tests are about
@@ -66,13 +73,25 @@ def assert_same_info(a: dict, b: dict) -> None:
 
 # -- vector environments --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
 @pytest.mark.parametrize("env_id,kwargs", VECTOR_CASES, ids=[c[0] for c in VECTOR_CASES])
 def test_vector_env_equals_sync_vector_env_across_autoresets(env_id, kwargs, mode):
-    native = gym.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point", autoreset_mode=mode, **kwargs)
-    sync = gym.make_vec(env_id, num_envs=3, vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode}, **kwargs)
+    native = gym.make_vec(
+        env_id, num_envs=3, vectorization_mode="vector_entry_point", autoreset_mode=mode, **kwargs
+    )
+    sync = gym.make_vec(
+        env_id,
+        num_envs=3,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": mode},
+        **kwargs,
+    )
     assert isinstance(native, VectorEnv) and native.metadata["autoreset_mode"] == mode
-    assert native.observation_space == sync.observation_space and native.action_space == sync.action_space
+    assert (
+        native.observation_space == sync.observation_space
+        and native.action_space == sync.action_space
+    )
     o1, i1 = native.reset(seed=11)
     o2, i2 = sync.reset(seed=11)
     assert o1.dtype == np.float32 and o1.shape == (3, *native.single_observation_space.shape)
@@ -92,7 +111,9 @@ def test_vector_env_equals_sync_vector_env_across_autoresets(env_id, kwargs, mod
 @settings(max_examples=10, deadline=None)
 @given(
     seeds=st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=5),
-    d=st.integers(1, 9), k=st.integers(2, 6), noise=st.sampled_from([0.0, 0.1, 2.0]),
+    d=st.integers(1, 9),
+    k=st.integers(2, 6),
+    noise=st.sampled_from([0.0, 0.1, 2.0]),
 )
 def test_vector_env_member_i_replays_the_single_env_with_seed_i(seeds, d, k, noise):
     kw = dict(d=d, n_arms=k, horizon=6, noise_std=noise)
@@ -100,7 +121,9 @@ def test_vector_env_member_i_replays_the_single_env_with_seed_i(seeds, d, k, noi
     obs, _ = venv.reset(seed=seeds)
     singles = [gym.make("LinBandit-Synthetic-v0", **kw) for _ in seeds]
     single_obs = [env.reset(seed=s)[0] for env, s in zip(singles, seeds)]
-    np.testing.assert_array_equal(venv.unwrapped.theta_star, np.stack([e.unwrapped.theta_star for e in singles]))
+    np.testing.assert_array_equal(
+        venv.unwrapped.theta_star, np.stack([e.unwrapped.theta_star for e in singles])
+    )
     rng = np.random.default_rng(len(seeds))
     for _ in range(6):
         np.testing.assert_array_equal(obs, np.stack(single_obs))
@@ -125,11 +148,16 @@ def test_int_seed_gives_member_i_seed_plus_i_and_theta_differs():
 def test_disabled_autoreset_requires_a_masked_reset_like_sync():
     kw = dict(d=4, n_arms=3, horizon=2)
     native = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, autoreset_mode="Disabled", **kw)
-    sync = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, vectorization_mode="sync",
-                        vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED}, **kw)
+    sync = gym.make_vec(
+        "LinBandit-Synthetic-v0",
+        num_envs=2,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED},
+        **kw,
+    )
     native.reset(seed=3), sync.reset(seed=3)
     for _ in range(2):
-        out1, out2 = native.step(np.array([0, 1])), sync.step(np.array([0, 1]))
+        out1, _ = native.step(np.array([0, 1])), sync.step(np.array([0, 1]))
     assert out1[3].all()
     with pytest.raises(RuntimeError, match="reset_mask"):
         native.step(np.array([0, 0]))
@@ -161,7 +189,11 @@ def test_vector_env_rejects_bad_input_and_keeps_its_state():
     with pytest.raises(ValueError, match="num_envs"):
         gym.make_vec("LinBandit-Synthetic-v0", num_envs=0)
     with pytest.raises(ValueError, match="autoreset_mode"):
-        LinBanditVectorEnv(2, env_class="linbandit_gym.envs.synthetic:SyntheticLinBanditEnv", autoreset_mode="later")
+        LinBanditVectorEnv(
+            2,
+            env_class="linbandit_gym.envs.synthetic:SyntheticLinBanditEnv",
+            autoreset_mode="later",
+        )
     with pytest.raises(ValueError, match="one seed per sub-env"):
         venv.reset(seed=[1, 2])
     with pytest.raises(TypeError, match="sync"):  # BAI has its own step: no native batching
@@ -197,6 +229,7 @@ def test_supports_vector_lists_the_families():
 
 # -- batched agents ---------------------------------------------------------------------
 
+
 def play_unbatched(make_agent, env_id, env_kwargs, seeds, rounds):
     """Actions, regrets and final agents of B separate (env, agent) pairs."""
     actions, regrets, agents = [], [], []
@@ -230,10 +263,13 @@ def play_batched(agent, env_id, env_kwargs, seeds, rounds):
 
 
 @pytest.mark.parametrize("beta", [0.1, "theory"])
-@pytest.mark.parametrize("env_id,kwargs", [
-    ("LinBandit-Synthetic-v0", dict(d=12, n_arms=20, horizon=120)),
-    ("LinBandit-HeavyTail-v0", dict(d=12, n_arms=20, horizon=120, alpha=1.5)),
-])
+@pytest.mark.parametrize(
+    "env_id,kwargs",
+    [
+        ("LinBandit-Synthetic-v0", dict(d=12, n_arms=20, horizon=120)),
+        ("LinBandit-HeavyTail-v0", dict(d=12, n_arms=20, horizon=120, alpha=1.5)),
+    ],
+)
 def test_batched_oful_makes_the_choices_of_separate_ofuls(env_id, kwargs, beta):
     seeds = [3, 8, 21]
     params = dict(lam=0.7, beta=beta, noise_std=0.1)
@@ -243,7 +279,9 @@ def test_batched_oful_makes_the_choices_of_separate_ofuls(env_id, kwargs, beta):
     np.testing.assert_array_equal(bacts, acts)
     np.testing.assert_array_equal(bregs, regs)
     for i, single in enumerate(singles):
-        np.testing.assert_allclose(agent.theta_hat[i].numpy(), single.theta_hat.numpy(), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(
+            agent.theta_hat[i].numpy(), single.theta_hat.numpy(), rtol=1e-9, atol=1e-12
+        )
         assert agent.member_memory_bytes()[i] == single.memory_bytes()
         assert agent.sketch_size[i] == single.sketch_size
 
@@ -266,7 +304,11 @@ def test_batched_agent_rejects_bad_feedback_and_keeps_its_state():
             agent.update(obs, bad_a, bad_r)
     with pytest.raises(ValueError, match="dimension changed"):
         agent.update(np.zeros((2, 4, 5)), a, [1.0, 1.0])
-    assert torch.equal(agent.theta_hat, before[0]) and torch.equal(agent.estimator.A_inv, before[1]) and agent.t == 0
+    assert (
+        torch.equal(agent.theta_hat, before[0])
+        and torch.equal(agent.estimator.A_inv, before[1])
+        and agent.t == 0
+    )
     with pytest.raises(ValueError, match="batch_size"):
         BatchedOFUL(0)
     with pytest.raises(ValueError, match="lam"):  # the unbatched agent's own validation
@@ -279,7 +321,13 @@ def test_batched_twin_of_an_agent_keeps_its_parameters():
     agent = OFUL(lam=0.3, beta="theory", delta=0.2, noise_std=0.5, theta_bound=2.0, d=5)
     twin = batched(agent, 4)
     assert isinstance(twin, BatchedOFUL) and twin.batch_size == 4 and twin.d == 5
-    assert (twin.lam, twin.beta, twin.delta, twin.noise_std, twin.theta_bound) == (0.3, "theory", 0.2, 0.5, 2.0)
+    assert (twin.lam, twin.beta, twin.delta, twin.noise_std, twin.theta_bound) == (
+        0.3,
+        "theory",
+        0.2,
+        0.5,
+        2.0,
+    )
     assert supports_batched(agent) and not supports_batched(object())
 
     class MyOFUL(OFUL):  # a user's subclass may change the loop: no silent batching
@@ -292,15 +340,33 @@ def test_batched_twin_of_an_agent_keeps_its_parameters():
 
 # -- batched sketches and sketched agents -------------------------------------------------
 
+
 @settings(max_examples=25, deadline=None)
 @given(
-    kinds=st.lists(st.sampled_from(KINDS), min_size=1, max_size=4), n=st.integers(1, 40), d=st.integers(1, 10),
-    l=st.integers(1, 8), fast=st.booleans(), robust=st.booleans(), reg=st.sampled_from([0.1, 1.0, 10.0]),
+    kinds=st.lists(st.sampled_from(KINDS), min_size=1, max_size=4),
+    n=st.integers(1, 40),
+    d=st.integers(1, 10),
+    l=st.integers(1, 8),
+    fast=st.booleans(),
+    robust=st.booleans(),
+    reg=st.sampled_from([0.1, 1.0, 10.0]),
     seed=st.integers(0, 2**31 - 1),
 )
-# a residual at rounding level joins the single's basis and not the batch's: the log-det bound must not see it
-@example(kinds=["gauss", "gauss", "orth_bursts"], n=11, d=3, l=3, fast=True, robust=False, reg=0.1, seed=0)
-def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(kinds, n, d, l, fast, robust, reg, seed):
+# a residual at rounding level joins the single's basis and not the batch's: the log-det bound must
+# not see it
+@example(
+    kinds=["gauss", "gauss", "orth_bursts"],
+    n=11,
+    d=3,
+    l=3,
+    fast=True,
+    robust=False,
+    reg=0.1,
+    seed=0,
+)
+def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(
+    kinds, n, d, l, fast, robust, reg, seed
+):
     """Members see different stream kinds (zero rows, low rank, huge rows, ...), so their row
     counts and reduction rounds diverge; every query must still match the unbatched sketch.
     Each row is also planted among random arms and scored first, so that updates alternately
@@ -308,7 +374,9 @@ def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(kinds
     B = len(kinds)
     streams = [make_stream(kind, n, d, seed + i) for i, kind in enumerate(kinds)]
     single_cls, batch_cls = (
-        (RobustFrequentDirections, BatchedRobustFrequentDirections) if robust else (FrequentDirections, BatchedFrequentDirections)
+        (RobustFrequentDirections, BatchedRobustFrequentDirections)
+        if robust
+        else (FrequentDirections, BatchedFrequentDirections)
     )
     singles = [single_cls(d, l, reg=reg, fast=fast, dtype=torch.float64) for _ in range(B)]
     bat = batch_cls(B, d, l, reg=reg, fast=fast, device=torch.device("cpu"), dtype=torch.float64)
@@ -324,8 +392,15 @@ def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(kinds
         for i, single in enumerate(singles):
             theta = single.solve(torch.as_tensor(b[i])).numpy()
             scale = 1.0 + np.abs(arms[i].numpy()).max() ** 2 * (1.0 + np.abs(b[i]).max())
-            np.testing.assert_allclose(mean[i].numpy(), arms[i].numpy() @ theta, rtol=1e-7, atol=1e-9 * scale / reg)
-            np.testing.assert_allclose(quad[i].numpy(), single.quad_inv(arms[i]).numpy(), rtol=1e-7, atol=1e-9 * scale / reg)
+            np.testing.assert_allclose(
+                mean[i].numpy(), arms[i].numpy() @ theta, rtol=1e-7, atol=1e-9 * scale / reg
+            )
+            np.testing.assert_allclose(
+                quad[i].numpy(),
+                single.quad_inv(arms[i]).numpy(),
+                rtol=1e-7,
+                atol=1e-9 * scale / reg,
+            )
         r = rng.standard_normal(B)
         for i, (single, stream) in enumerate(zip(singles, streams)):
             single.update(torch.as_tensor(stream[t]))
@@ -337,13 +412,20 @@ def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(kinds
             bat.update(X, torch.as_tensor(r))
         sol, logdet = bat.solve(arms[:, 0]), bat.log_det_ratio_bound()
         for i, single in enumerate(singles):
-            assert (single.rows_in_use, single.n_reductions) == (bat.rows_in_use[i], bat.n_reductions[i])
+            assert (single.rows_in_use, single.n_reductions) == (
+                bat.rows_in_use[i],
+                bat.n_reductions[i],
+            )
             scale = max(1.0, float(np.abs(streams[i][: t + 1]).max()) ** 2) * (t + 1)
             assert abs(single.total_shrinkage - float(bat.total_shrinkage[i])) <= 1e-9 * scale
             if robust:
                 assert abs(single.alpha - float(bat.alpha[i])) <= 1e-9 * scale
-            np.testing.assert_allclose(sol[i].numpy(), single.solve(arms[i, 0]).numpy(), rtol=1e-7, atol=1e-9 / reg)
-            np.testing.assert_allclose(float(logdet[i]), single.log_det_ratio_bound(), rtol=1e-7, atol=1e-9)
+            np.testing.assert_allclose(
+                sol[i].numpy(), single.solve(arms[i, 0]).numpy(), rtol=1e-7, atol=1e-9 / reg
+            )
+            np.testing.assert_allclose(
+                float(logdet[i]), single.log_det_ratio_bound(), rtol=1e-7, atol=1e-9
+            )
     assert bat.member_memory_bytes().tolist() == [single.memory_bytes() for single in singles]
 
 
@@ -353,21 +435,34 @@ SKETCHED = [(SOFUL, BatchedSOFUL), (CBSCFD, BatchedCBSCFD)]
 @pytest.mark.parametrize("fast", [True, False])
 @pytest.mark.parametrize("beta", [0.1, "theory"])
 @pytest.mark.parametrize("single_cls,batch_cls", SKETCHED, ids=["SOFUL", "CBSCFD"])
-def test_batched_sketched_agents_make_the_choices_of_separate_agents(single_cls, batch_cls, beta, fast):
+def test_batched_sketched_agents_make_the_choices_of_separate_agents(
+    single_cls, batch_cls, beta, fast
+):
     seeds, rounds = [1, 5, 7], 90
     kwargs = dict(d=12, n_arms=20, horizon=rounds)
     params = dict(lam=1.0, beta=beta, sketch_size=4, fast=fast, noise_std=0.1)
-    acts, regs, singles = play_unbatched(lambda: single_cls(**params), "LinBandit-Synthetic-v0", kwargs, seeds, rounds)
+    acts, regs, singles = play_unbatched(
+        lambda: single_cls(**params), "LinBandit-Synthetic-v0", kwargs, seeds, rounds
+    )
     agent = batch_cls(len(seeds), **params)
     bacts, bregs = play_batched(agent, "LinBandit-Synthetic-v0", kwargs, seeds, rounds)
     np.testing.assert_array_equal(bacts, acts)
     np.testing.assert_array_equal(bregs, regs)
-    assert (agent.estimator.total_shrinkage > 0).all()  # the sketches did discard: not OFUL in disguise
+    assert (
+        agent.estimator.total_shrinkage > 0
+    ).all()  # the sketches did discard: not OFUL in disguise
     for i, single in enumerate(singles):
-        np.testing.assert_allclose(agent.theta_hat[i].numpy(), single.theta_hat.numpy(), rtol=1e-8, atol=1e-11)
+        np.testing.assert_allclose(
+            agent.theta_hat[i].numpy(), single.theta_hat.numpy(), rtol=1e-8, atol=1e-11
+        )
         if beta == "theory":
-            assert float(agent.confidence_radius()[i]) == pytest.approx(single.confidence_radius(), rel=1e-10)
-        assert agent.member_memory_bytes()[i] == single.memory_bytes() and agent.sketch_size[i] == single.sketch_size
+            assert float(agent.confidence_radius()[i]) == pytest.approx(
+                single.confidence_radius(), rel=1e-10
+            )
+        assert (
+            agent.member_memory_bytes()[i] == single.memory_bytes()
+            and agent.sketch_size[i] == single.sketch_size
+        )
 
 
 def test_batched_soful_on_a_classification_env_with_sketch_larger_than_d_is_oful():
@@ -378,7 +473,9 @@ def test_batched_soful_on_a_classification_env_with_sketch_larger_than_d_is_oful
     a1, r1 = play_batched(soful, "LinBandit-Digits-v0", kwargs, seeds, 60)
     a2, r2 = play_batched(oful, "LinBandit-Digits-v0", kwargs, seeds, 60)
     np.testing.assert_array_equal(a1, a2)
-    acts, regs, _ = play_unbatched(lambda: SOFUL(lam=1.0, beta=0.2, sketch_size=65), "LinBandit-Digits-v0", kwargs, seeds, 60)
+    acts, regs, _ = play_unbatched(
+        lambda: SOFUL(lam=1.0, beta=0.2, sketch_size=65), "LinBandit-Digits-v0", kwargs, seeds, 60
+    )
     np.testing.assert_array_equal(a1, acts)
     assert r1.sum() < 0.6 * r1.size  # it learns the target class (uniform play: 90% regret rounds)
 
@@ -402,21 +499,32 @@ def test_batched_soful_memory_is_o_b_d_l_at_b128_d784():
         agent.update(obs, a, rng.standard_normal(B))
     held = _tensor_bytes_held(agent) + _tensor_bytes_held(agent.estimator)
     assert agent.memory_bytes() >= held - 64 * B  # every sizeable tensor is counted
-    # float32 buffer and theta_hat; float64 core: Gram, inverse factor, S r, b and the anchor (see agents.sketches.base)
+    # float32 buffer and theta_hat; float64 core: Gram, inverse factor, S r, b and the anchor (see
+    # agents.sketches.base)
     per = 4 * (2 * l * d + d) + 8 * (2 * (2 * l) ** 2 + 2 * l + 4 * d)
     assert agent.memory_bytes() <= B * per + 4096
     assert agent.memory_bytes() < 0.25 * B * d * d * 4  # far from one d x d matrix per member
-    assert agent.member_memory_bytes()[0] == SOFUL(sketch_size=l, d=d, dtype=torch.float32).memory_bytes()
+    assert (
+        agent.member_memory_bytes()[0]
+        == SOFUL(sketch_size=l, d=d, dtype=torch.float32).memory_bytes()
+    )
 
 
 # -- batched dyadic block sketching (divergent block structures) -----------------------------
+
 
 @settings(max_examples=20, deadline=None)
 @given(
     kinds=st.lists(st.sampled_from(KINDS), min_size=2, max_size=4),
     scales=st.lists(st.sampled_from([0.3, 1.0, 3.0]), min_size=4, max_size=4),
-    n=st.integers(1, 45), d=st.integers(2, 16), l0=st.integers(1, 4), eps=st.sampled_from([0.5, 2.0, 8.0]),
-    fast=st.booleans(), sentinel=st.booleans(), sketch=st.sampled_from(["fd", "rfd"]), seed=st.integers(0, 2**31 - 1),
+    n=st.integers(1, 45),
+    d=st.integers(2, 16),
+    l0=st.integers(1, 4),
+    eps=st.sampled_from([0.5, 2.0, 8.0]),
+    fast=st.booleans(),
+    sentinel=st.booleans(),
+    sketch=st.sampled_from(["fd", "rfd"]),
+    seed=st.integers(0, 2**31 - 1),
 )
 def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
     kinds, scales, n, d, l0, eps, fast, sentinel, sketch, seed
@@ -427,7 +535,9 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
     l0, B = min(l0, d), len(kinds)
     streams = [make_stream(kind, n, d, seed + i) * scales[i] for i, kind in enumerate(kinds)]
     kw = dict(sketch=sketch, fast=fast, sentinel=sentinel, dtype=torch.float64)
-    kw["time_cap"] = False  # it follows the arms a round scores: the batch is scored, its single twins are not
+    kw["time_cap"] = (
+        False  # it follows the arms a round scores: the batch is scored, its single twins are not
+    )
     singles = [DyadicBlockSketch(d, l0, eps, reg=0.5, **kw) for _ in range(B)]
     bat = BatchedDyadicBlockSketch(B, d, l0, eps, reg=0.5, device=torch.device("cpu"), **kw)
     rng = np.random.default_rng(seed)
@@ -442,8 +552,12 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
         for i, single in enumerate(singles):
             scale = 1.0 + np.abs(arms[i].numpy()).max() ** 2 * (1.0 + np.abs(b[i]).max())
             theta = single.solve(torch.as_tensor(b[i])).numpy()
-            np.testing.assert_allclose(mean[i].numpy(), arms[i].numpy() @ theta, rtol=1e-6, atol=2e-9 * scale)
-            np.testing.assert_allclose(quad[i].numpy(), single.quad_inv(arms[i]).numpy(), rtol=1e-6, atol=2e-9 * scale)
+            np.testing.assert_allclose(
+                mean[i].numpy(), arms[i].numpy() @ theta, rtol=1e-6, atol=2e-9 * scale
+            )
+            np.testing.assert_allclose(
+                quad[i].numpy(), single.quad_inv(arms[i]).numpy(), rtol=1e-6, atol=2e-9 * scale
+            )
         r = rng.standard_normal(B)
         for i, (single, stream) in enumerate(zip(singles, streams)):
             single.update(torch.as_tensor(stream[t]))
@@ -455,8 +569,16 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
             bat.update(X, torch.as_tensor(r))
         quad, sol = bat.quad_inv(arms), bat.solve(arms[:, 0])
         for i, single in enumerate(singles):
-            assert (single.exact_mode, single.n_blocks, single.sketch_size, single.active_sketch_size) == (
-                bat.exact[i], bat.n_blocks[i], bat.sketch_sizes()[i], bat.active_sketch_size[i]
+            assert (
+                single.exact_mode,
+                single.n_blocks,
+                single.sketch_size,
+                single.active_sketch_size,
+            ) == (
+                bat.exact[i],
+                bat.n_blocks[i],
+                bat.sketch_sizes()[i],
+                bat.active_sketch_size[i],
             ), (t, i)
             assert single.memory_bytes() == bat.member_memory_bytes()[i]
             scale = max(1.0, float(np.abs(streams[i][: t + 1]).max()) ** 2) * (t + 1)
@@ -464,11 +586,16 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
             assert abs(single.alpha - bat.alpha[i]) <= 1e-9 * scale
             weighted = sum(blk.sketch_size * blk.shrinkage for blk in single.blocks())
             assert abs(weighted - bat.blocks_weighted_shrinkage()[i]) <= 1e-7 * scale
-            np.testing.assert_allclose(quad[i].numpy(), single.quad_inv(arms[i]).numpy(), rtol=1e-6, atol=2e-9)
-            np.testing.assert_allclose(sol[i].numpy(), single.solve(arms[i, 0]).numpy(), rtol=1e-6, atol=2e-9)
+            np.testing.assert_allclose(
+                quad[i].numpy(), single.quad_inv(arms[i]).numpy(), rtol=1e-6, atol=2e-9
+            )
+            np.testing.assert_allclose(
+                sol[i].numpy(), single.solve(arms[i, 0]).numpy(), rtol=1e-6, atol=2e-9
+            )
 
 
-DBS_CASES = [  # (params, env kwargs): HeavyTail arms of varying norms make the members' blocks diverge
+# (params, env kwargs): HeavyTail arms of varying norms make the members' blocks diverge
+DBS_CASES = [
     (dict(l0=2, eps=4.0, sketch="fd", sentinel=False, beta=0.1), dict(d=40, alpha=0.3)),
     (dict(l0=2, eps=4.0, sketch="rfd", sentinel=False, beta=0.1), dict(d=40, alpha=0.3)),
     (dict(l0=2, eps=1.5, sketch="fd", beta="theory"), dict(d=24, alpha=0.5)),
@@ -481,7 +608,9 @@ def test_batched_dbslinucb_makes_the_choices_of_separate_agents(params, env_kwar
     seeds, rounds = [1, 2, 3], 100
     kwargs = dict(n_arms=10, horizon=rounds, **env_kwargs)
     params = dict(lam=1.0, noise_std=0.1, **params)
-    acts, regs, singles = play_unbatched(lambda: DBSLinUCB(**params), "LinBandit-HeavyTail-v0", kwargs, seeds, rounds)
+    acts, regs, singles = play_unbatched(
+        lambda: DBSLinUCB(**params), "LinBandit-HeavyTail-v0", kwargs, seeds, rounds
+    )
     agent = BatchedDBSLinUCB(len(seeds), **params)
     venv = gym.make_vec("LinBandit-HeavyTail-v0", num_envs=len(seeds), **kwargs)
     obs, _ = venv.reset(seed=seeds)
@@ -493,17 +622,26 @@ def test_batched_dbslinucb_makes_the_choices_of_separate_agents(params, env_kwar
         np.testing.assert_array_equal(info["regret"], regs[:, t])
         agent.update(obs, a, r)
         obs = obs_next
-        diverged |= len({(b, e, r) for b, e, r in zip(agent.n_blocks, agent.exact_mode, agent.sketch_size)}) > 1
+        diverged |= (
+            len({(b, e, r) for b, e, r in zip(agent.n_blocks, agent.exact_mode, agent.sketch_size)})
+            > 1
+        )
     if params.get("sentinel") is False:
         assert diverged  # the members' block structures did differ at some round
     for i, single in enumerate(singles):
-        np.testing.assert_allclose(agent.theta_hat[i].numpy(), single.theta_hat.numpy(), rtol=1e-7, atol=1e-10)
+        np.testing.assert_allclose(
+            agent.theta_hat[i].numpy(), single.theta_hat.numpy(), rtol=1e-7, atol=1e-10
+        )
         assert (agent.n_blocks[i], agent.exact_mode[i], agent.sketch_size[i]) == (
-            single.n_blocks, single.exact_mode, single.sketch_size
+            single.n_blocks,
+            single.exact_mode,
+            single.sketch_size,
         )
         assert agent.member_memory_bytes()[i] == single.memory_bytes()
         if params["beta"] == "theory":
-            assert float(agent.confidence_radius()[i]) == pytest.approx(single.confidence_radius(), rel=1e-9)
+            assert float(agent.confidence_radius()[i]) == pytest.approx(
+                single.confidence_radius(), rel=1e-9
+            )
 
 
 def test_batched_dbslinucb_checks_l0_against_d_and_batches_the_rfd_subclass():
@@ -512,12 +650,17 @@ def test_batched_dbslinucb_checks_l0_against_d_and_batches_the_rfd_subclass():
         agent.act(np.zeros((2, 3, 4)))
     assert agent.estimator is None  # nothing was allocated
     twin = batched(DBSLinUCBRFD(l0=3, eps=2.0, beta=0.2), 3)
-    assert isinstance(twin, BatchedDBSLinUCB) and twin.sketch == "rfd" and twin.name == "DBSLinUCB-RFD"
-    exact = BatchedDBSLinUCB(2, l0=3, eps=1.0, d=4)  # block cap floor(log2(4/3 + 1)) = 1: exact from the start
+    assert (
+        isinstance(twin, BatchedDBSLinUCB) and twin.sketch == "rfd" and twin.name == "DBSLinUCB-RFD"
+    )
+    exact = BatchedDBSLinUCB(
+        2, l0=3, eps=1.0, d=4
+    )  # block cap floor(log2(4/3 + 1)) = 1: exact from the start
     assert exact.exact_mode.all() and (exact.sketch_size == 4).all()
 
 
 # -- the batched run path ---------------------------------------------------------------
+
 
 @pytest.fixture
 def batched_calls(monkeypatch):
@@ -536,16 +679,21 @@ def batched_calls(monkeypatch):
 def test_run_takes_the_batched_path_and_gives_the_same_records(batched_calls):
     calls = batched_calls
     seeds = [4, 9, 2] + list(range(20, 17 + MIN_BATCH))  # MIN_BATCH seeds, in no order
-    auto = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=seeds,
-                             env_kwargs=SMALL)
+    auto = linbandit_gym.run(
+        "LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=seeds, env_kwargs=SMALL
+    )
     assert len(calls) == 1
-    loop = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=seeds,
-                             env_kwargs=SMALL, batched=False)
+    loop = linbandit_gym.run(
+        "LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=seeds, env_kwargs=SMALL, batched=False
+    )
     assert len(calls) == 1
     assert list(auto.columns) == RECORD_COLUMNS == list(loop.columns)
     pd.testing.assert_frame_equal(auto.drop(columns=TIMING), loop.drop(columns=TIMING))
     for _, g in auto.groupby("seed"):
-        assert g["agent_time"].is_monotonic_increasing and (g["wall_time"] >= g["agent_wall_time"]).all()
+        assert (
+            g["agent_time"].is_monotonic_increasing
+            and (g["wall_time"] >= g["agent_wall_time"]).all()
+        )
     linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[4], env_kwargs=SMALL)
     assert len(calls) == 1  # one seed: nothing to batch
     linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=seeds[:-1], env_kwargs=SMALL)
@@ -563,10 +711,13 @@ def test_run_batches_by_default_only_members_with_a_small_state(batched_calls):
     assert 8 * 400 * 400 > SMALL_STATE
     linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=MIN_BATCH, env_kwargs=wide)
     assert calls == []
-    linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=2, env_kwargs=wide, batched=True)
+    linbandit_gym.run(
+        "LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=2, env_kwargs=wide, batched=True
+    )
     assert len(calls) == 1
-    linbandit_gym.run("LinBandit-Synthetic-v0", SOFUL(beta=0.1, sketch_size=4), seeds=MIN_BATCH,
-                      env_kwargs=wide)
+    linbandit_gym.run(
+        "LinBandit-Synthetic-v0", SOFUL(beta=0.1, sketch_size=4), seeds=MIN_BATCH, env_kwargs=wide
+    )
     assert len(calls) == 2
 
 
@@ -582,6 +733,7 @@ def test_batched_true_explains_what_cannot_be_batched():
     env = gym.make("LinBandit-Synthetic-v0", **SMALL)
     with pytest.raises(ValueError, match="batched=False"):
         linbandit_gym.run(env, OFUL(), seeds=2, batched=True)
+
     class Mine:
         def act(self, obs):
             return 0
@@ -592,15 +744,31 @@ def test_batched_true_explains_what_cannot_be_batched():
     with pytest.raises(ValueError, match="no batched version"):
         linbandit_gym.run("LinBandit-Synthetic-v0", Mine(), seeds=2, env_kwargs=SMALL, batched=True)
     with pytest.raises(ValueError, match="max_batch"):
-        batched_run.run_batched("LinBandit-Synthetic-v0", OFUL(), seeds=2, env_kwargs=SMALL, max_batch=0)
+        batched_run.run_batched(
+            "LinBandit-Synthetic-v0", OFUL(), seeds=2, env_kwargs=SMALL, max_batch=0
+        )
     # an env instance is not batched automatically: the loop over seeds runs
     records = linbandit_gym.run(env, OFUL(beta=0.1), seeds=2)
     assert sorted(records["seed"].unique()) == [0, 1]
 
 
 def test_cli_batched_flag(tmp_path, capsys):
-    args = ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--horizon", "15", "--seeds", "2",
-            "--env-arg", "d=5", "--env-arg", "n_arms=4", "--no-progress"]
+    args = [
+        "run",
+        "--env",
+        "LinBandit-Synthetic-v0",
+        "--agent",
+        "OFUL",
+        "--horizon",
+        "15",
+        "--seeds",
+        "2",
+        "--env-arg",
+        "d=5",
+        "--env-arg",
+        "n_arms=4",
+        "--no-progress",
+    ]
     assert main(args + ["--batched", "--out", str(tmp_path / "b")]) == 0
     assert main(args + ["--no-batched", "--out", str(tmp_path / "u")]) == 0
     from linbandit_gym.experiments import load_records
@@ -608,16 +776,31 @@ def test_cli_batched_flag(tmp_path, capsys):
     b, u = (load_records(tmp_path / n).sort_values(["seed", "t"], ignore_index=True) for n in "bu")
     pd.testing.assert_frame_equal(b.drop(columns=TIMING), u.drop(columns=TIMING))
     capsys.readouterr()
-    bai = ["run", "--env", "LinBandit-BAI-v0", "--agent", "OFUL", "--horizon", "15", "--seeds", "2", "--batched"]
+    bai = [
+        "run",
+        "--env",
+        "LinBandit-BAI-v0",
+        "--agent",
+        "OFUL",
+        "--horizon",
+        "15",
+        "--seeds",
+        "2",
+        "--batched",
+    ]
     assert main(bai) == 2
     assert "batched=False" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("make_agent", [
-    lambda: SOFUL(beta=0.1, sketch_size=3),
-    lambda: CBSCFD(beta="theory", sketch_size=3),
-    lambda: DBSLinUCB(beta=0.1, l0=2, eps=2.0, sentinel=False),
-], ids=["SOFUL", "CBSCFD", "DBSLinUCB"])
+@pytest.mark.parametrize(
+    "make_agent",
+    [
+        lambda: SOFUL(beta=0.1, sketch_size=3),
+        lambda: CBSCFD(beta="theory", sketch_size=3),
+        lambda: DBSLinUCB(beta=0.1, l0=2, eps=2.0, sentinel=False),
+    ],
+    ids=["SOFUL", "CBSCFD", "DBSLinUCB"],
+)
 def test_run_records_of_sketched_agents_equal_the_loop_over_seeds(make_agent):
     kw = dict(env_kwargs=dict(d=16, n_arms=8, horizon=60, alpha=0.4), seeds=[0, 3, 5])
     auto = linbandit_gym.run("LinBandit-HeavyTail-v0", make_agent(), **kw)

@@ -1,4 +1,5 @@
-"""ClassificationBanditEnv: the online-classification protocol of Wen et al. (2025), App. F.1, and its ids."""
+"""ClassificationBanditEnv: the online-classification protocol of Wen et al. (2025), App. F.1, and
+its ids."""
 
 from __future__ import annotations
 
@@ -63,8 +64,14 @@ def test_check_env_raw_and_through_make(env_id):
 
 
 def test_ids_registered_with_their_datasets():
-    for env_id in ("LinBandit-MNIST-v0", "LinBandit-Digits-v0", "LinBandit-Classification-v0",
-                   "LinBandit-CNAE9-v0", "LinBandit-MFeat-v0", "LinBandit-Spam-v0"):
+    for env_id in (
+        "LinBandit-MNIST-v0",
+        "LinBandit-Digits-v0",
+        "LinBandit-Classification-v0",
+        "LinBandit-CNAE9-v0",
+        "LinBandit-MFeat-v0",
+        "LinBandit-Spam-v0",
+    ):
         assert env_id in gym.registry and env_id in linbandit_gym.ENV_IDS
     mnist = gym.make("LinBandit-MNIST-v0").unwrapped
     assert (mnist.dataset, mnist.n_arms, mnist.d, mnist.n_samples) == ("mnist", 10, 784, 5000)
@@ -89,12 +96,18 @@ def test_user_arrays_through_make():
 
 # -- the protocol (App. F.1) ---------------------------------------------------------------------
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), target=st.integers(0, 9), shuffle=st.booleans(),
-       policy_seed=st.integers(0, 2**31 - 1))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    target=st.integers(0, 9),
+    shuffle=st.booleans(),
+    policy_seed=st.integers(0, 2**31 - 1),
+)
 def test_protocol_invariants(digits, seed, target, shuffle, policy_seed):
     X, y = digits
     Xn = unit_rows(X)
-    env = ClassificationBanditEnv(dataset="digits", target_class=target, horizon=60, shuffle_arms=shuffle)
+    env = ClassificationBanditEnv(
+        dataset="digits", target_class=target, horizon=60, shuffle_arms=shuffle
+    )
     obs, info = env.reset(seed=seed)
     prng = np.random.default_rng(policy_seed)
     best_arms = []
@@ -166,7 +179,9 @@ def test_same_seed_same_episode_and_arm_stream_independent_of_actions():
     d = play(env, 12, lambda obs, t: 0)
     for x, z in zip(a["obs"], b["obs"]):
         np.testing.assert_array_equal(x, z)
-    assert a["rewards"] == b["rewards"] and [i["best_arm"] for i in a["infos"]] == [i["best_arm"] for i in b["infos"]]
+    assert a["rewards"] == b["rewards"] and [i["best_arm"] for i in a["infos"]] == [
+        i["best_arm"] for i in b["infos"]
+    ]
     for x, z in zip(a["obs"], c["obs"]):
         np.testing.assert_array_equal(x, z)
     assert not all(np.array_equal(x, z) for x, z in zip(a["obs"], d["obs"]))
@@ -225,7 +240,9 @@ def test_mnist_full_episode_with_oful_offline(tmp_path, monkeypatch):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # d = 784 matvecs: one thread is faster on a shared 2-core box
     try:
-        records = linbandit_gym.run("LinBandit-MNIST-v0", OFUL(lam=1.0, beta=0.01), seeds=[0], progress=False)
+        records = linbandit_gym.run(
+            "LinBandit-MNIST-v0", OFUL(lam=1.0, beta=0.01), seeds=[0], progress=False
+        )
     finally:
         torch.set_num_threads(threads)
     assert len(records) == 2000 and records["t"].tolist() == list(range(1, 2001))
@@ -243,7 +260,11 @@ def test_mnist_full_from_idx_files(tmp_path):
         images = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
         labels = np.arange(n, dtype=np.uint8) % 10
         for kind, arr, code in (("images-idx3", images, 3), ("labels-idx1", labels, 1)):
-            raw = bytes([0, 0, 8, code]) + b"".join(struct.pack(">I", s) for s in arr.shape) + arr.tobytes()
+            raw = (
+                bytes([0, 0, 8, code])
+                + b"".join(struct.pack(">I", s) for s in arr.shape)
+                + arr.tobytes()
+            )
             (tmp_path / "mnist" / f"{part}-{kind}-ubyte.gz").write_bytes(gzip.compress(raw))
     env = gym.make("LinBandit-MNIST-v0", dataset="mnist-full", data_dir=tmp_path, horizon=10)
     assert env.unwrapped.n_samples == 40 and env.unwrapped.class_counts.tolist() == [4] * 10
@@ -260,8 +281,14 @@ def test_openml_ids_with_local_files(tmp_path):
 
 
 # -- errors ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("env_id, name", [("LinBandit-CNAE9-v0", "cnae-9"), ("LinBandit-MFeat-v0", "mfeat"),
-                                          ("LinBandit-Spam-v0", "spam")])
+@pytest.mark.parametrize(
+    "env_id, name",
+    [
+        ("LinBandit-CNAE9-v0", "cnae-9"),
+        ("LinBandit-MFeat-v0", "mfeat"),
+        ("LinBandit-Spam-v0", "spam"),
+    ],
+)
 def test_openml_ids_offline_fail_fast_with_help(tmp_path, env_id, name):
     start = time.monotonic()
     with pytest.raises(FileNotFoundError, match=f"'{name}'.*download=False.*place .*{name}.npz"):
@@ -275,7 +302,10 @@ def test_openml_ids_offline_fail_fast_with_help(tmp_path, env_id, name):
         ({"dataset": "fashion"}, "unknown dataset 'fashion'"),
         ({"dataset": 3}, "dataset must be a dataset name"),
         ({"dataset": (np.ones((3, 2)),)}, "dataset must be a dataset name"),
-        ({"target_class": 10}, r"target_class=10 is not a label .* \[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\]"),
+        (
+            {"target_class": 10},
+            r"target_class=10 is not a label .* \[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\]",
+        ),
         ({"target_class": -1}, "target_class=-1 is not a label"),
         ({"target_class": "3"}, "target_class must be an int"),
         ({"target_class": 1.0}, "target_class must be an int"),
@@ -288,7 +318,10 @@ def test_openml_ids_offline_fail_fast_with_help(tmp_path, env_id, name):
         ({"dataset": (np.ones((4, 2)), np.array([0, 1, 0]))}, "y must be a 1-D array of 4 labels"),
         ({"dataset": (np.full((2, 2), np.nan), np.array([0, 1]))}, "NaN or inf"),
         ({"dataset": (np.ones(4), np.array([0, 1, 0, 1]))}, "X must be a non-empty 2-D array"),
-        ({"dataset": (np.ones((2, 2)), np.array([0, 1])), "dataset_kwargs": {"path": "x"}}, "only applies"),
+        (
+            {"dataset": (np.ones((2, 2)), np.array([0, 1])), "dataset_kwargs": {"path": "x"}},
+            "only applies",
+        ),
     ],
 )
 def test_bad_arguments_raise_value_error(kwargs, message):
@@ -334,7 +367,9 @@ def test_normalisation_is_scale_free_over_the_whole_float64_range(exponent, seed
     env = ClassificationBanditEnv(dataset=(scaled, y), horizon=3)
     ref = ClassificationBanditEnv(dataset=(X, y), horizon=3)
     np.testing.assert_allclose(env._features, ref._features, rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(np.linalg.norm(env._features.astype(np.float64), axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(
+        np.linalg.norm(env._features.astype(np.float64), axis=1), 1.0, rtol=1e-6
+    )
 
 
 def test_unit_rows_keeps_ordinary_rows_bit_for_bit_and_zero_rows_zero():

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from agents.sketches.dbs import DyadicBlockSketch, block_cap
 
-# streams at every scale (rows up to 1e3 against lam ~1, in float32): the precision warning is due for some;
-# it has its own tests (test_probe_numerics.py)
+# streams at every scale (rows up to 1e3 against lam ~1, in float32): the precision warning is due
+# for some; it has its own tests (test_probe_numerics.py)
 pytestmark = pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
 
 KINDS = (
@@ -132,19 +132,30 @@ params = dict(
 
 
 def DBS(*args, **kwargs):
-    """The paper's literal rule (block cap only) unless a test asks for ``memory_cap`` or ``time_cap``."""
+    """The paper's literal rule (block cap only) unless a test asks for ``memory_cap`` or
+    ``time_cap``."""
     kwargs.setdefault("memory_cap", False)
     kwargs.setdefault("time_cap", False)
     return DyadicBlockSketch(*args, **kwargs)
 
 
-def build(X, d, l0_frac, eps_rel, sketch, fast, sentinel, dtype=torch.float64, reg=1.0, keep_gram=True):
+def build(
+    X, d, l0_frac, eps_rel, sketch, fast, sentinel, dtype=torch.float64, reg=1.0, keep_gram=True
+):
     """l0 in [1, max(1, d // 4)] (caps of 1 to 4 blocks; cap 1 is tested on its own), eps scaled."""
     l0 = 1 + int(l0_frac * max(0, d // 4 - 1))
     mean_mass = float((X * X).sum(axis=1).mean()) if len(X) else 1.0
     eps = eps_rel * (mean_mass if mean_mass > 0 else 1.0)
     return DBS(
-        d, l0, eps, sketch=sketch, fast=fast, sentinel=sentinel, reg=reg, dtype=dtype, keep_gram=keep_gram
+        d,
+        l0,
+        eps,
+        sketch=sketch,
+        fast=fast,
+        sentinel=sentinel,
+        reg=reg,
+        dtype=dtype,
+        keep_gram=keep_gram,
     )
 
 
@@ -156,7 +167,9 @@ def build(X, d, l0_frac, eps_rel, sketch, fast, sentinel, dtype=torch.float64, r
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @SETTINGS
 @given(**params)
-def test_theorem1_global_error_and_block_structure(dtype, kind, n, d, l0_frac, eps_rel, sketch, fast, sentinel, seed):
+def test_theorem1_global_error_and_block_structure(
+    dtype, kind, n, d, l0_frac, eps_rel, sketch, fast, sentinel, seed
+):
     X = as_fed(make_stream(kind, n, d, seed), dtype)
     dbs = build(X, d, l0_frac, eps_rel, sketch, fast, sentinel, dtype=dtype)
     eps = dbs.eps
@@ -172,7 +185,9 @@ def test_theorem1_global_error_and_block_structure(dtype, kind, n, d, l0_frac, e
         rel = 1e-9 if dtype == torch.float64 else 1e-5
         assert math.isclose(dbs.frobenius_mass, float((Xt * Xt).sum()), rel_tol=rel, abs_tol=1e-300)
         if not dbs.exact_mode:
-            assert math.isclose(sum(b.block_size for b in blocks), dbs.frobenius_mass, rel_tol=1e-9, abs_tol=1e-300)
+            assert math.isclose(
+                sum(b.block_size for b in blocks), dbs.frobenius_mass, rel_tol=1e-9, abs_tol=1e-300
+            )
         # Theorem 1, per block: a block shrinks only while its mass is < eps l0, so its
         # FD shrinkage is < eps l0 / l_i = eps / 2^i (the proof's per-block bound).
         for b in blocks:
@@ -200,12 +215,26 @@ def test_theorem1_global_error_and_block_structure(dtype, kind, n, d, l0_frac, e
 
 
 @pytest.mark.parametrize(
-    "d,l0,cap", [(500, 50, 3), (784, 50, 4), (784, 100, 3), (784, 200, 2), (500, 16, 5), (3, 1, 2), (7, 1, 3), (10, 10, 1), (10, 4, 1), (10, 3, 2)]
+    "d,l0,cap",
+    [
+        (500, 50, 3),
+        (784, 50, 4),
+        (784, 100, 3),
+        (784, 200, 2),
+        (500, 16, 5),
+        (3, 1, 2),
+        (7, 1, 3),
+        (10, 10, 1),
+        (10, 4, 1),
+        (10, 3, 2),
+    ],
 )
 def test_block_cap_is_floor_log2(d, l0, cap):
     # Wen et al. (2025), Invariant 2 with log base 2 (reference notes' worked table).
     assert block_cap(d, l0) == cap == math.floor(math.log2(d / l0 + 1))
-    assert l0 * (2**cap - 1) <= d < l0 * (2 ** (cap + 1) - 1)  # the blocks' sizes fit in d, one more would not
+    assert (
+        l0 * (2**cap - 1) <= d < l0 * (2 ** (cap + 1) - 1)
+    )  # the blocks' sizes fit in d, one more would not
     assert DBS(d, l0, 1.0).block_cap == cap
 
 
@@ -227,14 +256,16 @@ def test_block_cap_integer_formula_matches_log2(d, l0):
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @SETTINGS
 @given(**params, reg=st.sampled_from([0.01, 1.0, 30.0]), K=st.integers(1, 9))
-def test_quad_inv_and_solve_match_dense(dtype, kind, n, d, l0_frac, eps_rel, sketch, fast, sentinel, seed, reg, K):
+def test_quad_inv_and_solve_match_dense(
+    dtype, kind, n, d, l0_frac, eps_rel, sketch, fast, sentinel, seed, reg, K
+):
     X = make_stream(kind, n, d, seed)
     scale = float(np.abs(X).max()) + 1e-300
     X = as_fed(X / scale, dtype)  # keep the queries' conditioning within float32's reach
     dbs = build(X, d, l0_frac, eps_rel, sketch, fast, sentinel, dtype=dtype, reg=reg)
     rng = np.random.default_rng(seed + 1)
     rtol = 1e-9 if dtype == torch.float64 else 2e-3
-    for t in feed(dbs, X, every=max(1, n // 5)):
+    for _ in feed(dbs, X, every=max(1, n // 5)):
         A = dbs.covariance().to(torch.float64) + reg * torch.eye(d, dtype=torch.float64)
         A_inv = torch.linalg.inv(A)
         arms = torch.as_tensor(rng.standard_normal((K, d)))
@@ -248,13 +279,15 @@ def test_quad_inv_and_solve_match_dense(dtype, kind, n, d, l0_frac, eps_rel, ske
         assert torch.allclose(s, A_inv @ v, rtol=rtol, atol=rtol * float(v.norm()) / reg)
         # log det increment = log(1 + ||x||^2_{A_hat^-1}) (base-class helper over quad_inv)
         inc = float(dbs.logdet_increment(arms[0].to(dtype)))
-        assert math.isclose(inc, math.log1p(float(q_dense[0])), rel_tol=10 * rtol, abs_tol=10 * rtol)
+        assert math.isclose(
+            inc, math.log1p(float(q_dense[0])), rel_tol=10 * rtol, abs_tol=10 * rtol
+        )
 
 
 def test_bordered_inverse_eq7_equals_eq3_recomputation():
-    # Between two reductions of the active block, the core inverse H = (C^T C + c I)^-1 is grown by the
-    # bordered append (eq. 7); it must equal the inverse recomputed from the stacked coordinates of
-    # [S~; S*] (eq. 3, corrected), and eq. 5 through it the dense inverse of c I + S^T S.
+    # Between two reductions of the active block, the core inverse H = (C^T C + c I)^-1 is grown by
+    # the bordered append (eq. 7); it must equal the inverse recomputed from the stacked coordinates
+    # of [S~; S*] (eq. 3, corrected), and eq. 5 through it the dense inverse of c I + S^T S.
     rng = np.random.default_rng(0)
     d = 30
     X = rng.standard_normal((400, d))
@@ -277,8 +310,9 @@ def test_bordered_inverse_eq7_equals_eq3_recomputation():
             np.testing.assert_allclose(core.H[0, :R, :R], recomputed, rtol=1e-9, atol=1e-10)
             S = dbs.held_rows().double().numpy()
             dense = np.linalg.inv(S.T @ S + float(dbs.c()[0]) * np.eye(d))
-            np.testing.assert_allclose(dbs.quad_inv(arms).numpy(), np.einsum("kd,de,ke->k", arms, dense, arms),
-                                       rtol=1e-9)
+            np.testing.assert_allclose(
+                dbs.quad_inv(arms).numpy(), np.einsum("kd,de,ke->k", arms, dense, arms), rtol=1e-9
+            )
         assert n_border > 20  # eq. 7 was really exercised, not only eq. 3
         assert dbs.n_blocks >= 2
 
@@ -330,8 +364,8 @@ def test_exact_from_the_start_when_cap_is_one():
 
 
 def test_no_dxd_matrix_before_the_cap():
-    # The sketched regime never holds a d x d array: memory is O(d R + rows R), R <= rows = frozen rows +
-    # the active buffer's capacity (< d); after the cap the d x d inverse exists by design.
+    # The sketched regime never holds a d x d array: memory is O(d R + rows R), R <= rows = frozen
+    # rows + the active buffer's capacity (< d); after the cap the d x d inverse exists by design.
     d = 200
     dbs = DBS(d, 5, 20.0)
     rng = np.random.default_rng(1)
@@ -343,7 +377,9 @@ def test_no_dxd_matrix_before_the_cap():
             break
         core = dbs.core
         assert max(a.size for a in (core.V, core.C, core.H, core.b_coords, core.theta_perp)) < d * d
-        rows = int(dbs.block_state.frozen_rows[0] + dbs.block_state.buffer[0])  # frozen rows + the active buffer
+        rows = int(
+            dbs.block_state.frozen_rows[0] + dbs.block_state.buffer[0]
+        )  # frozen rows + the active buffer
         assert rows < d and dbs.sketch_size <= rows and core.C.shape[1] == rows  # allocated exactly
         basis = rows  # < d: one basis vector per row at most
         assert dbs.memory_bytes() == 8 * (basis * d + rows * basis + basis * basis + basis + d)
@@ -405,9 +441,9 @@ def test_an_empty_block_is_not_closed_by_the_sentinel():
 
 
 def test_invariant1_as_printed_is_not_maintained_but_the_bound_is():
-    # Wen et al.'s (2025) "or willExcessSketch is False": a block that already shrank keeps absorbing
-    # in-span rows past eps l0 (Invariant 1 literally violated); no mass is discarded after
-    # the threshold, so its shrinkage stays < eps l0 / l (what Theorem 1 needs).
+    # Wen et al.'s (2025) "or willExcessSketch is False": a block that already shrank keeps
+    # absorbing in-span rows past eps l0 (Invariant 1 literally violated); no mass is discarded
+    # after the threshold, so its shrinkage stays < eps l0 / l (what Theorem 1 needs).
     rng = np.random.default_rng(0)
     d, l0, eps = 12, 3, 2.0  # eps l0 = 6
     B = np.linalg.qr(rng.standard_normal((d, 6)))[0].T  # 6 orthonormal directions
@@ -464,7 +500,9 @@ def _fig4(n, d, l0, l_fd):
         for x in Xt:
             dbs.update(x)
         errs[eps] = float(torch.linalg.matrix_norm(XtX - dbs.covariance(), ord=2))
-        assert errs[eps] <= dbs.total_shrinkage + 1e-8 and dbs.total_shrinkage < 2 * eps  # Theorem 1
+        assert (
+            errs[eps] <= dbs.total_shrinkage + 1e-8 and dbs.total_shrinkage < 2 * eps
+        )  # Theorem 1
     fd = FrequentDirections(d, l_fd)
     for x in Xt:
         fd.update(x)
@@ -483,7 +521,8 @@ def test_matrix_approximation_fig4_scaled_down():
 
 @pytest.mark.slow
 def test_matrix_approximation_fig4():
-    # Wen et al. (2025), App. F.2 as stated: n = 1250, d = 500, DBS l0 = 16, eps in {5, 10, 20}; FD l = 50.
+    # Wen et al. (2025), App. F.2 as stated: n = 1250, d = 500, DBS l0 = 16, eps in {5, 10, 20};
+    # FD l = 50.
     _fig4(1250, 500, 16, 50)
 
 
@@ -527,7 +566,13 @@ def test_bad_rows_raise_and_leave_state_unchanged():
     for x in rng.standard_normal((30, 8)):
         dbs.update(torch.as_tensor(x))
     before = (dbs.stats(), dbs.covariance().clone(), [b for b in dbs.blocks()], dbs.n_rows)
-    for bad in (np.ones(7), np.ones((2, 8)), np.array([np.nan] * 8), np.array([np.inf] + [0.0] * 7), "row"):
+    for bad in (
+        np.ones(7),
+        np.ones((2, 8)),
+        np.array([np.nan] * 8),
+        np.array([np.inf] + [0.0] * 7),
+        "row",
+    ):
         with pytest.raises(ValueError):
             dbs.update(bad)
     assert (dbs.stats(), dbs.blocks(), dbs.n_rows) == (before[0], before[2], before[3])
@@ -558,7 +603,13 @@ def test_stats_history_and_repr():
     t_switch = exact.index(True)
     assert 10 < t_switch < 100 and all(exact[t_switch:])
     sizes = [h["sketch_size"] for h in history]
-    assert sizes[0] == 1 and max(sizes[:t_switch]) < 30 and set(sizes[t_switch:]) == {30}  # adaptive
-    assert [h["n_blocks"] for h in history] == sorted(h["n_blocks"] for h in history)  # blocks only open
-    assert dbs.block_cap == 4 and history[-1]["active_sketch_size"] == 2 * 2**3  # 2 + 4 + 8 + 16 <= 30
+    assert (
+        sizes[0] == 1 and max(sizes[:t_switch]) < 30 and set(sizes[t_switch:]) == {30}
+    )  # adaptive
+    assert [h["n_blocks"] for h in history] == sorted(
+        h["n_blocks"] for h in history
+    )  # blocks only open
+    assert (
+        dbs.block_cap == 4 and history[-1]["active_sketch_size"] == 2 * 2**3
+    )  # 2 + 4 + 8 + 16 <= 30
     assert history[-1]["n_rows"] == 200 and "DyadicBlockSketch(d=30" in repr(dbs)

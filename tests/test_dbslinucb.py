@@ -1,4 +1,5 @@
-"""DBSLinUCB (Wen et al. (2025), Alg. 5): agent contract, degeneration to OFUL, theory radius, bad input.
+"""DBSLinUCB (Wen et al. (2025), Alg. 5): agent contract, degeneration to OFUL, theory radius, bad
+input.
 
 The slow test at the end reproduces Wen et al. (2025), Fig. 1a/1b (synthetic, d = 500, K = 100).
 """
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents import AGENTS, CBSCFD, DBSLinUCB, DBSLinUCBFD, DBSLinUCBRFD, OFUL, SOFUL, check_agent
+from agents import AGENTS, CBSCFD, OFUL, SOFUL, DBSLinUCB, DBSLinUCBFD, DBSLinUCBRFD, check_agent
 from linbandit_gym.evaluate import run
 
 
@@ -84,12 +85,15 @@ def test_sketch_size_is_recorded_and_adapts():
 
 @pytest.mark.parametrize("sketch", ["fd", "rfd"])
 def test_theory_radius_covers_theta_star(sketch):
-    # Wen et al. (2025), Thm. 2 (FD) / Thm. 6 (RFD): ||theta_hat - theta*||_{A_hat} <= beta_t w.p. 1 - delta.
-    # With eps large enough that the blocks really discard mass, check it on every seed.
+    # Wen et al. (2025), Thm. 2 (FD) / Thm. 6 (RFD):
+    # ||theta_hat - theta*||_{A_hat} <= beta_t w.p. 1 - delta. With eps large enough that the blocks
+    # really discard mass, check it on every seed.
     noise = 0.1
     for seed in range(4):
         env = synth(d=30, n_arms=8, horizon=250, noise_std=noise)
-        agent = DBSLinUCB(lam=1.0, beta="theory", l0=2, eps=3.0, sketch=sketch, noise_std=noise, theta_bound=1.0)
+        agent = DBSLinUCB(
+            lam=1.0, beta="theory", l0=2, eps=3.0, sketch=sketch, noise_std=noise, theta_bound=1.0
+        )
         run(env, agent, seeds=[seed])
         est = agent.estimator
         assert est.total_shrinkage > 0  # the sketch did lose information
@@ -104,13 +108,17 @@ def test_theory_radius_covers_theta_star(sketch):
 def test_theory_radius_formula_fd():
     # The FD radius by hand from the agent's tracked quantities (Wen et al. (2025), App. E.1).
     env = synth(d=16, horizon=80)
-    agent = DBSLinUCB(lam=2.0, beta="theory", l0=2, eps=2.0, noise_std=0.3, theta_bound=1.5, delta=0.1)
+    agent = DBSLinUCB(
+        lam=2.0, beta="theory", l0=2, eps=2.0, noise_std=0.3, theta_bound=1.5, delta=0.1
+    )
     run(env, agent, seeds=[0], max_rounds=25)
     est = agent.estimator
     s, T, lam = est.total_shrinkage, est.frobenius_mass, 2.0
     m = 16 if est.exact_mode else est.sketch_size
     ld = (16 - m) * math.log1p(s / lam) + m * math.log1p(s / lam + T / (m * lam))
-    expected = 0.3 * math.sqrt(1 + s / lam) * math.sqrt(2 * math.log(10) + ld) + 1.5 * (lam + s) / math.sqrt(lam)
+    expected = 0.3 * math.sqrt(1 + s / lam) * math.sqrt(2 * math.log(10) + ld) + 1.5 * (
+        lam + s
+    ) / math.sqrt(lam)
     assert math.isclose(agent.confidence_radius(), expected, rel_tol=1e-12)
     # and it is an upper bound on OFUL's own theory radius on the same stream (Lemma 6 >= log det)
     ofu = OFUL(lam=2.0, beta="theory", noise_std=0.3, theta_bound=1.5, delta=0.1)
@@ -160,7 +168,11 @@ def test_bad_feedback_leaves_state_unchanged():
             agent.update(arms, action, reward)
     with pytest.raises(ValueError):
         agent.act(np.ones((4, 5)))
-    assert agent.t == before[0] and torch.equal(agent.b, before[1]) and agent.estimator.stats() == before[2]
+    assert (
+        agent.t == before[0]
+        and torch.equal(agent.b, before[1])
+        and agent.estimator.stats() == before[2]
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -174,15 +186,17 @@ FIG1_NOISE = 0.01
 
 @pytest.mark.slow
 def test_fig1_synthetic_regret():
-    # Wen et al. (2025), Fig. 1a (FD family) / 1b (RFD family): d = 500, K = 100 unit-norm Gaussian arms a
-    # round, SOFUL/CBSCFD with l = 50 against DBSLinUCB (l0 = 50, eps = 8) and OFUL.
+    # Wen et al. (2025), Fig. 1a (FD family) / 1b (RFD family): d = 500, K = 100 unit-norm Gaussian
+    # arms a round, SOFUL/CBSCFD with l = 50 against DBSLinUCB (l0 = 50, eps = 8) and OFUL.
     # The paper states neither the noise nor T. With the env's default noise_std = 0.1 and unit
     # arms, theta* is not learnable by T = 2000 for ANY agent (ridge error^2 ~ sigma^2 d^2 / t ~ 1;
     # all five ended at regret 112-142 on the grid beta in {0.01, 0.1, 1} x lam in {0.2, 1}), so
     # we use noise_std = 0.01, where OFUL converges within the horizon. beta = 0.1, lam = 1 (the
     # paper's grids; beta = 0.01 gave the same picture). Seeds 0, 1, 2 gave final regrets OFUL
     # 31/35/34, SOFUL-50 75/77/75, CBSCFD-50 76/81/77, DBS-FD 50/52/50, DBS-RFD 60/66/63.
-    env = gym.make("LinBandit-Synthetic-v0", d=500, n_arms=100, horizon=FIG1_T, noise_std=FIG1_NOISE)
+    env = gym.make(
+        "LinBandit-Synthetic-v0", d=500, n_arms=100, horizon=FIG1_T, noise_std=FIG1_NOISE
+    )
     agents = {
         "OFUL": OFUL(**FIG1),
         "SOFUL-50": SOFUL(sketch_size=50, **FIG1),
@@ -190,17 +204,22 @@ def test_fig1_synthetic_regret():
         # the paper's rule: only the literal block cap of Alg. 1 line 3 (both of our caps off). With
         # the default caps the sketch goes exact one block earlier at d = 500 (block 1's 2l buffer
         # and Gram would outweigh the d x d inverse, and cost more per round), the same picture
-        "DBSLinUCB-FD": DBSLinUCB(l0=50, eps=8.0, sketch="fd", memory_cap=False, time_cap=False,
-                                  **FIG1),
-        "DBSLinUCB-RFD": DBSLinUCB(l0=50, eps=8.0, sketch="rfd", memory_cap=False, time_cap=False,
-                                   **FIG1),
+        "DBSLinUCB-FD": DBSLinUCB(
+            l0=50, eps=8.0, sketch="fd", memory_cap=False, time_cap=False, **FIG1
+        ),
+        "DBSLinUCB-RFD": DBSLinUCB(
+            l0=50, eps=8.0, sketch="rfd", memory_cap=False, time_cap=False, **FIG1
+        ),
     }
     first, late, final = {}, {}, {}
     for name, agent in agents.items():
         cr = run(env, agent, seeds=[0]).cumulative_regret.to_numpy()
         half = cr[FIG1_T // 2 - 1]
         first[name], late[name], final[name] = half, cr[-1] - half, cr[-1]
-    print({k: round(float(v), 1) for k, v in final.items()}, {k: round(float(v), 1) for k, v in late.items()})
+    print(
+        {k: round(float(v), 1) for k, v in final.items()},
+        {k: round(float(v), 1) for k, v in late.items()},
+    )
     # the literal cap floor(log2(d / l0 + 1)) = 3 at d = 500: blocks of 50 and 100, then exact
     dbs_fd = agents["DBSLinUCB-FD"]
     assert dbs_fd.exact_mode and dbs_fd.n_blocks == dbs_fd.estimator.block_cap == 3
@@ -214,9 +233,9 @@ def test_fig1_synthetic_regret():
 
 
 def test_after_the_switch_to_exact_updates_reuse_the_scored_terms(monkeypatch):
-    """Once a member switched to exact updates, its update reuses act's projection ``A^-1 x`` (as OFUL's
-    does: one ``d^2`` product a round less than recomputing it); only the round of the switch folds
-    its row in afresh."""
+    """Once a member switched to exact updates, its update reuses act's projection ``A^-1 x`` (as
+    OFUL's does: one ``d^2`` product a round less than recomputing it); only the round of the switch
+    folds its row in afresh."""
     import agents.sketches.exact as exact_module
 
     seen = []
@@ -228,7 +247,9 @@ def test_after_the_switch_to_exact_updates_reuse_the_scored_terms(monkeypatch):
 
     monkeypatch.setattr(exact_module.ExactCovariance, "step", spy)
     rng = np.random.default_rng(0)
-    agent = DBSLinUCB(lam=0.2, beta=0.01, l0=4, eps=2.0, d=24, time_cap=False)  # the memory cap switches mid-run
+    agent = DBSLinUCB(
+        lam=0.2, beta=0.01, l0=4, eps=2.0, d=24, time_cap=False
+    )  # the memory cap switches mid-run
     for _ in range(300):
         arms = rng.standard_normal((6, 24))
         agent.update(arms, agent.act(arms), 0.1)

@@ -17,8 +17,8 @@ from linbandit_gym.envs import (
     HeavyTailLinBanditEnv,
     LocallyConvexLinBanditEnv,
     SyntheticLinBanditEnv,
+    memory,
 )
-from linbandit_gym.envs import memory
 from linbandit_gym.envs.memory import EnvTooLargeError, MemoryEstimate
 from linbandit_gym.registration import env_memory_estimate, estimate_env_bytes
 from linbandit_gym.vector import (
@@ -64,7 +64,11 @@ def refused_without_allocating(build) -> str:
         ("LinBandit-Synthetic-v0", {"d": 10**9, "n_arms": 2}, ["d=1000000000", "n_arms=2"]),
         ("LinBandit-Synthetic-v0", {"n_arms": 10**9}, ["d=500", "n_arms=1000000000"]),
         ("LinBandit-Synthetic-v0", {"d": 10**18}, ["d=1000000000000000000", "n_arms=100"]),
-        ("LinBandit-BAI-v0", {"instance": "random", "n_arms": 10**9}, ["instance='random', d=2, n_arms=1000000000"]),
+        (
+            "LinBandit-BAI-v0",
+            {"instance": "random", "n_arms": 10**9},
+            ["instance='random', d=2, n_arms=1000000000"],
+        ),
     ],
 )
 def test_quoted_sizes_are_refused_by_gym_make_naming_the_arguments_and_bytes(env_id, kwargs, named):
@@ -78,7 +82,9 @@ def test_quoted_sizes_are_refused_by_gym_make_naming_the_arguments_and_bytes(env
 
 def test_the_message_in_full(limit):
     limit(24 * GB)
-    message = refused_without_allocating(lambda: gym.make("LinBandit-Synthetic-v0", d=10**9, n_arms=2))
+    message = refused_without_allocating(
+        lambda: gym.make("LinBandit-Synthetic-v0", d=10**9, n_arms=2)
+    )
     assert message == (
         "SyntheticLinBanditEnv(d=1000000000, n_arms=2) needs about 80.1 GiB of memory "
         "(86,000,000,000 bytes), more than the memory available (24 GiB). Most of it grows with "
@@ -93,21 +99,54 @@ def test_the_message_in_full(limit):
     "build, named, fix",
     [
         # the d x d rotation is drawn at reset: refused by the constructor already
-        (lambda: HeavyTailLinBanditEnv(d=10**5), ["d=100000", "rotate=True"], "lower d, or pass rotate=False"),
-        (lambda: HeavyTailLinBanditEnv(d=10**5, rank=3), ["rank=3"], "lower d, or pass rotate=False"),
+        (
+            lambda: HeavyTailLinBanditEnv(d=10**5),
+            ["d=100000", "rotate=True"],
+            "lower d, or pass rotate=False",
+        ),
+        (
+            lambda: HeavyTailLinBanditEnv(d=10**5, rank=3),
+            ["rank=3"],
+            "lower d, or pass rotate=False",
+        ),
         (lambda: HeavyTailLinBanditEnv(n_arms=10**9), ["n_arms=1000000000"], "lower d or n_arms"),
         (lambda: HeavyTailLinBanditEnv(d=10**10, rotate=False), ["d=10000000000"], "lower d"),
-        (lambda: LocallyConvexLinBanditEnv(d=10**9, n_arms=2), ["d=1000000000"], "lower d or n_arms"),
-        (lambda: LocallyConvexLinBanditEnv(n_arms=10**9), ["n_arms=1000000000"], "lower d or n_arms"),
-        (lambda: LocallyConvexLinBanditEnv(d=10**6, n_arms=10**4, local_frac=1.0), ["d=1000000"], "lower"),
-        (lambda: BAILinBanditEnv(instance="soare", d=10**6), ["instance='soare', d=1000000, n_arms=1000001"],
-         "lower d or n_arms"),
-        (lambda: BAILinBanditEnv(instance="random", d=10**9, n_arms=2), ["d=1000000000"], "lower d or n_arms"),
-        (lambda: SyntheticLinBanditEnv(d=10**8, n_arms=100, fixed_arms=True), ["d=100000000"], "lower d or n_arms"),
+        (
+            lambda: LocallyConvexLinBanditEnv(d=10**9, n_arms=2),
+            ["d=1000000000"],
+            "lower d or n_arms",
+        ),
+        (
+            lambda: LocallyConvexLinBanditEnv(n_arms=10**9),
+            ["n_arms=1000000000"],
+            "lower d or n_arms",
+        ),
+        (
+            lambda: LocallyConvexLinBanditEnv(d=10**6, n_arms=10**4, local_frac=1.0),
+            ["d=1000000"],
+            "lower",
+        ),
+        (
+            lambda: BAILinBanditEnv(instance="soare", d=10**6),
+            ["instance='soare', d=1000000, n_arms=1000001"],
+            "lower d or n_arms",
+        ),
+        (
+            lambda: BAILinBanditEnv(instance="random", d=10**9, n_arms=2),
+            ["d=1000000000"],
+            "lower d or n_arms",
+        ),
+        (
+            lambda: SyntheticLinBanditEnv(d=10**8, n_arms=100, fixed_arms=True),
+            ["d=100000000"],
+            "lower d or n_arms",
+        ),
         # the regret curve render() draws grows with the horizon
-        (lambda: SyntheticLinBanditEnv(d=5, n_arms=4, horizon=10**12, render_mode="rgb_array"),
-         ["horizon=1000000000000", "render_mode='rgb_array'"],
-         "lower horizon, or render_mode=None"),
+        (
+            lambda: SyntheticLinBanditEnv(d=5, n_arms=4, horizon=10**12, render_mode="rgb_array"),
+            ["horizon=1000000000000", "render_mode='rgb_array'"],
+            "lower horizon, or render_mode=None",
+        ),
     ],
 )
 def test_every_family_refuses_what_cannot_fit(limit, build, named, fix):
@@ -120,7 +159,9 @@ def test_every_family_refuses_what_cannot_fit(limit, build, named, fix):
 
 def test_a_long_horizon_alone_allocates_nothing_more(limit):
     limit(8 * GB)
-    SyntheticLinBanditEnv(d=5, n_arms=4, horizon=10**12).close()  # no curve is kept without render_mode
+    SyntheticLinBanditEnv(
+        d=5, n_arms=4, horizon=10**12
+    ).close()  # no curve is kept without render_mode
 
 
 class _HugeFeatures:
@@ -133,16 +174,23 @@ def test_classification_data_is_sized_before_it_is_loaded_or_copied(limit, monke
     import linbandit_gym.envs.classification as module
 
     limit(8 * GB)
-    message = refused_without_allocating(lambda: ClassificationBanditEnv(dataset=(_HugeFeatures(), np.arange(3))))
+    message = refused_without_allocating(
+        lambda: ClassificationBanditEnv(dataset=(_HugeFeatures(), np.arange(3)))
+    )
     assert "dataset=(X, y) with X of shape (10000000, 100000)" in message
-    assert "samples x features = 1,000,000,000,000" in message and "To fix: use fewer samples or features" in message
+    assert (
+        "samples x features = 1,000,000,000,000" in message
+        and "To fix: use fewer samples or features" in message
+    )
 
     def no_load(*args, **kwargs):
         raise AssertionError("the dataset was loaded before the size check")
 
     monkeypatch.setattr(module, "load_dataset", no_load)
     limit(100 * 10**6)
-    message = refused_without_allocating(lambda: gym.make("LinBandit-MNIST-v0", dataset="mnist-full"))
+    message = refused_without_allocating(
+        lambda: gym.make("LinBandit-MNIST-v0", dataset="mnist-full")
+    )
     assert "ClassificationBanditEnv(dataset='mnist-full')" in message and "70000" not in message
     assert "samples x features = 54,880,000 numbers" in message
     assert "split=train or test, or dataset='mnist'" in message
@@ -153,10 +201,14 @@ def test_classification_data_is_sized_before_it_is_loaded_or_copied(limit, monke
 
 def test_vector_envs_refuse_before_building_any_member(limit):
     limit(8 * GB)
-    message = refused_without_allocating(lambda: gym.make_vec("LinBandit-Synthetic-v0", num_envs=10**7))
+    message = refused_without_allocating(
+        lambda: gym.make_vec("LinBandit-Synthetic-v0", num_envs=10**7)
+    )
     assert "SyntheticVectorEnv(num_envs=10000000, d=500, n_arms=100)" in message
     assert "num_envs x n_arms x d = 500,000,000,000 numbers" in message
-    message = refused_without_allocating(lambda: linbandit_gym.make_vec("LinBandit-HeavyTail-v0", 64, d=20000))
+    message = refused_without_allocating(
+        lambda: linbandit_gym.make_vec("LinBandit-HeavyTail-v0", 64, d=20000)
+    )
     assert "HeavyTailVectorEnv(num_envs=64, d=20000" in message and "rotate=False" in message
 
 
@@ -164,7 +216,9 @@ def test_a_dataset_is_counted_once_for_all_members():
     one = ClassificationVectorEnv.memory_estimate(1, dataset="mnist")
     many = ClassificationVectorEnv.memory_estimate(100, dataset="mnist")
     data = {a.what: a for a in many.allocations if a.shared}
-    assert data["the dataset"].count == 5000 * 784 and data["the labels"].count == 5000  # not 100 times
+    assert (
+        data["the dataset"].count == 5000 * 784 and data["the labels"].count == 5000
+    )  # not 100 times
     once = [a for a in one.allocations if a.shared or a.transient]
     per_member = one.nbytes - sum(a.nbytes for a in once)
     assert many.nbytes - one.nbytes == 99 * per_member
@@ -188,8 +242,14 @@ def test_the_limit_is_the_estimate_itself(limit):
 
 
 def test_the_limit_can_be_set_by_environment_variable(monkeypatch):
-    sizes = [("8GB", 8 * GB), ("8gib", 8 * GB), ("512MiB", 512 * 2**20), ("512M", 512 * 2**20),
-             ("2e9", 2 * 10**9), ("1234", 1234)]
+    sizes = [
+        ("8GB", 8 * GB),
+        ("8gib", 8 * GB),
+        ("512MiB", 512 * 2**20),
+        ("512M", 512 * 2**20),
+        ("2e9", 2 * 10**9),
+        ("1234", 1234),
+    ]
     for text, nbytes in sizes:
         monkeypatch.setenv(memory.MEMORY_LIMIT_ENV, text)
         assert memory.memory_limit_bytes() == nbytes
@@ -254,11 +314,14 @@ _B = np.zeros(4, dtype=np.int64)
         (ClassificationBanditEnv, {"dataset": _DATA}, 0),
         (SyntheticVectorEnv, {"num_envs": 4, "d": 4000, "n_arms": 100}, _B),
         (LocallyConvexVectorEnv, {"num_envs": 4, "d": 4000, "n_arms": 100}, _B),
-        pytest.param(HeavyTailVectorEnv, {"num_envs": 4, "d": 400, "n_arms": 10}, _B,
-                     marks=pytest.mark.slow),  # its rotation: as the single env's above
+        pytest.param(
+            HeavyTailVectorEnv, {"num_envs": 4, "d": 400, "n_arms": 10}, _B, marks=pytest.mark.slow
+        ),  # its rotation: as the single env's above
         (ClassificationVectorEnv, {"num_envs": 4, "dataset": _DATA}, _B),
     ],
-    ids=lambda v: getattr(v, "__name__", None) or ("" if isinstance(v, (int, np.ndarray)) else None),
+    ids=lambda v: (
+        getattr(v, "__name__", None) or ("" if isinstance(v, (int, np.ndarray)) else None)
+    ),
 )
 def test_the_estimate_bounds_the_measured_peak_within_a_factor_of_two(cls, kwargs, act):
     estimate = cls.memory_estimate(**kwargs)
@@ -275,7 +338,9 @@ def test_estimate_env_bytes_builds_nothing_and_matches_the_constructors_check(mo
         raise AssertionError("an env was built or a dataset loaded")
 
     monkeypatch.setattr(module, "load_dataset", no_build)
-    monkeypatch.setattr(gym.spaces.Box, "__init__", no_build)  # every env builds its observation space
+    monkeypatch.setattr(
+        gym.spaces.Box, "__init__", no_build
+    )  # every env builds its observation space
     assert estimate_env_bytes("LinBandit-Synthetic-v0", d=1000, n_arms=100) == (
         SyntheticLinBanditEnv.memory_estimate(d=1000, n_arms=100).nbytes
     )
@@ -294,7 +359,9 @@ def test_estimate_env_bytes_builds_nothing_and_matches_the_constructors_check(mo
 
 
 def test_estimate_env_bytes_refuses_bad_input_with_one_line():
-    with pytest.raises(ValueError, match=r"unknown env id 'LinBandit-Mnist-v0' \(did you mean 'LinBandit-MNIST-v0'"):
+    with pytest.raises(
+        ValueError, match=r"unknown env id 'LinBandit-Mnist-v0' \(did you mean 'LinBandit-MNIST-v0'"
+    ):
         estimate_env_bytes("LinBandit-Mnist-v0")
     with pytest.raises(ValueError, match="CartPole-v1 is not a linbandit env"):
         estimate_env_bytes("CartPole-v1")

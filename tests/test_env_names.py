@@ -60,19 +60,26 @@ def test_a_key_shared_by_two_choices_is_not_guessed_between_them():
 
 def test_make_vec_and_env_description_suggest_the_id():
     suggestion = r"\(did you mean 'LinBandit-MNIST-v0'\?\)"
-    with pytest.raises(gym.error.NameNotFound, match=r"'LinBandit-Mnist-v0' doesn't exist " + suggestion):
+    with pytest.raises(
+        gym.error.NameNotFound, match=r"'LinBandit-Mnist-v0' doesn't exist " + suggestion
+    ):
         linbandit_gym.make_vec("LinBandit-Mnist-v0", num_envs=2)
     with pytest.raises(gym.error.VersionNotFound, match="did you mean 'LinBandit-MNIST-v0'"):
         linbandit_gym.make_vec("LinBandit-MNIST-v7", num_envs=2)
     with pytest.raises(gym.error.NameNotFound):  # nothing close: Gymnasium's own error, unchanged
         linbandit_gym.make_vec("Qwerty-v0", num_envs=2)
-    with pytest.raises(ValueError, match=r"unknown linbandit env id 'LinBandit-Mnist-v0' " + suggestion):
+    with pytest.raises(
+        ValueError, match=r"unknown linbandit env id 'LinBandit-Mnist-v0' " + suggestion
+    ):
         env_description("LinBandit-Mnist-v0")
 
 
 def test_the_cli_and_config_checks_suggest_the_id_and_argument():
     # linbandit run --env/--env-arg and sweep configs check through check_env_args
-    with pytest.raises(ValueError, match=r"unknown env id 'LinBandit-Mnist-v0' \(did you mean 'LinBandit-MNIST-v0'\?\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown env id 'LinBandit-Mnist-v0' \(did you mean 'LinBandit-MNIST-v0'\?\)",
+    ):
         linbandit_gym.check_env_args("LinBandit-Mnist-v0", {})
     with pytest.raises(ValueError, match=r"has no argument 'nArms' \(did you mean 'n_arms'\?\)"):
         linbandit_gym.check_env_args("LinBandit-Synthetic-v0", {"nArms": 3})

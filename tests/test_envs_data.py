@@ -18,8 +18,14 @@ from hypothesis import strategies as st
 import envs_data
 from envs_data import openml as openml_mod
 
-IDX_CODES = {np.dtype("u1"): 0x08, np.dtype("i1"): 0x09, np.dtype("i2"): 0x0B, np.dtype("i4"): 0x0C,
-             np.dtype("f4"): 0x0D, np.dtype("f8"): 0x0E}
+IDX_CODES = {
+    np.dtype("u1"): 0x08,
+    np.dtype("i1"): 0x09,
+    np.dtype("i2"): 0x0B,
+    np.dtype("i4"): 0x0C,
+    np.dtype("f4"): 0x0D,
+    np.dtype("f8"): 0x0E,
+}
 
 
 # -- helpers that write IDX files independently of the parser under test -------------------
@@ -46,7 +52,14 @@ def fake_mnist(rng: np.random.Generator, n: int, side: int = 4):
     return images, labels
 
 
-def write_mnist_dir(directory: Path, rng, n_train=12, n_test=5, gz=(False, True, False, True), parts=("train", "t10k")):
+def write_mnist_dir(
+    directory: Path,
+    rng,
+    n_train=12,
+    n_test=5,
+    gz=(False, True, False, True),
+    parts=("train", "t10k"),
+):
     directory.mkdir(parents=True, exist_ok=True)
     data = {}
     flags = iter(gz)
@@ -90,7 +103,8 @@ def test_digits_matches_sklearn():
 
 
 def test_dataset_shapes_are_what_the_loaders_return():
-    # the shapes memory estimates use before loading: the shipped sets loaded, the others as described
+    # the shapes memory estimates use before loading: the shipped sets loaded, the others as
+    # described
     for name in ("mnist", "digits", "MNIST"):
         X, y = envs_data.load_dataset(name)
         assert envs_data.dataset_shape(name) == (X.shape[0], X.shape[1], np.unique(y).size)
@@ -98,7 +112,10 @@ def test_dataset_shapes_are_what_the_loaders_return():
     for name, (n, d, classes) in envs_data.OPENML_SHAPES.items():
         assert f"{n} x {d}, {classes} classes" in envs_data.DATASETS[name]
     assert envs_data.dataset_shape("mnist-full") == (70000, 784, 10)
-    assert [envs_data.dataset_shape("mnist_full", split=s)[0] for s in ("train", "test")] == [60000, 10000]
+    assert [envs_data.dataset_shape("mnist_full", split=s)[0] for s in ("train", "test")] == [
+        60000,
+        10000,
+    ]
     with pytest.raises(ValueError, match="unknown dataset 'fashion'"):
         envs_data.dataset_shape("fashion")
 
@@ -106,11 +123,15 @@ def test_dataset_shapes_are_what_the_loaders_return():
 def test_registry_names_and_errors(tmp_path):
     assert set(envs_data.DATASETS) == {"mnist", "mnist-full", "digits", "cnae-9", "mfeat", "spam"}
     assert {envs_data.OPENML_SETS[k][0] for k in ("cnae-9", "mfeat", "spam")} == {1468, 22, 44}
-    with pytest.raises(ValueError, match="unknown dataset 'fashion'.*known datasets: cnae-9, digits"):
+    with pytest.raises(
+        ValueError, match="unknown dataset 'fashion'.*known datasets: cnae-9, digits"
+    ):
         envs_data.load_dataset("fashion")
     with pytest.raises(ValueError, match="must be a name"):
         envs_data.load_dataset(None)
-    with pytest.raises(TypeError, match=r"load_dataset\('digits'\) got unexpected option\(s\) \['path'\]"):
+    with pytest.raises(
+        TypeError, match=r"load_dataset\('digits'\) got unexpected option\(s\) \['path'\]"
+    ):
         envs_data.load_dataset("digits", path="x")
     with pytest.raises(TypeError, match="unexpected option"):
         envs_data.load_dataset("mnist-full", data_dir=tmp_path, download=True)
@@ -194,12 +215,16 @@ def test_mnist_full_env_var_path_and_dotted_names(tmp_path, monkeypatch):
     data = write_mnist_dir(tmp_path / "elsewhere", rng)
     for f in (tmp_path / "elsewhere").iterdir():  # Kaggle spelling train-images.idx3-ubyte
         f.rename(f.with_name(f.name.replace("-idx", ".idx")))
-    X, _ = envs_data.load_dataset("mnist-full", data_dir=tmp_path / "empty", path=tmp_path / "elsewhere")
+    X, _ = envs_data.load_dataset(
+        "mnist-full", data_dir=tmp_path / "empty", path=tmp_path / "elsewhere"
+    )
     assert X.shape == (17, 16)
     monkeypatch.setenv("LINBANDIT_DATA", str(tmp_path / "root"))
     write_mnist_dir(tmp_path / "root" / "mnist", rng)
     X2, y2 = envs_data.load_dataset("mnist-full")
-    assert X2.shape == (17, 16) and not np.array_equal(X2, X)  # different random content: really the env dir
+    assert X2.shape == (17, 16) and not np.array_equal(
+        X2, X
+    )  # different random content: really the env dir
     del data
 
 
@@ -236,9 +261,14 @@ def test_mnist_full_missing_and_mismatched(tmp_path):
     assert str(tmp_path / "mnist") in msg and "path=" in msg and "LINBANDIT_DATA" in msg
     rng = np.random.default_rng(4)
     write_mnist_dir(tmp_path / "mnist", rng, parts=("train",))
-    with pytest.raises(FileNotFoundError, match="missing t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte"):
+    with pytest.raises(
+        FileNotFoundError, match="missing t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte"
+    ):
         envs_data.load_dataset("mnist-full", data_dir=tmp_path)
-    assert envs_data.load_dataset("mnist-full", data_dir=tmp_path, split="train")[0].shape == (12, 16)
+    assert envs_data.load_dataset("mnist-full", data_dir=tmp_path, split="train")[0].shape == (
+        12,
+        16,
+    )
     with pytest.raises(ValueError, match="split must be one of"):
         envs_data.load_dataset("mnist-full", data_dir=tmp_path, split="val")
     with pytest.raises(FileNotFoundError, match="does not exist"):
@@ -274,7 +304,9 @@ def test_openml_offline_uncached_fails_fast(tmp_path, monkeypatch, name):
         envs_data.load_dataset(name, data_dir=tmp_path)
     assert time.monotonic() - start < 2.0
     msg = str(err.value)
-    assert str(tmp_path / "openml" / f"{name}.npz") in msg and ".csv" in msg and "download=True" in msg
+    assert (
+        str(tmp_path / "openml" / f"{name}.npz") in msg and ".csv" in msg and "download=True" in msg
+    )
     assert f"data_id={envs_data.OPENML_SETS[name][0]}" in msg
     assert not (tmp_path / "openml").exists()  # nothing written
 
@@ -311,14 +343,18 @@ def test_openml_local_files(tmp_path, monkeypatch):
     root = tmp_path / "openml"
     root.mkdir()
     # CSV with a header row, under the OpenML name
-    lines = ["a,b,c,class"] + [",".join([*map(repr, row), lab]) for row, lab in zip(X.tolist(), labels)]
+    lines = ["a,b,c,class"] + [
+        ",".join([*map(repr, row), lab]) for row, lab in zip(X.tolist(), labels)
+    ]
     (root / "mfeat-zernike.csv").write_text("\n".join(lines) + "\n")
     Xc, yc = envs_data.load_dataset("mfeat", data_dir=tmp_path)
     np.testing.assert_array_equal(Xc, X)
     np.testing.assert_array_equal(yc, codes)
     # CSV without header through path=
     (tmp_path / "plain.csv").write_text("\n".join(lines[1:]) + "\n")
-    Xp, yp = envs_data.load_dataset("mfeat", data_dir=tmp_path / "none", path=tmp_path / "plain.csv")
+    Xp, yp = envs_data.load_dataset(
+        "mfeat", data_dir=tmp_path / "none", path=tmp_path / "plain.csv"
+    )
     np.testing.assert_array_equal(Xp, X)
     np.testing.assert_array_equal(yp, codes)
     # npz
@@ -327,7 +363,12 @@ def test_openml_local_files(tmp_path, monkeypatch):
     np.testing.assert_array_equal(Xn, X)
     assert yn.dtype == np.int64
     # dense ARFF with a nominal class (as OpenML serves it)
-    arff = ["@RELATION cnae", *[f"@ATTRIBUTE f{i} NUMERIC" for i in range(3)], "@ATTRIBUTE Class {1,2,10}", "@DATA"]
+    arff = [
+        "@RELATION cnae",
+        *[f"@ATTRIBUTE f{i} NUMERIC" for i in range(3)],
+        "@ATTRIBUTE Class {1,2,10}",
+        "@DATA",
+    ]
     arff += [",".join([*map(repr, row), lab]) for row, lab in zip(X.tolist(), labels)]
     (root / "cnae-9.arff").write_text("\n".join(arff) + "\n")
     Xa, ya = envs_data.load_dataset("cnae-9", data_dir=tmp_path)
@@ -342,31 +383,70 @@ def test_openml_local_files(tmp_path, monkeypatch):
         envs_data.load_dataset("spam", path=tmp_path / "nan.csv")
 
 
-def _write_fake_openml_cache(data_home: Path, data_id: int, X: np.ndarray, labels: list[str]) -> None:
+def _write_fake_openml_cache(
+    data_home: Path, data_id: int, X: np.ndarray, labels: list[str]
+) -> None:
     """The files fetch_openml(data_id, data_home) caches, for a tiny dense dataset."""
     base = data_home / "openml" / "openml.org"
     names = [f"f{i}" for i in range(X.shape[1])]
     classes = sorted(set(labels), key=float)
-    arff = "\n".join(
-        ["@RELATION fake", *[f"@ATTRIBUTE {n} NUMERIC" for n in names], "@ATTRIBUTE class {" + ",".join(classes) + "}",
-         "@DATA", *[",".join([*map(repr, row), lab]) for row, lab in zip(X.tolist(), labels)]]
-    ) + "\n"
+    arff = (
+        "\n".join(
+            [
+                "@RELATION fake",
+                *[f"@ATTRIBUTE {n} NUMERIC" for n in names],
+                "@ATTRIBUTE class {" + ",".join(classes) + "}",
+                "@DATA",
+                *[",".join([*map(repr, row), lab]) for row, lab in zip(X.tolist(), labels)],
+            ]
+        )
+        + "\n"
+    )
     url_path = f"data/v1/download/{data_id}/fake.arff"
-    description = {"data_set_description": {
-        "id": str(data_id), "name": "fake", "version": "1", "format": "ARFF", "status": "active",
-        "file_id": str(data_id), "url": f"https://www.openml.org/{url_path}",
-        "md5_checksum": hashlib.md5(arff.encode()).hexdigest(), "description": "fake",
-        "default_target_attribute": "class"}}
-    feature = {"data_type": "numeric", "is_target": "false", "is_ignore": "false", "is_row_identifier": "false",
-               "number_of_missing_values": "0"}
+    description = {
+        "data_set_description": {
+            "id": str(data_id),
+            "name": "fake",
+            "version": "1",
+            "format": "ARFF",
+            "status": "active",
+            "file_id": str(data_id),
+            "url": f"https://www.openml.org/{url_path}",
+            "md5_checksum": hashlib.md5(arff.encode()).hexdigest(),
+            "description": "fake",
+            "default_target_attribute": "class",
+        }
+    }
+    feature = {
+        "data_type": "numeric",
+        "is_target": "false",
+        "is_ignore": "false",
+        "is_row_identifier": "false",
+        "number_of_missing_values": "0",
+    }
     features = [{**feature, "index": str(i), "name": n} for i, n in enumerate(names)]
-    features.append({**feature, "index": str(len(names)), "name": "class", "data_type": "nominal",
-                     "nominal_value": classes, "is_target": "true"})
+    features.append(
+        {
+            **feature,
+            "index": str(len(names)),
+            "name": "class",
+            "data_type": "nominal",
+            "nominal_value": classes,
+            "is_target": "true",
+        }
+    )
     files = {
         f"api/v1/json/data/{data_id}": json.dumps(description),
-        f"api/v1/json/data/features/{data_id}": json.dumps({"data_features": {"feature": features}}),
+        f"api/v1/json/data/features/{data_id}": json.dumps(
+            {"data_features": {"feature": features}}
+        ),
         f"api/v1/json/data/qualities/{data_id}": json.dumps(
-            {"data_qualities": {"quality": [{"name": "NumberOfInstances", "value": f"{len(labels)}.0"}]}}),
+            {
+                "data_qualities": {
+                    "quality": [{"name": "NumberOfInstances", "value": f"{len(labels)}.0"}]
+                }
+            }
+        ),
         url_path: arff,
     }
     for rel, text in files.items():
@@ -390,8 +470,12 @@ def test_openml_reads_sklearn_cache_without_network(tmp_path, monkeypatch):
 def test_openml_incomplete_cache_fails_fast(tmp_path, monkeypatch):
     rng = np.random.default_rng(7)
     _write_fake_openml_cache(tmp_path, 22, rng.standard_normal((3, 2)), ["1", "2", "1"])
-    (tmp_path / "openml" / "openml.org" / "data" / "v1" / "download" / "22" / "fake.arff.gz").unlink()
-    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: (_ for _ in ()).throw(OSError("offline")))
+    (
+        tmp_path / "openml" / "openml.org" / "data" / "v1" / "download" / "22" / "fake.arff.gz"
+    ).unlink()
+    monkeypatch.setattr(
+        socket, "create_connection", lambda *a, **k: (_ for _ in ()).throw(OSError("offline"))
+    )
 
     def offline_connect(self, *args, **kwargs):
         raise OSError("network is off in this test")
@@ -441,7 +525,9 @@ def _corrupt_truncated_json(path: Path) -> None:
 
 
 def _corrupt_data_bytes(path: Path) -> None:
-    path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes()).replace(b"@DATA", b"@DATA\n% edited")))
+    path.write_bytes(
+        gzip.compress(gzip.decompress(path.read_bytes()).replace(b"@DATA", b"@DATA\n% edited"))
+    )
 
 
 @pytest.mark.parametrize(
@@ -449,14 +535,20 @@ def _corrupt_data_bytes(path: Path) -> None:
     [
         ("api/v1/json/data/22", _corrupt_not_gzip, "not a complete gzip file"),
         ("api/v1/json/data/22", _corrupt_truncated_gzip, "not a complete gzip file"),
-        ("api/v1/json/data/22", _corrupt_no_status, r"'data_set_description' object lacks \['status'\]"),
+        (
+            "api/v1/json/data/22",
+            _corrupt_no_status,
+            r"'data_set_description' object lacks \['status'\]",
+        ),
         ("api/v1/json/data/22", _corrupt_truncated_json, "not valid JSON"),
         ("api/v1/json/data/features/22", _corrupt_not_gzip, "not a complete gzip file"),
         ("api/v1/json/data/qualities/22", _corrupt_truncated_json, "not valid JSON"),
         ("data/v1/download/22/fake.arff", _corrupt_data_bytes, "MD5 checksum"),
     ],
 )
-def test_openml_damaged_cache_is_named_and_never_fetched(tmp_path, monkeypatch, rel, corrupt, message):
+def test_openml_damaged_cache_is_named_and_never_fetched(
+    tmp_path, monkeypatch, rel, corrupt, message
+):
     rng = np.random.default_rng(8)
     _write_fake_openml_cache(tmp_path, 22, rng.standard_normal((3, 2)), ["1", "2", "1"])
     damaged = _cache_path(tmp_path, rel)
@@ -491,9 +583,21 @@ def test_openml_cache_missing_part_is_named_without_network(tmp_path, monkeypatc
         ("ragged.csv", b"1,2,0\n1,2,3,4,5\n", "could not parse this CSV file"),
         ("empty.arff", b"", "not an ARFF file"),
         ("text.arff", b"hello world\n", "not an ARFF file"),
-        ("one.arff", b"@RELATION x\n@ATTRIBUTE a NUMERIC\n@DATA\n1\n2\n", r"declares 1 attribute\(s\) \['a'\]"),
-        ("bad.arff", b"@RELATION x\n@ATTRIBUTE a NUMERIC\n@ATTRIBUTE c {1,2}\n@DATA\nabc,1\n", "could not parse"),
-        ("nominal.arff", b"@RELATION x\n@ATTRIBUTE a {u,v}\n@ATTRIBUTE c {1,2}\n@DATA\nu,1\nv,2\n", "must be NUMERIC"),
+        (
+            "one.arff",
+            b"@RELATION x\n@ATTRIBUTE a NUMERIC\n@DATA\n1\n2\n",
+            r"declares 1 attribute\(s\) \['a'\]",
+        ),
+        (
+            "bad.arff",
+            b"@RELATION x\n@ATTRIBUTE a NUMERIC\n@ATTRIBUTE c {1,2}\n@DATA\nabc,1\n",
+            "could not parse",
+        ),
+        (
+            "nominal.arff",
+            b"@RELATION x\n@ATTRIBUTE a {u,v}\n@ATTRIBUTE c {1,2}\n@DATA\nu,1\nv,2\n",
+            "must be NUMERIC",
+        ),
     ],
 )
 def test_malformed_local_tables_name_the_file(tmp_path, filename, content, message):

@@ -36,14 +36,19 @@ class GreedyMeanAgent:
 
 
 def test_run_returns_tidy_records_for_every_seed():
-    records = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[4, 9], env_kwargs=SMALL)
+    records = linbandit_gym.run(
+        "LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[4, 9], env_kwargs=SMALL
+    )
     assert list(records.columns[: len(RECORD_COLUMNS)]) == RECORD_COLUMNS
     assert len(records) == 80 and sorted(records["seed"].unique()) == [4, 9]
     for _, g in records.groupby("seed"):
         assert g["t"].tolist() == list(range(1, 41))
         np.testing.assert_allclose(g["cumulative_regret"], np.cumsum(g["regret"]))
         assert (g["regret"] >= 0).all()
-        assert g["agent_time"].is_monotonic_increasing and (g["wall_time"] >= g["agent_wall_time"]).all()
+        assert (
+            g["agent_time"].is_monotonic_increasing
+            and (g["wall_time"] >= g["agent_wall_time"]).all()
+        )
     assert (records["memory_bytes"] > 0).all()
 
 
@@ -57,7 +62,9 @@ def test_run_is_reproducible_and_seeds_matter():
 
 
 def test_custom_agent_runs_through_run_and_check_agent():
-    records = linbandit_gym.run("LinBandit-Synthetic-v0", GreedyMeanAgent(), seeds=2, env_kwargs=SMALL)
+    records = linbandit_gym.run(
+        "LinBandit-Synthetic-v0", GreedyMeanAgent(), seeds=2, env_kwargs=SMALL
+    )
     assert records["agent"].unique().tolist() == ["GreedyMeanAgent"]
     assert (records["memory_bytes"] == 0).all()
     check_agent(GreedyMeanAgent(), gym.make("LinBandit-Synthetic-v0", **SMALL))
@@ -80,10 +87,26 @@ def test_summarize_aggregates_over_seeds():
 
 
 def test_cli_python_api_with_a_custom_agent(tmp_path, capsys):
-    code = main([
-        "run", "--env", "LinBandit-Synthetic-v0", "--agent", f"{__name__}:GreedyMeanAgent", "--horizon", "30",
-        "--seeds", "2", "--env-arg", "d=5", "--env-arg", "n_arms=4", "--out", str(tmp_path), "--no-progress",
-    ])
+    code = main(
+        [
+            "run",
+            "--env",
+            "LinBandit-Synthetic-v0",
+            "--agent",
+            f"{__name__}:GreedyMeanAgent",
+            "--horizon",
+            "30",
+            "--seeds",
+            "2",
+            "--env-arg",
+            "d=5",
+            "--env-arg",
+            "n_arms=4",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "final regret" in out and "GreedyMeanAgent" in out
@@ -97,8 +120,12 @@ def test_cli_python_api_with_a_custom_agent(tmp_path, capsys):
 
 def test_run_experiment_with_several_agents(tmp_path):
     records, summary = run_experiment(
-        "LinBandit-Synthetic-v0", [("oful", OFUL(beta=0.1)), ("greedy", GreedyMeanAgent())], seeds=2,
-        horizon=20, env_kwargs=dict(d=4, n_arms=3), out=tmp_path,
+        "LinBandit-Synthetic-v0",
+        [("oful", OFUL(beta=0.1)), ("greedy", GreedyMeanAgent())],
+        seeds=2,
+        horizon=20,
+        env_kwargs=dict(d=4, n_arms=3),
+        out=tmp_path,
     )
     assert summary["agent"].tolist() == ["oful", "greedy"]
     assert set(records["t"]) == set(range(1, 21))
@@ -106,15 +133,36 @@ def test_run_experiment_with_several_agents(tmp_path):
 
 @pytest.mark.slow  # two interpreters start; `python -m linbandit_gym list` runs by default
 def test_console_script_help_and_list():
-    out = subprocess.run([sys.executable, "-m", "linbandit_gym.cli", "--help"], capture_output=True, text=True)
-    assert out.returncode == 0 and "run" in out.stdout and "list" in out.stdout and "demo" in out.stdout
-    out = subprocess.run([sys.executable, "-m", "linbandit_gym.cli", "list"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "linbandit_gym.cli", "--help"], capture_output=True, text=True
+    )
+    assert (
+        out.returncode == 0
+        and "run" in out.stdout
+        and "list" in out.stdout
+        and "demo" in out.stdout
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "linbandit_gym.cli", "list"], capture_output=True, text=True
+    )
     assert "LinBandit-Synthetic-v0" in out.stdout and "OFUL" in out.stdout
 
 
 def test_run_says_how_its_times_were_measured(capsys):
-    args = ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL", "--env-arg", "d=8", "--horizon", "5",
-            "--seeds", "8", "--no-progress"]
+    args = [
+        "run",
+        "--env",
+        "LinBandit-Synthetic-v0",
+        "--agent",
+        "OFUL",
+        "--env-arg",
+        "d=8",
+        "--horizon",
+        "5",
+        "--seeds",
+        "8",
+        "--no-progress",
+    ]
     # a small state and 8 seeds (MIN_BATCH): batched by default
     assert main(args) == 0 and "batch share" in capsys.readouterr().out
     assert main(args + ["--no-batched"]) == 0 and "alone" in capsys.readouterr().out

@@ -40,11 +40,20 @@ AGENT_KINDS = ("OFUL", "SOFUL", "CBSCFD", "DBS-FD", "DBS-RFD")
 
 @settings(max_examples=40, deadline=None)
 @given(
-    agent=st.sampled_from(AGENT_KINDS), kind=st.sampled_from(KINDS), d=st.integers(1, 9), k=st.integers(1, 6),
-    n=st.integers(1, 45), size=st.integers(1, 6), fast=st.booleans(), sentinel=st.booleans(),
-    as_tensor=st.booleans(), seed=st.integers(0, 2**31 - 1),
+    agent=st.sampled_from(AGENT_KINDS),
+    kind=st.sampled_from(KINDS),
+    d=st.integers(1, 9),
+    k=st.integers(1, 6),
+    n=st.integers(1, 45),
+    size=st.integers(1, 6),
+    fast=st.booleans(),
+    sentinel=st.booleans(),
+    as_tensor=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
 )
-def test_fast_paths_track_the_plain_ridge_solution(agent, kind, d, k, n, size, fast, sentinel, as_tensor, seed):
+def test_fast_paths_track_the_plain_ridge_solution(
+    agent, kind, d, k, n, size, fast, sentinel, as_tensor, seed
+):
     X = make_stream(kind, n * k, d, seed).reshape(n, k, d)
     rewards = np.random.default_rng(seed + 1).standard_normal(n)
     fast_agent = _make(agent, d, size, fast, sentinel)
@@ -59,7 +68,9 @@ def test_fast_paths_track_the_plain_ridge_solution(agent, kind, d, k, n, size, f
         fresh = fast_agent.estimator.solve(fast_agent.b)
         scale = 1.0 + float(fresh.abs().max())
         torch.testing.assert_close(fast_agent.theta_hat, fresh, rtol=1e-7, atol=1e-7 * scale)
-        torch.testing.assert_close(fast_agent.theta_hat, plain.theta_hat, rtol=1e-7, atol=1e-7 * scale)
+        torch.testing.assert_close(
+            fast_agent.theta_hat, plain.theta_hat, rtol=1e-7, atol=1e-7 * scale
+        )
         torch.testing.assert_close(fast_agent.b, plain.b, rtol=1e-12, atol=1e-12)
     assert fast_agent.sketch_size == plain.sketch_size and fast_agent.t == plain.t == n
     assert fast_agent.memory_bytes() == plain.memory_bytes()
@@ -71,14 +82,19 @@ def test_update_sees_the_arms_act_scored():
     so update() learns from the row act() scored; float32 numpy and lists were copies anyway."""
     rng = np.random.default_rng(0)
     arms = rng.standard_normal((4, 5))
-    for make_obs, sees_change in ((lambda: torch.as_tensor(arms.copy()), True), (lambda: arms.copy(), False),
-                                  (lambda: arms.astype(np.float32), False)):
+    for make_obs, sees_change in (
+        (lambda: torch.as_tensor(arms.copy()), True),
+        (lambda: arms.copy(), False),
+        (lambda: arms.astype(np.float32), False),
+    ):
         agent, ref = SOFUL(sketch_size=3, beta=0.2), SOFUL(sketch_size=3, beta=0.2)
         obs = make_obs()
         a = agent.act(obs)
         obs[a] += 1.0  # in place, between act and update
         agent.update(obs, a, 1.0)
-        row = np.asarray(obs[a] if sees_change else make_obs()[a], dtype=np.float64)  # else: as scored
+        row = np.asarray(
+            obs[a] if sees_change else make_obs()[a], dtype=np.float64
+        )  # else: as scored
         ref.update(row[None, :], 0, 1.0)
         torch.testing.assert_close(agent.b, ref.b.to(agent.b.dtype))
         torch.testing.assert_close(agent.theta_hat, ref.theta_hat, rtol=1e-10, atol=1e-12)
@@ -92,8 +108,16 @@ def test_update_sees_the_arms_act_scored():
 
 
 @settings(max_examples=40, deadline=None)
-@given(kind=st.sampled_from(KINDS), n=st.integers(1, 40), d=st.integers(1, 9), l=st.integers(1, 8),
-       fast=st.booleans(), robust=st.booleans(), query_every=st.integers(1, 7), seed=st.integers(0, 2**31 - 1))
+@given(
+    kind=st.sampled_from(KINDS),
+    n=st.integers(1, 40),
+    d=st.integers(1, 9),
+    l=st.integers(1, 8),
+    fast=st.booleans(),
+    robust=st.booleans(),
+    query_every=st.integers(1, 7),
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_lazy_gram_and_factor_are_the_sketchs_own(kind, n, d, l, fast, robust, query_every, seed):
     """The Gram's mirror/diagonal and the Cholesky factor are completed lazily; whenever they are
     read they are S S^T and chol(S S^T + rho I), whatever mix of appends, queries and reductions."""
@@ -108,23 +132,33 @@ def test_lazy_gram_and_factor_are_the_sketchs_own(kind, n, d, l, fast, robust, q
     torch.testing.assert_close(est.gram, S @ S.T, rtol=1e-10, atol=1e-12)
     L = est.chol
     rho = est.rho
-    torch.testing.assert_close(L @ L.T, S @ S.T + rho * torch.eye(S.shape[0], dtype=S.dtype), rtol=1e-9, atol=1e-10)
+    torch.testing.assert_close(
+        L @ L.T, S @ S.T + rho * torch.eye(S.shape[0], dtype=S.dtype), rtol=1e-9, atol=1e-10
+    )
     assert torch.equal(L, torch.tril(L))
 
 
 @settings(max_examples=30, deadline=None)
 @given(
-    agent=st.sampled_from(("OFUL", "SOFUL", "CBSCFD", "DBS-FD", "DBS-RFD")), kind=st.sampled_from(KINDS),
-    d=st.integers(1, 9), k=st.integers(1, 5), n=st.integers(1, 30), size=st.integers(1, 5), fast=st.booleans(),
-    sentinel=st.booleans(), dtype=st.sampled_from(("float64", "float32")), seed=st.integers(0, 2**31 - 1),
+    agent=st.sampled_from(("OFUL", "SOFUL", "CBSCFD", "DBS-FD", "DBS-RFD")),
+    kind=st.sampled_from(KINDS),
+    d=st.integers(1, 9),
+    k=st.integers(1, 5),
+    n=st.integers(1, 30),
+    size=st.integers(1, 5),
+    fast=st.booleans(),
+    sentinel=st.booleans(),
+    dtype=st.sampled_from(("float64", "float32")),
+    seed=st.integers(0, 2**31 - 1),
 )
-def test_the_backends_agree_and_batched_members_equal_single_agents(agent, kind, d, k, n, size, fast, sentinel, dtype,
-                                                                    seed):
-    """One implementation, two backends (agents.sketches.backend): the single agent runs its estimator's
-    kernels on numpy (one estimator on CPU), a one-member batch the very same kernels on torch tensors,
-    and each member of a batched agent (B = 3) on its slice of the batch. Playing the same arms (the
-    numpy agent's choices, so a near-tie cannot fork the runs), they score alike and hold the same
-    estimate round by round; every array is zero past each member's rows and basis."""
+def test_the_backends_agree_and_batched_members_equal_single_agents(
+    agent, kind, d, k, n, size, fast, sentinel, dtype, seed
+):
+    """One implementation, two backends (agents.sketches.backend): the single agent runs its
+    estimator's kernels on numpy (one estimator on CPU), a one-member batch the very same kernels on
+    torch tensors, and each member of a batched agent (B = 3) on its slice of the batch. Playing the
+    same arms (the numpy agent's choices, so a near-tie cannot fork the runs), they score alike and
+    hold the same estimate round by round; every array is zero past each member's rows and basis."""
     # float32 results agree to ~eps32 cond(A_hat); the bursts of 1e-2..1e2 rows and the huge rows
     # reach cond ~1e5 and beyond, where two roundings of the same code differ by more than 2e-3
     assume(dtype == "float64" or kind not in ("orth_bursts", "huge_rows"))
@@ -132,7 +166,9 @@ def test_the_backends_agree_and_batched_members_equal_single_agents(agent, kind,
     X = make_stream(kind, n * B * k, d, seed).reshape(n, B, k, d)
     rewards = np.random.default_rng(seed + 1).standard_normal((n, B))
     single = [_rebuilt(_make(agent, d, size, fast, sentinel), dtype=dtype) for _ in range(B)]
-    one = [_rebuilt(_make(agent, d, size, fast, sentinel), dtype=dtype, batch_size=1) for _ in range(B)]
+    one = [
+        _rebuilt(_make(agent, d, size, fast, sentinel), dtype=dtype, batch_size=1) for _ in range(B)
+    ]
     batched = _rebuilt(single[0], dtype=dtype, batch_size=B)
     assert single[0].estimator.xp.is_numpy and not one[0].estimator.xp.is_numpy
     tol = dict(rtol=1e-9, atol=1e-9) if dtype == "float64" else dict(rtol=2e-3, atol=2e-3)
@@ -143,22 +179,28 @@ def test_the_backends_agree_and_batched_members_equal_single_agents(agent, kind,
     for t in range(n):
         actions = np.array([s.act(X[t, i]) for i, s in enumerate(single)])
         for i in range(B):
-            torch.testing.assert_close(single[i].scores(X[t, i]), one[i].scores(X[t, i][None])[0], **tol)
+            torch.testing.assert_close(
+                single[i].scores(X[t, i]), one[i].scores(X[t, i][None])[0], **tol
+            )
         s_batched = batched.scores(X[t])
         if dtype == "float64":
             for i in range(B):
                 torch.testing.assert_close(single[i].scores(X[t, i]), s_batched[i], **tol)
         for i in range(B):
             single[i].update(X[t, i], int(actions[i]), rewards[t, i])
-            one[i].update(X[t, i][None], actions[i:i + 1], rewards[t, i:i + 1])
+            one[i].update(X[t, i][None], actions[i : i + 1], rewards[t, i : i + 1])
         batched.update(X[t], actions, rewards[t])
         for ag in single + one + [batched]:
             _assert_zero_padding(ag.estimator)
         for i in range(B):
             scale = 1.0 + float(single[i].theta_hat.abs().max())
-            torch.testing.assert_close(one[i].theta_hat[0], single[i].theta_hat, rtol=tol["rtol"], atol=tol["atol"] * scale)
+            torch.testing.assert_close(
+                one[i].theta_hat[0], single[i].theta_hat, rtol=tol["rtol"], atol=tol["atol"] * scale
+            )
             if dtype == "float64":
-                torch.testing.assert_close(batched.theta_hat[i], single[i].theta_hat, rtol=1e-8, atol=1e-8 * scale)
+                torch.testing.assert_close(
+                    batched.theta_hat[i], single[i].theta_hat, rtol=1e-8, atol=1e-8 * scale
+                )
     assert [s.sketch_size for s in single] == [int(o.sketch_size[0]) for o in one]
 
 
@@ -173,7 +215,11 @@ def _assert_zero_padding(est) -> None:
         if getattr(est, "exact", np.zeros(est.batch_size, dtype=bool))[i]:
             continue
         R, N = int(core.R[i]), int(core.N[i])
-        assert not xp.host(core.V[i, R:]).any() and not xp.host(core.H[i, R:]).any() and not xp.host(core.H[i, :, R:]).any()
+        assert (
+            not xp.host(core.V[i, R:]).any()
+            and not xp.host(core.H[i, R:]).any()
+            and not xp.host(core.H[i, :, R:]).any()
+        )
         assert not xp.host(core.C[i, N:]).any() and not xp.host(core.C[i, :, R:]).any()
         assert not xp.host(core.b_coords[i, R:]).any()
 
@@ -207,8 +253,11 @@ def test_the_backend_is_chosen_once_numpy_for_one_estimator_on_cpu(name):
     X /= np.linalg.norm(X, axis=2, keepdims=True)
     counts = {}
     for batch in (None, 1):
-        agent = (DBSLinUCB(l0=4, eps=100.0, beta=0.4, d=30, batch_size=batch) if name == "DBS-FD"  # sketched all along
-                 else _rebuilt(_make(name, 30, 8, True, True), batch_size=batch))
+        agent = (
+            DBSLinUCB(l0=4, eps=100.0, beta=0.4, d=30, batch_size=batch)
+            if name == "DBS-FD"  # sketched all along
+            else _rebuilt(_make(name, 30, 8, True, True), batch_size=batch)
+        )
         assert agent.estimator.xp.is_numpy == (batch is None)
         per_round = []
         for t in range(40):
@@ -222,7 +271,9 @@ def test_the_backend_is_chosen_once_numpy_for_one_estimator_on_cpu(name):
     assert counts[None] == 0 < counts[1]
 
 
-@pytest.mark.parametrize("make", [lambda: SOFUL(sketch_size=3, beta=0.3), lambda: DBSLinUCB(l0=2, eps=50.0, beta=0.3)])
+@pytest.mark.parametrize(
+    "make", [lambda: SOFUL(sketch_size=3, beta=0.3), lambda: DBSLinUCB(l0=2, eps=50.0, beta=0.3)]
+)
 def test_arms_that_require_grad_are_read_as_plain_arms(make):
     """A tensor obs with requires_grad (e.g. features from a network) is played like its values."""
     x = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
@@ -238,15 +289,17 @@ def test_arms_that_require_grad_are_read_as_plain_arms(make):
 
 
 def test_dbs_shrinks_and_switch_keep_the_padding_and_match_batched_members():
-    """DBSLinUCB's shrinks of its active block (the core's shrink of a range of rows after frozen ones:
-    eq. 3's refactorization over the stacked rows) and its switch to exact updates, single (numpy) and
-    as the member of a batch (torch): the same estimate round by round, zero padding throughout. 80
-    rounds at l0 = 2, eps = 300: ~10 shrinks, some with frozen blocks before the active one, then the
-    switch."""
+    """DBSLinUCB's shrinks of its active block (the core's shrink of a range of rows after frozen
+    ones: eq. 3's refactorization over the stacked rows) and its switch to exact updates, single
+    (numpy) and as the member of a batch (torch): the same estimate round by round, zero padding
+    throughout. 80 rounds at l0 = 2, eps = 300: ~10 shrinks, some with frozen blocks before the
+    active one, then the switch."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((80, 3, 30))
     single = DBSLinUCB(l0=2, eps=300.0, beta=0.3, d=30, memory_cap=False, time_cap=False)
-    batched = DBSLinUCB(l0=2, eps=300.0, beta=0.3, d=30, memory_cap=False, time_cap=False, batch_size=2)
+    batched = DBSLinUCB(
+        l0=2, eps=300.0, beta=0.3, d=30, memory_cap=False, time_cap=False, batch_size=2
+    )
     reductions, offsets = 0, []
     for t in range(80):
         obs = X[t]

@@ -1,6 +1,7 @@
-"""A sketch nobody queries keeps its rows raw (``SketchCore.append_raw``) and shrinks them from their own
-Gram, as Liberty's and Ghashami et al.'s reference algorithm does; its first query settles them into the
-basis state (``SketchCore.settle``). Both routes are the same Frequent Directions sketch."""
+"""A sketch nobody queries keeps its rows raw (``SketchCore.append_raw``) and shrinks them from
+their own Gram, as Liberty's and Ghashami et al.'s reference algorithm does; its first query settles
+them into the basis state (``SketchCore.settle``). Both routes are the same Frequent Directions
+sketch."""
 
 from __future__ import annotations
 
@@ -22,12 +23,20 @@ def _sketch(robust: bool, d: int, l: int, **kw):
 
 
 @settings(max_examples=60, deadline=None)
-@given(kind=st.sampled_from(KINDS), n=st.integers(1, 60), d=st.integers(1, 12), l=st.integers(1, 10),
-       seed=st.integers(0, 2**31 - 1), fast=st.booleans(), robust=st.booleans(), every=st.integers(1, 7))
+@given(
+    kind=st.sampled_from(KINDS),
+    n=st.integers(1, 60),
+    d=st.integers(1, 12),
+    l=st.integers(1, 10),
+    seed=st.integers(0, 2**31 - 1),
+    fast=st.booleans(),
+    robust=st.booleans(),
+    every=st.integers(1, 7),
+)
 def test_raw_rows_and_queried_rows_make_the_same_sketch(kind, n, d, l, seed, fast, robust, every):
-    """Fed bare (rows kept raw, shrunk from their Gram) or queried every ``every`` rows (each query settles
-    the raw rows into the basis), or before every row (the basis route only): the same shrinks at the
-    same rows, the same ``S^T S`` and alpha to rounding, the same widths."""
+    """Fed bare (rows kept raw, shrunk from their Gram) or queried every ``every`` rows (each query
+    settles the raw rows into the basis), or before every row (the basis route only): the same
+    shrinks at the same rows, the same ``S^T S`` and alpha to rounding, the same widths."""
     X = make_stream(kind, n, d, seed)
     arms = np.random.default_rng(seed + 1).standard_normal((4, d))
     bare, some, each = (_sketch(robust, d, l, fast=fast) for _ in range(3))
@@ -55,8 +64,8 @@ def test_raw_rows_and_queried_rows_make_the_same_sketch(kind, n, d, l, seed, fas
 
 
 def test_a_bare_sketch_holds_its_rows_raw_until_a_query():
-    """No basis, coordinates or inverse are built for rows nobody queries; the first query builds them,
-    and the basis state is kept from then on (later rows are appended to it, with or without a
+    """No basis, coordinates or inverse are built for rows nobody queries; the first query builds
+    them, and the basis state is kept from then on (later rows are appended to it, with or without a
     response)."""
     rng = np.random.default_rng(0)
     est = FrequentDirections(30, 5)
@@ -76,7 +85,8 @@ def test_a_bare_sketch_holds_its_rows_raw_until_a_query():
 
 
 def test_a_response_ends_the_raw_phase():
-    """A row with a response needs ``b``, which lives in the basis state: the raw rows settle first."""
+    """A row with a response needs ``b``, which lives in the basis state: the raw rows settle
+    first."""
     rng = np.random.default_rng(1)
     est, ref = FrequentDirections(12, 4), FrequentDirections(12, 4)
     X = rng.standard_normal((6, 12))
@@ -93,11 +103,16 @@ def test_a_response_ends_the_raw_phase():
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st.integers(1, 40), d=st.integers(1, 8), l=st.integers(1, 6), seed=st.integers(0, 2**31 - 1),
-       fast=st.booleans())
+@given(
+    n=st.integers(1, 40),
+    d=st.integers(1, 8),
+    l=st.integers(1, 6),
+    seed=st.integers(0, 2**31 - 1),
+    fast=st.booleans(),
+)
 def test_batched_raw_rows_equal_single_sketches(n, d, l, seed, fast):
-    """Members that skip rows (zero rows: nothing to add) fall out of step with the others; each member
-    still equals its own single sketch."""
+    """Members that skip rows (zero rows: nothing to add) fall out of step with the others; each
+    member still equals its own single sketch."""
     rng = np.random.default_rng(seed)
     B = 3
     X = rng.standard_normal((n, B, d))

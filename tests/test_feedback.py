@@ -177,8 +177,13 @@ def test_records_equal_those_of_a_hand_written_delayed_loop(delay, every):
 @pytest.mark.filterwarnings("ignore:.*holds.*bytes per agent")
 @pytest.mark.parametrize("delay,every", [(5, 3), (1, 1), (0, 3)])
 def test_batched_records_equal_single_records_under_a_schedule(delay, every):
-    kwargs = {"seeds": [3, 1, 8], "env_kwargs": SMALL, "feedback_delay": delay,
-              "update_every": every, "progress": False}
+    kwargs = {
+        "seeds": [3, 1, 8],
+        "env_kwargs": SMALL,
+        "feedback_delay": delay,
+        "update_every": every,
+        "progress": False,
+    }
     together = linbandit_gym.run(ENV, OFUL(beta=0.1), batched=True, **kwargs)
     alone = linbandit_gym.run(ENV, OFUL(beta=0.1), batched=False, **kwargs)
     assert (together["time_shared_by"] == 3).all() and (alone["time_shared_by"] == 1).all()
@@ -257,8 +262,9 @@ def test_the_diagnostics_time_is_taken_out_of_the_round_that_made_the_update():
 def test_the_examples_in_the_docstrings_run():
     assert doctest.testmod(linbandit_gym.feedback).failed == 0
     runner = doctest.DocTestRunner()
-    for test in doctest.DocTestFinder().find(linbandit_gym.evaluate.run, "run",
-                                             globs={"run": linbandit_gym.evaluate.run}):
+    for test in doctest.DocTestFinder().find(
+        linbandit_gym.evaluate.run, "run", globs={"run": linbandit_gym.evaluate.run}
+    ):
         runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
 
@@ -452,20 +458,36 @@ def test_run_out_saves_the_schedule_and_resumes_only_its_own_runs(tmp_path, caps
 
 
 def test_tune_tunes_each_agent_under_the_schedule_its_evaluation_runs_play(tmp_path):
-    config = {"seeds": 1, "feedback_delay": [0, 3], "agents": [{"name": "OFUL"}],
-              "envs": [{"id": ENV, "args": {"d": 4, "n_arms": 3, "horizon": 10}}]}
-    result = tune(config, tmp_path / "grid", beta=[0.1, 1.0], lam=[1.0], seeds=1,
-                  schedule="grid", log=None)
+    config = {
+        "seeds": 1,
+        "feedback_delay": [0, 3],
+        "agents": [{"name": "OFUL"}],
+        "envs": [{"id": ENV, "args": {"d": 4, "n_arms": 3, "horizon": 10}}],
+    }
+    result = tune(
+        config, tmp_path / "grid", beta=[0.1, 1.0], lam=[1.0], seeds=1, schedule="grid", log=None
+    )
     runs = load_runs(tmp_path / "grid")
     assert sorted(set(zip(runs["family"], runs["feedback_delay"]))) == [
-        ("OFUL", 0), ("OFUL feedback_delay=3", 3)]
+        ("OFUL", 0),
+        ("OFUL feedback_delay=3", 3),
+    ]
     assert set(result.tuned[ENV]) == {"OFUL", "OFUL feedback_delay=3"}
     # successive halving plays its pairs under the same schedules: two pairs play every round
     # (one rung), so each pair's regret is the grid's run's, for both settings
-    halving = tune(config, tmp_path / "halving", beta=[0.1, 1.0], lam=[1.0], seeds=1,
-                   schedule="halving", log=None)
+    halving = tune(
+        config,
+        tmp_path / "halving",
+        beta=[0.1, 1.0],
+        lam=[1.0],
+        seeds=1,
+        schedule="halving",
+        log=None,
+    )
     keys = ["agent", "beta", "lam"]
     pd.testing.assert_series_equal(
         halving.table.set_index(keys)["final_regret"].sort_index(),
-        result.table.set_index(keys)["final_regret"].sort_index(), check_exact=True)
+        result.table.set_index(keys)["final_regret"].sort_index(),
+        check_exact=True,
+    )
     assert set(halving.tuned[ENV]) == {"OFUL", "OFUL feedback_delay=3"}

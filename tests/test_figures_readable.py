@@ -1,4 +1,5 @@
-"""Figures a paper can use: no overlapping text, readable log ticks, identical curves distinguishable."""
+"""Figures a paper can use: no overlapping text, readable log ticks, identical curves
+distinguishable."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import pandas as pd
 import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
-
 from matplotlib.text import Text
 
 from linbandit_gym import plots as P
@@ -24,7 +24,9 @@ def _texts(fig):
         for axis in (ax.xaxis, ax.yaxis):
             for tick in axis.get_major_ticks() + axis.get_minor_ticks():
                 ticks.update({id(tick.label1), id(tick.label2)})
-            drawn += [t.label1 for t in axis._update_ticks()]  # the ticks inside the view: what is drawn
+            drawn += [
+                t.label1 for t in axis._update_ticks()
+            ]  # the ticks inside the view: what is drawn
     boxes, seen = [], set()
     for text in [t for t in fig.findobj(Text) if id(t) not in ticks] + drawn:
         if id(text) in seen or not (text.get_visible() and text.get_text().strip()):
@@ -35,15 +37,26 @@ def _texts(fig):
 
 
 def _overlaps(boxes):
-    return [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2) if ba.overlaps(bb)
-            and ba.width > 0 and bb.width > 0]
+    return [
+        (a, b)
+        for (a, ba), (b, bb) in itertools.combinations(boxes, 2)
+        if ba.overlaps(bb) and ba.width > 0 and bb.width > 0
+    ]
 
 
 def _mnist_like_table(costs):
     """Labels and costs shaped as the MNIST sweep's, whose labels crowd one another."""
-    rows = [("OFUL", "OFUL"), ("SOFUL l=20", "SOFUL"), ("SOFUL l=100", "SOFUL"), ("SOFUL l=150", "SOFUL"),
-            ("CBSCFD l=20", "CBSCFD"), ("CBSCFD l=150", "CBSCFD")]
-    rows += [(f"DBSLinUCB l0={l0} eps={eps}", "DBSLinUCB-FD") for eps in (2, 8, 25) for l0 in (50, 100)]
+    rows = [
+        ("OFUL", "OFUL"),
+        ("SOFUL l=20", "SOFUL"),
+        ("SOFUL l=100", "SOFUL"),
+        ("SOFUL l=150", "SOFUL"),
+        ("CBSCFD l=20", "CBSCFD"),
+        ("CBSCFD l=150", "CBSCFD"),
+    ]
+    rows += [
+        (f"DBSLinUCB l0={l0} eps={eps}", "DBSLinUCB-FD") for eps in (2, 8, 25) for l0 in (50, 100)
+    ]
     table = pd.DataFrame(rows, columns=["agent", "family"])
     table["final_regret_mean"] = np.linspace(80, 300, len(table))[::-1]
     table["time_s"] = costs[: len(table)]
@@ -52,18 +65,24 @@ def _mnist_like_table(costs):
 
 
 @pytest.mark.slow  # 16 figures drawn; test_log_tick_labels_do_not_collide_on_any_range draws five
-@settings(max_examples=8, deadline=None, phases=[Phase.explicit, Phase.generate])  # drawing is slow: no shrinking
+@settings(
+    max_examples=8, deadline=None, phases=[Phase.explicit, Phase.generate]
+)  # drawing is slow: no shrinking
 @given(low=st.floats(1.0, 1e4), span=st.floats(1.5, 1e5), seed=st.integers(0, 2**31 - 1))
 def test_pareto_text_never_overlaps(low, span, seed):
     costs = low * np.exp(np.random.default_rng(seed).uniform(0, np.log(span), 12))
     table = _mnist_like_table(costs)
     for x in ("time_s", "peak_memory_kib"):
-        fig = P.plot_pareto(table, x, title="mnist: regret vs cost\nLinBandit-MNIST-v0: T=2000, 2 seeds")
+        fig = P.plot_pareto(
+            table, x, title="mnist: regret vs cost\nLinBandit-MNIST-v0: T=2000, 2 seeds"
+        )
         try:
             legend = fig.legends[0]
             families = list(dict.fromkeys(table["family"]))
             texts = [t.get_text() for t in legend.get_texts()]
-            assert [t.split(" (")[0] for t in texts[:-1]] == families and texts[-1] == P.FRONT_LINE_LABEL
+            assert [t.split(" (")[0] for t in texts[:-1]] == families and texts[
+                -1
+            ] == P.FRONT_LINE_LABEL
             boxes = _texts(fig)
             assert not _overlaps(boxes), _overlaps(boxes)[:3]
         finally:
@@ -95,31 +114,57 @@ def test_curves_get_distinct_styles(n):
     assert len(keys) == n
     # neighbours (the usual case of two identical curves) differ in every attribute
     for a, b in zip(styles, styles[1:]):
-        assert a["color"] != b["color"] and a["linestyle"] != b["linestyle"] and a["marker"] != b["marker"]
+        assert (
+            a["color"] != b["color"]
+            and a["linestyle"] != b["linestyle"]
+            and a["marker"] != b["marker"]
+        )
 
 
 def test_identical_sketch_size_curves_stay_distinguishable():
     t = np.arange(1, 401)
     size = np.minimum(10 * 2 ** np.floor(np.log2(1 + t / 50)), 80)
-    records = pd.concat([pd.DataFrame({"agent": a, "env": "e", "seed": 0, "t": t, "sketch_size": size})
-                         for a in ("DBSLinUCB-FD l0=10 eps=8", "DBSLinUCB-RFD l0=10 eps=8")])
+    records = pd.concat(
+        [
+            pd.DataFrame({"agent": a, "env": "e", "seed": 0, "t": t, "sketch_size": size})
+            for a in ("DBSLinUCB-FD l0=10 eps=8", "DBSLinUCB-RFD l0=10 eps=8")
+        ]
+    )
     fig = P.plot_sketch_size(records)
     lines = [l for l in fig.axes[0].get_lines() if l.get_label().startswith("DBS")]
     assert len(lines) == 2
     np.testing.assert_array_equal(lines[0].get_ydata(), lines[1].get_ydata())  # the same curve...
     a, b = lines
-    assert a.get_linestyle() != b.get_linestyle() and a.get_marker() != b.get_marker()  # ...drawn two ways
-    marks = [set(np.asarray(t)[l.get_markevery()[0]::l.get_markevery()[1]]) for l in lines]
+    assert (
+        a.get_linestyle() != b.get_linestyle() and a.get_marker() != b.get_marker()
+    )  # ...drawn two ways
+    marks = [set(np.asarray(t)[l.get_markevery()[0] :: l.get_markevery()[1]]) for l in lines]
     assert not marks[0] & marks[1]  # the markers sit at different rounds, so both show
     P.plt.close(fig)
 
 
 def test_scaling_fits_the_slopes_it_draws():
     d = np.array([256, 1024, 4096, 16384])
-    points = pd.concat([
-        pd.DataFrame({"agent": "quadratic", "d": d, "ms_per_round": 1e-6 * d**2, "peak_memory_bytes": 8.0 * d**2}),
-        pd.DataFrame({"agent": "linear", "d": d, "ms_per_round": 0.1 + 1e-4 * d, "peak_memory_bytes": 8.0 * 20 * d}),
-    ])
+    points = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "agent": "quadratic",
+                    "d": d,
+                    "ms_per_round": 1e-6 * d**2,
+                    "peak_memory_bytes": 8.0 * d**2,
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "agent": "linear",
+                    "d": d,
+                    "ms_per_round": 0.1 + 1e-4 * d,
+                    "peak_memory_bytes": 8.0 * 20 * d,
+                }
+            ),
+        ]
+    )
     fig, slopes = P.plot_scaling(points)
     got = slopes.set_index(["agent", "metric"])["slope"]
     assert got["quadratic", "ms_per_round"] == pytest.approx(2.0)

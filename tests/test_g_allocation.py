@@ -56,7 +56,9 @@ def test_registered_and_pass_check_agent():
         assert AGENTS[cls.__name__] is cls
         env = gym.make("LinBandit-BAI-v0", instance="soare", d=3, omega=0.3, noise_std=0.2)
         check_agent(cls(noise_std=0.2), env, n_steps=40)
-        check_agent(cls(noise_std=0.2), gym.make("LinBandit-BAI-v0", instance="random", d=3, n_arms=5))
+        check_agent(
+            cls(noise_std=0.2), gym.make("LinBandit-BAI-v0", instance="random", d=3, n_arms=5)
+        )
 
 
 FAST_INSTANCES = [
@@ -67,9 +69,14 @@ FAST_INSTANCES = [
 
 #: every agent on the Soare instance, and G-allocation on the random one too, in the default suite
 ERROR_RATE_CASES = [
-    pytest.param(env_kwargs, cls, id=f"{cls.__name__}-{name}",
-                 marks=[pytest.mark.slow] if name == "random" and cls is not GAllocation else [])
-    for cls in BAI_AGENTS for name, env_kwargs in zip(["soare", "random"], FAST_INSTANCES)
+    pytest.param(
+        env_kwargs,
+        cls,
+        id=f"{cls.__name__}-{name}",
+        marks=[pytest.mark.slow] if name == "random" and cls is not GAllocation else [],
+    )
+    for cls in BAI_AGENTS
+    for name, env_kwargs in zip(["soare", "random"], FAST_INSTANCES)
 ]
 
 
@@ -88,7 +95,10 @@ def test_xy_adaptive_needs_fewer_samples_than_g_allocation_on_soare_fast():
     seeds = range(20)
     _, _, g = episodes(kw, GAllocation, seeds)
     _, _, xy = episodes(kw, XYAdaptive, seeds)
-    print(f"\nsoare d=5 omega=0.1 sigma=0.1: G-allocation {g.mean():.1f}, XY-adaptive {xy.mean():.1f} pulls")
+    print(
+        f"\nsoare d=5 omega=0.1 sigma=0.1: G-allocation {g.mean():.1f}, "
+        f"XY-adaptive {xy.mean():.1f} pulls"
+    )
     assert xy.mean() < 0.6 * g.mean()
 
 
@@ -144,7 +154,11 @@ def test_greedy_is_eq14(cls):
     x = rng.standard_normal((8, 3))
     agent = cls(allocation="greedy", c=1e9)
     init = spanning_subset(torch.as_tensor(x))
-    targets = x if cls is GAllocation else np.array([x[a] - x[b] for a in range(8) for b in range(a + 1, 8)])
+    targets = (
+        x
+        if cls is GAllocation
+        else np.array([x[a] - x[b] for a in range(8) for b in range(a + 1, 8)])
+    )
     for n in range(60):
         a = agent.act(x)
         if n < len(init):
@@ -152,14 +166,24 @@ def test_greedy_is_eq14(cls):
         else:
             A = (x * agent.counts[:, None]).T @ x
             # brute force eq. 14: max over targets of y^T (A + x x^T)^-1 y for every candidate
-            obj = [np.max(np.einsum("md,de,me->m", targets, np.linalg.inv(A + np.outer(c, c)), targets)) for c in x]
+            obj = [
+                np.max(
+                    np.einsum("md,de,me->m", targets, np.linalg.inv(A + np.outer(c, c)), targets)
+                )
+                for c in x
+            ]
             assert obj[a] <= min(obj) * (1 + 1e-7)
         agent.update(x, a, float(rng.standard_normal()))
 
 
 # -- the stopping rule (eq. 11) and the width (eq. 3) -------------------------------
 @settings(max_examples=60, deadline=None)
-@given(k=st.integers(2, 7), d=st.integers(1, 4), beta=st.floats(0.0, 3.0), seed=st.integers(0, 2**31 - 1))
+@given(
+    k=st.integers(2, 7),
+    d=st.integers(1, 4),
+    beta=st.floats(0.0, 3.0),
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_stopping_rule_matches_brute_force_eq11(k, d, beta, seed):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((k, d))
@@ -178,7 +202,11 @@ def test_stopping_rule_matches_brute_force_eq11(k, d, beta, seed):
         gaps = diff @ theta
         ok.append(bool(np.all(beta * widths <= gaps + 1e-9 * (1 + np.abs(gaps)))))
     if got is None:
-        assert not any(ok) or np.linalg.matrix_rank(A) < np.linalg.matrix_rank(x) or _near_tie(x, theta, Ainv, beta)
+        assert (
+            not any(ok)
+            or np.linalg.matrix_rank(A) < np.linalg.matrix_rank(x)
+            or _near_tie(x, theta, Ainv, beta)
+        )
     else:
         assert ok[got] and got == int(np.argmax(x @ theta))
 
@@ -227,7 +255,9 @@ def test_rank_deficient_arms_and_duplicates(cls):
     basis = np.linalg.qr(rng.standard_normal((5, 2)))[0]  # a 2-dim subspace of R^5
     coords = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.5], [-1.0, 0.2], [0.7, 0.5]])
     x = (coords @ basis.T).astype(np.float32)  # arm 4 duplicates arm 2
-    theta = basis @ np.array([1.0, 0.3]) + np.linalg.qr(np.c_[basis, rng.standard_normal(5)])[0][:, 2]
+    theta = (
+        basis @ np.array([1.0, 0.3]) + np.linalg.qr(np.c_[basis, rng.standard_normal(5)])[0][:, 2]
+    )
     means = x.astype(np.float64) @ theta
     best = int(np.argmax(means))
     agent = cls(noise_std=0.1)
@@ -334,7 +364,10 @@ SLOW_INSTANCES = [
 def test_error_rate_below_delta_100_runs(env_kwargs, cls):
     n = 100
     errors, truncated, pulls = episodes(env_kwargs, cls, range(n))
-    print(f"\n{cls.__name__} on {env_kwargs}: errors {errors}/{n}, mean pulls {pulls.mean():.0f} +- {pulls.std():.0f}")
+    print(
+        f"\n{cls.__name__} on {env_kwargs}: errors {errors}/{n}, "
+        f"mean pulls {pulls.mean():.0f} +- {pulls.std():.0f}"
+    )
     assert truncated == 0
     assert errors / n <= DELTA
 
@@ -344,5 +377,8 @@ def test_xy_adaptive_beats_g_allocation_on_soare_100_runs():
     kw = SLOW_INSTANCES[0]
     _, _, g = episodes(kw, GAllocation, range(100))
     _, _, xy = episodes(kw, XYAdaptive, range(100))
-    print(f"\nsoare d=5 omega=0.1 sigma=0.3: G-allocation {g.mean():.0f}, XY-adaptive {xy.mean():.0f} pulls")
+    print(
+        f"\nsoare d=5 omega=0.1 sigma=0.3: G-allocation {g.mean():.0f}, "
+        f"XY-adaptive {xy.mean():.0f} pulls"
+    )
     assert xy.mean() < 0.6 * g.mean()

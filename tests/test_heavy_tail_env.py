@@ -1,4 +1,5 @@
-"""LinBandit-HeavyTail-v0: power-law spectrum and exact low-rank mode (Wen et al. 2025, Sec. 2.3)."""
+"""LinBandit-HeavyTail-v0: power-law spectrum and exact low-rank mode (Wen et al. 2025,
+Sec. 2.3)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import linbandit_gym  # noqa: F401  (registers the ids)
-from linbandit_gym.envs.heavy_tail import HeavyTailLinBanditEnv, normalized_spectrum, power_law_spectrum
+from linbandit_gym.envs.heavy_tail import (
+    HeavyTailLinBanditEnv,
+    normalized_spectrum,
+    power_law_spectrum,
+)
 
 ENV_ID = "LinBandit-HeavyTail-v0"
 
@@ -71,12 +76,16 @@ def test_empirical_spectrum_follows_the_requested_power_law(alpha, rotate):
     # that bounds the exponent error at alpha = 0.
     assert _fit_exponent(eig) == pytest.approx(alpha, abs=0.06)
     np.testing.assert_allclose(eig, env.spectrum, rtol=0.1)
-    np.testing.assert_allclose(env.spectrum, np.arange(1, d + 1) ** -alpha / np.sum(np.arange(1, d + 1) ** -alpha))
+    np.testing.assert_allclose(
+        env.spectrum, np.arange(1, d + 1) ** -alpha / np.sum(np.arange(1, d + 1) ** -alpha)
+    )
     assert np.mean(np.sum(x**2, axis=1)) == pytest.approx(1.0, abs=0.02)  # trace Sigma = 1
     off_diagonal = np.abs(second_moment - np.diag(np.diag(second_moment))).max()
     if rotate or alpha == 0.0:
         # rotated: eigenvectors are the (random) basis, not the axes
-        np.testing.assert_allclose(env.basis.T @ second_moment @ env.basis, np.diag(env.spectrum), atol=0.01)
+        np.testing.assert_allclose(
+            env.basis.T @ second_moment @ env.basis, np.diag(env.spectrum), atol=0.01
+        )
     if not rotate:
         np.testing.assert_array_equal(env.basis, np.eye(d))
         assert off_diagonal < 0.01
@@ -98,7 +107,9 @@ def test_normalized_arms_have_unit_norm_and_the_documented_spectrum(alpha):
     fitted, requested = _fit_exponent(eig), _fit_exponent(env.spectrum)
     assert fitted == pytest.approx(requested, abs=0.06)
     if alpha == 0.0:
-        np.testing.assert_allclose(env.spectrum, 1.0 / d)  # normalising a flat spectrum changes nothing
+        np.testing.assert_allclose(
+            env.spectrum, 1.0 / d
+        )  # normalising a flat spectrum changes nothing
     else:
         # normalising flattens the power law: the exponent drops measurably below alpha
         assert requested < alpha - 0.05
@@ -107,7 +118,11 @@ def test_normalized_arms_have_unit_norm_and_the_documented_spectrum(alpha):
 
 def test_normalized_spectrum_matches_monte_carlo():
     rng = np.random.default_rng(0)
-    for lam in (power_law_spectrum(12, 1.5), power_law_spectrum(6, 0.7, rank=4), np.array([0.9, 0.1])):
+    for lam in (
+        power_law_spectrum(12, 1.5),
+        power_law_spectrum(6, 0.7, rank=4),
+        np.array([0.9, 0.1]),
+    ):
         g = rng.standard_normal((200_000, lam.size)) * np.sqrt(lam)
         mc = np.mean(g**2 / np.sum(g**2, axis=1, keepdims=True), axis=0)
         np.testing.assert_allclose(normalized_spectrum(lam), mc, atol=3e-3)
@@ -124,7 +139,9 @@ def test_low_rank_mode_has_exactly_rank_k(rank, rotate):
     if rank < d:
         assert s[rank] / s[0] < 1e-5  # ... and nothing else, beyond float32 rounding
         sub = env.basis[:, :rank]
-        np.testing.assert_allclose(x - (x @ sub) @ sub.T, 0.0, atol=1e-5)  # arms lie in the subspace
+        np.testing.assert_allclose(
+            x - (x @ sub) @ sub.T, 0.0, atol=1e-5
+        )  # arms lie in the subspace
         assert np.count_nonzero(env.spectrum) == rank
         if not rotate:
             np.testing.assert_allclose(x[:, rank:], 0.0, atol=0)
@@ -153,7 +170,9 @@ def test_rewards_are_linear_gaussian():
         expected = float(obs[a].astype(np.float64) @ env.theta_star)
         obs_next, r, _, _, info = env.step(a)
         assert r == pytest.approx(expected) and info["expected_reward"] == pytest.approx(expected)
-        assert info["best_expected_reward"] == pytest.approx(float(np.max(obs.astype(np.float64) @ env.theta_star)))
+        assert info["best_expected_reward"] == pytest.approx(
+            float(np.max(obs.astype(np.float64) @ env.theta_star))
+        )
         obs = obs_next
 
 
@@ -174,7 +193,9 @@ def _same(a, b):
     return a == b
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"rank": 3, "normalize": True}, {"rotate": False, "alpha": 2.0}])
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"rank": 3, "normalize": True}, {"rotate": False, "alpha": 2.0}]
+)
 def test_same_seed_same_episode_different_seed_differs(kwargs):
     kwargs = {"d": 10, "n_arms": 6, **kwargs}
     actions = [0, 3, 5, 1, 2]
@@ -211,7 +232,9 @@ def test_bad_arguments_raise_clear_errors(kwargs, match):
         HeavyTailLinBanditEnv(**kwargs)
 
 
-@pytest.mark.parametrize("action, match", [(5, "out of range"), (-1, "out of range"), (1.0, "int"), (True, "int")])
+@pytest.mark.parametrize(
+    "action, match", [(5, "out of range"), (-1, "out of range"), (1.0, "int"), (True, "int")]
+)
 def test_invalid_action_raises_and_leaves_state_unchanged(action, match):
     env = HeavyTailLinBanditEnv(d=4, n_arms=5)
     obs, _ = env.reset(seed=0)

@@ -45,7 +45,9 @@ def test_heavytail_without_rotation_holds_no_d_by_d_matrix():
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")  # the shrunk grid's d=64 is below l=32's worth
+@pytest.mark.filterwarnings(
+    "ignore::agents._warnings.SketchSizeWarning"
+)  # the shrunk grid's d=64 is below l=32's worth
 def test_reproduce_highdim_quick_smoke(tmp_path, monkeypatch, capsys):
     """The quick config end to end, shrunk further (test-only override: d <= 4096, T = 40)."""
     raw = load_config(config_path("highdim", quick=True))
@@ -55,7 +57,9 @@ def test_reproduce_highdim_quick_smoke(tmp_path, monkeypatch, capsys):
     raw["agents"][0]["envs"] = ["*-d64", "*-d512"]  # OFUL
     path = tmp_path / "highdim-tiny.yaml"
     path.write_text(yaml.safe_dump(raw))
-    monkeypatch.setattr("linbandit_gym.experiments.reproduce.config_path", lambda name, quick=False: path)
+    monkeypatch.setattr(
+        "linbandit_gym.experiments.reproduce.config_path", lambda name, quick=False: path
+    )
     out = tmp_path / "out"
     assert main(["reproduce", "highdim", "--quick", "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out

@@ -9,15 +9,31 @@ PACKAGES = ("linbandit_host", "agents", "envs_data", "linbandit_gym")
 
 #: Bottom to top (docs/contracts.md, "Layers"); a module belongs to the longest prefix listed.
 LAYERS = [
-    ("linbandit_host",),                                         # memory limit, warnings at the user's line
-    ("agents", "envs_data"),                                    # agents, sketches, designs; data
-    ("linbandit_gym.envs", "linbandit_gym.vector", "linbandit_gym.registration", "linbandit_gym._version"),
-    ("linbandit_gym.specs", "linbandit_gym.registry", "linbandit_gym.arguments"),  # names users type, argument checks
-    ("linbandit_gym.loop", "linbandit_gym.feedback", "linbandit_gym.batched",  # the loop and its
-     "linbandit_gym.evaluate", "linbandit_gym.threads", "linbandit_gym.records",  # records
-     "linbandit_gym.plots", "linbandit_gym.text"),
-    ("linbandit_gym.experiments",),                             # configs, planner, runner, figures, report
-    ("linbandit_gym.cli", "linbandit_gym.__main__"),            # the `linbandit` command
+    ("linbandit_host",),  # memory limit, warnings at the user's line
+    ("agents", "envs_data"),  # agents, sketches, designs; data
+    (
+        "linbandit_gym.envs",
+        "linbandit_gym.vector",
+        "linbandit_gym.registration",
+        "linbandit_gym._version",
+    ),
+    (
+        "linbandit_gym.specs",
+        "linbandit_gym.registry",
+        "linbandit_gym.arguments",
+    ),  # names users type, argument checks
+    (
+        "linbandit_gym.loop",
+        "linbandit_gym.feedback",
+        "linbandit_gym.batched",  # the loop and its
+        "linbandit_gym.evaluate",
+        "linbandit_gym.threads",
+        "linbandit_gym.records",  # records
+        "linbandit_gym.plots",
+        "linbandit_gym.text",
+    ),
+    ("linbandit_gym.experiments",),  # configs, planner, runner, figures, report
+    ("linbandit_gym.cli", "linbandit_gym.__main__"),  # the `linbandit` command
 ]
 
 
@@ -71,16 +87,23 @@ def _layer(module: str) -> int:
 
 def test_every_import_points_down_or_sideways():
     graph = _imports(_modules())
-    upward = [f"{m} (layer {_layer(m)}) imports {t} (layer {_layer(t)})"
-              for m, targets in graph.items() for t in sorted(targets) if _layer(t) > _layer(m)]
+    upward = [
+        f"{m} (layer {_layer(m)}) imports {t} (layer {_layer(t)})"
+        for m, targets in graph.items()
+        for t in sorted(targets)
+        if _layer(t) > _layer(m)
+    ]
     assert not upward, "\n".join(upward)
 
 
 def test_no_module_imports_the_package_root():
     """``linbandit_gym/__init__`` imports the layers to offer ``run`` and the env ids; a module
-    inside importing it back (``import linbandit_gym``, ``from .. import x``) would close a cycle."""
+    inside importing it back (``import linbandit_gym``, ``from .. import x``) would close a
+    cycle."""
     graph = _imports(_modules())
-    assert not [m for m, targets in graph.items() if "linbandit_gym" in targets and m != "linbandit_gym"]
+    assert not [
+        m for m, targets in graph.items() if "linbandit_gym" in targets and m != "linbandit_gym"
+    ]
 
 
 def test_there_is_no_import_cycle():

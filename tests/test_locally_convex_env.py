@@ -1,4 +1,5 @@
-"""LinBandit-LocallyConvex-v0: sphere/ellipsoid arm sets (Wen et al. 2025, Obs. 1; Banerjee et al. 2023)."""
+"""LinBandit-LocallyConvex-v0: sphere/ellipsoid arm sets (Wen et al. 2025, Obs. 1;
+Banerjee et al. 2023)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,11 @@ def _quiet_check(env):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"d": 3, "shape": "ellipsoid"}, {"d": 3, "axes": [2.0, 1.0, 0.1], "local_frac": 0.5, "n_arms": 50}],
+    [
+        {},
+        {"d": 3, "shape": "ellipsoid"},
+        {"d": 3, "axes": [2.0, 1.0, 0.1], "local_frac": 0.5, "n_arms": 50},
+    ],
 )
 def test_check_env_raw_and_through_make(kwargs):
     _quiet_check(LocallyConvexLinBanditEnv(**kwargs))
@@ -106,7 +111,9 @@ def test_local_arms_sit_near_the_optimum_at_every_scale():
     assert angle.min() < 0.02 and np.sum(angle < 0.1) >= 0.3 * n_local
     # rows are shuffled: the local arms are not a fixed block of indices
     obs2, *_ = local.step(0)
-    close2 = np.flatnonzero(np.arccos(np.clip(obs2.astype(np.float64) @ local.optimum, -1, 1)) < 0.3)
+    close2 = np.flatnonzero(
+        np.arccos(np.clip(obs2.astype(np.float64) @ local.optimum, -1, 1)) < 0.3
+    )
     close1 = np.flatnonzero(angle < 0.3)
     assert not np.array_equal(close1, close2)
 
@@ -218,9 +225,25 @@ def test_axes_out_of_the_observations_range_are_named_through_gym_make_and_the_c
 
     with pytest.raises(ValueError, match="axes must lie in"):
         gym.make("LinBandit-LocallyConvex-v0", d=3, axes=[1.0, 1.0, 1e300])
-    assert main(["run", "--env", "LinBandit-LocallyConvex-v0", "--agent", "OFUL",
-                 "--env-arg", "d=3", "--env-arg", "axes=[1, 1, 1e300]", "--horizon", "5",
-                 "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--env",
+                "LinBandit-LocallyConvex-v0",
+                "--agent",
+                "OFUL",
+                "--env-arg",
+                "d=3",
+                "--env-arg",
+                "axes=[1, 1, 1e300]",
+                "--horizon",
+                "5",
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "axes must lie in" in err and "Box" not in err, err
 

@@ -28,14 +28,27 @@ from linbandit_gym.loop import (
 
 SMALL = dict(d=6, n_arms=4, horizon=30)
 TIMING = TIMING_COLUMNS
-DTYPES = {"seed": "int64", "t": "int64", "action": "int64", "reward": "float64", "expected_reward": "float64",
-          "best_expected_reward": "float64", "regret": "float64", "cumulative_regret": "float64",
-          "agent_time": "float64", "agent_wall_time": "float64", "wall_time": "float64", "memory_bytes": "int64",
-          "sketch_size": "float64", "time_shared_by": "int64"}
+DTYPES = {
+    "seed": "int64",
+    "t": "int64",
+    "action": "int64",
+    "reward": "float64",
+    "expected_reward": "float64",
+    "best_expected_reward": "float64",
+    "regret": "float64",
+    "cumulative_regret": "float64",
+    "agent_time": "float64",
+    "agent_wall_time": "float64",
+    "wall_time": "float64",
+    "memory_bytes": "int64",
+    "sketch_size": "float64",
+    "time_shared_by": "int64",
+}
 
 
 def _replay(env_kwargs: dict, agent, seed: int, actions) -> pd.DataFrame:
-    """The rounds of ``actions`` played bare on a fresh env, with what the agent holds after each."""
+    """The rounds of ``actions`` played bare on a fresh env, with what the agent holds after
+    each."""
     env = gym.make("LinBandit-Synthetic-v0", **env_kwargs)
     obs, _ = env.reset(seed=seed)
     agent.reset(seed=seed)
@@ -44,17 +57,30 @@ def _replay(env_kwargs: dict, agent, seed: int, actions) -> pd.DataFrame:
         assert agent.act(obs) == action  # the agent chooses as it did in the loop
         next_obs, reward, _, _, info = env.step(action)
         agent.update(obs, action, reward)
-        rows.append({"reward": reward, "expected_reward": info["expected_reward"],
-                     "best_expected_reward": info["best_expected_reward"], "regret": info["regret"],
-                     "memory_bytes": agent.memory_bytes(), "sketch_size": float(agent.sketch_size)})
+        rows.append(
+            {
+                "reward": reward,
+                "expected_reward": info["expected_reward"],
+                "best_expected_reward": info["best_expected_reward"],
+                "regret": info["regret"],
+                "memory_bytes": agent.memory_bytes(),
+                "sketch_size": float(agent.sketch_size),
+            }
+        )
         obs = next_obs
     return pd.DataFrame(rows)
 
 
 @pytest.mark.filterwarnings("ignore:.*holds.*bytes per agent")
 def test_the_records_are_what_the_env_and_agent_gave_round_by_round():
-    records = linbandit_gym.run("LinBandit-Synthetic-v0", SOFUL(sketch_size=3, beta=0.1), seeds=[7, 3],
-                                env_kwargs=SMALL, batched=False, progress=False)
+    records = linbandit_gym.run(
+        "LinBandit-Synthetic-v0",
+        SOFUL(sketch_size=3, beta=0.1),
+        seeds=[7, 3],
+        env_kwargs=SMALL,
+        batched=False,
+        progress=False,
+    )
     assert list(records.columns) == RECORD_COLUMNS
     assert {c: str(records[c].dtype) for c in DTYPES} == DTYPES
     for seed, part in records.groupby("seed", sort=False):
@@ -73,13 +99,21 @@ def test_the_records_are_what_the_env_and_agent_gave_round_by_round():
 def test_batch_members_play_as_the_single_members_do_record_for_record():
     seeds = [5, 2, 5]  # players sharing a seed share an env member
     agent = OFUL(beta=0.1)
-    venv = gym.make_vec("LinBandit-Synthetic-v0", num_envs=2, vectorization_mode="vector_entry_point", **SMALL)
-    together = play(batch_members(venv, batched(agent, 3), seeds, ["a", "b", "c"], ["e"] * 3)).member_frames()
-    assert all((frame["time_shared_by"] == 3).all() for frame in together)  # each time is a third of the batch's
+    venv = gym.make_vec(
+        "LinBandit-Synthetic-v0", num_envs=2, vectorization_mode="vector_entry_point", **SMALL
+    )
+    together = play(
+        batch_members(venv, batched(agent, 3), seeds, ["a", "b", "c"], ["e"] * 3)
+    ).member_frames()
+    assert all(
+        (frame["time_shared_by"] == 3).all() for frame in together
+    )  # each time is a third of the batch's
     env = gym.make("LinBandit-Synthetic-v0", **SMALL)
     for frame, seed, name in zip(together, seeds, "abc"):
         alone = play(single_members(env, agent, seed, name, "e")).frame()
-        pd.testing.assert_frame_equal(frame.drop(columns=TIMING), alone.drop(columns=TIMING), check_exact=True)
+        pd.testing.assert_frame_equal(
+            frame.drop(columns=TIMING), alone.drop(columns=TIMING), check_exact=True
+        )
 
 
 class _UserEnv(gym.Env):
@@ -96,30 +130,50 @@ class _UserEnv(gym.Env):
     def step(self, action):
         self.t += 1
         obs = self.np_random.uniform(-1, 1, (3, 2)).astype(np.float32)
-        return obs, float(action), self.t == 1500, False, {"regret": 2.0 - action, "note": "x" if action == 2 else None}
+        return (
+            obs,
+            float(action),
+            self.t == 1500,
+            False,
+            {"regret": 2.0 - action, "note": "x" if action == 2 else None},
+        )
 
 
 def test_columns_grow_for_an_episode_of_unknown_length_and_extra_info_keys_become_columns():
     records = linbandit_gym.run(_UserEnv(), OFUL(beta=0.1), seeds=[0, 1], progress=False)
-    assert len(records) == 3000 and records["t"].max() == 1500  # past the first allocation of 1024 rounds
-    assert len(linbandit_gym.run(_UserEnv(), OFUL(beta=0.1), seeds=[0], max_rounds=7, progress=False)) == 7
-    assert records["cumulative_regret"].iloc[1499] == pytest.approx(records["regret"].iloc[:1500].sum())
+    assert (
+        len(records) == 3000 and records["t"].max() == 1500
+    )  # past the first allocation of 1024 rounds
+    assert (
+        len(linbandit_gym.run(_UserEnv(), OFUL(beta=0.1), seeds=[0], max_rounds=7, progress=False))
+        == 7
+    )
+    assert records["cumulative_regret"].iloc[1499] == pytest.approx(
+        records["regret"].iloc[:1500].sum()
+    )
     assert records["expected_reward"].isna().all()  # the env does not report it
-    assert (records["note"].notna() == (records["action"] == 2)).all()  # a scalar info key; None is no scalar
+    assert (
+        records["note"].notna() == (records["action"] == 2)
+    ).all()  # a scalar info key; None is no scalar
 
 
 def test_best_arm_identification_keeps_its_info_columns_and_their_dtypes():
     records = linbandit_gym.run("LinBandit-BAI-v0", GAllocation(), seeds=2, progress=False)
     assert list(records.columns) == RECORD_COLUMNS + ["n_pulls", "recommendation", "correct"]
-    assert (str(records["n_pulls"].dtype), str(records["recommendation"].dtype), str(records["correct"].dtype)) == (
-        "int64", "float64", "object")
+    assert (
+        str(records["n_pulls"].dtype),
+        str(records["recommendation"].dtype),
+        str(records["correct"].dtype),
+    ) == ("int64", "float64", "object")
     ends = records.groupby("seed")["t"].transform("max") == records["t"]
     assert records.loc[ends, "correct"].notna().all() and records.loc[~ends, "correct"].isna().all()
 
 
 def test_records_frame_joins_runs_in_order():
     env = gym.make("LinBandit-Synthetic-v0", **SMALL)
-    first, second = (play(single_members(env, OFUL(), s, "OFUL", "e"), max_rounds=4) for s in (1, 2))
+    first, second = (
+        play(single_members(env, OFUL(), s, "OFUL", "e"), max_rounds=4) for s in (1, 2)
+    )
     frame = records_frame([first, second])
     assert frame["seed"].tolist() == [1] * 4 + [2] * 4 and frame["t"].tolist() == [1, 2, 3, 4] * 2
 
@@ -221,6 +275,7 @@ def test_stops_that_are_not_increasing_round_counts_are_refused_before_anything_
 
 # -- the records' size rule ------------------------------------------------------------------------
 
+
 def test_the_records_size_rule_bounds_what_a_runs_records_hold_per_round():
     """:data:`RECORD_BYTES_PER_ROUND` (what ``--dry-run``, ``run`` and :func:`play` check) is an
     upper bound of the memory a run's records add per round and seed, within a factor of 3
@@ -241,8 +296,14 @@ def test_the_records_size_rule_bounds_what_a_runs_records_hold_per_round():
     def peak(rounds: int) -> int:
         tracemalloc.start()
         try:
-            linbandit_gym.run("LinBandit-Synthetic-v0", First(), seeds=2, batched=False,
-                              progress=False, env_kwargs={"d": 2, "n_arms": 2, "horizon": rounds})
+            linbandit_gym.run(
+                "LinBandit-Synthetic-v0",
+                First(),
+                seeds=2,
+                batched=False,
+                progress=False,
+                env_kwargs={"d": 2, "n_arms": 2, "horizon": rounds},
+            )
             return tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
@@ -256,7 +317,10 @@ def test_play_refuses_records_that_cannot_fit_before_the_first_round(monkeypatch
     monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "1MB")
     env = gym.make("LinBandit-Synthetic-v0", d=2, n_arms=2, horizon=10_000)  # 4.88 MiB of records
     agent = OFUL()
-    with pytest.raises(ValueError, match=r"horizon=10000: the records of 10,000 rounds need about "
-                                         r"4.88 MiB.*\$LINBANDIT_MEMORY_LIMIT"):
+    with pytest.raises(
+        ValueError,
+        match=r"horizon=10000: the records of 10,000 rounds need about "
+        r"4.88 MiB.*\$LINBANDIT_MEMORY_LIMIT",
+    ):
         play(single_members(env, agent, 0, "OFUL", "synthetic"))
     assert agent.t == 0  # nothing played

@@ -41,18 +41,27 @@ def _make(kind: str, lam: float, dtype, d: int):
             return OFUL(**kw)
         if kind in ("SOFUL", "CBSCFD"):
             return (SOFUL if kind == "SOFUL" else CBSCFD)(sketch_size=3, **kw)
-        return DBSLinUCB(l0=1, eps=2.0, sketch="rfd" if kind == "DBS-RFD" else "fd", memory_cap=False, **kw)
+        return DBSLinUCB(
+            l0=1, eps=2.0, sketch="rfd" if kind == "DBS-RFD" else "fd", memory_cap=False, **kw
+        )
 
 
 @pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")  # due at these scales
 @settings(max_examples=60, deadline=None)
-@given(agent=st.sampled_from(["OFUL", "SOFUL", "CBSCFD", "DBS-FD", "DBS-RFD"]), stream=st.sampled_from(KINDS),
-       scale=st.sampled_from(SCALES), lam=st.sampled_from(LAMS), dtype=st.sampled_from(DTYPES),
-       d=st.integers(2, 8), seed=st.integers(0, 2**31 - 1))
+@given(
+    agent=st.sampled_from(["OFUL", "SOFUL", "CBSCFD", "DBS-FD", "DBS-RFD"]),
+    stream=st.sampled_from(KINDS),
+    scale=st.sampled_from(SCALES),
+    lam=st.sampled_from(LAMS),
+    dtype=st.sampled_from(DTYPES),
+    d=st.integers(2, 8),
+    seed=st.integers(0, 2**31 - 1),
+)
 # float64 scores of ~1e39, finite where act() ranks them, overflowed float32 in scores() to -inf
 # without the error (found by this test on the fifth session's base)
 @example(agent="SOFUL", stream="huge_rows", scale=1e8, lam=1e-6, dtype=torch.float32, d=2, seed=48)
-# float32 OFUL's mean x^T A^-1 b passed float32's range (an overflow warning) while A^-1 x and b did not
+# float32 OFUL's mean x^T A^-1 b passed float32's range (an overflow warning) while A^-1 x and b did
+# not
 @example(agent="OFUL", stream="lowrank", scale=1e8, lam=1e-6, dtype=torch.float32, d=4, seed=0)
 def test_state_stays_finite_at_any_scale_and_ridge(agent, stream, scale, lam, dtype, d, seed):
     n, k = 60, 4
@@ -82,23 +91,46 @@ SKETCHES = ("FD", "RFD", "DBS-FD", "DBS-RFD")
 
 def _sketch(kind: str, d: int, l: int, lam: float, fast: bool, dtype):
     if kind in ("FD", "RFD"):
-        return (FrequentDirections if kind == "FD" else RobustFrequentDirections)(d, l, reg=lam, fast=fast, dtype=dtype)
+        return (FrequentDirections if kind == "FD" else RobustFrequentDirections)(
+            d, l, reg=lam, fast=fast, dtype=dtype
+        )
     l0 = min(l, d)
-    return DyadicBlockSketch(d, l0=l0, eps=2.0, sketch="rfd" if kind == "DBS-RFD" else "fd", reg=lam, fast=fast,
-                             keep_gram=True, memory_cap=False, dtype=dtype)
+    return DyadicBlockSketch(
+        d,
+        l0=l0,
+        eps=2.0,
+        sketch="rfd" if kind == "DBS-RFD" else "fd",
+        reg=lam,
+        fast=fast,
+        keep_gram=True,
+        memory_cap=False,
+        dtype=dtype,
+    )
 
 
 @pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")  # due at these scales
 @settings(max_examples=60, deadline=None)
-@given(kind=st.sampled_from(SKETCHES), stream=st.sampled_from(KINDS), scale=st.sampled_from(SCALES),
-       lam=st.sampled_from(LAMS), dtype=st.sampled_from(DTYPES), d=st.integers(2, 8), l=st.integers(1, 6),
-       fast=st.booleans(), seed=st.integers(0, 2**31 - 1))
-def test_sketch_bounds_hold_at_any_scale_and_ridge(kind, stream, scale, lam, dtype, d, l, fast, seed):
-    """FD: ``0 <= X^T X - S^T S <= total_shrinkage I`` and ``total_shrinkage <= min_k ||X - X_k||_F^2 / (l - k)``;
-    RFD: ``-alpha I <= X^T X - (S^T S + alpha I) <= 0``; DBS-FD/RFD: the same per its blocks, with
+@given(
+    kind=st.sampled_from(SKETCHES),
+    stream=st.sampled_from(KINDS),
+    scale=st.sampled_from(SCALES),
+    lam=st.sampled_from(LAMS),
+    dtype=st.sampled_from(DTYPES),
+    d=st.integers(2, 8),
+    l=st.integers(1, 6),
+    fast=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_sketch_bounds_hold_at_any_scale_and_ridge(
+    kind, stream, scale, lam, dtype, d, l, fast, seed
+):
+    """FD: ``0 <= X^T X - S^T S <= total_shrinkage I`` and
+    ``total_shrinkage <= min_k ||X - X_k||_F^2 / (l - k)``; RFD:
+    ``-alpha I <= X^T X - (S^T S + alpha I) <= 0``; DBS-FD/RFD: the same per its blocks, with
     ``total_shrinkage < 2 eps``; and every width ``x^T A_hat^-1 x`` inside its valid interval
     ``[||x||^2 / (lam + tr), ||x||^2 / lam]``. Row scales 1e-6..1e8, lam 1e-6..1e4, float32 and
-    float64, within ``sketch_streams.tol`` (see the comment above SKETCHES: 50 eps (1 + sqrt d) ||X||_F^2)."""
+    float64, within ``sketch_streams.tol`` (see the comment above SKETCHES:
+    50 eps (1 + sqrt d) ||X||_F^2)."""
     n = 40
     X = make_stream(stream, n, d, seed) * scale
     Xs = torch.as_tensor(X, dtype=dtype)
@@ -114,7 +146,9 @@ def test_sketch_bounds_hold_at_any_scale_and_ridge(kind, stream, scale, lam, dty
         assert hi <= shrink + eps, (hi, shrink, eps)
     else:  # the discarded mass alpha = total_shrinkage is added back as alpha I
         # DBS reports alpha as c - lam (c = lam + alpha): exact up to float64 rounding of c
-        assert est.alpha == pytest.approx(shrink, rel=1e-12, abs=8 * np.finfo(np.float64).eps * (lam + shrink))
+        assert est.alpha == pytest.approx(
+            shrink, rel=1e-12, abs=8 * np.finfo(np.float64).eps * (lam + shrink)
+        )
         assert hi <= eps, (hi, eps)
         assert lo >= -shrink - eps, (lo, shrink, eps)
     if kind in ("FD", "RFD"):
@@ -139,13 +173,18 @@ def test_oful_and_dbs_on_rows_of_norm_1e8_stay_finite_and_learn(dtype):
     d, K = 20, 10
     th = rng.standard_normal(d)
     th /= np.linalg.norm(th)
-    for agent in (OFUL(lam=1.0, beta=0.1, dtype=dtype), DBSLinUCB(lam=1.0, beta=0.1, l0=2, eps=8.0, dtype=dtype)):
+    for agent in (
+        OFUL(lam=1.0, beta=0.1, dtype=dtype),
+        DBSLinUCB(lam=1.0, beta=0.1, l0=2, eps=8.0, dtype=dtype),
+    ):
         for _ in range(300):
             arms = rng.standard_normal((K, d)) * 1e8 / np.sqrt(d)
             a = agent.act(arms)
             agent.update(arms, a, float(arms[a] @ th))
         assert torch.isfinite(agent.theta_hat).all()
-        assert float((agent.theta_hat.double() - torch.as_tensor(th)).norm()) < 0.8  # it still learns theta* (norm 1)
+        assert (
+            float((agent.theta_hat.double() - torch.as_tensor(th)).norm()) < 0.8
+        )  # it still learns theta* (norm 1)
 
 
 def test_overflowing_rows_are_rejected_with_the_cause_and_state_unchanged():
@@ -207,8 +246,12 @@ def test_dbslinucb_memory_never_above_oful_on_the_mnist_demo():
     import linbandit_gym
 
     kw = dict(env_kwargs={"horizon": 2000}, seeds=[0], progress=False)
-    oful = linbandit_gym.run("LinBandit-MNIST-v0", OFUL(lam=0.2, beta=0.01), **kw)["memory_bytes"].max()
-    dbs = linbandit_gym.run("LinBandit-MNIST-v0", DBSLinUCB(lam=0.2, beta=0.01, l0=50, eps=8.0), **kw)
+    oful = linbandit_gym.run("LinBandit-MNIST-v0", OFUL(lam=0.2, beta=0.01), **kw)[
+        "memory_bytes"
+    ].max()
+    dbs = linbandit_gym.run(
+        "LinBandit-MNIST-v0", DBSLinUCB(lam=0.2, beta=0.01, l0=50, eps=8.0), **kw
+    )
     paper_rule = DBSLinUCB(lam=0.2, beta=0.01, l0=50, eps=8.0, memory_cap=False, time_cap=False)
     literal = linbandit_gym.run("LinBandit-MNIST-v0", paper_rule, **kw)
     assert (dbs["memory_bytes"] <= oful).all()
@@ -226,12 +269,21 @@ def test_float32_reductions_keep_the_rows_float64_keeps():
     u = rng.standard_normal(d)
     X = u / np.linalg.norm(u) + 0.01 * rng.standard_normal((n, d))
     X = (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
-    makers = (lambda dt: FrequentDirections(d, 10, reg=0.2, dtype=dt),
-              # the memory cap's switch compares bytes, which differ by dtype: off (and the time cap), to compare the reductions
-              lambda dt: DyadicBlockSketch(d, l0=4, eps=50.0, reg=0.2, memory_cap=False, time_cap=False, dtype=dt))
+    makers = (
+        lambda dt: FrequentDirections(d, 10, reg=0.2, dtype=dt),
+        # the memory cap's switch compares bytes, which differ by dtype: off (and the time cap), to
+        # compare the reductions
+        lambda dt: DyadicBlockSketch(
+            d, l0=4, eps=50.0, reg=0.2, memory_cap=False, time_cap=False, dtype=dt
+        ),
+    )
     for make in makers:
         e32, e64 = make(torch.float32), make(torch.float64)
-        rows = (lambda e: e.rows_in_use) if isinstance(e32, FrequentDirections) else (lambda e: e.sketch_size)
+        rows = (
+            (lambda e: e.rows_in_use)
+            if isinstance(e32, FrequentDirections)
+            else (lambda e: e.sketch_size)
+        )
         for x in X:
             e32.update(torch.as_tensor(x))
             e64.update(torch.as_tensor(x, dtype=torch.float64))
@@ -240,12 +292,16 @@ def test_float32_reductions_keep_the_rows_float64_keeps():
         assert float((e32.covariance().double() - c64).norm() / c64.norm()) < 2e-6
 
 
-@pytest.mark.parametrize("make", [
-    lambda dt, B: OFUL(lam=1.0, beta=0.1, dtype=dt, batch_size=B),
-    lambda dt, B: SOFUL(sketch_size=5, beta=0.1, dtype=dt, batch_size=B),
-    lambda dt, B: CBSCFD(sketch_size=5, beta=0.1, dtype=dt, batch_size=B),
-    lambda dt, B: DBSLinUCB(l0=4, eps=8.0, beta=0.1, dtype=dt, batch_size=B),
-], ids=["OFUL", "SOFUL", "CBSCFD", "DBSLinUCB"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda dt, B: OFUL(lam=1.0, beta=0.1, dtype=dt, batch_size=B),
+        lambda dt, B: SOFUL(sketch_size=5, beta=0.1, dtype=dt, batch_size=B),
+        lambda dt, B: CBSCFD(sketch_size=5, beta=0.1, dtype=dt, batch_size=B),
+        lambda dt, B: DBSLinUCB(l0=4, eps=8.0, beta=0.1, dtype=dt, batch_size=B),
+    ],
+    ids=["OFUL", "SOFUL", "CBSCFD", "DBSLinUCB"],
+)
 def test_float32_breaks_the_first_round_tie_as_float64(make):
     """Unit-norm arms tie exactly in the first round (b = 0, width ||x|| / sqrt(lam)); only their
     float32 norms' distance from 1 (~1e-8) decides. float32 agents, single and batched, now
@@ -262,9 +318,14 @@ def test_float32_breaks_the_first_round_tie_as_float64(make):
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-@pytest.mark.parametrize("make", [lambda dt: OFUL(lam=1.0, beta=0.1, dtype=dt),
-                                  lambda dt: DBSLinUCB(lam=1.0, beta=0.1, l0=25, eps=1.0, dtype=dt)],
-                         ids=["OFUL", "DBSLinUCB-exact"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda dt: OFUL(lam=1.0, beta=0.1, dtype=dt),
+        lambda dt: DBSLinUCB(lam=1.0, beta=0.1, l0=25, eps=1.0, dtype=dt),
+    ],
+    ids=["OFUL", "DBSLinUCB-exact"],
+)
 def test_a_valid_inverse_is_never_repaired(make, dtype, monkeypatch):
     """The O(d^3) repair of the exact inverse runs only when a width proves it invalid, not when
     raw width and floor are the same number rounded two ways (round 1: both ||x||^2 / lam)."""
@@ -302,14 +363,21 @@ def _anchored_stream(n: int, d: int, seed: int = 0):
 
 
 def _terms(est, arms):
-    """``est.score_terms`` of ``arms`` ``(K, d)`` for member 0 (one estimator, or every member of a batch)."""
+    """``est.score_terms`` of ``arms`` ``(K, d)`` for member 0 (one estimator, or every member of a
+    batch)."""
     A = est.xp.asarray(arms, est.dtype)
-    return est.score_terms(A[None] if est.single else A[None].repeat(est.batch_size, 0)
-                           if est.xp.is_numpy else A[None].expand(est.batch_size, -1, -1).contiguous())
+    return est.score_terms(
+        A[None]
+        if est.single
+        else A[None].repeat(est.batch_size, 0)
+        if est.xp.is_numpy
+        else A[None].expand(est.batch_size, -1, -1).contiguous()
+    )
 
 
 def _own_ridge_mean(est, arms: torch.Tensor, member: int = 0) -> torch.Tensor:
-    """``arms A_hat^-1 b`` by a dense float64 solve with member ``member``'s OWN stored rows, ridge and ``b``."""
+    """``arms A_hat^-1 b`` by a dense float64 solve with member ``member``'s OWN stored rows, ridge
+    and ``b``."""
     if isinstance(est, FrequentDirections):
         S, ridge = est.member_rows(member).double(), float(est.rho_all[member])
     else:
@@ -323,17 +391,21 @@ def _mean(est, arms, member: int = 0):
     return torch.as_tensor(_terms(est, arms).mean[member]).double()
 
 
-@pytest.mark.parametrize("make", [
-    lambda dt: FrequentDirections(10, 15, dtype=dt),
-    pytest.param(lambda dt: RobustFrequentDirections(10, 6, dtype=dt), marks=pytest.mark.slow),
-], ids=["fd", "rfd"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda dt: FrequentDirections(10, 15, dtype=dt),
+        pytest.param(lambda dt: RobustFrequentDirections(10, 6, dtype=dt), marks=pytest.mark.slow),
+    ],
+    ids=["fd", "rfd"],
+)
 def test_the_mean_term_does_not_cancel_as_b_grows(make):
-    """``x^T A_hat^-1 b`` is ``x^T b_perp / c + (V x)^T H bV`` with ``b`` split into its part outside the
-    sketch's span and its coordinates (agents.sketches.core): neither term is a difference of numbers
-    of size ``|b| ~ t`` (as the Woodbury form ``(x^T b - w^T Linv S b) / rho`` is, whose result
-    ``x^T theta_hat ~ 1`` carries an error ~``eps32 |x| |b|`` growing with t). 8,000 unit rows, > 100 reductions: the float32
-    mean against a dense float64 solve with the estimator's own rows and ``b``, and in float64 the
-    same comparison and ``theta()``."""
+    """``x^T A_hat^-1 b`` is ``x^T b_perp / c + (V x)^T H bV`` with ``b`` split into its part
+    outside the sketch's span and its coordinates (agents.sketches.core): neither term is a
+    difference of numbers of size ``|b| ~ t`` (as the Woodbury form ``(x^T b - w^T Linv S b) / rho``
+    is, whose result ``x^T theta_hat ~ 1`` carries an error ~``eps32 |x| |b|`` growing with t).
+    8,000 unit rows, > 100 reductions: the float32 mean against a dense float64 solve with the
+    estimator's own rows and ``b``, and in float64 the same comparison and ``theta()``."""
     n, d = 8000, 10
     X, y = _anchored_stream(n, d)
     X32 = torch.as_tensor(X, dtype=torch.float32)
@@ -350,11 +422,11 @@ def test_the_mean_term_does_not_cancel_as_b_grows(make):
 
 
 def _core_gaps(est, b_fed: np.ndarray) -> tuple[float, float, float]:
-    """Over the sketched members: ``||V V^T - I||`` (the basis' orthonormality), ``|b_perp + V^T bV - b|``
-    relative to ``|b|`` (``b`` the float64 sum of the rows fed times their responses) with
-    ``|V b_perp|`` relative to ``|b|`` (the split is exact, its first part outside the span), and
-    ``|(C^T C + c I) H - I|`` relative to ``cond(C^T C + c I)`` (the kept core inverse is what it stands
-    for, to the conditioning of the matrix it inverts)."""
+    """Over the sketched members: ``||V V^T - I||`` (the basis' orthonormality),
+    ``|b_perp + V^T bV - b|`` relative to ``|b|`` (``b`` the float64 sum of the rows fed times their
+    responses) with ``|V b_perp|`` relative to ``|b|`` (the split is exact, its first part outside
+    the span), and ``|(C^T C + c I) H - I|`` relative to ``cond(C^T C + c I)`` (the kept core
+    inverse is what it stands for, to the conditioning of the matrix it inverts)."""
     core, xp = est.core, est.xp
     orth = split = tgap = 0.0
     if core is None:
@@ -364,52 +436,108 @@ def _core_gaps(est, b_fed: np.ndarray) -> tuple[float, float, float]:
             continue
         R = int(core.R[i])
         V = torch.as_tensor(xp.host(core.V[i, :R])).double()
-        orth = max(orth, float((V @ V.T - torch.eye(R, dtype=torch.float64)).abs().max()) if R else 0.0)
+        orth = max(
+            orth, float((V @ V.T - torch.eye(R, dtype=torch.float64)).abs().max()) if R else 0.0
+        )
         bperp = torch.as_tensor(xp.host(core.theta_perp[i])).double() * float(core.c[i])
         bV = torch.as_tensor(xp.host(core.b_coords[i, :R])).double()
         size = float(np.abs(b_fed[i]).max()) + 1e-300
         gap = float((bperp + V.T @ bV - torch.as_tensor(b_fed[i])).abs().max())
         split = max(split, gap / size, float((V @ bperp).abs().max()) / size if R else 0.0)
-        if R:  # H is the inverse of the core it stands for: (C^T C + c I) H = I, to its conditioning
+        if (
+            R
+        ):  # H is the inverse of the core it stands for: (C^T C + c I) H = I, to its conditioning
             # and the amplification a bordered step may reach before H is refactored, per row since
             H = torch.as_tensor(xp.host(core.H[i, :R, :R])).double()
-            C = torch.as_tensor(xp.host(core.C[i, :int(core.N[i]), :R])).double()
+            C = torch.as_tensor(xp.host(core.C[i, : int(core.N[i]), :R])).double()
             A = C.T @ C + float(core.c[i]) * torch.eye(R, dtype=torch.float64)
-            tgap = max(tgap, float((A @ H - torch.eye(R, dtype=torch.float64)).abs().max())
-                       / (float(torch.linalg.cond(A)) * AMPLIFICATION_LIMIT * (int(core.N[i]) + 1)))
+            tgap = max(
+                tgap,
+                float((A @ H - torch.eye(R, dtype=torch.float64)).abs().max())
+                / (float(torch.linalg.cond(A)) * AMPLIFICATION_LIMIT * (int(core.N[i]) + 1)),
+            )
     return orth, split, tgap
 
 
 @settings(max_examples=60, deadline=None)
-@given(kind=st.sampled_from(SKETCHES), stream=st.sampled_from(KINDS), scale=st.sampled_from(SCALES),
-       lam=st.sampled_from(LAMS), dtype=st.sampled_from(DTYPES), d=st.integers(2, 8), l=st.integers(1, 4),
-       batch=st.sampled_from([None, 2]), seed=st.integers(0, 2**31 - 1))
-@example(kind="FD", stream="repeated", scale=1e8, lam=1e-6, dtype=torch.float64, d=3, l=2, batch=None, seed=3)
-@example(kind="FD", stream="repeated", scale=1e8, lam=1e-6, dtype=torch.float32, d=3, l=3, batch=2, seed=0)
-@example(kind="DBS-FD", stream="repeated", scale=1e8, lam=1e-6, dtype=torch.float32, d=7, l=1, batch=None,
-         seed=1913006659)
-def test_the_basis_and_the_split_of_b_are_what_they_stand_for_after_every_row(kind, stream, scale, lam, dtype, d, l,
-                                                                              batch, seed):
+@given(
+    kind=st.sampled_from(SKETCHES),
+    stream=st.sampled_from(KINDS),
+    scale=st.sampled_from(SCALES),
+    lam=st.sampled_from(LAMS),
+    dtype=st.sampled_from(DTYPES),
+    d=st.integers(2, 8),
+    l=st.integers(1, 4),
+    batch=st.sampled_from([None, 2]),
+    seed=st.integers(0, 2**31 - 1),
+)
+@example(
+    kind="FD",
+    stream="repeated",
+    scale=1e8,
+    lam=1e-6,
+    dtype=torch.float64,
+    d=3,
+    l=2,
+    batch=None,
+    seed=3,
+)
+@example(
+    kind="FD",
+    stream="repeated",
+    scale=1e8,
+    lam=1e-6,
+    dtype=torch.float32,
+    d=3,
+    l=3,
+    batch=2,
+    seed=0,
+)
+@example(
+    kind="DBS-FD",
+    stream="repeated",
+    scale=1e8,
+    lam=1e-6,
+    dtype=torch.float32,
+    d=7,
+    l=1,
+    batch=None,
+    seed=1913006659,
+)
+def test_the_basis_and_the_split_of_b_are_what_they_stand_for_after_every_row(
+    kind, stream, scale, lam, dtype, d, l, batch, seed
+):
     """The basis state (agents.sketches.core) after every row, at any scale and ridge: the basis is
-    orthonormal to a few hundred eps of the working dtype (classical Gram-Schmidt, twice where the first
-    pass lost half the norm, and rotations by orthonormal factors at the shrinks); ``b = b_perp + V^T bV``
-    holds to the core dtype's rounding, ``b_perp`` is orthogonal to the span to the working dtype's; the
-    kept ``H`` is the inverse of ``C^T C + c I``. Batched members (``batch=2``, each its own stream) take the scattered paths, one
-    estimator the numpy backend. Odd rounds add the row as the played arm of a scored set (the agents'
-    round: ``score_terms`` then ``step(X, r, terms, actions)``, which reuses the scoring's ``V x``),
-    even rounds by ``update``."""
+    orthonormal to a few hundred eps of the working dtype (classical Gram-Schmidt, twice where the
+    first pass lost half the norm, and rotations by orthonormal factors at the shrinks);
+    ``b = b_perp + V^T bV`` holds to the core dtype's rounding, ``b_perp`` is orthogonal to the span
+    to the working dtype's; the kept ``H`` is the inverse of ``C^T C + c I``. Batched members
+    (``batch=2``, each its own stream) take the scattered paths, one estimator the numpy backend.
+    Odd rounds add the row as the played arm of a scored set (the agents' round: ``score_terms``
+    then ``step(X, r, terms, actions)``, which reuses the scoring's ``V x``), even rounds by
+    ``update``."""
     n = 40
     rows = [make_stream(stream, n, d, seed + i) * scale for i in range(batch or 1)]
     if dtype == torch.float32 and max(float(np.square(X).sum(axis=1).max()) for X in rows) > 1e36:
-        return  # squared norms overflow float32: rejected with the cause (test_state_stays_finite_...)
+        # squared norms overflow float32: rejected with the cause (test_state_stays_finite_...)
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind in ("FD", "RFD"):
             cls = FrequentDirections if kind == "FD" else RobustFrequentDirections
             est = cls(d, l, reg=lam, dtype=dtype, batch_size=batch)
         else:
-            est = DyadicBlockSketch(d, l0=min(l, d), eps=2.0, sketch="rfd" if kind == "DBS-RFD" else "fd", reg=lam,
-                                    memory_cap=False, time_cap=False, dtype=dtype, batch_size=batch)
+            est = DyadicBlockSketch(
+                d,
+                l0=min(l, d),
+                eps=2.0,
+                sketch="rfd" if kind == "DBS-RFD" else "fd",
+                reg=lam,
+                memory_cap=False,
+                time_cap=False,
+                dtype=dtype,
+                batch_size=batch,
+            )
     B = batch or 1
     responses = np.random.default_rng(seed).standard_normal((n, B))
     other = make_stream("gauss", n, d, seed + 7) * scale
@@ -422,12 +550,21 @@ def test_the_basis_and_the_split_of_b_are_what_they_stand_for_after_every_row(ki
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # beyond the dtype at these scales (tested on its own)
             if t % 2:  # scored first, X played as arm 1
-                arms = xp.asarray(np.stack([np.broadcast_to(other[t], X.shape), X], axis=1), dtype)  # (B, 2, d)
+                arms = xp.asarray(
+                    np.stack([np.broadcast_to(other[t], X.shape), X], axis=1), dtype
+                )  # (B, 2, d)
                 terms = est.score_terms(arms)
-                est.step(arms[:, 1], float(responses[t][0]) if batch is None else responses[t], terms,
-                         1 if batch is None else np.ones(B, dtype=np.int64))
+                est.step(
+                    arms[:, 1],
+                    float(responses[t][0]) if batch is None else responses[t],
+                    terms,
+                    1 if batch is None else np.ones(B, dtype=np.int64),
+                )
             else:
-                est.update(X[0] if batch is None else X, float(responses[t][0]) if batch is None else responses[t])
+                est.update(
+                    X[0] if batch is None else X,
+                    float(responses[t][0]) if batch is None else responses[t],
+                )
         orth, split, tgap = _core_gaps(est, b_fed)
         assert orth <= 500 * eps_w, (t, orth)
         assert split <= 1e3 * eps_w * (t + 1), (t, split)
@@ -436,15 +573,19 @@ def test_the_basis_and_the_split_of_b_are_what_they_stand_for_after_every_row(ki
 
 @pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")  # due at these scales
 @pytest.mark.parametrize("scored", [False, True], ids=["update", "scored-round"])
-@pytest.mark.parametrize("make", [
-    lambda dt: FrequentDirections(8, 2, dtype=dt),
-    lambda dt: DyadicBlockSketch(8, l0=2, eps=1e9, memory_cap=False, time_cap=False, dtype=dt),
-], ids=["fd", "dbs"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda dt: FrequentDirections(8, 2, dtype=dt),
+        lambda dt: DyadicBlockSketch(8, l0=2, eps=1e9, memory_cap=False, time_cap=False, dtype=dt),
+    ],
+    ids=["fd", "dbs"],
+)
 def test_a_huge_row_after_a_shrink_that_kept_nothing_keeps_the_mean(make, scored):
-    """A shrink that keeps nothing (four orthonormal rows of equal norm, l = 2) moves all of ``b`` outside
-    the span; a row of norm ~3e4 then enters with a response far from its prediction. The mean
-    ``x^T b_perp / c + p^T H bV`` of probe arms stays within the working dtype's reach of a dense
-    float64 solve with the estimator's own rows and ``b`` (a Woodbury form anchored at a past
+    """A shrink that keeps nothing (four orthonormal rows of equal norm, l = 2) moves all of ``b``
+    outside the span; a row of norm ~3e4 then enters with a response far from its prediction. The
+    mean ``x^T b_perp / c + p^T H bV`` of probe arms stays within the working dtype's reach of a
+    dense float64 solve with the estimator's own rows and ``b`` (a Woodbury form anchored at a past
     ``theta`` cancels to a relative error above 1 in float32 here), on either path."""
     g = torch.Generator().manual_seed(0)
     big = 1e4 * torch.randn(8, generator=g, dtype=torch.float64)

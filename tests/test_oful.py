@@ -14,7 +14,12 @@ from linbandit_gym.envs.synthetic import SyntheticLinBanditEnv
 
 
 @settings(max_examples=25, deadline=None)
-@given(d=st.integers(1, 12), n=st.integers(1, 60), lam=st.floats(1e-2, 1e2), seed=st.integers(0, 2**31 - 1))
+@given(
+    d=st.integers(1, 12),
+    n=st.integers(1, 60),
+    lam=st.floats(1e-2, 1e2),
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_theta_hat_equals_closed_form_ridge(d, n, lam, seed):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d)) * rng.uniform(0.1, 3.0)
@@ -27,7 +32,9 @@ def test_theta_hat_equals_closed_form_ridge(d, n, lam, seed):
     # the width is ||x||_{A^-1}: check it against the dense inverse
     arms = rng.standard_normal((5, d))
     dense = np.einsum("kd,de,ke->k", arms, np.linalg.inv(lam * np.eye(d) + X.T @ X), arms)
-    np.testing.assert_allclose(agent.estimator.quad_inv(torch.as_tensor(arms)).numpy(), dense, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        agent.estimator.quad_inv(torch.as_tensor(arms)).numpy(), dense, rtol=1e-8, atol=1e-10
+    )
 
 
 def test_act_maximises_the_ucb_computed_densely():
@@ -45,14 +52,17 @@ def test_act_maximises_the_ucb_computed_densely():
         assert a == int(np.argmax(ucb))
         nxt, reward, _, trunc, _ = env.step(a)
         agent.update(obs, a, reward)
-        X.append(o[a]); r.append(reward)
+        X.append(o[a])
+        r.append(reward)
         obs = nxt
     del rng
 
 
 def test_regret_is_sublinear_on_the_synthetic_env():
     records = linbandit_gym.run(
-        "LinBandit-Synthetic-v0", OFUL(lam=1.0, beta=0.1), seeds=[0],
+        "LinBandit-Synthetic-v0",
+        OFUL(lam=1.0, beta=0.1),
+        seeds=[0],
         env_kwargs=dict(d=30, n_arms=50, horizon=2000, noise_std=0.1),
     )
     regret = records["regret"].to_numpy()
@@ -101,7 +111,14 @@ def test_bad_feedback_leaves_state_unchanged():
     arms = np.eye(3)
     agent.update(arms, 1, 2.0)
     before = (agent.theta_hat.clone(), np.array(agent.estimator.A_inv), agent.t)
-    for action, reward in [(3, 1.0), (-1, 1.0), (1.0, 1.0), (True, 1.0), (0, float("nan")), (0, "x")]:
+    for action, reward in [
+        (3, 1.0),
+        (-1, 1.0),
+        (1.0, 1.0),
+        (True, 1.0),
+        (0, float("nan")),
+        (0, "x"),
+    ]:
         with pytest.raises(ValueError):
             agent.update(arms, action, reward)
     with pytest.raises(ValueError, match="dimension"):
@@ -110,7 +127,9 @@ def test_bad_feedback_leaves_state_unchanged():
         agent.act(np.ones(3))
     with pytest.raises(ValueError, match="NaN"):
         agent.act(np.full((2, 3), np.nan))
-    assert torch.equal(before[0], agent.theta_hat) and np.array_equal(before[1], agent.estimator.A_inv)
+    assert torch.equal(before[0], agent.theta_hat) and np.array_equal(
+        before[1], agent.estimator.A_inv
+    )
     assert agent.t == before[2]
 
 
@@ -123,7 +142,8 @@ def test_reset_forgets_and_reads_a_new_dimension():
     assert agent.d == 5
 
 
-def test_check_agent_accepts_oful(synthetic_small=dict(d=10, n_arms=5, horizon=30)):
+def test_check_agent_accepts_oful():
     import gymnasium as gym
 
+    synthetic_small = dict(d=10, n_arms=5, horizon=30)
     check_agent(OFUL(beta=0.1), gym.make("LinBandit-Synthetic-v0", **synthetic_small))

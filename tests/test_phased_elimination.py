@@ -15,7 +15,14 @@ from linbandit_gym.evaluate import run
 
 
 def make_env(d=5, n_arms=20, horizon=20_000, noise_std=0.1):
-    return gym.make("LinBandit-Synthetic-v0", d=d, n_arms=n_arms, fixed_arms=True, horizon=horizon, noise_std=noise_std)
+    return gym.make(
+        "LinBandit-Synthetic-v0",
+        d=d,
+        n_arms=n_arms,
+        fixed_arms=True,
+        horizon=horizon,
+        noise_std=noise_std,
+    )
 
 
 def test_registered_and_passes_check_agent():
@@ -61,7 +68,14 @@ def test_phase_plan_is_the_books_formula():
     agent.act(x)
     res = solve_g_design(x.astype(np.float64), 0.1)
     k, ell = 12, 1
-    expected = np.ceil(2 * 0.7**2 * res.value * np.asarray(res.weights) * math.log(k * ell * (ell + 1) / 0.02) / 0.5**2)
+    expected = np.ceil(
+        2
+        * 0.7**2
+        * res.value
+        * np.asarray(res.weights)
+        * math.log(k * ell * (ell + 1) / 0.02)
+        / 0.5**2
+    )
     expected[np.asarray(res.weights) == 0] = 0
     np.testing.assert_array_equal(agent._plan, expected.astype(np.int64))
     # the phase plays exactly that plan, then starts phase 2 on the survivors

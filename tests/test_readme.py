@@ -3,7 +3,6 @@
 import re
 
 import pytest
-
 from doc_examples import README, ROOT, code_blocks, run_example
 
 MAX_LINES = 300
@@ -11,12 +10,16 @@ MAX_LINES = 300
 
 def test_readme_is_short():
     lines = README.read_text(encoding="utf-8").count("\n")
-    assert lines <= MAX_LINES, f"README.md has {lines} lines (at most {MAX_LINES}): move detail into docs/"
+    assert lines <= MAX_LINES, (
+        f"README.md has {lines} lines (at most {MAX_LINES}): move detail into docs/"
+    )
 
 
 def test_readme_has_the_two_setup_commands():
     blocks = [b.code for b in code_blocks(README) if b.info == "bash"]
-    assert any(re.search(r"^make demo\b", c, re.M) and re.search(r"^make test\b", c, re.M) for c in blocks)
+    assert any(
+        re.search(r"^make demo\b", c, re.M) and re.search(r"^make test\b", c, re.M) for c in blocks
+    )
 
 
 README_EXAMPLES = [b for b in code_blocks(README) if b.run]
@@ -39,7 +42,10 @@ def markdown_slug(heading: str) -> str:
 
 
 def headings(path):
-    return {markdown_slug(m) for m in re.findall(r"^#{1,6} +(.+?) *$", path.read_text(encoding="utf-8"), re.M)}
+    return {
+        markdown_slug(m)
+        for m in re.findall(r"^#{1,6} +(.+?) *$", path.read_text(encoding="utf-8"), re.M)
+    }
 
 
 def test_readme_relative_links_resolve():
@@ -61,8 +67,12 @@ def test_readme_relative_links_resolve():
 
 def _command_lines() -> list[str]:
     """The ``linbandit ...`` commands of the README's shell blocks (comments dropped)."""
-    lines = [line.split("#")[0].strip() for b in code_blocks(README) if b.info == "bash"
-             for line in b.code.replace("\\\n", " ").splitlines()]
+    lines = [
+        line.split("#")[0].strip()
+        for b in code_blocks(README)
+        if b.info == "bash"
+        for line in b.code.replace("\\\n", " ").splitlines()
+    ]
     return [line for line in lines if line.startswith("linbandit ")]
 
 

@@ -34,20 +34,45 @@ from linbandit_gym.records import (
 
 LINUX = sys.platform.startswith("linux") and Path("/proc/self/stat").exists()
 SMALL_ENV = {"id": "LinBandit-Synthetic-v0", "args": {"d": 5, "n_arms": 4, "horizon": 30}}
-THREE = {"name": "three", "seeds": 3, "envs": [SMALL_ENV], "agents": [{"name": "OFUL", "args": {"beta": 0.1}}]}
-RUN = ["run", "--env", "LinBandit-Synthetic-v0", "--horizon", "30", "--env-arg", "d=5", "--env-arg", "n_arms=4",
-       "--no-progress"]
+THREE = {
+    "name": "three",
+    "seeds": 3,
+    "envs": [SMALL_ENV],
+    "agents": [{"name": "OFUL", "args": {"beta": 0.1}}],
+}
+RUN = [
+    "run",
+    "--env",
+    "LinBandit-Synthetic-v0",
+    "--horizon",
+    "30",
+    "--env-arg",
+    "d=5",
+    "--env-arg",
+    "n_arms=4",
+    "--no-progress",
+]
 
 
 def _cli(*args: str, **popen) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "linbandit_gym.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, **popen)
+    return subprocess.Popen(
+        [sys.executable, "-m", "linbandit_gym.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **popen,
+    )
 
 
 def _long_config(tmp_path: Path, seeds: int, horizon: int) -> Path:
-    cfg = {"name": "long", "seeds": seeds, "horizon": horizon,
-           "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5}}],
-           "agents": [{"name": "OFUL", "args": {"beta": 0.1}}]}
+    cfg = {
+        "name": "long",
+        "seeds": seeds,
+        "horizon": horizon,
+        "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5}}],
+        "agents": [{"name": "OFUL", "args": {"beta": 0.1}}],
+    }
     path = tmp_path / "long.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -92,10 +117,28 @@ def _files(directory: Path) -> list[Path]:
 
 # -- item: `run --out` writes the sweep layout ------------------------------------------------
 
-@pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")  # a small sketch at a small d, on purpose
+
+@pytest.mark.filterwarnings(
+    "ignore::agents._warnings.SketchSizeWarning"
+)  # a small sketch at a small d, on purpose
 def test_run_out_is_a_sweep_directory_for_plot_report_and_sweep(tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(RUN + ["--agent", "SOFUL", "--agent-arg", "sketch_size=3", "--seeds", "2", "--out", str(out)]) == 0
+    assert (
+        main(
+            RUN
+            + [
+                "--agent",
+                "SOFUL",
+                "--agent-arg",
+                "sketch_size=3",
+                "--seeds",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     runs = load_runs(out)
     assert sorted(runs["seed"]) == [0, 1] and set(runs["arg.sketch_size"]) == {3}
     assert len(load_records(out)) == 2 * 30
@@ -109,18 +152,36 @@ def test_run_out_is_a_sweep_directory_for_plot_report_and_sweep(tmp_path, capsys
 
 def test_run_experiment_saves_agent_objects_as_runs(tmp_path):
     players = [("small beta", OFUL(beta=0.1)), ("big beta", OFUL(beta=1.0))]
-    records, summary = run_experiment("LinBandit-Synthetic-v0", players, seeds=2, horizon=20,
-                                      env_kwargs={"d": 4, "n_arms": 3}, out=tmp_path)
+    records, summary = run_experiment(
+        "LinBandit-Synthetic-v0",
+        players,
+        seeds=2,
+        horizon=20,
+        env_kwargs={"d": 4, "n_arms": 3},
+        out=tmp_path,
+    )
     runs = load_runs(tmp_path)
     assert sorted(zip(runs["agent"], runs["seed"], runs["arg.beta"])) == [
-        ("big beta", 0, 1.0), ("big beta", 1, 1.0), ("small beta", 0, 0.1), ("small beta", 1, 0.1)]
+        ("big beta", 0, 1.0),
+        ("big beta", 1, 1.0),
+        ("small beta", 0, 0.1),
+        ("small beta", 1, 0.1),
+    ]
     on_disk = load_records(tmp_path).sort_values(["agent", "seed", "t"], ignore_index=True)
-    pd.testing.assert_frame_equal(on_disk, records.sort_values(["agent", "seed", "t"], ignore_index=True))
+    pd.testing.assert_frame_equal(
+        on_disk, records.sort_values(["agent", "seed", "t"], ignore_index=True)
+    )
     with pytest.raises(ValueError, match="share the label 'OFUL'"):
-        run_experiment("LinBandit-Synthetic-v0", [(None, OFUL()), (None, OFUL(beta=1.0))], horizon=5, out=tmp_path / "x")
+        run_experiment(
+            "LinBandit-Synthetic-v0",
+            [(None, OFUL()), (None, OFUL(beta=1.0))],
+            horizon=5,
+            out=tmp_path / "x",
+        )
 
 
 # -- item: result files respect the umask ----------------------------------------------------
+
 
 @pytest.mark.parametrize("umask", [0o022, 0o027])
 def test_result_files_follow_the_umask(tmp_path, umask):
@@ -134,7 +195,10 @@ def test_result_files_follow_the_umask(tmp_path, umask):
     modes = {str(p.relative_to(tmp_path)): oct(p.stat().st_mode & 0o777) for p in files}
     assert set(modes.values()) == {oct(0o666 & ~umask)}, modes
     assert {"config.yaml", "manifest.json", "summary.csv"} <= {p.name for p in files}
-    assert sum(p.suffix == ".parquet" for p in files) == 3 + 2 and sum(p.suffix == ".json" for p in files) == 4 + 3
+    assert (
+        sum(p.suffix == ".parquet" for p in files) == 3 + 2
+        and sum(p.suffix == ".json" for p in files) == 4 + 3
+    )
 
 
 def test_atomic_path_leaves_nothing_on_failure(tmp_path):
@@ -148,6 +212,7 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
 
 
 # -- item: no write follows a symbolic link out of the output directory ---------------------
+
 
 @pytest.fixture
 def finished(tmp_path):
@@ -171,12 +236,22 @@ def _refused_naming(capsys, argv: list[str], *words: str) -> str:
     return err
 
 
-@pytest.mark.parametrize("name, command", [
-    ("summary.csv", "plot"), ("summary.md", "plot"), ("plots/regret.png", "plot"),
-    ("plots/captions.json", "plot"), ("report.html", "report"), ("config.yaml", "sweep"),
-    ("manifest.json", "sweep"), (".lock", "sweep"), ("runs/RUN.json", "sweep"),
-    ("regret.png", "run"), ("summary.csv", "run"),
-])
+@pytest.mark.parametrize(
+    "name, command",
+    [
+        ("summary.csv", "plot"),
+        ("summary.md", "plot"),
+        ("plots/regret.png", "plot"),
+        ("plots/captions.json", "plot"),
+        ("report.html", "report"),
+        ("config.yaml", "sweep"),
+        ("manifest.json", "sweep"),
+        (".lock", "sweep"),
+        ("runs/RUN.json", "sweep"),
+        ("regret.png", "run"),
+        ("summary.csv", "run"),
+    ],
+)
 def test_no_command_writes_through_a_link_out_of_its_directory(finished, capsys, name, command):
     """``ln -s ~/notes.txt DIR/summary.csv; linbandit plot DIR`` leaves notes.txt as it was: every
     file a command writes into an output directory is refused, before the first write, where it
@@ -188,17 +263,22 @@ def test_no_command_writes_through_a_link_out_of_its_directory(finished, capsys,
         link.unlink()
     link.parent.mkdir(exist_ok=True)
     link.symlink_to(notes)
-    argv = {"plot": ["plot", str(out), "--formats", "png"], "report": ["report", str(out)],
-            "sweep": ["sweep", str(config), "--out", str(out), "--no-plots"],
-            "run": RUN + ["--agent", "OFUL", "--out", str(out)]}[command]
+    argv = {
+        "plot": ["plot", str(out), "--formats", "png"],
+        "report": ["report", str(out)],
+        "sweep": ["sweep", str(config), "--out", str(out), "--no-plots"],
+        "run": RUN + ["--agent", "OFUL", "--out", str(out)],
+    }[command]
     _refused_naming(capsys, argv, str(link), "symbolic link", str(notes))
     assert notes.read_text() == "my notes" and link.is_symlink() and os.readlink(link) == str(notes)
 
 
-@pytest.mark.parametrize("sub, command",
-                         [("plots", "plot"), ("runs", "sweep"), ("failed", "sweep")])
-def test_a_linked_subdirectory_out_of_the_directory_is_refused(finished, tmp_path, capsys, sub,
-                                                               command):
+@pytest.mark.parametrize(
+    "sub, command", [("plots", "plot"), ("runs", "sweep"), ("failed", "sweep")]
+)
+def test_a_linked_subdirectory_out_of_the_directory_is_refused(
+    finished, tmp_path, capsys, sub, command
+):
     config, out, _ = finished
     elsewhere = tmp_path / "elsewhere"
     if (out / sub).exists():
@@ -208,8 +288,11 @@ def test_a_linked_subdirectory_out_of_the_directory_is_refused(finished, tmp_pat
     (elsewhere / "mine.txt").write_text("mine")
     (out / sub).symlink_to(elsewhere)
     before = sorted((p.name, p.stat().st_mtime_ns) for p in elsewhere.iterdir())
-    argv = (["plot", str(out)] if command == "plot"
-            else ["sweep", str(config), "--out", str(out), "--no-plots"])
+    argv = (
+        ["plot", str(out)]
+        if command == "plot"
+        else ["sweep", str(config), "--out", str(out), "--no-plots"]
+    )
     _refused_naming(capsys, argv, str(out / sub), "symbolic link")
     assert sorted((p.name, p.stat().st_mtime_ns) for p in elsewhere.iterdir()) == before
 
@@ -243,6 +326,7 @@ def test_atomic_writes_replace_the_target_of_a_link_inside_and_refuse_one_out(tm
 
 # -- item: Ctrl-C keeps every finished run ---------------------------------------------------
 
+
 class InterruptedAgent(OFUL):
     """OFUL on which a Ctrl-C lands when seed INTERRUPT_SEED starts (an injected interrupt)."""
 
@@ -256,8 +340,16 @@ class InterruptedAgent(OFUL):
 
 def test_ctrl_c_in_run_keeps_finished_seeds_and_the_same_command_resumes(tmp_path, capsys):
     out = tmp_path / "out"
-    command = RUN + ["--agent", f"{__name__}:InterruptedAgent", "--agent-arg", "beta=0.1", "--seeds", "3",
-                     "--out", str(out)]
+    command = RUN + [
+        "--agent",
+        f"{__name__}:InterruptedAgent",
+        "--agent-arg",
+        "beta=0.1",
+        "--seeds",
+        "3",
+        "--out",
+        str(out),
+    ]
     InterruptedAgent.INTERRUPT_SEED = 2
     try:
         code = main(command)
@@ -267,7 +359,9 @@ def test_ctrl_c_in_run_keeps_finished_seeds_and_the_same_command_resumes(tmp_pat
         InterruptedAgent.INTERRUPT_SEED = None
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 130
-    assert err == [f"linbandit run: interrupted: 2/3 runs saved in {out}; run the same command to resume"]
+    assert err == [
+        f"linbandit run: interrupted: 2/3 runs saved in {out}; run the same command to resume"
+    ]
     assert sorted(load_runs(out)["seed"]) == [0, 1]
     kept = {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()}
     assert len(kept) == 4 and not [p for p in (out / "runs").iterdir() if p.name.startswith(".")]
@@ -278,10 +372,17 @@ def test_ctrl_c_in_run_keeps_finished_seeds_and_the_same_command_resumes(tmp_pat
     assert {n: (out / "runs" / n).stat().st_mtime_ns for n in kept} == kept
     records = load_records(out)
     fresh, _ = run_experiment(
-        "LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=3, horizon=30, env_kwargs={"d": 5, "n_arms": 4})
+        "LinBandit-Synthetic-v0",
+        OFUL(beta=0.1),
+        seeds=3,
+        horizon=30,
+        env_kwargs={"d": 5, "n_arms": 4},
+    )
     key = ["seed", "t"]
-    pd.testing.assert_series_equal(records.sort_values(key)["action"].reset_index(drop=True),
-                                   fresh.sort_values(key)["action"].reset_index(drop=True))
+    pd.testing.assert_series_equal(
+        records.sort_values(key)["action"].reset_index(drop=True),
+        fresh.sort_values(key)["action"].reset_index(drop=True),
+    )
 
 
 @pytest.mark.slow
@@ -291,9 +392,21 @@ def test_ctrl_c_in_a_two_worker_sweep_prints_one_line_and_stops_the_workers(tmp_
     out = tmp_path / "out"
     # --no-batched: runs finish one by one, so the Ctrl-C lands between the 2nd and the 8th save
     # (batched, the 8 seeds finish as two groups of 4; test_sweep_batched.py interrupts a batch).
-    proc = _cli("sweep", str(path), "--out", str(out), "--workers", "2", "--no-plots", "--quiet", "--no-batched")
+    proc = _cli(
+        "sweep",
+        str(path),
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        "--no-plots",
+        "--quiet",
+        "--no-batched",
+    )
     try:
-        assert _wait_for(lambda: len(list((out / "runs").glob("*.json"))) >= 2, 120, proc), "no run finished"
+        assert _wait_for(lambda: len(list((out / "runs").glob("*.json"))) >= 2, 120, proc), (
+            "no run finished"
+        )
         workers = _children(proc.pid)
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal does on Ctrl-C: the whole group
         _, err = proc.communicate(timeout=60)
@@ -304,7 +417,9 @@ def test_ctrl_c_in_a_two_worker_sweep_prints_one_line_and_stops_the_workers(tmp_
     saved = len(list((out / "runs").glob("*.json")))
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.strip().splitlines() == [
-        f"linbandit sweep: interrupted: {saved}/8 runs saved in {out}; run the same command to resume"]
+        f"linbandit sweep: interrupted: {saved}/8 runs saved in {out}; "
+        "run the same command to resume"
+    ]
     assert 2 <= saved < 8
     assert _wait_for(lambda: not any(_alive(p) for p in workers), 10)
     finished, pending = plan(parse_config(path), out)
@@ -314,15 +429,30 @@ def test_ctrl_c_in_a_two_worker_sweep_prints_one_line_and_stops_the_workers(tmp_
 
 # -- item: workers exit when the driver dies ---------------------------------------------------
 
+
 @pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="/proc")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_workers_exit_when_the_sweep_driver_is_killed(tmp_path, sig):
     path = _long_config(tmp_path, seeds=4, horizon=10**6)  # minutes per run: the workers are busy
-    proc = _cli("sweep", str(path), "--out", str(tmp_path / "out"), "--workers", "2", "--no-plots", "--quiet")
+    proc = _cli(
+        "sweep",
+        str(path),
+        "--out",
+        str(tmp_path / "out"),
+        "--workers",
+        "2",
+        "--no-plots",
+        "--quiet",
+    )
     try:
+
         def two_workers_running():
-            kids = [p for p in _children(proc.pid) if "multiprocessing" in Path(f"/proc/{p}/cmdline").read_text()]
+            kids = [
+                p
+                for p in _children(proc.pid)
+                if "multiprocessing" in Path(f"/proc/{p}/cmdline").read_text()
+            ]
             return len(kids) >= 3  # the resource tracker and two workers
 
         assert _wait_for(two_workers_running, 60, proc), "the workers did not start"
@@ -342,6 +472,7 @@ def test_workers_exit_when_the_sweep_driver_is_killed(tmp_path, sig):
 
 # -- item: damaged records are not finished; plot/report name them -----------------------------
 
+
 def test_truncated_or_empty_records_are_redone_and_named(tmp_path, capsys):
     out = tmp_path / "out"
     sweep(THREE, out, log=None)
@@ -360,14 +491,20 @@ def test_truncated_or_empty_records_are_redone_and_named(tmp_path, capsys):
     for command in ("plot", "report"):
         assert main([command, str(out)]) == 2
         err = capsys.readouterr().err
-        assert re.search(r"runs/[0-9a-f]{16}\.parquet", err) and "redo" in err and "Traceback" not in err, err
+        assert (
+            re.search(r"runs/[0-9a-f]{16}\.parquet", err)
+            and "redo" in err
+            and "Traceback" not in err
+        ), err
     finished, pending = plan(THREE, out)
     assert finished == [] and {s.run_id for s in pending} == {p.stem for p in parquets}
     result = sweep(THREE, out, log=None)
     assert sorted(result.executed) == sorted(p.stem for p in parquets)
     after = load_records(out).sort_values(["seed", "t"], ignore_index=True)
-    pd.testing.assert_frame_equal(after.drop(columns=["agent_time", "agent_wall_time", "wall_time"]),
-                                  before.drop(columns=["agent_time", "agent_wall_time", "wall_time"]))
+    pd.testing.assert_frame_equal(
+        after.drop(columns=["agent_time", "agent_wall_time", "wall_time"]),
+        before.drop(columns=["agent_time", "agent_wall_time", "wall_time"]),
+    )
     assert main(["plot", str(out)]) == 0
 
 
@@ -386,6 +523,7 @@ def test_records_fingerprint_checks(tmp_path):
 
 # -- item: a garbled run JSON is named -----------------------------------------------------------
 
+
 def test_garbled_run_json_is_named_and_redone(tmp_path, capsys):
     out = tmp_path / "out"
     sweep(THREE, out, log=None)
@@ -401,6 +539,7 @@ def test_garbled_run_json_is_named_and_redone(tmp_path, capsys):
 
 # -- item: one writer per directory; other writers' temporaries are left alone -------------------
 
+
 def test_a_locked_directory_is_refused_with_the_holders_pid(tmp_path, capsys):
     out = tmp_path / "out"
     sweep(THREE, out, log=None)
@@ -408,7 +547,10 @@ def test_a_locked_directory_is_refused_with_the_holders_pid(tmp_path, capsys):
     mine = out / "runs" / f".x.parquet.linbandit-pid{os.getpid()}.abc.tmp"
     mine.write_text("in flight")
     with lock_output_dir(out):
-        with pytest.raises(OutputError, match=rf"another sweep \(pid {os.getpid()}\) is using {re.escape(str(out))}"):
+        with pytest.raises(
+            OutputError,
+            match=rf"another sweep \(pid {os.getpid()}\) is using {re.escape(str(out))}",
+        ):
             sweep(THREE, out, log=None)
         assert main(RUN + ["--agent", "OFUL", "--out", str(out)]) == 2
         # what holds the lock (a sweep: lock_output_dir's default), not what asks for it
@@ -419,7 +561,9 @@ def test_a_locked_directory_is_refused_with_the_holders_pid(tmp_path, capsys):
 
 
 def test_only_dead_writers_temporaries_are_removed(tmp_path):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     dead_pid = int(dead.stdout)
     live = tmp_path / f".a.parquet.linbandit-pid{os.getpid()}.q1.tmp"
     stale = tmp_path / f".b.parquet.linbandit-pid{dead_pid}.q2.tmp"
@@ -432,8 +576,14 @@ def test_only_dead_writers_temporaries_are_removed(tmp_path):
 def test_a_sweep_removes_no_file_it_did_not_name(tmp_path):
     """A user's ``.mynotes.tmp`` (no pid), another program's ``.x.pid<dead>.y.tmp``, a link and a
     directory named like a temporary survive a sweep in DIR, DIR/runs and DIR/failed."""
-    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                              capture_output=True, text=True, check=True).stdout)
+    dead = int(
+        subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     out = tmp_path / "out"
     sweep(THREE, out, log=None)
     (out / "failed").mkdir()
@@ -461,8 +611,14 @@ def test_a_second_sweep_on_a_busy_directory_fails_fast_and_the_first_finishes(tm
     out = tmp_path / "out"
     first = _cli("sweep", str(path), "--out", str(out), "--no-plots", "--quiet")
     try:
-        assert _wait_for(lambda: (out / ".lock").exists()
-                         and (out / ".lock").read_text().split("\n")[0] == str(first.pid), 60, first)
+        assert _wait_for(
+            lambda: (
+                (out / ".lock").exists()
+                and (out / ".lock").read_text().split("\n")[0] == str(first.pid)
+            ),
+            60,
+            first,
+        )
         with pytest.raises(OutputError, match=rf"another sweep \(pid {first.pid}\)"):
             sweep(path, out, log=None)
         _, err = first.communicate(timeout=300)
@@ -477,10 +633,13 @@ def test_a_second_sweep_on_a_busy_directory_fails_fast_and_the_first_finishes(tm
 
 # -- item: a read-only output directory --------------------------------------------------------
 
+
 def _without_write_override():
     """Run as root without CAP_DAC_OVERRIDE (else a read-only directory is writable to root)."""
     if os.geteuid() == 0:
-        if ctypes.CDLL(None, use_errno=True).prctl(24, 1, 0, 0, 0) != 0:  # PR_CAPBSET_DROP, CAP_DAC_OVERRIDE
+        if (
+            ctypes.CDLL(None, use_errno=True).prctl(24, 1, 0, 0, 0) != 0
+        ):  # PR_CAPBSET_DROP, CAP_DAC_OVERRIDE
             raise OSError(ctypes.get_errno(), "cannot drop CAP_DAC_OVERRIDE")
 
 
@@ -494,14 +653,21 @@ def test_read_only_output_directory_gives_one_line(tmp_path):
     ro.chmod(0o555)
     script = (
         "import sys\nfrom linbandit_gym.cli import main\n"
-        f"codes = [main(['sweep', {str(config)!r}, '--out', {str(ro)!r}, '--no-plots', '--quiet']),\n"
-        f"         main(['sweep', {str(config)!r}, '--out', {str(ro / 'sub')!r}, '--no-plots', '--quiet']),\n"
+        f"codes = [main(['sweep', {str(config)!r}, '--out', {str(ro)!r}, "
+        "'--no-plots', '--quiet']),\n"
+        f"         main(['sweep', {str(config)!r}, '--out', {str(ro / 'sub')!r}, "
+        "'--no-plots', '--quiet']),\n"
         f"         main({RUN!r} + ['--agent', 'OFUL', '--out', {str(ro)!r}])]\n"
         "print(codes)\n"
     )
     try:
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                              preexec_fn=_without_write_override)
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=_without_write_override,
+        )
     finally:
         ro.chmod(0o755)
     assert done.stdout.strip().splitlines()[-1] == "[2, 2, 2]", done.stderr

@@ -29,12 +29,21 @@ SYNTH = "LinBandit-Synthetic-v0"
 def mnist_rows(seed: int = 0) -> pd.DataFrame:
     """One synthetic summary row per configuration of the shipped ``mnist`` config (its 49 labels,
     families and arguments), costs and regret made up: what its Pareto figure draws."""
-    config = parse_config(Path(str(resources.files("linbandit_gym") / "configs" / "mnist.yaml")), validate_args=False)
+    config = parse_config(
+        Path(str(resources.files("linbandit_gym") / "configs" / "mnist.yaml")), validate_args=False
+    )
     rows: dict[str, dict] = {}
     for spec in config.runs:
         args = spec.config["agent"]["args"]
-        rows.setdefault(spec.agent_label, {"env": spec.env_label, "agent": spec.agent_label, "family": spec.family,
-                                           **{f"arg.{k}": v for k, v in args.items() if isinstance(v, (int, float))}})
+        rows.setdefault(
+            spec.agent_label,
+            {
+                "env": spec.env_label,
+                "agent": spec.agent_label,
+                "family": spec.family,
+                **{f"arg.{k}": v for k, v in args.items() if isinstance(v, (int, float))},
+            },
+        )
     table = pd.DataFrame(list(rows.values()))
     rng = np.random.default_rng(seed)
     size = table["arg.sketch_size"].fillna(4 * table["arg.l0"]).fillna(784.0)
@@ -45,17 +54,26 @@ def mnist_rows(seed: int = 0) -> pd.DataFrame:
 
 
 def _inside(box, outer, slack: float = 1.0) -> bool:
-    return (box.x0 >= outer.x0 - slack and box.x1 <= outer.x1 + slack and box.y0 >= outer.y0 - slack
-            and box.y1 <= outer.y1 + slack)
+    return (
+        box.x0 >= outer.x0 - slack
+        and box.x1 <= outer.x1 + slack
+        and box.y0 >= outer.y0 - slack
+        and box.y1 <= outer.y1 + slack
+    )
 
 
 # -- the Pareto figure of the mnist config: 49 configurations ------------------------------
 
-@pytest.mark.parametrize("cost", [pytest.param("time_s", marks=pytest.mark.slow), "peak_memory_kib"])
+
+@pytest.mark.parametrize(
+    "cost", [pytest.param("time_s", marks=pytest.mark.slow), "peak_memory_kib"]
+)
 def test_the_mnist_pareto_figure_names_every_family_inside_the_figure(cost):
     table = mnist_rows()
     assert len(table) == 49
-    fig = P.plot_pareto(table, cost, title="mnist: regret vs cost\nLinBandit-MNIST-v0: T=2000, 20 seeds")
+    fig = P.plot_pareto(
+        table, cost, title="mnist: regret vs cost\nLinBandit-MNIST-v0: T=2000, 20 seeds"
+    )
     try:
         P.lay_out(fig)  # as save_figure does
         fig.canvas.draw()
@@ -64,10 +82,14 @@ def test_the_mnist_pareto_figure_names_every_family_inside_the_figure(cost):
         texts = [t.get_text() for t in legend.get_texts()]
         # one entry per family, its varied argument and range named (a grid of two arguments: both,
         # no marker size that would speak of one only); one for the front lines
-        assert texts == ["OFUL", "SOFUL (marker size: l = 10 to 600)",
-                         "CBSCFD (marker size: l = 10 to 600)",
-                         "DBSLinUCB-FD (15 configurations: l0 x eps)",
-                         "DBSLinUCB-RFD (10 configurations: l0 x eps)", P.FRONT_LINE_LABEL]
+        assert texts == [
+            "OFUL",
+            "SOFUL (marker size: l = 10 to 600)",
+            "CBSCFD (marker size: l = 10 to 600)",
+            "DBSLinUCB-FD (15 configurations: l0 x eps)",
+            "DBSLinUCB-RFD (10 configurations: l0 x eps)",
+            P.FRONT_LINE_LABEL,
+        ]
         assert _inside(legend.get_window_extent(renderer), fig.bbox)  # nothing runs off the figure
         assert all(t.get_fontsize() >= 8 for t in legend.get_texts())
         ax = fig.axes[0]
@@ -75,7 +97,9 @@ def test_the_mnist_pareto_figure_names_every_family_inside_the_figure(cost):
         assert not legend.get_window_extent(renderer).overlaps(ax.get_tightbbox(renderer))
         # marker size follows the varied argument: SOFUL l=600 is drawn larger than SOFUL l=10
         soful = next(c for c in ax.collections if len(c.get_offsets()) == 13)
-        sizes = dict(zip(table.loc[table["family"] == "SOFUL", "arg.sketch_size"], soful.get_sizes()))
+        sizes = dict(
+            zip(table.loc[table["family"] == "SOFUL", "arg.sketch_size"], soful.get_sizes())
+        )
         assert sizes[600] > sizes[272] > sizes[10]
         # every point carries its number, inside the axes, no label over another; the key beside
         # the axes gives each number its configuration
@@ -85,7 +109,7 @@ def test_the_mnist_pareto_figure_names_every_family_inside_the_figure(cost):
         numbered = sorted(int(n) for t in notes for n in t.get_text().split(","))
         assert numbered == list(range(1, 50))
         boxes = [t.get_window_extent(renderer) for t in notes]
-        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
         [key] = fig.axes[1].texts
         numbers = P.point_numbers(table)
         for agent, number in numbers.items():
@@ -113,10 +137,15 @@ def test_fronts_panels_share_their_regret_axis_and_one_legend():
     tables = {}
     for i, d in enumerate((300, 1000, 3000)):
         table = mnist_rows(i)
-        table["final_regret_mean"] = 3.8 + 0.3 * (table["final_regret_mean"] - 30) / 70 if i == 0 else \
-            table["final_regret_mean"] * (1 + i)
+        table["final_regret_mean"] = (
+            3.8 + 0.3 * (table["final_regret_mean"] - 30) / 70
+            if i == 0
+            else table["final_regret_mean"] * (1 + i)
+        )
         tables[f"d={d}"] = table
-    fig = P.plot_fronts(tables, titles={k: k for k in tables}, title="fronts\nLinBandit-HeavyTail-v0: K=100")
+    fig = P.plot_fronts(
+        tables, titles={k: k for k in tables}, title="fronts\nLinBandit-HeavyTail-v0: K=100"
+    )
     try:
         P.lay_out(fig)
         fig.canvas.draw()
@@ -132,8 +161,20 @@ def test_fronts_panels_share_their_regret_axis_and_one_legend():
 
 def test_many_regret_curves_get_a_legend_below_inside_the_figure():
     t = np.arange(1, 51)
-    records = pd.concat([pd.DataFrame({"agent": f"SOFUL l={l}", "env": SYNTH, "seed": 0, "t": t,
-                                       "cumulative_regret": np.sqrt(t) * (1 + l / 100)}) for l in range(10, 260, 10)])
+    records = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "agent": f"SOFUL l={l}",
+                    "env": SYNTH,
+                    "seed": 0,
+                    "t": t,
+                    "cumulative_regret": np.sqrt(t) * (1 + l / 100),
+                }
+            )
+            for l in range(10, 260, 10)
+        ]
+    )
     fig = P.plot_cumulative_regret(records)
     try:
         fig.canvas.draw()
@@ -147,15 +188,26 @@ def test_many_regret_curves_get_a_legend_below_inside_the_figure():
 
 # -- the report of a sweep ---------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def one_seed_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    config = {"name": "words", "seeds": 1, "description": "Two agents on a small synthetic env.",
-              "envs": [{"id": SYNTH, "args": {"d": 20, "n_arms": 4, "horizon": 40}, "label": "small"}],
-              "agents": [{"name": "OFUL", "args": {"beta": 0.1}},
-                         {"name": "SOFUL", "args": {"beta": 0.1}, "grid": {"sketch_size": [2, 4]},
-                          "label": "SOFUL l={sketch_size}"}],
-              "plots": [{"kind": "regret", "name": "fig1a_regret"}, {"kind": "pareto", "name": "fig3cd"}]}
+    config = {
+        "name": "words",
+        "seeds": 1,
+        "description": "Two agents on a small synthetic env.",
+        "envs": [{"id": SYNTH, "args": {"d": 20, "n_arms": 4, "horizon": 40}, "label": "small"}],
+        "agents": [
+            {"name": "OFUL", "args": {"beta": 0.1}},
+            {
+                "name": "SOFUL",
+                "args": {"beta": 0.1},
+                "grid": {"sketch_size": [2, 4]},
+                "label": "SOFUL l={sketch_size}",
+            },
+        ],
+        "plots": [{"kind": "regret", "name": "fig1a_regret"}, {"kind": "pareto", "name": "fig3cd"}],
+    }
     assert sweep(config, out, log=None).ok
     return out
 
@@ -164,8 +216,11 @@ def test_the_report_says_what_was_run_what_the_metrics_mean_and_who_wins(one_see
     md = write_report(one_seed_dir, fmt="md").read_text(encoding="utf-8")
     head = md.split("## Summary")[0]
     assert "Two agents on a small synthetic env." in head
-    assert ("3 agent configurations of 2 families (OFUL, SOFUL) on 1 env: small (LinBandit-Synthetic-v0: d=20, "
-            "horizon=40, n_arms=4); 1 seed each, 3 finished runs of 40 rounds.") in head
+    assert (
+        "3 agent configurations of 2 families (OFUL, SOFUL) on 1 env: "
+        "small (LinBandit-Synthetic-v0: d=20, "
+        "horizon=40, n_arms=4); 1 seed each, 3 finished runs of 40 rounds."
+    ) in head
     for metric in ("final regret", "ms/round", "peak memory"):
         line = next(line for line in head.splitlines() if line.startswith(f"- **{metric}**"))
         assert "Lower is better" in line
@@ -185,13 +240,24 @@ def test_figure_captions_are_words_not_file_names(one_seed_dir):
 
 
 def test_the_winner_at_each_cost_is_the_cost_ordered_front():
-    table = pd.DataFrame({"env": "e", "agent": ["cheap", "dominated", "middle", "exact"], "family": "f",
-                          "seeds": 2, "final_regret_mean": [50.0, 60.0, 30.0, 20.0], "final_regret_std": 1.0,
-                          "ms_per_round": [0.1, 0.5, 0.4, 2.0], "peak_memory_kib": [1.0, 2.0, 3.0, 4.0]})
+    table = pd.DataFrame(
+        {
+            "env": "e",
+            "agent": ["cheap", "dominated", "middle", "exact"],
+            "family": "f",
+            "seeds": 2,
+            "final_regret_mean": [50.0, 60.0, 30.0, 20.0],
+            "final_regret_std": 1.0,
+            "ms_per_round": [0.1, 0.5, 0.4, 2.0],
+            "peak_memory_kib": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
     lines = winners_in_words(table)["e"]
     assert lines[0] == "Lowest final regret: exact (20.0 ± 1.0)."
-    assert lines[1].endswith("from 0.1 ms/round: cheap, regret 50.0; from 0.4 ms/round: middle, regret 30.0; "
-                             "from 2 ms/round: exact, regret 20.0.")
+    assert lines[1].endswith(
+        "from 0.1 ms/round: cheap, regret 50.0; from 0.4 ms/round: middle, regret 30.0; "
+        "from 2 ms/round: exact, regret 20.0."
+    )
     assert "dominated" not in lines[1]
 
 
@@ -204,8 +270,15 @@ def test_make_plots_titles_name_the_env_id(one_seed_dir):
 def test_points_drawn_over_each_other_are_each_named_and_listed_with_their_values():
     # five configurations that went exact hold OFUL's memory: one spot, five numbers, five key rows
     table = mnist_rows(2)
-    exact = table["agent"].isin(["OFUL", "DBSLinUCB-FD l0=50 eps=2", "DBSLinUCB-FD l0=50 eps=4",
-                                 "DBSLinUCB-FD l0=100 eps=2", "DBSLinUCB-RFD l0=50 eps=2"])
+    exact = table["agent"].isin(
+        [
+            "OFUL",
+            "DBSLinUCB-FD l0=50 eps=2",
+            "DBSLinUCB-FD l0=50 eps=4",
+            "DBSLinUCB-FD l0=100 eps=2",
+            "DBSLinUCB-RFD l0=50 eps=2",
+        ]
+    )
     # at 60 no other point is near
     table.loc[exact, ["peak_memory_kib", "final_regret_mean"]] = [4814.2, 60.0]
     fig = P.plot_pareto(table, "peak_memory_kib")
@@ -227,8 +300,9 @@ def test_points_drawn_over_each_other_are_each_named_and_listed_with_their_value
 def test_a_family_has_one_marker_in_every_figure():
     first = mnist_rows(0)
     # the same families in another order and with others missing: each keeps its shape and colour
-    second = pd.concat([first[first["family"] == "DBSLinUCB-RFD"],
-                        first[first["family"] == "OFUL"]])
+    second = pd.concat(
+        [first[first["family"] == "DBSLinUCB-RFD"], first[first["family"] == "OFUL"]]
+    )
     styles = [P.family_styles(list(dict.fromkeys(t["family"]))) for t in (first, second)]
     for family in ("OFUL", "DBSLinUCB-RFD"):
         assert styles[0][family] == styles[1][family]
@@ -246,8 +320,9 @@ def test_a_family_has_one_marker_in_every_figure():
 def test_a_fronts_panel_says_which_configurations_it_lacks():
     small, large = mnist_rows(0), mnist_rows(1)
     large = large[large["agent"] != "OFUL"]  # OFUL not run at the large d
-    fig = P.plot_fronts({"d=300": small, "d=16384": large},
-                        titles={"d=300": "d = 300", "d=16384": "d = 16384"})
+    fig = P.plot_fronts(
+        {"d=300": small, "d=16384": large}, titles={"d=300": "d = 300", "d=16384": "d = 16384"}
+    )
     try:
         titles = [ax.get_title() for ax in fig.axes[:2]]
         assert titles == ["d = 300", "d = 16384\nnot run here: OFUL"]
@@ -260,12 +335,20 @@ def test_a_fronts_panel_says_which_configurations_it_lacks():
 def test_a_row_tuned_apart_from_its_siblings_says_so(tmp_path):
     from linbandit_gym.experiments.figures import write_tables
 
-    config = {"name": "tuned", "seeds": 1,
-              "envs": [{"id": SYNTH, "args": {"d": 8, "n_arms": 4, "horizon": 20},
-                        "label": "small"}],
-              "agents": [{"name": "OFUL", "args": {"lam": 0.2, "beta": 0.01},
-                          "grid": {"beta": [0.01, 0.02]}, "label": "OFUL b={beta}"}],
-              "tuned": {"small": {"OFUL b=0.02": {"lam": 2.0}}}}
+    config = {
+        "name": "tuned",
+        "seeds": 1,
+        "envs": [{"id": SYNTH, "args": {"d": 8, "n_arms": 4, "horizon": 20}, "label": "small"}],
+        "agents": [
+            {
+                "name": "OFUL",
+                "args": {"lam": 0.2, "beta": 0.01},
+                "grid": {"beta": [0.01, 0.02]},
+                "label": "OFUL b={beta}",
+            }
+        ],
+        "tuned": {"small": {"OFUL b=0.02": {"lam": 2.0}}},
+    }
     sweep(config, tmp_path, log=None)
     table, _ = write_tables(tmp_path)
     tuned = table.set_index("agent")["tuned"].to_dict()
@@ -278,12 +361,17 @@ def test_a_row_tuned_apart_from_its_siblings_says_so(tmp_path):
 
 # -- tables and figures say what they hold ---------------------------------------------------
 
+
 @pytest.fixture
 def two_agents_dir(tmp_path):
     out = tmp_path / "out"
     env = {"id": SYNTH, "args": {"d": 4, "n_arms": 3, "horizon": 20}}
-    config = {"name": "six", "seeds": 3, "envs": [env],
-              "agents": [{"name": "OFUL", "grid": {"beta": [0.1, 1.0]}}]}
+    config = {
+        "name": "six",
+        "seeds": 3,
+        "envs": [env],
+        "agents": [{"name": "OFUL", "grid": {"beta": [0.1, 1.0]}}],
+    }
     assert sweep(config, out, log=None).ok
     return out
 
@@ -293,8 +381,11 @@ def test_a_deleted_run_is_not_counted_by_captions_and_the_tables_say_so(two_agen
     and ``plot``, ``summary.md`` and the report say the tables hold 5 of the 6 runs."""
     out = two_agents_dir
     metas = {p: json.loads(p.read_text()) for p in (out / "runs").glob("*.json")}
-    victim = next(p for p, meta in metas.items()
-                  if meta["agent_label"] == "OFUL beta=0.1" and meta["seed"] == 2)
+    victim = next(
+        p
+        for p, meta in metas.items()
+        if meta["agent_label"] == "OFUL beta=0.1" and meta["seed"] == 2
+    )
     victim.unlink()
     assert main(["plot", str(out), "--formats", "png"]) == 0
     err = capsys.readouterr().err

@@ -42,10 +42,19 @@ def test_paper_settings_are_in_the_full_configs():
     assert (env["d"], env["n_arms"]) == (500, 100)
     args = {r.agent_label: r.config["agent"]["args"] for r in syn.runs}
     assert args["SOFUL l=50"]["sketch_size"] == 50 and args["CBSCFD l=450"]["sketch_size"] == 450
-    assert (args["DBSLinUCB-FD l0=50 eps=8"]["l0"], args["DBSLinUCB-RFD l0=50 eps=8"]["eps"]) == (50, 8)
+    assert (args["DBSLinUCB-FD l0=50 eps=8"]["l0"], args["DBSLinUCB-RFD l0=50 eps=8"]["eps"]) == (
+        50,
+        8,
+    )
     mnist = parse_config(config_path("mnist"))
     labels = {r.agent_label for r in mnist.runs}
-    assert {"OFUL", "SOFUL l=20", "SOFUL l=100", "SOFUL l=150", "DBSLinUCB-FD l0=50 eps=8"} <= labels
+    assert {
+        "OFUL",
+        "SOFUL l=20",
+        "SOFUL l=100",
+        "SOFUL l=150",
+        "DBSLinUCB-FD l0=50 eps=8",
+    } <= labels
     assert mnist.runs[0].config["env"]["args"]["horizon"] == 2000 and len(mnist.seeds) == 20
     mat = parse_config(config_path("matrix-approx"))
     assert mat.runs[0].config["env"]["args"] == {"n": 1250, "d": 500, "every": 5}
@@ -69,15 +78,28 @@ def test_openml_without_data_says_what_to_do(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.skipif("SOFUL" not in AGENTS, reason="SOFUL not registered")
-@pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")  # a small sketch at a small d, on purpose
+@pytest.mark.filterwarnings(
+    "ignore::agents._warnings.SketchSizeWarning"
+)  # a small sketch at a small d, on purpose
 def test_matrix_approximation_errors_respect_their_bounds(tmp_path):
     from agents.sketches.diagnostics import spectral_error
 
     agents = [{"name": "SOFUL", "args": {"sketch_size": 4}, "label": "FD l=4"}]
     if "DBSLinUCB" in AGENTS:
-        agents.append({"name": "DBSLinUCB", "args": {"l0": 2, "sketch": "fd"}, "grid": {"eps": [0.5, 2.0]},
-                       "label": "DBS eps={eps}"})
-    cfg = {"task": "matrix-approx", "seeds": [0, 1], "data": {"n": 60, "d": 12, "every": 5}, "agents": agents}
+        agents.append(
+            {
+                "name": "DBSLinUCB",
+                "args": {"l0": 2, "sketch": "fd"},
+                "grid": {"eps": [0.5, 2.0]},
+                "label": "DBS eps={eps}",
+            }
+        )
+    cfg = {
+        "task": "matrix-approx",
+        "seeds": [0, 1],
+        "data": {"n": 60, "d": 12, "every": 5},
+        "agents": agents,
+    }
     result = sweep(cfg, tmp_path, log=None)
     assert result.ok
     records = load_records(tmp_path)
@@ -103,12 +125,21 @@ def test_matrix_approximation_errors_respect_their_bounds(tmp_path):
 
 
 def test_reproduce_pipeline_on_a_tiny_config(tmp_path, monkeypatch, capsys):
-    tiny = {"name": "tiny", "seeds": 2, "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 6, "n_arms": 4, "horizon": 30}}],
-            "agents": [{"name": "OFUL", "args": {"beta": 0.5}}, {"name": "OFUL", "args": {"lam": 3.0}, "label": "other"}],
-            "tune": {"beta": [0.1, 1.0], "lam": [1.0], "seeds": 1}}
+    tiny = {
+        "name": "tiny",
+        "seeds": 2,
+        "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 6, "n_arms": 4, "horizon": 30}}],
+        "agents": [
+            {"name": "OFUL", "args": {"beta": 0.5}},
+            {"name": "OFUL", "args": {"lam": 3.0}, "label": "other"},
+        ],
+        "tune": {"beta": [0.1, 1.0], "lam": [1.0], "seeds": 1},
+    }
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(tiny))
-    monkeypatch.setattr("linbandit_gym.experiments.reproduce.config_path", lambda name, quick=False: path)
+    monkeypatch.setattr(
+        "linbandit_gym.experiments.reproduce.config_path", lambda name, quick=False: path
+    )
     out = tmp_path / "out"
     assert main(["reproduce", "synthetic", "--quick", "--tune", "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
@@ -116,8 +147,12 @@ def test_reproduce_pipeline_on_a_tiny_config(tmp_path, monkeypatch, capsys):
     assert (out / "report.html").exists() and (out / "plots" / "regret.png").exists()
     tuned = yaml.safe_load((out / "tune" / "tuned.yaml").read_text())["LinBandit-Synthetic-v0"]
     runs = load_runs(out)
-    assert set(tuned) == {"OFUL", "other"} and tuned["OFUL"] == tuned["other"]  # same agent once beta/lam are tuned
-    assert len(runs) == 2 and set(runs["agent"]) == {"OFUL"}  # so it runs once, under the first label
+    assert (
+        set(tuned) == {"OFUL", "other"} and tuned["OFUL"] == tuned["other"]
+    )  # same agent once beta/lam are tuned
+    assert len(runs) == 2 and set(runs["agent"]) == {
+        "OFUL"
+    }  # so it runs once, under the first label
     assert set(runs["arg.beta"]) == {tuned["OFUL"]["beta"]} and set(runs["arg.lam"]) == {1.0}
 
 
@@ -130,10 +165,16 @@ def _ordering(out) -> pd.DataFrame:
 @needs_dbs
 def test_reproduce_synthetic_quick_shows_the_papers_ordering(tmp_path):
     out = tmp_path / "syn"
-    assert main(["reproduce", "synthetic", "--quick", "--workers", "2", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(["reproduce", "synthetic", "--quick", "--workers", "2", "--out", str(out), "--quiet"])
+        == 0
+    )
     t = _ordering(out)["final_regret_mean"]
     assert t["SOFUL l=10"] > 1.5 * t["OFUL"] and t["CBSCFD l=10"] > 1.5 * t["OFUL"]
-    assert t["DBSLinUCB-FD l0=10 eps=8"] < t["SOFUL l=10"] and t["DBSLinUCB-RFD l0=10 eps=8"] < t["CBSCFD l=10"]
+    assert (
+        t["DBSLinUCB-FD l0=10 eps=8"] < t["SOFUL l=10"]
+        and t["DBSLinUCB-RFD l0=10 eps=8"] < t["CBSCFD l=10"]
+    )
     spectral = [json.loads(p.read_text()).get("spectral") for p in (out / "runs").glob("*.json")]
     assert any(s and s["delta"] for s in spectral)
     assert (out / "plots" / "fig1c_spectral_exponent.png").exists()
@@ -143,10 +184,15 @@ def test_reproduce_synthetic_quick_shows_the_papers_ordering(tmp_path):
 @needs_dbs
 def test_reproduce_mnist_quick_shows_the_papers_ordering(tmp_path):
     out = tmp_path / "mnist"
-    assert main(["reproduce", "mnist", "--quick", "--workers", "2", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(["reproduce", "mnist", "--quick", "--workers", "2", "--out", str(out), "--quiet"]) == 0
+    )
     t = _ordering(out)
     regret, memory = t["final_regret_mean"], t["peak_memory_kib"]
-    assert regret["SOFUL l=20"] > regret["OFUL"] and regret["SOFUL l=20"] > regret["DBSLinUCB-FD l0=50 eps=8"]
+    assert (
+        regret["SOFUL l=20"] > regret["OFUL"]
+        and regret["SOFUL l=20"] > regret["DBSLinUCB-FD l0=50 eps=8"]
+    )
     assert memory["OFUL"] > memory["SOFUL l=20"]
     for stem in ("fig5a_regret", "fig3ab_eps_l0", "fig3cd_pareto_time", "fig3cd_pareto_memory"):
         assert (out / "plots" / f"{stem}.png").exists()

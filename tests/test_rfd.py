@@ -1,4 +1,5 @@
-"""Robust Frequent Directions (Wen et al. (2025), Alg. 3, Lemma 4, Thm. 7, Thm. 8): guarantees and queries."""
+"""Robust Frequent Directions (Wen et al. (2025), Alg. 3, Lemma 4, Thm. 7, Thm. 8): guarantees and
+queries."""
 
 from __future__ import annotations
 
@@ -15,10 +16,9 @@ import agents.sketches.rfd as rfd_module
 from agents.sketches import FrequentDirections, RobustFrequentDirections
 from agents.sketches.diagnostics import fd_error_bound, psd_gap, spectral_error
 
-# streams at every scale (rows up to 1e3 against lam ~1, in float32): the precision warning is due for some;
-# it has its own tests (test_probe_numerics.py)
+# streams at every scale (rows up to 1e3 against lam ~1, in float32): the precision warning is due
+# for some; it has its own tests (test_probe_numerics.py)
 pytestmark = pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
-
 
 
 def _feed(est, X, dtype):

@@ -23,8 +23,18 @@ from linbandit_gym.registry import lookup_agent
 from linbandit_gym.specs import load_object
 
 SMALL_ENV = {"id": "LinBandit-Synthetic-v0", "args": {"d": 3, "n_arms": 2, "horizon": 5}}
-RUN = ["run", "--env", "LinBandit-Synthetic-v0", "--horizon", "5", "--env-arg", "d=3", "--env-arg", "n_arms=2",
-       "--no-progress"]
+RUN = [
+    "run",
+    "--env",
+    "LinBandit-Synthetic-v0",
+    "--horizon",
+    "5",
+    "--env-arg",
+    "d=3",
+    "--env-arg",
+    "n_arms=2",
+    "--no-progress",
+]
 
 
 def _snapshot(root: Path, skip: Path | None = None) -> dict[str, tuple[int, int]]:
@@ -52,7 +62,12 @@ def world(tmp_path, monkeypatch):
 
 
 def _config(world: Path, **changes) -> Path:
-    cfg = {"name": "small", "seeds": 1, "envs": [SMALL_ENV], "agents": [{"name": "OFUL", "args": {"beta": 0.1}}]}
+    cfg = {
+        "name": "small",
+        "seeds": 1,
+        "envs": [SMALL_ENV],
+        "agents": [{"name": "OFUL", "args": {"beta": 0.1}}],
+    }
     cfg.update(changes)
     path = Path.cwd() / "cfg.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -71,19 +86,31 @@ def _refused(capsys, argv: list[str], *words: str) -> str:
 
 # -- names that are not agents run nothing ---------------------------------------------------
 
-@pytest.mark.parametrize("name, args, what", [
-    ("os:system", {"command": "touch {x}"}, "built-in function 'system'"),
-    ("subprocess:getoutput", {"cmd": "touch {x}"}, "function 'getoutput'"),
-    ("subprocess:check_call", {"args": ["touch", "{x}"]}, "function 'check_call'"),
-    ("builtins:exec", {"source": "open({x!r}, 'w')"}, "built-in function 'exec'"),
-    ("collections:OrderedDict", {}, "class 'OrderedDict'"),
-    ("subprocess:Popen", {"args": ["touch", "{x}"]}, "class 'Popen'"),
-    ("os:path.__class__", {}, "no dunder names"),
-])
-def test_a_config_naming_a_function_runs_nothing_in_validation_dry_run_or_sweep(world, capsys, name, args, what):
+
+@pytest.mark.parametrize(
+    "name, args, what",
+    [
+        ("os:system", {"command": "touch {x}"}, "built-in function 'system'"),
+        ("subprocess:getoutput", {"cmd": "touch {x}"}, "function 'getoutput'"),
+        ("subprocess:check_call", {"args": ["touch", "{x}"]}, "function 'check_call'"),
+        ("builtins:exec", {"source": "open({x!r}, 'w')"}, "built-in function 'exec'"),
+        ("collections:OrderedDict", {}, "class 'OrderedDict'"),
+        ("subprocess:Popen", {"args": ["touch", "{x}"]}, "class 'Popen'"),
+        ("os:path.__class__", {}, "no dunder names"),
+    ],
+)
+def test_a_config_naming_a_function_runs_nothing_in_validation_dry_run_or_sweep(
+    world, capsys, name, args, what
+):
     x = world / "x"
-    filled = {k: (v.replace("{x}", str(x)) if isinstance(v, str) else [a.replace("{x}", str(x)) for a in v])
-              for k, v in args.items()}
+    filled = {
+        k: (
+            v.replace("{x}", str(x))
+            if isinstance(v, str)
+            else [a.replace("{x}", str(x)) for a in v]
+        )
+        for k, v in args.items()
+    }
     if name == "builtins:exec":
         filled = {"source": f"open({str(x)!r}, 'w')"}
     config = _config(world, agents=[{"name": name, "args": filled}])
@@ -97,21 +124,32 @@ def test_a_config_naming_a_function_runs_nothing_in_validation_dry_run_or_sweep(
     assert _snapshot(world) == before  # nothing written anywhere, not even the output directory
 
 
-@pytest.mark.parametrize("name, arg", [
-    ("os:system", "command=touch {x}"),
-    ("subprocess:getoutput", "cmd=touch {x}"),
-    ("collections:OrderedDict", "a=1"),
-])
+@pytest.mark.parametrize(
+    "name, arg",
+    [
+        ("os:system", "command=touch {x}"),
+        ("subprocess:getoutput", "cmd=touch {x}"),
+        ("collections:OrderedDict", "a=1"),
+    ],
+)
 def test_run_agent_naming_a_function_runs_nothing(world, capsys, name, arg):
     x = world / "x"
     before = _snapshot(world)
-    _refused(capsys, RUN + ["--agent", name, "--agent-arg", arg.replace("{x}", str(x)), "--out", "out"],
-             name, "not an agent class")
+    _refused(
+        capsys,
+        RUN + ["--agent", name, "--agent-arg", arg.replace("{x}", str(x)), "--out", "out"],
+        name,
+        "not an agent class",
+    )
     assert not x.exists() and _snapshot(world) == before
 
 
 def test_a_module_name_is_refused_before_anything_is_called(world, capsys):
-    _refused(capsys, RUN + ["--agent", "os:path"], "the module 'posixpath'" if os.name == "posix" else "module")
+    _refused(
+        capsys,
+        RUN + ["--agent", "os:path"],
+        "the module 'posixpath'" if os.name == "posix" else "module",
+    )
 
 
 def test_the_object_is_checked_before_it_is_called(world):
@@ -151,7 +189,11 @@ def test_a_users_agent_class_and_documented_factory_still_work(world):
         assert type(agent).__name__ == "Greedy" and agent.eps == 0.25
         with pytest.raises(ValueError, match="has no argument 'epsilon'"):
             lookup_agent("mine:make_greedy").check_args({"epsilon": 1})
-        result = sweep({"seeds": 1, "envs": [SMALL_ENV], "agents": [{"name": "mine:make_greedy"}]}, "out", log=None)
+        result = sweep(
+            {"seeds": 1, "envs": [SMALL_ENV], "agents": [{"name": "mine:make_greedy"}]},
+            "out",
+            log=None,
+        )
         assert result.ok and len(result.executed) == 1
     finally:
         sys.modules.pop("mine", None)
@@ -170,14 +212,17 @@ def test_dotted_and_dunder_specs_are_names_not_expressions():
 
 #: A module named like a library that the commands import late (``scipy``: the sketches'
 #: BLAS; ``pickle``: what every worker process starts with): run, it leaves a file behind.
-SHADOW = ("import pathlib\npathlib.Path({marker!r}).write_text('executed')\n"
-          "raise ImportError('shadow')\n")
+SHADOW = (
+    "import pathlib\npathlib.Path({marker!r}).write_text('executed')\nraise ImportError('shadow')\n"
+)
 LINBANDIT = str(Path(sys.executable).with_name("linbandit"))
 
 
-@pytest.mark.parametrize("how", [[LINBANDIT], pytest.param([sys.executable, "-m", "linbandit_gym"],
-                                                            marks=pytest.mark.slow)],
-                         ids=["command", "python-m"])
+@pytest.mark.parametrize(
+    "how",
+    [[LINBANDIT], pytest.param([sys.executable, "-m", "linbandit_gym"], marks=pytest.mark.slow)],
+    ids=["command", "python-m"],
+)
 def test_a_library_named_file_in_the_working_directory_is_never_imported(world, how):
     """``scipy.py`` in the working directory is not executed by ``linbandit sweep c.yaml
     --dry-run`` for a config that names only OFUL on LinBandit-Synthetic-v0 (the env id's
@@ -185,8 +230,13 @@ def test_a_library_named_file_in_the_working_directory_is_never_imported(world, 
     nor by ``python -m linbandit_gym``."""
     marker = world / "shadowed"
     (Path.cwd() / "scipy.py").write_text(SHADOW.format(marker=str(marker)))
-    done = subprocess.run([*how, "sweep", str(_config(world)), "--dry-run"], capture_output=True,
-                          text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [*how, "sweep", str(_config(world)), "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert not marker.exists(), "the working directory's scipy.py was imported"
 
@@ -198,8 +248,17 @@ def test_worker_processes_import_nothing_from_the_working_directory(world):
     marker = world / "shadowed"
     (Path.cwd() / "pickle.py").write_text(SHADOW.format(marker=str(marker)))
     config = _config(world, seeds=2)
-    argv = [LINBANDIT, "sweep", str(config), "--out", "out", "--workers", "2", "--no-plots",
-            "--no-batched"]
+    argv = [
+        LINBANDIT,
+        "sweep",
+        str(config),
+        "--out",
+        "out",
+        "--workers",
+        "2",
+        "--no-plots",
+        "--no-batched",
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert not marker.exists(), "a worker imported the working directory's pickle.py"
@@ -224,6 +283,7 @@ def test_a_users_module_is_looked_up_in_the_working_directory_and_sys_path_resto
 
 
 # -- paths stay inside the output directory -----------------------------------------------
+
 
 @pytest.mark.parametrize("plot_name", ["{abs}", "../../../x", "..", "sub/dir", "a\\b", "x\ny"])
 def test_plot_names_are_names(world, capsys, plot_name):
@@ -267,9 +327,14 @@ def test_a_config_name_cannot_put_the_sweep_outside_runs(world, capsys, name):
 
 def test_labels_that_look_like_paths_stay_names_on_disk(world, capsys):
     """A label is free text (it titles figures); wherever one names a file it is slugged."""
-    config = _config(world, envs=[{**SMALL_ENV, "label": "../../../env"}],
-                     agents=[{"name": "OFUL", "label": "/abs/../../oful"},
-                             {"name": "OFUL", "args": {"beta": 0.5}, "label": "../../../other"}])
+    config = _config(
+        world,
+        envs=[{**SMALL_ENV, "label": "../../../env"}],
+        agents=[
+            {"name": "OFUL", "label": "/abs/../../oful"},
+            {"name": "OFUL", "args": {"beta": 0.5}, "label": "../../../other"},
+        ],
+    )
     before = _snapshot(world)
     assert main(["sweep", str(config), "--out", "out", "--quiet"]) == 0
     assert main(["report", str(Path.cwd() / "out")]) == 0
@@ -281,17 +346,23 @@ def test_labels_that_look_like_paths_stay_names_on_disk(world, capsys):
 
 # -- labels substitute arguments, nothing else -------------------------------------------------
 
-@pytest.mark.parametrize("template", [
-    "{beta.__class__.__mro__[1].__subclasses__}",
-    "{beta.__class__}",
-    "{grid[0]}",
-    "{beta!r}",
-    "{beta:{lam}}",
-    "{0}",
-    "{}",
-])
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{beta.__class__.__mro__[1].__subclasses__}",
+        "{beta.__class__}",
+        "{grid[0]}",
+        "{beta!r}",
+        "{beta:{lam}}",
+        "{0}",
+        "{}",
+    ],
+)
 def test_label_templates_cannot_reach_object_internals(world, capsys, template):
-    config = _config(world, agents=[{"name": "OFUL", "args": {"beta": 0.1, "lam": 1.0}, "label": template}])
+    config = _config(
+        world, agents=[{"name": "OFUL", "args": {"beta": 0.1, "lam": 1.0}, "label": template}]
+    )
     before = _snapshot(world)
     err = _refused(capsys, ["sweep", str(config), "--dry-run"], "agents[0].label")
     assert "subclasses" not in err.replace(template, "") and "<class" not in err, err

@@ -172,8 +172,12 @@ def test_agents_apply_the_same_rule():
 
 # -- every consumer at the edges of the range -----------------------------------------------------
 SMALL_ENV = {"id": "LinBandit-Synthetic-v0", "args": {"d": 5, "n_arms": 4, "horizon": 30}}
-THREE = {"name": "three", "seeds": 3, "envs": [SMALL_ENV],
-         "agents": [{"name": "OFUL", "args": {"beta": 0.1}}]}
+THREE = {
+    "name": "three",
+    "seeds": 3,
+    "envs": [SMALL_ENV],
+    "agents": [{"name": "OFUL", "args": {"beta": 0.1}}],
+}
 
 
 def _write(path, config: dict):
@@ -197,16 +201,27 @@ def test_seeds_out_of_range_are_refused_at_validation_with_one_line(tmp_path, ca
     config = _write(tmp_path / "c.yaml", {**THREE, "seeds": [0, seed]})
     with pytest.raises(ConfigError, match=r"seeds\[1\]: a seed is an int in \[0, 2\*\*63\)"):
         parse_config(config)
-    for argv in (["sweep", str(config), "--dry-run"], ["sweep", str(config), "--out", str(tmp_path / "out")]):
+    for argv in (
+        ["sweep", str(config), "--dry-run"],
+        ["sweep", str(config), "--out", str(tmp_path / "out")],
+    ):
         assert "seeds[1]" in _refused(capsys, argv)
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match=r"\[0, 2\*\*63\)"):
-        run("LinBandit-Synthetic-v0", AGENTS["OFUL"](), seeds=[seed], env_kwargs=SMALL_ENV["args"], progress=False)
+        run(
+            "LinBandit-Synthetic-v0",
+            AGENTS["OFUL"](),
+            seeds=[seed],
+            env_kwargs=SMALL_ENV["args"],
+            progress=False,
+        )
 
 
 def test_the_largest_seeds_play_batched_and_alone(tmp_path):
     seeds = [2**63 - 1, 2**63 - 2, 2**62]
-    result = sweep({**THREE, "seeds": seeds}, tmp_path / "out", batched=True, timing_runs=False, log=None)
+    result = sweep(
+        {**THREE, "seeds": seeds}, tmp_path / "out", batched=True, timing_runs=False, log=None
+    )
     assert result.ok and len(result.executed) == 3
     assert sorted(load_runs(tmp_path / "out")["seed"]) == sorted(seeds)
 
@@ -215,9 +230,19 @@ def test_the_largest_seeds_play_batched_and_alone(tmp_path):
 def test_a_count_of_a_billion_seeds_is_one_line_at_once(tmp_path):
     config = _write(tmp_path / "c.yaml", {**THREE, "seeds": 1_000_000_000})
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "linbandit_gym.cli", "sweep", str(config), "--dry-run"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "linbandit_gym.cli", "sweep", str(config), "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and time.perf_counter() - started < 60
     assert "1,000,000,000 seeds" in _one_line(done.stderr)
     with pytest.raises(ConfigError, match="runs"):  # a grid that multiplies to too many runs, too
-        parse_config({**THREE, "seeds": 1000, "agents": [{"name": "OFUL", "grid": {"beta": list(range(200))}}]})
+        parse_config(
+            {
+                **THREE,
+                "seeds": 1000,
+                "agents": [{"name": "OFUL", "grid": {"beta": list(range(200))}}],
+            }
+        )

@@ -60,7 +60,8 @@ def test_large_sketch_equals_oful(cls, fast, beta):
 
 @pytest.mark.parametrize("cls", [SOFUL, CBSCFD])
 def test_small_sketch_theta_hat_is_the_sketched_ridge_estimate(cls):
-    """theta_hat = A_hat^-1 sum r x with A_hat from the sketch (dense check), and the sketch shrinks."""
+    """theta_hat = A_hat^-1 sum r x with A_hat from the sketch (dense check), and the sketch
+    shrinks."""
     d, l, rounds = 12, 4, 80
     env = SyntheticLinBanditEnv(d=d, n_arms=10, horizon=rounds, noise_std=0.2)
     agent = cls(lam=0.5, beta=0.2, sketch_size=l)
@@ -68,30 +69,39 @@ def test_small_sketch_theta_hat_is_the_sketched_ridge_estimate(cls):
     est = agent.estimator
     assert est.total_shrinkage > 0.0 and est.sketch_size == agent.sketch_size == l
     A_hat = est.covariance().numpy() + 0.5 * np.eye(d)
-    np.testing.assert_allclose(theta[-1].numpy(), np.linalg.solve(A_hat, X.T @ r), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(
+        theta[-1].numpy(), np.linalg.solve(A_hat, X.T @ r), rtol=1e-9, atol=1e-11
+    )
     oful_theta = np.linalg.solve(0.5 * np.eye(d) + X.T @ X, X.T @ r)
     assert np.abs(theta[-1].numpy() - oful_theta).max() > 1e-6  # sketching is not a no-op here
 
 
 def test_sketched_theory_radii_follow_seed_000_thm2_and_thm6():
-    """SOFUL's radius >= Thm. 2 with the true ln|A| (ours bounds it); CBSCFD's = Thm. 6 with ln|A_hat|."""
+    """SOFUL's radius >= Thm. 2 with the true ln|A| (ours bounds it); CBSCFD's = Thm. 6 with
+    ln|A_hat|."""
     d, l, rounds, lam, R, H, delta = 10, 3, 60, 0.7, 0.4, 1.3, 0.05
     env = SyntheticLinBanditEnv(d=d, n_arms=8, horizon=rounds, noise_std=R)
     kw = dict(lam=lam, beta="theory", noise_std=R, theta_bound=H, delta=delta)
     soful, cbscfd = SOFUL(sketch_size=l, **kw), CBSCFD(sketch_size=l, **kw)
-    assert soful.confidence_radius() == pytest.approx(R * math.sqrt(2 * math.log(1 / delta)) + H * math.sqrt(lam))
+    assert soful.confidence_radius() == pytest.approx(
+        R * math.sqrt(2 * math.log(1 / delta)) + H * math.sqrt(lam)
+    )
     _, _, X, _ = _play(soful, env, 5, rounds)
     _play(cbscfd, env, 5, rounds)
     sb = soful.estimator.total_shrinkage
     assert sb > 0
     logdet_true = np.linalg.slogdet(np.eye(d) + X.T @ X / lam)[1]
-    paper = R * math.sqrt(1 + sb / lam) * math.sqrt(2 * math.log(1 / delta) + logdet_true) + H * (lam + sb) / math.sqrt(lam)
+    paper = R * math.sqrt(1 + sb / lam) * math.sqrt(2 * math.log(1 / delta) + logdet_true) + H * (
+        lam + sb
+    ) / math.sqrt(lam)
     assert soful.confidence_radius() >= paper - 1e-9
     # ...and is no looser than Lemma 6 with the trace bound t L^2 (L = max arm norm), 2l rows
     L2 = float((X**2).sum(1).max())
     m = 2 * l
     lemma6 = d * math.log1p(sb / lam) + m * math.log1p(rounds * L2 / (m * lam))
-    paper6 = R * math.sqrt(1 + sb / lam) * math.sqrt(2 * math.log(1 / delta) + lemma6) + H * (lam + sb) / math.sqrt(lam)
+    paper6 = R * math.sqrt(1 + sb / lam) * math.sqrt(2 * math.log(1 / delta) + lemma6) + H * (
+        lam + sb
+    ) / math.sqrt(lam)
     assert soful.confidence_radius() <= paper6 + 1e-9
     alpha = cbscfd.estimator.alpha
     A_hat = cbscfd.estimator.covariance().numpy() + lam * np.eye(d)
@@ -105,7 +115,9 @@ def test_theory_ellipsoid_contains_theta_star_while_sketching():
     d, l, rounds = 8, 3, 150
     env = SyntheticLinBanditEnv(d=d, n_arms=10, horizon=rounds, noise_std=0.2)
     for cls in (SOFUL, CBSCFD):
-        agent = cls(lam=1.0, beta="theory", sketch_size=l, noise_std=0.2, theta_bound=1.0, delta=0.05)
+        agent = cls(
+            lam=1.0, beta="theory", sketch_size=l, noise_std=0.2, theta_bound=1.0, delta=0.05
+        )
         obs, _ = env.reset(seed=2)
         for _ in range(rounds):
             a = agent.act(obs)
@@ -124,12 +136,14 @@ def test_memory_reflects_the_sketch_not_d_squared():
     soful = SOFUL(d=d, sketch_size=20)
     cbscfd = CBSCFD(d=d, sketch_size=20, fast=False)
     assert oful.memory_bytes() >= 8 * d * d
-    # a basis of 2l x d, plus the coordinates and the core inverse (2l x 2l each), bV (2l), b_perp (d)
-    # and theta_hat (d)
+    # a basis of 2l x d, plus the coordinates and the core inverse (2l x 2l each), bV (2l),
+    # b_perp (d) and theta_hat (d)
     assert soful.memory_bytes() == 8 * (40 * d + 2 * 40 * 40 + 40 + 2 * d)
     assert cbscfd.memory_bytes() == 8 * (20 * d + 2 * 20 * 20 + 20 + 2 * d)
     assert soful.memory_bytes() < 0.07 * oful.memory_bytes()  # 2l/d = 5.1% plus the core
-    assert SOFUL(sketch_size=20).memory_bytes() == 0  # nothing allocated before the first observation
+    assert (
+        SOFUL(sketch_size=20).memory_bytes() == 0
+    )  # nothing allocated before the first observation
 
 
 @pytest.mark.parametrize("cls", [SOFUL, CBSCFD])
@@ -148,7 +162,9 @@ def test_bad_input_is_a_clear_error_and_state_is_unchanged(cls):
         agent.update(np.ones((4, 5)), 9, 1.0)
     with pytest.raises(ValueError, match="reward"):
         agent.update(np.ones((4, 5)), 0, float("nan"))
-    assert torch.equal(S, agent.estimator.S) and torch.equal(theta, agent.theta_hat) and agent.t == t
+    assert (
+        torch.equal(S, agent.estimator.S) and torch.equal(theta, agent.theta_hat) and agent.t == t
+    )
 
 
 @pytest.mark.parametrize("cls", [SOFUL, CBSCFD])

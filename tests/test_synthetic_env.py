@@ -23,7 +23,9 @@ def rollout(env, seed, actions):
 
 def test_check_env_raw_and_through_make():
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the checker warns that unbounded Box limits are "probably" wrong
+        warnings.simplefilter(
+            "ignore"
+        )  # the checker warns that unbounded Box limits are "probably" wrong
         check_env(SyntheticLinBanditEnv(**SMALL))
         check_env(gym.make("LinBandit-Synthetic-v0", **SMALL).unwrapped)
         check_env(gym.make("LinBandit-Synthetic-v0", **SMALL))
@@ -127,8 +129,15 @@ def test_step_before_reset_fails_clearly():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(d=0), dict(d=-3), dict(d=2.5), dict(n_arms=1), dict(horizon=0), dict(noise_std=-0.1),
-     dict(noise_std=float("nan"))],
+    [
+        dict(d=0),
+        dict(d=-3),
+        dict(d=2.5),
+        dict(n_arms=1),
+        dict(horizon=0),
+        dict(noise_std=-0.1),
+        dict(noise_std=float("nan")),
+    ],
 )
 def test_bad_constructor_arguments(kwargs):
     with pytest.raises(ValueError) as err:

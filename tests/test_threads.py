@@ -58,38 +58,114 @@ def two_threads():
     torch.set_num_threads(2)
     ThreadProbe.seen = []
     yield
-    assert torch.get_num_threads() == 2, "an entry point changed the caller's torch threads for good"
+    assert torch.get_num_threads() == 2, (
+        "an entry point changed the caller's torch threads for good"
+    )
     torch.set_num_threads(before)
 
 
 def _config(**extra):
-    return {"name": "probe", "seeds": 1, "envs": [{"id": "LinBandit-Synthetic-v0", "args": TINY}],
-            "agents": [{"name": PROBE, "args": {"beta": 0.1, "lam": 1.0}}], **extra}
+    return {
+        "name": "probe",
+        "seeds": 1,
+        "envs": [{"id": "LinBandit-Synthetic-v0", "args": TINY}],
+        "agents": [{"name": PROBE, "args": {"beta": 0.1, "lam": 1.0}}],
+        **extra,
+    }
 
 
 def _entry_points(tmp_path, threads_kw: dict, cli_flag: list[str]):
-    yield "run()", lambda: linbandit_gym.run("LinBandit-Synthetic-v0", ThreadProbe(), env_kwargs=TINY, **threads_kw)
+    yield (
+        "run()",
+        lambda: linbandit_gym.run(
+            "LinBandit-Synthetic-v0", ThreadProbe(), env_kwargs=TINY, **threads_kw
+        ),
+    )
     yield "sweep()", lambda: sweep(_config(), tmp_path / "s", log=None, **threads_kw)
-    yield "tune()", lambda: tune(_config(), tmp_path / "t", beta=[0.1], lam=[1.0], seeds=1, log=None, **threads_kw)
+    yield (
+        "tune()",
+        lambda: tune(
+            _config(), tmp_path / "t", beta=[0.1], lam=[1.0], seeds=1, log=None, **threads_kw
+        ),
+    )
     yield "reproduce()", lambda: reproduce("probe", out=tmp_path / "r", log=None, **threads_kw)
-    yield "linbandit run", lambda: main(["run", "--env", "LinBandit-Synthetic-v0", "--agent", PROBE, "--horizon", "3",
-                                         "--env-arg", "d=4", "--env-arg", "n_arms=3", "--no-progress",
-                                         "--out", str(tmp_path / "cru"), *cli_flag])
-    yield "linbandit demo", lambda: main(["demo", "--horizon", "3", "--seeds", "1", "--no-progress",
-                                          "--out", str(tmp_path / "demo"), *cli_flag])
+    yield (
+        "linbandit run",
+        lambda: main(
+            [
+                "run",
+                "--env",
+                "LinBandit-Synthetic-v0",
+                "--agent",
+                PROBE,
+                "--horizon",
+                "3",
+                "--env-arg",
+                "d=4",
+                "--env-arg",
+                "n_arms=3",
+                "--no-progress",
+                "--out",
+                str(tmp_path / "cru"),
+                *cli_flag,
+            ]
+        ),
+    )
+    yield (
+        "linbandit demo",
+        lambda: main(
+            [
+                "demo",
+                "--horizon",
+                "3",
+                "--seeds",
+                "1",
+                "--no-progress",
+                "--out",
+                str(tmp_path / "demo"),
+                *cli_flag,
+            ]
+        ),
+    )
     cfg = tmp_path / "probe.yaml"
     cfg.write_text(yaml.safe_dump(_config()))
-    yield "linbandit sweep", lambda: main(["sweep", str(cfg), "--out", str(tmp_path / "cs"), "--quiet", "--no-plots",
-                                           *cli_flag])
-    yield "linbandit tune", lambda: main(["tune", str(cfg), "--out", str(tmp_path / "ct"), "--beta", "0.1", "--lam",
-                                          "1.0", "--seeds", "1", "--quiet", *cli_flag])
-    yield "linbandit reproduce", lambda: main(["reproduce", "probe", "--out", str(tmp_path / "cr"), "--quiet",
-                                               *cli_flag])
+    yield (
+        "linbandit sweep",
+        lambda: main(
+            ["sweep", str(cfg), "--out", str(tmp_path / "cs"), "--quiet", "--no-plots", *cli_flag]
+        ),
+    )
+    yield (
+        "linbandit tune",
+        lambda: main(
+            [
+                "tune",
+                str(cfg),
+                "--out",
+                str(tmp_path / "ct"),
+                "--beta",
+                "0.1",
+                "--lam",
+                "1.0",
+                "--seeds",
+                "1",
+                "--quiet",
+                *cli_flag,
+            ]
+        ),
+    )
+    yield (
+        "linbandit reproduce",
+        lambda: main(["reproduce", "probe", "--out", str(tmp_path / "cr"), "--quiet", *cli_flag]),
+    )
 
 
-@pytest.mark.parametrize("told", [None, pytest.param(2, marks=pytest.mark.slow)],
-                         ids=["default", "threads=2"])
-def test_every_entry_point_runs_with_one_thread_unless_told_otherwise(told, two_threads, tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "told", [None, pytest.param(2, marks=pytest.mark.slow)], ids=["default", "threads=2"]
+)
+def test_every_entry_point_runs_with_one_thread_unless_told_otherwise(
+    told, two_threads, tmp_path, monkeypatch
+):
     cfg = tmp_path / "probe-config.yaml"
     cfg.write_text(yaml.safe_dump(_config()))
     monkeypatch.setattr(reproduce_module, "EXPERIMENTS", {"probe": "a probe"})
@@ -103,14 +179,24 @@ def test_every_entry_point_runs_with_one_thread_unless_told_otherwise(told, two_
         result = call()
         assert not isinstance(result, int) or result == 0, f"{name} failed"
         assert ThreadProbe.seen, f"{name} did not play"
-        assert {t for t, _ in ThreadProbe.seen} == {expected}, f"{name}: torch threads {ThreadProbe.seen[:3]}"
-        assert {b for _, b in ThreadProbe.seen} <= {expected, None}, f"{name}: BLAS threads {ThreadProbe.seen[:3]}"
+        assert {t for t, _ in ThreadProbe.seen} == {expected}, (
+            f"{name}: torch threads {ThreadProbe.seen[:3]}"
+        )
+        assert {b for _, b in ThreadProbe.seen} <= {expected, None}, (
+            f"{name}: BLAS threads {ThreadProbe.seen[:3]}"
+        )
         assert torch.get_num_threads() == 2, f"{name} left the caller's torch threads changed"
     # the run metadata of a sweep and of `linbandit run --out` says what was used
-    metas = [json.loads(p.read_text()) for d in ("s", "cru") for p in (tmp_path / d / "runs").glob("*.json")]
+    metas = [
+        json.loads(p.read_text())
+        for d in ("s", "cru")
+        for p in (tmp_path / d / "runs").glob("*.json")
+    ]
     assert len({m["backend"] for m in metas}) == 2
     assert all(m["torch_threads"] == expected and m["threads"] == expected for m in metas)
-    assert all(m["agent_clock"] == ("thread_cpu" if expected == 1 else "process_cpu") for m in metas)
+    assert all(
+        m["agent_clock"] == ("thread_cpu" if expected == 1 else "process_cpu") for m in metas
+    )
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
@@ -128,7 +214,9 @@ def test_thread_limit_restores_and_the_clock_follows_the_policy():
     with thread_limit(2):
         assert torch.get_num_threads() == 2
     assert torch.get_num_threads() == before
-    assert cpu_clock(1)[1] == "thread_cpu" and cpu_clock(2)[1] == cpu_clock(None)[1] == "process_cpu"
+    assert (
+        cpu_clock(1)[1] == "thread_cpu" and cpu_clock(2)[1] == cpu_clock(None)[1] == "process_cpu"
+    )
     assert check_threads(None) is None and check_threads(3) == 3
 
 
@@ -139,7 +227,9 @@ def test_agent_time_is_cpu_time_and_wall_time_is_kept(monkeypatch):
             time.sleep(0.01)
             return 0
 
-    records = linbandit_gym.run("LinBandit-Synthetic-v0", Sleepy(), env_kwargs=dict(d=4, n_arms=3, horizon=10))
+    records = linbandit_gym.run(
+        "LinBandit-Synthetic-v0", Sleepy(), env_kwargs=dict(d=4, n_arms=3, horizon=10)
+    )
     last = records.iloc[-1]
     assert last["agent_wall_time"] >= 0.1 and last["wall_time"] >= last["agent_wall_time"]
     assert last["agent_time"] < 0.02, "agent_time counted time the agent spent asleep"
@@ -151,8 +241,13 @@ _SPIN = "while True:\n    pass\n"
 
 
 def _ms_per_round() -> float:
-    records = linbandit_gym.run("LinBandit-Synthetic-v0", SOFUL(sketch_size=10, beta=0.1, lam=1.0), seeds=[0],
-                                env_kwargs=dict(d=200, n_arms=20, horizon=300), batched=False)
+    records = linbandit_gym.run(
+        "LinBandit-Synthetic-v0",
+        SOFUL(sketch_size=10, beta=0.1, lam=1.0),
+        seeds=[0],
+        env_kwargs=dict(d=200, n_arms=20, horizon=300),
+        batched=False,
+    )
     return 1000.0 * records["agent_time"].iloc[-1] / 300
 
 
@@ -167,7 +262,10 @@ def test_recorded_ms_per_round_does_not_depend_on_a_busy_machine():
     quiet, busy = [], []
     for _ in range(5):  # interleaved, best of 5: the machine's own noise hits both alike
         quiet.append(_ms_per_round())
-        spinners = [subprocess.Popen([sys.executable, "-c", _SPIN]) for _ in range(max(1, (os.cpu_count() or 1) - 1))]
+        spinners = [
+            subprocess.Popen([sys.executable, "-c", _SPIN])
+            for _ in range(max(1, (os.cpu_count() or 1) - 1))
+        ]
         try:
             time.sleep(0.2)  # let them start spinning
             busy.append(_ms_per_round())
@@ -177,4 +275,6 @@ def test_recorded_ms_per_round_does_not_depend_on_a_busy_machine():
             for proc in spinners:
                 proc.wait()
     ratio = min(busy) / min(quiet)
-    assert 1 / 1.5 < ratio < 1.5, f"busy {min(busy):.3f} vs quiet {min(quiet):.3f} ms/round (ratio {ratio:.2f})"
+    assert 1 / 1.5 < ratio < 1.5, (
+        f"busy {min(busy):.3f} vs quiet {min(quiet):.3f} ms/round (ratio {ratio:.2f})"
+    )

@@ -26,11 +26,27 @@ from linbandit_gym.experiments import load_runs, plan, sweep
 
 LINUX = sys.platform.startswith("linux") and Path("/proc/self/stat").exists()
 SMALL_ENV = {"id": "LinBandit-Synthetic-v0", "args": {"d": 5, "n_arms": 4, "horizon": 30}}
-THREE = {"name": "three", "seeds": 3, "envs": [SMALL_ENV], "agents": [{"name": "OFUL", "args": {"beta": 0.1}}]}
-RUN = ["run", "--env", "LinBandit-Synthetic-v0", "--horizon", "30", "--env-arg", "d=5", "--env-arg", "n_arms=4",
-       "--no-progress"]
+THREE = {
+    "name": "three",
+    "seeds": 3,
+    "envs": [SMALL_ENV],
+    "agents": [{"name": "OFUL", "args": {"beta": 0.1}}],
+}
+RUN = [
+    "run",
+    "--env",
+    "LinBandit-Synthetic-v0",
+    "--horizon",
+    "30",
+    "--env-arg",
+    "d=5",
+    "--env-arg",
+    "n_arms=4",
+    "--no-progress",
+]
 AGENT_SIDE = "agent-side, after the sketch core lands"
-#: The agent-side tests build agents whose sketch is larger than OFUL's state, which they warn about.
+#: The agent-side tests build agents whose sketch is larger than OFUL's state, which they warn
+#: about.
 NO_SIZE_WARNING = pytest.mark.filterwarnings("ignore:.*more than OFUL's d x d inverse:UserWarning")
 
 
@@ -40,9 +56,15 @@ def _write(path: Path, config: dict) -> Path:
 
 
 def _cli(*args: str, env: dict | None = None, **popen) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "linbandit_gym.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}, **popen)
+    return subprocess.Popen(
+        [sys.executable, "-m", "linbandit_gym.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        **popen,
+    )
 
 
 def _one_line(err: str) -> str:
@@ -56,41 +78,71 @@ def _refused(capsys, argv: list[str], code: int = 2) -> str:
     return _one_line(capsys.readouterr().err)
 
 
-# -- sizes refused up front; --dry-run says the largest run's memory ---------------------------------
+# -- sizes refused up front; --dry-run says the largest run's memory -------------------------------
+
 
 def test_an_env_too_large_for_memory_is_one_line_under_dry_run(tmp_path, capsys):
-    config = _write(tmp_path / "c.yaml", {"envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 1_000_000_000}}],
-                                          "agents": [{"name": "OFUL"}]})
+    config = _write(
+        tmp_path / "c.yaml",
+        {
+            "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 1_000_000_000}}],
+            "agents": [{"name": "OFUL"}],
+        },
+    )
     line = _refused(capsys, ["sweep", str(config), "--dry-run"])
     assert line.startswith("linbandit sweep: error: envs[0].args") and "d=1000000000" in line
 
 
-@pytest.mark.parametrize("args, env_d, named", [
-    # the sketch holds min(2 sketch_size, d) rows of d numbers: a huge sketch_size is large only at a large d
-    ({"sketch_size": 100000}, 200_000, "sketch_size=100000"),
-    ({"d": 10**9}, None, "d=1000000000"),
-])
-def test_agent_arguments_that_cannot_fit_are_refused_before_building(tmp_path, capsys, args, env_d, named):
-    arg = [f"--agent-arg={k}={v}" for k, v in args.items()] + ([f"--env-arg=d={env_d}"] if env_d else [])
-    line = _refused(capsys, ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "SOFUL", *arg, "--no-progress"])
+@pytest.mark.parametrize(
+    "args, env_d, named",
+    [
+        # the sketch holds min(2 sketch_size, d) rows of d numbers: a huge sketch_size is large only
+        # at a large d
+        ({"sketch_size": 100000}, 200_000, "sketch_size=100000"),
+        ({"d": 10**9}, None, "d=1000000000"),
+    ],
+)
+def test_agent_arguments_that_cannot_fit_are_refused_before_building(
+    tmp_path, capsys, args, env_d, named
+):
+    arg = [f"--agent-arg={k}={v}" for k, v in args.items()] + (
+        [f"--env-arg=d={env_d}"] if env_d else []
+    )
+    line = _refused(
+        capsys,
+        ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "SOFUL", *arg, "--no-progress"],
+    )
     assert named in line and "more than" in line and "GiB" in line, line
     env = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": env_d}} if env_d else SMALL_ENV
-    config = _write(tmp_path / "c.yaml", {**THREE, "envs": [env], "agents": [{"name": "SOFUL", "args": args}]})
+    config = _write(
+        tmp_path / "c.yaml", {**THREE, "envs": [env], "agents": [{"name": "SOFUL", "args": args}]}
+    )
     line = _refused(capsys, ["sweep", str(config), "--dry-run"])
     assert line.startswith("linbandit sweep: error: agents[0].args") and named in line, line
 
 
 def test_the_limit_is_the_one_envs_use(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("LINBANDIT_MEMORY_LIMIT", "1MB")
-    config = _write(tmp_path / "c.yaml", {**THREE, "envs": [{**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 400}}]})
+    config = _write(
+        tmp_path / "c.yaml",
+        {**THREE, "envs": [{**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 400}}]},
+    )
     line = _refused(capsys, ["sweep", str(config), "--dry-run"])
     assert "$LINBANDIT_MEMORY_LIMIT (1 MiB)" in line
 
 
 def test_dry_run_reports_the_largest_runs_memory(tmp_path, capsys):
-    config = _write(tmp_path / "c.yaml", {**THREE, "agents": [
-        {"name": "OFUL"}, {"name": "SOFUL", "grid": {"sketch_size": [2, 3]}}],
-        "envs": [SMALL_ENV, {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 300}, "label": "wide"}]})
+    config = _write(
+        tmp_path / "c.yaml",
+        {
+            **THREE,
+            "agents": [{"name": "OFUL"}, {"name": "SOFUL", "grid": {"sketch_size": [2, 3]}}],
+            "envs": [
+                SMALL_ENV,
+                {**SMALL_ENV, "args": {**SMALL_ENV["args"], "d": 300}, "label": "wide"},
+            ],
+        },
+    )
     assert main(["sweep", str(config), "--dry-run"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     # OFUL's d x d inverse at d = 300 is the largest: 703 KiB and more
@@ -120,13 +172,35 @@ def test_validation_builds_nothing_it_has_not_checked(tmp_path, capsys, monkeypa
     for cls in AGENTS.values():
         if "_allocate" in vars(cls):
             monkeypatch.setattr(cls, "_allocate", no_allocation)
-    config = _write(tmp_path / "c.yaml", {**THREE, "agents": [
-        {"name": "sideeffect:Agent", "args": {"eps": 0.5}}, {"name": "OFUL", "args": {"d": 5000}}]})
+    config = _write(
+        tmp_path / "c.yaml",
+        {
+            **THREE,
+            "agents": [
+                {"name": "sideeffect:Agent", "args": {"eps": 0.5}},
+                {"name": "OFUL", "args": {"d": 5000}},
+            ],
+        },
+    )
     try:
         assert main(["sweep", str(config), "--dry-run"]) == 0, capsys.readouterr().err
         assert not (tmp_path / "constructed").exists()
-        line = _refused(capsys, ["sweep", str(_write(tmp_path / "b.yaml", {**THREE, "agents": [
-            {"name": "sideeffect:Agent", "args": {"epsilon": 0.5}}]})), "--dry-run"])
+        line = _refused(
+            capsys,
+            [
+                "sweep",
+                str(
+                    _write(
+                        tmp_path / "b.yaml",
+                        {
+                            **THREE,
+                            "agents": [{"name": "sideeffect:Agent", "args": {"epsilon": 0.5}}],
+                        },
+                    )
+                ),
+                "--dry-run",
+            ],
+        )
         assert "has no argument 'epsilon'" in line and not (tmp_path / "constructed").exists()
     finally:
         sys.modules.pop("sideeffect", None)
@@ -141,14 +215,30 @@ def test_a_horizon_whose_records_cannot_fit_is_refused_naming_horizon(tmp_path, 
     line = _refused(capsys, ["sweep", str(config), "--dry-run"])
     assert line.startswith("linbandit sweep: error: horizon: "), line
     assert f"horizon={horizon}" in line and "records" in line and "lower horizon" in line, line
-    line = _refused(capsys, ["run", "--env", "LinBandit-Synthetic-v0", "--agent", "OFUL",
-                             "--horizon", str(horizon), "--no-progress",
-                             "--out", str(tmp_path / "out")])
+    line = _refused(
+        capsys,
+        [
+            "run",
+            "--env",
+            "LinBandit-Synthetic-v0",
+            "--agent",
+            "OFUL",
+            "--horizon",
+            str(horizon),
+            "--no-progress",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
     assert f"horizon={horizon}" in line and "records" in line, line
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match=f"horizon={horizon}: the records of"):  # the loop's check
-        run("LinBandit-Synthetic-v0", AGENTS["OFUL"](), progress=False,
-            env_kwargs={**env["args"], "horizon": horizon})
+        run(
+            "LinBandit-Synthetic-v0",
+            AGENTS["OFUL"](),
+            progress=False,
+            env_kwargs={**env["args"], "horizon": horizon},
+        )
 
 
 def test_dry_run_counts_the_records_in_the_largest_run(tmp_path, capsys):
@@ -161,16 +251,27 @@ def test_dry_run_counts_the_records_in_the_largest_run(tmp_path, capsys):
 
 # -- a refused command leaves the output directory as it was ------------------------------------
 
+
 def _tree(root: Path) -> dict[str, tuple[int, int]]:
     """Every file and directory under ``root`` (dot files too): its size and modification time."""
-    return {str(p.relative_to(root)): (p.lstat().st_size, p.lstat().st_mtime_ns)
-            for p in root.rglob("*")}
+    return {
+        str(p.relative_to(root)): (p.lstat().st_size, p.lstat().st_mtime_ns)
+        for p in root.rglob("*")
+    }
 
 
-@pytest.mark.parametrize("options", [
-    ["--workers", "0"], ["--max-batch", "0"], ["--timing-repeats", "0"], ["--threads", "0"],
-    ["--address", "127.0.0.1:1"], ["--backend", "ray", "--address", "nowhere"],
-], ids=lambda o: " ".join(o))
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--workers", "0"],
+        ["--max-batch", "0"],
+        ["--timing-repeats", "0"],
+        ["--threads", "0"],
+        ["--address", "127.0.0.1:1"],
+        ["--backend", "ray", "--address", "nowhere"],
+    ],
+    ids=lambda o: " ".join(o),
+)
 def test_a_refused_sweep_leaves_its_directory_as_it_was(tmp_path, capsys, options):
     """``sweep small.yaml --out EXISTING --workers 0`` exits 2 without rewriting config.yaml,
     manifest.json or .lock: ``plot EXISTING`` still finds its finished runs. ``--dry-run``
@@ -217,6 +318,7 @@ def test_plot_and_report_refuse_what_they_cannot_write_before_writing(tmp_path, 
 
 # -- workers that die are replaced -------------------------------------------------------------
 
+
 def _workers(pid: int) -> list[int]:
     """The worker processes of the driver ``pid`` (its children, but the resource tracker)."""
     out = []
@@ -236,14 +338,28 @@ def _workers(pid: int) -> list[int]:
 @pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="reads /proc")
 def test_kill_9_of_one_worker_fails_only_the_run_it_held(tmp_path):
-    config = _write(tmp_path / "c.yaml", {"name": "many", "seeds": 16, "envs": [
-        {"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5, "horizon": 400}}],
-        "agents": [{"name": "OFUL", "args": {"beta": 0.1}}]})
+    config = _write(
+        tmp_path / "c.yaml",
+        {
+            "name": "many",
+            "seeds": 16,
+            "envs": [
+                {"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5, "horizon": 400}}
+            ],
+            "agents": [{"name": "OFUL", "args": {"beta": 0.1}}],
+        },
+    )
     out = tmp_path / "out"
-    proc = _cli("sweep", str(config), "--out", str(out), "--workers", "2", "--no-batched", "--no-plots")
+    proc = _cli(
+        "sweep", str(config), "--out", str(out), "--workers", "2", "--no-batched", "--no-plots"
+    )
     try:
         deadline = time.time() + 120
-        while len(list((out / "runs").glob("*.json"))) < 3 and time.time() < deadline and proc.poll() is None:
+        while (
+            len(list((out / "runs").glob("*.json"))) < 3
+            and time.time() < deadline
+            and proc.poll() is None
+        ):
             time.sleep(0.05)
         workers = _workers(proc.pid)
         assert len(workers) == 2, workers
@@ -256,7 +372,10 @@ def test_kill_9_of_one_worker_fails_only_the_run_it_held(tmp_path):
     failed = list((out / "failed").glob("*.json"))
     assert proc.returncode == 1 and len(failed) == 1, (stdout, stderr)
     assert "WorkerDied" in failed[0].read_text() and "SIGKILL" in failed[0].read_text()
-    assert len(list((out / "runs").glob("*.json"))) == 15 and "BrokenProcessPool" not in stdout + stderr
+    assert (
+        len(list((out / "runs").glob("*.json"))) == 15
+        and "BrokenProcessPool" not in stdout + stderr
+    )
     finished, pending = plan(config, out)
     assert [s.run_id for s in pending] == [failed[0].stem]
     assert main(["sweep", str(config), "--out", str(out), "--no-plots", "--quiet"]) == 0
@@ -265,14 +384,30 @@ def test_kill_9_of_one_worker_fails_only_the_run_it_held(tmp_path):
 
 # -- a Ray cluster that does not answer ----------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_a_ray_address_that_does_not_answer_fails_within_a_stated_timeout(tmp_path):
     pytest.importorskip("ray")
     config = _write(tmp_path / "c.yaml", THREE)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "linbandit_gym.cli", "sweep", str(config), "--out",
-                           str(tmp_path / "out"), "--backend", "ray", "--address", "127.0.0.1:1"],
-                          capture_output=True, text=True, timeout=90)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "linbandit_gym.cli",
+            "sweep",
+            str(config),
+            "--out",
+            str(tmp_path / "out"),
+            "--backend",
+            "ray",
+            "--address",
+            "127.0.0.1:1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert done.returncode == 1 and time.perf_counter() - started < 60
     line = _one_line(done.stderr)
     assert "cannot reach a Ray cluster at 127.0.0.1:1" in line and "waited up to 10 s" in line, line
@@ -313,9 +448,22 @@ def test_ctrl_c_after_the_last_run_exits_130_without_a_traceback(tmp_path):
     config = _write(tmp_path / "c.yaml", THREE)
     script = tmp_path / "late.py"
     script.write_text(LATE)
-    proc = subprocess.Popen([sys.executable, str(script), "sweep", str(config), "--out", str(tmp_path / "out"),
-                             "--no-plots", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(script),
+            "sweep",
+            str(config),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-plots",
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     err = _interrupt_after(proc, "COMMAND DONE", pause=0.5)
     # 130, or ended by SIGINT itself, which a shell reports as 130
     assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err)
@@ -335,12 +483,16 @@ def test_ctrl_c_while_the_summary_is_written_exits_130(tmp_path):
 
 # -- output directories that cannot be written ------------------------------------------------
 
+
 def test_runs_being_a_file_is_one_line(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
     (out / "runs").write_text("not a directory")
     config = _write(tmp_path / "c.yaml", THREE)
-    for argv in (["sweep", str(config), "--out", str(out)], RUN + ["--agent", "OFUL", "--out", str(out)]):
+    for argv in (
+        ["sweep", str(config), "--out", str(out)],
+        RUN + ["--agent", "OFUL", "--out", str(out)],
+    ):
         line = _refused(capsys, argv)
         assert f"{out / 'runs'} is a file" in line and "--out" in line, line
     assert (out / "runs").read_text() == "not a directory"
@@ -366,19 +518,41 @@ def test_a_file_too_large_efbig_is_one_line_and_exit_1(tmp_path):
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000))  # a records file is larger
 
-    done = subprocess.run([sys.executable, "-m", "linbandit_gym.cli", "sweep", str(config), "--out",
-                           str(tmp_path / "out"), "--quiet"], capture_output=True, text=True, timeout=120,
-                          preexec_fn=small_files)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "linbandit_gym.cli",
+            "sweep",
+            str(config),
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_files,
+    )
     assert done.returncode == 1, done.stderr
     assert "File too large" in _one_line(done.stderr)
 
 
 # -- the lock names its holder -------------------------------------------------------------------
 
+
 @pytest.mark.skipif(not LINUX, reason="flock semantics checked on Linux")
 def test_run_out_on_a_directory_a_sweep_holds_names_the_sweep_and_its_command(tmp_path, capsys):
-    config = _write(tmp_path / "long.yaml", {**THREE, "seeds": 3, "envs": [
-        {"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5, "horizon": 3000}}]})
+    config = _write(
+        tmp_path / "long.yaml",
+        {
+            **THREE,
+            "seeds": 3,
+            "envs": [
+                {"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5, "horizon": 3000}}
+            ],
+        },
+    )
     out = tmp_path / "out"
     holder = _cli("sweep", str(config), "--out", str(out), "--no-plots", "--quiet")
     try:

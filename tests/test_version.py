@@ -1,4 +1,5 @@
-"""One version, from pyproject.toml: the package attributes and ``linbandit --version`` report it."""
+"""One version, from pyproject.toml: the package attributes and ``linbandit --version`` report
+it."""
 
 import re
 import subprocess
@@ -25,7 +26,9 @@ def pyproject_version() -> str:
 
 def test_package_versions_are_pyprojects():
     expected = pyproject_version()
-    assert version("linbandit-gym") == expected, "installed metadata is stale: reinstall (make install)"
+    assert version("linbandit-gym") == expected, (
+        "installed metadata is stale: reinstall (make install)"
+    )
     assert linbandit_gym.__version__ == expected
     assert agents.__version__ == expected
 
@@ -42,14 +45,21 @@ def test_cli_version_flag(capsys):
 
 @pytest.mark.slow  # an interpreter starts; the version is checked in-process by default
 def test_module_entry_point_version():
-    out = subprocess.run([sys.executable, "-m", "linbandit_gym", "--version"], capture_output=True, text=True,
-                         check=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "linbandit_gym", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
     assert out.stdout.strip() == f"linbandit {pyproject_version()}"
-
 
 
 def test_changelog_has_this_version():
     changelog = (ROOT / "CHANGELOG.md").read_text()
-    assert re.search(r"^## \[Unreleased\]", changelog, re.M), "CHANGELOG.md keeps an Unreleased section on top"
+    assert re.search(r"^## \[Unreleased\]", changelog, re.M), (
+        "CHANGELOG.md keeps an Unreleased section on top"
+    )
     assert re.search(rf"^## \[{re.escape(pyproject_version())}\]", changelog, re.M), (
-        "CHANGELOG.md has no section for the version in pyproject.toml")
+        "CHANGELOG.md has no section for the version in pyproject.toml"
+    )

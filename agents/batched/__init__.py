@@ -40,73 +40,155 @@ BatchedEstimator = CovarianceEstimator  # the estimators are batched-first (kept
 BatchedLinUCB = LinUCB  # the loop is batched-first (kept name)
 
 __all__ = [
-    "BATCHED", "BatchedCBSCFD", "BatchedDBSLinUCB", "BatchedDyadicBlockSketch", "BatchedEstimator",
-    "BatchedExactCovariance", "BatchedLinTS", "BatchedSLinTS", "BatchedDBSLinTS",
-    "BatchedFrequentDirections", "BatchedLinUCB", "BatchedOFUL", "BatchedRobustFrequentDirections", "BatchedSOFUL",
-    "as_arm_batch", "batched", "batched_members", "constructor_args", "supports_batched",
+    "BATCHED",
+    "BatchedCBSCFD",
+    "BatchedDBSLinUCB",
+    "BatchedDyadicBlockSketch",
+    "BatchedEstimator",
+    "BatchedExactCovariance",
+    "BatchedLinTS",
+    "BatchedSLinTS",
+    "BatchedDBSLinTS",
+    "BatchedFrequentDirections",
+    "BatchedLinUCB",
+    "BatchedOFUL",
+    "BatchedRobustFrequentDirections",
+    "BatchedSOFUL",
+    "as_arm_batch",
+    "batched",
+    "batched_members",
+    "constructor_args",
+    "supports_batched",
 ]
 
 
 class BatchedExactCovariance(ExactCovariance):
     """``ExactCovariance(d, batch_size=B, ...)``: B exact inverses ``(B, d, d)``."""
 
-    def __init__(self, batch_size: int, d: int, *, reg: float, device=None, dtype=None, keep_gram: bool = False):
-        super().__init__(d, reg=reg, device=device, dtype=dtype, keep_gram=keep_gram, batch_size=batch_size)
+    def __init__(
+        self,
+        batch_size: int,
+        d: int,
+        *,
+        reg: float,
+        device=None,
+        dtype=None,
+        keep_gram: bool = False,
+    ):
+        super().__init__(
+            d, reg=reg, device=device, dtype=dtype, keep_gram=keep_gram, batch_size=batch_size
+        )
 
 
 class BatchedFrequentDirections(FrequentDirections):
     """``FrequentDirections(d, l, batch_size=B, ...)``: B FD sketches in one ``(B, cap, d)`` buffer.
 
     >>> import torch
-    >>> fd = BatchedFrequentDirections(2, 4, 3, reg=1.0, fast=False, device=torch.device("cpu"), dtype=torch.float64)
+    >>> fd = BatchedFrequentDirections(
+    ...     2, 4, 3, reg=1.0, fast=False, device=torch.device("cpu"), dtype=torch.float64
+    ... )
     >>> for x in torch.eye(4, dtype=torch.float64):
     ...     fd.update(torch.stack([x, 2 * x]), torch.zeros(2, dtype=torch.float64))
-    >>> fd.total_shrinkage.tolist()          # as FrequentDirections(4, 3, fast=False) on each stream
+    >>> fd.total_shrinkage.tolist()  # as FrequentDirections(4, 3, fast=False) on each stream
     [1.0, 4.0]
     """
 
-    def __init__(self, batch_size: int, d: int, sketch_size: int, *, reg: float, fast: bool = True, device=None,
-                 dtype=None):
-        super().__init__(d, sketch_size, reg=reg, fast=fast, device=device, dtype=dtype, batch_size=batch_size)
+    def __init__(
+        self,
+        batch_size: int,
+        d: int,
+        sketch_size: int,
+        *,
+        reg: float,
+        fast: bool = True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            d, sketch_size, reg=reg, fast=fast, device=device, dtype=dtype, batch_size=batch_size
+        )
 
 
 class BatchedRobustFrequentDirections(RobustFrequentDirections):
     """``RobustFrequentDirections(d, l, batch_size=B, ...)``."""
 
-    def __init__(self, batch_size: int, d: int, sketch_size: int, *, reg: float, fast: bool = True, device=None,
-                 dtype=None):
-        super().__init__(d, sketch_size, reg=reg, fast=fast, device=device, dtype=dtype, batch_size=batch_size)
+    def __init__(
+        self,
+        batch_size: int,
+        d: int,
+        sketch_size: int,
+        *,
+        reg: float,
+        fast: bool = True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            d, sketch_size, reg=reg, fast=fast, device=device, dtype=dtype, batch_size=batch_size
+        )
 
 
 class BatchedDyadicBlockSketch(DyadicBlockSketch):
-    """``DyadicBlockSketch(d, l0, eps, batch_size=B, ...)``: members close blocks on their own rounds.
+    """``DyadicBlockSketch(d, l0, eps, batch_size=B, ...)``: members close blocks on their own
+    rounds.
 
     >>> import torch
     >>> X = torch.randn(2, 300, 40, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     >>> X[1] *= 3.0                                   # member 1 closes its blocks sooner
-    >>> dbs = BatchedDyadicBlockSketch(2, 40, 4, 2.0, reg=1.0, device=torch.device("cpu"), dtype=torch.float64)
+    >>> dbs = BatchedDyadicBlockSketch(
+    ...     2, 40, 4, 2.0, reg=1.0, device=torch.device("cpu"), dtype=torch.float64
+    ... )
     >>> for t in range(300):
     ...     dbs.update(X[:, t], torch.zeros(2, dtype=torch.float64))
     >>> dbs.block_cap, dbs.n_blocks.tolist(), dbs.exact.tolist()
     (3, [3, 3], [True, True])
     """
 
-    def __init__(self, batch_size: int, d: int, l0: int, eps: float, *, sketch: str = "fd", reg: float,
-                 fast: bool = True, sentinel: bool = True, memory_cap: bool = True, time_cap: bool = True, device=None,
-                 dtype=None):
-        super().__init__(d, l0, eps, sketch=sketch, reg=reg, fast=fast, sentinel=sentinel, memory_cap=memory_cap,
-                         time_cap=time_cap, device=device, dtype=dtype, batch_size=batch_size)
+    def __init__(
+        self,
+        batch_size: int,
+        d: int,
+        l0: int,
+        eps: float,
+        *,
+        sketch: str = "fd",
+        reg: float,
+        fast: bool = True,
+        sentinel: bool = True,
+        memory_cap: bool = True,
+        time_cap: bool = True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            d,
+            l0,
+            eps,
+            sketch=sketch,
+            reg=reg,
+            fast=fast,
+            sentinel=sentinel,
+            memory_cap=memory_cap,
+            time_cap=time_cap,
+            device=device,
+            dtype=dtype,
+            batch_size=batch_size,
+        )
 
 
 def _batched_agent(single: type) -> type:
     """``Batched{single}``: the constructor ``Batched{single}(B, **kw)`` of ``single(batch_size=B,
     **kw)``."""
+
     def __init__(self, batch_size: int, **kwargs: Any):
         kwargs.pop("batch_size", None)
         single.__init__(self, batch_size=batch_size, **kwargs)
 
-    doc = (f"B independent :class:`~agents.{single.__module__.split('.')[-1]}.{single.__name__}` agents: "
-           f"``{single.__name__}(batch_size=B, **kw)`` (same keywords, plus ``batch_size``).")
+    doc = (
+        "B independent "
+        f":class:`~agents.{single.__module__.split('.')[-1]}.{single.__name__}` agents: "
+        f"``{single.__name__}(batch_size=B, **kw)`` (same keywords, plus ``batch_size``)."
+    )
     body = {"__init__": __init__, "__doc__": doc, "single_class": single}
     cls = type(f"Batched{single.__name__}", (single,), body)
     cls.__module__ = __name__
@@ -126,8 +208,15 @@ BatchedDBSLinTS = _batched_agent(DBSLinTS)
 #: ``batching`` joins on first use (:func:`batched_class`).
 BATCHED: dict[type, type] = {
     cls.single_class: cls
-    for cls in (BatchedOFUL, BatchedSOFUL, BatchedCBSCFD, BatchedDBSLinUCB, BatchedLinTS,
-                BatchedSLinTS, BatchedDBSLinTS)
+    for cls in (
+        BatchedOFUL,
+        BatchedSOFUL,
+        BatchedCBSCFD,
+        BatchedDBSLinUCB,
+        BatchedLinTS,
+        BatchedSLinTS,
+        BatchedDBSLinTS,
+    )
 }
 BATCHED.update({DBSLinUCBFD: BatchedDBSLinUCB, DBSLinUCBRFD: BatchedDBSLinUCB})
 
@@ -148,8 +237,10 @@ def batched_class(cls: type) -> type:
         return found
     if not supports_batched(cls):
         known = ", ".join(sorted(c.__name__ for c in BATCHED))
-        raise TypeError(f"{cls.__name__} has no batched version (batched agents exist for: "
-                        f"{known}, and any class that declares its batching)")
+        raise TypeError(
+            f"{cls.__name__} has no batched version (batched agents exist for: "
+            f"{known}, and any class that declares its batching)"
+        )
     host = cls.batching.batched_as or cls
     BATCHED[cls] = BATCHED[host] if host is not cls and host in BATCHED else _batched_agent(host)
     return BATCHED[cls]
@@ -188,7 +279,9 @@ def batched_members(agents: Any) -> LinUCB:
     Thompson sampling agents' normals included); the LinUCB agents are deterministic.
 
     >>> from agents import SOFUL
-    >>> agent = batched_members([SOFUL(lam=0.2, beta=0.01, sketch_size=4), SOFUL(lam=2.0, beta=0.01, sketch_size=4)])
+    >>> agent = batched_members(
+    ...     [SOFUL(lam=0.2, beta=0.01, sketch_size=4), SOFUL(lam=2.0, beta=0.01, sketch_size=4)]
+    ... )
     >>> agent
     SOFUL(batch_size=2, lam=[0.2, 2.0], beta=0.01, sketch_size=4)
 
@@ -203,10 +296,16 @@ def batched_members(agents: Any) -> LinUCB:
     cls = batched_class(type(agents[0]))
     for i, agent in enumerate(agents):
         if batched_class(type(agent)) is not cls:
-            raise ValueError(f"agents[{i}] is a {type(agent).__name__} but agents[0] a {type(agents[0]).__name__}: "
-                             "one batched agent holds members of one class; batch each class separately")
+            raise ValueError(
+                f"agents[{i}] is a {type(agent).__name__} but agents[0] a "
+                f"{type(agents[0]).__name__}: one batched agent holds members of one class; "
+                "batch each class separately"
+            )
         if not agent.single:
-            raise ValueError(f"agents[{i}] is already batched (batch_size={agent.batch_size}); pass single agents")
+            raise ValueError(
+                f"agents[{i}] is already batched (batch_size={agent.batch_size}); "
+                "pass single agents"
+            )
     args = [constructor_args(agent) for agent in agents]
     per_member = getattr(cls, "per_member_args", ())
     params: dict[str, Any] = {}
@@ -220,8 +319,9 @@ def batched_members(agents: Any) -> LinUCB:
         else:
             allowed = ", ".join(per_member) or "none"
             raise ValueError(
-                f"agents[{differ}] has {key}={values[differ]!r} but agents[0] has {key}={values[0]!r}; {key} cannot "
-                f"differ across the members of one batched {cls.single_class.__name__} (per member: {allowed}): "
+                f"agents[{differ}] has {key}={values[differ]!r} but agents[0] has "
+                f"{key}={values[0]!r}; {key} cannot differ across the members of one batched "
+                f"{cls.single_class.__name__} (per member: {allowed}): "
                 "batch those agents separately"
             )
     out = cls(len(agents), **params)

@@ -1,8 +1,8 @@
 """Exact diagnostics of a covariance sketch against the full data (tests, small d).
 
 These form d x d matrices and eigendecompose them (O(n d^2 + d^3)): never call them inside a
-bandit loop. They are what the sketches' guarantees are stated in terms of (Wen et al. (2025), eq. 1,
-Lemma 1, Lemma 4).
+bandit loop. They are what the sketches' guarantees are stated in terms of (Wen et al. (2025),
+eq. 1, Lemma 1, Lemma 4).
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ def _as_data(X: Any, estimator: CovarianceEstimator) -> torch.Tensor:
     if t.ndim == 1:
         t = t.reshape(1, -1)
     if t.ndim != 2 or t.shape[1] != estimator.d:
-        raise ValueError(f"X must have shape (n, {estimator.d}) (the rows fed to the estimator), got {tuple(t.shape)}")
+        raise ValueError(
+            f"X must have shape (n, {estimator.d}) (the rows fed to the estimator), "
+            f"got {tuple(t.shape)}"
+        )
     return t
 
 
@@ -60,7 +63,8 @@ def psd_gap(X: Any, estimator: CovarianceEstimator) -> tuple[float, float]:
 
 
 def fd_error_bound(X: Any, sketch_size: int) -> float:
-    """``min_{0 <= k < l} ||X - X_[k]||_F^2 / (l - k)`` (Wen et al. (2025), eq. 1): FD's error bound."""
+    """``min_{0 <= k < l} ||X - X_[k]||_F^2 / (l - k)`` (Wen et al. (2025), eq. 1): FD's error
+    bound."""
     Xt = X if isinstance(X, torch.Tensor) else torch.as_tensor(np.asarray(X, dtype=np.float64))
     s2 = torch.linalg.svdvals(Xt.to(torch.float64)) ** 2
     tails = torch.flip(torch.cumsum(torch.flip(s2, [0]), 0), [0])  # tails[k] = sum_{i >= k} s2_i
