@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from agents.design import (
@@ -31,37 +31,58 @@ def np_rank(x: np.ndarray) -> int:
     return int(np.linalg.matrix_rank(x))
 
 
-def np_quad(x: np.ndarray, w: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``y^T V(w)^+ y`` row by row (inf where y is outside range(V))."""
-    v = (x * w[:, None]).T @ x
-    evals, evecs = np.linalg.eigh(v)
+def np_span_coordinates(x: np.ndarray) -> np.ndarray:
+    """``U_r`` of the thin SVD ``x = U S V^T``, ``r = np_rank(x)``: row i is arm i in an
+    orthonormal frame of span(x) scaled by ``S_r^-1`` (every quantity below is invariant
+    under an invertible change of coordinates of the span, so the frame is free)."""
+    u, _, _ = np.linalg.svd(x, full_matrices=False)
+    return u[:, : np_rank(x)]
+
+
+def np_quad(x: np.ndarray, w: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``y_j^T V(w)^+ y_j`` for ``y_j = sum_i c_ji x_i`` (inf where y_j is outside range(V)).
+
+    Computed in the span's coordinates ``U_r`` (``x = U_r S_r V_r^T``): there
+    ``V(w) = V_r S_r M(w) S_r V_r^T`` with ``M(w) = U_r^T W U_r``, so
+    ``y^T V(w)^+ y = (c U_r) M(w)^+ (c U_r)^T``. ``M`` is as well conditioned as the design
+    (``M <= I``), whereas ``V(w)`` in the arms' coordinates carries ``cond(x)^2``: a full-rank
+    square arm set with ``cond(x) > 1e5`` would look singular there.
+    """
+    z = np_span_coordinates(x)
+    m = (z * w[:, None]).T @ z
+    evals, evecs = np.linalg.eigh(m)
     keep = evals > evals.max() * 1e-10
-    c = y @ evecs
-    q = (c[:, keep] ** 2 / evals[keep]).sum(axis=1)
-    out = np.abs(c[:, ~keep]).max(axis=1, initial=0.0) > 1e-7 * np.linalg.norm(y, axis=1).clip(1e-300)
+    coef = (c @ z) @ evecs
+    q = (coef[:, keep] ** 2 / evals[keep]).sum(axis=1)
+    norms = np.linalg.norm(coef, axis=1).clip(1e-300)
+    out = np.abs(coef[:, ~keep]).max(axis=1, initial=0.0) > 1e-7 * norms
     q[out] = np.inf
     return q
 
 
 def np_g(x, w):
-    return float(np_quad(x, w, x).max())
+    return float(np_quad(x, w, np.eye(len(x))).max())
 
 
 def np_xy(x, w, active=None):
     idx = np.arange(len(x)) if active is None else np.asarray(active)
     a, b = np.triu_indices(len(idx), 1)
-    y = x[idx[a]] - x[idx[b]]
-    y = y[np.linalg.norm(y, axis=1) > 0]
-    return float(np_quad(x, w, y).max())
+    c = np.zeros((len(a), len(x)))
+    c[np.arange(len(a)), idx[a]] += 1.0
+    c[np.arange(len(a)), idx[b]] -= 1.0
+    c = c[np.linalg.norm(c @ x, axis=1) > 0]
+    return float(np_quad(x, w, c).max())
 
 
 def logdet_span(x, w):
-    """log det of V(w) restricted to span(x) (sum of log of its non-zero eigenvalues). A design
-    that leaves part of the span unweighted (Dirichlet weights down to 1e-17) has an eigenvalue
-    that rounds to 0 or below: its log det is -inf up to rounding, clamped at log(tiny)."""
-    r = np_rank(x)
-    evals = np.linalg.eigvalsh((x * w[:, None]).T @ x)
-    return float(np.log(np.maximum(np.sort(evals)[-r:], np.finfo(np.float64).tiny)).sum())
+    """log det of V(w) restricted to span(x): ``2 sum_j log s_j + log det M(w)`` (see
+    :func:`np_quad`), from the eigenvalues of the well-conditioned ``M``. A design that leaves
+    part of the span unweighted (Dirichlet weights down to 1e-17) has an eigenvalue that
+    rounds to 0 or below: its log det is -inf up to rounding, clamped at log(tiny)."""
+    z = np_span_coordinates(x)
+    s = np.linalg.svd(x, compute_uv=False)[: z.shape[1]]
+    evals = np.linalg.eigvalsh((z * w[:, None]).T @ z)
+    return float(2 * np.log(s).sum() + np.log(np.maximum(evals, np.finfo(np.float64).tiny)).sum())
 
 
 def arm_set(seed: int, k: int, d: int, kind: str) -> np.ndarray:
@@ -98,6 +119,10 @@ def check_simplex(w, k):
     init=st.sampled_from(["basis", "uniform"]),
     seed=st.integers(0, 2**31 - 1),
 )
+# square arm sets with cond(x) ~ 1e5 and 2e5: full rank, but V(w) in the arms' coordinates has
+# condition number cond(x)^2 > 1e10 (the check must work in the span's coordinates)
+@example(k=13, d=13, kind="scaled", eps=0.1, init="basis", seed=13)
+@example(k=13, d=13, kind="gauss", eps=0.01, init="uniform", seed=1307)
 def test_g_design_meets_kiefer_wolfowitz_bound_on_random_sets(k, d, kind, eps, init, seed):
     x = arm_set(seed, k, d, kind)
     assume(np.abs(x).max() > 0)
@@ -114,6 +139,26 @@ def test_g_design_meets_kiefer_wolfowitz_bound_on_random_sets(k, d, kind, eps, i
     for _ in range(5):
         other = rng.dirichlet(np.full(k, 0.3))
         assert logdet_span(x, res.weights) >= logdet_span(x, other) - eps * r - 1e-8
+
+
+@pytest.mark.parametrize("log10_cond", [0, 5, 8, 11])
+def test_g_design_of_a_square_arm_set_is_uniform_whatever_its_conditioning(log10_cond):
+    """d arms spanning R^d: the design is uniform, value d (Kiefer-Wolfowitz).
+
+    With ``x`` invertible, ``log det V(pi) = 2 log |det x| + sum_i log pi_i`` is maximised by
+    ``pi = 1/d`` alone, and there ``||x_i||^2_{V^-1} = d ||x_i||^2_{(x^T x)^-1} = d`` for
+    every arm. Conditioning must not matter (up to numpy's rank tolerance).
+    """
+    d = 13
+    rng = np.random.default_rng(log10_cond)
+    q1, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    q2, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    x = q1 @ np.diag(np.logspace(0, -log10_cond, d)) @ q2
+    res = solve_g_design(x, 1e-6)
+    assert res.rank == d == np_rank(x) and res.converged
+    np.testing.assert_allclose(res.weights, np.full(d, 1.0 / d), atol=1e-3)
+    for value in (res.value, g_value(x, res.weights), np_g(x, res.weights)):
+        assert d * (1 - 1e-9) <= value <= d * (1 + 1e-6) * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("k, d", [(1000, 50), (1000, 5), (60, 50)])
