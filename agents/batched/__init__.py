@@ -84,7 +84,8 @@ class BatchedDyadicBlockSketch(DyadicBlockSketch):
     >>> import torch
     >>> X = torch.randn(2, 300, 40, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     >>> X[1] *= 3.0                                   # member 1 closes its blocks sooner
-    >>> dbs = BatchedDyadicBlockSketch(2, 40, 4, 2.0, reg=1.0, device=torch.device("cpu"), dtype=torch.float64)
+    >>> dbs = BatchedDyadicBlockSketch(2, 40, 4, 2.0, reg=1.0, memory_cap=False, time_cap=False,
+    ...                                device=torch.device("cpu"), dtype=torch.float64)
     >>> for t in range(300):
     ...     dbs.update(X[:, t], torch.zeros(2, dtype=torch.float64))
     >>> dbs.block_cap, dbs.n_blocks.tolist(), dbs.exact.tolist()
