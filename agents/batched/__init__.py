@@ -191,7 +191,7 @@ def batched_members(agents: Any) -> LinUCB:
     >>> from agents import SOFUL
     >>> agent = batched_members([SOFUL(lam=0.2, beta=0.01, sketch_size=4), SOFUL(lam=2.0, beta=0.01, sketch_size=4)])
     >>> agent
-    SOFUL(batch_size=2, lam=[0.2, 2.0], beta=0.01, sketch_size=4)
+    BatchedSOFUL(batch_size=2, lam=[0.2, 2.0], beta=0.01, sketch_size=4)
 
     Raises:
         TypeError: an agent whose class does not batch.
