@@ -31,7 +31,7 @@ from .g_allocation import GAllocation
 from .phased_elimination import PhasedElimination
 from .xy_adaptive import XYAdaptive
 from .xy_static import XYStatic
-from ._warnings import DesignWarning, SketchSizeWarning
+from ._warnings import DesignWarning, DiscardedMassWarning, SketchSizeWarning
 
 AGENTS: dict[str, type] = {"OFUL": OFUL, "SOFUL": SOFUL, "CBSCFD": CBSCFD}
 AGENTS.update({"DBSLinUCB": DBSLinUCB, "DBSLinUCB-FD": DBSLinUCBFD, "DBSLinUCB-RFD": DBSLinUCBRFD})
@@ -53,4 +53,5 @@ __all__ += ["ThompsonSampling", "LinTS", "SLinTS", "DBSLinTS"]
 AGENTS.update({"GAllocation": GAllocation, "XYStatic": XYStatic, "XYAdaptive": XYAdaptive})
 AGENTS["PhasedElimination"] = PhasedElimination
 __all__ += ["GAllocation", "XYStatic", "XYAdaptive", "PhasedElimination"]
-__all__ += ["SketchSizeWarning", "DesignWarning"]  # the agents' warnings, at the user's line
+# the agents' warnings, at the user's line
+__all__ += ["SketchSizeWarning", "DiscardedMassWarning", "DesignWarning"]

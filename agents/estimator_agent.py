@@ -30,6 +30,7 @@ arm set ``act`` scored). ``theta_hat`` is never needed during play and is comput
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -63,6 +64,7 @@ from .sketches.base import (
     ScoreTerms,
     core_dtype,
     warn_if_beyond_dtype,
+    warn_if_updates_inexact,
 )
 
 __all__ = ["EstimatorAgent", "arm_scratch_bytes", "as_arm_batch", "state_dtypes"]
@@ -265,11 +267,6 @@ class EstimatorAgent(TorchAgent):
             self._allocate(int(arms.shape[2]))
         return arms
 
-    def _max_row_sq(self) -> float:
-        """The largest ``tr(X^T X)`` over members (an upper bound on every squared row norm
-        seen)."""
-        return float(np.max(self.estimator.trace)) if self.estimator is not None else 0.0
-
     @property
     def b(self) -> torch.Tensor | None:
         """``sum_s r_s x_s`` (per member when batched), in the estimator's core dtype (float64 on
@@ -286,11 +283,11 @@ class EstimatorAgent(TorchAgent):
             theta = self.estimator.theta()
             if not bool(torch.isfinite(theta).all()):
                 raise FloatingPointError(
-                    f"{type(self).__name__}: theta_hat = A_hat^-1 b is not finite (round "
-                    f"{self.t}): the ridge solution overflowed {self.dtype} because A_hat is too "
-                    f"ill-conditioned for it (lam={_fmt(self.lam)} against squared row norms up to "
-                    f"{self._max_row_sq():.3g}); rescale the features/rewards, raise lam or "
-                    "use dtype=torch.float64"
+                    f"{type(self).__name__}: theta_hat = A_hat^-1 b is not finite in {self.dtype} "
+                    f"(round {self.t}): ||theta_hat|| <= ||b|| / lam, with ||b|| up to "
+                    f"{float(np.max(self.estimator._response_mass)):.3g} (sum_s |r_s| ||x_s||) "
+                    f"and lam={_fmt(self.lam)}; rescale the rewards, raise lam or use "
+                    "dtype=torch.float64"
                 )
             self._theta = theta
         return self._theta
@@ -324,13 +321,14 @@ class EstimatorAgent(TorchAgent):
             obs, check_finite=False, own=True
         )  # own: a snapshot of a numpy obs (_remember_scored)
         est = self.estimator
-        terms = self._score_terms(arms)
-        scores = self._arm_scores(arms, terms)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is named below, by cause
+            terms = self._score_terms(arms)
+            scores = self._arm_scores(arms, terms)
         if not est.xp.all_finite(scores):
             self._scored = None
             if not est.xp.all_finite(arms):
                 raise ValueError(NONFINITE_ARMS)
-            raise self._overflow_error("not finite")
+            raise self._overflow_error("not finite", terms)
         self._remember_scored(obs, terms)
         return scores, terms
 
@@ -346,14 +344,47 @@ class EstimatorAgent(TorchAgent):
             raise self._overflow_error(f"up to {float(s.abs().max()):.3g} in size")
         return self.members.out(out)
 
-    def _overflow_error(self, size: str) -> FloatingPointError:
-        """The error for scores that ``self.dtype`` cannot hold (``size``: what they were)."""
-        return FloatingPointError(
-            f"{type(self).__name__}: the {self.scores_name} are {size} (round {self.t}): they "
-            f"overflowed {self.dtype} because A_hat = lam I + X^T X is too ill-conditioned for it "
-            f"(lam={_fmt(self.lam)} against squared row norms up to {self._max_row_sq():.3g}); "
-            "rescale the features/rewards, raise lam or use dtype=torch.float64"
-        )
+    def _overflow_error(self, size: str, terms: ScoreTerms | None = None) -> Exception:
+        """The error for scores that ``self.dtype`` cannot hold (``size``: what they were), naming
+        the term that overflowed, from the bounds ``x^T A_hat^-1 x <= ||x||^2 / lam`` and
+        ``|x^T A_hat^-1 b| <= ||x|| ||b|| / lam`` (``||b|| <= sum_s |r_s| ||x_s||``): the arms'
+        norms or the rewards' sum against ``lam``, whatever ``A_hat``'s conditioning (a
+        ``ValueError`` for arms whose squared norm overflows)."""
+        est = self.estimator
+        head = f"{type(self).__name__}: the {self.scores_name} are {size} (round {self.t})"
+        lam, lam_min = _fmt(self.lam), float(np.min(est._reg_host()))
+        largest = 0.0
+        if terms is not None:  # (a rule without widths, Thompson sampling, leaves sq None)
+            with np.errstate(over="ignore"):
+                sq = terms.sq if terms.sq is not None else est.xp.norm_sq(terms.arms, est.cdtype)
+            largest = float(est.xp.host(sq).max())
+        mass = float(np.max(est._response_mass))
+        float64 = "" if self.dtype == torch.float64 else ", or use dtype=torch.float64"
+        with np.errstate(over="ignore"):
+            widths = max(largest, math.sqrt(largest)) / lam_min  # bounds x^T A^-1 x and A^-1 x
+            means = math.sqrt(largest) * mass / lam_min
+        if not largest <= est._max_norm_sq:  # (a rule that did not check the arms' norms)
+            return ValueError(est._too_large("an arm's", terms.arms))
+        if terms is None:  # finite in the core dtype, beyond the working dtype's range
+            cause = f"they are beyond {self.dtype}'s range; use dtype=torch.float64"
+        elif not widths <= torch.finfo(self.dtype).max and terms.quad is not None:
+            cause = (
+                f"the widths x^T A_hat^-1 x (at most ||x||^2 / lam) overflowed {self.dtype}: "
+                f"arms of squared norm up to {largest:.3g} against lam={lam}; rescale the features "
+                f"or raise lam{float64}"
+            )
+        elif not means <= torch.finfo(est.cdtype).max:
+            cause = (
+                f"the means x^T A_hat^-1 b (at most ||x|| ||b|| / lam) overflowed: arms of norm up "
+                f"to {math.sqrt(largest):.3g} and ||b|| up to {mass:.3g} (sum_s |r_s| ||x_s||) "
+                f"against lam={lam}; rescale the rewards or the features, or raise lam"
+            )
+        else:
+            cause = (
+                f"the rule's scores overflowed (arms of squared norm up to {largest:.3g}, ||b|| up "
+                f"to {mass:.3g}, lam={lam}); rescale the features or lower the rule's scale"
+            )
+        return FloatingPointError(f"{head}: {cause}")
 
     def act(self, obs: Any):
         scores, _ = self._round(obs)
@@ -438,11 +469,17 @@ class EstimatorAgent(TorchAgent):
         arms = terms.arms if terms is not None else self._arms(obs)
         est = self.estimator
         X = est._pick(arms, actions)  # each member's played row (B, d)
-        self._before_step(X, terms, actions)
-        est.step(X, r, terms, actions if terms is not None else None)
+        est.checked_step(
+            X,
+            r,
+            terms,
+            actions if terms is not None else None,
+            before=lambda: self._before_step(X, terms, actions),
+        )
         self._scored = self._theta = None
         self.t += 1
         warn_if_beyond_dtype(est, who=type(self).__name__)
+        warn_if_updates_inexact(est, who=type(self).__name__)
 
     def _n_arms_batch(self, obs: Any) -> int:
         shape = getattr(obs, "shape", None)

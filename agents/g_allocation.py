@@ -82,8 +82,9 @@ class GAllocation(BAIAgent):
         "design_eps": [Interval(Real, 0, None, closed="neither", hint="accuracy of the design")],
         "block": [Interval(Integral, 1, None, hint="pulls per rounding block"), None],
         "check_growth": [Interval(Real, 0, None, hint="0 = test after every pull")],
-        "lam": [Interval(Real, 0, 0, closed="both", hint="G-allocation uses plain OLS (Jamieson, "
-                         "2018, eq. 2) so that the fixed-design width is exact; pass lam=0")],
+        "lam": [Interval(Real, 0, 0, closed="both", hint="the static allocations use plain OLS "
+                         "(Jamieson, 2018, eq. 2) so that the fixed-design width is exact; pass "
+                         "lam=0")],
     }
     repr_args = ("delta", "noise_std", "allocation")
 

@@ -9,9 +9,10 @@ import numpy as np
 
 from ._torch import DeviceLike, DTypeLike
 from ._validate import Interval, Options
-from ._warnings import SketchSizeWarning, warn_user
+from ._warnings import DiscardedMassWarning, SketchSizeWarning, warn_user
 from .base import Batching
 from .linucb import LinUCB
+from .sketches.dbs import block_round_cost, exact_round_cost
 from .sketches.fd import FrequentDirections
 
 __all__ = ["SOFUL"]
@@ -73,6 +74,15 @@ class SOFUL(LinUCB):
         super().__init__(lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound,
                          batch_size=batch_size, d=d, device=device, dtype=dtype, seed=seed)
 
+    def reset(self, seed=None) -> None:
+        super().reset(seed=seed)
+        self._warned_mass = False  # (warn_if_discarded_mass_dominates, once per episode)
+
+    def update(self, obs, action, reward) -> None:
+        super().update(obs, action, reward)
+        if not self._warned_mass:
+            warn_if_discarded_mass_dominates(self)
+
     def make_estimator(self, d: int) -> FrequentDirections:
         _warn_if_larger_than_oful(self, d)
         return super().make_estimator(d)
@@ -102,10 +112,33 @@ def largest_sketch_size_within(d: int, limit: int, fast: bool, dtype, cdtype) ->
     return lo
 
 
+def slower_than_oful(d: int, sketch_size, fast: bool) -> np.ndarray:
+    """Whether an FD round of sketch size ``l`` (an int or an array of them) costs more
+    multiply-adds than OFUL's at every number of arms ``K >= 1``, by the estimate Dyadic Block
+    Sketching switches to exact updates by: :func:`~agents.sketches.dbs.block_round_cost` at the
+    buffer's peak (``2 l`` rows fast, ``l`` textbook) against
+    :func:`~agents.sketches.dbs.exact_round_cost`. Both costs are linear in ``K``, so it is so at
+    every ``K`` when it is so at ``K = 1`` and each further arm costs the sketch at least OFUL's
+    ``d^2``."""
+    l = np.asarray(sketch_size)
+    rows = 2 * l if fast else l
+    one, two = (block_round_cost(d, k, rows, l, fast) - exact_round_cost(d, k) for k in (1, 2))
+    return (one > 0.0) & (two >= one)
+
+
+def _largest_not_slower(d: int, fast: bool) -> int | None:
+    """The largest ``sketch_size`` below every size :func:`slower_than_oful` flags at dimension
+    ``d`` (``None`` when none is flagged up to ``d + 1``, past which the rounds no longer grow)."""
+    slower = np.flatnonzero(slower_than_oful(d, np.arange(1, d + 2), fast))
+    return int(slower[0]) if slower.size else None
+
+
 def _warn_if_larger_than_oful(agent, d: int) -> None:
-    """A SOFUL/CBSCFD sketch that holds more bytes than OFUL's d x d inverse saves nothing: say so, with
-    the largest sketch size that does not (the very comparison made here), at the user's line (once per
-    line and message, Python's default), when the dimension becomes known."""
+    """A SOFUL/CBSCFD sketch that holds more bytes than OFUL's d x d inverse, or whose rounds cost
+    more arithmetic than OFUL's whatever the number of arms (:func:`slower_than_oful`), saves
+    nothing: say so, with the largest sketch size that does neither (the very comparisons made
+    here), at the user's line (once per line and message, Python's default), when the dimension
+    becomes known."""
     from .sketches.base import core_dtype
     from .sketches.exact import ExactCovariance
 
@@ -114,13 +147,60 @@ def _warn_if_larger_than_oful(agent, d: int) -> None:
     ec = cdtype.itemsize
     sketch = FrequentDirections.peak_member_bytes(d, l, agent.fast, agent.dtype, cdtype)
     oful = ExactCovariance.peak_member_bytes(d, agent.dtype, core_bytes=ec)
-    if sketch <= oful:
+    larger, slower = sketch > oful, bool(slower_than_oful(d, l, agent.fast))
+    if not (larger or slower):
         return
     name = getattr(type(agent), "single_class", type(agent)).__name__  # the class the user built, not its batch
-    largest = largest_sketch_size_within(d, oful, agent.fast, agent.dtype, cdtype)
-    fix = f"use sketch_size <= {largest} or OFUL" if largest else "use OFUL"
+    sizes = [
+        largest_sketch_size_within(d, oful, agent.fast, agent.dtype, cdtype),
+        _largest_not_slower(d, agent.fast),
+    ]
+    largest = min((s for s in sizes if s is not None), default=None)
+    # FD keeps sketch_size - 1 directions: a size below 2 keeps none, and is never suggested
+    fix = f"use sketch_size <= {largest} or OFUL" if largest and largest >= 2 else "use OFUL"
+    said = [f"holds {sketch} bytes per agent, more than OFUL's d x d inverse ({oful} bytes)"]
+    said = said * larger
+    said += [
+        "its rounds cost more than OFUL's at any number of arms (multiply-adds at the buffer's "
+        "peak, the estimate DBSLinUCB switches to exact updates by)"
+    ] * slower
+    warn_user(f"{name}(sketch_size={l}) at d={d} {', and '.join(said)}: {fix}", SketchSizeWarning)
+
+
+def warn_if_discarded_mass_dominates(agent: SOFUL) -> None:
+    """Warn once (a :class:`~agents.DiscardedMassWarning`) when Frequent Directions' discarded mass
+    passes ``lam`` for some member, naming the agents that do not have that limit.
+
+    FD's guarantee (Ghashami et al. 2016) is ``0 <= X^T X - S^T S <= Delta I`` with ``Delta`` the
+    total shrinkage, so ``A_hat <= A <= A_hat + Delta I <= (1 + Delta / lam) A_hat`` (as
+    ``A_hat >= lam I``) and, for every arm,
+
+        ||x||^2_{A^-1}  <=  ||x||^2_{A_hat^-1}  <=  (1 + Delta / lam) ||x||^2_{A^-1}.
+
+    While ``Delta <= lam`` SOFUL's widths are within ``sqrt 2`` of OFUL's (it plays as OFUL with a
+    radius at most ``sqrt 2`` larger); past it nothing bounds them: a direction the sketch
+    discarded keeps the width ``||x||^2 / lam`` of a direction never played, and SOFUL's regret
+    bound grows with ``Delta / lam`` (Kuzborskij et al. 2019). Robust FD adds the mass back
+    (``A_hat >= A``, CBSCFD) and Dyadic Block Sketching bounds it (``Delta < 2 eps``), so they do
+    not warn."""
+    est = agent.estimator
+    if est is None or est.robust:
+        return
+    mass = np.atleast_1d(np.asarray(est.total_shrinkage, dtype=np.float64))
+    lam = np.broadcast_to(np.asarray(agent.lam, dtype=np.float64), mass.shape)
+    if not (mass > lam).any():
+        return
+    agent._warned_mass = True
+    i = int(np.argmax(mass / lam))
+    name = getattr(type(agent), "single_class", type(agent)).__name__
+    member = "" if agent.members.unbatched else f" (member {i})"
+    l = int(np.broadcast_to(np.asarray(agent.arguments["sketch_size"]), mass.shape)[i])
+    # the same words for every seed of a configuration (a sweep says a warning once per cause)
     warn_user(
-        f"{name}(sketch_size={l}) at d={d} holds {sketch} bytes per agent, more than OFUL's d x d inverse "
-        f"({oful} bytes): {fix}",
-        SketchSizeWarning,
+        f"{name}(sketch_size={l}, lam={lam[i]:.3g}){member}: Frequent Directions discarded more "
+        "mass than lam (its total shrinkage passed lam): its widths can then exceed OFUL's by more "
+        "than sqrt 2 (up to sqrt(1 + mass / lam)) and its regret can grow linearly where OFUL's "
+        "does not. Use CBSCFD (which adds the discarded mass back), a larger sketch_size, or "
+        "DBSLinUCB (which bounds it)",
+        DiscardedMassWarning,
     )

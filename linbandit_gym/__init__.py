@@ -14,4 +14,13 @@ register_envs()
 
 from .vector import make_vec  # noqa: E402  (after registration: it looks the ids up)
 
-__all__ = ["ENV_IDS", "LinBanditEnv", "check_env_args", "env_description", "make_vec", "register_envs", "run", "__version__"]
+__all__ = [
+    "ENV_IDS",
+    "LinBanditEnv",
+    "check_env_args",
+    "env_description",
+    "make_vec",
+    "register_envs",
+    "run",
+    "__version__",
+]

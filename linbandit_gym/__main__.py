@@ -6,7 +6,8 @@ from .specs import drop_current_directory_entry
 
 drop_current_directory_entry()
 
-from .cli import main
+# imported only once the working directory is off sys.path
+from .cli import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

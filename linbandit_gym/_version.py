@@ -1,4 +1,5 @@
-"""The version of linbandit-gym: one source of truth, the version in ``pyproject.toml`` as installed."""
+"""The version of linbandit-gym: one source of truth, the version in ``pyproject.toml`` as
+installed."""
 
 from importlib.metadata import PackageNotFoundError, version
 

@@ -77,6 +77,7 @@ def rst_to_text(text: str) -> str:
     >>> rst_to_text(":class:`~agents.base.TorchAgent` on ``digits``, the radius:: R + H")
     'TorchAgent on digits, the radius: R + H'
     """
+
     def role(match: re.Match) -> str:
         target = match.group(1)
         # :class:`~pkg.mod.Name` and :func:`pkg.f` show the last dotted part, as Sphinx does with ~
@@ -228,15 +229,18 @@ def one_name_per_entry(doc: str, entries: list[tuple[str, tuple[str, ...]]] | No
     if entries is None:
         if section is None:
             return "\n".join(lines)
-        entries = [(written, entry.block(name)) for entry in section.entries
-                   for name, written in zip(entry.names, entry.written)]
+        entries = [
+            (written, entry.block(name))
+            for entry in section.entries
+            for name, written in zip(entry.names, entry.written)
+        ]
     pad = " " * (section.indent if section else 4)
     body = []
     for name, (first, *more) in entries:
         body.append(f"{pad}{name}: {first}".rstrip())
         body += [f"{pad}{line}".rstrip() for line in more]
     if section is not None:
-        return "\n".join(lines[:section.start + 1] + body + lines[section.end:])
+        return "\n".join(lines[: section.start + 1] + body + lines[section.end :])
     examples = (i for i, line in enumerate(lines) if re.match(r"^Examples?( \(.*\))?:", line))
     at = next(examples, len(lines))
     before = lines[:at]
@@ -309,7 +313,11 @@ def documented_blocks(obj: Any) -> dict[str, tuple[str, ...]]:
     owners = [k for k in obj.__mro__ if k is not object] if inspect.isclass(obj) else [obj]
     raw: dict[str, tuple[str, ...]] = {}
     for owner in owners:
-        doc = owner.__dict__.get("__doc__") if inspect.isclass(owner) else getattr(owner, "__doc__", None)
+        doc = (
+            owner.__dict__.get("__doc__")
+            if inspect.isclass(owner)
+            else getattr(owner, "__doc__", None)
+        )
         if not isinstance(doc, str):
             continue
         for name, block in {**_table_args(doc), **_google_args(doc)}.items():
@@ -338,6 +346,7 @@ def documented_arguments(obj: Any) -> dict[str, str]:
 
 # -- types -----------------------------------------------------------------------------
 
+
 def type_name(hint: Any) -> str:
     """A type hint as users read it: ``float | str``, ``int | None``, ``Sequence[float]``."""
     if hint is Any:
@@ -347,7 +356,8 @@ def type_name(hint: Any) -> str:
     if isinstance(hint, type) and typing.get_origin(hint) is None:
         return hint.__name__
     text = str(hint).replace("typing.", "")
-    return re.sub(r"\b(?:[a-z_][\w]*\.)+([A-Za-z_]\w*)", r"\1", text)  # collections.abc.Sequence -> Sequence
+    # collections.abc.Sequence -> Sequence
+    return re.sub(r"\b(?:[a-z_][\w]*\.)+([A-Za-z_]\w*)", r"\1", text)
 
 
 def value_matches(value: Any, hint: Any) -> bool:
@@ -386,6 +396,7 @@ def value_matches(value: Any, hint: Any) -> bool:
 
 
 # -- the arguments of a constructor ----------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Argument:
@@ -446,11 +457,16 @@ class Arguments:
         return {a.name: a.hint for a in self}
 
     def valid_text(self) -> str:
-        """``"valid arguments: lam=1.0, beta=1.0, ..."``, the defaults as the constructor has them."""
-        listed = ", ".join(f"{a.name}={a.default_text}" if not a.required else f"{a.name} (required)" for a in self)
+        """``"valid arguments: lam=1.0, beta=1.0, ..."``, the defaults as the constructor has
+        them."""
+        listed = ", ".join(
+            f"{a.name}={a.default_text}" if not a.required else f"{a.name} (required)" for a in self
+        )
         return f"valid arguments: {listed or '(none)'}"
 
-    def problems(self, args: dict[str, Any], *, sequences: Iterable[str] = ()) -> list[ArgumentProblem]:
+    def problems(
+        self, args: dict[str, Any], *, sequences: Iterable[str] = ()
+    ) -> list[ArgumentProblem]:
         """Every problem of ``args``: names the constructor does not take (with the closest
         valid name) and values that do not fit their type hints. ``sequences`` names the
         arguments that may also be given as a list of such values (a batched agent's
@@ -461,15 +477,30 @@ class Arguments:
             argument = self.by_name.get(name)
             if argument is None:
                 if not self.open:
-                    out.append(ArgumentProblem(
-                        name, f"{self.owner} has no argument {name!r}{did_you_mean(name, self.by_name)}", unknown=True))
+                    out.append(
+                        ArgumentProblem(
+                            name,
+                            f"{self.owner} has no argument {name!r}"
+                            f"{did_you_mean(name, self.by_name)}",
+                            unknown=True,
+                        )
+                    )
                 continue
-            values = list(value) if name in sequences and isinstance(value, (list, tuple, np.ndarray)) else [value]
+            values = (
+                list(value)
+                if name in sequences and isinstance(value, (list, tuple, np.ndarray))
+                else [value]
+            )
             wrong = [v for v in values if not value_matches(v, argument.hint)]
             if wrong:
-                out.append(ArgumentProblem(
-                    name, f"{self.owner} argument {name}={short_repr(value, 60)}: expected {argument.type_text}, "
-                          f"got {type(wrong[0]).__name__}"))
+                out.append(
+                    ArgumentProblem(
+                        name,
+                        f"{self.owner} argument {name}={short_repr(value, 60)}: "
+                        f"expected {argument.type_text}, "
+                        f"got {type(wrong[0]).__name__}",
+                    )
+                )
         return out
 
 
@@ -479,8 +510,12 @@ def named_argument(message: str, names: Iterable[str]) -> str:
     >>> named_argument("SOFUL: sketch_size must be an int >= 1, got 0", ["lam", "sketch_size"])
     'sketch_size'
     """
-    found = [(match.start(), name) for name in names
-             for match in [re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", message)] if match]
+    found = [
+        (match.start(), name)
+        for name in names
+        for match in [re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", message)]
+        if match
+    ]
     return min(found)[1] if found else ""
 
 
@@ -492,9 +527,15 @@ def describe_arguments(arguments: Arguments, width: int = 100) -> list[str]:
     rows = [(a.name, a.type_text, a.default_text, a.meaning_text()) for a in arguments]
     if not rows:
         return ["  (no arguments)"]
-    columns = [max(len(r[k]) for r in rows + [("argument", "type", "default", "")]) for k in range(3)]
+    columns = [
+        max(len(r[k]) for r in rows + [("argument", "type", "default", "")]) for k in range(3)
+    ]
     indent = 2 + sum(columns) + 2 * 3
-    lines = ["  " + "  ".join(h.ljust(w) for h, w in zip(("argument", "type", "default"), columns)) + "  meaning"]
+    lines = [
+        "  "
+        + "  ".join(h.ljust(w) for h, w in zip(("argument", "type", "default"), columns))
+        + "  meaning"
+    ]
     for *cells, meaning in rows:
         head = "  " + "  ".join(c.ljust(w) for c, w in zip(cells, columns)) + "  "
         # compound words ("one-SVD-per-row", "2l-row") are not split at their hyphens
@@ -512,15 +553,21 @@ def format_problems(problems: list[ArgumentProblem], arguments: Arguments) -> li
     lines = [p.message for p in problems]
     unknown = [i for i, p in enumerate(problems) if p.unknown]
     if unknown:
-        lines[unknown[-1]] += (f"; {arguments.valid_text()} (`linbandit describe {arguments.owner}` says what "
-                               f"each means)")
+        lines[unknown[-1]] += (
+            f"; {arguments.valid_text()} (`linbandit describe {arguments.owner}` says what "
+            f"each means)"
+        )
     return lines
 
 
 @functools.lru_cache(maxsize=256)
 def _read(creator: Callable) -> tuple[tuple[Argument, ...], bool]:
     if inspect.isclass(creator):
-        functions = [k.__dict__["__init__"] for k in creator.__mro__ if "__init__" in k.__dict__ and k is not object]
+        functions = [
+            k.__dict__["__init__"]
+            for k in creator.__mro__
+            if "__init__" in k.__dict__ and k is not object
+        ]
     else:
         functions = [creator]
     meanings = documented_arguments(creator)
@@ -541,7 +588,9 @@ def _read(creator: Callable) -> tuple[tuple[Argument, ...], bool]:
             if p.kind is p.VAR_KEYWORD:
                 var_keyword = True
             elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in found:
-                found[name] = Argument(name, hints.get(name, Any), p.default, meanings.get(name, ""))
+                found[name] = Argument(
+                    name, hints.get(name, Any), p.default, meanings.get(name, "")
+                )
         if not var_keyword:
             return tuple(found.values()), False
     return tuple(found.values()), True

@@ -35,8 +35,18 @@ from .registration import register_envs
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 from .vector import supports_vector
 
-__all__ = ["batch_is_faster", "can_batch", "member_state_is_small", "members_agent", "play_members",
-           "run_batched", "vector_env", "DEFAULT_MAX_BATCH", "MIN_BATCH", "SMALL_STATE"]
+__all__ = [
+    "batch_is_faster",
+    "can_batch",
+    "member_state_is_small",
+    "members_agent",
+    "play_members",
+    "run_batched",
+    "vector_env",
+    "DEFAULT_MAX_BATCH",
+    "MIN_BATCH",
+    "SMALL_STATE",
+]
 
 #: seeds advanced together at most (more seeds run in consecutive chunks)
 DEFAULT_MAX_BATCH = 64
@@ -78,8 +88,11 @@ def batch_is_faster(env: Any, env_kwargs: dict | None, agent: Any, seeds: list[i
     """Whether ``run(env, agent, seeds)`` takes the batched path by default: there are at least
     :data:`MIN_BATCH` seeds, env and agent can batch (:func:`can_batch`) and one member's state
     is small (:func:`member_state_is_small`)."""
-    return (len(seeds) >= MIN_BATCH and can_batch(env, agent)
-            and member_state_is_small(env, env_kwargs, agent, seeds[0]))
+    return (
+        len(seeds) >= MIN_BATCH
+        and can_batch(env, agent)
+        and member_state_is_small(env, env_kwargs, agent, seeds[0])
+    )
 
 
 def member_state_is_small(env_id: str, env_kwargs: dict | None, agent: Any, seed: int) -> bool:
@@ -146,7 +159,8 @@ def run_batched(
         )
     if not supports_batched(agent):
         raise ValueError(
-            f"agent {type(agent).__name__} has no batched version; run(..., batched=False) plays the seeds one by one"
+            f"agent {type(agent).__name__} has no batched version; "
+            "run(..., batched=False) plays the seeds one by one"
         )
     e_name = env_name if env_name is not None else env_id
     a_name = agent_label(agent, agent_name)
@@ -163,12 +177,26 @@ def run_batched(
             try:
                 if bar is None:
                     rounds = min(x for x in (venv.unwrapped.horizon, max_rounds) if x is not None)
-                    bar = tqdm(total=rounds * len(seeds), disable=not show, desc=f"{a_name} on {e_name} (batched)")
-                members = batch_members(venv, batched(agent, len(chunk)), chunk, [a_name] * len(chunk),
-                                        [e_name] * len(chunk))
+                    bar = tqdm(
+                        total=rounds * len(seeds),
+                        disable=not show,
+                        desc=f"{a_name} on {e_name} (batched)",
+                    )
+                members = batch_members(
+                    venv,
+                    batched(agent, len(chunk)),
+                    chunk,
+                    [a_name] * len(chunk),
+                    [e_name] * len(chunk),
+                )
                 with thread_limit(threads):
-                    played = play(members, max_rounds=max_rounds, cpu=cpu,
-                                  bar=bar if show else None, feedback=feedback)
+                    played = play(
+                        members,
+                        max_rounds=max_rounds,
+                        cpu=cpu,
+                        bar=bar if show else None,
+                        feedback=feedback,
+                    )
                     frames.append(played.frame())
             finally:
                 venv.close()
@@ -191,8 +219,11 @@ def members_agent(configs: list[dict]) -> Any:
 
 def vector_env(env_id: str, seeds: list[int], env_kwargs: dict):
     """The vector env that plays ``seeds``: one member per distinct seed (members of a batch
-    that share a seed share its arm sets, see :meth:`~linbandit_gym.vector.LinBanditVectorEnv.step_players`)."""
-    return gym.make_vec(env_id, num_envs=len(set(seeds)), vectorization_mode="vector_entry_point", **env_kwargs)
+    that share a seed share its arm sets, see
+    :meth:`~linbandit_gym.vector.LinBanditVectorEnv.step_players`)."""
+    return gym.make_vec(
+        env_id, num_envs=len(set(seeds)), vectorization_mode="vector_entry_point", **env_kwargs
+    )
 
 
 def play_members(
@@ -226,8 +257,10 @@ def play_members(
     feedback = FeedbackSchedule(feedback_delay, update_every)
     B = getattr(agent, "batch_size", None)
     if not (len(seeds) == len(agent_names) == len(env_names) == B):
-        raise ValueError(f"a batch of {B} members needs {B} seeds, agent names and env names, got "
-                         f"{len(seeds)}, {len(agent_names)} and {len(env_names)}")
+        raise ValueError(
+            f"a batch of {B} members needs {B} seeds, agent names and env names, got "
+            f"{len(seeds)}, {len(agent_names)} and {len(env_names)}"
+        )
     cpu, _ = cpu_clock(threads)
     venv = vector_env(env, seeds, dict(env_kwargs or {}))
     try:

@@ -17,15 +17,31 @@ import gymnasium as gym
 import pandas as pd
 from tqdm.auto import tqdm
 
-import linbandit_gym.batched as batched_path  # the module, so that its functions are looked up per call
+# the module, so that its functions are looked up per call
+import linbandit_gym.batched as batched_path
 
 from .envs.memory import check_records_fit
 from .feedback import FeedbackSchedule
-from .loop import RECORD_COLUMNS, agent_label, check_seeds, make_env, play, records_frame, single_members
+from .loop import (
+    RECORD_COLUMNS,
+    agent_label,
+    check_seeds,
+    make_env,
+    play,
+    records_frame,
+    single_members,
+)
 from .threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 
-__all__ = ["RECORD_COLUMNS", "exact_from", "exact_summary", "run", "make_env", "summarize",
-           "timed_runs"]
+__all__ = [
+    "RECORD_COLUMNS",
+    "exact_from",
+    "exact_summary",
+    "run",
+    "make_env",
+    "summarize",
+    "timed_runs",
+]
 
 
 def _env_name(env: gym.Env, given: str | None) -> str:
@@ -108,13 +124,35 @@ def run(
     threads = check_threads(threads)
     feedback = FeedbackSchedule(feedback_delay, update_every)
     with thread_limit(threads):
-        return _run(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name, env_name=env_name,
-                    max_rounds=max_rounds, progress=progress, batched=batched, threads=threads,
-                    feedback=feedback)
+        return _run(
+            env,
+            agent,
+            seeds,
+            env_kwargs=env_kwargs,
+            agent_name=agent_name,
+            env_name=env_name,
+            max_rounds=max_rounds,
+            progress=progress,
+            batched=batched,
+            threads=threads,
+            feedback=feedback,
+        )
 
 
-def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_rounds, progress, batched,
-         threads, feedback: FeedbackSchedule) -> pd.DataFrame:
+def _run(
+    env,
+    agent,
+    seeds: list[int],
+    *,
+    env_kwargs,
+    agent_name,
+    env_name,
+    max_rounds,
+    progress,
+    batched,
+    threads,
+    feedback: FeedbackSchedule,
+) -> pd.DataFrame:
     if isinstance(agent, type) or (not callable(getattr(agent, "act", None)) and callable(agent)):
         agent = agent()  # a factory, e.g. an agent class
     for method in ("act", "update"):
@@ -122,21 +160,46 @@ def _run(env, agent, seeds: list[int], *, env_kwargs, agent_name, env_name, max_
             raise TypeError(f"agent has no {method}() method; see agents.Agent for the contract")
     if batched is not False:  # all seeds as one tensor program (linbandit_gym.batched)
         if batched or batched_path.batch_is_faster(env, env_kwargs, agent, seeds):
-            return batched_path.run_batched(env, agent, seeds, env_kwargs=env_kwargs, agent_name=agent_name,
-                                            env_name=env_name, max_rounds=max_rounds, progress=progress,
-                                            threads=threads, feedback_delay=feedback.feedback_delay,
-                                            update_every=feedback.update_every)
+            return batched_path.run_batched(
+                env,
+                agent,
+                seeds,
+                env_kwargs=env_kwargs,
+                agent_name=agent_name,
+                env_name=env_name,
+                max_rounds=max_rounds,
+                progress=progress,
+                threads=threads,
+                feedback_delay=feedback.feedback_delay,
+                update_every=feedback.update_every,
+            )
     env = make_env(env, **(env_kwargs or {}))
     e_name, a_name = _env_name(env, env_name), agent_label(agent, agent_name)
     horizon = getattr(env.unwrapped, "horizon", None)
-    per_seed = min(x for x in (horizon, max_rounds) if x is not None) if (horizon or max_rounds) else None
+    per_seed = (
+        min(x for x in (horizon, max_rounds) if x is not None) if (horizon or max_rounds) else None
+    )
     if per_seed:  # the records of every seed are returned together: all of them must fit
         check_records_fit(per_seed, len(seeds))
     show = sys.stderr.isatty() if progress is None else bool(progress)
     cpu, _ = cpu_clock(threads)
-    with tqdm(total=per_seed * len(seeds) if per_seed else None, disable=not show, desc=f"{a_name} on {e_name}") as bar:
-        return records_frame([play(single_members(env, agent, seed, a_name, e_name), max_rounds=max_rounds, cpu=cpu,
-                                   bar=bar if show else None, feedback=feedback) for seed in seeds])
+    with tqdm(
+        total=per_seed * len(seeds) if per_seed else None,
+        disable=not show,
+        desc=f"{a_name} on {e_name}",
+    ) as bar:
+        return records_frame(
+            [
+                play(
+                    single_members(env, agent, seed, a_name, e_name),
+                    max_rounds=max_rounds,
+                    cpu=cpu,
+                    bar=bar if show else None,
+                    feedback=feedback,
+                )
+                for seed in seeds
+            ]
+        )
 
 
 def timed_runs(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -144,7 +207,9 @@ def timed_runs(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     alone (``time_shared_by`` 1) where the group has any, else all of its runs, whose times are
     then shares of batches. ``runs`` has one row per run; a ``timing`` column says ``"alone"``
     or ``"batch share"`` for each row returned. Runs without ``time_shared_by`` count as alone."""
-    shared_by = runs["time_shared_by"] if "time_shared_by" in runs else pd.Series(1, index=runs.index)
+    shared_by = (
+        runs["time_shared_by"] if "time_shared_by" in runs else pd.Series(1, index=runs.index)
+    )
     alone = shared_by.fillna(1).eq(1)
     any_alone = alone.groupby([runs[k] for k in keys], sort=False).transform("any")
     keep = alone | ~any_alone
@@ -182,11 +247,15 @@ def exact_summary(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     rounds = pd.to_numeric(runs.get("exact_from_round"), errors="coerce")
     runs = runs.assign(reports_exact=said.fillna(False).astype(bool), exact_from_round=rounds)
     grouped = runs.groupby(keys, sort=False)
-    return pd.DataFrame({
-        "exact_seeds": grouped["exact_from_round"].count().where(grouped["reports_exact"].any()),
-        "exact_from_first": grouped["exact_from_round"].min(),
-        "exact_from_last": grouped["exact_from_round"].max(),
-    })
+    return pd.DataFrame(
+        {
+            "exact_seeds": grouped["exact_from_round"]
+            .count()
+            .where(grouped["reports_exact"].any()),
+            "exact_from_first": grouped["exact_from_round"].min(),
+            "exact_from_last": grouped["exact_from_round"].max(),
+        }
+    )
 
 
 def summarize(records: pd.DataFrame) -> pd.DataFrame:
@@ -208,15 +277,26 @@ def summarize(records: pd.DataFrame) -> pd.DataFrame:
         final_regret_mean=("cumulative_regret", "mean"),
         final_regret_std=("cumulative_regret", "std"),
     )
-    cost = timed_runs(last, keys).groupby(keys, sort=False).agg(
-        ms_per_round=("ms_per_round", "mean"),
-        **({"wall_ms_per_round": ("wall_ms_per_round", "mean")} if "wall_ms_per_round" in last else {}),
-        timing=("timing", "first"),
-        timed_seeds=("seed", "nunique"),
+    cost = (
+        timed_runs(last, keys)
+        .groupby(keys, sort=False)
+        .agg(
+            ms_per_round=("ms_per_round", "mean"),
+            **(
+                {"wall_ms_per_round": ("wall_ms_per_round", "mean")}
+                if "wall_ms_per_round" in last
+                else {}
+            ),
+            timing=("timing", "first"),
+            timed_seeds=("seed", "nunique"),
+        )
     )
     out = out.join(cost)
-    out.insert(list(out.columns).index("timing"), "peak_memory_bytes",
-               records.groupby(keys, sort=False)["memory_bytes"].max())
+    out.insert(
+        list(out.columns).index("timing"),
+        "peak_memory_bytes",
+        records.groupby(keys, sort=False)["memory_bytes"].max(),
+    )
     out["final_regret_std"] = out["final_regret_std"].fillna(0.0)
     out = out.join(exact_summary(exact_from(records, [*keys, "seed"]), keys))
     return out.reset_index()

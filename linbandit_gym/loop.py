@@ -45,10 +45,24 @@ from .envs.memory import check_records_fit
 from .feedback import IMMEDIATE_FEEDBACK, FeedbackSchedule, HeldFeedback
 from .registration import register_envs
 
-__all__ = ["RECORD_COLUMNS", "SEED_LIMIT", "TIMING_COLUMNS", "Members",
-           "OneEnv", "RoundRecords", "VectorEnvMembers", "agent_label",
-           "batch_members", "check_seeds", "env_shape", "make_env", "play", "play_in_stages",
-           "records_frame", "single_members"]
+__all__ = [
+    "RECORD_COLUMNS",
+    "SEED_LIMIT",
+    "TIMING_COLUMNS",
+    "Members",
+    "OneEnv",
+    "RoundRecords",
+    "VectorEnvMembers",
+    "agent_label",
+    "batch_members",
+    "check_seeds",
+    "env_shape",
+    "make_env",
+    "play",
+    "play_in_stages",
+    "records_frame",
+    "single_members",
+]
 
 #: Columns every record has, in order. Envs may add scalar ``info`` keys (e.g. the
 #: best-arm-identification ``recommendation``/``correct``/``n_pulls``) as further columns.
@@ -92,15 +106,20 @@ def make_env(env: str | gym.Env | Callable[[], gym.Env], **env_kwargs: Any) -> g
         return gym.make(env, **env_kwargs)
     if isinstance(env, gym.Env):
         if env_kwargs:
-            raise ValueError("env_kwargs can only be given with an env id, not with an env instance")
+            raise ValueError(
+                "env_kwargs can only be given with an env id, not with an env instance"
+            )
         return env
     if callable(env):
         return env(**env_kwargs)
-    raise TypeError(f"env must be an env id, a gymnasium.Env or a factory, got {type(env).__name__}")
+    raise TypeError(
+        f"env must be an env id, a gymnasium.Env or a factory, got {type(env).__name__}"
+    )
 
 
 def env_shape(env_id: str, env_kwargs: dict[str, Any], seed: int) -> tuple[int, int]:
-    """``(K, d)`` of the arm sets of the env ``env_id`` with ``env_kwargs`` (built once, then closed)."""
+    """``(K, d)`` of the arm sets of the env ``env_id`` with ``env_kwargs`` (built once, then
+    closed)."""
     instance = make_env(env_id, **env_kwargs)
     try:
         instance.reset(seed=seed)
@@ -156,7 +175,9 @@ class OneEnv:
         self.env = env
         self._step = env.step
         horizon = getattr(env.unwrapped, "horizon", None)
-        self.horizon = int(horizon) if isinstance(horizon, numbers.Integral) and horizon > 0 else None
+        self.horizon = (
+            int(horizon) if isinstance(horizon, numbers.Integral) and horizon > 0 else None
+        )
         self.extras: dict[str, dict[int, Any]] = {}
 
     def reset(self, seeds: Sequence[int]) -> Any:
@@ -164,15 +185,23 @@ class OneEnv:
         return obs
 
     def step(self, action: Any, t: int) -> tuple:
-        """``(next obs, reward, expected reward, best expected reward, regret, action as recorded, ended)``."""
+        """``(next obs, reward, expected reward, best expected reward, regret, action as recorded,
+        ended)``."""
         next_obs, reward, terminated, truncated, info = self._step(action)
         if not info.keys() <= STANDARD_INFO:
             for key, value in info.items():
                 if key not in STANDARD_INFO and _is_scalar(value):
                     self.extras.setdefault(key, {})[t] = value
         get = info.get
-        return (next_obs, float(reward), float(get("expected_reward", _NAN)), float(get("best_expected_reward", _NAN)),
-                float(get("regret", _NAN)), int(action), terminated or truncated)
+        return (
+            next_obs,
+            float(reward),
+            float(get("expected_reward", _NAN)),
+            float(get("best_expected_reward", _NAN)),
+            float(get("regret", _NAN)),
+            int(action),
+            terminated or truncated,
+        )
 
 
 class VectorEnvMembers:
@@ -185,7 +214,9 @@ class VectorEnvMembers:
 
     def __init__(self, venv: Any, seeds: Sequence[int]):
         self.venv = venv
-        self.extras: dict[str, dict[int, Any]] = {}  # the vector's info holds the standard keys only
+        self.extras: dict[
+            str, dict[int, Any]
+        ] = {}  # the vector's info holds the standard keys only
         self.size = len(seeds)
         self.env_seeds = list(dict.fromkeys(seeds))  # one env member per distinct seed
         self.members = np.array([self.env_seeds.index(s) for s in seeds], dtype=np.int64)
@@ -201,13 +232,25 @@ class VectorEnvMembers:
         """As :meth:`OneEnv.step`, each entry an array over the B players."""
         obs, rewards, truncated, info = self._step(actions, self.members)
         ended = bool(truncated.any())
-        if ended and not truncated.all():  # every member has the same horizon; nothing else ends an episode here
-            raise RuntimeError("members of the vector env ended at different rounds; use run(..., batched=False)")
-        return (obs[self.members] if self.shared else obs, rewards, info["expected_reward"],
-                info["best_expected_reward"], info["regret"], actions, ended)
+        if (
+            ended and not truncated.all()
+        ):  # every member has the same horizon; nothing else ends an episode here
+            raise RuntimeError(
+                "members of the vector env ended at different rounds; use run(..., batched=False)"
+            )
+        return (
+            obs[self.members] if self.shared else obs,
+            rewards,
+            info["expected_reward"],
+            info["best_expected_reward"],
+            info["regret"],
+            actions,
+            ended,
+        )
 
 
 # -- a vector of (env member, agent member) pairs -----------------------------------------------
+
 
 def _sketch_size(agent: Any) -> float:
     value = getattr(agent, "sketch_size", None)
@@ -238,13 +281,24 @@ class Members:
     and NaN).
     """
 
-    def __init__(self, envs: OneEnv | VectorEnvMembers, agent: Any, *, seeds: Sequence[int],
-                 agent_names: Sequence[str], env_names: Sequence[str], reset_agent: Callable[[list[int]], None],
-                 memory: Callable[[], Any] | None, sketch_size: Callable[[], Any] | None,
-                 exact_mode: Callable[[], Any] | None = None):
+    def __init__(
+        self,
+        envs: OneEnv | VectorEnvMembers,
+        agent: Any,
+        *,
+        seeds: Sequence[int],
+        agent_names: Sequence[str],
+        env_names: Sequence[str],
+        reset_agent: Callable[[list[int]], None],
+        memory: Callable[[], Any] | None,
+        sketch_size: Callable[[], Any] | None,
+        exact_mode: Callable[[], Any] | None = None,
+    ):
         if not (len(seeds) == len(agent_names) == len(env_names) == envs.size):
-            raise ValueError(f"{envs.size} members need {envs.size} seeds, agent names and env names, got "
-                             f"{len(seeds)}, {len(agent_names)} and {len(env_names)}")
+            raise ValueError(
+                f"{envs.size} members need {envs.size} seeds, agent names and env names, got "
+                f"{len(seeds)}, {len(agent_names)} and {len(env_names)}"
+            )
         self.envs, self.agent, self.size = envs, agent, envs.size
         self.seeds = [int(s) for s in seeds]
         self.agent_names, self.env_names = list(agent_names), list(env_names)
@@ -257,16 +311,27 @@ def single_members(env: gym.Env, agent: Any, seed: int, agent_name: str, env_nam
     reset = getattr(agent, "reset", None)
     memory = getattr(agent, "memory_bytes", None)
     return Members(
-        OneEnv(env), agent, seeds=[seed], agent_names=[agent_name], env_names=[env_name],
-        reset_agent=(lambda seeds: reset(seed=seeds[0])) if callable(reset) else (lambda seeds: None),
+        OneEnv(env),
+        agent,
+        seeds=[seed],
+        agent_names=[agent_name],
+        env_names=[env_name],
+        reset_agent=(lambda seeds: reset(seed=seeds[0]))
+        if callable(reset)
+        else (lambda seeds: None),
         memory=memory if callable(memory) else None,
         sketch_size=(lambda: _sketch_size(agent)) if hasattr(agent, "sketch_size") else None,
         exact_mode=_exact_reader(agent),
     )
 
 
-def batch_members(venv: Any, agent: Any, seeds: Sequence[int], agent_names: Sequence[str],
-                  env_names: Sequence[str]) -> Members:
+def batch_members(
+    venv: Any,
+    agent: Any,
+    seeds: Sequence[int],
+    agent_names: Sequence[str],
+    env_names: Sequence[str],
+) -> Members:
     """B players of one batched ``agent`` (member i seeded ``seeds[i]``) on the native vector
     env ``venv`` (one env member per distinct seed). ``memory_bytes`` is per member what the
     single agent reports (the batch holds B times that, plus padding)."""
@@ -275,12 +340,21 @@ def batch_members(venv: Any, agent: Any, seeds: Sequence[int], agent_names: Sequ
         sizes = agent.sketch_size
         return _NAN if sizes is None else sizes
 
-    return Members(VectorEnvMembers(venv, seeds), agent, seeds=seeds, agent_names=agent_names, env_names=env_names,
-                   reset_agent=lambda s: agent.reset(seed=list(s)), memory=agent.member_memory_bytes,
-                   sketch_size=sketch_size, exact_mode=_exact_reader(agent))
+    return Members(
+        VectorEnvMembers(venv, seeds),
+        agent,
+        seeds=seeds,
+        agent_names=agent_names,
+        env_names=env_names,
+        reset_agent=lambda s: agent.reset(seed=list(s)),
+        memory=agent.member_memory_bytes,
+        sketch_size=sketch_size,
+        exact_mode=_exact_reader(agent),
+    )
 
 
 # -- the records ---------------------------------------------------------------------------------
+
 
 class RoundRecords:
     """Preallocated columns of the rounds of B members, filled in place by :func:`play`: per
@@ -292,8 +366,9 @@ class RoundRecords:
     seconds of the rounds played, on the loop's clock (``act``, the env's step, ``update``,
     writing the row): with ``agent_time``, what a round spends outside the agent."""
 
-    def __init__(self, members: Members, capacity: int,
-                 feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK):
+    def __init__(
+        self, members: Members, capacity: int, feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK
+    ):
         self.members = members
         self.feedback = feedback
         self.rounds = 0
@@ -312,7 +387,9 @@ class RoundRecords:
         self.memory = np.zeros(shape, dtype=np.int64)
         self.sketch = np.full(shape, np.nan)
         self.exact = np.full(shape, np.nan)
-        self.agent_time, self.agent_wall_time, self.wall_time = (np.zeros(capacity) for _ in range(3))
+        self.agent_time, self.agent_wall_time, self.wall_time = (
+            np.zeros(capacity) for _ in range(3)
+        )
         self.capacity = capacity
 
     def columns(self) -> tuple[np.ndarray, ...]:
@@ -364,11 +441,24 @@ class RoundRecords:
     def member_frames(self) -> list[pd.DataFrame]:
         """:meth:`frame` cut into one frame per member (each a run's records)."""
         frame, T = self.frame(), self.rounds
-        return [frame.iloc[i * T: (i + 1) * T].reset_index(drop=True) for i in range(self.members.size)]
+        return [
+            frame.iloc[i * T : (i + 1) * T].reset_index(drop=True) for i in range(self.members.size)
+        ]
 
 
-_BUFFERS = ("action", "reward", "expected", "best", "regret", "memory", "sketch", "exact",
-            "agent_time", "agent_wall_time", "wall_time")
+_BUFFERS = (
+    "action",
+    "reward",
+    "expected",
+    "best",
+    "regret",
+    "memory",
+    "sketch",
+    "exact",
+    "agent_time",
+    "agent_wall_time",
+    "wall_time",
+)
 
 
 def records_frame(played: Iterable[RoundRecords]) -> pd.DataFrame:
@@ -388,8 +478,15 @@ def records_frame(played: Iterable[RoundRecords]) -> pd.DataFrame:
 
 # -- the loop ----------------------------------------------------------------------------------
 
-def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], float] = time.thread_time,
-         bar: Any = None, feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK) -> RoundRecords:
+
+def play(
+    members: Members,
+    *,
+    max_rounds: int | None = None,
+    cpu: Callable[[], float] = time.thread_time,
+    bar: Any = None,
+    feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK,
+) -> RoundRecords:
     """Play one episode of every member of ``members`` and return its records.
 
     Each round: the agent acts on the members' arm sets, the env members step, the agent learns
@@ -407,9 +504,14 @@ def play(members: Members, *, max_rounds: int | None = None, cpu: Callable[[], f
     return records
 
 
-def play_in_stages(members: Members, stops: Sequence[int | None], *,
-                   cpu: Callable[[], float] = time.thread_time, bar: Any = None,
-                   feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK) -> Iterator[RoundRecords]:
+def play_in_stages(
+    members: Members,
+    stops: Sequence[int | None],
+    *,
+    cpu: Callable[[], float] = time.thread_time,
+    bar: Any = None,
+    feedback: FeedbackSchedule = IMMEDIATE_FEEDBACK,
+) -> Iterator[RoundRecords]:
     """Play one episode of every member of ``members`` in stages: the rounds up to ``stops[0]``,
     then on to ``stops[1]``, and so on, yielding the records after each stop.
 
@@ -424,19 +526,26 @@ def play_in_stages(members: Members, stops: Sequence[int | None], *,
     stop stays held (the episode goes on); only the episode's last round applies it.
     """
     stops = list(stops)
+
     def is_round_count(s: Any) -> bool:
         return not isinstance(s, bool) and isinstance(s, numbers.Integral) and s >= 1
 
     if not stops or any(s is not None and not is_round_count(s) for s in stops):
         raise ValueError(f"stops must be round counts >= 1 (the last may be None), got {stops!r}")
     if None in stops[:-1] or any(a >= b for a, b in itertools.pairwise(stops) if b is not None):
-        raise ValueError("stops must increase, with None (the end of the episode) only last, "
-                         f"got {stops!r}")
+        raise ValueError(
+            f"stops must increase, with None (the end of the episode) only last, got {stops!r}"
+        )
     return _stages(members, stops, cpu, bar, feedback)
 
 
-def _stages(members: Members, stops: list[int | None], cpu: Callable[[], float], bar: Any,
-            feedback: FeedbackSchedule) -> Iterator[RoundRecords]:
+def _stages(
+    members: Members,
+    stops: list[int | None],
+    cpu: Callable[[], float],
+    bar: Any,
+    feedback: FeedbackSchedule,
+) -> Iterator[RoundRecords]:
     """The rounds of :func:`play_in_stages` (its arguments checked)."""
     max_rounds = stops[-1]
     pending = iter(stops)
@@ -452,8 +561,19 @@ def _stages(members: Members, stops: list[int | None], cpu: Callable[[], float],
     update = agent.update if held is None else held.receive  # same arguments: one call a round
     wall = time.perf_counter
     # The columns as locals (rebound when they grow): a round writes each once, in place.
-    (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col, exact_col,
-     agent_cpu_col, agent_wall_col, round_wall_col) = records.columns()
+    (
+        action_col,
+        reward_col,
+        expected_col,
+        best_col,
+        regret_col,
+        memory_col,
+        sketch_col,
+        exact_col,
+        agent_cpu_col,
+        agent_wall_col,
+        round_wall_col,
+    ) = records.columns()
     reads_state = memory is not None or sketch_size is not None or exact_mode is not None
     t = 0
     cpu_start, wall_start = cpu(), wall()
@@ -499,7 +619,18 @@ def _stages(members: Members, stops: list[int | None], cpu: Callable[[], float],
         cpu_start, wall_start = cpu_end, wall_end
         if t == records.capacity:
             records.grow()
-            (action_col, reward_col, expected_col, best_col, regret_col, memory_col, sketch_col,
-             exact_col, agent_cpu_col, agent_wall_col, round_wall_col) = records.columns()
+            (
+                action_col,
+                reward_col,
+                expected_col,
+                best_col,
+                regret_col,
+                memory_col,
+                sketch_col,
+                exact_col,
+                agent_cpu_col,
+                agent_wall_col,
+                round_wall_col,
+            ) = records.columns()
     records.rounds, records.cpu_time = t, records.cpu_time + cpu_end - cpu_stage
     yield records

@@ -157,6 +157,7 @@ def has_parquet() -> bool:
 
 # -- atomic writes -------------------------------------------------------------------
 
+
 def current_umask() -> int:
     """The process umask, read without changing it (``/proc/self/status`` on Linux).
 
@@ -176,7 +177,7 @@ def current_umask() -> int:
 _UMASK_LOCK = threading.Lock()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _umask_by_setting() -> int:
     with _UMASK_LOCK:
         mask = os.umask(0o077)
@@ -320,6 +321,7 @@ def read_json(path: str | Path) -> Any:
 
 # -- records ---------------------------------------------------------------------------
 
+
 def write_records(frame: pd.DataFrame, stem: str | Path, root: str | Path | None = None) -> Path:
     """Write ``frame`` atomically to ``stem.parquet`` (or ``stem.csv`` without pyarrow), inside
     the output directory ``root`` (:func:`atomic_path`)."""
@@ -345,7 +347,8 @@ def read_records(path: str | Path) -> pd.DataFrame:
         raise
     except Exception as exc:  # pyarrow and the CSV parser raise many types for a damaged file
         raise RecordsError(
-            f"{path} cannot be read ({' '.join(str(exc).split())}); it is damaged (truncated?): delete it and rerun "
+            f"{path} cannot be read ({' '.join(str(exc).split())}); it is damaged (truncated?): "
+            "delete it and rerun "
             "the command to redo that run"
         ) from exc
 
@@ -363,7 +366,12 @@ def records_fingerprint(path: str | Path, rows: int) -> dict:
     """What :func:`check_records` compares later: file name, size in bytes, number of rows and
     the SHA-256 of the bytes."""
     path = Path(path)
-    return {"file": path.name, "bytes": path.stat().st_size, "rows": int(rows), "sha256": file_sha256(path)}
+    return {
+        "file": path.name,
+        "bytes": path.stat().st_size,
+        "rows": int(rows),
+        "sha256": file_sha256(path),
+    }
 
 
 def check_records(path: str | Path, fingerprint: dict | None = None) -> str | None:
@@ -383,7 +391,10 @@ def check_records(path: str | Path, fingerprint: dict | None = None) -> str | No
         if fingerprint.get("file") not in (None, path.name):
             return f"is not the records file its metadata names ({fingerprint['file']})"
         if fingerprint.get("bytes") is not None and size != fingerprint["bytes"]:
-            return f"has {size} bytes where {fingerprint['bytes']} were written (truncated or overwritten)"
+            return (
+                f"has {size} bytes where {fingerprint['bytes']} were written "
+                "(truncated or overwritten)"
+            )
     if path.suffix == ".parquet":
         try:
             import pyarrow.parquet as pq
@@ -401,7 +412,10 @@ def check_records(path: str | Path, fingerprint: dict | None = None) -> str | No
         except OSError as exc:
             return f"cannot be read ({exc.strerror or exc})"
         if actual != fingerprint["sha256"]:
-            return "does not have the SHA-256 written with it (its bytes changed since: damaged or rewritten)"
+            return (
+                "does not have the SHA-256 written with it "
+                "(its bytes changed since: damaged or rewritten)"
+            )
     return None
 
 
@@ -464,7 +478,11 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 #: The schema of a run's JSON: (path of keys, test, what the value must be). Every run
 #: written by this version has these; other keys (versions, host, threads, ...) are free.
 _RUN_FIELDS: list[tuple[tuple[str, ...], Any, str]] = [
-    (("run_id",), lambda v: isinstance(v, str) and _HEX16.fullmatch(v) is not None, "16 hex digits"),
+    (
+        ("run_id",),
+        lambda v: isinstance(v, str) and _HEX16.fullmatch(v) is not None,
+        "16 hex digits",
+    ),
     (("agent_label",), _is_text, "a string"),
     (("env_label",), _is_text, "a string"),
     (("family",), _is_text, "a string"),
@@ -488,7 +506,11 @@ _RUN_FIELDS: list[tuple[tuple[str, ...], Any, str]] = [
     (("records", "file"), _is_text, "a file name"),
     (("records", "bytes"), lambda v: _is_int(v), "an int >= 0"),
     (("records", "rows"), lambda v: _is_int(v), "an int >= 0"),
-    (("records", "sha256"), lambda v: isinstance(v, str) and _HEX64.fullmatch(v) is not None, "64 hex digits"),
+    (
+        ("records", "sha256"),
+        lambda v: isinstance(v, str) and _HEX64.fullmatch(v) is not None,
+        "64 hex digits",
+    ),
 ]
 _BANDIT_FIELDS = [
     (("summary", key), _is_real, "a number")
@@ -497,24 +519,35 @@ _BANDIT_FIELDS = [
     (("summary", "time_shared_by"), lambda v: _is_int(v, 1), "an int >= 1"),
     (("summary", "timing_repeats"), lambda v: _is_int(v, 1), "an int >= 1"),
 ]
-_MATRIX_FIELDS = [(("summary", key), _is_real, "a number") for key in ("final_error", "max_error", "final_bound")]
+_MATRIX_FIELDS = [
+    (("summary", key), _is_real, "a number") for key in ("final_error", "max_error", "final_bound")
+]
 _MISSING = object()
 
 
 def _spectral_problem(spectral: Any) -> str | None:
-    """What is wrong with a run's recorded spectral series (``t``, ``cov_error``, ``delta``), if anything."""
+    """What is wrong with a run's recorded spectral series (``t``, ``cov_error``, ``delta``), if
+    anything."""
     if not isinstance(spectral, dict):
         return "spectral is not a mapping"
     t, errors, deltas = spectral.get("t"), spectral.get("cov_error"), spectral.get("delta")
     if not (isinstance(t, list) and all(_is_int(v, 1) for v in t)):
         return "spectral.t is not a list of rounds"
-    if not (isinstance(errors, list) and len(errors) == len(t) and all(_is_real_or_none(v) for v in errors)):
+    if not (
+        isinstance(errors, list)
+        and len(errors) == len(t)
+        and all(_is_real_or_none(v) for v in errors)
+    ):
         return "spectral.cov_error is not a list of numbers as long as spectral.t"
     if not isinstance(deltas, dict):
         return "spectral.delta is not a mapping"
     for size, values in deltas.items():
-        if not (str(size).isdigit() and isinstance(values, list) and len(values) == len(t)
-                and all(_is_real_or_none(v) for v in values)):
+        if not (
+            str(size).isdigit()
+            and isinstance(values, list)
+            and len(values) == len(t)
+            and all(_is_real_or_none(v) for v in values)
+        ):
             return f"spectral.delta[{size!r}] is not a list of numbers as long as spectral.t"
     return None
 
@@ -543,7 +576,9 @@ def run_meta_problem(meta: Any, run_id: str | None = None) -> str | None:
     if meta["seed"] != meta["config"]["seed"]:
         return f"has seed {meta['seed']} where its config says {meta['config']['seed']}"
     if meta["records"]["file"] not in (f"{meta['run_id']}.parquet", f"{meta['run_id']}.csv"):
-        return f"names the records file {meta['records']['file']!r}, not one of run {meta['run_id']}"
+        return (
+            f"names the records file {meta['records']['file']!r}, not one of run {meta['run_id']}"
+        )
     for key, low in (("feedback_delay", 0), ("update_every", 1)):  # absent: the plain loop
         value = meta["config"].get(key, low)
         if not _is_int(value, low):
@@ -559,11 +594,15 @@ def _are_warnings(warnings: Any) -> bool:
     """A run's kept warnings (:func:`linbandit_gym.experiments.runner.warning_records`): a list
     of mappings of strings with a ``category`` and a ``message``."""
     return isinstance(warnings, list) and all(
-        isinstance(w, dict) and {"category", "message"} <= w.keys()
-        and all(_is_text(v) for v in w.values()) for w in warnings)
+        isinstance(w, dict)
+        and {"category", "message"} <= w.keys()
+        and all(_is_text(v) for v in w.values())
+        for w in warnings
+    )
 
 
 # -- output directories ------------------------------------------------------------------
+
 
 def _unwritable(directory: Path, exc: OSError) -> OutputError:
     where = exc.filename or directory
@@ -579,13 +618,17 @@ def _command_line() -> str:
     argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
     if argv:
         argv[0] = Path(argv[0]).name
-    if len(argv) > 1 and Path(argv[1]).name in ("linbandit", "__main__.py"):  # python .../bin/linbandit
+    if len(argv) > 1 and Path(argv[1]).name in (
+        "linbandit",
+        "__main__.py",
+    ):  # python .../bin/linbandit
         argv = ["linbandit", *argv[2:]]
     return shlex.join(argv).replace("\n", " ")[:500]
 
 
 def lock_holder(text: str) -> tuple[str, str, str]:
-    """``(pid, what, command)`` read from a lock file's ``text`` (written by :func:`lock_output_dir`)."""
+    """``(pid, what, command)`` read from a lock file's ``text`` (written by
+    :func:`lock_output_dir`)."""
     lines = [line.strip() for line in text.splitlines()]
     pid, what, command = (lines + ["", "", ""])[:3]
     return pid or "unknown", what, command
@@ -608,14 +651,18 @@ def lock_output_dir(directory: str | Path, what: str = "sweep") -> Iterator[Path
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | _NO_FOLLOW | os.O_NONBLOCK, 0o666)
     except OSError as exc:
         if lock.is_symlink():
-            raise OutputError(f"{lock} is a symbolic link (to {os.path.realpath(lock)}), where "
-                              f"linbandit keeps the lock of {directory}: remove the link, or "
-                              "choose another output directory (--out)") from exc
+            raise OutputError(
+                f"{lock} is a symbolic link (to {os.path.realpath(lock)}), where "
+                f"linbandit keeps the lock of {directory}: remove the link, or "
+                "choose another output directory (--out)"
+            ) from exc
         raise _unwritable(directory, exc) from exc
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise OutputError(f"{lock} is not a regular file, where linbandit keeps the lock of "
-                          f"{directory}: move it away, or choose another output directory (--out)")
+        raise OutputError(
+            f"{lock} is not a regular file, where linbandit keeps the lock of "
+            f"{directory}: move it away, or choose another output directory (--out)"
+        )
     try:
         if fcntl is not None:
             try:
@@ -624,7 +671,8 @@ def lock_output_dir(directory: str | Path, what: str = "sweep") -> Iterator[Path
                 pid, holder, command = lock_holder(os.pread(fd, 4096, 0).decode(errors="replace"))
                 running = f" running `{command}`" if command else ""
                 raise OutputError(
-                    f"another {holder or 'process'} (pid {pid}) is using {directory}{running}: wait for it to "
+                    f"another {holder or 'process'} (pid {pid}) is using {directory}{running}: "
+                    "wait for it to "
                     "finish, or choose another output directory (--out)"
                 ) from exc
             except OSError:  # a file system without locks (ENOLCK): write unlocked, as before locks

@@ -32,7 +32,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .arguments import ArgumentProblem, Arguments, arguments_of, describe_arguments, format_problems, rst_to_text
+from .arguments import (
+    ArgumentProblem,
+    Arguments,
+    arguments_of,
+    describe_arguments,
+    format_problems,
+    rst_to_text,
+)
 from .envs.names import closest_name, name_key
 from .registration import ENV_IDS, env_description
 from .specs import args_label, did_you_mean, env_arguments, load_object, non_default_args
@@ -79,7 +86,8 @@ class AgentEntry:
 
     def arguments(self) -> Arguments:
         """The constructor's arguments (names, type hints, defaults, documented meanings),
-        named after the agent as the user typed it (:func:`linbandit_gym.arguments.arguments_of`)."""
+        named after the agent as the user typed it
+        (:func:`linbandit_gym.arguments.arguments_of`)."""
         return arguments_of(self.factory, self.label)
 
     def argument_problems(self, args: dict[str, Any]) -> list[ArgumentProblem]:
@@ -88,8 +96,9 @@ class AgentEntry:
         hint (a per-member argument may be a list of such values). Nothing is built."""
         return self.arguments().problems(args, sequences=self.per_member_args())
 
-    def value_problem(self, args: dict[str, Any], d: int | None = None,
-                      up_front_bytes: int | None = None) -> str | None:
+    def value_problem(
+        self, args: dict[str, Any], d: int | None = None, up_front_bytes: int | None = None
+    ) -> str | None:
         """What the agent's own checks say of ``args`` (ranges, combinations), else None.
 
         Only a registered agent is asked, built *without* ``d`` (so that it allocates nothing:
@@ -103,8 +112,9 @@ class AgentEntry:
         if ":" in self.label:
             return None
         given = args.get("d")
-        if given is not None and (isinstance(given, bool) or not isinstance(given, int)
-                                  or given < 1):
+        if given is not None and (
+            isinstance(given, bool) or not isinstance(given, int) or given < 1
+        ):
             return f"{self.label}: d must be a positive int (the arms' dimension), got {given!r}"
         others = {k: v for k, v in args.items() if k != "d"}
         try:
@@ -143,12 +153,17 @@ class AgentEntry:
         """What ``linbandit describe NAME`` prints for this agent: its class, the summary line of
         its docstring and every argument with its type, default and meaning."""
         factory = self.factory
-        where = f"{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', type(factory).__name__)}"
+        qualname = getattr(factory, "__qualname__", type(factory).__name__)
+        where = f"{getattr(factory, '__module__', '?')}:{qualname}"
         lines = [f"{self.label}  (agent {where})", _summary_line(factory)]
         per_member = self.per_member_args()
         if per_member:
-            lines.append(f"batched (batch_size=B): {', '.join(per_member)} may differ between the B members")
-        return "\n".join([*filter(None, lines), "", "arguments:", *describe_arguments(self.arguments())])
+            lines.append(
+                f"batched (batch_size=B): {', '.join(per_member)} may differ between the B members"
+            )
+        return "\n".join(
+            [*filter(None, lines), "", "arguments:", *describe_arguments(self.arguments())]
+        )
 
     def build(self, args: dict[str, Any] | None = None) -> Any:
         """The agent ``factory(**args)``; an argument it does not take is a ``ValueError`` naming
@@ -159,8 +174,12 @@ class AgentEntry:
             raise ValueError("\n".join(format_problems(unknown, self.arguments())))
         try:
             return self.factory(**args)
-        except TypeError as exc:  # e.g. a required argument of a user's class: no raw __init__() text
-            raise ValueError(f"bad arguments for agent {self.label!r}: {_without_qualname(exc)}") from exc
+        except (
+            TypeError
+        ) as exc:  # e.g. a required argument of a user's class: no raw __init__() text
+            raise ValueError(
+                f"bad arguments for agent {self.label!r}: {_without_qualname(exc)}"
+            ) from exc
 
     def _ask(self, question: str) -> Callable[..., Any]:
         """The class's own answer to ``question`` (a classmethod of :class:`agents.Agent`), or
@@ -183,10 +202,13 @@ class AgentEntry:
         return tuple(getattr(self.factory, "per_member_args", ()))
 
     def estimate_memory_bytes(self, d: int, n_arms: int, args: dict[str, Any]) -> int | None:
-        """The class's estimate of one agent's peak memory for arm sets ``(n_arms, d)`` (``None``: unknown)."""
+        """The class's estimate of one agent's peak memory for arm sets ``(n_arms, d)``
+        (``None``: unknown)."""
         return self._ask("estimate_memory_bytes")(d, n_arms, **args)
 
-    def estimate_initial_memory_bytes(self, d: int, n_arms: int, args: dict[str, Any]) -> int | None:
+    def estimate_initial_memory_bytes(
+        self, d: int, n_arms: int, args: dict[str, Any]
+    ) -> int | None:
         """The class's estimate of what one agent allocates first, where its memory grows with the
         stream (``None``: the peak is allocated up front, or unknown)."""
         return self._ask("estimate_initial_memory_bytes")(d, n_arms, **args)
@@ -213,8 +235,13 @@ def describe(name: str) -> str:
     envs = {name_key(env_id): env_id for env_id in ENV_IDS}
     if name in ENV_IDS or name_key(name) in envs:
         env_id = name if name in ENV_IDS else envs[name_key(name)]
-        lines = [f"{env_id}  (env {ENV_IDS[env_id]})", env_description(env_id), "", "arguments:",
-                 *describe_arguments(env_arguments(env_id))]
+        lines = [
+            f"{env_id}  (env {ENV_IDS[env_id]})",
+            env_description(env_id),
+            "",
+            "arguments:",
+            *describe_arguments(env_arguments(env_id)),
+        ]
         return "\n".join(lines)
     from agents import AGENTS
 
@@ -224,8 +251,10 @@ def describe(name: str) -> str:
     known = [*ENV_IDS, *sorted(AGENTS)]
     close = closest_name(name, known)
     hint = f" (did you mean {close!r}?)" if close else ""
-    raise ValueError(f"{name!r} is no env id nor agent name{hint}; `linbandit list` shows them all "
-                     "(an agent of your own: package.module:Class)")
+    raise ValueError(
+        f"{name!r} is no env id nor agent name{hint}; `linbandit list` shows them all "
+        "(an agent of your own: package.module:Class)"
+    )
 
 
 def agent_names() -> list[str]:
@@ -236,7 +265,8 @@ def agent_names() -> list[str]:
 
 
 def lookup_agent(name: str) -> AgentEntry:
-    """The :class:`AgentEntry` of a registered name (case-insensitive) or ``"package.module:Class"``.
+    """The :class:`AgentEntry` of a registered name (case-insensitive) or
+    ``"package.module:Class"``.
 
     Raises:
         ValueError: an unknown name (with the closest registered one and the list), or a
@@ -245,7 +275,9 @@ def lookup_agent(name: str) -> AgentEntry:
     from agents import AGENTS
 
     if not isinstance(name, str) or not name:
-        raise ValueError(f"expected an agent name (see `linbandit list`) or module:Class, got {name!r}")
+        raise ValueError(
+            f"expected an agent name (see `linbandit list`) or module:Class, got {name!r}"
+        )
     if ":" in name:
         try:
             return AgentEntry(name, check_agent_factory(load_object(name), name))
@@ -253,8 +285,11 @@ def lookup_agent(name: str) -> AgentEntry:
             raise ValueError(f"agent: {exc}") from None
     by_lower = {key.lower(): key for key in AGENTS}
     if name.lower() not in by_lower:
-        raise ValueError(f"unknown agent {name!r}{did_you_mean(name, AGENTS)}; known: {', '.join(sorted(AGENTS))} "
-                         "(or give package.module:Class)")
+        raise ValueError(
+            f"unknown agent {name!r}{did_you_mean(name, AGENTS)}; "
+            f"known: {', '.join(sorted(AGENTS))} "
+            "(or give package.module:Class)"
+        )
     key = by_lower[name.lower()]
     return AgentEntry(key, AGENTS[key])
 
@@ -291,21 +326,29 @@ def _what(obj: Any) -> str:
 def _check_factory(obj: Any, spec: str, methods: tuple[str, ...], kind: str) -> Any:
     """``obj`` if it is a class with ``methods`` (or a Python function annotated to return
     one), else a ``ValueError`` that says what ``spec`` names instead. Nothing is called."""
-    how = (f"name a class that defines {', '.join(methods[:-1])} and {methods[-1]}, or a factory function "
-           "annotated to return one (def make(...) -> MyClass)")
+    how = (
+        f"name a class that defines {', '.join(methods[:-1])} and {methods[-1]}, "
+        "or a factory function "
+        "annotated to return one (def make(...) -> MyClass)"
+    )
     if inspect.isclass(obj):
         missing = _missing(obj, methods)
         if missing:
-            raise ValueError(f"{spec!r} is {_what(obj)}, not {kind}: it has no {', '.join(missing)}; {how}")
+            raise ValueError(
+                f"{spec!r} is {_what(obj)}, not {kind}: it has no {', '.join(missing)}; {how}"
+            )
         return obj
     if inspect.isfunction(obj) or inspect.ismethod(obj):
         try:
             returns = typing.get_type_hints(obj).get("return")
-        except Exception:  # noqa: BLE001  (an annotation that does not resolve: not a documented factory)
+        # an annotation that does not resolve: not a documented factory
+        except Exception:  # noqa: BLE001
             returns = None
         if inspect.isclass(returns) and not _missing(returns, methods):
             return obj
-        raise ValueError(f"{spec!r} is {_what(obj)}, not {kind} nor a factory annotated to return one; {how}")
+        raise ValueError(
+            f"{spec!r} is {_what(obj)}, not {kind} nor a factory annotated to return one; {how}"
+        )
     raise ValueError(f"{spec!r} is {_what(obj)}, not {kind}; {how}")
 
 
@@ -326,7 +369,9 @@ def lookup_estimator(spec: str) -> Callable[..., Any]:
     matrix-approx`` config's own sketch), checked as :func:`check_agent_factory` checks agents:
     a class with ``update`` and ``covariance``, called later as ``Class(d, **args)``."""
     try:
-        return _check_factory(load_object(spec), spec, ESTIMATOR_METHODS, "a covariance estimator class")
+        return _check_factory(
+            load_object(spec), spec, ESTIMATOR_METHODS, "a covariance estimator class"
+        )
     except ValueError as exc:
         raise ValueError(f"estimator: {exc}") from None
 
@@ -373,8 +418,13 @@ class RunMemory:
         return self.env_bytes + (self.agent_up_front or 0) + self.records_bytes
 
 
-def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: str,
-                       env_args: dict[str, Any], members: int = 1) -> RunMemory:
+def estimate_run_bytes(
+    entry: AgentEntry,
+    agent_args: dict[str, Any],
+    env_id: str,
+    env_args: dict[str, Any],
+    members: int = 1,
+) -> RunMemory:
     """The peak memory of playing ``entry``'s agent (built with ``agent_args``) on ``env_id``
     (built with ``env_args``), estimated from the arguments alone: the env's
     :func:`~linbandit_gym.registration.env_memory_estimate`, the agent class's
@@ -382,17 +432,21 @@ def estimate_run_bytes(entry: AgentEntry, agent_args: dict[str, Any], env_id: st
     ``d`` where it is given one), and the records of ``members`` runs of the env's horizon held
     together (:func:`~linbandit_gym.envs.memory.records_bytes`). Nothing is built.
 
-    Raises the env's ``ValueError`` for a bad size argument (:class:`~linbandit_gym.envs.EnvTooLargeError`
-    for an env that cannot fit); an agent class whose estimate fails for these arguments
-    counts as unknown (``agent_bytes=None``): the agent's own checks will name the argument.
+    Raises the env's ``ValueError`` for a bad size argument
+    (:class:`~linbandit_gym.envs.EnvTooLargeError` for an env that cannot fit); an agent class
+    whose estimate fails for these arguments counts as unknown (``agent_bytes=None``): the agent's
+    own checks will name the argument.
     """
     from .envs.memory import records_bytes
     from .registration import env_memory_estimate
 
     estimate = env_memory_estimate(env_id, **env_args)
     rounds = estimate.rounds
-    records = {"records_bytes": 0 if rounds is None else records_bytes(rounds, members),
-               "rounds": rounds, "members": members}
+    records = {
+        "records_bytes": 0 if rounds is None else records_bytes(rounds, members),
+        "rounds": rounds,
+        "members": members,
+    }
     if estimate.obs_shape is None:
         return RunMemory(estimate.nbytes, None, 0, 0, **records)
     n_arms, d = (int(n) for n in estimate.obs_shape)
@@ -419,8 +473,13 @@ class RunTooLargeError(ValueError):
         self.cause = cause
 
 
-def check_run_fits(entry: AgentEntry, agent_args: dict[str, Any], memory: RunMemory, env_name: str,
-                   limit: int | None = None) -> RunMemory:
+def check_run_fits(
+    entry: AgentEntry,
+    agent_args: dict[str, Any],
+    memory: RunMemory,
+    env_name: str,
+    limit: int | None = None,
+) -> RunMemory:
     """``memory`` (from :func:`estimate_run_bytes`) if what it allocates up front fits in
     ``limit`` (default :func:`~linbandit_gym.envs.memory.memory_limit_bytes`), else
     :class:`RunTooLargeError` naming the agent's arguments, the env, the bytes of each and what
@@ -443,15 +502,18 @@ def check_run_fits(entry: AgentEntry, agent_args: dict[str, Any], memory: RunMem
     if cause == "records":  # the records hold most: the horizon
         per_round = format_bytes(memory.records_bytes // max(1, memory.rounds or 1))
         together = f" for {memory.members} runs held together" if memory.members > 1 else ""
-        fix = (f"lower horizon (horizon={memory.rounds}: the records keep every round, {per_round} "
-               f"a round{together})")
+        fix = (
+            f"lower horizon (horizon={memory.rounds}: the records keep every round, {per_round} "
+            f"a round{together})"
+        )
     else:
         fix = "lower the agent's sizes (sketch_size, l0, d) or the env's d, n_arms"
     raise RunTooLargeError(
         f"agent {entry.label!r} ({given}) on {env_name} (d={memory.d}, n_arms={memory.n_arms}) "
         f"needs about {format_bytes(memory.up_front)} (agent {agent_part}, env "
         f"{format_bytes(memory.env_bytes)}, records {format_bytes(memory.records_bytes)}), more "
-        f"than {source} ({format_bytes(limit)}): {fix}", cause
+        f"than {source} ({format_bytes(limit)}): {fix}",
+        cause,
     )
 
 
@@ -482,8 +544,11 @@ def agent_arguments(agent: Any) -> dict[str, Any]:
         args = constructor_args(agent)
     else:
         try:
-            names = [name for name, p in inspect.signature(cls).parameters.items()
-                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+            names = [
+                name
+                for name, p in inspect.signature(cls).parameters.items()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            ]
         except (TypeError, ValueError):
             names = []
         args = {}
@@ -514,8 +579,11 @@ def object_label(agent: Any, name: str | None = None) -> str:
     cls = type(agent)
     own = getattr(agent, "name", None)
     if name is None:
-        name = own if isinstance(own, str) and own else next(
-            (key for key, known in AGENTS.items() if known is cls), cls.__name__)
+        name = (
+            own
+            if isinstance(own, str) and own
+            else next((key for key, known in AGENTS.items() if known is cls), cls.__name__)
+        )
     return args_label(name, non_default_args(AGENTS.get(name, cls), agent_arguments(agent)))
 
 
@@ -523,5 +591,7 @@ def registered_name(cls: type) -> str:
     """The registered name of the agent class ``cls``, else its ``module:Class``."""
     from agents import AGENTS
 
-    return next((name for name, registered in AGENTS.items() if registered is cls),
-                f"{cls.__module__}:{cls.__qualname__}")
+    return next(
+        (name for name, registered in AGENTS.items() if registered is cls),
+        f"{cls.__module__}:{cls.__qualname__}",
+    )

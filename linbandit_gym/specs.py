@@ -17,7 +17,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from .arguments import ArgumentProblem, Arguments, arguments_of, format_problems, named_argument
-from .envs.names import did_you_mean  # ignores case and separators: LinBandit-Mnist-v0 -> LinBandit-MNIST-v0
+from .envs.names import (
+    did_you_mean,
+)  # ignores case and separators: LinBandit-Mnist-v0 -> LinBandit-MNIST-v0
 from .registration import ENV_IDS, register_envs
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
 
 # -- module:Class ---------------------------------------------------------------------
 
+
 def _checked_name(spec: Any) -> tuple[str, str]:
     """``(module, attribute path)`` of ``"package.module:Name"``: dotted Python identifiers,
     none of them a dunder (``os:path.__class__`` would walk into the interpreter's objects)."""
@@ -48,7 +51,8 @@ def _checked_name(spec: Any) -> tuple[str, str]:
     for part in (*module_name.split("."), *attr.split(".")):
         if not part.isidentifier() or (part.startswith("__") and part.endswith("__")):
             raise ValueError(
-                f"expected package.module:Name of dotted Python identifiers (no dunder names), got {spec!r}"
+                "expected package.module:Name of dotted Python identifiers (no dunder names), "
+                f"got {spec!r}"
             )
     return module_name, attr
 
@@ -102,8 +106,10 @@ def load_object(spec: str) -> Any:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise ValueError(f"cannot import {spec!r}: {exc} (looked in the current directory "
-                             f"{cwd} and on sys.path)") from exc
+            raise ValueError(
+                f"cannot import {spec!r}: {exc} (looked in the current directory "
+                f"{cwd} and on sys.path)"
+            ) from exc
     return _attribute(module, module_name, attr, spec)
 
 
@@ -113,8 +119,11 @@ def drop_current_directory_entry() -> None:
     the ``linbandit`` command; a user's ``module:Class`` is still looked up there
     (:func:`load_object`). What the interpreter imported to start ``linbandit_gym`` itself came
     before this; ``python -P`` (Python 3.11+) leaves the directory out from the start."""
-    if sys.path and not getattr(sys.flags, "safe_path", False) and \
-            os.path.abspath(sys.path[0] or os.curdir) == os.getcwd():
+    if (
+        sys.path
+        and not getattr(sys.flags, "safe_path", False)
+        and os.path.abspath(sys.path[0] or os.curdir) == os.getcwd()
+    ):
         del sys.path[0]
 
 
@@ -132,12 +141,15 @@ def load_entry_point(spec: str) -> Any:
 
 # -- env arguments --------------------------------------------------------------------
 
+
 def _env_creator(env_id: str) -> Callable:
     import gymnasium as gym
 
     register_envs()  # idempotent: the ids are there even if the registry was cleared
     if env_id not in gym.registry:
-        raise ValueError(f"unknown env id {env_id!r}{did_you_mean(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}")
+        raise ValueError(
+            f"unknown env id {env_id!r}{did_you_mean(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}"
+        )
     entry = gym.registry[env_id].entry_point
     return entry if callable(entry) else load_entry_point(entry)
 
@@ -174,7 +186,9 @@ def env_argument_problems(env_id: str, args: dict[str, Any]) -> list[ArgumentPro
         try:
             check_values(**args)
         except (TypeError, ValueError) as exc:
-            problems.append(ArgumentProblem(named_argument(str(exc), args), f"{env_id}: {exc}", error=exc))
+            problems.append(
+                ArgumentProblem(named_argument(str(exc), args), f"{env_id}: {exc}", error=exc)
+            )
     return problems
 
 
@@ -248,7 +262,8 @@ _LABEL_SCALARS = (numbers.Number, str, bool, type(None))
 
 def format_label(template: str, values: dict[str, Any]) -> str:
     """``template`` with each ``{NAME}`` (or ``{NAME:SPEC}``, ``SPEC`` a format spec such as
-    ``.2g``) replaced by the argument ``values[NAME]``: ``"SOFUL l={sketch_size}"`` -> ``"SOFUL l=10"``.
+    ``.2g``) replaced by the argument ``values[NAME]``: ``"SOFUL l={sketch_size}"`` ->
+    ``"SOFUL l=10"``.
 
     A substitution language, not ``str.format``: a field is one argument name, never an
     attribute or an index (``{beta.__class__}`` and ``{grid[0]}`` are refused), so a label
@@ -262,31 +277,41 @@ def format_label(template: str, values: dict[str, Any]) -> str:
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:  # a lone "{" or "}"
-        raise ValueError(f"label {template!r}: {exc} (write {{{{ and }}}} for literal braces)") from None
+        raise ValueError(
+            f"label {template!r}: {exc} (write {{{{ and }}}} for literal braces)"
+        ) from None
     for literal, field, spec, conversion in parsed:
         out.append(literal)
         if field is None:
             continue
         if not field.isidentifier():
             raise ValueError(
-                f"label {template!r}: {{{field}}} is not an argument name; a label substitutes arguments "
-                f"only, as {{NAME}} or {{NAME:FORMAT}} (arguments: {', '.join(sorted(values)) or 'none'})"
+                f"label {template!r}: {{{field}}} is not an argument name; "
+                "a label substitutes arguments "
+                f"only, as {{NAME}} or {{NAME:FORMAT}} "
+                f"(arguments: {', '.join(sorted(values)) or 'none'})"
             )
         if field not in values:
             raise ValueError(
-                f"label {template!r} names {field!r}{did_you_mean(field, values)}, which is not among the "
+                f"label {template!r} names {field!r}{did_you_mean(field, values)}, "
+                "which is not among the "
                 f"arguments ({', '.join(sorted(values)) or 'none'})"
             )
         if conversion is not None or (spec and "{" in spec):
-            raise ValueError(f"label {template!r}: write {{{field}}} or {{{field}:FORMAT}}, without !{conversion} "
-                             "or nested fields")
+            raise ValueError(
+                f"label {template!r}: write {{{field}}} or {{{field}:FORMAT}}, "
+                f"without !{conversion} "
+                "or nested fields"
+            )
         value = values[field]
         if not isinstance(value, _LABEL_SCALARS):
             value = str(value)
         try:
             out.append(format(value, spec) if spec else str(value))
         except (ValueError, TypeError) as exc:
-            raise ValueError(f"label {template!r}: {{{field}:{spec}}} does not fit {value!r}: {exc}") from None
+            raise ValueError(
+                f"label {template!r}: {{{field}:{spec}}} does not fit {value!r}: {exc}"
+            ) from None
     return "".join(out)
 
 

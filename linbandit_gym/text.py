@@ -39,7 +39,8 @@ def mean_spread(mean: float, std: float, seeds: int, digits: int = 2) -> str:
 
 
 def reported_bytes(n: Any) -> bool:
-    """Whether a recorded peak memory is a measurement (an agent without ``memory_bytes()`` records 0)."""
+    """Whether a recorded peak memory is a measurement (an agent without ``memory_bytes()``
+    records 0)."""
     try:
         return n is not None and not math.isnan(float(n)) and float(n) > 0
     except (TypeError, ValueError):

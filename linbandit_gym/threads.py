@@ -28,23 +28,36 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 
-__all__ = ["DEFAULT_THREADS", "check_threads", "thread_limit", "set_threads", "cpu_clock", "thread_state",
-           "thread_record"]
+__all__ = [
+    "DEFAULT_THREADS",
+    "check_threads",
+    "thread_limit",
+    "set_threads",
+    "cpu_clock",
+    "thread_state",
+    "thread_record",
+]
 
 #: Torch and BLAS threads per run (or per worker process) unless told otherwise.
 DEFAULT_THREADS = 1
 
 
 def check_threads(threads: int | None, what: str = "threads") -> int | None:
-    """``threads`` if it is ``None`` (leave the process as it is) or an int >= 1, else ``ValueError``."""
+    """``threads`` if it is ``None`` (leave the process as it is) or an int >= 1, else
+    ``ValueError``."""
     from agents._validate import Interval, check_value  # the one rule writer; imports torch
 
-    rule = Interval(numbers.Integral, 1, None,
-                    hint="torch and BLAS threads per run; None leaves them as they are")
+    rule = Interval(
+        numbers.Integral,
+        1,
+        None,
+        hint="torch and BLAS threads per run; None leaves them as they are",
+    )
     return check_value(what, threads, [rule, None])
 
 
-#: threadpoolctl's controller of the loaded BLAS libraries, and ``len(sys.modules)`` when it was made
+#: threadpoolctl's controller of the loaded BLAS libraries, and ``len(sys.modules)`` when it was
+#: made
 _blas_controller: tuple = (None, -1)
 
 
@@ -118,7 +131,8 @@ def cpu_clock(threads: int | None) -> tuple[Callable[[], float], str]:
 
 
 def thread_state() -> dict:
-    """The threads of this process now: torch intra-op threads and BLAS threads (``None`` if unknown)."""
+    """The threads of this process now: torch intra-op threads and BLAS threads (``None`` if
+    unknown)."""
     import torch
 
     blas = None

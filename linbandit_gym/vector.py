@@ -123,7 +123,7 @@ class LinBanditVectorEnv(VectorEnv):
     | ``device`` | None | None: numpy outputs; a torch device (``"cpu"``, ``"cuda"``): torch tensors there |
     | ``render_mode`` | None | None, ``"rgb_array"`` (``render()`` gives every member's frame) or ``"human"`` |
     | ``**env_kwargs`` | | the family's constructor arguments (``d``, ``n_arms``, ``horizon``, ...) |
-    """
+    """  # noqa: E501 (a markdown table row cannot wrap)
 
     metadata = {
         "render_modes": list(RENDER_MODES),

@@ -412,3 +412,10 @@ def test_per_member_sketch_sizes_are_validated_and_reported(cls):
     assert agent.memory_bytes() >= sum(
         s.memory_bytes() for s in singles
     )  # the padded batch holds at least that
+
+
+@pytest.mark.parametrize("name", ["XYStatic", "XYAdaptive"])
+def test_the_xy_allocations_lam_error_does_not_name_g_allocation(name):
+    with pytest.raises(ValueError) as refused:
+        AGENTS[name](lam=1.0)
+    assert "G-allocation" not in str(refused.value) and "pass lam=0" in str(refused.value)

@@ -15,8 +15,12 @@ import pytest
 import torch
 from agent_cases import agent_params, arm_set, make, play
 
-from agents import AGENTS, SOFUL
+from agents import AGENTS, OFUL, SOFUL
 from agents.batched import batched
+from agents.sketches.dbs import DyadicBlockSketch
+from agents.sketches.exact import ExactCovariance
+from agents.sketches.fd import FrequentDirections
+from agents.sketches.rfd import RobustFrequentDirections
 
 #: small d: the sketches of these tests hold more than OFUL's inverse, which is warned (asserted in
 #: tests/test_agent_warnings.py); not what these tests are about
@@ -185,3 +189,129 @@ def test_agent_side_a_meta_tensor_is_refused_naming_the_device(name):
     agent.reset(seed=0)
     with pytest.raises(ValueError, match="meta"):
         agent.act(torch.empty((3, 4), device="meta"))
+
+
+# -- overflow: refused before the state changes, named by its cause ----------------------------
+REGRET_AGENTS = ["OFUL", "SOFUL", "CBSCFD", "DBSLinUCB", "DBSLinUCB-RFD"]
+
+
+def _regret_agent(name, **kw):
+    sized = {"sketch_size": 4} if name in ("SOFUL", "CBSCFD") else {}
+    sized = {"l0": 2} if name.startswith("DBSLinUCB") else sized
+    return AGENTS[name](lam=1.0, beta=0.1, **sized, **kw)
+
+
+def _full_state(agent):
+    est = agent.estimator
+    return (
+        agent.t,
+        est.n_rows,
+        agent.theta_hat.clone(),
+        agent.scores(np.eye(3)).clone(),
+        est.trace.copy(),
+    )
+
+
+def _same(a, b):
+    return all(
+        torch.equal(x, y) if isinstance(x, torch.Tensor) else np.array_equal(x, y)
+        for x, y in zip(a, b)
+    )
+
+
+@pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no numpy overflow warning leaks
+@pytest.mark.parametrize("name", REGRET_AGENTS)
+def test_rewards_whose_sum_would_overflow_are_refused_naming_b_and_the_agent_plays_on(name):
+    """Ten rewards of 1e308 once made b = sum r x overflow, every later round said "too
+    ill-conditioned ... use dtype=torch.float64" (of a float64 agent), and only reset helped."""
+    agent, arms = _regret_agent(name), np.eye(3)
+    agent.update(arms, agent.act(arms), 1e308)  # |b| = 1e308: theta_hat = A^-1 b still holds
+    before = _full_state(agent)
+    with pytest.raises(
+        ValueError,
+        match=r"reward 1e\+308 on a row of norm 1 would take "
+        r"b = sum_s r_s x_s past",
+    ) as refused:
+        agent.update(arms, agent.act(arms), 1e308)
+    assert "ill-conditioned" not in str(refused.value) and "use dtype" not in str(refused.value)
+    assert "The row was not added" in str(refused.value)
+    assert _same(_full_state(agent), before)
+    agent.update(arms, agent.act(arms), -1.0)  # and it plays on
+    assert agent.t == before[0] + 1 and bool(torch.isfinite(agent.theta_hat).all())
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("name", REGRET_AGENTS)
+def test_arms_whose_norm_overflows_are_refused_by_act_and_update_naming_the_arms(name):
+    """Arms of norm 1e200 were blamed on conditioning "against squared row norms up to 0"."""
+    agent, arms = _regret_agent(name), np.eye(3)
+    agent.update(arms, agent.act(arms), 0.5)
+    before = _full_state(agent)
+    with pytest.raises(
+        ValueError,
+        match=r"an arm's squared norm overflows torch.float64 "
+        r"\(\|x\| up to 1e\+200\); rescale the features$",
+    ):
+        agent.act(arms * 1e200)
+    with pytest.raises(ValueError, match=r"squared norm overflows torch.float64"):
+        agent.update(arms * 1e200, 0, 0.5)
+    assert _same(_full_state(agent), before)
+
+
+@pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
+@pytest.mark.parametrize("name", REGRET_AGENTS)
+def test_a_batch_refuses_an_overflowing_member_for_all_and_names_it(name):
+    agent = batched(_regret_agent(name), 2)
+    arms = np.stack([np.eye(3), np.eye(3)])
+    agent.update(arms, agent.act(arms), np.array([1.0, 1e308]))
+    est = agent.estimator
+    before = (agent.t, est.n_rows, agent.theta_hat.clone(), est.trace.copy())
+    with pytest.raises(ValueError, match=r"^member 1: reward 1e\+308"):
+        agent.update(arms, agent.act(arms), np.array([1.0, 1e308]))
+    after = (agent.t, est.n_rows, agent.theta_hat.clone(), est.trace.copy())
+    assert _same(after, before)
+
+
+@pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")  # (due at 1e154)
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: ExactCovariance(3, reg=1.0),
+        lambda: FrequentDirections(3, sketch_size=2, reg=1.0),
+        lambda: RobustFrequentDirections(3, sketch_size=2, reg=1.0),
+        lambda: DyadicBlockSketch(3, l0=2, eps=1.0, reg=1.0),
+    ],
+    ids=["exact", "fd", "rfd", "dbs"],
+)
+def test_every_estimator_refuses_a_row_that_would_overflow_and_keeps_its_state(build):
+    est = build()
+    for i in range(4):
+        est.update(np.eye(3)[i % 3], r=1e307)
+    before = (est.n_rows, est.theta().clone(), est.b.clone(), est.trace.copy())
+    with pytest.raises(ValueError, match="past what theta_hat = A_hat\\^-1 b can hold"):
+        est.update(np.array([1.0, 1.0, 0.0]), r=1e308)
+    with pytest.raises(ValueError, match="rows' squared norms would sum past"):
+        for _ in range(3):  # tr X^T X past float64's range
+            est.update(np.array([1e154, 0.0, 0.0]))
+    after = (est.n_rows, est.theta().clone(), est.b.clone(), est.trace.copy())
+    assert after[0] >= before[0] and bool(torch.isfinite(after[1]).all())
+
+
+@pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")  # (due at 1e300)
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_scores_that_overflow_name_the_term_and_not_the_conditioning(dtype):
+    """Widths reach ||x||^2 / lam and means ||x|| ||b|| / lam whatever A_hat's conditioning."""
+    agent = OFUL(lam=1e-300 if dtype == torch.float64 else 1e-30, beta=0.1, dtype=dtype)
+    with pytest.raises(FloatingPointError) as widths:
+        agent.act(np.eye(3) * 1e10)
+    assert "the widths x^T A_hat^-1 x (at most ||x||^2 / lam) overflowed" in str(widths.value)
+    assert ("use dtype=torch.float64" in str(widths.value)) == (dtype == torch.float32)
+    agent = OFUL(lam=1.0, beta=0.1)
+    agent.update(np.eye(3) * 1e150, 0, 1e100)
+    with pytest.raises(FloatingPointError) as means:
+        agent.act(np.eye(3) * 1e150)
+    assert "the means x^T A_hat^-1 b (at most ||x|| ||b|| / lam) overflowed" in str(means.value)
+    assert "ill-conditioned" not in str(widths.value) + str(means.value)

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import linbandit_gym  # noqa: F401  (registers the envs)
@@ -210,6 +210,11 @@ def test_a_refused_update_leaves_a_mixed_batch_unchanged():
     n=st.integers(1, 40), d=st.integers(2, 12), which=st.sampled_from(["exact", "fd", "rfd", "dbs-fd", "dbs-rfd"]),
     seed=st.integers(0, 2**31 - 1),
 )
+# kept 1e4 - 9900 = 100, then a row of exactly 100: a tie at the rounding of 1e4 (fd_shrink)
+@example(kinds=["orth_bursts", "gauss"], regs=[0.01] * 3, sizes=[2, 1, 1], fast=True,
+         epss=[0.5] * 3, memory_cap=False, n=22, d=11, which="fd", seed=1316)
+@example(kinds=["orth_bursts", "gauss"], regs=[0.01] * 3, sizes=[2, 1, 1], fast=True,
+         epss=[0.5] * 3, memory_cap=False, n=22, d=11, which="rfd", seed=1316)
 def test_estimators_with_per_member_parameters_equal_separate_ones(kinds, regs, sizes, fast, epss, memory_cap, n, d,
                                                                    which, seed):
     """Members with their own ridge (and FD/RFD sketch size, or DBS l0 and eps) on adversarial

@@ -13,6 +13,8 @@ from sketch_streams import DTYPES, KINDS, make_stream, stream_args, tol
 
 import agents.sketches.diagnostics as diagnostics
 import agents.sketches.fd as fd_module
+from agents.sketches.backend import NUMPY_CPU
+from agents.sketches.core import fd_shrink, rounding
 from agents.sketches import FrequentDirections
 from agents.sketches.diagnostics import fd_error_bound, psd_gap, spectral_error
 
@@ -159,6 +161,30 @@ def test_rank_below_l_is_exact_and_reports_no_shrinkage(n, d, seed, fast, dtype,
         est.update(x)
     assert est.total_shrinkage == 0.0
     assert spectral_error(X, est) <= tol(X, dtype, d)
+
+
+def test_a_tie_with_a_value_kept_from_a_larger_mass_is_cut_at_that_mass_rounding():
+    """The rank cut (fd_shrink) uses the rounding the rows were left with by earlier shrinks
+    (rounding's ``carried``): a shrink of squared singular values 1e4 and 9900 keeps
+    1e4 - 9900 = 100 with the rounding of 1e4, so a later row of exactly 100 is a tie whatever
+    rounding the kept value got. At the later range's own rounding the tie would survive or not by
+    a route's last bits (batched or single, numpy or torch, raw rows or coordinates)."""
+    xp, eps = NUMPY_CPU, float(torch.finfo(torch.float64).eps)
+    big = np.array([[1e4, 9900.0, 0.01, 1e-4]])
+    left = rounding(xp, eps, eps, 8, big)  # the rounding the kept rows carry on
+    first = fd_shrink(xp, big, 2, left)
+    assert first.kept.tolist() == [1] and first.keep[0, 0] == pytest.approx(100.0)
+    # the kept 100 off by 5 ulps of 1e4 (as a route computed it), against a new row of exactly 100
+    lam = np.array([[100.0 + 5.0 * eps * 1e4, 100.0, 1.0, 0.01]])
+    own = rounding(xp, eps, eps, 8, lam)
+    assert fd_shrink(xp, lam, 2, own).kept.tolist() == [1]  # (its own rounding: a "direction")
+    later = fd_shrink(xp, lam, 2, rounding(xp, eps, eps, 8, lam, left))
+    assert later.kept.tolist() == [0] and later.delta[0] == 100.0
+    # a real gap is kept; the carried rounding only ever raises the range's own
+    gap = np.array([[101.0, 100.0, 1.0, 0.01]])
+    assert fd_shrink(xp, gap, 2, rounding(xp, eps, eps, 8, gap, left)).kept.tolist() == [1]
+    raised = rounding(xp, eps, eps, 8, big, own)
+    assert (raised.coord, raised.gram) == (left.coord, left.gram)
 
 
 def test_full_rank_stream_does_shrink_and_l_equal_d_is_not_exact():

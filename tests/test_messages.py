@@ -305,10 +305,10 @@ def test_a_command_says_a_warning_once_on_stderr_not_at_its_own_script(capsys):
 def test_a_sweep_says_each_warning_of_its_runs_once_naming_the_config_entry(workers, tmp_path,
                                                                            capsys):
     # in this process or in spawned workers, every seed of the run warns: the sweep says it once
-    # (l=2 is small enough at d=20 to warn of nothing)
+    # (l=2 is small enough at d=20 to warn of nothing, and discards nothing in 3 rounds)
     config = tmp_path / "warned.yaml"
     config.write_text(yaml.safe_dump({
-        "name": "warned", "seeds": 3, "horizon": 5,
+        "name": "warned", "seeds": 3, "horizon": 3,
         "envs": [{"id": SYNTH, "args": {"d": 20, "n_arms": 3}}],
         "agents": [{"name": "OFUL"}, {"name": "SOFUL", "grid": {"sketch_size": [2, 50]}}]}))
     out = tmp_path / "runs"

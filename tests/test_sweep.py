@@ -381,3 +381,21 @@ def test_tune_picks_the_lowest_mean_regret(tmp_path):
     tuned_runs = parse_config(result.tuned_config).runs
     assert {r.config["agent"]["args"]["beta"] for r in tuned_runs} == {best_beta}
     assert yaml.safe_load(result.config_path.read_text())["tuned"] == {"A": {"OFUL": {"beta": best_beta, "lam": best_lam}}}
+
+
+@pytest.mark.skipif("LinTS" not in AGENTS, reason="LinTS not registered")
+def test_tune_tunes_lam_alone_for_an_agent_that_takes_no_beta(tmp_path):
+    from linbandit_gym.experiments.tune import tune
+
+    agents = [{"name": "LinTS", "args": {"v": 0.1}}]
+    cfg = {"name": "t", "seeds": 1, "envs": [ENV_A], "agents": agents}
+    result = tune(cfg, tmp_path, beta=[0.1, 1.0], lam=[0.5, 5.0], seeds=1, schedule="grid",
+                  log=None)
+    runs = load_runs(tmp_path)
+    assert sorted(runs["agent"]) == ["LinTS [lam=0.5]", "LinTS [lam=5.0]"]
+    best = runs.set_index("arg.lam")["final_regret"].idxmin()
+    assert result.tuned["A"]["LinTS"] == {"lam": best, "final_regret": runs["final_regret"].min()}
+    tuned_runs = parse_config(result.tuned_config).runs
+    assert {r.config["agent"]["args"]["lam"] for r in tuned_runs} == {best}
+    halved = tune(cfg, tmp_path / "halving", lam=[0.5, 5.0], seeds=1, schedule="halving", log=None)
+    assert set(halved.tuned["A"]["LinTS"]) == {"lam", "final_regret"}

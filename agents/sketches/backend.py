@@ -24,6 +24,7 @@ the estimators return torch tensors whatever the backend (a numpy array is share
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 import torch
@@ -35,6 +36,9 @@ __all__ = ["NUMPY_CPU", "Backend", "NumpyBackend", "TorchBackend", "choose_backe
 _NP_DTYPE = {torch.float64: np.float64, torch.float32: np.float32}
 _GER = {np.dtype(np.float64): dger, np.dtype(np.float32): sger}
 _POTRF = {np.dtype(np.float64): dpotrf, np.dtype(np.float32): spotrf}
+_ONE_MEMBER, _NO_MEMBER = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+_ONE_MEMBER.flags.writeable = _NO_MEMBER.flags.writeable = False
+_FIRST, _ITEM = slice(0, 1), operator.methodcaller("item", 0)  # numpy's one member, a slot's int
 
 
 class Backend:
@@ -87,8 +91,8 @@ class Backend:
 
 class NumpyBackend(Backend):
     """numpy arrays on the CPU, for one estimator: a batch of one member (:func:`choose_backend`),
-    at the smaller fixed cost per call of numpy. Its member helpers (:meth:`select`, :meth:`put`)
-    address that one member by basic indexing."""
+    at the smaller fixed cost per call of numpy. Its member helpers (:meth:`select`, :meth:`at`,
+    :meth:`members_where`) address that one member by basic indexing."""
 
     kind = "numpy"
     is_numpy = True
@@ -253,17 +257,23 @@ class NumpyBackend(Backend):
         """``L^-1 B`` for lower triangular ``L``."""
         return np.linalg.solve(L, B)
 
-    def qr(self, A):
-        """Reduced QR ``(Q, R)`` of ``A`` (``(..., n, m)``, ``n >= m``)."""
-        return np.linalg.qr(A)
+    def qr_factor(self, A):
+        """The triangular factor ``R`` ``(..., m, m)`` of the reduced QR of ``A`` (``(..., n, m)``,
+        ``n >= m``), without forming ``Q``."""
+        return np.linalg.qr(A, mode="r")
 
-    def put(self, dst, members: np.ndarray, slots: tuple, src) -> None:
-        """``dst[m, slots[0][m], slots[1][m], ...] = src[j]`` for the ``j``-th member ``m`` of
-        ``members`` (host ints; ``slots``: host int arrays ``(B,)``, one per axis after the
-        members'); a row ``src[j]`` fills the first ``src.shape[-1]`` entries of its slot."""
-        if len(members):  # the one member
-            width = (slice(0, src.shape[-1]),) if src.ndim > 1 else ()
-            dst[(0, *[int(s[0]) for s in slots], *width)] = src[0]
+    def at(self, members: np.ndarray, *slots: np.ndarray, width: int | None = None) -> tuple:
+        """The key of the entries ``[m, slots[0][m], slots[1][m], ...]`` of the members ``members``
+        (host ints, not empty; ``slots``: host int arrays ``(B,)``, one per axis after the
+        members') in a batch-first array, and their first ``width`` entries along the next axis
+        when given: ``dst[key] = src`` stores ``src[j]`` there for the ``j``-th member. Here the one
+        member, by basic indexing."""
+        key = (_FIRST, *map(_ITEM, slots))
+        return key if width is None else (*key, slice(0, width))
+
+    def members_where(self, mask: np.ndarray) -> np.ndarray:
+        """The members (host ints, ascending) where the host bools ``mask`` ``(B,)`` hold."""
+        return _ONE_MEMBER if mask.item(0) else _NO_MEMBER
 
     def row_range(self, src, idx: np.ndarray, starts: np.ndarray, count: int, width: int):
         """``src[m_j, starts_j : starts_j + count, :width]`` for the members ``m_j`` of ``idx``,
@@ -432,13 +442,16 @@ class TorchBackend(Backend):
     def solve_lower(self, L, B):
         return torch.linalg.solve_triangular(L, B, upper=False)
 
-    def qr(self, A):
-        return torch.linalg.qr(A)
+    def qr_factor(self, A):
+        return torch.linalg.qr(A, mode="r")[1]
 
-    def put(self, dst, members: np.ndarray, slots: tuple, src) -> None:
-        """:meth:`NumpyBackend.put` as one indexed store."""
-        width = (slice(0, src.shape[-1]),) if src.ndim > 1 else ()
-        dst[(self.index(members), *[self.index(s[members]) for s in slots], *width)] = src
+    def at(self, members: np.ndarray, *slots: np.ndarray, width: int | None = None) -> tuple:
+        """:meth:`NumpyBackend.at` as index tensors: one indexed store for every member."""
+        key = (self.index(members), *[self.index(s[members]) for s in slots])
+        return key if width is None else (*key, slice(0, width))
+
+    def members_where(self, mask: np.ndarray) -> np.ndarray:
+        return np.flatnonzero(mask)
 
     def row_range(self, src, idx: np.ndarray, starts: np.ndarray, count: int, width: int):
         rows = self.index(starts[:, None] + np.arange(count)[None, :])

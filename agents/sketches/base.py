@@ -43,11 +43,14 @@ Numerics shared by every estimator:
   (``lambda_max(A_hat)`` is at most the denominator), never by 0.
 * A row whose squared norm overflows the working dtype is rejected before the state changes.
 * :func:`warn_if_beyond_dtype`: when ``(reg + tr X^T X) / reg`` passes what the dtype resolves,
-  one warning per estimator names the fixes.
+  one warning per estimator names the fixes; :func:`warn_if_updates_inexact`: when an estimator's
+  own updates lost accuracy before that (:meth:`CovarianceEstimator.inexact_updates`: the exact
+  inverse's Sherman-Morrison cancellation), one warning says so.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -69,6 +72,7 @@ __all__ = [
     "ScoreTerms",
     "core_dtype",
     "warn_if_beyond_dtype",
+    "warn_if_updates_inexact",
 ]
 
 Array = Any  # a numpy array or a torch tensor, as the estimator's backend says
@@ -205,6 +209,19 @@ def warn_if_beyond_dtype(est: CovarianceEstimator, who: str | None = None) -> No
     )
 
 
+def warn_if_updates_inexact(est: CovarianceEstimator, who: str | None = None) -> None:
+    """Warn once per estimator when its updates lost accuracy (a :class:`PrecisionWarning` with
+    :meth:`CovarianceEstimator.inexact_updates`'s sentence), called beside
+    :func:`warn_if_beyond_dtype` by the public entry points after a step."""
+    if est._warned_updates:
+        return
+    said = est.inexact_updates()
+    if said is None:
+        return
+    est._warned_updates = True
+    warn_user(f"{who or type(est).__name__}: {said}", PrecisionWarning)
+
+
 class CovarianceEstimator(ABC):
     """Streaming estimate of ``reg * I + X^T X`` and of ``b = sum r x``, for B members at once.
 
@@ -242,6 +259,7 @@ class CovarianceEstimator(ABC):
         self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
         self._warned_dtype = False
+        self._warned_updates = False  # (warn_if_updates_inexact)
         # tr X^T X + alpha beyond which (reg + tr + alpha) / reg > BEYOND_DTYPE / eps
         # (warn_if_beyond_dtype)
         self._trace_limit = (BEYOND_DTYPE / torch.finfo(self.dtype).eps - 1.0) * self._reg_host()
@@ -250,6 +268,9 @@ class CovarianceEstimator(ABC):
         self._no_alpha = np.zeros(self.batch_size)
         # a row's ||x||^2 beyond it overflows the dtype
         self._max_norm_sq = float(torch.finfo(self.dtype).max)
+        self._max_core = float(torch.finfo(self.cdtype).max)
+        # sum_s |r_s| ||x_s|| per member, which bounds ||b|| (_admit)
+        self._response_mass = np.zeros(self.batch_size)
         # update()'s default r (read only)
         self._no_response = self.members.host(np.zeros(self.batch_size))
         self._row_shape = self.members.shape(self.d)  # the public shape of one row per member
@@ -351,6 +372,13 @@ class CovarianceEstimator(ABC):
         """Mass added back as ``alpha I`` (RFD); 0 otherwise (read only)."""
         return self._no_alpha
 
+    def inexact_updates(self) -> str | None:
+        """A sentence saying how this estimator's own updates lost accuracy so far (what the
+        working dtype resolves aside, :func:`warn_if_beyond_dtype`), or None: the exact inverse's
+        Sherman-Morrison steps can (:meth:`agents.sketches.exact.ExactCovariance.inexact_updates`);
+        a sketch's basis form does not cancel (``agents.sketches.core``)."""
+        return None
+
     def _top(self) -> np.ndarray:
         """``reg + tr(X^T X) + alpha`` per member (host float64 ``(B,)``): at least
         ``lambda_max(A_hat)``."""
@@ -383,10 +411,77 @@ class CovarianceEstimator(ABC):
         it."""
         xp = self.xp
         arms_c = xp.astype(arms, self.cdtype)
-        sq = xp.vecdot(arms_c, arms_c)
-        if not xp.all_finite(sq) and not xp.all_finite(arms):
-            raise ValueError("the arm matrix contains NaN or infinite entries")
+        with np.errstate(over="ignore"):  # an overflowing norm is refused below, with its cause
+            sq = xp.vecdot(arms_c, arms_c)
+        if sq.shape[-1] and not float(sq.max()) <= self._max_norm_sq:  # (NaN compares False)
+            if not xp.all_finite(arms):
+                raise ValueError("the arm matrix contains NaN or infinite entries")
+            raise ValueError(self._too_large("an arm's", arms))
         return arms_c, sq
+
+    def _too_large(self, whose: str, X) -> str:
+        """The message for rows (or arms) ``X`` whose squared norm overflows the working dtype."""
+        fix = "" if self.dtype == torch.float64 else " or use dtype=torch.float64"
+        return (
+            f"{whose} squared norm overflows {self.dtype} (|x| up to "
+            f"{float(np.abs(self.xp.host(X)).max()):.3g}); rescale the features{fix}"
+        )
+
+    def checked_step(self, X, r, terms: ScoreTerms | None = None, actions=None, before=None):
+        """:meth:`step` of rows the state can take (:meth:`_admit`; a refused row changes nothing,
+        ``before`` included): the public entry points' one way to add rows. ``before``: a callable
+        run once the rows are admitted, before the step (an agent's own bookkeeping)."""
+        if self._fresh(terms, actions):
+            sq_host = self.xp.host(self._pick(terms.sq, actions)).astype(np.float64, copy=False)
+        else:
+            sq_host = self._row_norms(X)[1]
+        mass = self._admit(sq_host, r)
+        if before is not None:
+            before()
+        self.step(X, r, terms, actions)
+        self._response_mass = mass
+
+    def _admit(self, sq_host: np.ndarray, r) -> np.ndarray:
+        """Refuse, before a step changes anything, rows of squared norms ``sq_host`` (host
+        ``(B,)``, finite) with responses ``r`` (a float or host ``(B,)``, finite) that would take
+        the state past the dtypes' range; else return the responses' mass after the step.
+
+        Two sums grow with the stream and are checked per member: ``tr X^T X`` (the widths' floor,
+        a sketch's Gram) within the working dtype's range, and ``m = sum_s |r_s| ||x_s||``, which
+        bounds ``||b||`` (``b = sum_s r_s x_s``), with ``m / reg`` within the core dtype's range:
+        ``||theta_hat|| = ||A_hat^-1 b|| <= ||b|| / reg`` then stays finite. A refused row leaves
+        the estimator as it was (nothing else has to be reset)."""
+        if self.batch_size == 1:  # the same sums in Python floats (inf past the range, silently)
+            sq = float(sq_host[0])
+            r_1 = abs(float(r if isinstance(r, float) else r[0]))
+            mass_1 = float(self._response_mass[0]) + r_1 * math.sqrt(sq)
+            if (
+                float(self.trace[0]) + sq <= self._max_norm_sq
+                and mass_1 / float(self._reg_arr[0]) <= self._max_core
+            ):
+                return np.array([mass_1])
+        with np.errstate(over="ignore"):
+            trace = self.trace + sq_host
+            mass = self._response_mass + np.abs(r) * np.sqrt(sq_host)
+            theta = mass / self._reg_host()
+        if max(trace.tolist()) <= self._max_norm_sq and max(theta.tolist()) <= self._max_core:
+            return mass
+        i = int(np.argmax(np.maximum(trace / self._max_norm_sq, theta / self._max_core)))
+        member = "" if self.members.unbatched else f"member {i}: "
+        if not trace[i] <= self._max_norm_sq:
+            fix = "" if self.dtype == torch.float64 else " or use dtype=torch.float64"
+            raise ValueError(
+                f"{member}the rows' squared norms would sum past {self.dtype}'s range (tr X^T X = "
+                f"{self.trace[i]:.3g} before a row of squared norm {sq_host[i]:.3g}); rescale the "
+                f"features{fix}. The row was not added"
+            )
+        ri = float(r if isinstance(r, float) else r[i])
+        raise ValueError(
+            f"{member}reward {ri:.3g} on a row of norm {math.sqrt(sq_host[i]):.3g} would take "
+            f"b = sum_s r_s x_s past what theta_hat = A_hat^-1 b can hold in {self.cdtype} "
+            f"(sum_s |r_s| ||x_s|| = {mass[i]:.3g} against lam = {self._reg_host()[i]:.3g}); "
+            "rescale the rewards (or the features). The row was not added"
+        )
 
     def _fresh(self, terms: ScoreTerms | None, actions) -> bool:
         """Whether ``terms`` are this round's scoring of the arms ``actions`` index, with a
@@ -402,17 +497,14 @@ class CovarianceEstimator(ABC):
     def _row_norms(self, X):
         """``||x||^2`` per row (core ``(B,)`` and host float64), or a ``ValueError`` (state
         untouched) when it overflows the working dtype."""
-        sq = self.xp.norm_sq(X, self.cdtype)
+        with np.errstate(over="ignore"):  # an overflowing norm is refused below, with its cause
+            sq = self.xp.norm_sq(X, self.cdtype)
         sq_host = self.xp.host(sq).astype(np.float64, copy=False)
         # the largest is NaN when some entry is NaN, inf when one is infinite or the sum overflows
         if not max(sq_host.tolist()) <= self._max_norm_sq:
             if not self.xp.all_finite(X):
                 raise ValueError("x contains NaN or infinite entries")
-            raise ValueError(
-                f"a row's squared norm overflows {self.dtype} (|x| up to "
-                f"{float(np.abs(self.xp.host(X)).max()):.3g}); rescale the features or use "
-                "dtype=torch.float64"
-            )
+            raise ValueError(self._too_large("a row's", X))
         return sq, sq_host
 
     # -- public API (unbatched shapes when batch_size is None) ---------------------------------
@@ -471,8 +563,9 @@ class CovarianceEstimator(ABC):
             if arr.shape != (self.batch_size,) or not np.isfinite(arr).all():
                 raise ValueError(f"r must be {self.batch_size} finite response(s), got {r!r}")
             r = self.members.host(arr)  # a float for one estimator, (B,) for a batch
-        self.step(X, r)
+        self.checked_step(X, r)
         warn_if_beyond_dtype(self)
+        warn_if_updates_inexact(self)
 
     def quad_inv(self, arms) -> torch.Tensor:
         """``x^T A_hat^-1 x`` for each row of ``arms``: ``(K, d) -> (K,)`` (batched

@@ -116,8 +116,10 @@ def shrink_groups(
     """The members ``idx`` grouped for batched shrinks: ``(members, l)`` per distinct (rows held,
     sketch size ``l``) pair (``rows``, ``ls``: host ints, one per member of ``idx``), so that each
     member's decomposition has the shapes of its own single sketch's."""
-    keys = np.stack([rows, ls], axis=1)
-    return [(idx[(keys == key).all(axis=1)], int(key[1])) for key in np.unique(keys, axis=0)]
+    groups: dict[tuple[int, int], list[int]] = {}
+    for member, key in zip(idx.tolist(), zip(rows.tolist(), ls.tolist())):
+        groups.setdefault(key, []).append(member)
+    return [(np.array(group, dtype=np.int64), key[1]) for key, group in sorted(groups.items())]
 
 
 def _host64(xp: Backend, a) -> np.ndarray:
@@ -140,9 +142,13 @@ class Rounding:
         return self.coord * self.coord + self.gram
 
 
-def rounding(xp: Backend, eps_work: float, eps_core: float, n: int, lam) -> Rounding:
+def rounding(
+    xp: Backend, eps_work: float, eps_core: float, n: int, lam, carried: Rounding | None = None
+) -> Rounding:
     """The rounding of the eigenvalues ``lam`` (``(n_members, m)``, descending, ``>= 0``) of a
-    range's Gram ``M_r = C_r^T C_r`` over ``n`` coordinates (rows plus basis vectors).
+    range's Gram ``M_r = C_r^T C_r`` over ``n`` coordinates (rows plus basis vectors), at least
+    the rounding ``carried`` its rows were left with by earlier shrinks
+    (:meth:`SketchCore.carried`).
 
     Why these. Every coordinate of a row carries a relative rounding of ``eps_work`` (the product
     ``V x`` that formed it, in the working dtype) and ``eps_core`` (the core's arithmetic): by
@@ -150,10 +156,22 @@ def rounding(xp: Backend, eps_work: float, eps_core: float, n: int, lam) -> Roun
     (eps_work + eps_core) sqrt(n) ||C_r||_F`` of those of the exact rows (``sqrt(n)``: the usual
     growth of a dot product's rounding), so ``lambda_i`` within ``2 s_i ||delta C_r|| + ||delta
     C_r||^2``. Forming the Gram and its symmetric eigendecomposition are backward stable: each
-    eigenvalue within ``n eps_core ||M_r||_2`` more (LAPACK's bound, linear in the size)."""
+    eigenvalue within ``n eps_core ||M_r||_2`` more (LAPACK's bound, linear in the size).
+
+    Why ``carried``. A shrink's new rows ``sqrt(s_i^2 - delta)`` are differences of larger numbers:
+    they keep the rounding of the mass they were formed from, which a later range of far less mass
+    (its own ``||C_r||``, ``||M_r||``) no longer sees. A tie with a kept value (a later row of
+    exactly its scale) would then show as a difference above that range's own rounding, and the
+    rank cut (:func:`fd_shrink`) would keep or drop it by the last bits of the route that computed
+    it (numpy or torch, batched or single, raw rows or coordinates). So the rounding of a range is
+    never below the one its rows were left with (that of the largest mass they were formed from;
+    the same scale's rounding does not add up shrink after shrink)."""
     lam = _host64(xp, lam)
     coord = ((eps_work + eps_core) * math.sqrt(n)) * np.sqrt(lam.sum(axis=1))
-    return Rounding(coord, (n * eps_core) * lam[:, 0])
+    gram = (n * eps_core) * lam[:, 0]
+    if carried is not None:
+        coord, gram = np.maximum(coord, carried.coord), np.maximum(gram, carried.gram)
+    return Rounding(coord, gram)
 
 
 @dataclass(frozen=True)
@@ -236,6 +254,8 @@ class SketchCore:
         n_raw: raw rows every member holds (a sketch nobody queried yet: :meth:`append_raw`), in the
             first slots of ``V`` (zero rows past a member's own after a raw shrink).
         V, C, H, b_coords, theta_perp: the state of the module docstring.
+        carried_coord, carried_gram: the rounding each member's rows were left with by its shrinks
+            (host float64 ``(B,)``; :meth:`carried`), 0 while none kept a row.
     """
 
     def __init__(
@@ -261,6 +281,7 @@ class SketchCore:
         self.n_raw = 0
         self.reg = np.array(np.broadcast_to(np.asarray(reg, dtype=np.float64), (B,)))
         self.alpha = np.zeros(B)
+        self.carried_coord, self.carried_gram = np.zeros(B), np.zeros(B)
         self.V = xp.zeros((B, 0, d), dtype)
         self.C = xp.zeros((B, 0, 0), cdtype)
         self.H = xp.zeros((B, 0, 0), cdtype)
@@ -552,13 +573,16 @@ class SketchCore:
             on = xp.cast_like(live, p)
             p, nu, new, r = p * on[:, None], nu * on, new & live, r * on
             hp, php = (None, None) if hp is None else (hp * on[:, None], php * on)
-            rows = np.nonzero(live)[0]
-        xp.put(self.C, rows, (self.N,), p if live is None else p[xp.select(rows)])
-        gained = np.nonzero(new)[0]
-        if gained.size:
-            self._extend_basis(gained, ex.e, nu, r)
-        self.b_coords[:, : p.shape[1]] += (r if isinstance(r, float) else r[:, None]) * p
-        stale = self._fold(p, nu, gained, hp, php)
+            rows = xp.members_where(live)
+        w = p.shape[1]
+        if rows.size:
+            self.C[xp.at(rows, self.N, width=w)] = p if live is None else p[xp.select(rows)]
+        self.b_coords[:, :w] += (r if isinstance(r, float) else r[:, None]) * p
+        gained = xp.members_where(new)
+        slot = xp.at(gained, self.R) if gained.size else None  # (the new basis vectors' slots)
+        if slot is not None:
+            self._extend_basis(gained, slot, ex.e, nu, r)
+        stale = self._fold(p, nu, gained, slot, hp, php)
         self._set_R(self.R + new)
         self.N = self.N + (1 if live is None else live)
         if self.width >= self.d:
@@ -566,21 +590,21 @@ class SketchCore:
         if stale.size:
             self.refactor(stale)
 
-    def _extend_basis(self, gained: np.ndarray, e, nu, r) -> None:
+    def _extend_basis(self, gained: np.ndarray, slot: tuple, e, nu, r) -> None:
         """The new unit vectors ``v = e / nu`` of the members ``gained`` join the basis at slot
-        ``R_i``, with the row's coordinate ``nu`` there; ``b_perp``'s share of ``v`` moves to
-        ``b_coords``: ``theta_perp`` loses ``(v . theta_perp) v`` and ``b_coords[R] = c (v .
-        theta_perp) + r nu``."""
+        ``R_i`` (``slot``: its key, :meth:`Backend.at`), with the row's coordinate ``nu`` there;
+        ``b_perp``'s share of ``v`` moves to ``b_coords``: ``theta_perp`` loses
+        ``(v . theta_perp) v`` and ``b_coords[R] = c (v . theta_perp) + r nu``."""
         xp = self.xp
         g = xp.select(gained)
         v = e[g] / xp.astype(nu[g], self.dtype)[:, None]
         vc = xp.astype(v, self.cdtype)
         share = xp.vecdot(vc, self.theta_perp[g])
-        self.theta_perp[g] = self.theta_perp[g] - share[:, None] * vc
-        xp.put(self.V, gained, (self.R,), v)
-        xp.put(self.C, gained, (self.N, self.R), nu[g])
+        self.theta_perp[g] -= share[:, None] * vc
+        self.V[slot] = v
+        self.C[xp.at(gained, self.N, self.R)] = nu[g]
         r_g = r if isinstance(r, float) else r[g]
-        xp.put(self.b_coords, gained, (self.R,), share * self.c_arr[g] + r_g * nu[g])
+        self.b_coords[slot] = share * self.c_arr[g] + r_g * nu[g]
 
     def _no_perp_once_spanning(self, idx: np.ndarray) -> None:
         """``theta_perp = 0`` for the members ``idx`` whose basis spans ``R^d``: nothing lies
@@ -588,10 +612,10 @@ class SketchCore:
         if idx.size:
             self.theta_perp[self.xp.select(idx)] = 0.0
 
-    def _fold(self, p, nu, gained: np.ndarray, hp=None, php=None) -> np.ndarray:
+    def _fold(self, p, nu, gained: np.ndarray, slot: tuple | None, hp=None, php=None) -> np.ndarray:
         """``H <- ([[M, 0], [0, 0]] + [p, nu] [p, nu]^T + c I)^-1`` (bordered at slot ``R_i`` for
-        the members ``gained``); returns the members whose step amplified rounding past
-        :data:`AMPLIFICATION_LIMIT`.
+        the members ``gained``, ``slot`` its key or None when there are none); returns the members
+        whose step amplified rounding past :data:`AMPLIFICATION_LIMIT`.
 
         The bordered step is one rank-1 update of the padded ``H``: with ``u = [h, nu / c]``
         (``h = H p`` is 0 at the new slot, ``H``'s padding), ``H - (c / den) u u^T`` has the block
@@ -612,9 +636,11 @@ class SketchCore:
             one_plus_q = 1.0 + php
         den = self.c_arr * one_plus_q + nu * nu
         g = xp.select(gained)
-        xp.put(u, gained, (self.R,), nu[g] * self.inv_c[g, 0])
+        if slot is not None:
+            u[slot] = nu[g] * self.inv_c[g, 0]
         xp.rank1_update_(self.H, u, -self.c_arr / den)
-        xp.put(self.H, gained, (self.R, self.R), one_plus_q[g] / den[g])
+        if slot is not None:
+            self.H[xp.at(gained, self.R, self.R)] = one_plus_q[g] / den[g]
         amplification = xp.host(one_plus_q)
         if max(amplification.tolist()) <= AMPLIFICATION_LIMIT:  # (the usual step: none)
             return _EMPTY
@@ -661,9 +687,8 @@ class SketchCore:
             padded[:, :, :w] = Cr
             Cr, w = xp.concat(padded, row), wx
         lam = xp.maximum(xp.eigvalsh_desc(Cr.mT @ Cr), 0.0)
-        return fd_shrink(
-            xp, lam, l, rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam)
-        ).delta
+        noise = rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam, self.carried(idx))
+        return fd_shrink(xp, lam, l, noise).delta
 
     def shrink(
         self,
@@ -692,7 +717,9 @@ class SketchCore:
         Cr = self._range(idx, start, w)
         lam, W = xp.eigh_desc(Cr.mT @ Cr)
         lam = xp.maximum(lam, 0.0)
-        plan = fd_shrink(xp, lam, l, rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam))
+        noise = rounding(xp, self.eps_w, self.eps_c, Cr.shape[1] + w, lam, self.carried(idx))
+        plan = fd_shrink(xp, lam, l, noise)
+        self._carry(idx, noise, plan.kept)
         k = plan.keep.shape[1]
         alive = xp.cast_like(np.arange(k)[None, :] < plan.kept[:, None], lam)
         kept_dirs = W.mT[:, :k] * alive[:, :, None]  # orthonormal rows, zero past kept
@@ -725,6 +752,19 @@ class SketchCore:
         else:
             self.refactor(idx)
         return plan
+
+    def carried(self, idx: np.ndarray | None = None) -> Rounding:
+        """The rounding the rows of the members ``idx`` (all when None) were left with by their
+        shrinks: a later shrink's or look-ahead's rounding is never below it (:func:`rounding`)."""
+        if idx is None:
+            return Rounding(self.carried_coord, self.carried_gram)
+        return Rounding(self.carried_coord[idx], self.carried_gram[idx])
+
+    def _carry(self, idx: np.ndarray, noise: Rounding, kept: np.ndarray) -> None:
+        """After a shrink of the members ``idx`` at rounding ``noise``: the rows it kept carry that
+        rounding; a member that kept none carries none."""
+        self.carried_coord[idx] = np.where(kept > 0, noise.coord, 0.0)
+        self.carried_gram[idx] = np.where(kept > 0, noise.gram, 0.0)
 
     def _set_diagonal_H(self, idx: np.ndarray, sing, n_basis: np.ndarray) -> None:
         """``H = diag(1 / (sing^2 + c))`` over the first ``n_basis_i`` slots of the members ``idx``,
@@ -793,7 +833,7 @@ class SketchCore:
         rows."""
         xp = self.xp
         count = int(self.N[idx[0]] - start[0])
-        _, factor = xp.qr(self._range(idx, start, int(self.R[idx].max())))
+        factor = xp.qr_factor(self._range(idx, start, int(self.R[idx].max())))
         keep = np.minimum(count, self.R[idx])
         xp.put_rows(self.C, idx, start, factor, keep, int(self.N[idx].max()))
         self.N[idx] = start + keep
@@ -805,6 +845,7 @@ class SketchCore:
         for a in (self.V, self.C, self.H, self.b_coords, self.theta_perp):
             a[sel] = 0.0
         self.N[idx] = 0
+        self.carried_coord[idx], self.carried_gram[idx] = 0.0, 0.0
         R = self.R.copy()
         R[idx] = 0
         self._set_R(R)
@@ -827,7 +868,9 @@ class SketchCore:
         S = xp.astype(self.V[:, : self.n_raw], self.cdtype)
         lam, U = xp.eigh_desc(S @ S.mT)
         lam = xp.maximum(lam, 0.0)
-        plan = fd_shrink(xp, lam, l, rounding(xp, self.eps_w, self.eps_c, S.shape[1] + self.d, lam))
+        noise = rounding(xp, self.eps_w, self.eps_c, S.shape[1] + self.d, lam, self.carried())
+        plan = fd_shrink(xp, lam, l, noise)
+        self._carry(self._members, noise, plan.kept)
         k = plan.keep.shape[1]
         weights = plan.keep / xp.maximum(lam[:, :k], _TINY)
         new_rows = (U[:, :, :k].mT * xp.sqrt(weights)[:, :, None]) @ S  # (B, k, d): zero past kept

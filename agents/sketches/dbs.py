@@ -693,6 +693,11 @@ class DyadicBlockSketch(CovarianceEstimator):
         ``(B,)``)."""
         return self._reg_host() + self._alpha_total()
 
+    def inexact_updates(self) -> str | None:
+        """The exact members' (:meth:`~agents.sketches.exact.ExactCovariance.inexact_updates`);
+        the sketched blocks' basis form does not cancel."""
+        return None if self._exact is None else self._exact.inexact_updates()
+
     def _alpha_total(self):
         return self.block_state.frozen_alpha + self.block_state.alpha
 
@@ -828,15 +833,15 @@ class DyadicBlockSketch(CovarianceEstimator):
         if self._exact is not None:  # exact members take no rows into blocks
             keep &= ~bs.exact
             n_sketched -= self._exact.batch_size
-        if np.count_nonzero(keep) < n_sketched:
+        n_insert = np.count_nonzero(keep)
+        if n_insert < n_sketched:
             full = ~(keep | bs.exact)
             closing = np.flatnonzero(full & self._will_excess(full, ex, sq_host))
             switched = self._close_active(closing, sq_host)
             keep |= full & ~switched
-            mass = (
-                bs.mass + sq_host
-            )  # (a closed block's row opens the next: its BlockSize is ||x||^2)
-        n_insert = np.count_nonzero(keep)
+            # (a closed block's row opens the next: its BlockSize is ||x||^2)
+            mass = bs.mass + sq_host
+            n_insert = np.count_nonzero(keep)
         if n_insert:
             self._insert_active(None if n_insert == keep.size else keep, ex, r, sq_host, mass)
 
@@ -864,7 +869,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             return
         self.core.append(ex, r if isinstance(r, float) else self.xp.asarray(r, self.cdtype), live)
         if self.fast:  # (a member without a row was below its buffer's size)
-            fills = np.flatnonzero(bs.held >= bs.buffer)
+            fills = np.nonzero(bs.held >= bs.buffer)[0]
         else:
             fills = self._members if live is None else np.flatnonzero(live)
         if fills.size:

@@ -17,6 +17,23 @@ amplify it. Safeguards (:func:`guarded_sherman_morrison_`):
   repaired by an eigendecomposition whose eigenvalues are clamped to that interval (O(d^3), only
   on such rounds, :func:`repair_inverse_`), before the update.
 
+What one update loses (the threshold of :class:`~agents.sketches.base.PrecisionWarning` for this
+estimator): with ``u = A^-1 x`` and ``q = x^T u``, the update leaves in the direction of ``x``
+
+    x^T A_new^-1 x = q - q^2 / (1 + q) = q / (1 + q),
+
+the difference of two numbers of size ``q``: rounded to ``eps`` of the working dtype, its
+relative error is about ``eps (1 + q)``. (Ordinary rounding is ``eps``; the factor ``1 + q`` is
+the cancellation.) The kept matrix is then the exact inverse of ``A + F``, ``F`` of relative size
+``eps (1 + q)`` in that direction, and later updates carry ``F`` over unchanged (Sherman-Morrison on
+the inverse of ``A + F`` is the inverse of ``A + F + x x^T``) while ``A`` only grows: the largest
+``eps (1 + q)`` of the stream bounds the loss (up to the few updates, at most ``d``, that reach
+it). ``q`` is largest on the first rows, ``||x||^2 / lam``: with ``lam`` 14 decades below
+``||x||^2`` (``lam = 1e-14`` for unit arms, ``1e-8`` for arms of norm ``1e3``) float64 loses 2% of
+the widths on the first ``d`` rows and OFUL's choices follow. :attr:`ExactCovariance.largest_width`
+keeps the largest played ``q``; :meth:`ExactCovariance.inexact_updates` says when
+``eps (1 + q)`` passes :data:`UPDATE_TOLERANCE`.
+
 Draws (Thompson sampling, :meth:`ExactCovariance.draw_all`): a square-root factor ``S``
 (``d x d``, not triangular) with ``S S^T = A^-1``, kept only once the estimator has drawn. The first
 draw takes the lower Cholesky factor of the kept ``A^-1`` (``I / sqrt(reg)`` before any row), and
@@ -43,12 +60,18 @@ from .backend import Backend
 from .base import CovarianceEstimator, ScoreTerms
 
 __all__ = [
+    "UPDATE_TOLERANCE",
     "ExactCovariance",
     "below_floor",
     "guarded_sherman_morrison_",
     "potter_update_",
     "repair_inverse_",
 ]
+
+#: The largest relative error ``eps (1 + q)`` one Sherman-Morrison update may leave (the module
+#: docstring) before the estimator says its updates lost accuracy
+#: (:meth:`ExactCovariance.inexact_updates`): a thousandth of the widths.
+UPDATE_TOLERANCE = 1e-3
 
 
 def repair_inverse_(xp: Backend, A_inv, lo, hi) -> None:
@@ -89,6 +112,7 @@ def guarded_sherman_morrison_(est: ExactCovariance, Ax, raw, floor, X) -> None:
         Ax = (est.A_inv @ X[:, :, None])[:, :, 0]
         raw = xp.astype(xp.vecdot(Ax, X), est.cdtype)
     q = xp.maximum(raw, floor)
+    np.maximum(est.largest_width, xp.host(q), out=est.largest_width)
     xp.rank1_update_(est.A_inv, Ax, xp.astype(-1.0 / (1.0 + q), est.dtype))
 
 
@@ -134,6 +158,11 @@ class ExactCovariance(CovarianceEstimator):
         self.A_inv = inv_reg[:, None, None] * xp.eye(self.d, self.dtype)[None]
         self._b = xp.zeros((self.batch_size, self.d), self.cdtype)
         self.gram = xp.zeros((self.batch_size, self.d, self.d), self.dtype) if keep_gram else None
+        #: The largest width ``x^T A^-1 x`` an update has played, per member (host float64
+        #: ``(B,)``): one update's rounding error is about ``eps (1 + q)`` (the module docstring).
+        self.largest_width = np.zeros(self.batch_size)
+        # the largest width whose update stays within the tolerance: eps (1 + q) <= tolerance
+        self._quiet_width = UPDATE_TOLERANCE / torch.finfo(self.dtype).eps - 1.0
         # S (B, d, d) with S S^T = A^-1, working dtype: None until the first draw (draw_all);
         # members joined without one (joined) hold zeros (Potter's update leaves them so) until
         # their first draw
@@ -190,12 +219,15 @@ class ExactCovariance(CovarianceEstimator):
         device=None,
         dtype=None,
         batch_size: int | None = None,
+        largest_width=None,
     ) -> ExactCovariance:
         """An exact estimator that already holds ``A^-1`` ``(B, d, d)`` and ``b`` ``(B, d)`` (arrays
         of the backend it chooses, or tensors), e.g. the ``A_hat^-1`` of a sketch that switches to
         exact updates: ``reg`` its ridge (one value or B), ``trace`` ``tr X^T X`` so far (host
         ``(B,)``; the widths' valid floor is ``||x||^2 / (reg + trace)``), ``n_rows`` the rows it
-        counts as seen, ``gram`` the Gram ``X^T X`` to keep with it (``keep_gram``)."""
+        counts as seen, ``gram`` the Gram ``X^T X`` to keep with it (``keep_gram``),
+        ``largest_width`` the largest width its updates have played so far (host ``(B,)``; 0 by
+        default)."""
         est = cls(
             A_inv.shape[-1],
             reg=reg,
@@ -208,6 +240,8 @@ class ExactCovariance(CovarianceEstimator):
         est._b = est.xp.asarray(b, est.cdtype)
         est.trace = np.zeros(est.batch_size) if trace is None else np.array(trace, dtype=np.float64)
         est.n_rows = n_rows
+        if largest_width is not None:
+            est.largest_width = np.array(largest_width, dtype=np.float64)
         if gram is not None:
             est.gram = est.xp.asarray(gram, est.dtype)
         return est
@@ -262,6 +296,7 @@ class ExactCovariance(CovarianceEstimator):
             device=self.device,
             dtype=self.dtype,
             batch_size=len(order),
+            largest_width=np.concatenate([self.largest_width, other.largest_width])[order],
         )
         if self.factor is not None:  # members that draw keep their factors; others start theirs
             theirs = other.factor
@@ -273,6 +308,24 @@ class ExactCovariance(CovarianceEstimator):
             )
             joined._unfactored = unfactored[order]
         return joined
+
+    def inexact_updates(self) -> str | None:
+        """What the Sherman-Morrison updates lost, when one update's rounding error ``eps (1 + q)``
+        (the module docstring) passed :data:`UPDATE_TOLERANCE` for some member; else None."""
+        q = float(self.largest_width.max())
+        if q <= self._quiet_width:
+            return None
+        eps = torch.finfo(self.dtype).eps
+        raise_by = eps * (1.0 + q) / UPDATE_TOLERANCE
+        float64 = "" if self.dtype == torch.float64 else "dtype=torch.float64, "
+        return (
+            f"an update of A^-1 = (lam I + X^T X)^-1 played a width x^T A^-1 x = {q:.3g}, where "
+            f"Sherman-Morrison's subtraction cancels: one update's rounding error is up to "
+            f"eps (1 + q) = {eps * (1.0 + q):.2g} of the widths ({self.dtype}), beyond "
+            f"{UPDATE_TOLERANCE:g}, and the choices can differ from exact arithmetic's. Use "
+            f"{float64}a lam about {raise_by:.2g} times larger, rescaled arms, or SOFUL/CBSCFD "
+            "with sketch_size > d (the same A_hat, kept without that cancellation)"
+        )
 
     def score_terms(self, arms) -> ScoreTerms:
         """Both terms in the core dtype (the loop compares scores there). A member that has seen no

@@ -162,8 +162,8 @@ class FrequentDirections(CovarianceEstimator):
             int(self._basis_caps.max()),
             self._reg_host(),
         )
-        # rows in FD's buffer (a shrink when it reaches the buffer size)
-        self._m = np.zeros(B, dtype=np.int64)
+        # rows each member's FD buffer takes before it is full (a shrink when it reaches 0)
+        self._room = self._caps.copy()
         # the raw phase (rows kept as they are, SketchCore.append_raw) needs every buffer to fill at
         # once
         self._raw = bool((self._ls == self._ls[0]).all())
@@ -251,7 +251,8 @@ class FrequentDirections(CovarianceEstimator):
         """FD's rows in use, the count its buffer fills by (at most ``2 l - 1`` fast, ``l - 1``
         textbook, between rows): the rows held, or as many when a basis of ``d`` vectors lets fewer
         stand for them (their QR factor)."""
-        return self._host_out(np.full(self.batch_size, self.core.n_raw) if self._raw else self._m)
+        held = self.core.n_raw if self._raw else self._caps - self._room
+        return self._host_out(np.broadcast_to(held, (self.batch_size,)))
 
     @property
     def capacity(self) -> int:
@@ -357,13 +358,11 @@ class FrequentDirections(CovarianceEstimator):
         self._compress_crowded(live)
         ex = core.expand(X, sq, sq_host, p, hp, php)
         core.append(ex, r if isinstance(r, float) else self.xp.asarray(r, self.cdtype), live)
-        self._m += 1 if live is None else live
-        if self.fast:
-            fills = np.nonzero(self._m >= self._caps)[0]
-        else:
-            fills = self._members if live is None else np.nonzero(live)[0]
-        if fills.size:
-            self._reduce(fills)
+        self._room -= 1 if live is None else live
+        if self.fast and min(self._room.tolist()) <= 0:
+            self._reduce(np.flatnonzero(self._room <= 0))
+        elif not self.fast:
+            self._reduce(self._members if live is None else np.flatnonzero(live))
 
     def _leave_raw(self) -> None:
         """End the raw phase (a query, a response, a zero row or a full buffer came): the raw rows
@@ -371,7 +370,7 @@ class FrequentDirections(CovarianceEstimator):
         state."""
         if self._raw:
             self._raw = False
-            self._m[:] = self.core.n_raw
+            self._room = self._caps - self.core.n_raw
             self.core.settle()
 
     def _compress_crowded(self, live: np.ndarray | None) -> None:
@@ -397,7 +396,7 @@ class FrequentDirections(CovarianceEstimator):
     def _record(self, group: np.ndarray, plan) -> None:
         """Count the shrink ``plan`` of the members ``group``: their rows, shrinkage and
         ``tr S^T S``."""
-        self._m[group] = plan.kept
+        self._room[group] = self._caps[group] - plan.kept
         self._shrink[group] += plan.delta
         self._n_red[group] += 1
         self.trace[group] = plan.mass

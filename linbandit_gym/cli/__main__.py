@@ -1,4 +1,5 @@
-"""``python -m linbandit_gym.cli ...``: the ``linbandit`` command without the console script."""
+"""``python -m linbandit_gym.cli ...``: the ``linbandit`` command without the console
+script."""
 
 import sys
 
@@ -6,7 +7,8 @@ from ..specs import drop_current_directory_entry
 
 drop_current_directory_entry()
 
-from . import main
+# imported only once the working directory is off sys.path
+from . import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -358,7 +358,8 @@ def add_commands(sub) -> None:
 
     p = sub.add_parser(
         "reproduce",
-        help="reproduce an experiment of Wen et al. (2025): synthetic, mnist, matrix-approx, openml; or highdim",
+        help="reproduce an experiment of Wen et al. (2025): synthetic, mnist, matrix-approx, "
+        "openml; or highdim, ts (UCB against Thompson sampling, delayed feedback)",
         description="Run the shipped sweep config of a paper experiment, then write plots, tables and a report. "
         "--quick runs a scaled-down version in minutes on 2 cores.",
     )

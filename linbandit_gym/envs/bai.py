@@ -128,7 +128,7 @@ class BAILinBanditEnv(LinBanditEnv):
     >>> _, r, terminated, truncated, info = env.step(3 + 0)      # stop, name arm 0
     >>> terminated, r, info["recommendation"], info["correct"], info["n_pulls"]
     (True, 0.0, 0, True, 1)
-    """
+    """  # noqa: E501 (a markdown table row cannot wrap)
 
     def __init__(
         self,

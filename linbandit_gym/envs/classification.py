@@ -78,8 +78,9 @@ def _prepare(X: np.ndarray, y: np.ndarray, name: str, normalize: bool) -> _Prepa
     """``(X, y)`` as :class:`_Prepared` (App. F.1: rows l2-normalised when ``normalize``)."""
     classes, counts = np.unique(y, return_counts=True)
     if classes.size < 2:
-        raise ValueError(f"dataset {name!r} has a single class ({classes.tolist()}); a bandit "
-                         "needs at least 2")
+        raise ValueError(
+            f"dataset {name!r} has a single class ({classes.tolist()}); a bandit needs at least 2"
+        )
     if normalize:
         X = unit_rows(X)  # zero rows stay 0
     elif np.max(np.abs(X)) > np.finfo(np.float32).max:
@@ -106,8 +107,9 @@ def _packaged_dataset(name: str, normalize: bool) -> _Prepared:
     return _prepare(*load_dataset(name), name, normalize)
 
 
-def _named_dataset(name: str, data_dir: Any, dataset_kwargs: dict | None,
-                   normalize: bool) -> _Prepared:
+def _named_dataset(
+    name: str, data_dir: Any, dataset_kwargs: dict | None, normalize: bool
+) -> _Prepared:
     """A named dataset as :class:`_Prepared` (read-only arrays; see :data:`_PACKAGED`)."""
     if name in _PACKAGED and not dataset_kwargs:
         return _packaged_dataset(name, normalize)
@@ -270,7 +272,7 @@ class ClassificationBanditEnv(LinBanditEnv):
 
     ## Version History
     * v0: initial version.
-    """
+    """  # noqa: E501 (a markdown table row cannot wrap)
 
     def __init__(
         self,
@@ -317,7 +319,10 @@ class ClassificationBanditEnv(LinBanditEnv):
                 f"{classes.tolist()}"
             )
         super().__init__(
-            d=data.features.shape[1], n_arms=classes.size, horizon=horizon, noise_std=0.0,
+            d=data.features.shape[1],
+            n_arms=classes.size,
+            horizon=horizon,
+            noise_std=0.0,
             render_mode=render_mode,
         )
 
@@ -335,8 +340,9 @@ class ClassificationBanditEnv(LinBanditEnv):
         self.normalize = normalize
         self.shuffle_arms = shuffle_arms
         self.n_samples = int(data.features.shape[0])
-        self.observation_space = spaces.Box(low=data.low, high=data.high,
-                                            shape=(self.n_arms, self.d), dtype=np.float32)
+        self.observation_space = spaces.Box(
+            low=data.low, high=data.high, shape=(self.n_arms, self.d), dtype=np.float32
+        )
         self._arm_labels = classes.copy()
         self._arm_rows = np.zeros(self.n_arms, dtype=np.int64)
 

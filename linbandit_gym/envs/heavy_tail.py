@@ -146,7 +146,7 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
     >>> obs, info = env.reset(seed=0)
     >>> obs.shape, int(np.linalg.matrix_rank(obs)), env.spectrum.round(3).tolist()
     ((4, 6), 3, [0.545, 0.273, 0.182, 0.0, 0.0, 0.0])
-    """
+    """  # noqa: E501 (a markdown table row cannot wrap)
 
     def __init__(
         self,

@@ -120,7 +120,7 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
     ((500, 3), True)
     >>> bool(info["best_expected_reward"] > 0.95)  # some arm lies close to theta*
     True
-    """
+    """  # noqa: E501 (a markdown table row cannot wrap)
 
     def __init__(
         self,

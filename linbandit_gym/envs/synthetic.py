@@ -53,7 +53,7 @@ class SyntheticLinBanditEnv(LinBanditEnv):
 
     ## Version History
     * v0: initial version.
-    """
+    """  # noqa: E501 (a markdown table row cannot wrap)
 
     def __init__(
         self,

@@ -32,8 +32,14 @@ from typing import Any
 from ..threads import DEFAULT_THREADS, check_threads
 from .runner import execute_unit, prepare_worker
 
-__all__ = ["BACKENDS", "check_backend", "check_workers", "iter_results", "local_workers",
-           "ray_available"]
+__all__ = [
+    "BACKENDS",
+    "check_backend",
+    "check_workers",
+    "iter_results",
+    "local_workers",
+    "ray_available",
+]
 
 BACKENDS = ("local", "ray")
 
@@ -65,15 +71,20 @@ def check_backend(backend: Any, address: Any = None) -> tuple[str, str | None]:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if address is not None:
         if backend != "ray":
-            raise ValueError(f"--address {address!r} names a Ray cluster: give it with --backend "
-                             "ray, or leave it out")
+            raise ValueError(
+                f"--address {address!r} names a Ray cluster: give it with --backend "
+                "ray, or leave it out"
+            )
         if not isinstance(address, str) or not address:
-            raise ValueError(f"--address: expected HOST:PORT, ray://HOST:PORT or auto, got "
-                             f"{address!r}")
+            raise ValueError(
+                f"--address: expected HOST:PORT, ray://HOST:PORT or auto, got {address!r}"
+            )
         _ray_target(address)
     if backend == "ray" and not ray_available():
-        raise ValueError("backend 'ray' needs Ray: pip install 'linbandit-gym[ray]' (or pip "
-                         "install 'ray[default]')")
+        raise ValueError(
+            "backend 'ray' needs Ray: pip install 'linbandit-gym[ray]' (or pip "
+            "install 'ray[default]')"
+        )
     return backend, address
 
 
@@ -122,7 +133,9 @@ def iter_results(
     if not specs:
         return
     if backend == "ray":
-        yield from _ray(specs, workers=workers, threads=threads, address=address, curve_points=curve_points)
+        yield from _ray(
+            specs, workers=workers, threads=threads, address=address, curve_points=curve_points
+        )
     elif workers == 1:
         for unit in specs:
             try:
@@ -154,14 +167,19 @@ def _worker_init(parent_pid: int, interval: float = 0.5) -> None:
 
     tqdm.set_lock(threading.RLock())
     if sys.platform.startswith("linux"):
-        try:  # the kernel sends SIGKILL when the driver dies, even if this process is stuck in a write
+        # the kernel sends SIGKILL when the driver dies, even if this process is stuck in a write
+        try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         except (OSError, AttributeError):
             pass
     if os.getppid() != parent_pid:  # the driver died before the line above
         os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent_pid, interval), daemon=True,
-                     name="linbandit-driver-watchdog").start()
+    threading.Thread(
+        target=_watch_parent,
+        args=(parent_pid, interval),
+        daemon=True,
+        name="linbandit-driver-watchdog",
+    ).start()
 
 
 def local_workers(workers: int, threads: int | None = DEFAULT_THREADS) -> int:
@@ -213,13 +231,20 @@ class _Worker:
 
     def __init__(self, ctx, threads: int | None, curve_points: int):
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, os.getpid(), threads, curve_points),
-                                   daemon=True, name="linbandit-worker")
+        self.process = ctx.Process(
+            target=_worker_main,
+            args=(child, os.getpid(), threads, curve_points),
+            daemon=True,
+            name="linbandit-worker",
+        )
         self.unit: dict | list[dict] | None = None
         # Started with SIGINT blocked, the child inherits the mask: a Ctrl-C in its first second
         # (importing torch) prints no traceback. Here a Ctrl-C is only held back until the mask is
         # restored.
-        blocking = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+        blocking = (
+            hasattr(signal, "pthread_sigmask")
+            and threading.current_thread() is threading.main_thread()
+        )
         if blocking:
             old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
@@ -275,9 +300,15 @@ def _processes(specs: list, *, workers: int, threads: int | None, curve_points: 
             busy = [worker for worker in pool if worker.unit is not None]
             # A timeout, not a blocking wait: a Ctrl-C delivered to another thread of this process
             # (BLAS, Arrow) would not wake a blocked main thread until a run finishes.
-            ready = set(connection_wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=0.2))
+            ready = set(
+                connection_wait(
+                    [w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=0.2
+                )
+            )
             for index, worker in enumerate(pool):
-                if worker.unit is None or not (worker.conn in ready or worker.process.sentinel in ready):
+                if worker.unit is None or not (
+                    worker.conn in ready or worker.process.sentinel in ready
+                ):
                     continue
                 unit, reply = worker.unit, None
                 try:
@@ -292,8 +323,11 @@ def _processes(specs: list, *, workers: int, threads: int | None, curve_points: 
                     worker.process.join(timeout=5)
                     why = _death(worker.process)
                     worker.stop()
-                    yield from _failed(unit, f"WorkerDied: the worker process running this run died ({why}); the "
-                                             "other runs went on; rerun the sweep to retry it\n")
+                    yield from _failed(
+                        unit,
+                        f"WorkerDied: the worker process running this run died ({why}); the "
+                        "other runs went on; rerun the sweep to retry it\n",
+                    )
                     worker = pool[index] = _Worker(ctx, threads, curve_points) if queue else worker
                 elif reply[0] == "ok":
                     yield from zip(_members(unit), reply[1], [None] * _unit_size(unit))
@@ -335,7 +369,8 @@ def _probe_ray_address(address: str, timeout: float = RAY_CONNECT_TIMEOUT) -> No
     except OSError as exc:
         reason = exc.strerror or str(exc) or type(exc).__name__
         raise ConnectionError(
-            f"cannot reach a Ray cluster at {address} ({reason}, waited up to {timeout:g} s): start one there "
+            f"cannot reach a Ray cluster at {address} ({reason}, waited up to {timeout:g} s): "
+            "start one there "
             "(`ray start --head`), or leave out --address to start a local Ray"
         ) from None
 
@@ -352,12 +387,15 @@ def _ray_target(address: str) -> tuple[str, int] | None:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def _ray(specs: list[dict], *, workers: int, threads: int | None, address: str | None, curve_points: int):
+def _ray(
+    specs: list[dict], *, workers: int, threads: int | None, address: str | None, curve_points: int
+):
     try:
         import ray
     except ImportError as exc:
         raise ValueError(
-            "backend 'ray' needs Ray: pip install 'linbandit-gym[ray]' (or pip install 'ray[default]')"
+            "backend 'ray' needs Ray: pip install 'linbandit-gym[ray]' "
+            "(or pip install 'ray[default]')"
         ) from exc
     started_here = False
     if not ray.is_initialized():
@@ -366,8 +404,11 @@ def _ray(specs: list[dict], *, workers: int, threads: int | None, address: str |
             _probe_ray_address(address)
             try:
                 ray.init(address=address, **kwargs)
-            except Exception as exc:  # noqa: BLE001  (Ray raises ConnectionError, RuntimeError, ...)
-                raise ConnectionError(f"cannot connect to the Ray cluster at {address}: {exc}") from exc
+            # Ray raises ConnectionError, RuntimeError, ...
+            except Exception as exc:  # noqa: BLE001
+                raise ConnectionError(
+                    f"cannot connect to the Ray cluster at {address}: {exc}"
+                ) from exc
         else:
             ray.init(num_cpus=workers, **kwargs)
         started_here = True

@@ -44,8 +44,9 @@ expands into one *run* per (agent config, env config, seed). Example (YAML)::
                                   # carry its own (overrides this)
 
 ``task: matrix-approx`` configs instead stream Gaussian rows through covariance sketches
-(no bandit; Wen et al. (2025), App. F.2): ``data: {n, d}`` replaces ``envs`` and each ``agents`` entry
-names an agent whose covariance estimator is sketched (or a ``module:Class`` estimator).
+(no bandit; Wen et al. (2025), App. F.2): ``data: {n, d}`` replaces ``envs`` and each
+``agents`` entry names an agent whose covariance estimator is sketched (or a ``module:Class``
+estimator).
 
 Every run has a stable id: the first 16 hex digits of the SHA-256 of its canonical JSON
 (agent name and full args, env id and args, seed, recording options). Labels are not part of
@@ -74,9 +75,21 @@ from ..arguments import ArgumentProblem, format_problems, named_argument
 from ..feedback import FeedbackSchedule, schedule_problems
 from ..records import canonical_json, run_id
 from ..registration import ENV_IDS
-from ..registry import AgentEntry, RunMemory, check_run_fits, estimate_run_bytes, lookup_agent, lookup_estimator
+from ..registry import (
+    AgentEntry,
+    RunMemory,
+    check_run_fits,
+    estimate_run_bytes,
+    lookup_agent,
+    lookup_estimator,
+)
 from ..specs import (
-    args_label, check_file_name, did_you_mean, env_argument_problems, env_arguments, format_label,
+    args_label,
+    check_file_name,
+    did_you_mean,
+    env_argument_problems,
+    env_arguments,
+    format_label,
 )
 
 __all__ = [
@@ -100,19 +113,20 @@ TOP_LEVEL_KEYS = {
     "task": "'bandit' (default) or 'matrix-approx'",
     "seeds": "an int n (seeds 0..n-1) or a list of ints",
     "horizon": "rounds per episode, passed to every env as horizon= (an env's own args.horizon "
-               "wins)",
+    "wins)",
     "envs": "list of {id, args, grid, label}",
     "agents": "list of {name, args, grid, label, family, record, envs}",
     "data": "matrix-approx only: {n, d, every}",
-    "record": "recording options: {spectral_error: EVERY, spectral_sketch_sizes: [l...], curve_points: N}",
+    "record": "recording options: {spectral_error: EVERY, spectral_sketch_sizes: [l...], "
+    "curve_points: N}",
     "plots": "list of figures for `linbandit plot`",
     "tune": "defaults for `linbandit tune`: {beta, lam, seeds, horizon, agents, schedule, eta}",
     "tuned": "per env label, per agent label (glob): argument overrides, e.g. tuned beta/lam",
-    "timing_repeats": "plays of each timing run (a configuration's first seed, played alone); each round "
-                      "keeps its least time (default 1)",
+    "timing_repeats": "plays of each timing run (a configuration's first seed, played alone); "
+    "each round keeps its least time (default 1)",
     "dtype": "float32 or float64: the dtype of every agent that takes one (unless it sets one)",
     "feedback_delay": "an int k >= 0, or a list of them: round t's update after round t + k's act "
-                      "(default 0)",
+    "(default 0)",
     "update_every": "an int n >= 1, or a list of them: updates applied every n rounds (default 1)",
 }
 #: The dtypes a config's ``dtype:`` (``--dtype``) may give every agent.
@@ -125,7 +139,16 @@ ENV_KEYS = {"id", "args", "grid", "label"}
 RECORD_KEYS = {"spectral_error", "spectral_sketch_sizes", "curve_points"}
 DATA_KEYS = {"n", "d", "every"}
 PLOT_KEYS = {"kind", "agents", "name", "title", "family", "x", "group", "env", "bound"}
-PLOT_KINDS = {"regret", "pareto", "spectral", "sketch_size", "param", "matrix_error", "scaling", "fronts"}
+PLOT_KINDS = {
+    "regret",
+    "pareto",
+    "spectral",
+    "sketch_size",
+    "param",
+    "matrix_error",
+    "scaling",
+    "fronts",
+}
 TUNE_KEYS = {"beta", "lam", "seeds", "horizon", "agents", "schedule", "eta"}
 
 #: How ``linbandit tune`` searches its grid: successive halving (the default), or every pair to
@@ -166,7 +189,7 @@ class ConfigError(ValueError):
         self.problems = list(problems) if problems else [message]
 
     @classmethod
-    def listing(cls, problems: list[str]) -> "ConfigError":
+    def listing(cls, problems: list[str]) -> ConfigError:
         """One error for ``problems`` (repeats dropped): the message itself for one, else a
         count and one indented line per problem."""
         problems = list(dict.fromkeys(problems))
@@ -201,6 +224,7 @@ class _Problems:
 
 # -- loading ------------------------------------------------------------------------
 
+
 class _Loader(yaml.SafeLoader):
     """SafeLoader that reads ``1e-4`` as a float (YAML 1.1 needs ``1.0e-4``)."""
 
@@ -233,13 +257,18 @@ def check_config_size(data: Any, where: str = "the config") -> None:
             text += len(item)
         elif isinstance(item, (dict, list, tuple)):
             if depth > MAX_CONFIG_DEPTH:
-                raise ConfigError(f"{where} nests lists and mappings more than {MAX_CONFIG_DEPTH} "
-                                  "deep: a config lists agents, envs and seeds, a few levels deep")
+                raise ConfigError(
+                    f"{where} nests lists and mappings more than {MAX_CONFIG_DEPTH} "
+                    "deep: a config lists agents, envs and seeds, a few levels deep"
+                )
             children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
         if values > MAX_CONFIG_VALUES or text > MAX_CONFIG_TEXT:
-            what = (f"more than {MAX_CONFIG_VALUES:,} values" if values > MAX_CONFIG_VALUES
-                    else f"more than {MAX_CONFIG_TEXT:,} characters of text")
+            what = (
+                f"more than {MAX_CONFIG_VALUES:,} values"
+                if values > MAX_CONFIG_VALUES
+                else f"more than {MAX_CONFIG_TEXT:,} characters of text"
+            )
             raise ConfigError(
                 f"{where} expands into {what} (YAML aliases, *name, repeat what &name holds each "
                 "time they are used): a config lists agents, envs and seeds; write several "
@@ -257,13 +286,16 @@ def load_config(source: str | Path | dict) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"sweep config {str(path)!r} not found")
     if path.stat().st_size > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: {path.stat().st_size:,} bytes is not a sweep config (at most "
-                          f"{MAX_CONFIG_BYTES:,}): a config lists agents, envs and seeds")
+        raise ConfigError(
+            f"{path}: {path.stat().st_size:,} bytes is not a sweep config (at most "
+            f"{MAX_CONFIG_BYTES:,}): a config lists agents, envs and seeds"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not a text file in UTF-8 ({exc.reason} at byte "
-                          f"{exc.start})") from None
+        raise ConfigError(
+            f"{path}: not a text file in UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
     if path.suffix.lower() == ".toml":
         import tomllib
 
@@ -281,12 +313,16 @@ def load_config(source: str | Path | dict) -> dict:
         except RecursionError:
             raise ConfigError(f"{path}: nests lists and mappings too deep to read") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a sweep config is a mapping (agents:, envs:, seeds:, ...), got {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: a sweep config is a mapping (agents:, envs:, seeds:, ...), "
+            f"got {type(data).__name__}"
+        )
     check_config_size(data, str(path))
     return data
 
 
 # -- the expanded form --------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -304,13 +340,25 @@ class RunSpec:
         return int(self.config["seed"])
 
     def to_dict(self) -> dict:
-        return {"run_id": self.run_id, "config": self.config, "agent_label": self.agent_label,
-                "env_label": self.env_label, "family": self.family, "entry": self.entry}
+        return {
+            "run_id": self.run_id,
+            "config": self.config,
+            "agent_label": self.agent_label,
+            "env_label": self.env_label,
+            "family": self.family,
+            "entry": self.entry,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "RunSpec":
-        return cls(data["run_id"], data["config"], data["agent_label"], data["env_label"],
-                   data["family"], data.get("entry", ""))
+    def from_dict(cls, data: dict) -> RunSpec:
+        return cls(
+            data["run_id"],
+            data["config"],
+            data["agent_label"],
+            data["env_label"],
+            data["family"],
+            data.get("entry", ""),
+        )
 
 
 @dataclass
@@ -345,10 +393,13 @@ class SweepConfig:
 
 # -- validation helpers -------------------------------------------------------------
 
+
 def _check_keys(obj: dict, allowed, where: str) -> None:
     unknown = [
-        f"{where}: unknown key {key!r}{did_you_mean(key, allowed)}; allowed: {', '.join(sorted(allowed))}"
-        for key in obj if key not in allowed
+        f"{where}: unknown key {key!r}{did_you_mean(key, allowed)}; "
+        f"allowed: {', '.join(sorted(allowed))}"
+        for key in obj
+        if key not in allowed
     ]
     if unknown:
         raise ConfigError.listing(unknown)
@@ -358,7 +409,9 @@ def _mapping(value: Any, where: str) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: expected a mapping of NAME: VALUE, got {type(value).__name__} {value!r}")
+        raise ConfigError(
+            f"{where}: expected a mapping of NAME: VALUE, got {type(value).__name__} {value!r}"
+        )
     for key in value:
         if not isinstance(key, str) or not key.isidentifier():
             raise ConfigError(f"{where}: argument name {key!r} is not a Python identifier")
@@ -376,7 +429,8 @@ def _grid_points(grid: Any, where: str) -> list[dict]:
             if not isinstance(values, list):
                 raise ConfigError(
                     f"{where}.{name}: a grid maps each argument to a list of values, got "
-                    f"{type(values).__name__} {values!r} (write [{values!r}] for a single value, or move it to args)"
+                    f"{type(values).__name__} {values!r} "
+                    f"(write [{values!r}] for a single value, or move it to args)"
                 )
             if not values:
                 raise ConfigError(f"{where}.{name}: empty list of values")
@@ -388,12 +442,14 @@ def _grid_points(grid: Any, where: str) -> list[dict]:
         for i, point in enumerate(grid):
             if not isinstance(point, dict):
                 raise ConfigError(
-                    f"{where}[{i}]: a list grid holds mappings (one per point), got {type(point).__name__} {point!r}"
+                    f"{where}[{i}]: a list grid holds mappings (one per point), "
+                    f"got {type(point).__name__} {point!r}"
                 )
             points.append(dict(_mapping(point, f"{where}[{i}]")))
         return points
     raise ConfigError(
-        f"{where}: a grid is a mapping NAME: [values] or a list of mappings, got {type(grid).__name__} {grid!r}"
+        f"{where}: a grid is a mapping NAME: [values] or a list of mappings, "
+        f"got {type(grid).__name__} {grid!r}"
     )
 
 
@@ -433,8 +489,9 @@ def _feedback_values(value: Any, where: str, task: str) -> list[int]:
     distinct ints, each checked by :func:`linbandit_gym.feedback.schedule_problems`)."""
     key = where.rpartition(".")[2]
     if task != "bandit":
-        raise ConfigError(f"{where}: only bandit sweeps have rounds whose feedback can be delayed; "
-                          "remove it")
+        raise ConfigError(
+            f"{where}: only bandit sweeps have rounds whose feedback can be delayed; remove it"
+        )
     values = value if isinstance(value, list) else [value]
     if not values:
         raise ConfigError(f"{where}: an empty list; give an int or a list of ints")
@@ -457,8 +514,11 @@ def _schedules(entry: dict, where: str, x: _Expansion) -> list[FeedbackSchedule]
     for key in FEEDBACK_KEYS:
         if entry.get(key) is not None:
             values[key] = _feedback_values(entry[key], f"{where}.{key}", x.task)
-    return [FeedbackSchedule(delay, every)
-            for delay in values["feedback_delay"] for every in values["update_every"]]
+    return [
+        FeedbackSchedule(delay, every)
+        for delay in values["feedback_delay"]
+        for every in values["update_every"]
+    ]
 
 
 def _record_options(raw: Any, where: str = "record") -> dict:
@@ -471,22 +531,33 @@ def _record_options(raw: Any, where: str = "record") -> dict:
         sizes = rec.get("spectral_sketch_sizes")
         if sizes is not None:
             if not isinstance(sizes, list) or not all(
-                isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 1 for s in sizes
+                isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 1
+                for s in sizes
             ):
-                raise ConfigError(f"{where}.spectral_sketch_sizes: expected a list of positive ints, got {sizes!r}")
+                raise ConfigError(
+                    f"{where}.spectral_sketch_sizes: expected a list of positive ints, "
+                    f"got {sizes!r}"
+                )
             out["spectral_sketch_sizes"] = sorted(int(s) for s in sizes)
     elif rec.get("spectral_sketch_sizes") is not None:
-        raise ConfigError(f"{where}.spectral_sketch_sizes: only meaningful with record.spectral_error: EVERY")
+        raise ConfigError(
+            f"{where}.spectral_sketch_sizes: only meaningful with record.spectral_error: EVERY"
+        )
     return out
 
 
 def _curve_points(raw: dict) -> int:
     rec = raw.get("record") or {}
-    return _positive_int(rec.get("curve_points", 200), "record.curve_points") if isinstance(rec, dict) else 200
+    return (
+        _positive_int(rec.get("curve_points", 200), "record.curve_points")
+        if isinstance(rec, dict)
+        else 200
+    )
 
 
 def _lookup_agent(name: Any, where: str) -> AgentEntry:
-    """The :class:`~linbandit_gym.registry.AgentEntry` of agent ``name``, or a ``ConfigError`` at ``where``."""
+    """The :class:`~linbandit_gym.registry.AgentEntry` of agent ``name``, or a ``ConfigError``
+    at ``where``."""
     try:
         return lookup_agent(name)
     except ValueError as exc:
@@ -506,7 +577,8 @@ def _check_env_id(env_id: Any, where: str) -> str:
 
         if env_id not in gym.registry:
             raise ConfigError(
-                f"{where}: unknown env id {env_id!r}{did_you_mean(env_id, ENV_IDS)}; known: {', '.join(ENV_IDS)}"
+                f"{where}: unknown env id {env_id!r}{did_you_mean(env_id, ENV_IDS)}; "
+                f"known: {', '.join(ENV_IDS)}"
             )
     return env_id
 
@@ -521,8 +593,9 @@ def tuned_arguments(raw: dict, env_label: str, agent_label: str) -> dict:
     ({'beta': 0.1, 'lam': 2.0}, {})
     """
     tuned = raw.get("tuned") if isinstance(raw, dict) else None
-    if not isinstance(tuned, dict) or not all(v is None or isinstance(v, dict)
-                                              for v in tuned.values()):
+    if not isinstance(tuned, dict) or not all(
+        v is None or isinstance(v, dict) for v in tuned.values()
+    ):
         return {}
     try:
         return _apply_tuned(tuned, env_label, agent_label)
@@ -536,7 +609,8 @@ def _apply_tuned(tuned: dict, env_label: str, agent_label: str) -> dict:
 
 
 def _tuned_entry(tuned: dict, env_label: str, agent_label: str) -> tuple[dict, str]:
-    """``(overrides, where)``: :func:`_apply_tuned`'s overrides and the config key they are under."""
+    """``(overrides, where)``: :func:`_apply_tuned`'s overrides and the config key they are
+    under."""
     env_key = env_label if tuned.get(env_label) else "*"
     per_env = tuned.get(env_key) or {}
     if agent_label in per_env:
@@ -548,6 +622,7 @@ def _tuned_entry(tuned: dict, env_label: str, agent_label: str) -> tuple[dict, s
 
 
 # -- expansion ----------------------------------------------------------------------
+
 
 def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> SweepConfig:
     """Validate a config and expand it into runs.
@@ -575,8 +650,10 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             problems.add(str(exc))
     description = raw.get("description")
     if description is not None and not isinstance(description, str):
-        problems.add(f"description: expected free text (a string), got "
-                     f"{type(description).__name__} {_short(description)}")
+        problems.add(
+            f"description: expected free text (a string), got "
+            f"{type(description).__name__} {_short(description)}"
+        )
     seeds, record, horizon, tuned, envs = [0], {}, None, {}, []
     with problems.section():
         seeds = _seeds(raw.get("seeds"))
@@ -592,8 +669,10 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
             _positive_int(raw["timing_repeats"], "timing_repeats")
     dtype = raw.get("dtype")
     if dtype is not None and dtype not in DTYPES:
-        problems.add(f"dtype: expected one of {', '.join(DTYPES)} (the dtype of the agents' "
-                     f"state), got {dtype!r}")
+        problems.add(
+            f"dtype: expected one of {', '.join(DTYPES)} (the dtype of the agents' "
+            f"state), got {dtype!r}"
+        )
         dtype = None
     feedback = {key: [default] for key, default in FEEDBACK_KEYS.items()}
     for key in FEEDBACK_KEYS:
@@ -613,7 +692,9 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
     with problems.section():
         if task == "matrix-approx":
             if raw.get("envs") is not None:
-                raise ConfigError("envs: a matrix-approx sweep has no envs; describe the rows under data: {n, d}")
+                raise ConfigError(
+                    "envs: a matrix-approx sweep has no envs; describe the rows under data: {n, d}"
+                )
             envs = [_matrix_data(raw.get("data"))]
         else:
             if raw.get("data") is not None:
@@ -628,31 +709,53 @@ def parse_config(source: str | Path | dict, *, validate_args: bool = True) -> Sw
     except ConfigError as exc:
         problems.add(str(exc))
         problems.raise_if_any()
-    expansion = _Expansion(raw=raw, task=task, seeds=seeds, record=record, tuned=tuned, envs=envs,
-                           validate_args=validate_args, problems=problems, feedback=feedback,
-                           dtype=dtype)
+    expansion = _Expansion(
+        raw=raw,
+        task=task,
+        seeds=seeds,
+        record=record,
+        tuned=tuned,
+        envs=envs,
+        validate_args=validate_args,
+        problems=problems,
+        feedback=feedback,
+        dtype=dtype,
+    )
     for i, entry in enumerate(agents):
         with problems.section():
             _expand_agent(i, entry, expansion)
     problems.raise_if_any()
-    return SweepConfig(raw=raw, name=name, task=task, seeds=seeds, runs=expansion.runs,
-                       notes=list(dict.fromkeys(expansion.notes)), memory=expansion.memory)
+    return SweepConfig(
+        raw=raw,
+        name=name,
+        task=task,
+        seeds=seeds,
+        runs=expansion.runs,
+        notes=list(dict.fromkeys(expansion.notes)),
+        memory=expansion.memory,
+    )
 
 
 def _validate_tuned(tuned: Any) -> dict:
     tuned = tuned or {}
     if not isinstance(tuned, dict):
-        raise ConfigError(f"tuned: expected a mapping ENV_LABEL: {{AGENT_LABEL: {{arg: value}}}}, got {tuned!r}")
+        raise ConfigError(
+            f"tuned: expected a mapping ENV_LABEL: {{AGENT_LABEL: {{arg: value}}}}, got {tuned!r}"
+        )
     for env_label, per_agent in tuned.items():
         if not isinstance(env_label, str):
-            raise ConfigError(f"tuned: {env_label!r} is not an env label (a string, or a glob such "
-                              "as '*')")
-        if not isinstance(per_agent, dict) or not all(isinstance(v, dict) for v in per_agent.values()):
+            raise ConfigError(
+                f"tuned: {env_label!r} is not an env label (a string, or a glob such as '*')"
+            )
+        if not isinstance(per_agent, dict) or not all(
+            isinstance(v, dict) for v in per_agent.values()
+        ):
             raise ConfigError(f"tuned.{env_label}: expected a mapping AGENT_LABEL: {{arg: value}}")
         for agent_label in per_agent:
             if not isinstance(agent_label, str):
-                raise ConfigError(f"tuned.{env_label}: {agent_label!r} is not an agent label (a "
-                                  "string or a glob)")
+                raise ConfigError(
+                    f"tuned.{env_label}: {agent_label!r} is not an agent label (a string or a glob)"
+                )
         for agent_label, values in per_agent.items():
             _mapping(values, f"tuned.{env_label}.{agent_label}")
     return tuned
@@ -701,12 +804,20 @@ def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
     entry_envs = x.envs
     if entry.get("envs") is not None:  # this agent config only on some envs (e.g. l0 <= d)
         patterns = entry["envs"]
-        if not (isinstance(patterns, list) and patterns and all(isinstance(p, str) for p in patterns)):
-            raise ConfigError(f"{where}.envs: expected a non-empty list of env labels or glob patterns, got {patterns!r}")
-        entry_envs = [e for e in x.envs if any(fnmatch.fnmatchcase(e["label"], p) for p in patterns)]
+        if not (
+            isinstance(patterns, list) and patterns and all(isinstance(p, str) for p in patterns)
+        ):
+            raise ConfigError(
+                f"{where}.envs: expected a non-empty list of env labels or glob patterns, "
+                f"got {patterns!r}"
+            )
+        entry_envs = [
+            e for e in x.envs if any(fnmatch.fnmatchcase(e["label"], p) for p in patterns)
+        ]
         if x.envs and not entry_envs:
             raise ConfigError(
-                f"{where}.envs: {patterns!r} matches no env label; labels: {', '.join(e['label'] for e in x.envs)}"
+                f"{where}.envs: {patterns!r} matches no env label; "
+                f"labels: {', '.join(e['label'] for e in x.envs)}"
             )
     schedules = _schedules(entry, where, x)
     checks = None
@@ -715,7 +826,9 @@ def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
     for j, point in enumerate(points):
         args = {**base_args, **point}
         varying = {k: v for k, v in point.items()}
-        if checks is not None and not entry_envs:  # the envs are broken: the arguments still get checked
+        if (
+            checks is not None and not entry_envs
+        ):  # the envs are broken: the arguments still get checked
             checks.check_values(args, j, point)
         for schedule in schedules:  # a setting other than the plain loop's is part of the label
             played = schedule.config_entries()
@@ -723,13 +836,38 @@ def _expand_agent(i: int, entry: Any, x: _Expansion) -> None:
             values = {**args, **dataclasses.asdict(schedule)}  # a label may name them
             label = _format_label(entry.get("label"), default, values, f"{where}.label")
             for env in entry_envs:
-                _expand_runs(x, entry, where, agent, checks, j, point, args, label, env, played,
-                             run_record, family)
+                _expand_runs(
+                    x,
+                    entry,
+                    where,
+                    agent,
+                    checks,
+                    j,
+                    point,
+                    args,
+                    label,
+                    env,
+                    played,
+                    run_record,
+                    family,
+                )
 
 
-def _expand_runs(x: _Expansion, entry: dict, where: str, agent: AgentEntry,
-                 checks: _AgentArgumentChecks | None, j: int, point: dict, args: dict, label: str,
-                 env: dict, played: dict, run_record: dict, family: str) -> None:
+def _expand_runs(
+    x: _Expansion,
+    entry: dict,
+    where: str,
+    agent: AgentEntry,
+    checks: _AgentArgumentChecks | None,
+    j: int,
+    point: dict,
+    args: dict,
+    label: str,
+    env: dict,
+    played: dict,
+    run_record: dict,
+    family: str,
+) -> None:
     """The runs (one per seed) of grid point ``j`` of ``agents[i]`` (``where``) on ``env``,
     labelled ``label`` and played by the feedback schedule whose ``config_entries`` are
     ``played``."""
@@ -740,8 +878,9 @@ def _expand_runs(x: _Expansion, entry: dict, where: str, agent: AgentEntry,
         takes = agent.arguments()
         if "dtype" in takes or takes.open:
             final_args["dtype"] = x.dtype
-        elif (note := f"dtype: {x.dtype} is not given to {label!r}: its agent takes no "
-                      "dtype") not in x.notes:
+        elif (
+            note := f"dtype: {x.dtype} is not given to {label!r}: its agent takes no dtype"
+        ) not in x.notes:
             x.notes.append(note)
     if key in x.seen_labels and x.seen_labels[key] != (final_args, played):
         raise ConfigError(
@@ -757,8 +896,9 @@ def _expand_runs(x: _Expansion, entry: dict, where: str, agent: AgentEntry,
         memory = _check_run_memory(agent, final_args, env, x.task, where)
         x.memory[(label, env["label"])] = memory
         if checks is not None and x.task == "bandit":  # against the arms' d (l0 <= d)
-            checks.check_values(final_args, j, point, overrides, tuned_where, memory=memory,
-                                env_label=env["label"])
+            checks.check_values(
+                final_args, j, point, overrides, tuned_where, memory=memory, env_label=env["label"]
+            )
     for seed in x.seeds:
         config = {
             "task": x.task,
@@ -769,8 +909,9 @@ def _expand_runs(x: _Expansion, entry: dict, where: str, agent: AgentEntry,
         }
         if run_record:
             config["record"] = run_record
-        spec = RunSpec(run_id(config), json.loads(canonical_json(config)), label, env["label"],
-                       family, where)
+        spec = RunSpec(
+            run_id(config), json.loads(canonical_json(config)), label, env["label"], family, where
+        )
         if spec.run_id in x.by_id:
             first, first_tuned = x.by_id[spec.run_id]
             if not (overrides or first_tuned):
@@ -779,8 +920,9 @@ def _expand_runs(x: _Expansion, entry: dict, where: str, agent: AgentEntry,
                     f"config as {first.agent_label!r}; remove the duplicate"
                 )
             # tuned: overrides made two configs equal: run it once, under the first label
-            x.notes.append(f"{label!r} on {env['label']!r} equals {first.agent_label!r} after "
-                           "tuning; run once")
+            x.notes.append(
+                f"{label!r} on {env['label']!r} equals {first.agent_label!r} after tuning; run once"
+            )
             continue
         x.by_id[spec.run_id] = (spec, bool(overrides))
         x.runs.append(spec)
@@ -797,8 +939,9 @@ def _agent_entry(name: Any, where: str, task: str) -> AgentEntry:
     return _lookup_agent(name, where)
 
 
-def _check_run_count(agents: list, envs: list[dict], seeds: list[int],
-                     feedback: dict[str, list[int]]) -> None:
+def _check_run_count(
+    agents: list, envs: list[dict], seeds: list[int], feedback: dict[str, list[int]]
+) -> None:
     """Refuse, before expanding, a config of more than :data:`MAX_RUNS` runs."""
     points = 0
     for entry in agents:
@@ -819,8 +962,10 @@ def _check_run_count(agents: list, envs: list[dict], seeds: list[int],
     total = points * max(len(envs), 1) * len(seeds)
     if total > MAX_RUNS:
         raise ConfigError(
-            f"seeds, agents, envs: this config expands into up to {total:,} runs ({points:,} agent configs x "
-            f"{len(envs):,} env configs x {len(seeds):,} seeds), more than one sweep holds ({MAX_RUNS:,}); "
+            f"seeds, agents, envs: this config expands into up to {total:,} runs "
+            f"({points:,} agent configs x "
+            f"{len(envs):,} env configs x {len(seeds):,} seeds), "
+            f"more than one sweep holds ({MAX_RUNS:,}); "
             "fewer seeds or grid points, or several configs"
         )
 
@@ -828,7 +973,9 @@ def _check_run_count(agents: list, envs: list[dict], seeds: list[int],
 def _check_run_memory(agent: AgentEntry, args: dict, env: dict, task: str, where: str) -> RunMemory:
     """The estimated peak memory of a run of ``agent`` on ``env``; a :class:`ConfigError` if it
     is more than the memory available (:func:`linbandit_gym.registry.check_run_fits`)."""
-    if task == "matrix-approx":  # the rows, the exact Gram the error is measured against, the sketch
+    if (
+        task == "matrix-approx"
+    ):  # the rows, the exact Gram the error is measured against, the sketch
         n, d = env["args"]["n"], env["args"]["d"]
         own = None if ":" in agent.label else _agent_bytes(agent, d, 1, args)
         run = RunMemory(8 * (n * d + 2 * d * d), own, 1, d)
@@ -862,7 +1009,9 @@ class _AgentArgumentChecks:
     right are checked by the agent's own constructor, once per distinct set.
     """
 
-    def __init__(self, agent: AgentEntry, where: str, base_args: dict, grid: Any, problems: _Problems):
+    def __init__(
+        self, agent: AgentEntry, where: str, base_args: dict, grid: Any, problems: _Problems
+    ):
         self.agent, self.where, self.problems = agent, where, problems
         self.grid_is_list = isinstance(grid, list)
         self.valued: set[str] = set()
@@ -892,18 +1041,29 @@ class _AgentArgumentChecks:
             self.problems.add(f"{location}: {message}")
 
     def _grid_location(self, name: str, j: int) -> str:
-        return f"{self.where}.grid[{j}].{name}" if self.grid_is_list else f"{self.where}.grid.{name}"
+        return (
+            f"{self.where}.grid[{j}].{name}" if self.grid_is_list else f"{self.where}.grid.{name}"
+        )
 
     def check_overrides(self, overrides: dict, tuned_where: str) -> None:
         """Names and types of the ``tuned:`` overrides applied to this entry (once per key)."""
         if not overrides or tuned_where in self.seen_overrides:
             return
         self.seen_overrides.add(tuned_where)
-        self._report([(f"{tuned_where}.{p.name}", p) for p in self.agent.argument_problems(overrides)])
+        self._report(
+            [(f"{tuned_where}.{p.name}", p) for p in self.agent.argument_problems(overrides)]
+        )
 
-    def check_values(self, args: dict, j: int, point: dict, overrides: dict | None = None,
-                     tuned_where: str = "tuned", memory: RunMemory | None = None,
-                     env_label: str | None = None) -> None:
+    def check_values(
+        self,
+        args: dict,
+        j: int,
+        point: dict,
+        overrides: dict | None = None,
+        tuned_where: str = "tuned",
+        memory: RunMemory | None = None,
+        env_label: str | None = None,
+    ) -> None:
         """The agent's own value checks of ``args`` (grid point ``j``), reported at the key of
         the argument the message names; skipped where a name or type is wrong (reported already).
         With the ``memory`` estimate of a run on env ``env_label``, the checks against that env's
@@ -945,13 +1105,17 @@ def _expand_envs(envs: Any, horizon: int | None) -> list[dict]:
     return out
 
 
-def _expand_env(i: int, entry: Any, horizon: int | None, labels: set, problems: _Problems) -> list[dict]:
+def _expand_env(
+    i: int, entry: Any, horizon: int | None, labels: set, problems: _Problems
+) -> list[dict]:
     """The env configs of ``envs[i]`` (one per grid point); argument problems go to ``problems``."""
     where = f"envs[{i}]"
     if isinstance(entry, str):
         entry = {"id": entry}
     if not isinstance(entry, dict):
-        raise ConfigError(f"{where}: expected an env id or a mapping {{id: ..., args: ...}}, got {entry!r}")
+        raise ConfigError(
+            f"{where}: expected an env id or a mapping {{id: ..., args: ...}}, got {entry!r}"
+        )
     _check_keys(entry, ENV_KEYS, where)
     if "id" not in entry:
         raise ConfigError(f"{where}: missing key 'id' (an env id, see `linbandit list`)")
@@ -966,13 +1130,19 @@ def _expand_env(i: int, entry: Any, horizon: int | None, labels: set, problems: 
         # names, types and values against the env's constructor: a typo fails here, not mid-sweep
         for problem in env_argument_problems(env_id, args):
             if problem.name in point:
-                location = f"{where}.grid[{j}].{problem.name}" if isinstance(grid, list) else f"{where}.grid.{problem.name}"
+                location = (
+                    f"{where}.grid[{j}].{problem.name}"
+                    if isinstance(grid, list)
+                    else f"{where}.grid.{problem.name}"
+                )
             else:
                 location = f"{where}.args" + (f".{problem.name}" if problem.name else "")
             found.append((location, problem))
         label = _format_label(entry.get("label"), args_label(env_id, point), args, f"{where}.label")
         if label in labels:
-            raise ConfigError(f"{where}.label: two env configs share the label {label!r}; give distinct labels")
+            raise ConfigError(
+                f"{where}.label: two env configs share the label {label!r}; give distinct labels"
+            )
         labels.add(label)
         out.append({"id": env_id, "args": args, "label": label})
     if found:
@@ -990,7 +1160,11 @@ def _matrix_data(data: Any) -> dict:
     n = _positive_int(data.get("n", 1250), "data.n")
     d = _positive_int(data.get("d", 500), "data.d")
     every = _positive_int(data.get("every", 10), "data.every")
-    return {"id": "gaussian-rows", "args": {"n": n, "d": d, "every": every}, "label": f"gaussian n={n} d={d}"}
+    return {
+        "id": "gaussian-rows",
+        "args": {"n": n, "d": d, "every": every},
+        "label": f"gaussian n={n} d={d}",
+    }
 
 
 def _validate_plots(plots: Any) -> None:
@@ -1009,17 +1183,26 @@ def _validate_plots(plots: Any) -> None:
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
         if entry.get("kind") not in PLOT_KINDS:
-            raise ConfigError(f"{where}.kind: expected one of {sorted(PLOT_KINDS)}, got {entry.get('kind')!r}")
+            raise ConfigError(
+                f"{where}.kind: expected one of {sorted(PLOT_KINDS)}, got {entry.get('kind')!r}"
+            )
         for key in ("title", "family", "x", "group", "env"):  # text; a name or a glob
             if entry.get(key) is not None and not isinstance(entry[key], str):
-                raise ConfigError(f"{where}.{key}: expected a string, got "
-                                  f"{type(entry[key]).__name__} {_short(entry[key])}")
+                raise ConfigError(
+                    f"{where}.{key}: expected a string, got "
+                    f"{type(entry[key]).__name__} {_short(entry[key])}"
+                )
         if entry.get("bound") is not None and not isinstance(entry["bound"], bool):
-            raise ConfigError(f"{where}.bound: expected true or false, got "
-                              f"{_short(entry['bound'])}")
+            raise ConfigError(
+                f"{where}.bound: expected true or false, got {_short(entry['bound'])}"
+            )
         agents = entry.get("agents")
-        if agents is not None and not (isinstance(agents, list) and all(isinstance(a, str) for a in agents)):
-            raise ConfigError(f"{where}.agents: expected a list of agent labels or glob patterns, got {agents!r}")
+        if agents is not None and not (
+            isinstance(agents, list) and all(isinstance(a, str) for a in agents)
+        ):
+            raise ConfigError(
+                f"{where}.agents: expected a list of agent labels or glob patterns, got {agents!r}"
+            )
         if entry["kind"] == "param" and not (entry.get("family") and entry.get("x")):
             raise ConfigError(f"{where}: a param plot needs family: and x: (and optionally group:)")
 
@@ -1038,9 +1221,11 @@ def _check_plot_axes(plots: Any, envs: list[dict]) -> None:
         drawn = select_labels(labels, [entry["env"]]) if entry.get("env") else labels
         missing = [env["label"] for env in envs if env["label"] in drawn and x not in env["args"]]
         if missing:
-            raise ConfigError(f"plots[{i}].x: env(s) {missing} are not given the argument {x!r} "
-                              f"that this {entry['kind']} figure is drawn against; give it in "
-                              "their args (or grid), or set x")
+            raise ConfigError(
+                f"plots[{i}].x: env(s) {missing} are not given the argument {x!r} "
+                f"that this {entry['kind']} figure is drawn against; give it in "
+                "their args (or grid), or set x"
+            )
 
 
 def _validate_tune(tune: Any) -> None:
@@ -1051,7 +1236,9 @@ def _validate_tune(tune: Any) -> None:
     for key in ("beta", "lam"):
         values = tune.get(key)
         if values is not None and not (
-            isinstance(values, list) and values and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
+            isinstance(values, list)
+            and values
+            and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
         ):
             raise ConfigError(f"tune.{key}: expected a non-empty list of numbers, got {values!r}")
     if tune.get("seeds") is not None:
@@ -1059,8 +1246,12 @@ def _validate_tune(tune: Any) -> None:
     if tune.get("horizon") is not None:
         _positive_int(tune["horizon"], "tune.horizon")
     agents = tune.get("agents")
-    if agents is not None and not (isinstance(agents, list) and all(isinstance(a, str) for a in agents)):
-        raise ConfigError(f"tune.agents: expected a list of agent labels or glob patterns, got {agents!r}")
+    if agents is not None and not (
+        isinstance(agents, list) and all(isinstance(a, str) for a in agents)
+    ):
+        raise ConfigError(
+            f"tune.agents: expected a list of agent labels or glob patterns, got {agents!r}"
+        )
     check_schedule(tune.get("schedule"), tune.get("eta"), "tune.")
 
 
@@ -1068,13 +1259,18 @@ def check_schedule(schedule: Any, eta: Any, where: str = "") -> None:
     """A :class:`ConfigError` unless ``schedule`` is ``None`` or one of :data:`TUNE_SCHEDULES`
     and ``eta`` is ``None`` or an int >= 2 (``where``: the key's prefix in messages)."""
     if schedule is not None and schedule not in TUNE_SCHEDULES:
-        raise ConfigError(f"{where}schedule: expected one of {', '.join(TUNE_SCHEDULES)} "
-                          "(successive halving, or every pair to the end as in the paper), got "
-                          f"{schedule!r}")
-    if eta is not None and (isinstance(eta, bool) or not isinstance(eta, numbers.Integral)
-                            or eta < 2):
-        raise ConfigError(f"{where}eta: expected an int >= 2 (successive halving keeps 1/eta of "
-                          f"the pairs at each rung), got {eta!r}")
+        raise ConfigError(
+            f"{where}schedule: expected one of {', '.join(TUNE_SCHEDULES)} "
+            "(successive halving, or every pair to the end as in the paper), got "
+            f"{schedule!r}"
+        )
+    if eta is not None and (
+        isinstance(eta, bool) or not isinstance(eta, numbers.Integral) or eta < 2
+    ):
+        raise ConfigError(
+            f"{where}eta: expected an int >= 2 (successive halving keeps 1/eta of "
+            f"the pairs at each rung), got {eta!r}"
+        )
 
 
 def select_labels(labels, patterns: list[str] | None) -> list[str]:

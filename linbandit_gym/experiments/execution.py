@@ -85,8 +85,9 @@ class ExecutionOptions:
         if self.max_batch is not None:
             set_field("max_batch", check_max_batch(self.max_batch))
         repeats = self.timing_repeats
-        if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int)
-                                    or repeats < 1):
+        if repeats is not None and (
+            isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1
+        ):
             raise ValueError(f"timing_repeats must be an int >= 1, got {repeats!r}")
 
     @classmethod

@@ -132,6 +132,8 @@ def with_horizon(env_kwargs: dict[str, Any] | None, horizon: int | None) -> dict
         return env_kwargs
     if "horizon" in env_kwargs and env_kwargs["horizon"] != horizon:
         given = env_kwargs["horizon"]
-        raise ValueError(f"--horizon {horizon!r} and --env-arg horizon={given!r} give the episode "
-                         "two lengths: give it once")
+        raise ValueError(
+            f"--horizon {horizon!r} and --env-arg horizon={given!r} give the episode "
+            "two lengths: give it once"
+        )
     return {**env_kwargs, "horizon": horizon}

@@ -18,19 +18,43 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..plots import (
-    check_formats, plot_cumulative_regret, plot_fronts, plot_matrix_error, plot_param_effect,
-    plot_pareto, plot_scaling, plot_sketch_size, plot_spectral_exponent, save_figure,
-)
 from ..evaluate import timed_runs
-from ..records import atomic_path, write_text_atomic
+from ..plots import (
+    check_formats,
+    plot_cumulative_regret,
+    plot_fronts,
+    plot_matrix_error,
+    plot_param_effect,
+    plot_pareto,
+    plot_scaling,
+    plot_sketch_size,
+    plot_spectral_exponent,
+    save_figure,
+)
+from ..records import (
+    atomic_path,
+    check_output_dir,
+    completeness,
+    load_meta,
+    load_records,
+    load_runs,
+    write_text_atomic,
+)
 from ..text import NOT_REPORTED, count, exact_updates, mean_spread, reported_bytes
 from .config import ConfigError, _validate_plots, select_labels, tuned_arguments
-from ..records import check_output_dir, completeness, load_meta, load_records, load_runs
 from .sweep import read_sweep_config, run_warnings, summary_table, warning_lines
 
-__all__ = ["make_plots", "write_tables", "spectral_series", "format_table", "markdown_table", "env_settings",
-           "scaling_points", "seeds_in_words", "with_tuned"]
+__all__ = [
+    "make_plots",
+    "write_tables",
+    "spectral_series",
+    "format_table",
+    "markdown_table",
+    "env_settings",
+    "scaling_points",
+    "seeds_in_words",
+    "with_tuned",
+]
 
 
 def _slug(text: str) -> str:
@@ -38,7 +62,8 @@ def _slug(text: str) -> str:
 
 
 def spectral_series(out_dir: str | Path, runs: pd.DataFrame) -> pd.DataFrame:
-    """The recorded ``Delta_t`` checkpoints as a long frame (agent, env, seed, t, l, delta, cov_error)."""
+    """The recorded ``Delta_t`` checkpoints as a long frame (agent, env, seed, t, l, delta,
+    cov_error)."""
     rows = []
     for rid, agent, env, seed in zip(runs["run_id"], runs["agent"], runs["env"], runs["seed"]):
         spec = load_meta(out_dir, rid).get("spectral")
@@ -46,7 +71,17 @@ def spectral_series(out_dir: str | Path, runs: pd.DataFrame) -> pd.DataFrame:
             continue
         for l, deltas in spec["delta"].items():
             for t, delta, err in zip(spec["t"], deltas, spec["cov_error"]):
-                rows.append({"agent": agent, "env": env, "seed": seed, "t": t, "l": int(l), "delta": delta, "cov_error": err})
+                rows.append(
+                    {
+                        "agent": agent,
+                        "env": env,
+                        "seed": seed,
+                        "t": t,
+                        "l": int(l),
+                        "delta": delta,
+                        "cov_error": err,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -60,8 +95,14 @@ def env_settings(out_dir: str | Path, runs: pd.DataFrame) -> dict[str, dict]:
     return settings
 
 
-_ARG_NAMES = (("d", "d"), ("n_arms", "K"), ("horizon", "T"), ("rank", "rank"), ("alpha", "alpha"),
-              ("dataset", "data"))
+_ARG_NAMES = (
+    ("d", "d"),
+    ("n_arms", "K"),
+    ("horizon", "T"),
+    ("rank", "rank"),
+    ("alpha", "alpha"),
+    ("dataset", "data"),
+)
 
 
 def seeds_in_words(runs: pd.DataFrame) -> str:
@@ -79,8 +120,11 @@ def seeds_in_words(runs: pd.DataFrame) -> str:
 
 
 def _caption(settings: dict, runs: pd.DataFrame) -> str:
-    """``"LinBandit-Synthetic-v0: d=100, K=100, T=2000, 3 seeds"``: what a figure of these runs shows."""
-    parts = [f"{short}={settings[key]}" for key, short in _ARG_NAMES if settings.get(key) is not None]
+    """``"LinBandit-Synthetic-v0: d=100, K=100, T=2000, 3 seeds"``: what a figure of these runs
+    shows."""
+    parts = [
+        f"{short}={settings[key]}" for key, short in _ARG_NAMES if settings.get(key) is not None
+    ]
     rounds = runs["rounds"].max() if "rounds" in runs and "horizon" not in settings else None
     if rounds is not None and pd.notna(rounds):
         parts.append(f"T={int(rounds)}")
@@ -96,17 +140,30 @@ def scaling_points(out_dir: str | Path, runs: pd.DataFrame, x: str = "d") -> pd.
     runs = runs.assign(**{x: [settings[e].get(x) for e in runs["env"]]})
     if runs[x].isna().any():
         missing = sorted(set(runs.loc[runs[x].isna(), "env"]))
-        raise ValueError(f"scaling plot: env(s) {missing} have no argument {x!r}; set plots[].x to an env argument")
+        raise ValueError(
+            f"scaling plot: env(s) {missing} have no argument {x!r}; "
+            "set plots[].x to an env argument"
+        )
     keys = ["agent", "family", "env", x]
-    points = runs.groupby(keys, sort=False).agg(final_regret=("final_regret", "mean"),
-                                                peak_memory_bytes=("peak_memory_bytes", "max"),
-                                                seeds=("seed", "nunique"))
+    points = runs.groupby(keys, sort=False).agg(
+        final_regret=("final_regret", "mean"),
+        peak_memory_bytes=("peak_memory_bytes", "max"),
+        seeds=("seed", "nunique"),
+    )
     cost = {"ms_per_round": ("ms_per_round", "mean"), "timing": ("timing", "first")}
     if "wall_ms_per_round" in runs:
         cost["wall_ms_per_round"] = ("wall_ms_per_round", "mean")
     points = points.join(timed_runs(runs, keys).groupby(keys, sort=False).agg(**cost))
-    return points[["ms_per_round", "final_regret", "peak_memory_bytes", "seeds",
-                   *(["wall_ms_per_round"] if "wall_ms_per_round" in runs else []), "timing"]].reset_index()
+    return points[
+        [
+            "ms_per_round",
+            "final_regret",
+            "peak_memory_bytes",
+            "seeds",
+            *(["wall_ms_per_round"] if "wall_ms_per_round" in runs else []),
+            "timing",
+        ]
+    ].reset_index()
 
 
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -114,35 +171,48 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
     if table.empty:
         return table
     if "final_regret_mean" in table:
-        return pd.DataFrame({
-            "env": table["env"],
+        return pd.DataFrame(
+            {
+                "env": table["env"],
+                "agent": table["agent"],
+                **({"tuned": table["tuned"]} if "tuned" in table else {}),
+                "seeds": table["seeds"],
+                "rounds": table["rounds"],
+                # mean ± std over the seeds; the mean alone for one seed, which has no spread
+                "final regret": [
+                    mean_spread(m, s, n, digits=1)
+                    for m, s, n in zip(
+                        table["final_regret_mean"], table["final_regret_std"], table["seeds"]
+                    )
+                ],
+                "CPU time (s)": table["time_s"].map(lambda v: f"{v:.2f}"),
+                "ms/round": table["ms_per_round"].map(lambda v: f"{v:.3f}"),
+                "wall ms/round": (
+                    table["wall_ms_per_round"]
+                    if "wall_ms_per_round" in table
+                    else pd.Series(np.nan, index=table.index)
+                ).map(_ms_or_blank),
+                "timing": _timing_words(table),
+                "peak memory (KiB)": table["peak_memory_kib"].map(_kib_or_not_reported),
+                "final sketch size": table["final_sketch_size"].map(
+                    lambda v: "" if pd.isna(v) else f"{v:.0f}"
+                ),
+                **({"exact updates": _exact_words(table)} if _reports_exact(table) else {}),
+            }
+        )
+    return pd.DataFrame(
+        {
             "agent": table["agent"],
-            **({"tuned": table["tuned"]} if "tuned" in table else {}),
             "seeds": table["seeds"],
-            "rounds": table["rounds"],
-            # mean ± std over the seeds; the mean alone for one seed, which has no spread
-            "final regret": [mean_spread(m, s, n, digits=1) for m, s, n in
-                             zip(table["final_regret_mean"], table["final_regret_std"], table["seeds"])],
-            "CPU time (s)": table["time_s"].map(lambda v: f"{v:.2f}"),
-            "ms/round": table["ms_per_round"].map(lambda v: f"{v:.3f}"),
-            "wall ms/round": (table["wall_ms_per_round"] if "wall_ms_per_round" in table
-                              else pd.Series(np.nan, index=table.index)).map(_ms_or_blank),
-            "timing": _timing_words(table),
-            "peak memory (KiB)": table["peak_memory_kib"].map(_kib_or_not_reported),
-            "final sketch size": table["final_sketch_size"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
-            **({"exact updates": _exact_words(table)} if _reports_exact(table) else {}),
-        })
-    return pd.DataFrame({
-        "agent": table["agent"],
-        "seeds": table["seeds"],
-        "rows": table["rows"],
-        "final error": table["final_error_mean"].map(lambda v: f"{v:.3f}"),
-        "max error": table["max_error_mean"].map(lambda v: f"{v:.3f}"),
-        "final bound": table["final_bound"].map(lambda v: f"{v:.3f}"),
-        "ms/row": table["ms_per_row"].map(lambda v: f"{v:.3f}"),
-        "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
-        "final sketch size": table["final_sketch_size"].map(lambda v: f"{v:.0f}"),
-    })
+            "rows": table["rows"],
+            "final error": table["final_error_mean"].map(lambda v: f"{v:.3f}"),
+            "max error": table["max_error_mean"].map(lambda v: f"{v:.3f}"),
+            "final bound": table["final_bound"].map(lambda v: f"{v:.3f}"),
+            "ms/row": table["ms_per_row"].map(lambda v: f"{v:.3f}"),
+            "peak memory (KiB)": table["peak_memory_kib"].map(lambda v: f"{v:.1f}"),
+            "final sketch size": table["final_sketch_size"].map(lambda v: f"{v:.0f}"),
+        }
+    )
 
 
 def _reports_exact(table: pd.DataFrame) -> bool:
@@ -153,9 +223,15 @@ def _reports_exact(table: pd.DataFrame) -> bool:
 def _exact_words(table: pd.DataFrame) -> list[str]:
     """Per row, whether and from which round its agent updated exactly
     (:func:`~linbandit_gym.text.exact_updates`)."""
-    return [exact_updates(n, seeds, first, last) for n, seeds, first, last in
-            zip(table["exact_seeds"], table["seeds"], table["exact_from_first"],
-                table["exact_from_last"])]
+    return [
+        exact_updates(n, seeds, first, last)
+        for n, seeds, first, last in zip(
+            table["exact_seeds"],
+            table["seeds"],
+            table["exact_from_first"],
+            table["exact_from_last"],
+        )
+    ]
 
 
 def _timing_words(table: pd.DataFrame) -> list[str]:
@@ -163,7 +239,9 @@ def _timing_words(table: pd.DataFrame) -> list[str]:
     seed"`` or ``"batch share, 3 seeds"``."""
     if "timing" not in table:
         return [""] * len(table)
-    repeats = table["timing_repeats"] if "timing_repeats" in table else pd.Series(1, index=table.index)
+    repeats = (
+        table["timing_repeats"] if "timing_repeats" in table else pd.Series(1, index=table.index)
+    )
     words = []
     for timing, seeds, plays in zip(table["timing"], table["timed_seeds"], repeats.fillna(1)):
         best = f", best of {int(plays)}" if timing == "alone" and plays > 1 else ""
@@ -172,13 +250,16 @@ def _timing_words(table: pd.DataFrame) -> list[str]:
 
 
 def _shared_times_note(table: pd.DataFrame) -> str:
-    """A caption line naming the agents whose times are shares of batches (empty when all were timed alone)."""
+    """A caption line naming the agents whose times are shares of batches (empty when all were
+    timed alone)."""
     if "timing" not in table:
         return ""
     shared = table.loc[table["timing"] == "batch share", "agent"].drop_duplicates().tolist()
     if not shared:
         return ""
-    names = ", ".join(map(str, shared[:4])) + (f" and {len(shared) - 4} more" if len(shared) > 4 else "")
+    names = ", ".join(map(str, shared[:4])) + (
+        f" and {len(shared) - 4} more" if len(shared) > 4 else ""
+    )
     return f"\ntimes of {names}: shares of batched runs, not measured alone"
 
 
@@ -197,8 +278,10 @@ def with_tuned(table: pd.DataFrame, raw: dict) -> pd.DataFrame:
     as it is when no row is tuned."""
     if table.empty or not raw.get("tuned"):
         return table
-    words = [", ".join(f"{k}={v}" for k, v in tuned_arguments(raw, env, agent).items())
-             for env, agent in zip(table["env"], table["agent"])]
+    words = [
+        ", ".join(f"{k}={v}" for k, v in tuned_arguments(raw, env, agent).items())
+        for env, agent in zip(table["env"], table["agent"])
+    ]
     if not any(words):
         return table
     out = table.copy()
@@ -235,7 +318,9 @@ def _varying_numeric_args(runs: pd.DataFrame) -> list[str]:
     for col in runs.columns:
         if col.startswith("arg.") and col not in ("arg.seed",):
             values = runs[col].dropna().unique()
-            if len(values) > 1 and all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in values):
+            if len(values) > 1 and all(
+                isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in values
+            ):
                 out.append(col[4:])
     return out
 
@@ -258,7 +343,8 @@ def _default_plots(runs: pd.DataFrame, has_spectral: bool) -> list[dict]:
 
 
 def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
-    """Draw every figure of a sweep into ``DIR/plots`` and write the summary tables; returns the files."""
+    """Draw every figure of a sweep into ``DIR/plots`` and write the summary tables; returns the
+    files."""
     out = check_output_dir(out_dir)
     formats = check_formats(formats)
     runs = load_runs(out)
@@ -273,7 +359,9 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         _check_scaling_arguments(out, runs, raw.get("plots") or [])
     plot_dir = out / "plots"
     written: list[Path] = []
-    captions: dict[str, dict] = {}  # figure file stem -> what the figure shows, in words (the report's captions)
+    captions: dict[
+        str, dict
+    ] = {}  # figure file stem -> what the figure shows, in words (the report's captions)
     _, tables = write_tables(out)
     written += tables
     if raw.get("task") == "matrix-approx":
@@ -281,10 +369,14 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         specs = raw.get("plots") or [{"kind": "matrix_error"}]
         for i, spec in enumerate(specs):
             labels = select_labels(records["agent"], spec.get("agents"))
-            fig = plot_matrix_error(records[records["agent"].isin(labels)], bound=spec.get("bound", True))
+            fig = plot_matrix_error(
+                records[records["agent"].isin(labels)], bound=spec.get("bound", True)
+            )
             data = raw.get("data") or {}
-            caption = (f"N(0, I) rows, normalised: n={data.get('n')}, d={data.get('d')}, "
-                       f"{seeds_in_words(runs)}")
+            caption = (
+                f"N(0, I) rows, normalised: n={data.get('n')}, d={data.get('d')}, "
+                f"{seeds_in_words(runs)}"
+            )
             _title(fig.axes[0], spec.get("title") or "spectral norm error of the sketch", caption)
             stem = spec.get("name") or f"matrix_error_{i}"
             captions[stem] = _in_words(spec, "matrix_error", caption)
@@ -300,7 +392,9 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
         kind = spec["kind"]
         envs = select_labels(all_envs, [spec["env"]]) if spec.get("env") else all_envs
         if kind in ("scaling", "fronts"):  # one figure over all the matching envs
-            written += _across_envs(out, runs[runs["env"].isin(envs)], spec, settings, plot_dir, formats, captions)
+            written += _across_envs(
+                out, runs[runs["env"].isin(envs)], spec, settings, plot_dir, formats, captions
+            )
             continue
         for env in envs:
             env_runs = runs[runs["env"] == env]
@@ -312,12 +406,17 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
             name = spec.get("name")
             if kind in ("regret", "sketch_size"):
                 if records is None:
-                    records = load_records(out, columns=["agent", "env", "seed", "t", "cumulative_regret", "sketch_size"])
+                    records = load_records(
+                        out,
+                        columns=["agent", "env", "seed", "t", "cumulative_regret", "sketch_size"],
+                    )
                 sub = records[(records["env"] == env) & records["agent"].isin(labels)]
                 if kind == "regret":
                     fig = plot_cumulative_regret(sub)
                     several = sub["seed"].nunique() > 1
-                    default = f"{env}: cumulative regret" + (" (mean ± std over seeds)" if several else "")
+                    default = f"{env}: cumulative regret" + (
+                        " (mean ± std over seeds)" if several else ""
+                    )
                     _title(fig.axes[0], spec.get("title") or default, caption)
                 else:
                     grows = sub.groupby("agent")["sketch_size"].nunique()
@@ -326,31 +425,48 @@ def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
                     if sub.empty or sub["sketch_size"].isna().all():
                         continue
                     fig = plot_sketch_size(sub)
-                    _title(fig.axes[0], spec.get("title") or f"{env}: sketch size over time", caption)
-                captions[f"{name or kind}{suffix}"] = _in_words(spec, kind, caption, env=env, several=several
-                                                                if kind == "regret" else False)
+                    _title(
+                        fig.axes[0], spec.get("title") or f"{env}: sketch size over time", caption
+                    )
+                captions[f"{name or kind}{suffix}"] = _in_words(
+                    spec, kind, caption, env=env, several=several if kind == "regret" else False
+                )
                 written += save_figure(fig, plot_dir / f"{name or kind}{suffix}", formats, out)
             elif kind == "pareto":
                 chosen = env_runs[env_runs["agent"].isin(labels)]
                 table = with_agent_args(summary_table(chosen), chosen)
                 for x, tag in (("time_s", "time"), ("peak_memory_kib", "memory")):
                     note = _shared_times_note(table) if x == "time_s" else ""
-                    title = (spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)") + f"\n{caption}{note}"
+                    title = (
+                        spec.get("title") or f"{env}: regret vs {tag} (Pareto fronts)"
+                    ) + f"\n{caption}{note}"
                     fig = plot_pareto(table, x, title=title)
                     stem = f"{name or 'pareto'}_{tag}{suffix}"
                     captions[stem] = _in_words(spec, f"pareto_{tag}", caption, env=env)
                     written += save_figure(fig, plot_dir / stem, formats, out)
             elif kind == "spectral":
-                sub = spectral[(spectral["env"] == env) & spectral["agent"].isin(labels)] if not spectral.empty else spectral
+                sub = (
+                    spectral[(spectral["env"] == env) & spectral["agent"].isin(labels)]
+                    if not spectral.empty
+                    else spectral
+                )
                 if sub.empty:
                     continue
                 fig = plot_spectral_exponent(sub)
-                _title(fig.axes[0], spec.get("title") or f"{env}: spectral error exponent log(Δ_t)/log t", caption)
-                captions[f"{name or 'spectral_exponent'}{suffix}"] = _in_words(spec, kind, caption, env=env)
+                _title(
+                    fig.axes[0],
+                    spec.get("title") or f"{env}: spectral error exponent log(Δ_t)/log t",
+                    caption,
+                )
+                captions[f"{name or 'spectral_exponent'}{suffix}"] = _in_words(
+                    spec, kind, caption, env=env
+                )
                 stem = f"{name or 'spectral_exponent'}{suffix}"
                 written += save_figure(fig, plot_dir / stem, formats, out)
             elif kind == "param":
-                fam = env_runs[(env_runs["family"] == spec["family"]) & env_runs["agent"].isin(labels)]
+                fam = env_runs[
+                    (env_runs["family"] == spec["family"]) & env_runs["agent"].isin(labels)
+                ]
                 if fam.empty or f"arg.{spec['x']}" not in fam:
                     continue
                 fig = plot_param_effect(fam, spec["x"], spec.get("group"))
@@ -378,8 +494,10 @@ def _check_scaling_arguments(out: Path, runs: pd.DataFrame, specs: list[dict]) -
         envs = select_labels(all_envs, [spec["env"]]) if spec.get("env") else all_envs
         missing = sorted(env for env in envs if settings[env].get(x) is None)
         if missing:
-            raise ValueError(f"{spec['kind']} plot: env(s) {missing} have no argument {x!r}; set "
-                             "plots[].x to an env argument")
+            raise ValueError(
+                f"{spec['kind']} plot: env(s) {missing} have no argument {x!r}; set "
+                "plots[].x to an env argument"
+            )
 
 
 def with_agent_args(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -394,58 +512,64 @@ def with_agent_args(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 #: What each kind of figure shows, in words; {env} and {what} (env id, d, K, T, seeds) filled in.
 _FIGURE_WORDS = {
-    "regret": "Cumulative regret against the round t on {env} ({what}): the mean over the seeds{band}, one line "
-              "per agent configuration. Regret is what the agent lost against always playing the best arm; "
-              "lower is better, and a curve that flattens has learnt.",
-    "pareto_time": "Final cumulative regret against the agent's total CPU time on {env} ({what}). Each point is one "
-                   "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
-                   "argument the family varies where it varies one. Each point carries a number, "
-                   "which the key beside the figure gives its configuration, regret and cost. The "
-                   "stepped line joins a family's Pareto front: the least regret it reaches at "
-                   "each cost. Lower and further left is better.",
-    "pareto_memory": "Final cumulative regret against the agent's peak memory on {env} ({what}). Each point is one "
-                     "agent configuration (mean over the seeds); colour and marker give its family, marker size the "
-                     "argument the family varies where it varies one. Each point carries a number, "
-                     "which the key beside the figure gives its configuration, regret and cost; "
-                     "points drawn over each other share one label. The stepped line joins a "
-                     "family's Pareto front: the least regret it reaches with that much memory. "
-                     "Lower and further left is better.",
-    "spectral": "The spectral-error exponent log(Δ_t)/log t on {env} ({what}): while it stays below the dashed line "
-                "y = 1/3, SOFUL's regret bound stays sublinear (Wen et al., 2025, Fig. 1c).",
-    "sketch_size": "The rows each agent's sketch holds against the round on {env} ({what}): DBSLinUCB's grows "
-                   "l0, 2 l0, 4 l0, ... as the data need, up to d.",
-    "param": "Final cumulative regret (left) and total agent CPU time (right) of one family against one of its "
-             "arguments on {env} ({what}), one line per value of a second argument where it varies too; lower is "
-             "better on both.",
-    "fronts": "Pareto fronts side by side ({what}): final cumulative regret against agent CPU time (top row) and "
-              "peak memory (bottom row), one column per env, all on one regret scale. Colour and marker give the "
-              "family, marker size the argument it varies; the numbers are the configurations "
-              "of the key beside the panels, and a panel that lacks some says so under its "
-              "title. The stepped lines are the families' Pareto fronts. Lower and further left "
-              "is better.",
-    "scaling": "Agent CPU ms per round (left) and peak memory (right) against the env size on log-log axes "
-               "({what}): a slope of 1 grows linearly with it, 2 quadratically (the grey guides); each agent's "
-               "fitted slope is in the legend. Lower is better.",
-    "matrix_error": "Spectral-norm error of each covariance sketch, ||A^T A - S^T S||_2, against the rows streamed "
-                    "({what}), solid, with its guaranteed bound, dashed; lower is better.",
+    "regret": "Cumulative regret against the round t on {env} ({what}): the mean over the "
+    "seeds{band}, one line per agent configuration. Regret is what the agent lost against always "
+    "playing the best arm; lower is better, and a curve that flattens has learnt.",
+    "pareto_time": "Final cumulative regret against the agent's total CPU time on {env} ({what}). "
+    "Each point is one agent configuration (mean over the seeds); colour and marker give its "
+    "family, marker size the argument the family varies where it varies one. Each point carries a "
+    "number, which the key beside the figure gives its configuration, regret and cost. The "
+    "stepped line joins a family's Pareto front: the least regret it reaches at each cost. Lower "
+    "and further left is better.",
+    "pareto_memory": "Final cumulative regret against the agent's peak memory on {env} ({what}). "
+    "Each point is one agent configuration (mean over the seeds); colour and marker give its "
+    "family, marker size the argument the family varies where it varies one. Each point carries a "
+    "number, which the key beside the figure gives its configuration, regret and cost; points "
+    "drawn over each other share one label. The stepped line joins a family's Pareto front: the "
+    "least regret it reaches with that much memory. Lower and further left is better.",
+    "spectral": "The spectral-error exponent log(Δ_t)/log t on {env} ({what}): while it stays "
+    "below the dashed line y = 1/3, SOFUL's regret bound stays sublinear (Wen et al., 2025, Fig. "
+    "1c).",
+    "sketch_size": "The rows each agent's sketch holds against the round on {env} ({what}): "
+    "DBSLinUCB's grows l0, 2 l0, 4 l0, ... as the data need, up to d.",
+    "param": "Final cumulative regret (left) and total agent CPU time (right) of one family "
+    "against one of its arguments on {env} ({what}), one line per value of a second argument "
+    "where it varies too; lower is better on both.",
+    "fronts": "Pareto fronts side by side ({what}): final cumulative regret against agent CPU "
+    "time (top row) and peak memory (bottom row), one column per env, all on one regret scale. "
+    "Colour and marker give the family, marker size the argument it varies; the numbers are the "
+    "configurations of the key beside the panels, and a panel that lacks some says so under its "
+    "title. The stepped lines are the families' Pareto fronts. Lower and further left is better.",
+    "scaling": "Agent CPU ms per round (left) and peak memory (right) against the env size on "
+    "log-log axes ({what}): a slope of 1 grows linearly with it, 2 quadratically (the grey "
+    "guides); each agent's fitted slope is in the legend. Lower is better.",
+    "matrix_error": "Spectral-norm error of each covariance sketch, ||A^T A - S^T S||_2, against "
+    "the rows streamed ({what}), solid, with its guaranteed bound, dashed; lower is better.",
 }
 
 
 #: A figure's short name (its alt text) when the config gives it no title.
 _FIGURE_NAMES = {
-    "regret": "Cumulative regret on {env}", "pareto_time": "Regret against CPU time on {env}",
-    "pareto_memory": "Regret against memory on {env}", "spectral": "Spectral-error exponent on {env}",
-    "sketch_size": "Sketch size over time on {env}", "param": "Regret and time against an argument on {env}",
-    "fronts": "Pareto fronts across envs", "scaling": "Cost against the env size",
+    "regret": "Cumulative regret on {env}",
+    "pareto_time": "Regret against CPU time on {env}",
+    "pareto_memory": "Regret against memory on {env}",
+    "spectral": "Spectral-error exponent on {env}",
+    "sketch_size": "Sketch size over time on {env}",
+    "param": "Regret and time against an argument on {env}",
+    "fronts": "Pareto fronts across envs",
+    "scaling": "Cost against the env size",
     "matrix_error": "Spectral-norm error of the sketches",
 }
 
 
-def _in_words(spec: dict, kind: str, what: str, env: str | None = None, several: bool = True) -> dict[str, str]:
+def _in_words(
+    spec: dict, kind: str, what: str, env: str | None = None, several: bool = True
+) -> dict[str, str]:
     """A figure's ``title`` (the config's, else a short name) and ``caption``: the title (when the
     config gives one), then what the figure shows, in words."""
-    text = _FIGURE_WORDS[kind].format(env=env, what=what, band=", the band one standard deviation either side"
-                                      if several else "")
+    text = _FIGURE_WORDS[kind].format(
+        env=env, what=what, band=", the band one standard deviation either side" if several else ""
+    )
     title = spec.get("title") or _FIGURE_NAMES[kind].format(env=env)
     return {"title": title, "caption": f"{spec['title']}. {text}" if spec.get("title") else text}
 
@@ -473,8 +597,15 @@ def _title(ax, title: str, caption: str) -> None:
     ax.set_title(f"{title}\n{caption}", fontsize=10)
 
 
-def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot_dir: Path, formats,
-                 captions: dict[str, dict]) -> list[Path]:
+def _across_envs(
+    out: Path,
+    runs: pd.DataFrame,
+    spec: dict,
+    settings: dict,
+    plot_dir: Path,
+    formats,
+    captions: dict[str, dict],
+) -> list[Path]:
     """``scaling``: ms/round and peak memory against the env argument ``x`` (log-log, fitted
     slopes, written to ``plots/NAME_slopes.csv|md``); ``fronts``: the Pareto panels of the envs
     side by side, ordered by ``x``."""
@@ -482,19 +613,34 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
     runs = runs[runs["agent"].isin(select_labels(runs["agent"], spec.get("agents")))]
     if runs.empty:
         return []
-    kind, name = spec["kind"], spec.get("name") or f"{spec['kind']}_{_slug(spec.get('env') or 'all')}"
+    kind, name = (
+        spec["kind"],
+        spec.get("name") or f"{spec['kind']}_{_slug(spec.get('env') or 'all')}",
+    )
     points = scaling_points(out, runs, x)
     first = settings[runs["env"].iloc[0]]
     varying = {x}
     envs = set(runs["env"])
-    same = {k: v for k, v in first.items() if k not in varying and all(settings[e].get(k) == v for e in envs)}
+    same = {
+        k: v
+        for k, v in first.items()
+        if k not in varying and all(settings[e].get(k) == v for e in envs)
+    }
     xs = sorted(points[x].unique())
     ids = list(dict.fromkeys(settings[e]["id"] for e in runs["env"]))
-    caption = _caption({**same, "id": " and ".join(ids)}, runs) + f"; {x} in {{{', '.join(f'{v:g}' for v in xs)}}}"
+    caption = (
+        _caption({**same, "id": " and ".join(ids)}, runs)
+        + f"; {x} in {{{', '.join(f'{v:g}' for v in xs)}}}"
+    )
     if kind == "scaling":
         fig, slopes = plot_scaling(points, x=x)
-        fig.suptitle((spec.get("title") or f"cost against {x}, log-log (fitted slope in the legend)") + "\n" + caption
-                     + _shared_times_note(points), fontsize=10)
+        fig.suptitle(
+            (spec.get("title") or f"cost against {x}, log-log (fitted slope in the legend)")
+            + "\n"
+            + caption
+            + _shared_times_note(points),
+            fontsize=10,
+        )
         fig.tight_layout()
         captions[name] = _in_words(spec, kind, caption)
         written = save_figure(fig, plot_dir / name, formats, out)
@@ -504,23 +650,43 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
         wide = pd.DataFrame({"agent": list(dict.fromkeys(slopes["agent"]))})
         for metric, label in names.items():
             sub = slopes[slopes["metric"] == metric].set_index("agent")
-            for col, head in (("slope", f"slope of {label}"), ("upper-half slope", f"upper-half slope of {label}")):
-                wide[head] = wide["agent"].map(sub[col]).map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+            for col, head in (
+                ("slope", f"slope of {label}"),
+                ("upper-half slope", f"upper-half slope of {label}"),
+            ):
+                wide[head] = (
+                    wide["agent"].map(sub[col]).map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+                )
         ranges = slopes.drop_duplicates("agent").set_index("agent")[[f"{x} range", "points"]]
         wide = wide.join(ranges, on="agent")
         shared = points[points["timing"] != "alone"].groupby("agent", sort=False).size()
-        # which times the ms/round slopes were fitted to: measured alone, or (some) shares of batches
-        wide["ms/round timed"] = [f"batch shares at {shared[a]} of {int((points['agent'] == a).sum())} points"
-                                  if a in shared.index else "alone" for a in wide["agent"]]
+        # which times the ms/round slopes were fitted to: measured alone, or (some) shares of
+        # batches
+        wide["ms/round timed"] = [
+            f"batch shares at {shared[a]} of {int((points['agent'] == a).sum())} points"
+            if a in shared.index
+            else "alone"
+            for a in wide["agent"]
+        ]
         write_text_atomic(markdown_table(wide) + "\n", plot_dir / f"{name}_slopes.md", out)
         return written + [plot_dir / f"{name}_slopes.csv", plot_dir / f"{name}_slopes.md"]
     order = points.drop_duplicates("env").sort_values(x)["env"].tolist()
-    tables = {env: with_agent_args(summary_table(runs[runs["env"] == env]), runs[runs["env"] == env]) for env in order}
+    tables = {
+        env: with_agent_args(summary_table(runs[runs["env"] == env]), runs[runs["env"] == env])
+        for env in order
+    }
     # each panel names its env id when the panels are not all of one (the caption names it then)
-    titles = {env: (f"{settings[env]['id']}\n" if len(ids) > 1 else "") + f"{x} = {settings[env].get(x):g}"
-              for env in order}
-    title = ((spec.get("title") or "final regret against agent CPU time (top) and peak memory (bottom)") + "\n"
-             + caption + _shared_times_note(pd.concat(tables.values(), ignore_index=True)))
+    titles = {
+        env: (f"{settings[env]['id']}\n" if len(ids) > 1 else "")
+        + f"{x} = {settings[env].get(x):g}"
+        for env in order
+    }
+    title = (
+        (spec.get("title") or "final regret against agent CPU time (top) and peak memory (bottom)")
+        + "\n"
+        + caption
+        + _shared_times_note(pd.concat(tables.values(), ignore_index=True))
+    )
     fig = plot_fronts(tables, titles=titles, title=title)
     captions[name] = _in_words(spec, kind, caption)
     return save_figure(fig, plot_dir / name, formats, out)
@@ -528,7 +694,12 @@ def _across_envs(out: Path, runs: pd.DataFrame, spec: dict, settings: dict, plot
 
 def markdown_table(frame: pd.DataFrame) -> str:
     """A GitHub-flavoured Markdown table (no dependency on ``tabulate``)."""
-    cells = [[str(c) for c in frame.columns]] + [[str(v).replace("|", "\\|") for v in row] for row in frame.itertuples(index=False)]
+    cells = [[str(c) for c in frame.columns]] + [
+        [str(v).replace("|", "\\|") for v in row] for row in frame.itertuples(index=False)
+    ]
     widths = [max(len(r[i]) for r in cells) for i in range(len(frame.columns))]
     line = lambda r: "| " + " | ".join(v.ljust(w) for v, w in zip(r, widths)) + " |"  # noqa: E731
-    return "\n".join([line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in cells[1:]])
+    return "\n".join(
+        [line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        + [line(r) for r in cells[1:]]
+    )

@@ -46,8 +46,19 @@ from ..loop import env_shape as _env_shape
 from ..registry import AgentEntry, lookup_agent
 from .config import RunSpec, canonical_json
 
-__all__ = ["DEFAULT_BATCH_MEMORY", "KEPT_APART", "PAD_RATIO", "SMALL_STATE", "batch_key",
-           "check_max_batch", "env_shape", "member_bytes", "pack", "parse_bytes", "per_member_args"]
+__all__ = [
+    "DEFAULT_BATCH_MEMORY",
+    "KEPT_APART",
+    "PAD_RATIO",
+    "SMALL_STATE",
+    "batch_key",
+    "check_max_batch",
+    "env_shape",
+    "member_bytes",
+    "pack",
+    "parse_bytes",
+    "per_member_args",
+]
 
 #: Memory budget of one batch (bytes): 2 GiB (sizes are binary: :mod:`linbandit_host.memory`).
 DEFAULT_BATCH_MEMORY = 2 * 1024**3
@@ -61,6 +72,7 @@ PAD_RATIO = 2.0
 #: {2, 8, 25}: one batch 1.3-1.5x slower than one batch per eps; members differing in ``l0``
 #: at one eps cost about the same either way).
 KEPT_APART = ("eps",)
+
 
 def check_max_batch(max_batch: Any) -> int:
     """The members of one batch at most: ``max_batch``, or :data:`DEFAULT_MAX_BATCH` for
@@ -84,7 +96,8 @@ def _entry(name: str) -> AgentEntry | None:
 
 def per_member_args(name: str) -> tuple[str, ...]:
     """The arguments in which the members of a batch of agent ``name`` may differ: its class's
-    ``per_member_args`` (none for a ``module:Class`` agent, an unknown name or a class without it)."""
+    ``per_member_args`` (none for a ``module:Class`` agent, an unknown name or a class without
+    it)."""
     entry = _entry(name)
     return () if entry is None else entry.per_member_args()
 
@@ -98,7 +111,10 @@ def batch_key(spec: RunSpec) -> str:
     varying = per_member_args(agent["name"]) if isinstance(agent, dict) and "name" in agent else ()
     varying = tuple(arg for arg in varying if arg not in KEPT_APART)
     if varying:
-        config["agent"] = {**agent, "args": {k: v for k, v in agent["args"].items() if k not in varying}}
+        config["agent"] = {
+            **agent,
+            "args": {k: v for k, v in agent["args"].items() if k not in varying},
+        }
     return canonical_json(config)
 
 
@@ -107,7 +123,9 @@ def _batchable(spec: RunSpec) -> bool:
     from ..vector import supports_vector
 
     config = spec.config
-    if config.get("task", "bandit") != "bandit" or (config.get("record") or {}).get("spectral_error"):
+    if config.get("task", "bandit") != "bandit" or (config.get("record") or {}).get(
+        "spectral_error"
+    ):
         return False  # matrix approximation, or diagnostics that wrap one unbatched agent
     entry = _entry(config["agent"]["name"])
     return entry is not None and entry.batchable() and supports_vector(config["env"]["id"])
@@ -196,16 +214,30 @@ def pack(
             shapes[env_key] = env_shape(members[0].config["env"], members[0].seed)
         n_arms, d = shapes[env_key]
         records = _records_bytes(members[0].config["env"])  # each member keeps its own records
-        sized = sorted(((member_bytes(spec.config["agent"]["name"], spec.config["agent"]["args"], n_arms, d), spec)
-                        for spec in members), key=lambda m: m[0])
+        sized = sorted(
+            (
+                (
+                    member_bytes(
+                        spec.config["agent"]["name"], spec.config["agent"]["args"], n_arms, d
+                    ),
+                    spec,
+                )
+                for spec in members
+            ),
+            key=lambda m: m[0],
+        )
         if batched is None:  # by default only where a batch is faster (SMALL_STATE)
             units.extend([spec] for size, spec in sized if size > SMALL_STATE)
             sized = [(size, spec) for size, spec in sized if size <= SMALL_STATE]
         batch: list[RunSpec] = []
         smallest = largest = 0
         for size, spec in sized:
-            fits = (batch and len(batch) < max_batch and size <= PAD_RATIO * smallest
-                    and (len(batch) + 1) * (max(largest, size) + records) <= budget)
+            fits = (
+                batch
+                and len(batch) < max_batch
+                and size <= PAD_RATIO * smallest
+                and (len(batch) + 1) * (max(largest, size) + records) <= budget
+            )
             if not fits:
                 if batch:
                     units.append(batch)
@@ -215,8 +247,11 @@ def pack(
         if batch:
             units.append(batch)
     if batched is None:  # by default, batches of MIN_BATCH members at least: fewer run alone
-        units = [unit for small in units for unit in
-                 ([[spec] for spec in small] if 1 < len(small) < MIN_BATCH else [small])]
+        units = [
+            unit
+            for small in units
+            for unit in ([[spec] for spec in small] if 1 < len(small) < MIN_BATCH else [small])
+        ]
         return _split(units, workers, smallest=MIN_BATCH)
     return _split(units, workers)
 
@@ -235,5 +270,6 @@ def _records_bytes(env: dict) -> int:
 
 
 def env_shape(env: dict, seed: int) -> tuple[int, int]:
-    """``(K, d)`` of the arm sets of the env config ``env`` (``{"id", "args"}``; built once, then closed)."""
+    """``(K, d)`` of the arm sets of the env config ``env`` (``{"id", "args"}``; built once, then
+    closed)."""
     return _env_shape(env["id"], env["args"], seed)

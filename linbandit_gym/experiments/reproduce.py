@@ -28,6 +28,9 @@ EXPERIMENTS = {
     "openml": "App. F.4 / Fig. 6: Pareto fronts on cnae-9, MFeat, Spam (needs the OpenML files locally)",
     "highdim": "where sketching pays: d = 300..100,000, HeavyTail rank 32 and Synthetic arms; OFUL up to d = 3000, "
     "SOFUL/CBSCFD/DBSLinUCB at every d; fronts per d, ms/round and memory against d with fitted slopes",
+    "ts": "UCB against Thompson sampling on the exact, FD and DBS estimators (OFUL/LinTS, "
+    "SOFUL/SLinTS, DBSLinUCB/DBSLinTS), Synthetic d=50 and MNIST, rewards at once or 10 or 100 "
+    "rounds late",
 }
 
 
@@ -63,11 +66,14 @@ def reproduce(
     paper's protocol) with reduction factor ``eta``. ``dtype``: ``"float32"`` or ``"float64"``
     for every agent's state (the config's ``dtype:``; default ``OUT`` then
     ``runs/reproduce-NAME-float32``).
-    Prints the summary table and, for configs with ``scaling`` plots, the fitted log-log slopes,
-    and where the CPU time went: tuning, evaluation (timing runs apart), figures, and the share
-    outside the agents' ``act``/``update``.
+    Prints the summary table, for sweeps under several feedback schedules the final regret of
+    each agent under each (:mod:`.feedback_table`, also written to ``summary_by_schedule.md``),
+    for configs with ``scaling`` plots the fitted log-log slopes, and where the CPU time went:
+    tuning, evaluation (timing runs apart), figures, and the share outside the agents'
+    ``act``/``update``.
     Returns the exit code (0, or 1 if some runs failed).
     """
+    from .feedback_table import write_feedback_table
     from .figures import format_table, make_plots, markdown_table, write_tables
     from .report import write_report
     from .sweep import check_output_dir, sweep
@@ -110,6 +116,10 @@ def reproduce(
     figures = time.process_time() - figures_start
     print()
     print(markdown_table(format_table(table)))
+    by_schedule = write_feedback_table(target)
+    if by_schedule:
+        print("\nfinal regret under each feedback schedule (mean ± std over the seeds):")
+        print(by_schedule.read_text().rstrip())
     for slopes in sorted((target / "plots").glob("*_slopes.md")):
         print(f"\n{slopes.stem.replace('_', ' ')} (log-log fit of cost against the env argument):")
         print(slopes.read_text().rstrip())

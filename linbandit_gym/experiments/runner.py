@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from linbandit_host.user_line import KeptWarning, kept_warnings
 
 from .._version import __version__
@@ -35,8 +36,18 @@ from ..registry import lookup_estimator, resolve_agent
 from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit, thread_record
 from .costs import unit_cost
 
-__all__ = ["execute_run", "execute_batch", "execute_unit", "prepare_worker", "split_by_seed",
-           "run_meta", "bandit_summary", "library_versions", "subsample_index", "warning_records"]
+__all__ = [
+    "execute_run",
+    "execute_batch",
+    "execute_unit",
+    "prepare_worker",
+    "split_by_seed",
+    "run_meta",
+    "bandit_summary",
+    "library_versions",
+    "subsample_index",
+    "warning_records",
+]
 
 
 def library_versions() -> dict[str, str]:
@@ -72,7 +83,9 @@ def fd_bound_from_eigenvalues(eigenvalues: np.ndarray, sketch_size: int) -> floa
     return float(np.min(tails[np.minimum(k, s2.size)] / (sketch_size - k)))
 
 
-def _spectral_point(gram: np.ndarray, estimator: Any, sizes: list[int]) -> tuple[float, dict[str, float]]:
+def _spectral_point(
+    gram: np.ndarray, estimator: Any, sizes: list[int]
+) -> tuple[float, dict[str, float]]:
     """``||X^T X - cov||_2`` and the FD bound ``Delta_t(l)`` for each ``l``: two O(d^3) eigvalsh."""
     import torch
 
@@ -158,7 +171,9 @@ class _DiagnosedAgent:
         self.overhead_cpu_cum.append(self.overhead_cpu)
 
 
-def bandit_summary(frame: pd.DataFrame, curve_points: int = 200, timing_repeats: int = 1) -> dict[str, Any]:
+def bandit_summary(
+    frame: pd.DataFrame, curve_points: int = 200, timing_repeats: int = 1
+) -> dict[str, Any]:
     """The ``summary`` of a bandit run's metadata: final regret, times (and ``time_shared_by``: how
     they were measured), peak memory, whether and from which round the agent updated exactly
     (``reports_exact``, ``exact_from_round``: :func:`linbandit_gym.evaluate.exact_from`), a
@@ -170,7 +185,11 @@ def bandit_summary(frame: pd.DataFrame, curve_points: int = 200, timing_repeats:
     switched = exact["exact_from_round"]
     idx = subsample_index(rounds, curve_points)
     last = frame.iloc[-1]
-    sketch = frame["sketch_size"].to_numpy(dtype=float) if "sketch_size" in frame else np.full(rounds, np.nan)
+    sketch = (
+        frame["sketch_size"].to_numpy(dtype=float)
+        if "sketch_size" in frame
+        else np.full(rounds, np.nan)
+    )
     shared_by = int(last["time_shared_by"]) if "time_shared_by" in frame else 1
     return {
         "rounds": rounds,
@@ -229,7 +248,9 @@ def execute_run(spec: dict, threads: int | None = DEFAULT_THREADS, curve_points:
     return {"run_id": spec["run_id"], "records": records, "meta": meta, "cost": cost}
 
 
-def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curve_points: int = 200) -> list[dict]:
+def execute_batch(
+    specs: list[dict], threads: int | None = DEFAULT_THREADS, curve_points: int = 200
+) -> list[dict]:
     """Run the :class:`~.config.RunSpec` dicts ``specs`` as one batched program; return one
     ``{"run_id", "records", "meta", "cost"}`` per spec, as :func:`execute_run` (each member's
     cost a 1/B share of the batch's).
@@ -247,26 +268,42 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
     first = specs[0]
     config = first["config"]
     if len({spec["run_id"] for spec in specs}) != len(specs):
-        raise ValueError(f"a batch needs distinct runs, got run ids {[spec['run_id'] for spec in specs]}")
+        raise ValueError(
+            f"a batch needs distinct runs, got run ids {[spec['run_id'] for spec in specs]}"
+        )
     feedback = FeedbackSchedule.of_config(config)
-    if any(spec["config"]["env"] != config["env"] or spec["config"]["agent"]["name"] != config["agent"]["name"]
-           or FeedbackSchedule.of_config(spec["config"]) != feedback for spec in specs):
-        raise ValueError("the runs of a batch must share their env config, agent name and feedback "
-                         "schedule")
+    if any(
+        spec["config"]["env"] != config["env"]
+        or spec["config"]["agent"]["name"] != config["agent"]["name"]
+        or FeedbackSchedule.of_config(spec["config"]) != feedback
+        for spec in specs
+    ):
+        raise ValueError(
+            "the runs of a batch must share their env config, agent name and feedback schedule"
+        )
     started = datetime.now(timezone.utc)
     t0, cpu0 = time.perf_counter(), time.process_time()
     with thread_limit(threads), kept_warnings() as kept:
         agent = members_agent([spec["config"]["agent"] for spec in specs])
         parts = play_members(
-            config["env"]["id"], agent, [int(spec["config"]["seed"]) for spec in specs],
-            agent_names=[spec["agent_label"] for spec in specs], env_names=[spec["env_label"] for spec in specs],
-            env_kwargs=dict(config["env"]["args"]), threads=threads,
-            feedback_delay=feedback.feedback_delay, update_every=feedback.update_every,
+            config["env"]["id"],
+            agent,
+            [int(spec["config"]["seed"]) for spec in specs],
+            agent_names=[spec["agent_label"] for spec in specs],
+            env_names=[spec["env_label"] for spec in specs],
+            env_kwargs=dict(config["env"]["args"]),
+            threads=threads,
+            feedback_delay=feedback.feedback_delay,
+            update_every=feedback.update_every,
         )
         threads_used = thread_record(threads)
     duration = (time.perf_counter() - t0) / len(specs)
-    extra = {"device": str(getattr(agent, "device", "cpu")), **threads_used,
-             "batch_size": len(specs), "warnings": warning_records(kept)}
+    extra = {
+        "device": str(getattr(agent, "device", "cpu")),
+        **threads_used,
+        "batch_size": len(specs),
+        "warnings": warning_records(kept),
+    }
     results = _results(parts, specs, extra, started, duration, curve_points)
     cpu = (time.process_time() - cpu0) / len(specs)  # each member's share, as its records' times
     for result in results:
@@ -274,21 +311,39 @@ def execute_batch(specs: list[dict], threads: int | None = DEFAULT_THREADS, curv
     return results
 
 
-def split_by_seed(frame: pd.DataFrame, specs: list[dict], extra: dict, started: datetime, duration_s: float,
-                  curve_points: int = 200) -> list[dict]:
+def split_by_seed(
+    frame: pd.DataFrame,
+    specs: list[dict],
+    extra: dict,
+    started: datetime,
+    duration_s: float,
+    curve_points: int = 200,
+) -> list[dict]:
     """One ``{"run_id", "records", "meta"}`` per spec dict from ``frame``, the records of one
     agent played over the specs' (distinct) seeds (the seed-by-seed loop or a batch of
-    ``run --out``); each member's metadata is :func:`run_meta` with ``extra`` and its own summary."""
-    parts = [frame[frame["seed"] == int(spec["config"]["seed"])].reset_index(drop=True) for spec in specs]
+    ``run --out``); each member's metadata is :func:`run_meta` with ``extra`` and its own
+    summary."""
+    parts = [
+        frame[frame["seed"] == int(spec["config"]["seed"])].reset_index(drop=True) for spec in specs
+    ]
     return _results(parts, specs, extra, started, duration_s, curve_points)
 
 
-def _results(parts: list[pd.DataFrame], specs: list[dict], extra: dict, started: datetime, duration_s: float,
-             curve_points: int) -> list[dict]:
-    """``parts[i]`` (the records of ``specs[i]``) with its metadata, as :func:`execute_run` returns them."""
+def _results(
+    parts: list[pd.DataFrame],
+    specs: list[dict],
+    extra: dict,
+    started: datetime,
+    duration_s: float,
+    curve_points: int,
+) -> list[dict]:
+    """``parts[i]`` (the records of ``specs[i]``) with its metadata, as :func:`execute_run`
+    returns them."""
     results = []
     for part, spec in zip(parts, specs):
-        meta = run_meta(spec, {**extra, "summary": bandit_summary(part, curve_points)}, started, duration_s)
+        meta = run_meta(
+            spec, {**extra, "summary": bandit_summary(part, curve_points)}, started, duration_s
+        )
         results.append({"run_id": spec["run_id"], "records": part, "meta": meta})
     return results
 
@@ -296,8 +351,9 @@ def _results(parts: list[pd.DataFrame], specs: list[dict], extra: dict, started:
 def prepare_worker() -> None:
     """Import what every run needs (torch, the agents, the envs, the loop), once per worker
     process, so that its start-up is not counted in the CPU time of its first unit."""
-    import agents  # noqa: F401
     import torch  # noqa: F401
+
+    import agents  # noqa: F401
 
     from ..evaluate import run  # noqa: F401
     from ..registration import register_envs
@@ -305,7 +361,9 @@ def prepare_worker() -> None:
     register_envs()
 
 
-def execute_unit(unit: dict | list[dict], threads: int | None = DEFAULT_THREADS, curve_points: int = 200) -> list[dict]:
+def execute_unit(
+    unit: dict | list[dict], threads: int | None = DEFAULT_THREADS, curve_points: int = 200
+) -> list[dict]:
     """One unit of a sweep plan: a run (a spec dict, or a list of one) or a batch (a list of
     spec dicts with one :func:`.packing.batch_key`); returns the results of its runs in order.
     A bracket of successive halving (a dict with ``"kind": "halving"``,
@@ -343,8 +401,9 @@ def run_meta(spec: dict, extra: dict, started: datetime, duration_s: float) -> d
     }
 
 
-def _overhead_by_round(cumulative: list[float], feedback: FeedbackSchedule,
-                       rounds: int) -> np.ndarray:
+def _overhead_by_round(
+    cumulative: list[float], feedback: FeedbackSchedule, rounds: int
+) -> np.ndarray:
     """``(rounds,)``: the diagnostics' cumulative time at the end of each round, from its
     cumulative time after each update (``cumulative``) and the updates the schedule has made by
     the end of each round (:meth:`~linbandit_gym.feedback.FeedbackSchedule.updates_by_round`)."""
@@ -352,8 +411,9 @@ def _overhead_by_round(cumulative: list[float], feedback: FeedbackSchedule,
     return at_update[feedback.updates_by_round(rounds)]
 
 
-def _bandit(spec: dict, curve_points: int,
-            threads: int | None) -> tuple[pd.DataFrame, dict, tuple[float, float]]:
+def _bandit(
+    spec: dict, curve_points: int, threads: int | None
+) -> tuple[pd.DataFrame, dict, tuple[float, float]]:
     """The records and metadata of a bandit run, and ``(agent CPU seconds over every play, CPU
     seconds of the plays after the first)``."""
     from ..evaluate import run
@@ -365,8 +425,12 @@ def _bandit(spec: dict, curve_points: int,
     record = config.get("record") or {}
     player = agent
     if record.get("spectral_error"):
-        player = _DiagnosedAgent(agent, record["spectral_error"], record.get("spectral_sketch_sizes"),
-                                 cpu=cpu_clock(threads)[0])
+        player = _DiagnosedAgent(
+            agent,
+            record["spectral_error"],
+            record.get("spectral_sketch_sizes"),
+            cpu=cpu_clock(threads)[0],
+        )
     repeats = int(spec.get("timing_repeats", 1))
     plays = []
     # A timing run may be played several times: the same episode each time (seeded), so only the
@@ -376,15 +440,23 @@ def _bandit(spec: dict, curve_points: int,
     for attempt in range(repeats):
         cpu0 = time.process_time()
         frame = run(
-            config["env"]["id"], player, seeds=[config["seed"]], env_kwargs=dict(config["env"]["args"]),
-            agent_name=spec["agent_label"], env_name=spec["env_label"], progress=False, threads=threads,
-            feedback_delay=feedback.feedback_delay, update_every=feedback.update_every,
+            config["env"]["id"],
+            player,
+            seeds=[config["seed"]],
+            env_kwargs=dict(config["env"]["args"]),
+            agent_name=spec["agent_label"],
+            env_name=spec["env_label"],
+            progress=False,
+            threads=threads,
+            feedback_delay=feedback.feedback_delay,
+            update_every=feedback.update_every,
         )
         if player is not agent:
             # The diagnostics' own time is not the agent's: take it out of both clocks.
             overhead = _overhead_by_round(player.overhead_cum, feedback, len(frame))
             frame["agent_time"] = frame["agent_time"].to_numpy() - _overhead_by_round(
-                player.overhead_cpu_cum, feedback, len(frame))
+                player.overhead_cpu_cum, feedback, len(frame)
+            )
             frame["agent_wall_time"] = frame["agent_wall_time"].to_numpy() - overhead
             frame["wall_time"] = frame["wall_time"].to_numpy() - overhead
         plays.append(frame)
@@ -422,11 +494,22 @@ def _matrix_approx(spec: dict, threads: int | None) -> tuple[pd.DataFrame, dict]
     rows = rng.standard_normal((n, d))
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
     # The bound drawn next to the error (Fig. 4b): 2 eps for Dyadic Block Sketching
-    # (Theorem 1), Delta_t = min_k ||A_t - [A_t]_k||_F^2 / (l - k) for a fixed-size sketch (Lemma 1).
+    # (Theorem 1), Delta_t = min_k ||A_t - [A_t]_k||_F^2 / (l - k) for a fixed-size sketch
+    # (Lemma 1).
     eps = args.get("eps")
     fixed_l = args.get("sketch_size")
     gram = np.zeros((d, d))
-    cols: dict[str, list] = {k: [] for k in ("t", "spectral_error", "error_bound", "sketch_size", "memory_bytes", "update_time")}
+    cols: dict[str, list] = {
+        k: []
+        for k in (
+            "t",
+            "spectral_error",
+            "error_bound",
+            "sketch_size",
+            "memory_bytes",
+            "update_time",
+        )
+    }
     spent = 0.0  # CPU seconds in the estimator's update, on the clock of the thread policy
     cpu, _ = cpu_clock(threads)
     for t in range(1, n + 1):
@@ -437,10 +520,24 @@ def _matrix_approx(spec: dict, threads: int | None) -> tuple[pd.DataFrame, dict]
         gram += np.outer(rows[t - 1], rows[t - 1])
         if t % every == 0 or t == n:
             err, deltas = _spectral_point(gram, estimator, [int(fixed_l)] if fixed_l else [])
-            bound = 2.0 * float(eps) if eps is not None else (deltas[str(int(fixed_l))] if fixed_l else float("nan"))
-            for key, value in zip(cols, (t, err, bound, float(estimator.sketch_size), int(estimator.memory_bytes()), spent)):
+            bound = (
+                2.0 * float(eps)
+                if eps is not None
+                else (deltas[str(int(fixed_l))] if fixed_l else float("nan"))
+            )
+            for key, value in zip(
+                cols,
+                (t, err, bound, float(estimator.sketch_size), int(estimator.memory_bytes()), spent),
+            ):
                 cols[key].append(value)
-    frame = pd.DataFrame({"agent": spec["agent_label"], "env": spec["env_label"], "seed": int(config["seed"]), **cols})
+    frame = pd.DataFrame(
+        {
+            "agent": spec["agent_label"],
+            "env": spec["env_label"],
+            "seed": int(config["seed"]),
+            **cols,
+        }
+    )
     summary = {
         "rounds": n,
         "final_error": float(frame["spectral_error"].iloc[-1]),

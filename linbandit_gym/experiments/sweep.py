@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from linbandit_host.user_line import KeptWarning, warn_user
 
+from ..evaluate import exact_summary, timed_runs
 from ..records import (
     Completeness,
     check_output_dir,
@@ -46,12 +49,19 @@ from ..records import (
     write_sweep_config,
     writing_output_dir,
 )
-from ..evaluate import exact_summary, timed_runs
 from ..registry import agent_arguments, registered_name
-from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
 from ..text import count
+from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
 from .backends import iter_results, local_workers
-from .config import ConfigError, RunSpec, SweepConfig, _curve_points, canonical_json, parse_config, run_id
+from .config import (
+    ConfigError,
+    RunSpec,
+    SweepConfig,
+    _curve_points,
+    canonical_json,
+    parse_config,
+    run_id,
+)
 from .costs import CpuLedger, Stopwatch, children_cpu
 from .execution import ExecutionOptions
 from .packing import pack
@@ -123,11 +133,15 @@ def _preflight(config: SweepConfig, specs: list[RunSpec]) -> dict[str, tuple[int
             seen[key] = tuple(int(n) for n in instance.observation_space.shape[-2:])
             instance.close()
         except Exception as exc:
-            raise ConfigError(f"env {spec.env_label!r} ({env['id']} with {env['args']}) cannot be built: {exc}") from exc
+            raise ConfigError(
+                f"env {spec.env_label!r} ({env['id']} with {env['args']}) cannot be built: {exc}"
+            ) from exc
     return seen
 
 
-def plan(config: str | Path | dict | SweepConfig, out_dir: str | Path) -> tuple[list[RunSpec], list[RunSpec]]:
+def plan(
+    config: str | Path | dict | SweepConfig, out_dir: str | Path
+) -> tuple[list[RunSpec], list[RunSpec]]:
     """``(finished, pending)`` runs of ``config`` in ``out_dir``."""
     cfg = config if isinstance(config, SweepConfig) else parse_config(config)
     finished, pending = [], []
@@ -172,7 +186,9 @@ def sweep(
     Example:
 
     >>> import tempfile
-    >>> cfg = {"seeds": 2, "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 4, "n_arms": 3, "horizon": 5}}],
+    >>> cfg = {"seeds": 2,
+    ...        "envs": [{"id": "LinBandit-Synthetic-v0",
+    ...                  "args": {"d": 4, "n_arms": 3, "horizon": 5}}],
     ...        "agents": [{"name": "OFUL", "grid": {"beta": [0.1, 1.0]}}]}
     >>> out = tempfile.mkdtemp()
     >>> len(sweep(cfg, out, log=None).executed), len(sweep(cfg, out, log=None).skipped)
@@ -195,10 +211,13 @@ def sweep(
             say(f"note: {note}")
         for spec in pending:
             if (out / "runs" / f"{spec.run_id}.json").exists():  # written once, damaged since
-                say(f"redoing {spec.agent_label} on {spec.env_label} seed {spec.seed}: "
-                    f"{run_problem(out, spec.run_id) or 'its JSON holds another config'}")
+                say(
+                    f"redoing {spec.agent_label} on {spec.env_label} seed {spec.seed}: "
+                    f"{run_problem(out, spec.run_id) or 'its JSON holds another config'}"
+                )
         say(
-            f"sweep {cfg.name!r}: {len(cfg.runs)} runs, {len(finished)} already finished, {len(pending)} to run "
+            f"sweep {cfg.name!r}: {len(cfg.runs)} runs, {len(finished)} already finished, "
+            f"{len(pending)} to run "
             f"({opts.backend}, {count(opts.workers, 'worker')}, "
             f"{count(opts.threads, 'thread') if opts.threads else 'default threads'} per run) "
             f"-> {out}"
@@ -210,37 +229,68 @@ def sweep(
             timing_seed = cfg.seeds[0] if opts.timing_runs else None
             local = opts.backend == "local"
             workers = local_workers(opts.workers, opts.threads) if local else opts.workers
-            units = pack(pending, shapes=shapes, batched=opts.batched,
-                         batch_memory=opts.batch_memory, max_batch=opts.max_batch, workers=workers,
-                         timing_seed=timing_seed)
+            units = pack(
+                pending,
+                shapes=shapes,
+                batched=opts.batched,
+                batch_memory=opts.batch_memory,
+                max_batch=opts.max_batch,
+                workers=workers,
+                timing_seed=timing_seed,
+            )
             batches = [len(u) for u in units if len(u) > 1]
             if batches:
                 alone = f" (seed {cfg.seeds[0]} of each configuration timed alone)"
-                say(f"batched: {batch_wording(batches)}, "
+                say(
+                    f"batched: {batch_wording(batches)}, "
                     f"{count(len(units) - len(batches), 'run')} on their own"
-                    + (alone if opts.timing_runs else ""))
+                    + (alone if opts.timing_runs else "")
+                )
             repeats = cfg.timing_repeats if opts.timing_repeats is None else opts.timing_repeats
-            _execute(cfg, units, out, result, say, timing_seed=timing_seed, timing_repeats=repeats,
-                     backend=opts.backend, workers=opts.workers, threads=opts.threads,
-                     address=opts.address)
+            _execute(
+                cfg,
+                units,
+                out,
+                result,
+                say,
+                timing_seed=timing_seed,
+                timing_repeats=repeats,
+                backend=opts.backend,
+                workers=opts.workers,
+                threads=opts.threads,
+                address=opts.address,
+            )
         except KeyboardInterrupt:
-            raise _interrupted(len(result.skipped) + len(result.executed), len(cfg.runs), out) from None
-        _settle_costs(result.cost, watch, children_start, local=opts.backend == "local",
-                      in_process=opts.backend == "local" and opts.workers == 1)
+            raise _interrupted(
+                len(result.skipped) + len(result.executed), len(cfg.runs), out
+            ) from None
+        _settle_costs(
+            result.cost,
+            watch,
+            children_start,
+            local=opts.backend == "local",
+            in_process=opts.backend == "local" and opts.workers == 1,
+        )
         for line in result.cost.lines():
             say(line)
     if result.warnings:
-        say(f"{count(len(result.warnings), 'warning')} from the runs, each said once (also in "
-            "summary.md and the report):")
+        say(
+            f"{count(len(result.warnings), 'warning')} from the runs, each said once (also in "
+            "summary.md and the report):"
+        )
         for line in warning_lines(result.warnings):
             say(f"  {line}")
     if result.failed:
-        say(f"{count(len(result.failed), 'run')} failed; tracebacks in {out / 'failed'}; rerun the sweep to retry them")
+        say(
+            f"{count(len(result.failed), 'run')} failed; tracebacks in {out / 'failed'}; "
+            "rerun the sweep to retry them"
+        )
     return result
 
 
-def _settle_costs(ledger: CpuLedger, watch: Stopwatch, children_start: float, *, in_process: bool,
-                  local: bool) -> None:
+def _settle_costs(
+    ledger: CpuLedger, watch: Stopwatch, children_start: float, *, in_process: bool, local: bool
+) -> None:
     """Fill in the CPU seconds spent outside the units: this process's own (planning, saving
     runs; the units it ran itself report their own), and local workers' outside their units
     (start-up; counted once the workers have ended). Ray workers' start-up is not known here."""
@@ -256,22 +306,37 @@ def batch_wording(sizes: list[int]) -> str:
     """How runs were packed, in words: ``"4 runs in 2 batches of 2 members"``, ``"5 runs in 1
     batch of 5 members"``, ``"9 runs in 3 batches of 2 to 4 members"``.
 
-    >>> batch_wording([2, 2]), batch_wording([5]), batch_wording([2, 3, 4])
-    ('4 runs in 2 batches of 2 members', '5 runs in 1 batch of 5 members', '9 runs in 3 batches of 2 to 4 members')
+    >>> batch_wording([2, 2])
+    '4 runs in 2 batches of 2 members'
+    >>> batch_wording([5])
+    '5 runs in 1 batch of 5 members'
+    >>> batch_wording([2, 3, 4])
+    '9 runs in 3 batches of 2 to 4 members'
     """
     low, high = min(sizes), max(sizes)
     members = f"{low} members" if low == high else f"{low} to {high} members"
     return f"{count(sum(sizes), 'run')} in {count(len(sizes), 'batch', 'batches')} of {members}"
 
 
-def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: SweepResult, say, *,
-             timing_seed: int | None = None, timing_repeats: int = 1, **backend_options) -> None:
+def _execute(
+    cfg: SweepConfig,
+    units: list[list[RunSpec]],
+    out: Path,
+    result: SweepResult,
+    say,
+    *,
+    timing_seed: int | None = None,
+    timing_repeats: int = 1,
+    **backend_options,
+) -> None:
     """Run the ``units`` of the plan on the backend and save each run (or its failure) as it
     arrives; the timing runs (seed ``timing_seed``, on their own) are played ``timing_repeats``
     times, each round's least time kept."""
     total, done = sum(len(u) for u in units), 0
     start = time.perf_counter()
-    plan_units = [unit[0].to_dict() if len(unit) == 1 else [s.to_dict() for s in unit] for unit in units]
+    plan_units = [
+        unit[0].to_dict() if len(unit) == 1 else [s.to_dict() for s in unit] for unit in units
+    ]
     for unit, planned in zip(units, plan_units):
         if len(unit) == 1 and timing_repeats > 1 and unit[0].seed == timing_seed:
             planned["timing_repeats"] = timing_repeats
@@ -281,8 +346,10 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
         for spec_dict, res, error in results:
             done += 1
             rid = spec_dict["run_id"]
-            tag = (f"[{done}/{total}] {spec_dict['agent_label']} on {spec_dict['env_label']} "
-                   f"seed {spec_dict['config']['seed']}")
+            tag = (
+                f"[{done}/{total}] {spec_dict['agent_label']} on {spec_dict['env_label']} "
+                f"seed {spec_dict['config']['seed']}"
+            )
             if error is not None:
                 result.failed[rid] = error
                 failure = {"run_id": rid, "spec": spec_dict, "error": error}
@@ -296,7 +363,10 @@ def _execute(cfg: SweepConfig, units: list[list[RunSpec]], out: Path, result: Sw
             result.cost.add_run(res.get("cost"))
             if rid in alone and spec_dict["config"].get("seed") == timing_seed is not None:
                 result.cost.timing_runs += res.get("cost", {}).get("cpu_s", 0.0)
-            say(f"{tag}: {_one_line(res['meta'])} ({time.perf_counter() - start:.0f} s since the sweep started)")
+            say(
+                f"{tag}: {_one_line(res['meta'])} "
+                f"({time.perf_counter() - start:.0f} s since the sweep started)"
+            )
             _say_new_warnings(result.warnings, res["meta"])
 
 
@@ -306,8 +376,11 @@ def warning_source(meta: dict) -> str:
     a batch, whose warnings are the batch's, the batch: ``"agents[1] (a batch of 4 runs of
     SOFUL on mnist)"``."""
     batch = int(meta.get("batch_size") or 1)
-    what = (meta.get("agent_label") if batch == 1
-            else f"a batch of {batch} runs of {meta.get('family')}")
+    what = (
+        meta.get("agent_label")
+        if batch == 1
+        else f"a batch of {batch} runs of {meta.get('family')}"
+    )
     what = f"{what} on {meta.get('env_label')}"
     return f"{meta['entry']} ({what})" if meta.get("entry") else what
 
@@ -336,8 +409,9 @@ def warning_lines(warnings: dict[tuple[str, str], list[str]]) -> list[str]:
     return lines
 
 
-def run_warnings(out_dir: str | Path,
-                 runs: pd.DataFrame | None = None) -> dict[tuple[str, str], list[str]]:
+def run_warnings(
+    out_dir: str | Path, runs: pd.DataFrame | None = None
+) -> dict[tuple[str, str], list[str]]:
     """The distinct warnings the finished runs of ``out_dir`` (or ``runs``, rows of
     :func:`load_runs`) raised, each with where it came from, as :attr:`SweepResult.warnings`."""
     runs = load_runs(out_dir) if runs is None else runs
@@ -356,8 +430,10 @@ def _object_agent_config(agent: Any, label: str) -> dict:
     its class (registered name or module:Class), its constructor arguments read back
     (:func:`linbandit_gym.registry.agent_arguments`; non-scalars as text) and its label."""
     scalar = (bool, int, float, str)
-    args = {key: value if value is None or isinstance(value, scalar) else str(value)
-            for key, value in agent_arguments(agent).items()}
+    args = {
+        key: value if value is None or isinstance(value, scalar) else str(value)
+        for key, value in agent_arguments(agent).items()
+    }
     return {"name": registered_name(type(agent)), "args": args, "label": label}
 
 
@@ -407,20 +483,32 @@ def play_into(
         raise ValueError(f"agent_configs has {len(configs)} entries for {len(players)} agents")
     entries = []  # (label, agent, resumable, its runs)
     for (given, player), exact in zip(players, configs):
-        if isinstance(player, type) or (not callable(getattr(player, "act", None)) and callable(player)):
+        if isinstance(player, type) or (
+            not callable(getattr(player, "act", None)) and callable(player)
+        ):
             player = player()  # a factory, e.g. an agent class, as `run` accepts
         label = agent_label(player, given)
-        agent_cfg = ({"name": exact["name"], "args": dict(exact.get("args") or {})} if exact
-                     else _object_agent_config(player, label))
+        agent_cfg = (
+            {"name": exact["name"], "args": dict(exact.get("args") or {})}
+            if exact
+            else _object_agent_config(player, label)
+        )
         specs = []
         for seed in seeds:
-            config = {"task": "bandit", "agent": agent_cfg,
-                      "env": {"id": env_id, "args": env_kwargs}, "seed": seed, **played}
+            config = {
+                "task": "bandit",
+                "agent": agent_cfg,
+                "env": {"id": env_id, "args": env_kwargs},
+                "seed": seed,
+                **played,
+            }
             try:
                 canonical = json.loads(canonical_json(config))
             except TypeError as exc:
-                raise ValueError(f"the arguments of agent {label!r} or of the env cannot be saved: {exc}; "
-                                 "use numbers, strings, booleans, None and lists of them") from exc
+                raise ValueError(
+                    f"the arguments of agent {label!r} or of the env cannot be saved: {exc}; "
+                    "use numbers, strings, booleans, None and lists of them"
+                ) from exc
             specs.append(RunSpec(run_id(canonical), canonical, label, env_id, agent_cfg["name"]))
         entries.append((label, player, exact is not None, specs))
     labels = [label for label, *_ in entries]
@@ -428,11 +516,27 @@ def play_into(
         if labels.count(label) > 1:
             raise ValueError(f"two agents share the label {label!r}: give each a distinct name")
     _check_records_fit(env_id, env_kwargs, len(seeds) * len(entries))
-    raw = {"name": out.resolve().name or "run", "seeds": seeds, **played,
-           "envs": [{"id": env_id, "args": env_kwargs}],
-           "agents": [{"name": specs[0].config["agent"]["name"], "args": specs[0].config["agent"]["args"], "label": label}
-                      for label, _, _, specs in entries]}
-    cfg = SweepConfig(raw=raw, name=raw["name"], task="bandit", seeds=seeds, runs=[s for *_, specs in entries for s in specs])
+    raw = {
+        "name": out.resolve().name or "run",
+        "seeds": seeds,
+        **played,
+        "envs": [{"id": env_id, "args": env_kwargs}],
+        "agents": [
+            {
+                "name": specs[0].config["agent"]["name"],
+                "args": specs[0].config["agent"]["args"],
+                "label": label,
+            }
+            for label, _, _, specs in entries
+        ],
+    }
+    cfg = SweepConfig(
+        raw=raw,
+        name=raw["name"],
+        task="bandit",
+        seeds=seeds,
+        runs=[s for *_, specs in entries for s in specs],
+    )
     frames: dict[str, pd.DataFrame] = {}
     with writing_output_dir(out, "run"):
         write_sweep_config(out, cfg)
@@ -447,24 +551,46 @@ def play_into(
                     else:
                         todo.append(spec)
                 together = batched is True or (
-                    batched is None and not resumable and len(todo) > 1 and can_batch(env_id, player))
-                for group in ([todo] if together and todo else [[spec] for spec in todo]):
+                    batched is None
+                    and not resumable
+                    and len(todo) > 1
+                    and can_batch(env_id, player)
+                )
+                for group in [todo] if together and todo else [[spec] for spec in todo]:
                     started, t0 = datetime.now(timezone.utc), time.perf_counter()
                     with thread_limit(threads):
-                        frame = run(env_id, player, seeds=[spec.seed for spec in group], env_kwargs=env_kwargs,
-                                    agent_name=label, env_name=env_id, progress=progress,
-                                    batched=batched if together else False, threads=threads,
-                                    **played)
+                        frame = run(
+                            env_id,
+                            player,
+                            seeds=[spec.seed for spec in group],
+                            env_kwargs=env_kwargs,
+                            agent_name=label,
+                            env_name=env_id,
+                            progress=progress,
+                            batched=batched if together else False,
+                            threads=threads,
+                            **played,
+                        )
                         threads_used = thread_record(threads)
                     duration = (time.perf_counter() - t0) / len(group)
-                    extra = {"device": str(getattr(player, "device", "cpu")), "backend": "run", **threads_used}
-                    for result in split_by_seed(frame, [spec.to_dict() for spec in group], extra, started, duration):
+                    extra = {
+                        "device": str(getattr(player, "device", "cpu")),
+                        "backend": "run",
+                        **threads_used,
+                    }
+                    for result in split_by_seed(
+                        frame, [spec.to_dict() for spec in group], extra, started, duration
+                    ):
                         save_run(out, result["records"], result["meta"])
                         frames[result["run_id"]] = result["records"]
                 if on_agent_done is not None:
-                    on_agent_done(index, pd.concat([frames[spec.run_id] for spec in specs], ignore_index=True))
+                    on_agent_done(
+                        index, pd.concat([frames[spec.run_id] for spec in specs], ignore_index=True)
+                    )
         except KeyboardInterrupt:
-            raise _interrupted(len(frames), len(cfg.runs), out, all(e[2] for e in entries)) from None
+            raise _interrupted(
+                len(frames), len(cfg.runs), out, all(e[2] for e in entries)
+            ) from None
     return pd.concat([frames[spec.run_id] for spec in cfg.runs], ignore_index=True)
 
 
@@ -519,14 +645,26 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
             final_regret_mean=("final_regret", "mean"),
             final_regret_std=("final_regret", "std"),
         )
-        cost = timed_runs(runs, keys).groupby(keys, sort=False).agg(
-            time_s=("agent_time_s", "mean"),
-            ms_per_round=("ms_per_round", "mean"),
-            **({"wall_ms_per_round": ("wall_ms_per_round", "mean")} if "wall_ms_per_round" in runs else {}),
-            timing=("timing", "first"),
-            timed_seeds=("seed", "nunique"),
-            # "best of R" only where every timed run was played R times
-            **({"timing_repeats": ("timing_repeats", "min")} if "timing_repeats" in runs else {}),
+        cost = (
+            timed_runs(runs, keys)
+            .groupby(keys, sort=False)
+            .agg(
+                time_s=("agent_time_s", "mean"),
+                ms_per_round=("ms_per_round", "mean"),
+                **(
+                    {"wall_ms_per_round": ("wall_ms_per_round", "mean")}
+                    if "wall_ms_per_round" in runs
+                    else {}
+                ),
+                timing=("timing", "first"),
+                timed_seeds=("seed", "nunique"),
+                # "best of R" only where every timed run was played R times
+                **(
+                    {"timing_repeats": ("timing_repeats", "min")}
+                    if "timing_repeats" in runs
+                    else {}
+                ),
+            )
         )
         table = table.join(cost)
         memory = runs.groupby(keys, sort=False).agg(

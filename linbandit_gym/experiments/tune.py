@@ -201,8 +201,9 @@ def tune(
             aliases[key].append(label)
             continue
         aliases[key] = [label]
+        tuned_words = ", ".join(f"{key}={{{key}}}" for key in grid)  # what this agent takes
         entries.append({"name": name, "args": args, "grid": grid, "family": label, **played,
-                        "label": label.replace("{", "{{").replace("}", "}}") + " [beta={beta}, lam={lam}]"})
+                        "label": label.replace("{", "{{").replace("}", "}}") + f" [{tuned_words}]"})
     if not entries:
         raise ConfigError(f"tune.agents: no agent label matches {patterns!r}")
     tuning = {"name": f"{cfg.name}-tune", "seeds": tune_seeds, "envs": _tuning_envs(raw, horizon), "agents": entries}
