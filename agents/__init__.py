@@ -13,25 +13,26 @@ tells the registry, the planner and the memory estimate it declares: its constru
 :func:`validate_parameters`), its :class:`Batching`, its estimator.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _dist_version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _dist_version
 
-from ._validate import InvalidArgumentError, Interval, Options, validate_parameters
+from ._validate import Interval, InvalidArgumentError, Options, validate_parameters
+from ._warnings import DesignWarning, DiscardedMassWarning, SketchSizeWarning
 from .base import Agent, AgentProtocol, Batching, TorchAgent, check_agent
-from .estimator_agent import EstimatorAgent
-from .linucb import LinUCB
 from .cbscfd import CBSCFD
+from .dbslints import DBSLinTS
 from .dbslinucb import DBSLinUCB, DBSLinUCBFD, DBSLinUCBRFD
+from .estimator_agent import EstimatorAgent
+from .g_allocation import GAllocation
+from .lints import LinTS
+from .linucb import LinUCB
 from .oful import OFUL
+from .phased_elimination import PhasedElimination
+from .slints import SLinTS
 from .soful import SOFUL
 from .thompson import ThompsonSampling
-from .lints import LinTS
-from .slints import SLinTS
-from .dbslints import DBSLinTS
-from .g_allocation import GAllocation
-from .phased_elimination import PhasedElimination
 from .xy_adaptive import XYAdaptive
 from .xy_static import XYStatic
-from ._warnings import DesignWarning, DiscardedMassWarning, SketchSizeWarning
 
 AGENTS: dict[str, type] = {"OFUL": OFUL, "SOFUL": SOFUL, "CBSCFD": CBSCFD}
 AGENTS.update({"DBSLinUCB": DBSLinUCB, "DBSLinUCB-FD": DBSLinUCBFD, "DBSLinUCB-RFD": DBSLinUCBRFD})
@@ -43,7 +44,17 @@ try:  # the distribution's version (pyproject.toml): agents ships inside linband
 except PackageNotFoundError:  # run from a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = ["AGENTS", "Agent", "AgentProtocol", "TorchAgent", "LinUCB", "OFUL", "SOFUL", "CBSCFD", "check_agent"]
+__all__ = [
+    "AGENTS",
+    "Agent",
+    "AgentProtocol",
+    "TorchAgent",
+    "LinUCB",
+    "OFUL",
+    "SOFUL",
+    "CBSCFD",
+    "check_agent",
+]
 __all__ += ["Batching", "EstimatorAgent", "InvalidArgumentError", "Interval", "Options"]
 __all__ += ["validate_parameters"]
 __all__ += ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]

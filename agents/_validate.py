@@ -214,13 +214,12 @@ def check_value(name: str, value: Any, forms: Iterable[Any]) -> Any:
     form), the first hint among them, and what it got. The one place an argument's message is
     written.
 
-    >>> check_value(  # doctest: +NORMALIZE_WHITESPACE
-    ...     "lam", -1.0, [Interval(numbers.Real, 0, None, closed="neither", hint="ridge lambda")]
-    ... )
-    Traceback (most recent call last):
-    ...
-    agents._validate.InvalidArgumentError: lam must be a finite real number > 0 (ridge lambda),
-    got -1.0 (float)
+    >>> try:
+    ...     forms = [Interval(numbers.Real, 0, None, closed="neither", hint="ridge lambda")]
+    ...     check_value("lam", -1.0, forms)
+    ... except InvalidArgumentError as error:
+    ...     print(error)
+    lam must be a finite real number > 0 (ridge lambda), got -1.0 (float)
     """
     forms = [_form(f) for f in forms]
     for form in forms:

@@ -43,6 +43,7 @@ from linbandit_host.memory import (
     memory_limit_bytes,
     memory_limit_source,
 )
+
 from ._torch import (
     NONFINITE_ARMS,
     DeviceLike,

@@ -25,6 +25,7 @@ __all__ = ["GAllocation"]
 
 _ALLOCATIONS = ("tracking", "rounding", "greedy")
 
+
 class GAllocation(BAIAgent):
     """G-allocation: pull along a G-optimal design, stop by Jamieson (2018), eq. 11.
 
@@ -82,9 +83,17 @@ class GAllocation(BAIAgent):
         "design_eps": [Interval(Real, 0, None, closed="neither", hint="accuracy of the design")],
         "block": [Interval(Integral, 1, None, hint="pulls per rounding block"), None],
         "check_growth": [Interval(Real, 0, None, hint="0 = test after every pull")],
-        "lam": [Interval(Real, 0, 0, closed="both", hint="the static allocations use plain OLS "
-                         "(Jamieson, 2018, eq. 2) so that the fixed-design width is exact; pass "
-                         "lam=0")],
+        "lam": [
+            Interval(
+                Real,
+                0,
+                0,
+                closed="both",
+                hint="the static allocations use plain OLS "
+                "(Jamieson, 2018, eq. 2) so that the fixed-design width is exact; pass "
+                "lam=0",
+            )
+        ],
     }
     repr_args = ("delta", "noise_std", "allocation")
 
@@ -107,7 +116,9 @@ class GAllocation(BAIAgent):
         self.allocation, self.design_eps = allocation, design_eps
         self.block, self.check_growth = block, check_growth
         self.lam = 0.0
-        super().__init__(delta=delta, noise_std=noise_std, c=c, d=d, device=device, dtype=dtype, seed=seed)
+        super().__init__(
+            delta=delta, noise_std=noise_std, c=c, d=d, device=device, dtype=dtype, seed=seed
+        )
 
     # -- what XYStatic overrides -----------------------------------------------------
     def _design(self) -> torch.Tensor:
@@ -137,7 +148,9 @@ class GAllocation(BAIAgent):
             self._init_pulls = spanning_subset(self.z)
             self._greedy_targets = self._targets()
             return
-        self.weights = self._cached(("design", self.design_eps), self._design).to(device=self.device, dtype=self.dtype)
+        self.weights = self._cached(("design", self.design_eps), self._design).to(
+            device=self.device, dtype=self.dtype
+        )
         self._w_np = self.weights.detach().cpu().numpy().astype(np.float64)
         self._support = np.flatnonzero(self._w_np > 0)
         if self.allocation == "rounding":
@@ -199,5 +212,11 @@ class GAllocation(BAIAgent):
                     self._recommend(best)
 
     def memory_bytes(self) -> int:
-        arrays = sum(a.nbytes for a in (self._w_np, self._block_counts, self._block_done) if a is not None)
-        return super().memory_bytes() + tensor_bytes(self.weights, self._greedy_targets, self._ainv) + int(arrays)
+        arrays = sum(
+            a.nbytes for a in (self._w_np, self._block_counts, self._block_done) if a is not None
+        )
+        return (
+            super().memory_bytes()
+            + tensor_bytes(self.weights, self._greedy_targets, self._ainv)
+            + int(arrays)
+        )

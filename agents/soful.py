@@ -21,22 +21,23 @@ __all__ = ["SOFUL"]
 class SOFUL(LinUCB):
     """Sketched OFUL: the optimistic loop with ``A_hat = lam I + S^T S`` from Frequent Directions.
 
-    Wen et al. (2025), Sec. 2.3 (eqs. 3-4): ``A_hat^-1 = (1/lam)(I - S^T M S)``, ``M = (S S^T + lam I)^-1``;
-    all K arms scored in one O(K d l) batched op, updates O(d l) amortised with the fast 2l-row
-    buffer (Remark 1; the papers' experiments use it), memory O(d l). FD keeps ``l - 1``
+    Wen et al. (2025), Sec. 2.3 (eqs. 3-4): ``A_hat^-1 = (1/lam)(I - S^T M S)``,
+    ``M = (S S^T + lam I)^-1``; all K arms scored in one O(K d l) batched op, updates O(d l)
+    amortised with the fast 2l-row buffer (Remark 1; the papers' experiments use it), memory
+    O(d l). FD keeps ``l - 1``
     directions, so SOFUL equals OFUL exactly when ``sketch_size > d`` (not at ``= d``).
 
     Args:
         lam: ridge lambda > 0.
-        beta: constant radius (float, as in the papers' experiments) or ``"theory"``: Wen et al. (2025)
-            Thm. 2 (App. E.1, eq. before Lemma 6) specialised to one FD block,
+        beta: constant radius (float, as in the papers' experiments) or ``"theory"``: Wen et al.
+            (2025) Thm. 2 (App. E.1, eq. before Lemma 6) specialised to one FD block,
             ``R sqrt(1 + sb/lam) sqrt(2 ln(1/delta) + ln(|A|/|lam I|)) + H (lam + sb)/sqrt(lam)``
             with ``sb`` the total FD shrinkage and ``ln(|A|/|lam I|)`` replaced by the data bound
             :meth:`~agents.sketches.fd.FrequentDirections.log_det_ratio_bound` (Lemma 6 before
             ``||x|| <= L`` is used, so no arm-norm bound is needed). Equals OFUL's radius
             while nothing has been discarded.
-        sketch_size: FD sketch size ``l >= 1``; batched, one per member allowed (the members' buffers
-            are padded to the largest; each still reduces on its own ``2 l_i`` rows).
+        sketch_size: FD sketch size ``l >= 1``; batched, one per member allowed (the members'
+            buffers are padded to the largest; each still reduces on its own ``2 l_i`` rows).
         fast: ``True`` (default) 2l-row buffer, ``False`` textbook one-SVD-per-row FD.
         delta, noise_std (R), theta_bound (H): used by ``beta="theory"`` only.
         batch_size: ``None`` (one agent) or B independent agents; ``lam``, ``beta`` and
@@ -64,15 +65,37 @@ class SOFUL(LinUCB):
     batching = Batching(per_member=("lam", "beta", "sketch_size"))
     repr_args = ("lam", "beta", "sketch_size")
 
-    def __init__(self, *, lam: float = 1.0, beta: float | str = 1.0, sketch_size: int = 50, fast: bool = True,
-                 delta: float = 0.05, noise_std: float = 1.0, theta_bound: float = 1.0, d: int | None = None,
-                 device: DeviceLike = None, dtype: DTypeLike = None, seed: int | None = None,
-                 batch_size: int | None = None):
+    def __init__(
+        self,
+        *,
+        lam: float = 1.0,
+        beta: float | str = 1.0,
+        sketch_size: int = 50,
+        fast: bool = True,
+        delta: float = 0.05,
+        noise_std: float = 1.0,
+        theta_bound: float = 1.0,
+        d: int | None = None,
+        device: DeviceLike = None,
+        dtype: DTypeLike = None,
+        seed: int | None = None,
+        batch_size: int | None = None,
+    ):
         # sketch_size (one per member when they differ: the buffers are padded to the largest) and
         # fast reach the estimator through self.arguments (estimator_args)
         self.fast = fast
-        super().__init__(lam=lam, beta=beta, delta=delta, noise_std=noise_std, theta_bound=theta_bound,
-                         batch_size=batch_size, d=d, device=device, dtype=dtype, seed=seed)
+        super().__init__(
+            lam=lam,
+            beta=beta,
+            delta=delta,
+            noise_std=noise_std,
+            theta_bound=theta_bound,
+            batch_size=batch_size,
+            d=d,
+            device=device,
+            dtype=dtype,
+            seed=seed,
+        )
 
     def reset(self, seed=None) -> None:
         super().reset(seed=seed)
@@ -97,13 +120,17 @@ class SOFUL(LinUCB):
 
 
 def largest_sketch_size_within(d: int, limit: int, fast: bool, dtype, cdtype) -> int | None:
-    """The largest ``sketch_size`` whose FD sketch (:meth:`~agents.sketches.fd.FrequentDirections.peak_member_bytes`,
-    non-decreasing in the size) holds at most ``limit`` bytes at dimension ``d``: 0 when none does, ``None``
-    when every size does (the buffer stops growing at ``d`` rows)."""
+    """The largest ``sketch_size`` whose FD sketch
+    (:meth:`~agents.sketches.fd.FrequentDirections.peak_member_bytes`, non-decreasing in the size)
+    holds at most ``limit`` bytes at dimension ``d``: 0 when none does, ``None`` when every size
+    does (the buffer stops growing at ``d`` rows)."""
+
     def size(l: int) -> int:
         return FrequentDirections.peak_member_bytes(d, l, fast, dtype, cdtype)
 
-    if size(d + 1) <= limit:  # from l = d + 1 on the buffer holds min(cap, d + 1) rows: every l fits
+    if (
+        size(d + 1) <= limit
+    ):  # from l = d + 1 on the buffer holds min(cap, d + 1) rows: every l fits
         return None
     lo, hi = 0, d + 1  # size(lo) <= limit (or lo = 0), size(hi) > limit
     while hi - lo > 1:
@@ -150,7 +177,9 @@ def _warn_if_larger_than_oful(agent, d: int) -> None:
     larger, slower = sketch > oful, bool(slower_than_oful(d, l, agent.fast))
     if not (larger or slower):
         return
-    name = getattr(type(agent), "single_class", type(agent)).__name__  # the class the user built, not its batch
+    name = getattr(
+        type(agent), "single_class", type(agent)
+    ).__name__  # the class the user built, not its batch
     sizes = [
         largest_sketch_size_within(d, oful, agent.fast, agent.dtype, cdtype),
         _largest_not_slower(d, agent.fast),

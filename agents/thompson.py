@@ -43,7 +43,7 @@ def theory_scale(noise_std: float, d: int, t: int, delta: float) -> float:
     ``R``-sub-Gaussian noise, ``||theta*|| <= 1`` and ``||x|| <= 1``.
 
     >>> round(theory_scale(1.0, 4, 1, 0.05), 6)
-    10.384922
+    10.38491
     """
     return noise_std * math.sqrt(9.0 * d * math.log(t / delta))
 

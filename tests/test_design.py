@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from agents.design import (
@@ -31,37 +31,58 @@ def np_rank(x: np.ndarray) -> int:
     return int(np.linalg.matrix_rank(x))
 
 
-def np_quad(x: np.ndarray, w: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``y^T V(w)^+ y`` row by row (inf where y is outside range(V))."""
-    v = (x * w[:, None]).T @ x
-    evals, evecs = np.linalg.eigh(v)
+def np_span_coordinates(x: np.ndarray) -> np.ndarray:
+    """``U_r`` of the thin SVD ``x = U S V^T``, ``r = np_rank(x)``: row i is arm i in an
+    orthonormal frame of span(x) scaled by ``S_r^-1`` (every quantity below is invariant
+    under an invertible change of coordinates of the span, so the frame is free)."""
+    u, _, _ = np.linalg.svd(x, full_matrices=False)
+    return u[:, : np_rank(x)]
+
+
+def np_quad(x: np.ndarray, w: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``y_j^T V(w)^+ y_j`` for ``y_j = sum_i c_ji x_i`` (inf where y_j is outside range(V)).
+
+    Computed in the span's coordinates ``U_r`` (``x = U_r S_r V_r^T``): there
+    ``V(w) = V_r S_r M(w) S_r V_r^T`` with ``M(w) = U_r^T W U_r``, so
+    ``y^T V(w)^+ y = (c U_r) M(w)^+ (c U_r)^T``. ``M`` is as well conditioned as the design
+    (``M <= I``), whereas ``V(w)`` in the arms' coordinates carries ``cond(x)^2``: a full-rank
+    square arm set with ``cond(x) > 1e5`` would look singular there.
+    """
+    z = np_span_coordinates(x)
+    m = (z * w[:, None]).T @ z
+    evals, evecs = np.linalg.eigh(m)
     keep = evals > evals.max() * 1e-10
-    c = y @ evecs
-    q = (c[:, keep] ** 2 / evals[keep]).sum(axis=1)
-    out = np.abs(c[:, ~keep]).max(axis=1, initial=0.0) > 1e-7 * np.linalg.norm(y, axis=1).clip(1e-300)
+    coef = (c @ z) @ evecs
+    q = (coef[:, keep] ** 2 / evals[keep]).sum(axis=1)
+    norms = np.linalg.norm(coef, axis=1).clip(1e-300)
+    out = np.abs(coef[:, ~keep]).max(axis=1, initial=0.0) > 1e-7 * norms
     q[out] = np.inf
     return q
 
 
 def np_g(x, w):
-    return float(np_quad(x, w, x).max())
+    return float(np_quad(x, w, np.eye(len(x))).max())
 
 
 def np_xy(x, w, active=None):
     idx = np.arange(len(x)) if active is None else np.asarray(active)
     a, b = np.triu_indices(len(idx), 1)
-    y = x[idx[a]] - x[idx[b]]
-    y = y[np.linalg.norm(y, axis=1) > 0]
-    return float(np_quad(x, w, y).max())
+    c = np.zeros((len(a), len(x)))
+    c[np.arange(len(a)), idx[a]] += 1.0
+    c[np.arange(len(a)), idx[b]] -= 1.0
+    c = c[np.linalg.norm(c @ x, axis=1) > 0]
+    return float(np_quad(x, w, c).max())
 
 
 def logdet_span(x, w):
-    """log det of V(w) restricted to span(x) (sum of log of its non-zero eigenvalues). A design
-    that leaves part of the span unweighted (Dirichlet weights down to 1e-17) has an eigenvalue
-    that rounds to 0 or below: its log det is -inf up to rounding, clamped at log(tiny)."""
-    r = np_rank(x)
-    evals = np.linalg.eigvalsh((x * w[:, None]).T @ x)
-    return float(np.log(np.maximum(np.sort(evals)[-r:], np.finfo(np.float64).tiny)).sum())
+    """log det of V(w) restricted to span(x): ``2 sum_j log s_j + log det M(w)`` (see
+    :func:`np_quad`), from the eigenvalues of the well-conditioned ``M``. A design that leaves
+    part of the span unweighted (Dirichlet weights down to 1e-17) has an eigenvalue that
+    rounds to 0 or below: its log det is -inf up to rounding, clamped at log(tiny)."""
+    z = np_span_coordinates(x)
+    s = np.linalg.svd(x, compute_uv=False)[: z.shape[1]]
+    evals = np.linalg.eigvalsh((z * w[:, None]).T @ z)
+    return float(2 * np.log(s).sum() + np.log(np.maximum(evals, np.finfo(np.float64).tiny)).sum())
 
 
 def arm_set(seed: int, k: int, d: int, kind: str) -> np.ndarray:
@@ -69,7 +90,11 @@ def arm_set(seed: int, k: int, d: int, kind: str) -> np.ndarray:
     if kind == "gauss":
         return rng.standard_normal((k, d))
     if kind == "scaled":  # very different norms and a stretched direction
-        return rng.standard_normal((k, d)) * rng.uniform(0.01, 10.0, size=(k, 1)) * np.linspace(1, 20, d)
+        return (
+            rng.standard_normal((k, d))
+            * rng.uniform(0.01, 10.0, size=(k, 1))
+            * np.linspace(1, 20, d)
+        )
     if kind == "lowrank":
         r = max(1, d // 2)
         return rng.standard_normal((k, r)) @ rng.standard_normal((r, d))
@@ -98,6 +123,10 @@ def check_simplex(w, k):
     init=st.sampled_from(["basis", "uniform"]),
     seed=st.integers(0, 2**31 - 1),
 )
+# square arm sets with cond(x) ~ 1e5 and 2e5: full rank, but V(w) in the arms' coordinates has
+# condition number cond(x)^2 > 1e10 (the check must work in the span's coordinates)
+@example(k=13, d=13, kind="scaled", eps=0.1, init="basis", seed=13)
+@example(k=13, d=13, kind="gauss", eps=0.01, init="uniform", seed=1307)
 def test_g_design_meets_kiefer_wolfowitz_bound_on_random_sets(k, d, kind, eps, init, seed):
     x = arm_set(seed, k, d, kind)
     assume(np.abs(x).max() > 0)
@@ -114,6 +143,26 @@ def test_g_design_meets_kiefer_wolfowitz_bound_on_random_sets(k, d, kind, eps, i
     for _ in range(5):
         other = rng.dirichlet(np.full(k, 0.3))
         assert logdet_span(x, res.weights) >= logdet_span(x, other) - eps * r - 1e-8
+
+
+@pytest.mark.parametrize("log10_cond", [0, 5, 8, 11])
+def test_g_design_of_a_square_arm_set_is_uniform_whatever_its_conditioning(log10_cond):
+    """d arms spanning R^d: the design is uniform, value d (Kiefer-Wolfowitz).
+
+    With ``x`` invertible, ``log det V(pi) = 2 log |det x| + sum_i log pi_i`` is maximised by
+    ``pi = 1/d`` alone, and there ``||x_i||^2_{V^-1} = d ||x_i||^2_{(x^T x)^-1} = d`` for
+    every arm. Conditioning must not matter (up to numpy's rank tolerance).
+    """
+    d = 13
+    rng = np.random.default_rng(log10_cond)
+    q1, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    q2, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    x = q1 @ np.diag(np.logspace(0, -log10_cond, d)) @ q2
+    res = solve_g_design(x, 1e-6)
+    assert res.rank == d == np_rank(x) and res.converged
+    np.testing.assert_allclose(res.weights, np.full(d, 1.0 / d), atol=1e-3)
+    for value in (res.value, g_value(x, res.weights), np_g(x, res.weights)):
+        assert d * (1 - 1e-9) <= value <= d * (1 + 1e-6) * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("k, d", [(1000, 50), (1000, 5), (60, 50)])
@@ -138,12 +187,17 @@ def test_g_design_closed_forms():
             w = g_optimal_design(x, eps=1e-6, init=init)
             np.testing.assert_allclose((x * w[:, None]).T @ x, np.eye(d) / d, atol=1e-6)
             np.testing.assert_allclose(w[:d] + w[d:], np.full(d, 1.0 / d), atol=1e-6)
-        np.testing.assert_allclose(g_optimal_design(x, init="uniform"), np.full(2 * d, 0.5 / d), atol=1e-12)
+        np.testing.assert_allclose(
+            g_optimal_design(x, init="uniform"), np.full(2 * d, 0.5 / d), atol=1e-12
+        )
 
 
 @settings(max_examples=30, deadline=None)
 @given(
-    d=st.integers(2, 8), m=st.integers(1, 5), seed=st.integers(0, 2**31 - 1), init=st.sampled_from(["basis", "uniform"])
+    d=st.integers(2, 8),
+    m=st.integers(1, 5),
+    seed=st.integers(0, 2**31 - 1),
+    init=st.sampled_from(["basis", "uniform"]),
 )
 def test_g_design_puts_zero_weight_on_redundant_interior_points(d, m, seed, init):
     rng = np.random.default_rng(seed)
@@ -267,14 +321,23 @@ def test_round_design_examples_and_bad_input():
 
 
 @settings(max_examples=25, deadline=None)
-@given(k=st.integers(2, 60), d=st.integers(1, 8), eps2=st.sampled_from([0.5, 0.2, 0.1]), seed=st.integers(0, 2**31 - 1))
+@given(
+    k=st.integers(2, 60),
+    d=st.integers(1, 8),
+    eps2=st.sampled_from([0.5, 0.2, 0.1]),
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_rounded_g_design_keeps_the_guarantee_above_the_threshold(k, d, eps2, seed):
     x = np.random.default_rng(seed).standard_normal((k, d))
     eps = 0.05
     w = g_optimal_design(x, eps=eps)
     l = int((w > 0).sum())
     r = np_rank(x)
-    for n in (rounding_threshold(l, eps2), rounding_threshold(l, eps2) + 7, 3 * rounding_threshold(l, eps2)):
+    for n in (
+        rounding_threshold(l, eps2),
+        rounding_threshold(l, eps2) + 7,
+        3 * rounding_threshold(l, eps2),
+    ):
         counts = round_design(w, n).astype(float)
         # as a design: n * max_x ||x||^2_{(sum n_i x_i x_i^T)^-1}
         g_rounded = np_g(x, counts / n)
@@ -293,7 +356,9 @@ def test_xy_design_closed_forms():
     x = np.array([[1.0, 0.0], [0.0, 1.0], [math.cos(om), math.sin(om)]])
     y = x[0] - x[2]
     res = solve_xy_design(x, 1e-3, active=[0, 2])
-    np.testing.assert_allclose(res.weights, [abs(y[0]), abs(y[1]), 0.0] / np.abs(y).sum(), atol=1e-9)
+    np.testing.assert_allclose(
+        res.weights, [abs(y[0]), abs(y[1]), 0.0] / np.abs(y).sum(), atol=1e-9
+    )
     assert abs(np_xy(x, res.weights, [0, 2]) - np.abs(y).sum() ** 2) < 1e-9
     # standard basis in R^d, all pairs: by symmetry the uniform design, value 2 d
     for d in (3, 6):
@@ -309,7 +374,9 @@ def _grid(k: int, step: float) -> np.ndarray:
         pts = np.stack([a.ravel(), b.ravel(), 1 - a.ravel() - b.ravel()], axis=1)
     else:
         a, b, c = np.meshgrid(ticks, ticks, ticks, indexing="ij")
-        pts = np.stack([a.ravel(), b.ravel(), c.ravel(), 1 - a.ravel() - b.ravel() - c.ravel()], axis=1)
+        pts = np.stack(
+            [a.ravel(), b.ravel(), c.ravel(), 1 - a.ravel() - b.ravel() - c.ravel()], axis=1
+        )
     return pts[pts[:, -1] >= -1e-12].clip(min=0.0)
 
 
@@ -324,7 +391,9 @@ def _xy_on_grid(x: np.ndarray, grid: np.ndarray) -> float:
     a, b = np.triu_indices(len(x), 1)
     y = x[a] - x[b]  # (m, 2)
     # y^T V^-1 y = (v11 y0^2 - 2 v01 y0 y1 + v00 y1^2) / det
-    num = v[:, 1, 1, None] * y[None, :, 0] ** 2 - 2 * v[:, 0, 1, None] * y[None, :, 0] * y[None, :, 1]
+    num = (
+        v[:, 1, 1, None] * y[None, :, 0] ** 2 - 2 * v[:, 0, 1, None] * y[None, :, 0] * y[None, :, 1]
+    )
     num += v[:, 0, 0, None] * y[None, :, 1] ** 2
     ok = det > 1e-12 * np.einsum("nii->n", v) ** 2
     vals = np.where(ok, num.max(axis=1) / np.where(ok, det, 1.0), np.inf)
@@ -390,7 +459,9 @@ def test_xy_design_active_subsets_and_degenerate_inputs():
     with pytest.raises(ValueError, match="NaN"):
         xy_optimal_design(np.array([[1.0, 0.0], [np.inf, 1.0]]))
     # one dimension: all mass on the longest arm, exactly optimal
-    np.testing.assert_array_equal(xy_optimal_design(np.array([[1.0], [-2.0], [0.5]])), [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(
+        xy_optimal_design(np.array([[1.0], [-2.0], [0.5]])), [0.0, 1.0, 0.0]
+    )
 
 
 @pytest.mark.parametrize("kind", ["numpy", "tensor", "list"])

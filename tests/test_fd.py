@@ -1,4 +1,5 @@
-"""Frequent Directions (Wen et al. (2025), Alg. 2, Remark 1; Yang et al. (2025), fast FD): guarantees and queries."""
+"""Frequent Directions (Wen et al. (2025), Alg. 2, Remark 1; Yang et al. (2025), fast FD):
+guarantees and queries."""
 
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ from sketch_streams import DTYPES, KINDS, make_stream, stream_args, tol
 
 import agents.sketches.diagnostics as diagnostics
 import agents.sketches.fd as fd_module
+from agents.sketches import FrequentDirections
 from agents.sketches.backend import NUMPY_CPU
 from agents.sketches.core import fd_shrink, rounding
-from agents.sketches import FrequentDirections
 from agents.sketches.diagnostics import fd_error_bound, psd_gap, spectral_error
 
-# streams at every scale (rows up to 1e3 against lam ~1, in float32): the precision warning is due for some;
-# it has its own tests (test_probe_numerics.py)
+# streams at every scale (rows up to 1e3 against lam ~1, in float32): the precision warning is due
+# for some; it has its own tests (test_probe_numerics.py)
 pytestmark = pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
 
 
@@ -30,8 +31,15 @@ def _feed(est, X, dtype):
 
 def _state(est):
     return (
-        est.S.clone(), est.gram.clone(), est.chol.clone(), est.rows_in_use, est.total_shrinkage,
-        est.n_reductions, list(est.shrinkages), est.n_rows, getattr(est, "alpha", None),
+        est.S.clone(),
+        est.gram.clone(),
+        est.chol.clone(),
+        est.rows_in_use,
+        est.total_shrinkage,
+        est.n_reductions,
+        list(est.shrinkages),
+        est.n_rows,
+        getattr(est, "alpha", None),
     )
 
 
@@ -43,7 +51,8 @@ def _same_state(a, b):
 @settings(max_examples=60, deadline=None)
 @given(**stream_args)
 def test_fd_guarantees_hold_after_every_row(kind, n, d, l, seed, fast, dtype):
-    """0 <= X^T X - S^T S <= total_shrinkage I, and total_shrinkage <= min_k ||X - X_k||_F^2/(l-k)."""
+    """0 <= X^T X - S^T S <= total_shrinkage I, and
+    total_shrinkage <= min_k ||X - X_k||_F^2/(l-k)."""
     X = make_stream(kind, n, d, seed)
     est = FrequentDirections(d, l, reg=0.7, fast=fast, dtype=dtype)
     for t in range(n):
@@ -65,8 +74,14 @@ def test_fd_guarantees_hold_after_every_row(kind, n, d, l, seed, fast, dtype):
 
 
 @settings(max_examples=40, deadline=None)
-@given(kind=st.sampled_from(KINDS), n=st.integers(1, 40), d=st.integers(1, 10), l=st.integers(1, 12),
-       seed=st.integers(0, 2**31 - 1), fast=st.booleans())
+@given(
+    kind=st.sampled_from(KINDS),
+    n=st.integers(1, 40),
+    d=st.integers(1, 10),
+    l=st.integers(1, 12),
+    seed=st.integers(0, 2**31 - 1),
+    fast=st.booleans(),
+)
 def test_textbook_fd_equals_literal_algorithm_2(kind, n, d, l, seed, fast):
     """fast=False is Alg. 2 line by line (numpy SVD each row); fast=True meets the same bound."""
     X = make_stream(kind, n, d, seed)
@@ -104,7 +119,8 @@ def test_quad_inv_and_solve_match_dense_inverse(kind, n, d, l, seed, fast, dtype
     arms = rng.standard_normal((k, d))
     v = rng.standard_normal(d)
     S = est.S.to(torch.float64).numpy()
-    M = est.M.double().numpy() if est.rows_in_use else None  # the same state as S (queries may rearrange rows)
+    # the same state as S (queries may rearrange rows)
+    M = est.M.double().numpy() if est.rows_in_use else None
     A = reg * np.eye(d) + S.T @ S
     dense_q = np.einsum("kd,de,ke->k", arms, np.linalg.inv(A), arms)
     dense_s = np.linalg.solve(A, v)
@@ -115,7 +131,9 @@ def test_quad_inv_and_solve_match_dense_inverse(kind, n, d, l, seed, fast, dtype
     np.testing.assert_allclose(s, dense_s, rtol=rtol, atol=rtol * np.abs(dense_s).max())
     # M is (S S^T + reg I)^-1 (diagonal right after a reduction)
     if M is not None:
-        np.testing.assert_allclose(M, np.linalg.inv(S @ S.T + reg * np.eye(len(S))), rtol=rtol, atol=rtol / reg)
+        np.testing.assert_allclose(
+            M, np.linalg.inv(S @ S.T + reg * np.eye(len(S))), rtol=rtol, atol=rtol / reg
+        )
     # logdet_increment is log(1 + ||x||^2_{A_hat^-1})
     x = torch.as_tensor(arms[0], dtype=dtype)
     assert float(est.logdet_increment(x)) == pytest.approx(np.log1p(dense_q[0]), rel=rtol, abs=rtol)
@@ -137,16 +155,23 @@ def test_shrinkage_if_added_predicts_and_leaves_state_unchanged(kind, n, d, l, s
         n_red = est.n_reductions
         est.update(x)
         applied = est.last_shrinkage if est.n_reductions > n_red else 0.0
-        # the look-ahead decomposes the bordered Gram, the update the Gram of the stored rows: the same
-        # eigenvalue to the rounding of a spectral statement about the rows seen (0 stays exactly 0)
+        # the look-ahead decomposes the bordered Gram, the update the Gram of the stored rows: the
+        # same eigenvalue to the rounding of a spectral statement about the rows seen (0 stays
+        # exactly 0)
         seen = X[: est.n_rows]
         assert predicted == pytest.approx(applied, rel=1e-12, abs=tol(seen, dtype, d))
         assert (predicted == 0.0) == (applied == 0.0)
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(1, 60), d=st.integers(2, 12), seed=st.integers(0, 2**31 - 1), fast=st.booleans(),
-       dtype=st.sampled_from(DTYPES), data=st.data())
+@given(
+    n=st.integers(1, 60),
+    d=st.integers(2, 12),
+    seed=st.integers(0, 2**31 - 1),
+    fast=st.booleans(),
+    dtype=st.sampled_from(DTYPES),
+    data=st.data(),
+)
 def test_rank_below_l_is_exact_and_reports_no_shrinkage(n, d, seed, fast, dtype, data):
     """FD of size l represents rank <= l - 1 exactly: no shrink value, ever (DBS relies on it)."""
     rng = np.random.default_rng(seed)
@@ -209,7 +234,9 @@ def test_log_det_ratio_bound_is_an_upper_bound(kind, n, d, l, seed, fast, dtype)
     slack = 1e-8 if dtype == torch.float64 else 1e-3 * (1 + abs(true))
     assert est.log_det_ratio_bound() >= true - slack
     if est.total_shrinkage == 0.0:
-        assert est.log_det_ratio_bound() == pytest.approx(true, rel=1e-6 if dtype == torch.float64 else 1e-3, abs=slack)
+        assert est.log_det_ratio_bound() == pytest.approx(
+            true, rel=1e-6 if dtype == torch.float64 else 1e-3, abs=slack
+        )
 
 
 def test_fast_fd_reduces_once_every_l_plus_one_rows_and_sizes_memory():
@@ -217,10 +244,11 @@ def test_fast_fd_reduces_once_every_l_plus_one_rows_and_sizes_memory():
     X = make_stream("gauss", 200, d, 0)
     est = FrequentDirections(d, l, fast=True)
     _feed(est, X, torch.float64)
-    # after the first fill (2l rows) each reduction keeps l - 1 rows, so the next comes l + 1 rows later
+    # after the first fill (2l rows) each reduction keeps l - 1 rows, so the next comes l + 1 rows
+    # later
     assert est.n_reductions == 1 + (200 - 2 * l) // (l + 1)
-    # a basis of 2l x d (working dtype); in the core dtype the coordinates (2l x 2l), the core inverse
-    # (2l x 2l), bV (2l) and b_perp (d): the README's formula
+    # a basis of 2l x d (working dtype); in the core dtype the coordinates (2l x 2l), the core
+    # inverse (2l x 2l), bV (2l) and b_perp (d): the README's formula
     assert est.memory_bytes() == 8 * (2 * l * d + 2 * (2 * l) ** 2 + 2 * l + d)
     textbook = FrequentDirections(d, l, fast=False)
     _feed(textbook, X, torch.float64)
@@ -236,7 +264,8 @@ def test_fast_fd_reduces_once_every_l_plus_one_rows_and_sizes_memory():
 def test_buffers_are_sized_by_what_can_be_used_and_peak_bytes_agree(fast, dtype, d, l):
     """FD never holds more than min(buffer, d) basis vectors and one coordinate row more: a huge
     sketch_size at a small d allocates what OFUL would, not 2l x d. ``peak_member_bytes`` (no state
-    built) equals what an estimator reports at every step, single and batched, and the arrays hold it."""
+    built) equals what an estimator reports at every step, single and batched, and the arrays hold
+    it."""
     est = FrequentDirections(d, l, fast=fast, dtype=dtype)
     peak = FrequentDirections.peak_member_bytes(d, l, fast=fast, dtype=dtype)
     basis = min(2 * l if fast else l, d)
@@ -250,7 +279,8 @@ def test_buffers_are_sized_by_what_can_be_used_and_peak_bytes_agree(fast, dtype,
     bat = FrequentDirections(d, [l, l], fast=fast, dtype=dtype, batch_size=2)
     assert bat.member_memory_bytes().tolist() == [peak, peak] and bat.memory_bytes() == 2 * peak
     if l == 5000:
-        assert peak < 4 * (8 * d * d + 8 * d)  # a few times OFUL's d x d, not the 2l x d buffer of 10 000 rows
+        # a few times OFUL's d x d, not the 2l x d buffer of 10 000 rows
+        assert peak < 4 * (8 * d * d + 8 * d)
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True, "4", None, np.float64(3.0)])
@@ -300,12 +330,16 @@ def test_doctests():
 
 
 def test_look_ahead_then_update_matches_plain_updates():
-    """shrinkage_if_added(x); update(x) (the DBS pattern) leaves the sketch as plain updates do: bit for
-    bit once both hold the basis state (a look-ahead is a query: a sketch nobody queried settles its raw
-    rows first, and then equals the raw route to rounding)."""
+    """shrinkage_if_added(x); update(x) (the DBS pattern) leaves the sketch as plain updates do:
+    bit for bit once both hold the basis state (a look-ahead is a query: a sketch nobody queried
+    settles its raw rows first, and then equals the raw route to rounding)."""
     X = make_stream("powerlaw", 200, 30, 4)
     probe = torch.as_tensor(X[:3])
-    plain, looked, raw = FrequentDirections(30, 6), FrequentDirections(30, 6), FrequentDirections(30, 6)
+    plain, looked, raw = (
+        FrequentDirections(30, 6),
+        FrequentDirections(30, 6),
+        FrequentDirections(30, 6),
+    )
     plain.quad_inv(probe)
     looked.quad_inv(probe)
     _feed(plain, X, torch.float64)

@@ -16,7 +16,17 @@ from linbandit_gym.cli import main
 from linbandit_gym.registry import lookup_agent
 
 SYNTH = "LinBandit-Synthetic-v0"
-TINY = ["--env", SYNTH, "--env-arg", "d=4", "--env-arg", "n_arms=3", "--horizon", "5", "--no-progress"]
+TINY = [
+    "--env",
+    SYNTH,
+    "--env-arg",
+    "d=4",
+    "--env-arg",
+    "n_arms=3",
+    "--horizon",
+    "5",
+    "--no-progress",
+]
 ENVS = [{"id": SYNTH, "args": {"d": 6, "n_arms": 4, "horizon": 10}}]
 
 
@@ -26,6 +36,7 @@ def test_doctests(module):
 
 
 # -- describe: every argument, its type, default and meaning ------------------------------
+
 
 def _rows(text: str) -> dict[str, str]:
     """``{argument: its row}`` of a ``describe`` table (continuation lines joined)."""
@@ -41,8 +52,19 @@ def _rows(text: str) -> dict[str, str]:
     return rows
 
 
-@pytest.mark.parametrize("name", ["SOFUL", "OFUL", "DBSLinUCB-FD", "GAllocation", SYNTH, "LinBandit-MNIST-v0",
-                                  "LinBandit-Digits-v0", "LinBandit-BAI-v0"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "SOFUL",
+        "OFUL",
+        "DBSLinUCB-FD",
+        "GAllocation",
+        SYNTH,
+        "LinBandit-MNIST-v0",
+        "LinBandit-Digits-v0",
+        "LinBandit-BAI-v0",
+    ],
+)
 def test_describe_lists_what_the_checks_accept_with_type_default_and_meaning(name, capsys):
     from linbandit_gym.registration import ENV_IDS
     from linbandit_gym.specs import env_arguments
@@ -83,8 +105,11 @@ def test_describe_keeps_a_meaning_past_its_colons():
 
 def test_no_meaning_points_at_text_describe_does_not_show():
     elsewhere = re.compile(r"\b(see|as) (above|below)\b|\((above|below)\)", re.IGNORECASE)
-    pointing = [(owner, a.name, a.meaning) for owner, a in _every_documented_argument()
-                if elsewhere.search(a.meaning)]
+    pointing = [
+        (owner, a.name, a.meaning)
+        for owner, a in _every_documented_argument()
+        if elsewhere.search(a.meaning)
+    ]
     assert not pointing, pointing
 
 
@@ -105,8 +130,11 @@ def test_documented_defaults_agree_with_the_signature():
     for owner, argument in _every_documented_argument():
         said = re.findall(rf"\bdefaults?:? ({_LITERAL})", argument.meaning)
         said += re.findall(rf"(?:^|[\s(])({_LITERAL}) \(default\)", argument.meaning)
-        wrong += [(owner, argument.name, value, argument.default) for value in said
-                  if not _same_value(value.rstrip("."), argument.default)]
+        wrong += [
+            (owner, argument.name, value, argument.default)
+            for value in said
+            if not _same_value(value.rstrip("."), argument.default)
+        ]
     assert not wrong, wrong
 
 
@@ -117,11 +145,13 @@ def test_describe_reads_the_docstrings_meanings():
     words = ["sketch_size", "int", "50", "FD", "sketch", "size", "l", ">=", "1;"]
     assert soful["sketch_size"].split()[:9] == words
     assert "ridge lambda > 0" in soful["lam"]
-    assert "dimension of the arms" in soful["d"]  # "d, device, dtype, seed: see TorchAgent" is followed
+    # "d, device, dtype, seed: see TorchAgent" is followed
+    assert "dimension of the arms" in soful["d"]
     mnist = _rows(describe("linbandit-mnist-v0"))
     assert " ".join(mnist["dataset"].split()).startswith(
         "dataset str | tuple[Any, Any] 'mnist' a name of envs_data.DATASETS (\"mnist\": "
-        "the 5,000-image subset")
+        "the 5,000-image subset"
+    )
     assert "rounds per episode" in mnist["horizon"]
 
 
@@ -130,9 +160,11 @@ def test_describe_of_an_undocumented_user_class_says_so(tmp_path, monkeypatch):
         "class Greedy:\n"
         "    '''Plays the best mean.\n\n    Args:\n        eps: exploration rate.\n    '''\n"
         "    def __init__(self, eps: float = 0.1, width: int = 3):\n        pass\n"
-        "    def reset(self, seed=None): pass\n"  # an agent: module:Class names resolve to agents only
+        # an agent: module:Class names resolve to agents only
+        "    def reset(self, seed=None): pass\n"
         "    def act(self, obs): return 0\n"
-        "    def update(self, obs, action, reward): pass\n")
+        "    def update(self, obs, action, reward): pass\n"
+    )
     monkeypatch.chdir(tmp_path)
     from linbandit_gym.registry import describe
 
@@ -169,8 +201,11 @@ def test_docstring_sections_and_tables_are_parsed():
         """
 
     assert documented_arguments(Documented) == {
-        "a": "the first", "b": "shared text that goes on.",
-        "c": "shared text that goes on (written R in the formulas).", "kwargs": "forwarded."}
+        "a": "the first",
+        "b": "shared text that goes on.",
+        "c": "shared text that goes on (written R in the formulas).",
+        "kwargs": "forwarded.",
+    }
 
 
 def test_list_points_at_describe(capsys):
@@ -179,6 +214,7 @@ def test_list_points_at_describe(capsys):
 
 
 # -- command output ------------------------------------------------------------------------
+
 
 class FirstArm:
     """An agent of a user's, without ``memory_bytes``."""
@@ -213,8 +249,15 @@ def test_progress_lines_say_what_their_seconds_are(tmp_path, capsys):
     from linbandit_gym.cli import run_experiment
 
     lines: list[str] = []
-    run_experiment(SYNTH, [("OFUL", lookup_agent("OFUL").build({}))], seeds=1, horizon=5,
-                   env_kwargs={"d": 4, "n_arms": 3}, log=lines.append, progress=False)
+    run_experiment(
+        SYNTH,
+        [("OFUL", lookup_agent("OFUL").build({}))],
+        seeds=1,
+        horizon=5,
+        env_kwargs={"d": 4, "n_arms": 3},
+        log=lines.append,
+        progress=False,
+    )
     assert re.search(r"; 1 seed played in \d+\.\d s$", lines[0]), lines
     assert "± 0.00" not in lines[0]
     config = tmp_path / "c.yaml"
@@ -237,6 +280,7 @@ def test_batches_are_counted_in_words():
 
 
 # -- warnings: at the user's line, once per cause, and none unexpected in the test run ---------
+
 
 def test_a_warning_points_at_the_users_line_through_gym_make_and_is_said_once():
     import warnings
@@ -272,10 +316,26 @@ def test_an_unexpected_project_warning_fails_the_test_run(tmp_path):
         "def test_a_library_line_that_warns(monkeypatch):\n"
         "    import linbandit_gym.text as text\n"
         "    exec(compile('warnings.warn(\"from the library\")', text.__file__, 'exec'),\n"
-        "         {'warnings': warnings, '__name__': 'linbandit_gym.text'})\n")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c",
-                           str(root / "pyproject.toml"), "--rootdir", str(root), str(tmp_path)],
-                          capture_output=True, text=True, cwd=root)
+        "         {'warnings': warnings, '__name__': 'linbandit_gym.text'})\n"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            str(root / "pyproject.toml"),
+            "--rootdir",
+            str(root),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert "2 failed" in proc.stdout, proc.stdout[-2000:]
     assert "LinBanditWarning: render() was called with render_mode=None" in proc.stdout
@@ -289,9 +349,25 @@ _SKETCH_50_AT_20 = "SOFUL(sketch_size=50) at d=20 holds"
 
 @pytest.mark.filterwarnings("default::agents.SketchSizeWarning")
 def test_a_command_says_a_warning_once_on_stderr_not_at_its_own_script(capsys):
-    args = ["run", "--env", SYNTH, "--env-arg", "d=20", "--env-arg", "n_arms=3", "--horizon", "5",
-            "--seeds", "3", "--no-progress", "--no-batched", "--agent", "SOFUL",
-            "--agent-arg", "sketch_size=50"]
+    args = [
+        "run",
+        "--env",
+        SYNTH,
+        "--env-arg",
+        "d=20",
+        "--env-arg",
+        "n_arms=3",
+        "--horizon",
+        "5",
+        "--seeds",
+        "3",
+        "--no-progress",
+        "--no-batched",
+        "--agent",
+        "SOFUL",
+        "--agent-arg",
+        "sketch_size=50",
+    ]
     assert main(args) == 0
     err = capsys.readouterr().err
     said = [line for line in err.splitlines() if "SketchSizeWarning" in line]
@@ -302,15 +378,23 @@ def test_a_command_says_a_warning_once_on_stderr_not_at_its_own_script(capsys):
 
 @pytest.mark.filterwarnings("default::agents.SketchSizeWarning")
 @pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])  # 2: a pool
-def test_a_sweep_says_each_warning_of_its_runs_once_naming_the_config_entry(workers, tmp_path,
-                                                                           capsys):
+def test_a_sweep_says_each_warning_of_its_runs_once_naming_the_config_entry(
+    workers, tmp_path, capsys
+):
     # in this process or in spawned workers, every seed of the run warns: the sweep says it once
     # (l=2 is small enough at d=20 to warn of nothing, and discards nothing in 3 rounds)
     config = tmp_path / "warned.yaml"
-    config.write_text(yaml.safe_dump({
-        "name": "warned", "seeds": 3, "horizon": 3,
-        "envs": [{"id": SYNTH, "args": {"d": 20, "n_arms": 3}}],
-        "agents": [{"name": "OFUL"}, {"name": "SOFUL", "grid": {"sketch_size": [2, 50]}}]}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "warned",
+                "seeds": 3,
+                "horizon": 3,
+                "envs": [{"id": SYNTH, "args": {"d": 20, "n_arms": 3}}],
+                "agents": [{"name": "OFUL"}, {"name": "SOFUL", "grid": {"sketch_size": [2, 50]}}],
+            }
+        )
+    )
     out = tmp_path / "runs"
     command = ["sweep", str(config), "--out", str(out), "--workers", str(workers), "--no-batched"]
     assert main(command) == 0
@@ -332,8 +416,11 @@ def test_a_sweep_called_from_python_warns_at_the_callers_line():
     from agents import SketchSizeWarning
     from linbandit_gym.experiments import sweep
 
-    config = {"seeds": 2, "envs": [{"id": SYNTH, "args": {"d": 20, "n_arms": 3, "horizon": 5}}],
-              "agents": [{"name": "SOFUL", "args": {"sketch_size": 50}}]}
+    config = {
+        "seeds": 2,
+        "envs": [{"id": SYNTH, "args": {"d": 20, "n_arms": 3, "horizon": 5}}],
+        "agents": [{"name": "SOFUL", "args": {"sketch_size": 50}}],
+    }
     import tempfile
 
     with pytest.warns(SketchSizeWarning) as caught:
@@ -345,7 +432,7 @@ def test_a_sweep_called_from_python_warns_at_the_callers_line():
     assert result.warnings[(category, message)] == [f"agents[0] (SOFUL on {SYNTH})"]
 
 
-# -- describe: device, dtype and the registered sketch ----------------------------------------------
+# -- describe: device, dtype and the registered sketch ---------------------------------------------
 
 
 def test_describe_shows_types_for_device_and_dtype_and_the_registered_sketch():

@@ -1,12 +1,14 @@
-"""The sketches are as accurate as OFUL in the same dtype, and every agent warns where no dtype holds the problem.
+"""The sketches are as accurate as OFUL in the same dtype, and every agent warns where no dtype
+holds the problem.
 
-The probe: Synthetic d = 10, K = 5, T = 2000, beta = 0.1, one seed; the agents see the env's unit-norm
-arms times a scale (the regret stays the env's). SOFUL and CBSCFD with sketch sizes l > d hold the
-exact ``lam I + X^T X`` (FD of size l is exact on rank < l), and DBSLinUCB's first block is exact
-until it closes and its exact phase is OFUL's: in exact arithmetic every agent here plays as OFUL,
-so a gap is rounding. Wherever OFUL in a dtype keeps its regret (within 1.5x + 5 of float64 OFUL),
-every sketch in that dtype must keep its own. Where ``(lam + tr X^T X) / lam`` passes
-``BEYOND_DTYPE / eps`` of the dtype, every agent warns (once), naming the fixes; elsewhere none does.
+The probe: Synthetic d = 10, K = 5, T = 2000, beta = 0.1, one seed; the agents see the env's
+unit-norm arms times a scale (the regret stays the env's). SOFUL and CBSCFD with sketch sizes l > d
+hold the exact ``lam I + X^T X`` (FD of size l is exact on rank < l), and DBSLinUCB's first block is
+exact until it closes and its exact phase is OFUL's: in exact arithmetic every agent here plays as
+OFUL, so a gap is rounding. Wherever OFUL in a dtype keeps its regret (within 1.5x + 5 of float64
+OFUL), every sketch in that dtype must keep its own. Where ``(lam + tr X^T X) / lam`` passes
+``BEYOND_DTYPE / eps`` of the dtype, every agent warns (once), naming the fixes; elsewhere none
+does.
 (``benchmarks/probe_numerics.py`` prints the whole table.)
 """
 
@@ -54,14 +56,19 @@ def _regret(agent, scale: float) -> tuple[float, list]:
     return total, [w for w in caught if issubclass(w.category, PrecisionWarning)]
 
 
-# (scale, lam): the probe's cells (unit arms at the bottom of the paper's lam grid, arms scaled by 1e3,
-# float64 at 1e8), and one beyond float32 for every agent (lam = 1e-6: cond ~2e9). Each cell plays
-# 15 runs of T = 2000: the default suite plays the one beyond float32 (where float64 holds the
+# (scale, lam): the probe's cells (unit arms at the bottom of the paper's lam grid, arms scaled by
+# 1e3, float64 at 1e8), and one beyond float32 for every agent (lam = 1e-6: cond ~2e9). Each cell
+# plays 15 runs of T = 2000: the default suite plays the one beyond float32 (where float64 holds the
 # problem: the regret bound in one dtype, the warning in the other); the slow suite the others.
 SLOW = pytest.mark.slow
-CELLS = [pytest.param(1.0, 1e-4, marks=SLOW), pytest.param(1.0, 2e-4, marks=SLOW), (1.0, 1e-6),
-         pytest.param(1e3, 1e-4, marks=SLOW), pytest.param(1e3, 1.0, marks=SLOW),
-         pytest.param(1e8, 1.0, marks=SLOW)]
+CELLS = [
+    pytest.param(1.0, 1e-4, marks=SLOW),
+    pytest.param(1.0, 2e-4, marks=SLOW),
+    (1.0, 1e-6),
+    pytest.param(1e3, 1e-4, marks=SLOW),
+    pytest.param(1e3, 1.0, marks=SLOW),
+    pytest.param(1e8, 1.0, marks=SLOW),
+]
 
 
 @pytest.mark.parametrize("scale,lam", CELLS)
@@ -86,7 +93,11 @@ def test_sketches_keep_the_regret_oful_keeps_in_each_dtype_and_warn_beyond_it(sc
                 assert len(updates) == (1 if inexact and name == "OFUL" else 0), (dtype, name)
             assert len(updates) <= 1
             caught = [w for w in every if w not in updates]
-            assert len(caught) == (1 if beyond else 0), (dtype, name, [str(w.message) for w in caught])
+            assert len(caught) == (1 if beyond else 0), (
+                dtype,
+                name,
+                [str(w.message) for w in caught],
+            )
             if beyond:
                 message = str(caught[0].message)
                 assert "larger lam" in message and "normalised" in message

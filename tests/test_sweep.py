@@ -19,8 +19,8 @@ import linbandit_gym
 from agents import AGENTS, OFUL
 from linbandit_gym.cli import main
 from linbandit_gym.experiments import ConfigError, load_records, load_runs, parse_config, sweep
-from linbandit_gym.experiments.config import load_config
 from linbandit_gym.experiments.backends import ray_available
+from linbandit_gym.experiments.config import load_config
 from linbandit_gym.experiments.sweep import is_finished
 
 #: small d: the sketches of these sweeps hold more than OFUL's inverse, which is warned (asserted in
@@ -28,11 +28,23 @@ from linbandit_gym.experiments.sweep import is_finished
 pytestmark = pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")
 
 ENV_A = {"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5, "horizon": 40}, "label": "A"}
-ENV_B = {"id": "LinBandit-Synthetic-v0", "args": {"d": 6, "n_arms": 4, "horizon": 40, "fixed_arms": True}, "label": "B"}
-SECOND = {"name": "SOFUL", "args": {"beta": 0.1, "sketch_size": 3}} if "SOFUL" in AGENTS else {
-    "name": "OFUL", "args": {"beta": 1.0}, "label": "OFUL beta=1"}
+ENV_B = {
+    "id": "LinBandit-Synthetic-v0",
+    "args": {"d": 6, "n_arms": 4, "horizon": 40, "fixed_arms": True},
+    "label": "B",
+}
+SECOND = (
+    {"name": "SOFUL", "args": {"beta": 0.1, "sketch_size": 3}}
+    if "SOFUL" in AGENTS
+    else {"name": "OFUL", "args": {"beta": 1.0}, "label": "OFUL beta=1"}
+)
 # 2 agents x 2 envs x 3 seeds
-SMALL = {"name": "small", "seeds": 3, "envs": [ENV_A, ENV_B], "agents": [{"name": "OFUL", "args": {"beta": 0.1}}, SECOND]}
+SMALL = {
+    "name": "small",
+    "seeds": 3,
+    "envs": [ENV_A, ENV_B],
+    "agents": [{"name": "OFUL", "args": {"beta": 0.1}}, SECOND],
+}
 KEYS = ["env", "agent", "seed", "t"]
 
 
@@ -50,16 +62,24 @@ def serial_dir(tmp_path_factory):
 
 # -- config ----------------------------------------------------------------------------
 
+
 def test_expansion_labels_and_stable_ids():
-    cfg = {"seeds": [4, 7], "envs": [ENV_A], "agents": [
-        {"name": "OFUL", "args": {"lam": 1.0}, "grid": {"beta": [0.1, 1.0]}},
-        {"name": "OFUL", "grid": [{"beta": 0.5, "lam": 2.0}], "label": "mine b={beta}"}]}
+    cfg = {
+        "seeds": [4, 7],
+        "envs": [ENV_A],
+        "agents": [
+            {"name": "OFUL", "args": {"lam": 1.0}, "grid": {"beta": [0.1, 1.0]}},
+            {"name": "OFUL", "grid": [{"beta": 0.5, "lam": 2.0}], "label": "mine b={beta}"},
+        ],
+    }
     runs = parse_config(cfg).runs
     assert len(runs) == 3 * 2
     assert [r.agent_label for r in runs[::2]] == ["OFUL beta=0.1", "OFUL beta=1.0", "mine b=0.5"]
     assert {r.seed for r in runs} == {4, 7}
     assert runs[4].config["agent"]["args"] == {"beta": 0.5, "lam": 2.0}
-    again = parse_config({**cfg, "agents": [dict(cfg["agents"][0], label="renamed {beta}"), cfg["agents"][1]]}).runs
+    again = parse_config(
+        {**cfg, "agents": [dict(cfg["agents"][0], label="renamed {beta}"), cfg["agents"][1]]}
+    ).runs
     assert [r.run_id for r in again] == [r.run_id for r in runs]  # labels are not part of the id
     changed = parse_config({**cfg, "envs": [{**ENV_A, "args": {**ENV_A["args"], "d": 9}}]}).runs
     assert not {r.run_id for r in changed} & {r.run_id for r in runs}
@@ -68,14 +88,20 @@ def test_expansion_labels_and_stable_ids():
 
 def test_yaml_toml_and_dict_give_the_same_runs(tmp_path):
     yml = tmp_path / "c.yaml"
-    yml.write_text("seeds: 2\nenvs:\n  - {id: LinBandit-Synthetic-v0, args: {d: 8, n_arms: 5, horizon: 40}}\n"
-                   "agents:\n  - {name: OFUL, grid: {beta: [1e-4, 1.0e-1]}}\n")
+    yml.write_text(
+        "seeds: 2\nenvs:\n  - {id: LinBandit-Synthetic-v0, args: {d: 8, n_arms: 5, horizon: 40}}\n"
+        "agents:\n  - {name: OFUL, grid: {beta: [1e-4, 1.0e-1]}}\n"
+    )
     toml = tmp_path / "c.toml"
-    toml.write_text('seeds = 2\n[[envs]]\nid = "LinBandit-Synthetic-v0"\nargs = {d = 8, n_arms = 5, horizon = 40}\n'
-                    '[[agents]]\nname = "OFUL"\ngrid = {beta = [1e-4, 0.1]}\n')
+    toml.write_text(
+        'seeds = 2\n[[envs]]\nid = "LinBandit-Synthetic-v0"\n'
+        "args = {d = 8, n_arms = 5, horizon = 40}\n"
+        '[[agents]]\nname = "OFUL"\ngrid = {beta = [1e-4, 0.1]}\n'
+    )
     ids = [[r.run_id for r in parse_config(p).runs] for p in (yml, toml)]
     assert ids[0] == ids[1] and len(ids[0]) == 4
-    assert parse_config(yml).runs[0].config["agent"]["args"]["beta"] == 1e-4  # a float, not the string "1e-4"
+    # a float, not the string "1e-4"
+    assert parse_config(yml).runs[0].config["agent"]["args"]["beta"] == 1e-4
 
 
 @pytest.mark.parametrize(
@@ -84,26 +110,52 @@ def test_yaml_toml_and_dict_give_the_same_runs(tmp_path):
         ({"agent": []}, "unknown key 'agent'"),
         ({"agents": [{"name": "NoSuchAgent"}]}, "agents[0].name: unknown agent 'NoSuchAgent'"),
         ({"envs": [{"id": "LinBandit-Nope-v0"}]}, "envs[0].id: unknown env id 'LinBandit-Nope-v0'"),
-        ({"agents": [{"name": "OFUL", "grid": {"beta": 0.1}}]}, "agents[0].grid.beta: a grid maps each argument to a list"),
+        (
+            {"agents": [{"name": "OFUL", "grid": {"beta": 0.1}}]},
+            "agents[0].grid.beta: a grid maps each argument to a list",
+        ),
         ({"agents": [{"name": "OFUL", "grid": "beta"}]}, "agents[0].grid: a grid is a mapping"),
-        ({"agents": [{"name": "OFUL", "grid": [0.1]}]}, "agents[0].grid[0]: a list grid holds mappings"),
-        ({"agents": [{"name": "OFUL", "args": {"bogus": 1}}]}, "agents[0].args.bogus: OFUL has no argument 'bogus'"),
-        ({"agents": [{"name": "OFUL", "args": {"lam": -1.0}}]},
-         "agents[0].args.lam: OFUL: lam must be a finite real number > 0 (ridge lambda)"),
+        (
+            {"agents": [{"name": "OFUL", "grid": [0.1]}]},
+            "agents[0].grid[0]: a list grid holds mappings",
+        ),
+        (
+            {"agents": [{"name": "OFUL", "args": {"bogus": 1}}]},
+            "agents[0].args.bogus: OFUL has no argument 'bogus'",
+        ),
+        (
+            {"agents": [{"name": "OFUL", "args": {"lam": -1.0}}]},
+            "agents[0].args.lam: OFUL: lam must be a finite real number > 0 (ridge lambda)",
+        ),
         ({"agents": [{"name": "OFUL", "colour": "red"}]}, "agents[0]: unknown key 'colour'"),
         ({"seeds": "three"}, "seeds:"),
-        ({"record": {"spectral_eror": 5}}, "record: unknown key 'spectral_eror' (did you mean 'spectral_error'?)"),
+        (
+            {"record": {"spectral_eror": 5}},
+            "record: unknown key 'spectral_eror' (did you mean 'spectral_error'?)",
+        ),
         ({"plots": [{"kind": "pie"}]}, "plots[0].kind"),
-        ({"agents": [{"name": "OFUL"}, {"name": "OFUL", "label": "again"}]}, "agents[1]: the run 'again' on 'A' seed 0 is the same"),
-        ({"agents": [{"name": "OFUL", "envs": ["Z*"]}]}, "agents[0].envs: ['Z*'] matches no env label"),
+        (
+            {"agents": [{"name": "OFUL"}, {"name": "OFUL", "label": "again"}]},
+            "agents[1]: the run 'again' on 'A' seed 0 is the same",
+        ),
+        (
+            {"agents": [{"name": "OFUL", "envs": ["Z*"]}]},
+            "agents[0].envs: ['Z*'] matches no env label",
+        ),
         ({"description": ["a", "list"]}, "description: expected free text (a string), got list"),
-        ({"plots": [{"kind": "regret", "title": ["x"]}]},
-         "plots[0].title: expected a string, got list"),
+        (
+            {"plots": [{"kind": "regret", "title": ["x"]}]},
+            "plots[0].title: expected a string, got list",
+        ),
         ({"plots": [{"kind": "scaling", "x": 3}]}, "plots[0].x: expected a string, got int"),
-        ({"plots": [{"kind": "scaling", "x": "rank"}]},
-         "plots[0].x: env(s) ['A', 'B'] are not given the argument"),
-        ({"plots": [{"kind": "matrix_error", "bound": "no"}]},
-         "plots[0].bound: expected true or false"),
+        (
+            {"plots": [{"kind": "scaling", "x": "rank"}]},
+            "plots[0].x: env(s) ['A', 'B'] are not given the argument",
+        ),
+        (
+            {"plots": [{"kind": "matrix_error", "bound": "no"}]},
+            "plots[0].bound: expected true or false",
+        ),
         ({"tuned": {"A": {1: {"beta": 0.1}}}}, "tuned.A: 1 is not an agent label"),
     ],
 )
@@ -137,10 +189,13 @@ i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]
 """ % ("ha" * 100)
 
 
-@pytest.mark.parametrize("where", [
-    "description: [*i, *i, *i, *i, *i, *i, *i, *i, *i]\nagents: [{name: OFUL}]\n",
-    "agents: [{name: OFUL, args: {beta: [*i, *i, *i]}}]\n",
-])
+@pytest.mark.parametrize(
+    "where",
+    [
+        "description: [*i, *i, *i, *i, *i, *i, *i, *i, *i]\nagents: [{name: OFUL}]\n",
+        "agents: [{name: OFUL, args: {beta: [*i, *i, *i]}}]\n",
+    ],
+)
 def test_a_yaml_alias_bomb_is_refused_as_it_is_read(tmp_path, capsys, where):
     """What a config expands into is bounded where it is read, whatever key its aliases sit
     under (a 16-line config once became a 738 MB report.html): one line, at once, nothing
@@ -169,6 +224,7 @@ def test_recursive_and_deeply_nested_configs_are_refused(tmp_path):
 
 # -- records -----------------------------------------------------------------------------
 
+
 def test_records_metadata_and_summary(serial_dir):
     runs = load_runs(serial_dir)
     assert len(runs) == 12 and runs["run_id"].is_unique
@@ -178,19 +234,26 @@ def test_records_metadata_and_summary(serial_dir):
         assert set(meta["versions"]) >= {"python", "torch", "numpy", "linbandit"}
         assert meta["versions"]["linbandit"] == linbandit_gym.__version__
         assert meta["device"] == "cpu" and meta["seed"] == meta["config"]["seed"]
-        rec = records[(records["agent"] == meta["agent_label"]) & (records["env"] == meta["env_label"])
-                      & (records["seed"] == meta["seed"])]
+        rec = records[
+            (records["agent"] == meta["agent_label"])
+            & (records["env"] == meta["env_label"])
+            & (records["seed"] == meta["seed"])
+        ]
         s = meta["summary"]
         assert len(rec) == s["rounds"] == 40
         assert s["final_regret"] == pytest.approx(rec["regret"].sum())
         assert s["ms_per_round"] == pytest.approx(1000 * rec["agent_time"].iloc[-1] / 40)
         assert s["peak_memory_bytes"] == rec["memory_bytes"].max() > 0
-        assert s["curve"]["t"][-1] == 40 and s["curve"]["cumulative_regret"][-1] == pytest.approx(s["final_regret"])
+        assert s["curve"]["t"][-1] == 40 and s["curve"]["cumulative_regret"][-1] == pytest.approx(
+            s["final_regret"]
+        )
 
 
 def test_sweep_records_equal_a_direct_run(serial_dir):
     records = load_records(serial_dir)
-    direct = linbandit_gym.run("LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[2], env_kwargs=ENV_B["args"])
+    direct = linbandit_gym.run(
+        "LinBandit-Synthetic-v0", OFUL(beta=0.1), seeds=[2], env_kwargs=ENV_B["args"]
+    )
     mine = records[(records["agent"] == "OFUL") & (records["env"] == "B") & (records["seed"] == 2)]
     for col in ("action", "reward", "regret"):
         np.testing.assert_array_equal(mine[col].to_numpy(), direct[col].to_numpy())
@@ -202,15 +265,23 @@ def test_rerun_skips_finished_and_redoes_missing(serial_dir, tmp_path):
     runs_dir = out / "runs"
     victim = sorted(runs_dir.glob("*.json"))[0]
     victim.unlink()  # the records file alone does not count as finished
-    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                              capture_output=True, text=True, check=True).stdout)
+    dead = int(
+        subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     # left by a killed writer
     (runs_dir / f".x.parquet.linbandit-pid{dead}.ab12.tmp").write_text("half-written")
     result = sweep(SMALL, out, log=None)
     assert result.executed == [victim.stem] and len(result.skipped) == 11
     assert not list(runs_dir.glob(".*.tmp"))
     assert len(list(runs_dir.glob("*.json"))) == 12
-    assert _sorted(load_records(out))[["action", "reward"]].equals(_sorted(load_records(serial_dir))[["action", "reward"]])
+    assert _sorted(load_records(out))[["action", "reward"]].equals(
+        _sorted(load_records(serial_dir))[["action", "reward"]]
+    )
 
 
 class FlakyAgent(OFUL):
@@ -225,7 +296,11 @@ class FlakyAgent(OFUL):
 
 
 def test_failed_runs_are_reported_and_retried(tmp_path):
-    cfg = {"seeds": 3, "envs": [ENV_A], "agents": [{"name": f"{__name__}:FlakyAgent", "args": {"beta": 0.1}}]}
+    cfg = {
+        "seeds": 3,
+        "envs": [ENV_A],
+        "agents": [{"name": f"{__name__}:FlakyAgent", "args": {"beta": 0.1}}],
+    }
     FlakyAgent.FAIL_SEEDS = {1}
     try:
         first = sweep(cfg, tmp_path, log=None)
@@ -233,7 +308,10 @@ def test_failed_runs_are_reported_and_retried(tmp_path):
         FlakyAgent.FAIL_SEEDS = set()
     assert len(first.executed) == 2 and len(first.failed) == 1
     (rid,) = first.failed
-    assert "injected failure for seed 1" in json.loads((tmp_path / "failed" / f"{rid}.json").read_text())["error"]
+    assert (
+        "injected failure for seed 1"
+        in json.loads((tmp_path / "failed" / f"{rid}.json").read_text())["error"]
+    )
     second = sweep(cfg, tmp_path, log=None)
     assert second.executed == [rid] and len(second.skipped) == 2 and second.ok
     assert not (tmp_path / "failed" / f"{rid}.json").exists()
@@ -242,19 +320,39 @@ def test_failed_runs_are_reported_and_retried(tmp_path):
 
 @pytest.mark.slow
 def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
-    cfg = {"name": "killme", "seeds": 6, "horizon": 600,
-           "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 20, "n_arms": 10}}],
-           "agents": [{"name": "OFUL", "grid": {"beta": [0.1, 1.0]}}]}
+    cfg = {
+        "name": "killme",
+        "seeds": 6,
+        "horizon": 600,
+        "envs": [{"id": "LinBandit-Synthetic-v0", "args": {"d": 20, "n_arms": 10}}],
+        "agents": [{"name": "OFUL", "grid": {"beta": [0.1, 1.0]}}],
+    }
     path = tmp_path / "cfg.yaml"
     path.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "linbandit_gym.cli", "sweep", str(path), "--out", str(out), "--no-plots", "--quiet"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "linbandit_gym.cli",
+            "sweep",
+            str(path),
+            "--out",
+            str(out),
+            "--no-plots",
+            "--quiet",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         deadline = time.time() + 120
-        while len(list((out / "runs").glob("*.json"))) < 3 and time.time() < deadline and proc.poll() is None:
+        while (
+            len(list((out / "runs").glob("*.json"))) < 3
+            and time.time() < deadline
+            and proc.poll() is None
+        ):
             time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
@@ -263,19 +361,26 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
     assert 3 <= len(done_before) < 12, "the sweep should have been killed mid-way"
     result = sweep(path, out, log=None)
     expected = {r.run_id: r for r in parse_config(path).runs}
-    assert set(result.skipped) == set(done_before) and set(result.executed) == set(expected) - set(done_before)
-    assert {p.stem: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json") if p.stem in done_before} == done_before
+    assert set(result.skipped) == set(done_before) and set(result.executed) == set(expected) - set(
+        done_before
+    )
+    assert {
+        p.stem: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json") if p.stem in done_before
+    } == done_before
     metas = sorted((out / "runs").glob("*.json"))
     assert [p.stem for p in metas] == sorted(expected)  # each run exactly once, nothing else
     assert len(list((out / "runs").glob("*.parquet"))) == 12 and not list((out / "runs").glob(".*"))
     for path_ in metas:
         meta = json.loads(path_.read_text())
-        assert meta["config"] == expected[path_.stem].config and is_finished(out, expected[path_.stem])
+        assert meta["config"] == expected[path_.stem].config and is_finished(
+            out, expected[path_.stem]
+        )
     records = load_records(out)
     assert len(records) == 12 * 600 and not records.duplicated(KEYS).any()
 
 
 # -- backends ----------------------------------------------------------------------------
+
 
 def _check_identical(a_dir: Path, b_dir: Path) -> None:
     a, b = _sorted(load_records(a_dir)), _sorted(load_records(b_dir))
@@ -289,11 +394,15 @@ def test_two_worker_processes_give_identical_records(serial_dir, tmp_path):
     result = sweep(SMALL, tmp_path, workers=2, log=None)
     assert result.ok and len(result.executed) == 12
     _check_identical(serial_dir, tmp_path)
-    assert {json.loads(p.read_text())["torch_threads"] for p in (tmp_path / "runs").glob("*.json")} == {1}
+    assert {
+        json.loads(p.read_text())["torch_threads"] for p in (tmp_path / "runs").glob("*.json")
+    } == {1}
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not ray_available(), reason="ray is not installed (pip install 'linbandit-gym[ray]')")
+@pytest.mark.skipif(
+    not ray_available(), reason="ray is not installed (pip install 'linbandit-gym[ray]')"
+)
 def test_ray_backend_gives_identical_records(serial_dir, tmp_path):
     result = sweep(SMALL, tmp_path, workers=2, backend="ray", log=None)
     assert result.ok and len(result.executed) == 12
@@ -307,6 +416,7 @@ def test_unknown_backend_is_rejected(tmp_path):
 
 
 # -- diagnostics, plots, report, tune ------------------------------------------------------
+
 
 def _played_rows(env_args: dict, seed: int, actions) -> np.ndarray:
     import gymnasium as gym
@@ -324,8 +434,12 @@ def _played_rows(env_args: dict, seed: int, actions) -> np.ndarray:
 def test_spectral_error_recording_matches_a_replay(tmp_path):
     from agents.sketches.diagnostics import fd_error_bound
 
-    cfg = {"seeds": [3], "envs": [ENV_A], "agents": [{"name": "SOFUL", "args": {"beta": 0.1, "sketch_size": 3}}],
-           "record": {"spectral_error": 10, "spectral_sketch_sizes": [2, 5]}}
+    cfg = {
+        "seeds": [3],
+        "envs": [ENV_A],
+        "agents": [{"name": "SOFUL", "args": {"beta": 0.1, "sketch_size": 3}}],
+        "record": {"spectral_error": 10, "spectral_sketch_sizes": [2, 5]},
+    }
     sweep(cfg, tmp_path, log=None)
     (meta_path,) = (tmp_path / "runs").glob("*.json")
     spectral = json.loads(meta_path.read_text())["spectral"]
@@ -334,7 +448,9 @@ def test_spectral_error_recording_matches_a_replay(tmp_path):
     X = _played_rows(ENV_A["args"], 3, records["action"])
     for i, t in enumerate(spectral["t"]):
         for l in (2, 5):
-            assert spectral["delta"][str(l)][i] == pytest.approx(fd_error_bound(X[:t], l), rel=1e-6, abs=1e-9)
+            assert spectral["delta"][str(l)][i] == pytest.approx(
+                fd_error_bound(X[:t], l), rel=1e-6, abs=1e-9
+            )
     # FD never errs by more than its shrinkage: ||X^T X - S^T S||_2 <= Delta_t(3)
     # (Wen et al. (2025), Lemma 1)
     for i, t in enumerate(spectral["t"]):
@@ -355,7 +471,10 @@ def test_plot_and_report_commands(serial_dir, capsys):
     runs = load_runs(serial_dir)
     oful_a = runs[(runs["agent"] == "OFUL") & (runs["env"] == "A")]
     row = summary[(summary["agent"] == "OFUL") & (summary["env"] == "A")].iloc[0]
-    assert row["final_regret_mean"] == pytest.approx(oful_a["final_regret"].mean()) and row["seeds"] == 3
+    assert (
+        row["final_regret_mean"] == pytest.approx(oful_a["final_regret"].mean())
+        and row["seeds"] == 3
+    )
     assert main(["report", str(serial_dir)]) == 0
     page = (serial_dir / "report.html").read_text()
     assert page.count("data:image/png;base64,") == len(list(plots.glob("*.png"))) >= 4
@@ -370,17 +489,27 @@ def test_plot_and_report_commands(serial_dir, capsys):
 def test_tune_picks_the_lowest_mean_regret(tmp_path):
     from linbandit_gym.experiments.tune import tune
 
-    cfg = {"name": "t", "seeds": 1, "envs": [ENV_A], "agents": [{"name": "OFUL", "args": {"beta": 0.3, "lam": 1.0}}]}
-    result = tune(cfg, tmp_path, beta=[0.0, 3.0], lam=[0.5, 5.0], seeds=2, schedule="grid",
-                  log=None)
+    cfg = {
+        "name": "t",
+        "seeds": 1,
+        "envs": [ENV_A],
+        "agents": [{"name": "OFUL", "args": {"beta": 0.3, "lam": 1.0}}],
+    }
+    result = tune(
+        cfg, tmp_path, beta=[0.0, 3.0], lam=[0.5, 5.0], seeds=2, schedule="grid", log=None
+    )
     runs = load_runs(tmp_path)
     assert len(runs) == 2 * 2 * 2 and set(runs["seed"]) == {1000, 1001}
     means = runs.groupby(["arg.beta", "arg.lam"])["final_regret"].mean()
     best_beta, best_lam = means.idxmin()
-    assert result.tuned == {"A": {"OFUL": {"beta": best_beta, "lam": best_lam, "final_regret": means.min()}}}
+    assert result.tuned == {
+        "A": {"OFUL": {"beta": best_beta, "lam": best_lam, "final_regret": means.min()}}
+    }
     tuned_runs = parse_config(result.tuned_config).runs
     assert {r.config["agent"]["args"]["beta"] for r in tuned_runs} == {best_beta}
-    assert yaml.safe_load(result.config_path.read_text())["tuned"] == {"A": {"OFUL": {"beta": best_beta, "lam": best_lam}}}
+    assert yaml.safe_load(result.config_path.read_text())["tuned"] == {
+        "A": {"OFUL": {"beta": best_beta, "lam": best_lam}}
+    }
 
 
 @pytest.mark.skipif("LinTS" not in AGENTS, reason="LinTS not registered")
@@ -389,8 +518,9 @@ def test_tune_tunes_lam_alone_for_an_agent_that_takes_no_beta(tmp_path):
 
     agents = [{"name": "LinTS", "args": {"v": 0.1}}]
     cfg = {"name": "t", "seeds": 1, "envs": [ENV_A], "agents": agents}
-    result = tune(cfg, tmp_path, beta=[0.1, 1.0], lam=[0.5, 5.0], seeds=1, schedule="grid",
-                  log=None)
+    result = tune(
+        cfg, tmp_path, beta=[0.1, 1.0], lam=[0.5, 5.0], seeds=1, schedule="grid", log=None
+    )
     runs = load_runs(tmp_path)
     assert sorted(runs["agent"]) == ["LinTS [lam=0.5]", "LinTS [lam=5.0]"]
     best = runs.set_index("arg.lam")["final_regret"].idxmin()

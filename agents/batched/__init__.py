@@ -136,7 +136,8 @@ class BatchedDyadicBlockSketch(DyadicBlockSketch):
     >>> X = torch.randn(2, 300, 40, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     >>> X[1] *= 3.0                                   # member 1 closes its blocks sooner
     >>> dbs = BatchedDyadicBlockSketch(
-    ...     2, 40, 4, 2.0, reg=1.0, device=torch.device("cpu"), dtype=torch.float64
+    ...     2, 40, 4, 2.0, reg=1.0, memory_cap=False, time_cap=False,
+    ...     device=torch.device("cpu"), dtype=torch.float64,
     ... )
     >>> for t in range(300):
     ...     dbs.update(X[:, t], torch.zeros(2, dtype=torch.float64))
@@ -283,7 +284,7 @@ def batched_members(agents: Any) -> LinUCB:
     ...     [SOFUL(lam=0.2, beta=0.01, sketch_size=4), SOFUL(lam=2.0, beta=0.01, sketch_size=4)]
     ... )
     >>> agent
-    SOFUL(batch_size=2, lam=[0.2, 2.0], beta=0.01, sketch_size=4)
+    BatchedSOFUL(batch_size=2, lam=[0.2, 2.0], beta=0.01, sketch_size=4)
 
     Raises:
         TypeError: an agent whose class does not batch.

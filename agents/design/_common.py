@@ -123,7 +123,9 @@ def span_arms(
     is_tensor = isinstance(arms, torch.Tensor)
     if arms.is_complex() if is_tensor else np.iscomplexobj(arms):
         # refused: the float conversions below would silently drop the imaginary part
-        raise ValueError(f"{name} must be real-valued, got complex values; pass arms.real if that is meant")
+        raise ValueError(
+            f"{name} must be real-valued, got complex values; pass arms.real if that is meant"
+        )
     if is_tensor:
         device = arms.device
         work_dtype = dtype or (torch.float64 if device.type == "cpu" else arms.dtype)
@@ -134,12 +136,17 @@ def span_arms(
         try:
             arr = np.asarray(arms, dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} must be a numeric (K, d) matrix, got {type(arms).__name__}") from exc
+            raise ValueError(
+                f"{name} must be a numeric (K, d) matrix, got {type(arms).__name__}"
+            ) from exc
         device = torch.device("cpu")
         work_dtype = dtype or torch.float64
         x = torch.as_tensor(arr).to(work_dtype)
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"{name} must be a (K, d) matrix with K >= 1 arms and d >= 1, got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} must be a (K, d) matrix with K >= 1 arms and d >= 1, "
+            f"got shape {tuple(x.shape)}"
+        )
     if not bool(torch.isfinite(x).all()):
         raise ValueError(f"{name} contains NaN or infinite entries; remove or fix those arms")
     k, d = x.shape
@@ -147,7 +154,8 @@ def span_arms(
     s_max = float(s[0]) if s.numel() else 0.0
     if s_max == 0.0:
         raise ValueError(
-            f"all {k} {name} are the zero vector: they span {{0}}, so no design can estimate anything "
+            f"all {k} {name} are the zero vector: they span {{0}}, "
+            "so no design can estimate anything "
             "(pass at least one non-zero arm)"
         )
     tol = max(k, d) * (_input_eps(arms) if rank_eps is None else float(rank_eps)) * s_max
@@ -161,8 +169,11 @@ def span_arms(
 
 def check_eps(eps: Any, name: str = "eps") -> float:
     """A design's relative accuracy: a finite real number > 0."""
-    return check_value(name, eps, [Interval(numbers.Real, 0, None, closed="neither",
-                                            hint="relative accuracy, e.g. 0.01")])
+    return check_value(
+        name,
+        eps,
+        [Interval(numbers.Real, 0, None, closed="neither", hint="relative accuracy, e.g. 0.01")],
+    )
 
 
 def check_max_iter(max_iter: Any, default: int) -> int:
@@ -178,9 +189,13 @@ def as_weights(weights: Any, k: int | None = None, *, name: str = "weights") -> 
     try:
         w = np.asarray(weights, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a 1-D array of non-negative numbers, got {type(weights).__name__}") from exc
+        raise ValueError(
+            f"{name} must be a 1-D array of non-negative numbers, got {type(weights).__name__}"
+        ) from exc
     if w.ndim != 1 or w.size < 1:
-        raise ValueError(f"{name} must be a non-empty 1-D array (one weight per arm), got shape {w.shape}")
+        raise ValueError(
+            f"{name} must be a non-empty 1-D array (one weight per arm), got shape {w.shape}"
+        )
     if k is not None and w.size != k:
         raise ValueError(f"{name} has {w.size} entries but there are {k} arms")
     if not np.all(np.isfinite(w)):
@@ -215,7 +230,9 @@ def pinv_quad(v: torch.Tensor, y: torch.Tensor, rtol: float = 1e-10) -> torch.Te
     evals, evecs = torch.linalg.eigh(0.5 * (v + v.T))
     keep = evals > max(float(evals.max()), 1e-300) * rtol
     c = y @ evecs
-    inv = torch.where(keep, 1.0 / torch.where(keep, evals, torch.ones_like(evals)), torch.zeros_like(evals))
+    inv = torch.where(
+        keep, 1.0 / torch.where(keep, evals, torch.ones_like(evals)), torch.zeros_like(evals)
+    )
     q = ((c * c) * inv).sum(dim=1)
     if not bool(keep.all()):
         scale = torch.sqrt((y * y).sum(dim=1)).clamp(min=1e-300)
@@ -229,7 +246,9 @@ def leverages(z: torch.Tensor, vinv: torch.Tensor) -> torch.Tensor:
     return ((z @ vinv) * z).sum(dim=1)
 
 
-def to_output(values: np.ndarray | torch.Tensor, like_tensor: bool, device: torch.device | None = None):
+def to_output(
+    values: np.ndarray | torch.Tensor, like_tensor: bool, device: torch.device | None = None
+):
     """Return numpy for numpy/list callers and a tensor (on their device) for tensor callers."""
     if like_tensor:
         t = values if isinstance(values, torch.Tensor) else torch.as_tensor(values)

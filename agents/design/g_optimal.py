@@ -89,7 +89,9 @@ def _init_weights(z: torch.Tensor, init: Any) -> torch.Tensor:
     return w
 
 
-def solve_g_design(arms: Any, eps: float = 0.01, *, rank_eps: float | None = None, **kwargs: Any) -> DesignResult:
+def solve_g_design(
+    arms: Any, eps: float = 0.01, *, rank_eps: float | None = None, **kwargs: Any
+) -> DesignResult:
     """Frank-Wolfe / Fedorov-Wynn G-optimal design, with diagnostics.
 
     Args:
@@ -146,7 +148,9 @@ def _solve_g(
     w = _init_weights(z, init)
     vinv = inverse_pd(design_matrix(z, w))
     if vinv is None:
-        raise ValueError("init: the initial design is singular on span(arms); give weights whose arms span them")
+        raise ValueError(
+            "init: the initial design is singular on span(arms); give weights whose arms span them"
+        )
     g = leverages(z, vinv)
     target = (1.0 + eps) * r
     n_iter, converged = 0, False
@@ -207,7 +211,8 @@ def _solve_g(
     w = w / w.sum()
     if not converged:
         warn_user(
-            f"G-optimal design did not reach max g <= (1 + eps) r = {target:.4g} in {max_iter} iterations "
+            f"G-optimal design did not reach max g <= (1 + eps) r = {target:.4g} "
+            f"in {max_iter} iterations "
             f"(reached {gk:.4g}); returning the best design found. Raise max_iter or eps.",
             DesignWarning,
         )

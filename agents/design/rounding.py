@@ -32,7 +32,6 @@ import numpy as np
 import torch
 
 from .._validate import Interval, check_value
-
 from ._common import as_weights
 
 __all__ = ["round_design", "rounding_threshold", "MAX_PULLS"]
@@ -73,9 +72,19 @@ def round_design(weights: Any, n: int):
     is_tensor = isinstance(weights, torch.Tensor)
     device = weights.device if is_tensor else None
     w = as_weights(weights)
-    n = check_value("n", n, [Interval(numbers.Integral, 0, MAX_PULLS, closed="both",
-                                      hint="the number of pulls, at most 2**53: counts beyond are "
-                                           "not exact in float64")])
+    n = check_value(
+        "n",
+        n,
+        [
+            Interval(
+                numbers.Integral,
+                0,
+                MAX_PULLS,
+                closed="both",
+                hint="the number of pulls, at most 2**53: counts beyond are not exact in float64",
+            )
+        ],
+    )
     counts = _apportion(w, n)
     if is_tensor:
         return torch.as_tensor(counts, dtype=torch.long, device=device)

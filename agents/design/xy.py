@@ -91,7 +91,9 @@ def active_indices(active: Any, k: int) -> torch.Tensor:
         idx = np.flatnonzero(arr)
     else:
         if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-            raise ValueError(f"active must be None, a boolean mask or a 1-D array of arm indices, got {active!r}")
+            raise ValueError(
+                f"active must be None, a boolean mask or a 1-D array of arm indices, got {active!r}"
+            )
         idx = np.unique(arr.astype(np.int64))
         if idx.size and (idx[0] < 0 or idx[-1] >= k):
             raise ValueError(f"active indices must lie in [0, {k}), got min {idx[0]} max {idx[-1]}")
@@ -115,7 +117,8 @@ def _pair_values(z: torch.Tensor, idx: torch.Tensor, vinv: torch.Tensor, mask: t
 
 
 def xy_value(arms: Any, weights: Any, active: Any = None) -> float:
-    """``max_{a,b in active} ||x_a - x_b||^2_{V(w)^+}`` (``inf`` if some difference is not estimable)."""
+    """``max_{a,b in active} ||x_a - x_b||^2_{V(w)^+}`` (``inf`` if some difference is not
+    estimable)."""
     sa = span_arms(arms)
     w = torch.as_tensor(as_weights(weights, sa.z.shape[0]), dtype=sa.dtype, device=sa.device)
     idx = active_indices(active, sa.z.shape[0]).to(sa.device)
@@ -127,7 +130,9 @@ def xy_value(arms: Any, weights: Any, active: Any = None) -> float:
     return float(pinv_quad(design_matrix(sa.z, w), zs[a] - zs[b]).max())
 
 
-def solve_xy_design(arms: Any, eps: float = 0.05, *, active: Any = None, **kwargs: Any) -> DesignResult:
+def solve_xy_design(
+    arms: Any, eps: float = 0.05, *, active: Any = None, **kwargs: Any
+) -> DesignResult:
     """XY-optimal design with diagnostics (``value`` = achieved max, ``bound`` = certified LB).
 
     Args:
@@ -163,7 +168,8 @@ def _solve_xy(
     idx = active_indices(active, k).to(sa.device)
     if idx.numel() < 2:
         raise ValueError(
-            f"the XY design needs at least 2 active arms (got {idx.numel()}): with fewer there is no "
+            f"the XY design needs at least 2 active arms (got {idx.numel()}): "
+            "with fewer there is no "
             "difference to estimate"
         )
     mask = _pairs(z[idx])
@@ -196,7 +202,9 @@ def _solve_xy(
     else:
         w = torch.as_tensor(as_weights(init, k, name="init"), dtype=z.dtype, device=z.device)
     if inverse_pd(design_matrix(z, w)) is None:
-        raise ValueError("init: the initial design is singular on span(arms); give weights whose arms span them")
+        raise ValueError(
+            "init: the initial design is singular on span(arms); give weights whose arms span them"
+        )
 
     p = P0
     p_max = 4.0 * math.log(n_pairs + 1.0) / eps + 16.0
@@ -280,7 +288,8 @@ def _solve_xy(
         w = w / w.sum()
     if not converged:
         warn_user(
-            f"XY design not certified within {max_iter} iterations (value {f:.6g}, lower bound {lb:.6g}, "
+            f"XY design not certified within {max_iter} iterations "
+            f"(value {f:.6g}, lower bound {lb:.6g}, "
             f"eps={eps}); returning the best design found. Raise max_iter or eps.",
             DesignWarning,
         )
@@ -308,7 +317,9 @@ def _elfving(sa: SpanArms, idx: torch.Tensor, mask: torch.Tensor) -> DesignResul
     yn = y.detach().cpu().numpy().astype(np.float64)
     k = zn.shape[0]
     # min sum(c+ + c-)  s.t.  Z^T (c+ - c-) = y,  c+, c- >= 0
-    res = linprog(np.ones(2 * k), A_eq=np.hstack([zn.T, -zn.T]), b_eq=yn, bounds=(0, None), method="highs")
+    res = linprog(
+        np.ones(2 * k), A_eq=np.hstack([zn.T, -zn.T]), b_eq=yn, bounds=(0, None), method="highs"
+    )
     if res.status != 0:  # cannot happen: y = z_a - z_b is always representable
         raise RuntimeError(f"Elfving LP failed ({res.message}); report this arm set")
     c = res.x[:k] - res.x[k:]
@@ -318,11 +329,20 @@ def _elfving(sa: SpanArms, idx: torch.Tensor, mask: torch.Tensor) -> DesignResul
     wt = torch.as_tensor(w, dtype=z.dtype, device=z.device)
     value = float(pinv_quad(design_matrix(z, wt), diffs).max())
     bound = float(res.fun) ** 2 * float((diffs * diffs).sum(dim=1).max() / (y @ y))
-    return DesignResult(to_output(wt, sa.is_tensor, sa.device), value, min(bound, value), sa.rank, 0, True,
-                        extra={"method": "elfving-lp"})
+    return DesignResult(
+        to_output(wt, sa.is_tensor, sa.device),
+        value,
+        min(bound, value),
+        sa.rank,
+        0,
+        True,
+        extra={"method": "elfving-lp"},
+    )
 
 
-def _line_search(q: torch.Tensor, e: torch.Tensor, g: float, p: float, lo: float, hi: float, forward: bool) -> float:
+def _line_search(
+    q: torch.Tensor, e: torch.Tensor, g: float, p: float, lo: float, hi: float, forward: bool
+) -> float:
     """Minimise ``L(t) = log sum_y q_y(t)^p`` on ``[lo, hi]`` (convex in t) via the root of L'.
 
     Along ``V(t) = (1 - t) V + t x x^T`` (Sherman-Morrison), with ``D = 1 + t (g - 1)``:

@@ -331,8 +331,9 @@ class CovarianceEstimator(ABC):
 
     def sample_all(self, Z, scale):
         """``(B, n, d) -> (B, n, d)``: ``theta_hat_i + scale_i F_i z`` for each row ``z`` of
-        ``Z[i]`` (core dtype; ``scale`` a float or host float64 ``(B,)``), with :meth:`draw_all`'s factor:
-        Thompson sampling's ``theta_tilde``. A sketch fuses the two (one pass over its basis)."""
+        ``Z[i]`` (core dtype; ``scale`` a float or host float64 ``(B,)``), with :meth:`draw_all`'s
+        factor: Thompson sampling's ``theta_tilde``. A sketch fuses the two (one pass over its
+        basis)."""
         scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (self.batch_size,))
         return self.theta_all()[:, None, :] + self.xp.asarray(scale, self.cdtype)[
             :, None, None

@@ -111,12 +111,15 @@ Paper slips and gaps, settled here (tests in ``tests/test_dbs.py``):
   ``eps / 2^i`` for ``i >= 0`` and the sum is ``< 2 eps`` (the proofs of Thm. 2-4 substitute
   ``sum sigma_bar <= eps``, a slip: it is ``2 eps``; we expose the exact ``total_shrinkage``).
 
-Example:
+Example: ``d = 40``, ``l0 = 4``, so ``block_cap = 3`` (sketch sizes 4, 8, 16 sum to 28 <= 40).
+The literal cap of Alg. 1 line 3, with OFUL's caps off: the third block opens, holding its one
+row exactly, and the sketch turns exact; Theorem 1 bounds the error.
 
 >>> import torch
 >>> X = torch.randn(300, 40, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
 >>> X = X / X.norm(dim=1, keepdim=True)
->>> dbs = DyadicBlockSketch(40, l0=4, eps=2.0, dtype=torch.float64)
+>>> dbs = DyadicBlockSketch(40, l0=4, eps=2.0, dtype=torch.float64, memory_cap=False,
+...                         time_cap=False)
 >>> for x in X:
 ...     dbs.update(x)
 >>> dbs.block_cap, dbs.n_blocks, dbs.exact_mode
@@ -124,6 +127,16 @@ Example:
 >>> err = torch.linalg.matrix_norm(X.T @ X - dbs.covariance(), ord=2)
 >>> bool(err <= dbs.total_shrinkage + 1e-9) and dbs.total_shrinkage < 2 * 2.0
 True
+
+With the defaults the sketch turns exact one block sooner: at ``d = 40`` the second block
+(sketch size 8) would already hold more bytes than OFUL's ``40 x 40`` inverse and cost more per
+round, so the row that closes block 0 is folded into the exact inverse.
+
+>>> capped = DyadicBlockSketch(40, l0=4, eps=2.0, dtype=torch.float64)
+>>> for x in X:
+...     capped.update(x)
+>>> capped.block_cap, capped.n_blocks, capped.exact_mode
+(3, 2, True)
 """
 
 from __future__ import annotations

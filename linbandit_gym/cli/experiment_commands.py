@@ -1,12 +1,12 @@
 """The experiment subcommands of ``linbandit``: sweep, plot, tune, reproduce, report, agreement.
 
-    linbandit sweep CONFIG [--out DIR] [--workers N] [--backend ray [--address A]] [--no-batched]
-                           [--feedback-delay K ...] [--update-every N ...]
-    linbandit plot DIR
-    linbandit tune CONFIG [--out DIR] [--beta ...] [--lam ...] [--schedule halving|grid] [--eta ETA]
-    linbandit reproduce NAME [--quick] [--tune [--schedule halving|grid]] [--out DIR] [--workers N]
-    linbandit report DIR [--format html|md]
-    linbandit agreement REFERENCE OTHER [--csv FILE]
+linbandit sweep CONFIG [--out DIR] [--workers N] [--backend ray [--address A]] [--no-batched]
+                       [--feedback-delay K ...] [--update-every N ...]
+linbandit plot DIR
+linbandit tune CONFIG [--out DIR] [--beta ...] [--lam ...] [--schedule halving|grid] [--eta ETA]
+linbandit reproduce NAME [--quick] [--tune [--schedule halving|grid]] [--out DIR] [--workers N]
+linbandit report DIR [--format html|md]
+linbandit agreement REFERENCE OTHER [--csv FILE]
 """
 
 from __future__ import annotations
@@ -22,21 +22,37 @@ __all__ = ["EXECUTION_FLAGS", "add_commands", "add_execution_flags", "execution_
 
 
 def _add_feedback_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--feedback-delay", type=int, nargs="+", default=None, metavar="K",
-                   help="round t's update after round t + K's act, for every run (several values: "
-                   "one run per value); as the config's top-level feedback_delay, which it "
-                   "replaces")
-    p.add_argument("--update-every", type=int, nargs="+", default=None, metavar="N",
-                   help="updates held and applied, in order, every N rounds, for every run "
-                   "(several values: one run per value); as the config's top-level update_every, "
-                   "which it replaces")
+    p.add_argument(
+        "--feedback-delay",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="K",
+        help="round t's update after round t + K's act, for every run (several values: "
+        "one run per value); as the config's top-level feedback_delay, which it "
+        "replaces",
+    )
+    p.add_argument(
+        "--update-every",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="N",
+        help="updates held and applied, in order, every N rounds, for every run "
+        "(several values: one run per value); as the config's top-level update_every, "
+        "which it replaces",
+    )
 
 
 def _add_dtype_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dtype", choices=("float32", "float64"), default=None,
-                   help="the dtype of every agent's state (default: the config's dtype:, else each "
-                   "agent's own, float64 on CPU); float32 runs are other runs than float64 ones "
-                   "(their ids differ); `linbandit agreement DIR64 DIR32` compares them")
+    p.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        default=None,
+        help="the dtype of every agent's state (default: the config's dtype:, else each "
+        "agent's own, float64 on CPU); float32 runs are other runs than float64 ones "
+        "(their ids differ); `linbandit agreement DIR64 DIR32` compares them",
+    )
 
 
 def _config_source(args: argparse.Namespace):
@@ -52,10 +68,16 @@ def _config_source(args: argparse.Namespace):
     if not given and dtype is None:
         return args.config
     flags = ("--feedback-delay", "--update-every")
-    problems = [problem for value in given.get("feedback_delay", [])
-                for problem in schedule_problems(value, 1, flags)]
-    problems += [problem for value in given.get("update_every", [])
-                 for problem in schedule_problems(0, value, flags)]
+    problems = [
+        problem
+        for value in given.get("feedback_delay", [])
+        for problem in schedule_problems(value, 1, flags)
+    ]
+    problems += [
+        problem
+        for value in given.get("update_every", [])
+        for problem in schedule_problems(0, value, flags)
+    ]
     if problems:
         raise ValueError("\n".join(problems))
     raw = load_config(args.config)
@@ -67,14 +89,23 @@ def _config_source(args: argparse.Namespace):
 
 
 def _add_schedule_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--schedule", choices=("halving", "grid"), default=None,
-                   help="how the beta x lam grid is searched: halving (default, or the config's "
-                        "tune.schedule): successive halving, every pair plays the first T/eta^k "
-                        "rounds and the best 1/eta go on from where they stopped, to T; grid: "
-                        "every pair plays every round, the paper's protocol (App. F.1)")
-    p.add_argument("--eta", type=int, default=None, metavar="ETA",
-                   help="successive halving keeps the best 1/ETA of the pairs at each rung "
-                        "(default 3, or the config's tune.eta)")
+    p.add_argument(
+        "--schedule",
+        choices=("halving", "grid"),
+        default=None,
+        help="how the beta x lam grid is searched: halving (default, or the config's "
+        "tune.schedule): successive halving, every pair plays the first T/eta^k "
+        "rounds and the best 1/eta go on from where they stopped, to T; grid: "
+        "every pair plays every round, the paper's protocol (App. F.1)",
+    )
+    p.add_argument(
+        "--eta",
+        type=int,
+        default=None,
+        metavar="ETA",
+        help="successive halving keeps the best 1/ETA of the pairs at each rung "
+        "(default 3, or the config's tune.eta)",
+    )
 
 
 def _memory_size(text: str) -> int:
@@ -91,7 +122,8 @@ def _memory_size(text: str) -> int:
 #: them back. Defaults are the fields' own.
 EXECUTION_FLAGS: dict[str, dict] = {
     "workers": dict(
-        type=int, metavar="N",
+        type=int,
+        metavar="N",
         help="parallel runs: local worker processes (default 1: in this process) or local Ray CPUs",
     ),
     "backend": dict(
@@ -103,7 +135,8 @@ EXECUTION_FLAGS: dict[str, dict] = {
         help="Ray cluster address, e.g. ray://head:10001 or auto (default: start a local Ray)",
     ),
     "threads": dict(
-        type=int, metavar="T",
+        type=int,
+        metavar="T",
         help="torch and BLAS threads per run (default 1: runs are small ops; use --workers for "
         "parallelism)",
     ),
@@ -116,7 +149,8 @@ EXECUTION_FLAGS: dict[str, dict] = {
         "allowed; --no-batched: one run at a time, each timed alone)",
     ),
     "batch_memory": dict(
-        type=_memory_size, metavar="SIZE",
+        type=_memory_size,
+        metavar="SIZE",
         help="memory budget of one batch, e.g. 2GiB (default), 512M (binary: 1K = 1024 bytes)",
     ),
     "max_batch": dict(
@@ -130,7 +164,8 @@ EXECUTION_FLAGS: dict[str, dict] = {
         "their batch's",
     ),
     "timing_repeats": dict(
-        type=int, metavar="R",
+        type=int,
+        metavar="R",
         help="play each timing run R times, each round keeping its least time, what the rest of "
         "the machine disturbed least (default: the config's timing_repeats, else 1)",
     ),
@@ -163,7 +198,7 @@ def execution_options(args: argparse.Namespace) -> ExecutionOptions:
         message = str(exc)
         names = sorted(given, key=len, reverse=True)  # max_batch before a shorter prefix
         name = next((n for n in names if message.startswith(n)), None)
-        raise ValueError(flag(name) + message[len(name):] if name else message) from None
+        raise ValueError(flag(name) + message[len(name) :] if name else message) from None
 
 
 def _log(args):
@@ -190,10 +225,16 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_out_dir(cfg)
     if args.dry_run:
         finished, pending = plan(cfg, out)
-        print(f"{cfg.name}: {len(cfg.runs)} runs ({len(finished)} finished, {len(pending)} to run) in {out}")
+        print(
+            f"{cfg.name}: {len(cfg.runs)} runs ({len(finished)} finished, "
+            f"{len(pending)} to run) in {out}"
+        )
         for spec in cfg.runs:
             state = "done" if spec in finished else "todo"
-            print(f"  {spec.run_id}  {state}  {spec.agent_label} | {spec.env_label} | seed {spec.seed}")
+            print(
+                f"  {spec.run_id}  {state}  {spec.agent_label} | {spec.env_label} "
+                f"| seed {spec.seed}"
+            )
         print(_largest_run_line(cfg))
         return 0
     result = sweep(cfg, out, options=options, log=_log(args))
@@ -218,11 +259,16 @@ def _largest_run_line(cfg) -> str:
     if largest is None:
         return "largest run: memory unknown"
     (agent, env), memory = largest
-    agent_part = ("agent: no estimate" if memory.agent_bytes is None else
-                  f"agent {'up to ' if memory.agent_grows else ''}{format_bytes(memory.agent_bytes)}")
-    return (f"largest run: {agent} on {env}, about {format_bytes(memory.total)} ({agent_part}, env "
-            f"{format_bytes(memory.env_bytes)}, records {format_bytes(memory.records_bytes)}) of "
-            f"{format_bytes(memory_limit_bytes())} available")
+    agent_part = (
+        "agent: no estimate"
+        if memory.agent_bytes is None
+        else f"agent {'up to ' if memory.agent_grows else ''}{format_bytes(memory.agent_bytes)}"
+    )
+    return (
+        f"largest run: {agent} on {env}, about {format_bytes(memory.total)} ({agent_part}, env "
+        f"{format_bytes(memory.env_bytes)}, records {format_bytes(memory.records_bytes)}) of "
+        f"{format_bytes(memory_limit_bytes())} available"
+    )
 
 
 def _note_partial(command: str, out_dir: str | Path) -> None:
@@ -260,9 +306,17 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
     options = execution_options(args)
     result = tune(
-        _config_source(args), args.out, beta=args.beta, lam=args.lam, seeds=args.seeds,
-        horizon=args.horizon, agents=args.agents, schedule=args.schedule, eta=args.eta,
-        options=options, log=_log(args),
+        _config_source(args),
+        args.out,
+        beta=args.beta,
+        lam=args.lam,
+        seeds=args.seeds,
+        horizon=args.horizon,
+        agents=args.agents,
+        schedule=args.schedule,
+        eta=args.eta,
+        options=options,
+        log=_log(args),
     )
     print()
     print(result.table_markdown())
@@ -277,9 +331,17 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         for name, text in EXPERIMENTS.items():
             print(f"  {name:14s} {text}")
         return 0 if args.list else 2
-    return reproduce(args.name, quick=args.quick, out=args.out, tune_first=args.tune,
-                     schedule=args.schedule, eta=args.eta, dtype=args.dtype,
-                     options=execution_options(args), log=_log(args))
+    return reproduce(
+        args.name,
+        quick=args.quick,
+        out=args.out,
+        tune_first=args.tune,
+        schedule=args.schedule,
+        eta=args.eta,
+        dtype=args.dtype,
+        options=execution_options(args),
+        log=_log(args),
+    )
 
 
 def _cmd_agreement(args: argparse.Namespace) -> int:
@@ -309,14 +371,20 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
 def add_commands(sub) -> None:
     """Add the experiment subcommands to the ``linbandit`` subparsers ``sub``."""
     p = sub.add_parser(
-        "sweep", help="run a sweep config: agents x envs x seeds, resumable",
-        description="Expand CONFIG (YAML or TOML: agents with grids, envs with args, seeds) into runs and execute "
-        "those not finished yet in DIR; each finished run is written atomically with its config, versions and "
-        "summary. Rerunning the same command resumes. Prints the summary table and writes the plots.",
+        "sweep",
+        help="run a sweep config: agents x envs x seeds, resumable",
+        description="Expand CONFIG (YAML or TOML: agents with grids, envs with args, seeds) into "
+        "runs and execute those not finished yet in DIR; each finished run is written atomically "
+        "with its config, versions and summary. Rerunning the same command resumes. Prints the "
+        "summary table and writes the plots.",
     )
     p.add_argument("config", metavar="CONFIG", help="sweep config (.yaml/.yml or .toml)")
-    p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/<config name>)")
-    p.add_argument("--dry-run", action="store_true", help="list the runs and which are finished; run nothing")
+    p.add_argument(
+        "--out", default=None, metavar="DIR", help="output directory (default runs/<config name>)"
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="list the runs and which are finished; run nothing"
+    )
     p.add_argument("--no-plots", action="store_true", help="skip writing plots after the sweep")
     _add_dtype_option(p)
     add_execution_flags(p, RUN_FLAGS + TIMING_FLAGS)
@@ -325,31 +393,51 @@ def add_commands(sub) -> None:
     p.set_defaults(func=_cmd_sweep)
 
     p = sub.add_parser(
-        "plot", help="plots and summary tables of a sweep directory",
-        description="Write DIR/plots/*.png|pdf (regret curves, Pareto fronts regret-vs-time and regret-vs-memory, "
-        "spectral-error exponent, sketch size, parameter effects) and DIR/summary.csv|md.",
+        "plot",
+        help="plots and summary tables of a sweep directory",
+        description="Write DIR/plots/*.png|pdf (regret curves, Pareto fronts regret-vs-time and "
+        "regret-vs-memory, spectral-error exponent, sketch size, parameter effects) and "
+        "DIR/summary.csv|md.",
     )
     p.add_argument("dir", metavar="DIR", help="a sweep output directory")
-    p.add_argument("--formats", default="png,pdf", metavar="F,F", help="figure formats (default png,pdf)")
+    p.add_argument(
+        "--formats", default="png,pdf", metavar="F,F", help="figure formats (default png,pdf)"
+    )
     p.set_defaults(func=_cmd_plot)
 
     p = sub.add_parser(
         "tune",
         help="search beta and lambda for each agent of a sweep config (successive halving or grid)",
         description="For every agent config of CONFIG (or those matching --agents), search the "
-                    "grid beta x lam (default: the config's tune: section, else the paper's "
-                    "grids) and keep the pair with the lowest mean final regret: by successive "
-                    "halving (default), or every pair to the end (--schedule grid, the paper's "
-                    "protocol). Writes DIR/tuned.yaml and DIR/tuned-config.yaml (CONFIG with a "
-                    "tuned: section, and the schedule that chose it in its tune: section).",
+        "grid beta x lam (default: the config's tune: section, else the paper's "
+        "grids) and keep the pair with the lowest mean final regret: by successive "
+        "halving (default), or every pair to the end (--schedule grid, the paper's "
+        "protocol). Writes DIR/tuned.yaml and DIR/tuned-config.yaml (CONFIG with a "
+        "tuned: section, and the schedule that chose it in its tune: section).",
     )
     p.add_argument("config", metavar="CONFIG", help="sweep config (.yaml/.yml or .toml)")
-    p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/<name>-tune)")
+    p.add_argument(
+        "--out", default=None, metavar="DIR", help="output directory (default runs/<name>-tune)"
+    )
     p.add_argument("--beta", type=float, nargs="+", default=None, metavar="B", help="beta grid")
     p.add_argument("--lam", type=float, nargs="+", default=None, metavar="L", help="lambda grid")
-    p.add_argument("--seeds", type=int, default=None, metavar="S", help="tuning seeds (default: config's tune.seeds or 2)")
-    p.add_argument("--horizon", type=int, default=None, metavar="N", help="tuning horizon (default: the sweep's)")
-    p.add_argument("--agents", nargs="+", default=None, metavar="GLOB", help="tune only these agent labels")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        metavar="S",
+        help="tuning seeds (default: config's tune.seeds or 2)",
+    )
+    p.add_argument(
+        "--horizon",
+        type=int,
+        default=None,
+        metavar="N",
+        help="tuning horizon (default: the sweep's)",
+    )
+    p.add_argument(
+        "--agents", nargs="+", default=None, metavar="GLOB", help="tune only these agent labels"
+    )
     _add_schedule_options(p)
     _add_dtype_option(p)
     add_execution_flags(p, RUN_FLAGS)
@@ -360,14 +448,23 @@ def add_commands(sub) -> None:
         "reproduce",
         help="reproduce an experiment of Wen et al. (2025): synthetic, mnist, matrix-approx, "
         "openml; or highdim, ts (UCB against Thompson sampling, delayed feedback)",
-        description="Run the shipped sweep config of a paper experiment, then write plots, tables and a report. "
-        "--quick runs a scaled-down version in minutes on 2 cores.",
+        description="Run the shipped sweep config of a paper experiment, then write plots, tables "
+        "and a report. --quick runs a scaled-down version in minutes on 2 cores.",
     )
     p.add_argument("name", nargs="?", metavar="NAME", help="experiment name (see --list)")
     p.add_argument("--list", action="store_true", help="list the experiments")
-    p.add_argument("--quick", action="store_true", help="the scaled-down version (minutes on 2 cores)")
-    p.add_argument("--tune", action="store_true", help="tune beta and lambda first (the config's tune: grid)")
-    p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/reproduce-NAME[-quick])")
+    p.add_argument(
+        "--quick", action="store_true", help="the scaled-down version (minutes on 2 cores)"
+    )
+    p.add_argument(
+        "--tune", action="store_true", help="tune beta and lambda first (the config's tune: grid)"
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="output directory (default runs/reproduce-NAME[-quick])",
+    )
     _add_schedule_options(p)
     _add_dtype_option(p)
     add_execution_flags(p, RUN_FLAGS + TIMING_FLAGS)
@@ -378,26 +475,39 @@ def add_commands(sub) -> None:
         "agreement",
         help="how far two sweeps of the same runs in different dtypes agree (float32 and float64)",
         description="Pair the runs of two sweep directories whose configs differ only in the "
-                    "agents' dtype (or device), e.g. `linbandit sweep C --out A` and `linbandit "
-                    "sweep C --dtype float32 --out B`, and print per configuration the share of "
-                    "rounds in which both chose the same arm, the first round where they parted, "
-                    "and the final regrets of both with their difference.",
+        "agents' dtype (or device), e.g. `linbandit sweep C --out A` and `linbandit "
+        "sweep C --dtype float32 --out B`, and print per configuration the share of "
+        "rounds in which both chose the same arm, the first round where they parted, "
+        "and the final regrets of both with their difference.",
     )
-    p.add_argument("reference", metavar="REFERENCE",
-                   help="the reference sweep directory (e.g. float64)")
-    p.add_argument("other", metavar="OTHER",
-                   help="the sweep directory compared with it (e.g. float32)")
-    p.add_argument("--csv", default=None, metavar="FILE",
-                   help="also write the table as CSV to FILE")
+    p.add_argument(
+        "reference", metavar="REFERENCE", help="the reference sweep directory (e.g. float64)"
+    )
+    p.add_argument(
+        "other", metavar="OTHER", help="the sweep directory compared with it (e.g. float32)"
+    )
+    p.add_argument(
+        "--csv", default=None, metavar="FILE", help="also write the table as CSV to FILE"
+    )
     p.set_defaults(func=_cmd_agreement)
 
     p = sub.add_parser(
-        "report", help="one self-contained HTML (or Markdown) report of a sweep directory",
-        description="Write DIR/report.html (plots embedded) or DIR/report.md with the summary tables, the "
-        "figures, the config, library versions and any failed runs.",
+        "report",
+        help="one self-contained HTML (or Markdown) report of a sweep directory",
+        description="Write DIR/report.html (plots embedded) or DIR/report.md with the summary "
+        "tables, the figures, the config, library versions and any failed runs.",
     )
     p.add_argument("dir", metavar="DIR", help="a sweep output directory")
-    p.add_argument("--format", choices=("html", "md"), default="html", help="html (default, self-contained) or md")
-    p.add_argument("--out", default=None, metavar="FILE", help="report path (default DIR/report.html|md)")
-    p.add_argument("--no-replot", action="store_true", help="use the existing DIR/plots instead of redrawing")
+    p.add_argument(
+        "--format",
+        choices=("html", "md"),
+        default="html",
+        help="html (default, self-contained) or md",
+    )
+    p.add_argument(
+        "--out", default=None, metavar="FILE", help="report path (default DIR/report.html|md)"
+    )
+    p.add_argument(
+        "--no-replot", action="store_true", help="use the existing DIR/plots instead of redrawing"
+    )
     p.set_defaults(func=_cmd_report)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import textwrap
 import time
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .config import ConfigError, load_config
 from .costs import CpuLedger
@@ -21,13 +22,17 @@ from .execution import ExecutionOptions
 __all__ = ["EXPERIMENTS", "config_path", "cost_lines", "reproduce"]
 
 EXPERIMENTS = {
-    "synthetic": "Fig. 1: OFUL, SOFUL/CBSCFD l in {50, 450}, DBSLinUCB-FD/RFD l0=50 eps=8; d=500, K=100; "
-    "spectral-error exponent (Fig. 1c)",
-    "mnist": "Fig. 3 and 5, Table 2: OFUL, SOFUL l in {20,100,150}, DBSLinUCB eps/l0 grids, Pareto fronts; T=2000",
-    "matrix-approx": "App. F.2 / Fig. 4: spectral-norm error of FD l=50 vs DBS l0=16, eps in {5,10,20}; n=1250, d=500",
-    "openml": "App. F.4 / Fig. 6: Pareto fronts on cnae-9, MFeat, Spam (needs the OpenML files locally)",
-    "highdim": "where sketching pays: d = 300..100,000, HeavyTail rank 32 and Synthetic arms; OFUL up to d = 3000, "
-    "SOFUL/CBSCFD/DBSLinUCB at every d; fronts per d, ms/round and memory against d with fitted slopes",
+    "synthetic": "Fig. 1: OFUL, SOFUL/CBSCFD l in {50, 450}, DBSLinUCB-FD/RFD l0=50 eps=8; "
+    "d=500, K=100; spectral-error exponent (Fig. 1c)",
+    "mnist": "Fig. 3 and 5, Table 2: OFUL, SOFUL l in {20,100,150}, DBSLinUCB eps/l0 grids, "
+    "Pareto fronts; T=2000",
+    "matrix-approx": "App. F.2 / Fig. 4: spectral-norm error of FD l=50 vs DBS l0=16, "
+    "eps in {5,10,20}; n=1250, d=500",
+    "openml": "App. F.4 / Fig. 6: Pareto fronts on cnae-9, MFeat, Spam "
+    "(needs the OpenML files locally)",
+    "highdim": "where sketching pays: d = 300..100,000, HeavyTail rank 32 and Synthetic arms; "
+    "OFUL up to d = 3000, SOFUL/CBSCFD/DBSLinUCB at every d; fronts per d, ms/round and memory "
+    "against d with fitted slopes",
     "ts": "UCB against Thompson sampling on the exact, FD and DBS estimators (OFUL/LinTS, "
     "SOFUL/SLinTS, DBSLinUCB/DBSLinTS), Synthetic d=50 and MNIST, rewards at once or 10 or 100 "
     "rounds late",
@@ -37,7 +42,10 @@ EXPERIMENTS = {
 def config_path(name: str, quick: bool = False) -> Path:
     """The shipped config of experiment ``name`` (``-quick`` variant with ``quick``)."""
     if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)} (see `linbandit reproduce --list`)")
+        raise ValueError(
+            f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)} "
+            "(see `linbandit reproduce --list`)"
+        )
     path = resources.files("linbandit_gym") / "configs" / f"{name}{'-quick' if quick else ''}.yaml"
     return Path(str(path))
 
@@ -79,8 +87,9 @@ def reproduce(
     from .sweep import check_output_dir, sweep
 
     if not tune_first and (schedule is not None or eta is not None):
-        raise ConfigError("--schedule and --eta say how beta and lambda are tuned: give them with "
-                          "--tune")
+        raise ConfigError(
+            "--schedule and --eta say how beta and lambda are tuned: give them with --tune"
+        )
     run_options = ExecutionOptions.build(options, **execution)  # checked before anything is written
     raw = load_config(config_path(name, quick))
     if dtype is not None:
@@ -91,11 +100,12 @@ def reproduce(
     tuning_cost = None
     if tune_first:
         if raw.get("task", "bandit") != "bandit":
-            raise ConfigError(f"{name}: a matrix-approximation experiment has no beta/lambda to tune")
+            raise ConfigError(
+                f"{name}: a matrix-approximation experiment has no beta/lambda to tune"
+            )
         from .tune import tune
 
-        tuned = tune(raw, target / "tune", schedule=schedule, eta=eta, options=run_options,
-                     log=log)
+        tuned = tune(raw, target / "tune", schedule=schedule, eta=eta, options=run_options, log=log)
         how = "successive halving" if tuned.schedule == "halving" else "the full grid"
         say(f"tuned beta and lambda by {how} (lowest mean final regret on the tuning seeds):")
         say(tuned.table_markdown())
@@ -105,8 +115,8 @@ def reproduce(
     except ConfigError as exc:
         if name == "openml":
             raise ConfigError(
-                f"the OpenML experiment needs the cnae-9, MFeat and Spam datasets on this machine (nothing is "
-                f"downloaded at run time). {exc}"
+                f"the OpenML experiment needs the cnae-9, MFeat and Spam datasets on this machine "
+                f"(nothing is downloaded at run time). {exc}"
             ) from exc
         raise
     figures_start = time.process_time()
@@ -130,8 +140,9 @@ def reproduce(
     return 0 if result.ok else 1
 
 
-def cost_lines(name: str, tuning: CpuLedger | None, evaluation: CpuLedger,
-               figures: float) -> list[str]:
+def cost_lines(
+    name: str, tuning: CpuLedger | None, evaluation: CpuLedger, figures: float
+) -> list[str]:
     """Where the CPU time of reproducing ``name`` went: tuning, evaluation (its timing runs
     apart), figures and report; and the share outside the agents' ``act``/``update``.
 
@@ -151,12 +162,16 @@ def cost_lines(name: str, tuning: CpuLedger | None, evaluation: CpuLedger,
         parts.append(f"tuning {tuning.total:.1f}{keep}s")
     timing = evaluation.timing_runs
     of_it = f" (timing runs {timing:.1f}{keep}s of it)" if timing > 0 else ""
-    parts += [f"evaluation {evaluation.total:.1f}{keep}s{of_it}",
-              f"figures and report {figures:.1f}{keep}s"]
+    parts += [
+        f"evaluation {evaluation.total:.1f}{keep}s{of_it}",
+        f"figures and report {figures:.1f}{keep}s",
+    ]
     text = f"CPU time of reproduce {name}: {whole.total:.1f}{keep}s = {' + '.join(parts)}"
     if whole.total > 0:
-        text += (f"; {whole.agents:.1f}{keep}s ({whole.agents / whole.total:.0%}) in the agents' "
-                 f"act/update, {whole.outside_agents:.1f}{keep}s ({whole.share_outside():.0%}) "
-                 "outside them")
+        text += (
+            f"; {whole.agents:.1f}{keep}s ({whole.agents / whole.total:.0%}) in the agents' "
+            f"act/update, {whole.outside_agents:.1f}{keep}s ({whole.share_outside():.0%}) "
+            "outside them"
+        )
     lines = textwrap.wrap(text, width=90, subsequent_indent="  ")
     return [line.replace(keep, " ") for line in lines]

@@ -26,9 +26,10 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -101,12 +102,21 @@ class TuneResult:
         rows = []
         for env, per_agent in self.tuned.items():
             for agent, values in per_agent.items():
-                row = {"env": env, "agent": agent, "beta": values.get("beta"),
-                       "lam": values.get("lam"), "tuning regret": f"{values['final_regret']:.2f}"}
+                row = {
+                    "env": env,
+                    "agent": agent,
+                    "beta": values.get("beta"),
+                    "lam": values.get("lam"),
+                    "tuning regret": f"{values['final_regret']:.2f}",
+                }
                 if (env, agent) in getattr(spent, "index", ()):  # aliases: their first label's
                     cost = spent.loc[(env, agent)]
-                    row.update({"rounds played": f"{int(cost['rounds_played']):,}",
-                                "agent CPU (s)": f"{cost['agent_cpu_s']:.1f}"})
+                    row.update(
+                        {
+                            "rounds played": f"{int(cost['rounds_played']):,}",
+                            "agent CPU (s)": f"{cost['agent_cpu_s']:.1f}",
+                        }
+                    )
                 rows.append(row)
         return markdown_table(pd.DataFrame(rows).fillna("")) if rows else "(nothing tuned)"
 
@@ -165,7 +175,11 @@ def tune(
     betas = _grid("--beta", beta) if beta is not None else settings.get("beta") or PAPER_BETA_GRID
     lams = _grid("--lam", lam) if lam is not None else settings.get("lam") or PAPER_LAM_GRID
     seed_spec = seeds if seeds is not None else settings.get("seeds", 2)
-    tune_seeds = [TUNE_SEED_OFFSET + s for s in _seeds(seed_spec)] if isinstance(seed_spec, int) else _seeds(seed_spec)
+    tune_seeds = (
+        [TUNE_SEED_OFFSET + s for s in _seeds(seed_spec)]
+        if isinstance(seed_spec, int)
+        else _seeds(seed_spec)
+    )
     if horizon is not None:
         horizon = _positive_int(horizon, "--horizon (the tuning horizon)")
     else:
@@ -202,11 +216,24 @@ def tune(
             continue
         aliases[key] = [label]
         tuned_words = ", ".join(f"{key}={{{key}}}" for key in grid)  # what this agent takes
-        entries.append({"name": name, "args": args, "grid": grid, "family": label, **played,
-                        "label": label.replace("{", "{{").replace("}", "}}") + f" [{tuned_words}]"})
+        entries.append(
+            {
+                "name": name,
+                "args": args,
+                "grid": grid,
+                "family": label,
+                **played,
+                "label": label.replace("{", "{{").replace("}", "}}") + f" [{tuned_words}]",
+            }
+        )
     if not entries:
         raise ConfigError(f"tune.agents: no agent label matches {patterns!r}")
-    tuning = {"name": f"{cfg.name}-tune", "seeds": tune_seeds, "envs": _tuning_envs(raw, horizon), "agents": entries}
+    tuning = {
+        "name": f"{cfg.name}-tune",
+        "seeds": tune_seeds,
+        "envs": _tuning_envs(raw, horizon),
+        "agents": entries,
+    }
     if raw.get("horizon") is not None and horizon is None:
         tuning["horizon"] = raw["horizon"]
     if schedule == "grid":
@@ -214,8 +241,9 @@ def tune(
         result = sweep(tuning, out, options=run_options, timing_runs=False, log=log)
         table, picks, failed, ledger = _grid_outcome(out), None, dict(result.failed), result.cost
     else:
-        table, picks, failed, ledger = _halving(parse_config(tuning), out, eta=eta,
-                                                options=run_options, log=log)
+        table, picks, failed, ledger = _halving(
+            parse_config(tuning), out, eta=eta, options=run_options, log=log
+        )
 
     tuned: dict[str, dict[str, dict[str, Any]]] = {}
     groups = table.groupby(["env", "agent"], sort=False) if not table.empty else ()
@@ -245,8 +273,10 @@ def tune(
         new_raw["tune"].pop("eta", None)
     config_path = out / "tuned-config.yaml"
     how = f"successive halving, eta = {eta}" if schedule == "halving" else "the full grid"
-    header = (f"# tuned by `linbandit tune` ({how}) on seeds {', '.join(map(str, tune_seeds))}: "
-              "see tuned: and tune: below\n")
+    header = (
+        f"# tuned by `linbandit tune` ({how}) on seeds {', '.join(map(str, tune_seeds))}: "
+        "see tuned: and tune: below\n"
+    )
     write_text_atomic(header + yaml.safe_dump(new_raw, sort_keys=False), config_path, out)
     return TuneResult(out, tuned, table, new_raw, tuned_path, config_path, failed, schedule, ledger)
 
@@ -283,8 +313,11 @@ def _grid(option: str, values: Any) -> list[float]:
     :class:`ConfigError` naming the option (the agents check each value's range)."""
     import numbers
 
-    if not (isinstance(values, (list, tuple)) and values
-            and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)):
+    if not (
+        isinstance(values, (list, tuple))
+        and values
+        and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
+    ):
         raise ConfigError(f"{option}: expected one or more numbers, got {values!r}")
     return list(values)
 
@@ -436,8 +469,13 @@ def _halving(
 
     say = log or (lambda _msg: None)
     backend, workers, threads = options.backend, options.workers, options.threads
-    brackets = _brackets(cfg, eta, batched=options.batched, batch_memory=options.batch_memory,
-                         max_batch=options.max_batch)
+    brackets = _brackets(
+        cfg,
+        eta,
+        batched=options.batched,
+        batch_memory=options.batch_memory,
+        max_batch=options.max_batch,
+    )
     results: dict[str, dict] = {}
     failed: dict[str, str] = {}
     ledger = CpuLedger()
@@ -459,7 +497,10 @@ def _halving(
         watch, children_start = Stopwatch(), children_cpu()
         for index, (bracket, result, error) in enumerate(
             iter_results(
-                pending, backend=backend, workers=workers, threads=threads,
+                pending,
+                backend=backend,
+                workers=workers,
+                threads=threads,
                 address=options.address,
             ),
             1,
