@@ -928,7 +928,10 @@ class DyadicBlockSketch(CovarianceEstimator):
         """The members ``idx`` switch to exact updates in the block they are in (holding ``rows``
         rows of ``mass``, per member of the batch): ``A_hat^-1 = (I - V^T V) / c + V^T H V`` (eq. 5)
         and ``b`` are formed once (O(d^2 R)) and handed to the exact estimator; the core forgets
-        them."""
+        them. The handed ``A_hat^-1`` does not hold the row in hand (the exact estimator's step
+        adds it, with its ``||x||^2`` to the trace), so the trace handed over is ``tr`` without
+        ``mass``: counted twice, the width floor ``||x||^2 / (reg + tr)`` would sit below the one
+        the rows prove."""
         xp, core = self.xp, self.core
         ii = xp.index(idx)
         gram = core.covariance()[ii] if self.keep_gram else None
@@ -937,7 +940,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             core.inverse(idx),
             core.b()[ii],
             reg=float(ridge[0]) if self.members.unbatched else ridge.tolist(),
-            trace=self.trace[idx],
+            trace=self.trace[idx] - mass[idx],
             n_rows=self.n_rows,
             gram=gram,
             device=self.device,
