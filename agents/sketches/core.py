@@ -712,7 +712,6 @@ class SketchCore:
         ``diag(sqrt(s^2 - delta))`` on the basis ``W_k V``, and
         ``H = diag(1 / (s^2 - delta + c))``."""
         xp = self.xp
-        sel = xp.select(idx)
         w = int(self.R[idx].max())
         Cr = self._range(idx, start, w)
         lam, W = xp.eigh_desc(Cr.mT @ Cr)

@@ -481,8 +481,9 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._frob = np.zeros(B)  # ||X||_F^2 of the rows so far
         self._n_arms = 1  # arms per round of the last scoring (the time cap's K)
         self._exact: ExactCovariance | None = None  # the exact members, in member order
-        self.core: SketchCore | None = SketchCore(self.xp, B, self.d, self.dtype, self.cdtype, 0, 0,
-                                                  self._reg_host())
+        self.core: SketchCore | None = SketchCore(
+            self.xp, B, self.d, self.dtype, self.cdtype, 0, 0, self._reg_host()
+        )
         # exact from row 1 where Alg. 1 line 3 holds from the start (or the first block costs more)
         start_exact = (self._block_caps <= 1) | self._over_caps(np.arange(B))
         sketched = np.flatnonzero(~start_exact)
@@ -614,7 +615,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         exact = ExactCovariance.peak_member_bytes(d, dtype, keep_gram, ec)
         cap_blocks = block_cap(d, l0)
         peak, frozen_rows, l = exact, 0, l0
-        for i in range(max(cap_blocks - 1, 0)):
+        for _ in range(max(cap_blocks - 1, 0)):
             if cls.opens_over_caps(
                 d,
                 frozen_rows,
