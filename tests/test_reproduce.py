@@ -163,12 +163,14 @@ def _ordering(out) -> pd.DataFrame:
 
 @pytest.mark.slow
 @needs_dbs
-def test_reproduce_synthetic_quick_shows_the_papers_ordering(tmp_path):
+@pytest.mark.filterwarnings("default::agents.SketchSizeWarning")
+def test_reproduce_synthetic_quick_shows_the_papers_ordering(tmp_path, capsys):
     out = tmp_path / "syn"
-    assert (
-        main(["reproduce", "synthetic", "--quick", "--workers", "2", "--out", str(out), "--quiet"])
-        == 0
-    )
+    argv = ["reproduce", "synthetic", "--quick", "--workers", "2", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    # SOFUL at l = 40 and 90 (d = 100) holds more than OFUL and costs more a round: said once each
+    err = capsys.readouterr().err
+    assert err.count("SketchSizeWarning: agents[1] (SOFUL l=40 on synthetic-d100)") == 1, err
     t = _ordering(out)["final_regret_mean"]
     assert t["SOFUL l=10"] > 1.5 * t["OFUL"] and t["CBSCFD l=10"] > 1.5 * t["OFUL"]
     assert (
