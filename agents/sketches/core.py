@@ -724,11 +724,10 @@ class SketchCore:
         kept_dirs = W.mT[:, :k] * alive[:, :, None]  # orthonormal rows, zero past kept
         sing = xp.sqrt(plan.keep)  # (n, k): the new rows' singular values
         nothing_frozen = not frozen_basis.any()
-        Q, n_basis = (
-            (kept_dirs, plan.kept)
-            if nothing_frozen
-            else self._kept_basis(kept_dirs, frozen_basis, w)
-        )
+        if nothing_frozen:
+            Q, n_basis = kept_dirs, plan.kept
+        else:
+            Q, n_basis = self._kept_basis(kept_dirs, frozen_basis, w)
         self._rotate_basis(idx, frozen_basis, Q, n_basis, w)
         if nothing_frozen:
             new_rows = sing[:, :, None] * xp.eye(k, self.cdtype)
