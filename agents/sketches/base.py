@@ -452,15 +452,6 @@ class CovarianceEstimator(ABC):
         bounds ``||b||`` (``b = sum_s r_s x_s``), with ``m / reg`` within the core dtype's range:
         ``||theta_hat|| = ||A_hat^-1 b|| <= ||b|| / reg`` then stays finite. A refused row leaves
         the estimator as it was (nothing else has to be reset)."""
-        if self.batch_size == 1:  # the same sums in Python floats (inf past the range, silently)
-            sq = float(sq_host[0])
-            r_1 = abs(float(r if isinstance(r, float) else r[0]))
-            mass_1 = float(self._response_mass[0]) + r_1 * math.sqrt(sq)
-            if (
-                float(self.trace[0]) + sq <= self._max_norm_sq
-                and mass_1 / float(self._reg_arr[0]) <= self._max_core
-            ):
-                return np.array([mass_1])
         with np.errstate(over="ignore"):
             trace = self.trace + sq_host
             mass = self._response_mass + np.abs(r) * np.sqrt(sq_host)
