@@ -518,7 +518,14 @@ def _number_points(
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     pixels = fig.dpi / 72.0
-    texts: list = []  # every label placed so far, on every axes (none may cover another)
+    # every text a label may not cover: the tick labels drawn on every axes (a neighbouring
+    # panel's sit beside this one's edge), then each label placed so far
+    texts: list = [
+        label.get_window_extent(renderer)
+        for ax in fig.axes
+        for label in ax.get_xticklabels() + ax.get_yticklabels()
+        if label.get_visible() and label.get_text().strip()
+    ]
     for ax, drawn in axes_points:
         inside = ax.get_window_extent(renderer)
         centres = [
