@@ -18,7 +18,7 @@ __all__ = ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]
 
 
 class DBSLinUCB(LinUCB):
-    """LinUCB whose Gram matrix is a Dyadic Block Sketch (Wen et al. (2025), Alg. 5, fast Alg. 4 inside).
+    """LinUCB on a Dyadic Block Sketch (Wen et al. (2025), Alg. 5, fast Alg. 4 inside).
 
     Every round (Alg. 5): score the K arms at once with ``x^T theta_hat + beta ||x||_{A_hat^-1}``
     (eq. 6), play the argmax, insert it into the sketch (Alg. 1 / Alg. 4) and refit
@@ -75,7 +75,7 @@ class DBSLinUCB(LinUCB):
     ...     a = agent.act(arms); agent.update(arms, a, reward=float(arms[a, 0]))
     >>> agent.n_blocks <= agent.estimator.block_cap, agent.sketch_size <= 8
     (True, True)
-    """  # noqa: E501 -- the summary line is one line: what `linbandit list` prints
+    """
 
     estimator_class = DyadicBlockSketch
     estimator_args = ("l0", "eps", "sketch", "fast", "sentinel", "memory_cap", "time_cap")

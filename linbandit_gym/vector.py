@@ -119,11 +119,11 @@ class LinBanditVectorEnv(VectorEnv):
     |---|---|---|
     | ``num_envs`` | 1 | B, the number of members |
     | ``autoreset_mode`` | ``NEXT_STEP`` | Gymnasium autoreset mode (enum or its string value) |
-    | ``env_class`` | class attribute | the single-env class (or ``"module:Class"``) of the members |
-    | ``device`` | None | None: numpy outputs; a torch device (``"cpu"``, ``"cuda"``): torch tensors there |
-    | ``render_mode`` | None | None, ``"rgb_array"`` (``render()`` gives every member's frame) or ``"human"`` |
-    | ``**env_kwargs`` | | the family's constructor arguments (``d``, ``n_arms``, ``horizon``, ...) |
-    """  # noqa: E501 (a markdown table row cannot wrap)
+    | ``env_class`` | class attribute | the members' single-env class (or ``"module:Class"``) |
+    | ``device`` | None | None: numpy outputs; a torch device (``"cpu"``): torch tensors there |
+    | ``render_mode`` | None | None, ``"rgb_array"`` (every member's frame) or ``"human"`` |
+    | ``**env_kwargs`` | | the family's arguments (``d``, ``n_arms``, ``horizon``, ...) |
+    """
 
     metadata = {
         "render_modes": list(RENDER_MODES),

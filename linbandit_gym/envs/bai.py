@@ -113,7 +113,7 @@ class BAILinBanditEnv(LinBanditEnv):
     | ``max_pulls`` | None (100000) | pulls before truncation |
     | ``horizon`` | None | alias of ``max_pulls`` (the keyword shared by every env) |
     | ``min_gap`` | 0.0 | ``"random"``: redraw until the best arm leads by at least this |
-    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see ``LinBanditEnv``) |
 
     ## Version History
     * v0: initial version.
@@ -128,7 +128,7 @@ class BAILinBanditEnv(LinBanditEnv):
     >>> _, r, terminated, truncated, info = env.step(3 + 0)      # stop, name arm 0
     >>> terminated, r, info["recommendation"], info["correct"], info["n_pulls"]
     (True, 0.0, 0, True, 1)
-    """  # noqa: E501 (a markdown table row cannot wrap)
+    """
 
     def __init__(
         self,

@@ -199,9 +199,9 @@ class LinBanditEnv(gym.Env):
     | ``n_arms`` | required | arms per round K, >= 2 |
     | ``horizon`` | 2000 | rounds per episode |
     | ``noise_std`` | 0.1 | std of the Gaussian reward noise, >= 0 |
-    | ``arm_bound`` | inf | bound on every coordinate of an arm: the observation space's ``high`` (``-arm_bound`` its ``low``); 1.0 for unit-norm arms |
+    | ``arm_bound`` | inf | bound on each arm coordinate: the observation space's ``high`` |
     | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see Rendering above) |
-    """  # noqa: E501 (a markdown table row cannot wrap)
+    """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 30}
     #: Bytes per number of the ``(n_arms, d)``-sized arrays, measured at the peak of build,

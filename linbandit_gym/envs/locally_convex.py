@@ -104,10 +104,10 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
     | ``horizon`` | 2000 | rounds per episode |
     | ``noise_std`` | 0.1 | std of the Gaussian reward noise |
     | ``shape`` | None | ``"sphere"`` or ``"ellipsoid"``; None: ellipsoid iff ``axes`` is given |
-    | ``axes`` | None | the d semi-axes (> 0) of the ellipsoid; default for ``"ellipsoid"``: ``linspace(1, 0.5, d)`` |
+    | ``axes`` | None | the d semi-axes (> 0) of the ellipsoid (default ``linspace(1, 0.5, d)``) |
     | ``local_frac`` | 0.0 | fraction of each round's arms drawn near ``x*`` (in [0, 1]) |
     | ``local_min_angle`` | 0.01 | smallest angle (rad) of those arms to ``x*``, in (0, pi/2) |
-    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see ``LinBanditEnv``) |
 
     ## Version History
     * v0: initial version.
@@ -120,7 +120,7 @@ class LocallyConvexLinBanditEnv(LinBanditEnv):
     ((500, 3), True)
     >>> bool(info["best_expected_reward"] > 0.95)  # some arm lies close to theta*
     True
-    """  # noqa: E501 (a markdown table row cannot wrap)
+    """
 
     def __init__(
         self,

@@ -44,7 +44,7 @@ class SyntheticLinBanditEnv(LinBanditEnv):
     | ``noise_std`` | 0.01 | std of the Gaussian reward noise (ours: the paper gives none) |
     | ``normalize_arms`` | True | scale every arm to unit l2 norm (L = 1) |
     | ``fixed_arms`` | False | draw one arm set at reset and keep it for the whole episode |
-    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see :class:`~linbandit_gym.envs.base.LinBanditEnv`) |
+    | ``render_mode`` | None | None, ``"rgb_array"`` or ``"human"`` (see ``LinBanditEnv``) |
 
     The noise default is our choice: the paper gives none. With unit arms in d = 500 the mean
     rewards have spread ~ 1/sqrt(d) = 0.045, so at sigma = 0.1 no agent (OFUL included) has
@@ -53,7 +53,7 @@ class SyntheticLinBanditEnv(LinBanditEnv):
 
     ## Version History
     * v0: initial version.
-    """  # noqa: E501 (a markdown table row cannot wrap)
+    """
 
     def __init__(
         self,
