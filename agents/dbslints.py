@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from numbers import Integral, Real
-
-import numpy as np
-
 from ._torch import DeviceLike, DTypeLike
-from ._validate import Interval, Options
 from .base import Batching
+from .dbslinucb import DYADIC_BLOCK_ARGS, DYADIC_BLOCK_CONSTRAINTS, check_l0_fits
 from .sketches.dbs import DyadicBlockSketch
 from .thompson import ThompsonSampling
 
@@ -55,17 +51,9 @@ class DBSLinTS(ThompsonSampling):
     """
 
     estimator_class = DyadicBlockSketch
-    estimator_args = ("l0", "eps", "sketch", "fast", "sentinel", "memory_cap", "time_cap")
+    estimator_args = DYADIC_BLOCK_ARGS
     size_args = ("l0",)
-    parameter_constraints = {
-        "l0": [Interval(Integral, 1, None, hint="the initial sketch size")],
-        "eps": [Interval(Real, 0, None, closed="neither", hint="the error parameter")],
-        "sketch": [Options(("fd", "rfd"))],
-        "fast": [Options((True, False), hint="True: the fast Alg. 4, False: Alg. 1")],
-        "sentinel": [bool],
-        "memory_cap": [bool],
-        "time_cap": [bool],
-    }
+    parameter_constraints = DYADIC_BLOCK_CONSTRAINTS
     batching = Batching(per_member=("lam", "v", "l0", "eps"))
     repr_args = ("lam", "v", "l0", "eps", "sketch")
 
@@ -108,19 +96,7 @@ class DBSLinTS(ThompsonSampling):
         )
 
     def _allocate(self, d: int) -> None:
-        # l0 is checked against the dimension before any state exists (nothing half-built)
-        over = np.flatnonzero(np.atleast_1d(self.l0) > d)
-        if over.size:
-            i = int(over[0])
-            which = (
-                f"l0={self.l0}"
-                if isinstance(self.l0, int)
-                else f"l0[{i}]={int(self.l0[i])} (member {i})"
-            )
-            raise ValueError(
-                f"{which} exceeds the arm dimension d={d}; choose 1 <= l0 <= d "
-                f"(the paper uses l0 much smaller than d, e.g. l0=50 for d=500)"
-            )
+        check_l0_fits(self.l0, d)
         super()._allocate(d)
 
     @property

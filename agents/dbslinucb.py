@@ -17,6 +17,34 @@ from .sketches.dbs import DyadicBlockSketch
 __all__ = ["DBSLinUCB", "DBSLinUCBFD", "DBSLinUCBRFD"]
 
 
+#: The Dyadic Block Sketch's arguments an agent on it passes to the estimator, and their rules:
+#: the same for every action rule on it (DBSLinUCB's optimism, DBSLinTS's Thompson sampling).
+DYADIC_BLOCK_ARGS = ("l0", "eps", "sketch", "fast", "sentinel", "memory_cap", "time_cap")
+DYADIC_BLOCK_CONSTRAINTS = {
+    "l0": [Interval(Integral, 1, None, hint="the initial sketch size")],
+    "eps": [Interval(Real, 0, None, closed="neither", hint="the error parameter")],
+    "sketch": [Options(("fd", "rfd"))],
+    "fast": [Options((True, False), hint="True: the fast Alg. 4, False: Alg. 1")],
+    "sentinel": [bool],
+    "memory_cap": [bool],
+    "time_cap": [bool],
+}
+
+
+def check_l0_fits(l0, d: int) -> None:
+    """Refuse an ``l0`` (one, or one per member) above the arm dimension ``d``, before any state is
+    built: a refused ``l0`` leaves the agent untouched (``d`` still unknown), and the error names
+    the fix."""
+    over = np.flatnonzero(np.atleast_1d(l0) > d)
+    if over.size:
+        i = int(over[0])
+        which = f"l0={l0}" if isinstance(l0, int) else f"l0[{i}]={int(l0[i])} (member {i})"
+        raise ValueError(
+            f"{which} exceeds the arm dimension d={d}; choose 1 <= l0 <= d "
+            f"(the paper uses l0 much smaller than d, e.g. l0=50 for d=500)"
+        )
+
+
 class DBSLinUCB(LinUCB):
     """LinUCB on a Dyadic Block Sketch (Wen et al. (2025), Alg. 5, fast Alg. 4 inside).
 
@@ -78,17 +106,9 @@ class DBSLinUCB(LinUCB):
     """
 
     estimator_class = DyadicBlockSketch
-    estimator_args = ("l0", "eps", "sketch", "fast", "sentinel", "memory_cap", "time_cap")
+    estimator_args = DYADIC_BLOCK_ARGS
     size_args = ("l0",)
-    parameter_constraints = {
-        "l0": [Interval(Integral, 1, None, hint="the initial sketch size")],
-        "eps": [Interval(Real, 0, None, closed="neither", hint="the error parameter")],
-        "sketch": [Options(("fd", "rfd"))],
-        "fast": [Options((True, False), hint="True: the fast Alg. 4, False: Alg. 1")],
-        "sentinel": [bool],
-        "memory_cap": [bool],
-        "time_cap": [bool],
-    }
+    parameter_constraints = DYADIC_BLOCK_CONSTRAINTS
     batching = Batching(per_member=("lam", "beta", "l0", "eps"))
     repr_args = ("lam", "beta", "l0", "eps", "sketch")
 
@@ -132,20 +152,7 @@ class DBSLinUCB(LinUCB):
         )
 
     def _allocate(self, d: int) -> None:
-        # Validate against the dimension before any state is created, so a bad l0 leaves the
-        # agent untouched (d still unknown) and the error names the fix.
-        over = np.flatnonzero(np.atleast_1d(self.l0) > d)
-        if over.size:
-            i = int(over[0])
-            which = (
-                f"l0={self.l0}"
-                if isinstance(self.l0, int)
-                else f"l0[{i}]={int(self.l0[i])} (member {i})"
-            )
-            raise ValueError(
-                f"{which} exceeds the arm dimension d={d}; choose 1 <= l0 <= d "
-                f"(the paper uses l0 much smaller than d, e.g. l0=50 for d=500)"
-            )
+        check_l0_fits(self.l0, d)
         super()._allocate(d)
 
     def _theory_radius(self) -> np.ndarray:
