@@ -257,6 +257,95 @@ def test_after_the_switch_to_exact_updates_reuse_the_scored_terms(monkeypatch):
     assert seen.count(False) == 1 and not seen[0]
 
 
+def _count_calls(monkeypatch, owner, names, counts):
+    """Count the calls of ``owner``'s methods (or module functions) ``names`` into ``counts``."""
+    for name in names:
+        original = getattr(owner, name)
+
+        def counted(*args, _name=name, _original=original, **kwargs):
+            counts[_name] = counts.get(_name, 0) + 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counted)
+
+
+@pytest.mark.parametrize("sketch", ["fd", "rfd"])
+def test_an_exact_round_is_ofuls_round(monkeypatch, sketch):
+    """Exact from the first row (``l0 > d / 3``), a DBSLinUCB round is OFUL's: the exact estimator
+    is called as OFUL's is (scoring, the step reusing act's ``A^-1 x``, one Sherman-Morrison update,
+    no recomputed row) and the sketch does none of its block work: no look-ahead shrink value, no
+    block decision, no per-member selection of the exact members."""
+    import agents.sketches.dbs as dbs_module
+    import agents.sketches.exact as exact_module
+
+    exact_calls = ("score_terms", "step", "_row_norms", "quad_all", "solve_all", "theta_all")
+    block_work = (
+        "_sketched_step",
+        "_will_excess",
+        "_shrinkage_if_added",
+        "_insert_active",
+        "_close_active",
+        "_switch_to_exact",
+        "_exact_step",
+    )
+    d, K = 24, 6
+    rng = np.random.default_rng(2)
+    stream = [rng.standard_normal((K, d)) for _ in range(150)]
+    rewards = rng.standard_normal(150)
+    ofu = OFUL(lam=0.2, beta=0.01, d=d)
+    dbs = DBSLinUCB(lam=0.2, beta=0.01, l0=10, eps=8.0, sketch=sketch, d=d)
+    assert dbs.exact_mode and dbs.estimator.core is None
+    played, calls = {}, {}
+    for name, agent in (("OFUL", ofu), ("DBSLinUCB", dbs)):
+        counts = calls[name] = {}
+        with monkeypatch.context() as patch:
+            _count_calls(patch, exact_module.ExactCovariance, exact_calls, counts)
+            _count_calls(patch, exact_module, ("guarded_sherman_morrison_",), counts)
+            _count_calls(patch, dbs_module.DyadicBlockSketch, block_work, counts)
+            actions = []
+            for arms, r in zip(stream, rewards):
+                a = agent.act(arms)
+                agent.update(arms, a, float(r))
+                actions.append(a)
+        played[name] = actions
+    assert played["DBSLinUCB"] == played["OFUL"]
+    assert calls["OFUL"] == {"score_terms": 150, "step": 150, "guarded_sherman_morrison_": 150}
+    assert calls["DBSLinUCB"] == calls["OFUL"]
+
+
+def test_a_batchs_exact_members_get_no_look_ahead(monkeypatch):
+    """Batched, a member exact from the first row beside a sketched one: Alg. 1 line 7's decision
+    and willExcessSketch's look-ahead (a shrink value of the bordered Gram) are asked of the
+    sketched member only."""
+    from agents.sketches.dbs import DyadicBlockSketch
+
+    asked, looked = [], []
+    will_excess = DyadicBlockSketch._will_excess
+    shrinkage_if_added = DyadicBlockSketch._shrinkage_if_added
+
+    def spy_excess(self, full, ex, sq_host):
+        asked.append(np.flatnonzero(full))
+        return will_excess(self, full, ex, sq_host)
+
+    def spy_shrinkage(self, idx, ex, sq_host):
+        looked.append(idx)
+        return shrinkage_if_added(self, idx, ex, sq_host)
+
+    monkeypatch.setattr(DyadicBlockSketch, "_will_excess", spy_excess)
+    monkeypatch.setattr(DyadicBlockSketch, "_shrinkage_if_added", spy_shrinkage)
+    d = 24
+    agent = DBSLinUCB(
+        lam=0.2, beta=0.01, l0=np.array([10, 1]), eps=0.5, d=d, batch_size=2, sentinel=False
+    )
+    assert agent.estimator.exact.tolist() == [True, False]
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        arms = rng.standard_normal((2, 5, d))
+        agent.update(arms, agent.act(arms), rng.standard_normal(2))
+    assert asked and looked  # the sketched member's blocks were decided, with look-aheads
+    assert all(idx.tolist() == [1] for idx in asked + looked)
+
+
 @pytest.mark.parametrize("sketch", ["fd", pytest.param("rfd", marks=pytest.mark.slow)])
 def test_time_cap_keeps_every_round_at_most_ofuls_cost_and_the_choices_before_the_switch(sketch):
     """time_cap (default): while sketched, the open block's cost per round at its peak

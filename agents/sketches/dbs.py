@@ -800,23 +800,23 @@ class DyadicBlockSketch(CovarianceEstimator):
         self._frob = self._frob + sq_host
         self.trace = self.trace + sq_host
         r = r if isinstance(r, float) else np.asarray(r, dtype=np.float64)
-        all_exact = self.core is None  # then the terms are the exact estimator's own (score_terms)
-        if not all_exact:
-            p = hp = php = None  # the played arm's V x, H V x and x^T V^T H V x from the scoring
-            if fresh:
-                sketched = terms if terms.parts is None else terms.parts.sketched
-                p, hp, php = (
-                    self._pick(sketched.proj, ix),
-                    self._pick(sketched.hp, ix),
-                    self._pick(sketched.php, ix),
-                )
-            self._sketched_step(X, sq, sq_host, r, p, hp, php)
+        if self.core is None:  # every member exact: the terms are the exact estimator's own
+            self._exact.step(X, r, terms, actions)
+            self.n_rows += 1
+            return
+        p = hp = php = None  # the played arm's V x, H V x and x^T V^T H V x from the scoring
+        if fresh:
+            sketched = terms if terms.parts is None else terms.parts.sketched
+            p, hp, php = (
+                self._pick(sketched.proj, ix),
+                self._pick(sketched.hp, ix),
+                self._pick(sketched.php, ix),
+            )
+        self._sketched_step(X, sq, sq_host, r, p, hp, php)
         if self._exact is not None:
             exact = np.flatnonzero(self.exact)
             own = None  # the exact estimator's terms of this round, unless a member just switched
-            if all_exact:
-                own = terms
-            elif fresh and terms.parts is not None:
+            if fresh and terms.parts is not None:
                 same = np.array_equal(terms.parts.exact_members, exact)
                 own = terms.parts.exact if same else None
             self._exact_step(exact, X, r, own, actions)
