@@ -390,9 +390,9 @@ def _say_new_warnings(
     said: dict[tuple[str, str], list[str]], records: list[dict] | None, source: str
 ) -> None:
     """Raise each warning of ``records`` (a run's or a tuning bracket's kept warnings,
-    :func:`.runner.warning_records`) that none before raised, once, naming its ``source``
-    (:func:`warning_source`; at the caller's line: stderr of a ``linbandit`` command); record
-    where every one came from in ``said``."""
+    :func:`linbandit_host.user_line.warning_records`) that none before raised, once, naming its
+    ``source`` (:func:`warning_source`; at the caller's line: stderr of a ``linbandit`` command);
+    record where every one came from in ``said``."""
     for record in records or ():
         sources = said.setdefault((record["category"], record["message"]), [])
         if not sources:
