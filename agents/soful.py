@@ -128,9 +128,8 @@ def largest_sketch_size_within(d: int, limit: int, fast: bool, dtype, cdtype) ->
     def size(l: int) -> int:
         return FrequentDirections.peak_member_bytes(d, l, fast, dtype, cdtype)
 
-    if (
-        size(d + 1) <= limit
-    ):  # from l = d + 1 on the buffer holds min(cap, d + 1) rows: every l fits
+    # from l = d + 1 on (2 l > d + its slack) the storage no longer grows: every larger l fits
+    if size(d + 1) <= limit:
         return None
     lo, hi = 0, d + 1  # size(lo) <= limit (or lo = 0), size(hi) > limit
     while hi - lo > 1:

@@ -1,24 +1,30 @@
 """A sketched agent's round beside the floor of its arithmetic, at d = 784 (MNIST-sized).
 
 The floor of a Frequent Directions round (SOFUL, CBSCFD) with a sketch of R basis rows in
-dimension d and K arms is three pieces of dense arithmetic, each timed alone here with numpy
-(float64, 1 BLAS thread) on arrays of those sizes:
+dimension d and K arms is the dense arithmetic any sketched UCB round performs, each piece timed
+alone here with numpy (float64, 1 BLAS thread) on arrays of those sizes:
 
 * scoring: the arms against the basis, ``arms (K x d) @ V^T (d x R)``: ``K d R`` multiply-adds;
-* the append: the new row's coordinates and residual, ``c = V x`` and ``x - V^T c``: ``2 d R``;
-* the shrink, amortised over the rows it frees: the buffer's Gram ``C C^T`` (``R x R`` from the
-  ``R x d`` rows), its ``eigh`` and the rotation of the rows, ``U^T C``; FD shrinks when the
-  buffer holds ``min(2 l, d)`` rows and keeps ``l - 1``, so a shrink frees
-  ``min(2 l, d) - l + 1`` rows (Liberty, 2013; Ghashami et al., 2016).
+* core: the arms' coordinates against the ``R x R`` core inverse, ``P (K x R) @ H``, and its
+  rank-one update by the played row: ``K R^2 + 2 R^2``. Every sketch of rank ``R`` pays it (the
+  Woodbury form of Kuzborskij et al. (2019) and Wen et al. (2025) solves ``K`` triangular
+  systems of size ``R``); it matters once ``R`` nears ``d``;
+* the append: the new row's residual against the basis, ``x - V^T c``: ``d R`` (its coordinates
+  ``c = V x`` are the played arm's row of the scoring's product);
+* the shrink, amortised over the rows it frees: the Gram of the rows' coordinates (``R x R``), its
+  ``eigh`` and the rotation of the basis, ``W_k^T V``. The fast FD buffer (Wen et al. (2025),
+  Remark 1) shrinks when it holds ``2 l`` rows and keeps ``l - 1``: a shrink frees ``l + 1``
+  rows.
 
-R cycles from ``l - 1`` to ``min(2 l, d)`` between shrinks; the scoring and the append are
+R cycles from ``l - 1`` to ``min(2 l, d)`` between shrinks; the scoring, core and append are
 timed at the mean of that cycle. OFUL's floor is its scoring against the ``d x d`` inverse
 (``K d^2``) and the Sherman-Morrison update (``2 d^2``). The measured round is the agent's
 ``act`` + ``update`` on a pre-drawn stream (K unit-norm Gaussian arms, reward ``x^T theta* +
-noise``), after ``2 l`` warm-up rounds so that the sketch has filled, best of ``--repeats``.
-Times are the thread's CPU time (1 thread: all the work runs on it), which other processes on a
-shared machine do not inflate. Printed per agent and l: the floor's pieces (ms a round),
-their sum, the measured round and the ratio measured / floor.
+noise``), after ``2 l`` warm-up rounds (the sketch has filled and shrunk once), over whole
+cycles of ``l + 1`` rounds (each with its one shrink: ``--rounds`` rounded up to a multiple),
+best of ``--repeats``. Times are the thread's CPU time (1 thread: all the work runs on it), which
+other processes on a shared machine do not inflate. Printed per agent and l: the floor's pieces
+(ms a round), their sum, the measured round and the ratio measured / floor.
 
     python benchmarks/bench_sketch_floor.py                       # l in {20, 100, 403, 600}
     python benchmarks/bench_sketch_floor.py --sizes 50 --arms 100 --rounds 600
@@ -33,6 +39,7 @@ import time
 import warnings
 
 import numpy as np
+from scipy.linalg.blas import dger
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
@@ -55,24 +62,28 @@ def fd_floor(d: int, k: int, l: int, repeats: int) -> dict[str, float]:
     full = min(2 * l, d)
     mean_rows = max(1, round((l - 1 + full) / 2))
     basis = np.linalg.qr(rng.standard_normal((d, mean_rows)))[0].T  # R x d, orthonormal rows
+    core = np.linalg.inv(np.eye(mean_rows) + np.diag(rng.random(mean_rows)))
     arms = rng.standard_normal((k, d))
-    x = rng.standard_normal(d)
-    rows = rng.standard_normal((full, d))
+    coords = arms @ basis.T
+    x, c = arms[0], coords[0]
+    rows = rng.standard_normal((full, full))  # the rows' coordinates at the shrink
+    full_basis = np.linalg.qr(rng.standard_normal((d, full)))[0].T
 
-    def append():
-        c = basis @ x
-        return x - basis.T @ c
+    def core_step():  # H p of every arm; H's rank-one step by BLAS ger (in place, as the core)
+        hp = coords @ core
+        h = hp[0]
+        return hp, dger(-1.0 / (1.0 + c @ h), h, h, a=core.T, overwrite_a=1)
 
     def shrink():
-        gram = rows @ rows.T
+        gram = rows.T @ rows
         _, vectors = np.linalg.eigh(gram)
-        return vectors.T @ rows
+        return vectors[:, -(l - 1) :].T @ full_basis if l > 1 else None
 
-    freed = full - (l - 1)
     return {
         "scoring": _best(lambda: arms @ basis.T, repeats, 50),
-        "append": _best(append, repeats, 50),
-        "shrink": _best(shrink, repeats, 3) / freed,
+        "core": _best(core_step, repeats, 50),
+        "append": _best(lambda: x - basis.T @ c, repeats, 50),
+        "shrink": _best(shrink, repeats, 3) / (l + 1),
     }
 
 
@@ -83,25 +94,29 @@ def oful_floor(d: int, k: int, repeats: int) -> dict[str, float]:
     arms = rng.standard_normal((k, d))
     x = rng.standard_normal(d)
 
-    def update():  # Sherman-Morrison: A^-1 - A^-1 x x^T A^-1 / (1 + x^T A^-1 x), in place
+    def update():  # Sherman-Morrison: A^-1 - A^-1 x x^T A^-1 / (1 + x^T A^-1 x), in place (ger)
         v = inverse @ x
-        np.subtract(inverse, np.outer(v, v) / (1.0 + x @ v), out=inverse)
+        return dger(-1.0 / (1.0 + x @ v), v, v, a=inverse.T, overwrite_a=1)
 
     return {
         "scoring": _best(lambda: arms @ inverse, repeats, 20),
+        "core": 0.0,
         "append": _best(update, repeats, 20),
         "shrink": 0.0,
     }
 
 
 def measured(name: str, d: int, k: int, l: int, rounds: int, repeats: int) -> float:
-    """Seconds of the agent's round (act + update) after its sketch has filled, best of repeats."""
+    """Seconds of the agent's round (act + update) after its sketch has filled and shrunk once,
+    over whole cycles of ``l + 1`` rounds (``rounds`` rounded up), best of ``repeats``."""
     from agents import CBSCFD, OFUL, SOFUL
 
     rng = np.random.default_rng(1)
     theta = rng.standard_normal(d)
     theta /= np.linalg.norm(theta)
     warm = 2 * l if name != "OFUL" else 20
+    if name != "OFUL":
+        rounds = -(-rounds // (l + 1)) * (l + 1)
     arms = rng.standard_normal((warm + rounds, k, d))
     arms /= np.linalg.norm(arms, axis=2, keepdims=True)
     noise = 0.1 * rng.standard_normal(warm + rounds)
@@ -137,7 +152,9 @@ def main(argv=None) -> int:
         f"d = {args.d}, K = {args.arms}, 1 thread, float64; ms a round; load average "
         f"{os.getloadavg()[0]:.2f}"
     )
-    print("agent   l    | scoring  append  shrink/row | floor   | measured | measured/floor")
+    print(
+        "agent   l    | scoring    core  append  shrink/row | floor   | measured | measured/floor"
+    )
     with threadpool_limits(1):
         for name in args.agents:
             for l in [args.d] if name == "OFUL" else args.sizes:
@@ -151,7 +168,7 @@ def main(argv=None) -> int:
                 label = "-" if name == "OFUL" else str(l)
                 pieces = " ".join(
                     f"{1e3 * floor[key]:{width}.3f}"
-                    for key, width in (("scoring", 7), ("append", 7), ("shrink", 10))
+                    for key, width in (("scoring", 7), ("core", 7), ("append", 7), ("shrink", 10))
                 )
                 print(
                     f"{name:7s} {label:4s} | {pieces} | {1e3 * total:7.3f} | "

@@ -4,6 +4,7 @@ agents and envs share."""
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 import subprocess
@@ -18,8 +19,10 @@ from agents import AGENTS, CBSCFD, OFUL, SOFUL, DBSLinUCB, DBSLinUCBRFD
 from agents._warnings import SketchSizeWarning
 from agents.batched import batched
 from agents.estimator_agent import arm_scratch_bytes
+from agents.sketches import fd as fd_module
+from agents.sketches.core import SketchCore
 from agents.sketches.exact import ExactCovariance
-from agents.sketches.fd import FrequentDirections
+from agents.sketches.fd import COMPRESS_SLACK, FrequentDirections
 
 #: small d: the sketches hold more than OFUL's inverse; the tests about that warning assert it
 pytestmark = pytest.mark.filterwarnings("ignore::agents._warnings.SketchSizeWarning")
@@ -48,15 +51,51 @@ def test_a_batch_is_refused_for_all_its_members(monkeypatch):
 
 
 def test_soful_buffers_are_sized_by_the_rows_fd_can_use():
-    """FD never holds more than d useful rows: SOFUL(sketch_size=5000) at d = 10 holds what
-    sketch_size = d + 1 holds (11 rows of coordinates over a basis of 10), not 2 x 5000 rows."""
+    """FD never holds more than d useful rows: SOFUL(sketch_size=5000) at d = 12 holds what
+    sketch_size = d + 1 holds (a basis of 12, and 12 coordinate rows plus the compression's slack
+    of a quarter of the basis), not 2 x 5000 rows."""
+    d = 12
     with pytest.warns(SketchSizeWarning):
-        agent = SOFUL(sketch_size=5000, d=10)
-    assert agent.memory_bytes() == FrequentDirections.peak_member_bytes(10, 11) + 8 * 10
-    assert agent.memory_bytes() < 2 * 5000 * 10 * 8 / 10
-    assert (
-        max(agent.estimator.core.V.shape[1:]) <= 11 and max(agent.estimator.core.C.shape[1:]) <= 11
-    )
+        agent = SOFUL(sketch_size=5000, d=d)
+    assert agent.memory_bytes() == FrequentDirections.peak_member_bytes(d, d + 1) + 8 * d
+    assert agent.memory_bytes() < 2 * 5000 * d * 8 / 10
+    rows = d + math.ceil(COMPRESS_SLACK * d)
+    assert agent.estimator.core.V.shape[1:] == (d, d)
+    assert agent.estimator.core.C.shape[1:] == (rows, d)
+
+
+def test_a_full_basis_compresses_its_rows_once_per_slack_not_once_per_row(monkeypatch):
+    """Once the basis spans R^d (2 l > d), the coordinate rows are compressed to their QR factor
+    (d rows) when the slack past d is full: one O(d^3) factorization per ``slack`` rows, not one
+    per row; the sketch equals the uncompressed one (the same S^T S)."""
+    d, l, n = 8, 7, 60  # buffer 2 l = 14 > d + slack = 10: rows past 10 need compressing
+    calls = []
+    original = SketchCore.compress
+
+    def counted(self, idx, start):
+        calls.append(int(self.N[idx[0]]))
+        return original(self, idx, start)
+
+    monkeypatch.setattr(SketchCore, "compress", counted)
+    rows = torch.as_tensor(np.random.default_rng(3).standard_normal((n, d)))
+    fd = FrequentDirections(d=d, sketch_size=l, dtype=torch.float64)
+    for x in rows:
+        fd.update(x)
+    slack = math.ceil(COMPRESS_SLACK * d)
+    assert calls, "the stream never filled the slack: the test checks nothing"
+    assert all(held == d + slack for held in calls)
+    assert len(calls) <= n // slack
+    # compressing changes nothing FD reads: the sketch of one that never compresses (its slack
+    # holds the whole buffer) has the same shrinks and the same S^T S
+    monkeypatch.setattr(fd_module, "COMPRESS_SLACK", 2.0)
+    calls.clear()
+    whole = FrequentDirections(d=d, sketch_size=l, dtype=torch.float64)
+    for x in rows:
+        whole.update(x)
+    assert not calls
+    np.testing.assert_allclose(whole.shrinkages, fd.shrinkages, rtol=1e-9, atol=1e-12)
+    cov_whole, cov = (whole.S.mT @ whole.S).numpy(), (fd.S.mT @ fd.S).numpy()
+    np.testing.assert_allclose(cov_whole, cov, rtol=1e-9, atol=1e-9 * np.abs(cov).max())
 
 
 # -- one memory formula: the estimators' own, equal to what the agent reports ----------------------

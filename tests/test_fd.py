@@ -4,6 +4,7 @@ guarantees and queries."""
 from __future__ import annotations
 
 import doctest
+import math
 
 import numpy as np
 import pytest
@@ -262,14 +263,14 @@ def test_fast_fd_reduces_once_every_l_plus_one_rows_and_sizes_memory():
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("d,l", [(50, 5), (10, 3), (10, 6), (10, 5000), (7, 7)])
 def test_buffers_are_sized_by_what_can_be_used_and_peak_bytes_agree(fast, dtype, d, l):
-    """FD never holds more than min(buffer, d) basis vectors and one coordinate row more: a huge
-    sketch_size at a small d allocates what OFUL would, not 2l x d. ``peak_member_bytes`` (no state
-    built) equals what an estimator reports at every step, single and batched, and the arrays hold
-    it."""
+    """FD never holds more than min(buffer, d) basis vectors and the compression's slack of
+    coordinate rows more (a quarter of the basis, at least one): a huge sketch_size at a small d
+    allocates what OFUL would, not 2l x d. ``peak_member_bytes`` (no state built) equals what an
+    estimator reports at every step, single and batched, and the arrays hold it."""
     est = FrequentDirections(d, l, fast=fast, dtype=dtype)
     peak = FrequentDirections.peak_member_bytes(d, l, fast=fast, dtype=dtype)
     basis = min(2 * l if fast else l, d)
-    rows = min(2 * l if fast else l, basis + 1)
+    rows = min(2 * l if fast else l, basis + max(1, math.ceil(fd_module.COMPRESS_SLACK * basis)))
     es = dtype.itemsize
     assert peak == es * basis * d + 8 * (rows * basis + basis * basis + basis + d)
     X = make_stream("gauss", 3 * d, d, 1)

@@ -257,3 +257,59 @@ def test_the_command_line_takes_the_schedule_and_reproduce_wants_tune_with_it(tm
         == 2
     )
     assert "give them with --tune" in capsys.readouterr().err
+
+
+# SOFUL's sketch of 2 rows discards mass past lam = 1e-4 within a few rounds at d = 20 (and is
+# small enough to warn of nothing else): every seed of every pair of both brackets (one per env)
+# raises the same DiscardedMassWarning
+WARNED = {
+    "name": "warned",
+    "seeds": 1,
+    "envs": [
+        {"id": ENV["id"], "args": {"d": 20, "n_arms": n, "horizon": 12}, "label": f"syn{n}"}
+        for n in (3, 4)
+    ],
+    "agents": [{"name": "SOFUL", "args": {"sketch_size": 2}}],
+    "tune": {"beta": [0.1, 1.0], "lam": [1e-4], "seeds": 2},
+}
+DISCARDED = "SOFUL(sketch_size=2, lam=0.0001): Frequent Directions discarded more mass than lam"
+
+
+@pytest.mark.filterwarnings("default::agents.DiscardedMassWarning")
+@pytest.mark.parametrize("workers", [1, 2])  # 2: each bracket in a spawned worker process
+def test_the_tuning_says_each_warning_of_its_brackets_once_naming_agent_and_env(
+    workers, tmp_path, capfd
+):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(WARNED))
+    command = ["tune", str(path), "--out", str(tmp_path / "t"), "--workers", str(workers)]
+    assert main(command) == 0
+    captured = capfd.readouterr()  # the file descriptors: what worker processes write too
+    message = DISCARDED
+    said = [line for line in captured.err.splitlines() if "Warning" in line]
+    first, second = ("syn3", "syn4") if "SOFUL on syn3: " in captured.err else ("syn4", "syn3")
+    said_as = f"linbandit tune: warning: DiscardedMassWarning: SOFUL on {first}: {message}"
+    assert len(said) == 1 and said[0].startswith(said_as), captured.err  # by the bracket first done
+    assert "multiprocessing/process.py" not in captured.err
+    listed = f"DiscardedMassWarning from SOFUL on {first}, SOFUL on {second}: {message}"
+    assert "1 warning from the brackets" in captured.out and listed in captured.out  # the summary
+
+
+@pytest.mark.filterwarnings("default::agents.DiscardedMassWarning")
+@pytest.mark.parametrize("schedule", ["halving", "grid"])
+def test_a_tuning_called_from_python_warns_once_at_the_callers_line(schedule, tmp_path):
+    from agents import DiscardedMassWarning
+
+    with pytest.warns(DiscardedMassWarning) as caught:
+        result = tune(WARNED, tmp_path, schedule=schedule, log=None)
+    assert [w.filename for w in caught] == [__file__]
+    [(category, message)] = result.warnings
+    assert category == "DiscardedMassWarning" and message.startswith(DISCARDED)
+    sources = result.warnings[(category, message)]
+    assert str(caught[0].message) == f"{sources[0]}: {message}"
+    # each bracket (agent and env) on halving, each run (entry, pair and env) on the grid
+    runs = [
+        f"agents[0] (SOFUL [beta={b}, lam=0.0001] on syn{n})" for n in (3, 4) for b in (0.1, 1.0)
+    ]
+    named = {"halving": ["SOFUL on syn3", "SOFUL on syn4"], "grid": runs}
+    assert sorted(sources) == sorted(named[schedule])

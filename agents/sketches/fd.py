@@ -36,11 +36,12 @@ Implementation choices (the papers leave them open):
   rounding level of the rows. So FD is exact (SOFUL == OFUL) for ``sketch_size > d``, and not for
   ``sketch_size = d`` (it keeps ``l - 1`` directions).
 * **Buffers sized by what can be used.** The basis never holds more than ``min(cap, d)`` vectors,
-  and more than ``basis + 1`` rows in ``d`` dimensions are redundant: beyond that the rows are
+  and more than ``basis`` rows in ``d`` dimensions are redundant: past ``basis + slack`` rows
+  (:data:`COMPRESS_SLACK`: a quarter of the basis, so that one QR serves many rows) the rows are
   replaced by their ``R x R`` QR factor (the same ``S^T S``;
   :meth:`~agents.sketches.core.SketchCore.compress`), while the shrinks still happen at FD's own row
-  counts. ``SOFUL(sketch_size=5000)`` at ``d = 10`` holds ``10`` basis vectors and ``11`` coordinate
-  rows of 10 numbers.
+  counts. ``SOFUL(sketch_size=5000)`` at ``d = 12`` holds ``12`` basis vectors and ``15``
+  coordinate rows of 12 numbers.
 * **A sketch nobody queries** (rows without responses and no scoring, e.g. matrix approximation)
   keeps its rows themselves until its first query, response or full buffer, and shrinks them from
   their own ``n x n`` Gram, Liberty's and Ghashami et al.'s buffer algorithm
@@ -99,12 +100,24 @@ def _listed(value):
     return value.tolist() if np.ndim(value) else value
 
 
+#: Rows a full basis of ``R`` vectors takes beyond ``R`` before its rows are compressed to their
+#: ``R x R`` QR factor, as a share of ``R``. The QR of ``(R + s) x R`` coordinates costs
+#: ``~(4/3 R + 2 s) R^2`` and frees ``s`` rows: with ``s = R / 4`` that is ``~7 R^2`` a freed row,
+#: a few of the append's own ``O(d R + R^2)`` products run as one blocked factorization, against
+#: ``(4/3) R^3`` a row when every row past ``R + 1`` triggers one. The price is ``s x R`` more
+#: coordinates, held only where ``2 l > d`` (a basis of ``d`` vectors: the sketch is larger than
+#: OFUL's state anyway).
+COMPRESS_SLACK = 0.25
+
+
 def _caps(d: int, l, fast: bool):
     """FD's buffer (rows before a shrink: ``2 l`` fast, ``l`` textbook) and the storage it needs:
-    ``basis = min(buffer, d)`` vectors and ``rows = min(buffer, basis + 1)`` coordinate rows."""
+    ``basis = min(buffer, d)`` vectors and ``rows = min(buffer, basis + slack)`` coordinate rows,
+    ``slack = max(1, ceil(COMPRESS_SLACK * basis))`` (:data:`COMPRESS_SLACK`)."""
     buffer = 2 * np.asarray(l) if fast else np.asarray(l)
     basis = np.minimum(buffer, d)
-    return buffer, np.minimum(buffer, basis + 1), basis
+    slack = np.maximum(1, np.ceil(COMPRESS_SLACK * basis).astype(np.int64))
+    return buffer, np.minimum(buffer, basis + slack), basis
 
 
 class FrequentDirections(CovarianceEstimator):
@@ -374,9 +387,9 @@ class FrequentDirections(CovarianceEstimator):
             self.core.settle()
 
     def _compress_crowded(self, live: np.ndarray | None) -> None:
-        """Members (where ``live``; all when None) whose coordinate rows are full (a basis of ``d``
-        vectors holds at most ``d + 1`` useful rows) replace them by their QR factor: the same
-        ``S^T S`` in fewer rows."""
+        """Members (where ``live``; all when None) whose coordinate rows are full (a basis of ``R``
+        vectors needs at most ``R`` rows; ``R + slack`` are kept, :data:`COMPRESS_SLACK`) replace
+        them by their ``R x R`` QR factor: the same ``S^T S`` in fewer rows."""
         core = self.core
         if max(core.N.tolist()) < core.rows_cap:
             return

@@ -36,8 +36,11 @@ from typing import Any
 
 import numpy as np
 
+from linbandit_host.user_line import kept_warnings
+
 from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 from .costs import unit_cost
+from .runner import warning_records
 
 __all__ = ["DEFAULT_ETA", "Rung", "play_bracket", "ranking", "rungs"]
 
@@ -153,10 +156,13 @@ def play_bracket(bracket: dict, threads: int | None = DEFAULT_THREADS) -> dict:
 
     Returns ``{"kind", "id", "env_label", "family", "rungs", "configs": [{"label", "args",
     "rounds", "regrets": [[per seed] per rung reached], "member_rounds", "agent_cpu_s"}],
-    "chosen", "member_rounds", "cost"}``: ``rounds`` is the last round a configuration played,
-    ``member_rounds`` the rounds it played over all its seeds and ``agent_cpu_s`` its agents'
-    CPU seconds in ``act``/``update``; ``chosen`` is the index of the best at the last rung;
-    ``cost`` where the bracket's CPU time went (:func:`.costs.unit_cost`).
+    "chosen", "member_rounds", "cost", "warnings"}``: ``rounds`` is the last round a
+    configuration played, ``member_rounds`` the rounds it played over all its seeds and
+    ``agent_cpu_s`` its agents' CPU seconds in ``act``/``update``; ``chosen`` is the index of the
+    best at the last rung; ``cost`` where the bracket's CPU time went (:func:`.costs.unit_cost`);
+    ``warnings`` the distinct warnings its agents and envs raised, kept as a run keeps them
+    (:func:`.runner.warning_records`) for the tuning's driver to say, not printed where they were
+    raised (a worker process has no line of the user's to point at).
     """
     threads = check_threads(threads)
     cpu_start = time.process_time()
@@ -182,7 +188,7 @@ def play_bracket(bracket: dict, threads: int | None = DEFAULT_THREADS) -> dict:
             reached[i]["agent_cpu_s"] += unit.agent_cpu()
             unit.close()
 
-    with thread_limit(threads):
+    with thread_limit(threads), kept_warnings() as kept:
         cpu, _ = cpu_clock(threads)
         try:
             units = [[_Unit(group, stops, cpu) for group in config["units"]] for config in configs]
@@ -217,4 +223,5 @@ def play_bracket(bracket: dict, threads: int | None = DEFAULT_THREADS) -> dict:
         "chosen": chosen,
         "member_rounds": sum(entry["member_rounds"] for entry in reached),
         "cost": unit_cost(time.process_time() - cpu_start, agent_cpu),
+        "warnings": warning_records(kept),
     }

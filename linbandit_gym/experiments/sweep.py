@@ -381,7 +381,8 @@ def _execute(
                 f"{tag}: {_one_line(res['meta'])} "
                 f"({time.perf_counter() - start:.0f} s since the sweep started)"
             )
-            _say_new_warnings(result.warnings, res["meta"])
+            meta = res["meta"]
+            _say_new_warnings(result.warnings, meta.get("warnings"), warning_source(meta))
 
 
 def warning_source(meta: dict) -> str:
@@ -399,12 +400,14 @@ def warning_source(meta: dict) -> str:
     return f"{meta['entry']} ({what})" if meta.get("entry") else what
 
 
-def _say_new_warnings(said: dict[tuple[str, str], list[str]], meta: dict) -> None:
-    """Raise each warning of the run ``meta`` describes that no run before it raised, once, naming
-    where it came from (at the caller's line: stderr of a ``linbandit`` command); record where
-    every one came from in ``said``."""
-    source = warning_source(meta)
-    for record in meta.get("warnings") or ():
+def _say_new_warnings(
+    said: dict[tuple[str, str], list[str]], records: list[dict] | None, source: str
+) -> None:
+    """Raise each warning of ``records`` (a run's or a tuning bracket's kept warnings,
+    :func:`.runner.warning_records`) that none before raised, once, naming its ``source``
+    (:func:`warning_source`; at the caller's line: stderr of a ``linbandit`` command); record
+    where every one came from in ``said``."""
+    for record in records or ():
         sources = said.setdefault((record["category"], record["message"]), [])
         if not sources:
             kept = KeptWarning(record["category"], record.get("module", ""), record["message"])

@@ -85,6 +85,9 @@ class TuneResult:
     failed: dict = field(default_factory=dict)
     schedule: str = "grid"
     cost: CpuLedger = field(default_factory=CpuLedger)  # where the CPU time of this call went
+    #: the warnings the tuning's runs or brackets raised, each said once: (category, message) ->
+    #: where it came from (:attr:`.sweep.SweepResult.warnings`, :func:`.sweep.warning_lines`)
+    warnings: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -239,9 +242,10 @@ def tune(
     if schedule == "grid":
         # only regret is compared here: every seed may share a batch, no run needs to be timed alone
         result = sweep(tuning, out, options=run_options, timing_runs=False, log=log)
-        table, picks, failed, ledger = _grid_outcome(out), None, dict(result.failed), result.cost
+        table, picks, failed = _grid_outcome(out), None, dict(result.failed)
+        ledger, warned = result.cost, result.warnings
     else:
-        table, picks, failed, ledger = _halving(
+        table, picks, failed, ledger, warned = _halving(
             parse_config(tuning), out, eta=eta, options=run_options, log=log
         )
 
@@ -278,7 +282,9 @@ def tune(
         "see tuned: and tune: below\n"
     )
     write_text_atomic(header + yaml.safe_dump(new_raw, sort_keys=False), config_path, out)
-    return TuneResult(out, tuned, table, new_raw, tuned_path, config_path, failed, schedule, ledger)
+    return TuneResult(
+        out, tuned, table, new_raw, tuned_path, config_path, failed, schedule, ledger, warned
+    )
 
 
 def _grid_outcome(out: Path) -> pd.DataFrame:
@@ -465,14 +471,16 @@ def _halving(
     eta: int,
     options: ExecutionOptions,
     log: Callable[[str], None] | None,
-) -> tuple[pd.DataFrame, dict, dict, CpuLedger]:
+) -> tuple[pd.DataFrame, dict, dict, CpuLedger, dict[tuple[str, str], list[str]]]:
     """Tune by successive halving: play the brackets of ``cfg`` (those not saved in ``out`` yet),
-    save each as it ends; return the table of every pair, the index (in the table) of each
-    bracket's pick by (env, agent), the failed brackets' tracebacks and the CPU ledger."""
+    save each as it ends and say each warning its agents raised that no bracket before raised
+    (naming the agent and env), as a sweep says its runs'; return the table of every pair, the
+    index (in the table) of each bracket's pick by (env, agent), the failed brackets'
+    tracebacks, the CPU ledger and the warnings with where each came from."""
     from ..records import writing_output_dir
     from .backends import fewer_workers_line, iter_results, local_workers, worker_count
     from .costs import Stopwatch, children_cpu
-    from .sweep import _settle_costs
+    from .sweep import _say_new_warnings, _settle_costs, warning_lines
 
     say = log or (lambda _msg: None)
     backend, workers, threads = options.backend, options.workers, options.threads
@@ -485,6 +493,7 @@ def _halving(
     )
     results: dict[str, dict] = {}
     failed: dict[str, str] = {}
+    warned: dict[tuple[str, str], list[str]] = {}
     ledger = CpuLedger()
     with writing_output_dir(out, "tune", keeps=("halving", "failed")):
         directory = out / "halving"
@@ -518,7 +527,8 @@ def _halving(
             ),
             1,
         ):
-            tag = f"[{index}/{len(pending)}] {bracket['family']} on {bracket['env_label']}"
+            source = f"{bracket['family']} on {bracket['env_label']}"
+            tag = f"[{index}/{len(pending)}] {source}"
             if error is not None:
                 failed[bracket["id"]] = error
                 write_json_atomic(
@@ -536,6 +546,7 @@ def _halving(
             results[bracket["id"]] = result
             ledger.add_run(result["cost"])
             say(f"{tag}: {_bracket_line(result, len(cfg.seeds))}")
+            _say_new_warnings(warned, result.get("warnings"), source)
         _settle_costs(
             ledger,
             watch,
@@ -545,6 +556,10 @@ def _halving(
         )
         for line in ledger.lines("tuning"):
             say(line)
+        if warned:
+            say(f"{count(len(warned), 'warning')} from the brackets, each said once:")
+            for line in warning_lines(warned):
+                say(f"  {line}")
     rows, picks = [], {}
     for bracket in brackets:
         result = results.get(bracket["id"])
@@ -573,7 +588,7 @@ def _halving(
             f"{count(len(failed), 'bracket')} failed; tracebacks in {out / 'failed'}; rerun the "
             "same command to retry"
         )
-    return pd.DataFrame(rows), picks, failed, ledger
+    return pd.DataFrame(rows), picks, failed, ledger, warned
 
 
 def _bracket_line(result: dict, seeds: int) -> str:
