@@ -1,4 +1,5 @@
-"""The evaluation loop's own cost per round: ``run()`` minus the env's own time.
+"""The evaluation loop's own cost per round: ``run()`` minus the env's own time, and the time a
+round spends outside the agent.
 
 A random agent whose arms are drawn before the episode (its ``act`` is a list lookup, its
 ``update`` a counter) plays one episode of the env through ``linbandit_gym.run`` (1 thread, no
@@ -14,7 +15,15 @@ best of ``--repeats`` of each:
 * ``by id``: ``run(env_id, ...)``, which builds the env, against ``gym.make`` + the bare episode.
 
 Printed too: ``run(env_id)`` minus the bare steps alone, which counts the env's construction
-(for MNIST, loading and normalising the images) as loop cost.
+(for MNIST, loading and normalising the images) as loop cost; and the time outside the agent,
+what a sweep counts as not the agent's (its closing line's "outside them"), per round:
+
+* ``outside (run)``: ``run(env, ...)``'s time minus the agent time its records hold (the env's
+  steps and the loop's bookkeeping);
+* ``outside (sweep run)``: a sweep's run of an agent that always plays arm 0 on the env id
+  (``linbandit_gym.experiments.runner.execute_run``, the unbatched path of ``sweep`` and
+  ``reproduce``: the agent and env built, the episode, its records and summary) minus its
+  agent time.
 
 ``--against REV`` measures a git revision's ``linbandit_gym`` (with its ``agents`` and
 ``envs_data``) the same way, extracted to a temporary directory and run in a subprocess that
@@ -39,6 +48,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("linbandit_gym", "agents", "envs_data")
+#: This script as a module a config can name (its directory is first on ``sys.path`` when run)
+MODULE = os.path.splitext(os.path.basename(__file__))[0]
 
 
 class PreDrawnRandomAgent:
@@ -58,17 +69,52 @@ class PreDrawnRandomAgent:
         self.t += 1
 
 
+class FirstArmAgent:
+    """Plays arm 0 every round: an agent a sweep config can name (``module:FirstArmAgent``)."""
+
+    def __init__(self, d=None, seed=None):
+        pass
+
+    def reset(self, seed=None):
+        pass
+
+    def act(self, obs):
+        return 0
+
+    def update(self, obs, action, reward):
+        pass
+
+
+def sweep_run_spec(env_id: str, env_args: dict, rounds: int) -> dict:
+    """The run a sweep of :class:`FirstArmAgent` on ``env_id`` (seed 0) plays, as a spec dict."""
+    from linbandit_gym.experiments.config import parse_config
+
+    config = parse_config(
+        {
+            "name": "loop-cost",
+            "seeds": 1,
+            "horizon": rounds,
+            "envs": [{"id": env_id, "args": env_args}],
+            "agents": [{"name": f"{MODULE}:FirstArmAgent"}],
+        }
+    )
+    return config.runs[0].to_dict()
+
+
 def measure(env_id: str, env_args: dict, repeats: int, clock: str = "cpu") -> dict:
-    """Best-of-``repeats`` wall seconds of ``run()`` on an env instance and on the env id, of the
-    bare episode, and of ``gym.make`` + the bare episode, interleaved."""
+    """Best-of-``repeats`` seconds of ``run()`` on an env instance and on the env id, of the
+    bare episode, of ``gym.make`` + the bare episode, and outside the agent in ``run()`` and in
+    a sweep's run, interleaved."""
     import gymnasium as gym
     import numpy as np
     import torch
     from threadpoolctl import threadpool_limits
 
     import linbandit_gym
+    from linbandit_gym.experiments.runner import execute_run
 
     now = time.thread_time if clock == "cpu" else time.perf_counter
+    agent_column = "agent_time" if clock == "cpu" else "agent_wall_time"
     torch.set_num_threads(1)
     with threadpool_limits(limits=1):
         env = gym.make(env_id, **env_args)
@@ -77,7 +123,16 @@ def measure(env_id: str, env_args: dict, repeats: int, clock: str = "cpu") -> di
         rounds = env.unwrapped.horizon
         actions = np.random.default_rng(0).integers(n_arms, size=rounds).tolist()
         agent = PreDrawnRandomAgent(actions)
-        times: dict[str, list[float]] = {"run": [], "env": [], "run_by_id": [], "make_env": []}
+        spec = sweep_run_spec(env_id, env_args, rounds)
+        execute_run(spec, threads=1)  # the first builds what a process keeps (dataset, imports)
+        times: dict[str, list[float]] = {
+            "run": [],
+            "env": [],
+            "run_by_id": [],
+            "make_env": [],
+            "outside_run": [],
+            "outside_sweep_run": [],
+        }
 
         def bare_episode(instance) -> None:
             instance.reset(seed=0)
@@ -91,6 +146,7 @@ def measure(env_id: str, env_args: dict, repeats: int, clock: str = "cpu") -> di
             )
             times["run"].append(now() - start)
             assert len(records) == rounds
+            times["outside_run"].append(times["run"][-1] - records[agent_column].iloc[-1])
             start = now()
             bare_episode(env)
             times["env"].append(now() - start)
@@ -110,6 +166,13 @@ def measure(env_id: str, env_args: dict, repeats: int, clock: str = "cpu") -> di
             bare_episode(made)
             made.close()
             times["make_env"].append(now() - start)
+            start = now()
+            result = execute_run(spec, threads=1)
+            elapsed = now() - start
+            summary = result["meta"]["summary"]
+            assert summary["rounds"] == rounds
+            agent_s = summary["agent_time_s" if clock == "cpu" else "agent_wall_time_s"]
+            times["outside_sweep_run"].append(elapsed - agent_s)
         env.close()
     return {"rounds": rounds, **{key: min(values) for key, values in times.items()}}
 
@@ -147,7 +210,8 @@ def measure_in(path: str, args: argparse.Namespace) -> dict:
 
 
 def loop_us(result: dict) -> dict[str, float]:
-    """Microseconds per round: the env's bare step, and the loop's cost measured each way."""
+    """Microseconds per round: the env's bare step, the loop's cost measured each way, and the
+    time outside the agent in ``run()`` and in a sweep's run."""
     per_round = {
         key: 1e6 * value / result["rounds"] for key, value in result.items() if key != "rounds"
     }
@@ -156,6 +220,8 @@ def loop_us(result: dict) -> dict[str, float]:
         "loop (instance)": per_round["run"] - per_round["env"],
         "loop (by id)": per_round["run_by_id"] - per_round["make_env"],
         "run(id) - steps": per_round["run_by_id"] - per_round["env"],
+        "outside (run)": per_round["outside_run"],
+        "outside (sweep run)": per_round["outside_sweep_run"],
     }
 
 
@@ -231,8 +297,9 @@ def main(argv=None) -> None:
             + f" {figures['loop (instance)'] / 1000:14.4f}"
         )
     if args.against:
-        this, that = (loop_us(sides[k])["loop (instance)"] for k in ("this checkout", args.against))
-        print(f"loop cost (instance), this checkout / {args.against}: {this / that:.2f}")
+        for column in ("env step", "loop (instance)", "outside (run)", "outside (sweep run)"):
+            this, that = (loop_us(sides[k])[column] for k in ("this checkout", args.against))
+            print(f"{column}, this checkout / {args.against}: {this / that:.2f}")
 
 
 if __name__ == "__main__":

@@ -109,7 +109,11 @@ def main(argv=None) -> int:
         close = (
             "equal"
             if chosen["halving"] == chosen["grid"]
-            else ("yes" if abs(mh - mg) <= max(sh, sg) else "no")
+            else (
+                "yes"
+                if abs(mh - mg) <= max(sh, sg)
+                else f"no: the {'halving' if mh < mg else 'grid'} pick's is lower"
+            )
         )
         cost = {}
         for schedule in SCHEDULES:

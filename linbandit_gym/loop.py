@@ -37,6 +37,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pandas as pd
+from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
 
 from linbandit_host.seeds import SEED_LIMIT
 from linbandit_host.seeds import check_seeds as check_seed_list
@@ -162,6 +163,30 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, (numbers.Number, np.bool_, bool, np.number, str))
 
 
+def _only_forwards(wrapper: Any) -> bool:
+    """Whether ``wrapper`` is one of the wrappers ``gym.make`` puts around every env, in the
+    state where its ``step`` does nothing but call the env inside: ``OrderEnforcing`` once reset
+    was called, ``PassiveEnvChecker`` once it checked the first step and the second's data."""
+    kind = type(wrapper)
+    if kind is OrderEnforcing:
+        return getattr(wrapper, "_has_reset", False) is True
+    if kind is PassiveEnvChecker:
+        return (
+            getattr(wrapper, "checked_step", False) is True
+            and getattr(wrapper, "checked_data_reuse", False) is True
+        )
+    return False
+
+
+def forwarded_step(env: gym.Env) -> Callable[[Any], tuple]:
+    """``env.step``, or the ``step`` of the env inside it when every wrapper in between only
+    forwards the call now (:func:`_only_forwards`): the same results, without a Python call per
+    wrapper and round. Any other wrapper (a user's) is stepped as it is."""
+    while _only_forwards(env):
+        env = env.env
+    return env.step
+
+
 class OneEnv:
     """A Gymnasium env as a vector of one member: any env following the linbandit contract,
     wrapped or not, ours or a user's. ``info`` keys beyond the standard four with scalar values
@@ -182,12 +207,16 @@ class OneEnv:
 
     def reset(self, seeds: Sequence[int]) -> Any:
         obs, _ = self.env.reset(seed=seeds[0])
+        self._step = self.env.step  # gymnasium's checks see the first rounds (see step)
         return obs
 
     def step(self, action: Any, t: int) -> tuple:
         """``(next obs, reward, expected reward, best expected reward, regret, action as recorded,
-        ended)``."""
+        ended)``. From round ``t = 2`` on, the wrappers that only forward are skipped
+        (:func:`forwarded_step`)."""
         next_obs, reward, terminated, truncated, info = self._step(action)
+        if t == 1:  # the env checker has checked the first two steps: it forwards from now on
+            self._step = forwarded_step(self.env)
         if not info.keys() <= STANDARD_INFO:
             for key, value in info.items():
                 if key not in STANDARD_INFO and _is_scalar(value):

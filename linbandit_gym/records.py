@@ -591,7 +591,7 @@ def run_meta_problem(meta: Any, run_id: str | None = None) -> str | None:
 
 
 def _are_warnings(warnings: Any) -> bool:
-    """A run's kept warnings (:func:`linbandit_gym.experiments.runner.warning_records`): a list
+    """A run's kept warnings (:func:`linbandit_host.user_line.warning_records`): a list
     of mappings of strings with a ``category`` and a ``message``."""
     return isinstance(warnings, list) and all(
         isinstance(w, dict)

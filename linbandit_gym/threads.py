@@ -61,12 +61,14 @@ def check_threads(threads: int | None, what: str = "threads") -> int | None:
 _blas_controller: tuple = (None, -1)
 
 
-def _blas_limits(threads: int):
-    """``threadpoolctl``'s limit on the BLAS pools (numpy/scipy), or ``None`` without threadpoolctl.
+def _blas_controller_now():
+    """``threadpoolctl``'s controller of the BLAS libraries loaded now, or ``None`` without
+    threadpoolctl.
 
     Finding the BLAS libraries scans every shared library of the process (milliseconds, a cost
     every ``run()`` would pay), so the controller is kept, and made again only when modules
-    have been imported since (an import may load another BLAS).
+    have been imported since (an import may load another BLAS). It reads and sets the
+    libraries' threads live: keeping it changes no count it reports.
     """
     global _blas_controller
     try:
@@ -77,7 +79,14 @@ def _blas_limits(threads: int):
     if controller is None or modules != len(sys.modules):
         controller = ThreadpoolController()
         _blas_controller = (controller, len(sys.modules))
-    return controller.limit(limits=threads, user_api="blas")
+    return controller
+
+
+def _blas_limits(threads: int):
+    """``threadpoolctl``'s limit on the BLAS pools (numpy/scipy), or ``None`` without threadpoolctl
+    (the kept controller, :func:`_blas_controller_now`)."""
+    controller = _blas_controller_now()
+    return None if controller is None else controller.limit(limits=threads, user_api="blas")
 
 
 @contextlib.contextmanager
@@ -136,13 +145,10 @@ def thread_state() -> dict:
     import torch
 
     blas = None
-    try:
-        from threadpoolctl import threadpool_info
-
-        counts = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+    controller = _blas_controller_now()  # threadpoolctl's threadpool_info(), without the scan
+    if controller is not None:
+        counts = [p["num_threads"] for p in controller.info() if p.get("user_api") == "blas"]
         blas = max(counts) if counts else None
-    except ImportError:
-        pass
     return {"torch_threads": torch.get_num_threads(), "blas_threads": blas}
 
 

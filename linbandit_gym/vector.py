@@ -269,7 +269,7 @@ class LinBanditVectorEnv(VectorEnv):
             ]
         else:
             for i in idx:
-                self._means[i] = self.envs[i]._expected_rewards(self._obs[i].astype(np.float64))
+                self._means[i] = self.envs[i]._expected_rewards(self._obs[i])
 
     @staticmethod
     def _info_arrays(infos: dict, key: str, values: np.ndarray, mask: np.ndarray) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PROJECT_PACKAGES", "KeptWarning", "kept_warnings", "warn_user"]
+__all__ = ["PROJECT_PACKAGES", "KeptWarning", "kept_warnings", "warn_user", "warning_records"]
 
 #: The project's packages, installed side by side (one distribution).
 PROJECT_PACKAGES = ("agents", "linbandit_gym", "envs_data", "linbandit_host")
@@ -77,6 +77,12 @@ class KeptWarning:
         except (ImportError, AttributeError):
             return UserWarning
         return found if isinstance(found, type) and issubclass(found, Warning) else UserWarning
+
+
+def warning_records(kept: list[KeptWarning]) -> list[dict[str, str]]:
+    """Kept warnings as a run's or a bracket's metadata keeps them (``"warnings"``): each distinct
+    one once, ``{"category", "module", "message"}``."""
+    return [{"category": w.category, "module": w.module, "message": w.message} for w in kept]
 
 
 @contextmanager

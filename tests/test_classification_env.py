@@ -188,6 +188,54 @@ def test_same_seed_same_episode_and_arm_stream_independent_of_actions():
     assert len(a["rewards"]) == 100
 
 
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**63 - 1), shuffle=st.booleans(), target=st.integers(0, 9))
+def test_the_arm_stream_is_one_uniform_sample_per_class_then_the_arm_order(
+    digits, seed, shuffle, target
+):
+    # The draws of a seed, written out from the documented rule: the episode's arm generator
+    # (the second of np_random's three spawned streams) draws, every round, one uniform index
+    # into each class's samples (classes in sorted order, samples in dataset order), then, with
+    # shuffle_arms, a permutation of the arms; the target's arm pays 1.
+    X, y = digits
+    classes, counts = np.unique(y, return_counts=True)
+    samples_of = [np.flatnonzero(y == c) for c in classes]
+    features = unit_rows(X).astype(np.float32)
+    env = ClassificationBanditEnv(
+        dataset="digits", target_class=target, horizon=40, shuffle_arms=shuffle
+    )
+    obs, info = env.reset(seed=seed)
+    _, arm_rng, _ = np.random.default_rng(seed).spawn(3)
+    for t in range(40):
+        index = arm_rng.integers(0, counts)
+        order = arm_rng.permutation(classes.size) if shuffle else np.arange(classes.size)
+        ids = np.array([samples_of[c][index[c]] for c in range(classes.size)])[order]
+        assert env.arm_sample_ids.tolist() == ids.tolist()
+        assert env.arm_labels.tolist() == classes[order].tolist()
+        np.testing.assert_array_equal(obs, features[ids])
+        best = int(np.flatnonzero(classes[order] == target)[0])
+        if t == 0:
+            assert info["best_arm"] == best
+        action = t % classes.size
+        obs, reward, _, truncated, info = env.step(action)
+        assert reward == float(classes[order][action] == target)
+        assert info["best_arm"] == best and info["regret"] == 1.0 - reward
+    assert truncated
+
+
+def test_a_changed_target_class_pays_from_the_next_arm_set_on():
+    env = ClassificationBanditEnv(dataset="digits", target_class=2, horizon=20)
+    env.reset(seed=5)
+    for t in range(19):
+        if t == 7:
+            env.target_class = 8
+        target = 2 if t <= 7 else 8  # the arm set of round 7 was drawn before the change
+        labels = env.arm_labels
+        _, reward, _, _, info = env.step(t % 10)
+        assert reward == float(labels[t % 10] == target)
+        assert info["best_arm"] == int(np.flatnonzero(labels == target)[0])
+
+
 def test_dataset_loaded_once_per_instance(monkeypatch):
     calls = []
     real = classification.load_dataset

@@ -68,7 +68,7 @@ def test_batched_members_count_their_batch_once_and_no_timing_runs_none(tmp_path
 
 
 @pytest.mark.slow
-def test_worker_processes_count_their_start_up_apart(tmp_path):
+def test_worker_processes_count_their_start_up_apart(tmp_path, workers_cost_nothing):
     result = sweep(_config(), tmp_path, workers=2, log=None)
     assert result.cost.workers > 0  # importing torch and the agents, before the first unit
     assert result.cost.agents == pytest.approx(load_runs(tmp_path)["agent_time_s"].sum(), rel=1e-9)

@@ -4,6 +4,8 @@ stopped, and the tuned config that says which schedule chose it."""
 
 import itertools
 import math
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -15,7 +17,10 @@ import linbandit_gym
 from linbandit_gym.cli import main
 from linbandit_gym.experiments.config import ConfigError, parse_config
 from linbandit_gym.experiments.halving import play_bracket, ranking, rungs
+from linbandit_gym.experiments.packing import ROUND_CPU_S
 from linbandit_gym.experiments.tune import _brackets, tune
+
+tune_module = sys.modules["linbandit_gym.experiments.tune"]
 
 ENV = {"id": "LinBandit-Synthetic-v0", "args": {"d": 5, "n_arms": 4, "horizon": 60}, "label": "syn"}
 BETAS, LAMS = [0.001, 0.1, 1.0, 10.0], [0.2, 20.0]
@@ -182,6 +187,26 @@ def test_a_rerun_plays_only_the_brackets_not_saved_and_redoes_a_damaged_one(tmp_
     second = tune(cfg, tmp_path, log=lines.append)
     assert any("1 already finished, 1 to run" in line for line in lines)
     assert second.tuned == first.tuned
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: one worker at most anyway")
+def test_a_tiny_tuning_on_two_workers_plays_its_bracket_in_this_process(tmp_path, monkeypatch):
+    planned = []
+
+    def brackets(*args, **kwargs):
+        planned.extend(_brackets(*args, **kwargs))
+        return planned
+
+    monkeypatch.setattr(tune_module, "_brackets", brackets)
+    lines = []
+    result = tune(_config(), tmp_path, workers=2, log=lines.append)
+    (bracket,) = planned
+    # the planner's estimate counts the member-rounds the bracket plays (a small state: each
+    # round ROUND_CPU_S), and that is too little to pay for starting a worker process
+    played = result.table["rounds_played"].sum()
+    assert bracket["cpu_estimate_s"] == pytest.approx(played * ROUND_CPU_S)
+    assert any(line.startswith("in this process, not on 2 worker processes:") for line in lines)
+    assert result.cost.workers == 0
 
 
 def test_a_bracket_too_large_to_hold_alive_is_refused_before_anything_runs(tmp_path):

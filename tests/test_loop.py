@@ -8,18 +8,21 @@ import numpy as np
 import pandas as pd
 import pytest
 from gymnasium import spaces
+from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import linbandit_gym
 from agents import OFUL, SOFUL, GAllocation
 from agents.batched import batched
+from linbandit_gym.envs import SyntheticLinBanditEnv
 from linbandit_gym.envs.memory import RECORD_BYTES_PER_ROUND
 from linbandit_gym.feedback import FeedbackSchedule
 from linbandit_gym.loop import (
     RECORD_COLUMNS,
     TIMING_COLUMNS,
     batch_members,
+    forwarded_step,
     play,
     play_in_stages,
     records_frame,
@@ -167,6 +170,67 @@ def test_best_arm_identification_keeps_its_info_columns_and_their_dtypes():
     ) == ("int64", "float64", "object")
     ends = records.groupby("seed")["t"].transform("max") == records["t"]
     assert records.loc[ends, "correct"].notna().all() and records.loc[~ends, "correct"].isna().all()
+
+
+class _OneBufferEnv(gym.Env):
+    """A user's env that hands out one observation buffer on every reset and step (what
+    gymnasium's env checker warns about: the caller's kept observations change under it)."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (3, 2), np.float32)
+    action_space = spaces.Discrete(3)
+
+    def __init__(self):
+        self.buffer = np.zeros((3, 2), dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.buffer, {}
+
+    def step(self, action):
+        self.t += 1
+        return self.buffer, 0.0, False, self.t == 6, {"regret": 0.0}
+
+
+class _CountingWrapper(gym.Wrapper):
+    """A user's wrapper that counts the steps it is asked for."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        return self.env.step(action)
+
+
+def test_gym_makes_wrappers_are_passed_only_once_they_do_nothing_but_forward():
+    env = gym.make("LinBandit-Synthetic-v0", **SMALL)  # OrderEnforcing(PassiveEnvChecker(env))
+    checker = env.env
+    assert forwarded_step(env) == env.step  # before reset, OrderEnforcing refuses to step
+    env.reset(seed=0)
+    assert forwarded_step(env) == checker.step  # the checker checks the first step
+    env.step(0)
+    assert forwarded_step(env) == checker.step  # ... and the second's data
+    env.step(0)
+    assert forwarded_step(env) == env.unwrapped.step
+    counted = _CountingWrapper(env)
+    assert forwarded_step(counted) == counted.step  # a user's wrapper is never passed
+
+
+@pytest.mark.filterwarnings("ignore:.*`reset` and the following `step` share")
+def test_gymnasiums_checks_see_the_first_steps_of_a_run_and_a_users_wrapper_every_step():
+    env = OrderEnforcing(PassiveEnvChecker(_OneBufferEnv()))  # what gym.make wraps an env in
+    with pytest.warns(UserWarning, match="returned by `step` and the following `step` share"):
+        linbandit_gym.run(env, OFUL(beta=0.1), seeds=[0], progress=False)
+    counted = _CountingWrapper(gym.make("LinBandit-Synthetic-v0", **SMALL))
+    records = linbandit_gym.run(counted, OFUL(beta=0.1), seeds=[0, 1], progress=False)
+    assert counted.steps == 2 * SMALL["horizon"]
+    bare = linbandit_gym.run(
+        SyntheticLinBanditEnv(**SMALL), OFUL(beta=0.1), seeds=[0, 1], progress=False
+    )
+    compared = [c for c in RECORD_COLUMNS if c not in TIMING and c != "env"]
+    pd.testing.assert_frame_equal(records[compared], bare[compared], check_exact=True)
 
 
 def test_records_frame_joins_runs_in_order():

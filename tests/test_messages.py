@@ -379,7 +379,7 @@ def test_a_command_says_a_warning_once_on_stderr_not_at_its_own_script(capsys):
 @pytest.mark.filterwarnings("default::agents.SketchSizeWarning")
 @pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])  # 2: a pool
 def test_a_sweep_says_each_warning_of_its_runs_once_naming_the_config_entry(
-    workers, tmp_path, capsys
+    workers, tmp_path, capsys, workers_cost_nothing
 ):
     # in this process or in spawned workers, every seed of the run warns: the sweep says it once
     # (l=2 is small enough at d=20 to warn of nothing, and discards nothing in 3 rounds)

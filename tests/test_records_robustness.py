@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from worker_pools import horizon_for_workers
 
 from agents import OFUL
 from linbandit_gym.cli import main, run_experiment
@@ -388,7 +389,8 @@ def test_ctrl_c_in_run_keeps_finished_seeds_and_the_same_command_resumes(tmp_pat
 @pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="process-group signals and /proc")
 def test_ctrl_c_in_a_two_worker_sweep_prints_one_line_and_stops_the_workers(tmp_path):
-    path = _long_config(tmp_path, seeds=8, horizon=2500)
+    # long enough for the sweep to start its two workers
+    path = _long_config(tmp_path, seeds=8, horizon=max(2500, horizon_for_workers(8)))
     out = tmp_path / "out"
     # --no-batched: runs finish one by one, so the Ctrl-C lands between the 2nd and the 8th save
     # (batched, the 8 seeds finish as two groups of 4; test_sweep_batched.py interrupts a batch).

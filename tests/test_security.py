@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from worker_pools import horizon_for_workers
 
 from linbandit_gym.cli import main
 from linbandit_gym.experiments import ConfigError, parse_config, sweep
@@ -247,7 +248,9 @@ def test_worker_processes_import_nothing_from_the_working_directory(world):
     directory first; a ``pickle.py`` there must not run in them."""
     marker = world / "shadowed"
     (Path.cwd() / "pickle.py").write_text(SHADOW.format(marker=str(marker)))
-    config = _config(world, seeds=2)
+    # long enough for the sweep to start its two workers
+    env = {**SMALL_ENV, "args": {**SMALL_ENV["args"], "horizon": horizon_for_workers(2)}}
+    config = _config(world, seeds=2, envs=[env])
     argv = [
         LINBANDIT,
         "sweep",
@@ -261,6 +264,7 @@ def test_worker_processes_import_nothing_from_the_working_directory(world):
     ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
+    assert "in this process, not on" not in done.stdout, done.stdout  # the workers started
     assert not marker.exists(), "a worker imported the working directory's pickle.py"
 
 

@@ -14,12 +14,22 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from worker_pools import horizon_for_workers
 
 import linbandit_gym
 from agents import AGENTS, OFUL
 from linbandit_gym.cli import main
-from linbandit_gym.experiments import ConfigError, load_records, load_runs, parse_config, sweep
-from linbandit_gym.experiments.backends import ray_available
+from linbandit_gym.experiments import (
+    ConfigError,
+    backends,
+    load_records,
+    load_runs,
+    parse_config,
+    sweep,
+)
+from linbandit_gym.experiments.backends import local_workers, ray_available, worker_count
 from linbandit_gym.experiments.config import load_config
 from linbandit_gym.experiments.sweep import is_finished
 
@@ -390,7 +400,7 @@ def _check_identical(a_dir: Path, b_dir: Path) -> None:
 
 
 @pytest.mark.slow  # a pool of two worker processes (each imports torch)
-def test_two_worker_processes_give_identical_records(serial_dir, tmp_path):
+def test_two_worker_processes_give_identical_records(serial_dir, tmp_path, workers_cost_nothing):
     result = sweep(SMALL, tmp_path, workers=2, log=None)
     assert result.ok and len(result.executed) == 12
     _check_identical(serial_dir, tmp_path)
@@ -408,6 +418,75 @@ def test_ray_backend_gives_identical_records(serial_dir, tmp_path):
     assert result.ok and len(result.executed) == 12
     _check_identical(serial_dir, tmp_path)
     assert set(load_runs(tmp_path)["backend"]) == {"ray"}
+
+
+# -- worker processes only where the work pays for them -----------------------------------------
+
+
+@given(
+    units=st.lists(st.floats(0.0, 100.0), max_size=20),
+    workers=st.integers(1, 8),
+    scale=st.floats(1.0, 100.0),
+)
+def test_worker_count_starts_workers_only_for_work_that_pays_for_them(units, workers, scale):
+    chosen = worker_count(units, workers)
+    assert 1 <= chosen <= max(1, min(workers, len(units)))  # never more than allowed or units
+    if sum(units) <= backends.WORKER_START_S:  # the whole work costs less than one start-up
+        assert chosen == 1
+    assert worker_count([u * scale for u in units], workers) >= chosen  # more work, no fewer
+    assert worker_count(units, workers + 1) >= chosen  # a higher bound, no fewer
+
+
+def test_work_of_unknown_size_keeps_every_worker_allowed():
+    assert worker_count([0.1, float("inf"), 0.1], 2) == 2
+    assert worker_count([float("inf")] * 5, 4) == 4 and worker_count([float("inf")], 4) == 1
+
+
+def _workers_asked(monkeypatch, tmp_path, config, workers) -> int:
+    """How many worker processes a sweep of ``config`` on ``workers=workers`` asks its backend
+    for (the runs are not played: the backend is replaced by one that returns nothing)."""
+    asked = []
+
+    def backend(units, **options):
+        asked.append(options["workers"])
+        return (result for result in ())
+
+    monkeypatch.setattr(sys.modules["linbandit_gym.experiments.sweep"], "iter_results", backend)
+    sweep(config, tmp_path, workers=workers, log=None)
+    return asked[0]
+
+
+def _one_env(d: int, horizon: int, seeds: int) -> dict:
+    env = {"id": "LinBandit-Synthetic-v0", "args": {"d": d, "n_arms": 5, "horizon": horizon}}
+    return {"seeds": seeds, "envs": [env], "agents": [{"name": "OFUL"}]}
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: one worker at most anyway")
+def test_a_sweep_starts_only_the_workers_its_planned_runs_pay_for(monkeypatch, tmp_path):
+    allowed = local_workers(2, 1)
+    assert _workers_asked(monkeypatch, tmp_path / "small", SMALL, 2) == 1  # 12 runs of 40 rounds
+    # at a horizon where two runs of a small state stay in this process, a state several times
+    # SMALL_STATE (OFUL at d = 784: 4.8 times) is worth the workers: the planner's estimate
+    short = horizon_for_workers(2) // 2
+    assert _workers_asked(monkeypatch, tmp_path / "d8", _one_env(8, short, 2), 2) == 1
+    assert _workers_asked(monkeypatch, tmp_path / "d784", _one_env(784, short, 2), 2) == allowed
+    # long runs use every worker allowed
+    long = _one_env(8, 10 * horizon_for_workers(2), 8)
+    assert _workers_asked(monkeypatch, tmp_path / "long", long, 2) == allowed
+    assert _workers_asked(monkeypatch, tmp_path / "long4", long, 4) == local_workers(4, 1)
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: one worker at most anyway")
+def test_a_tiny_sweep_on_two_workers_runs_in_this_process_and_says_so(serial_dir, tmp_path):
+    lines = []
+    result = sweep(SMALL, tmp_path, workers=2, log=lines.append)
+    assert result.ok and len(result.executed) == 12
+    _check_identical(serial_dir, tmp_path)
+    pids = {json.loads(p.read_text())["pid"] for p in (tmp_path / "runs").glob("*.json")}
+    assert pids == {os.getpid()}  # no worker process played a run
+    assert any(line.startswith("in this process, not on 2 worker processes:") for line in lines)
+    ledger = " ".join(" ".join(result.cost.lines()).split())
+    assert result.cost.workers == 0 and "worker start-up" not in ledger
 
 
 def test_unknown_backend_is_rejected(tmp_path):

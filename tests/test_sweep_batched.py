@@ -242,7 +242,7 @@ def test_a_failed_batch_fails_each_member_and_is_retried(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_batches_go_to_two_workers_as_units(per_run_dir, tmp_path):
+def test_batches_go_to_two_workers_as_units(per_run_dir, tmp_path, workers_cost_nothing):
     cfg = {**GRID, "agents": GRID["agents"][:2]}
     result = sweep(cfg, tmp_path, workers=2, batched=True, timing_runs=False, log=None)
     assert result.ok and len(result.executed) == 12

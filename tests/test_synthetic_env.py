@@ -61,6 +61,19 @@ def test_info_keys_and_regret_definition():
     assert info["regret"] == 0.0
 
 
+def test_the_means_are_those_of_the_float32_arms_the_agent_saw_in_float64_exactly():
+    env = SyntheticLinBanditEnv(**SMALL)
+    obs, info = env.reset(seed=4)
+    assert info["best_expected_reward"] == (obs.astype(np.float64) @ env.theta_star).max()
+    for t in range(SMALL["horizon"]):
+        means = obs.astype(np.float64) @ env.theta_star
+        action = t % SMALL["n_arms"]
+        obs, _, _, _, info = env.step(action)
+        assert info["expected_reward"] == means[action]
+        assert info["best_expected_reward"] == means.max()
+        assert info["regret"] == means.max() - means[action]
+
+
 def test_reward_noise_has_the_requested_std():
     env = SyntheticLinBanditEnv(d=5, n_arms=2, horizon=4000, noise_std=0.3)
     env.reset(seed=0)

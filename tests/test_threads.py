@@ -21,7 +21,7 @@ from linbandit_gym.experiments import reproduce as reproduce_module
 from linbandit_gym.experiments.reproduce import reproduce
 from linbandit_gym.experiments.sweep import sweep
 from linbandit_gym.experiments.tune import tune
-from linbandit_gym.threads import check_threads, cpu_clock, thread_limit
+from linbandit_gym.threads import check_threads, cpu_clock, thread_limit, thread_state
 
 TINY = dict(d=4, n_arms=3, horizon=3)
 
@@ -218,6 +218,23 @@ def test_thread_limit_restores_and_the_clock_follows_the_policy():
         cpu_clock(1)[1] == "thread_cpu" and cpu_clock(2)[1] == cpu_clock(None)[1] == "process_cpu"
     )
     assert check_threads(None) is None and check_threads(3) == 3
+
+
+def test_thread_state_reports_the_blas_threads_threadpoolctl_finds_now():
+    from threadpoolctl import threadpool_info
+
+    def blas_now():
+        counts = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+        return max(counts) if counts else None
+
+    outside = thread_state()
+    for threads in (1, 2, 1):  # the kept controller reads the limits live, not as first seen
+        with thread_limit(threads):
+            assert thread_state() == {"torch_threads": threads, "blas_threads": blas_now()}
+            if blas_now() is not None:
+                assert thread_state()["blas_threads"] == threads
+    now = {"torch_threads": torch.get_num_threads(), "blas_threads": blas_now()}
+    assert thread_state() == outside == now
 
 
 def test_agent_time_is_cpu_time_and_wall_time_is_kept(monkeypatch):

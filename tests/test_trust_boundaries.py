@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from worker_pools import horizon_for_workers
 
 from agents import AGENTS
 from linbandit_gym.cli import main
@@ -338,13 +339,14 @@ def _workers(pid: int) -> list[int]:
 @pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="reads /proc")
 def test_kill_9_of_one_worker_fails_only_the_run_it_held(tmp_path):
+    horizon = horizon_for_workers(16)  # long enough for the sweep to start its two workers
     config = _write(
         tmp_path / "c.yaml",
         {
             "name": "many",
             "seeds": 16,
             "envs": [
-                {"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5, "horizon": 400}}
+                {"id": "LinBandit-Synthetic-v0", "args": {"d": 8, "n_arms": 5, "horizon": horizon}}
             ],
             "agents": [{"name": "OFUL", "args": {"beta": 0.1}}],
         },

@@ -175,6 +175,9 @@ class FrequentDirections(CovarianceEstimator):
             int(self._basis_caps.max()),
             self._reg_host(),
         )
+        self._member_bytes = SketchCore.layout_bytes(
+            self.d, self._rows_caps, self._basis_caps, self.dtype.itemsize, self.cdtype.itemsize
+        ).astype(np.int64)
         # rows each member's FD buffer takes before it is full (a shrink when it reaches 0)
         self._room = self._caps.copy()
         # the raw phase (rows kept as they are, SketchCore.append_raw) needs every buffer to fill at
@@ -540,12 +543,9 @@ class FrequentDirections(CovarianceEstimator):
         return self._ls.copy()
 
     def member_memory_bytes(self):
-        """What each member's single sketch allocates (:meth:`peak_member_bytes`: its own sizes)."""
-        es = self.dtype.itemsize
-        ec = self.cdtype.itemsize
-        return SketchCore.layout_bytes(self.d, self._rows_caps, self._basis_caps, es, ec).astype(
-            np.int64
-        )
+        """What each member's single sketch allocates (:meth:`peak_member_bytes`: its own sizes,
+        fixed at construction; the loop reads it after every round)."""
+        return self._member_bytes.copy()
 
     def _held_bytes(self):
         return self.core.held_bytes()

@@ -124,7 +124,9 @@ EXECUTION_FLAGS: dict[str, dict] = {
     "workers": dict(
         type=int,
         metavar="N",
-        help="parallel runs: local worker processes (default 1: in this process) or local Ray CPUs",
+        help="parallel runs: at most N local worker processes (default 1: in this process; fewer, "
+        "or none, where the planned runs are too short to pay for starting them) or N local Ray "
+        "CPUs",
     ),
     "backend": dict(
         choices=("local", "ray"),

@@ -347,8 +347,11 @@ class LinBanditEnv(gym.Env):
         raise NotImplementedError
 
     def _expected_rewards(self, arms: np.ndarray) -> np.ndarray:
-        """Mean reward of every arm (default: linear, ``arms @ theta*``)."""
-        return arms @ self.theta_star
+        """Mean reward of every arm of ``arms``, the float32 arm set ``(K, d)`` the agent sees
+        (default: linear, ``arms @ theta*`` with the arms cast to float64, so that the means are
+        exact for what was observed). A family whose means do not read the arms (class labels)
+        pays no cast."""
+        return arms.astype(np.float64) @ self.theta_star
 
     def _sample_reward(self, mean: float, rng: np.random.Generator) -> float:
         """Realised reward of the chosen arm (default: Gaussian noise of std ``noise_std``)."""
@@ -377,9 +380,11 @@ class LinBanditEnv(gym.Env):
     def _next_round(self) -> None:
         arms = np.asarray(self._sample_arms(self._arm_rng), dtype=np.float32)
         self._arms = arms
-        self._means = np.asarray(self._expected_rewards(arms.astype(np.float64)), dtype=np.float64)
+        self._means = np.asarray(self._expected_rewards(arms), dtype=np.float64)
 
     def _validate_action(self, action: Any) -> int:
+        if type(action) is int and 0 <= action < self.action_space.n:
+            return action  # a Python int in range: what the checks below let through unchanged
         if isinstance(action, np.ndarray) and action.ndim == 0:
             action = action.item()
         if not is_int(action):
@@ -407,9 +412,10 @@ class LinBanditEnv(gym.Env):
     def step(self, action: Any):
         self._check_can_step()
         action = self._validate_action(action)  # raises before any state changes
-        best_arm = int(np.argmax(self._means))
-        expected = float(self._means[action])
-        best = float(self._means[best_arm])
+        means = self._means
+        best_arm = int(means.argmax())
+        expected = float(means[action])
+        best = float(means[best_arm])
         reward = self._sample_reward(expected, self._noise_rng)
         info = {
             "expected_reward": expected,

@@ -326,12 +326,14 @@ class ClassificationBanditEnv(LinBanditEnv):
             render_mode=render_mode,
         )
 
-        # Rows grouped by class: the draw of round t is starts[c] + U{0..counts[c]-1} for every
-        # class c at once.
+        # Rows grouped by class: the draw of round t is a row in [starts[c], ends[c]), i.e.
+        # starts[c] + U{0..counts[c]-1}, for every class c at once.
         self._features = data.features  # read-only: shared by every env of this dataset
         self._sample_ids = data.sample_ids  # row of the original dataset behind every stored row
         self._starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        self._counts = counts.astype(np.int64)
+        self._ends = self._starts + counts.astype(np.int64)
+        # (the target class, the reward of a sample of each class): made at the first round
+        self._class_rewards: tuple[Any, np.ndarray | None] = (None, None)
 
         self.dataset = name
         self.classes = classes
@@ -343,7 +345,7 @@ class ClassificationBanditEnv(LinBanditEnv):
         self.observation_space = spaces.Box(
             low=data.low, high=data.high, shape=(self.n_arms, self.d), dtype=np.float32
         )
-        self._arm_labels = classes.copy()
+        self._arm_classes = np.arange(self.n_arms)
         self._arm_rows = np.zeros(self.n_arms, dtype=np.int64)
 
     @classmethod
@@ -414,18 +416,24 @@ class ClassificationBanditEnv(LinBanditEnv):
 
     def _sample_arms(self, rng: np.random.Generator) -> np.ndarray:
         # App. F.1: "randomly draw one sample from each label" (uniform, with replacement).
-        rows = self._starts + rng.integers(0, self._counts)
-        labels = self.classes
-        if self.shuffle_arms:
-            perm = rng.permutation(self.n_arms)
-            rows, labels = rows[perm], labels[perm]
+        rows = rng.integers(self._starts, self._ends)  # one row of every class, in class order
+        if self.shuffle_arms:  # then the arm order, from the same generator
+            order = rng.permutation(self.n_arms)
+            rows = rows[order]
+            self._arm_classes = order
         self._arm_rows = rows
-        self._arm_labels = labels
-        return self._features[rows]
+        return self._features.take(rows, axis=0)
 
     def _expected_rewards(self, arms: np.ndarray) -> np.ndarray:
         # Reward 1 iff the sample is of the target label (App. F.1): exactly one arm pays 1.
-        return (self._arm_labels == self.target_class).astype(np.float64)
+        # Arm i shows a sample of class classes[arm_classes[i]]: the rewards of the classes,
+        # made once for target_class (and again if it is changed), read in the arm order.
+        target, rewards = self._class_rewards
+        if rewards is None or target != self.target_class:
+            target = self.target_class
+            rewards = (self.classes == target).astype(np.float64)
+            self._class_rewards = (target, rewards)
+        return rewards[self._arm_classes]
 
     def _sample_reward(self, mean: float, rng: np.random.Generator) -> float:
         return float(mean)  # no noise beyond the label indicator
@@ -436,7 +444,7 @@ class ClassificationBanditEnv(LinBanditEnv):
     @property
     def arm_labels(self) -> np.ndarray:
         """Labels of the current arm set's samples (row ``i`` -> ``arm_labels[i]``)."""
-        return self._arm_labels.copy()
+        return self.classes[self._arm_classes]
 
     @property
     def arm_sample_ids(self) -> np.ndarray:

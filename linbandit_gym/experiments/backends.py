@@ -12,11 +12,16 @@ its parent changes (the driver is gone, whatever killed it). They ignore Ctrl-C:
 handles it, stops them and keeps every finished run. The driver knows which unit each worker
 holds: a worker that dies (``kill -9``, the out-of-memory killer) fails only that unit, with
 the reason, and a new worker takes its place while units remain.
+
+``workers`` is an upper bound: a worker process costs :data:`WORKER_START_S` of CPU time before
+its first unit, and :func:`worker_count` starts only as many as the planned work pays for
+(none: the units run in this process).
 """
 
 from __future__ import annotations
 
 import ctypes
+import math
 import multiprocessing
 import os
 import signal
@@ -24,21 +29,25 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import wait as connection_wait
 from typing import Any
 
+from ..text import count
 from ..threads import DEFAULT_THREADS, check_threads
 from .runner import execute_unit, prepare_worker
 
 __all__ = [
     "BACKENDS",
+    "WORKER_START_S",
     "check_backend",
     "check_workers",
+    "fewer_workers_line",
     "iter_results",
     "local_workers",
     "ray_available",
+    "worker_count",
 ]
 
 BACKENDS = ("local", "ray")
@@ -187,6 +196,67 @@ def local_workers(workers: int, threads: int | None = DEFAULT_THREADS) -> int:
     threads each run uses (at least 1), so that the runs never queue for the cores."""
     cores = os.cpu_count() or 1
     return max(1, min(workers, cores // (threads or 1)))
+
+
+#: CPU seconds a local worker process spends before its first unit: a spawned Python interpreter
+#: importing ``linbandit_gym.cli``, torch, the agents, the envs and the loop
+#: (:func:`.runner.prepare_worker`), all of which this process has imported already. Measured by
+#: ``benchmarks/bench_small_grid.py``, which prints it ("worker start-up"): 2.0-2.4 s on a 2-core
+#: machine, torch's import about 1.4 s of it.
+WORKER_START_S = 2.0
+
+
+def worker_count(unit_seconds: Sequence[float], workers: int) -> int:
+    """How many local worker processes to start for units of ``unit_seconds`` estimated CPU
+    seconds each (:func:`.packing.cpu_seconds`), at most ``workers`` (already capped by
+    :func:`local_workers`); 1: none, the units run in this process.
+
+    In this process the units take their work ``W`` (the sum); on ``n`` workers, started at once,
+    :data:`WORKER_START_S` and then ``max(W / n, the largest unit)``. The fewest workers of the
+    least time are started; an estimate that is not finite (work of unknown size) starts
+    ``workers`` (one per unit at most).
+
+    >>> worker_count([0.1] * 30, 2)  # 3 s of work: two workers would save 1.5 s and cost 2 s
+    1
+    >>> worker_count([0.1] * 60, 2), worker_count([0.1] * 600, 4)
+    (2, 4)
+    >>> worker_count([10.0, 3.0, 3.0, 3.0], 4)  # the largest unit bounds the time from 2 on
+    2
+    """
+    workers = check_workers(workers)
+    if not unit_seconds or workers == 1:
+        return 1
+    if any(not math.isfinite(seconds) for seconds in unit_seconds):
+        return min(workers, len(unit_seconds))
+    total, largest = sum(unit_seconds), max(unit_seconds)
+    best, best_time = 1, total
+    for n in range(2, min(workers, len(unit_seconds)) + 1):
+        time_n = WORKER_START_S + max(total / n, largest)
+        if time_n < best_time:
+            best, best_time = n, time_n
+    return best
+
+
+def fewer_workers_line(started: int, allowed: int, seconds: float) -> str:
+    """What a sweep or tuning says when :func:`worker_count` starts ``started`` of ``allowed``
+    worker processes for work of ``seconds`` estimated CPU seconds.
+
+    >>> line = fewer_workers_line(1, 2, 3.04)
+    >>> line.split(":")[0], "estimated 3.0 s of CPU" in line
+    ('in this process, not on 2 worker processes', True)
+    >>> fewer_workers_line(2, 4, 12.0).split(":")[0]
+    'on 2 of 4 worker processes'
+    """
+    where = (
+        f"in this process, not on {count(allowed, 'worker process', 'worker processes')}"
+        if started == 1
+        else f"on {started} of {allowed} worker processes"
+    )
+    more = "them" if started == 1 else "more"
+    return (
+        f"{where}: the runs' estimated {seconds:.1f} s of CPU does not pay for starting {more} "
+        f"(about {WORKER_START_S:g} s of CPU each); the number of workers is an upper bound"
+    )
 
 
 def _worker_main(conn, parent_pid: int, threads: int | None, curve_points: int) -> None:

@@ -32,7 +32,9 @@ class ExecutionOptions:
     """How the runs of a sweep execute (the results do not depend on it, but for their times).
 
     Attributes:
-        workers: local worker processes (1: in this process), or the CPUs of a local Ray.
+        workers: local worker processes at most (1: in this process; fewer, or none, where the
+            planned runs are too short to pay for starting them:
+            :func:`~.backends.worker_count`), or the CPUs of a local Ray.
         backend: ``"local"`` (default) or ``"ray"``.
         address: Ray cluster address (``backend="ray"``); ``None`` starts a local Ray.
         threads: torch and BLAS threads per run (default 1; ``None``: the executing process's own

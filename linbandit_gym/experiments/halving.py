@@ -36,11 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from linbandit_host.user_line import kept_warnings
+from linbandit_host.user_line import kept_warnings, warning_records
 
 from ..threads import DEFAULT_THREADS, check_threads, cpu_clock, thread_limit
 from .costs import unit_cost
-from .runner import warning_records
 
 __all__ = ["DEFAULT_ETA", "Rung", "play_bracket", "ranking", "rungs"]
 
@@ -161,8 +160,8 @@ def play_bracket(bracket: dict, threads: int | None = DEFAULT_THREADS) -> dict:
     ``agent_cpu_s`` its agents' CPU seconds in ``act``/``update``; ``chosen`` is the index of the
     best at the last rung; ``cost`` where the bracket's CPU time went (:func:`.costs.unit_cost`);
     ``warnings`` the distinct warnings its agents and envs raised, kept as a run keeps them
-    (:func:`.runner.warning_records`) for the tuning's driver to say, not printed where they were
-    raised (a worker process has no line of the user's to point at).
+    (:func:`linbandit_host.user_line.warning_records`) for the tuning's driver to say, not printed
+    where they were raised (a worker process has no line of the user's to point at).
     """
     threads = check_threads(threads)
     cpu_start = time.process_time()

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from linbandit_host.user_line import KeptWarning, kept_warnings
+from linbandit_host.user_line import kept_warnings, warning_records
 
 from .._version import __version__
 from ..feedback import FeedbackSchedule
@@ -46,7 +46,6 @@ __all__ = [
     "bandit_summary",
     "library_versions",
     "subsample_index",
-    "warning_records",
 ]
 
 
@@ -212,12 +211,6 @@ def bandit_summary(
             "sketch_size": [None if math.isnan(v) else float(v) for v in sketch[idx]],
         },
     }
-
-
-def warning_records(kept: list[KeptWarning]) -> list[dict[str, str]]:
-    """The warnings a run raised, as its metadata keeps them (``"warnings"``): each distinct
-    one once, ``{"category", "module", "message"}``."""
-    return [{"category": w.category, "module": w.module, "message": w.message} for w in kept]
 
 
 def execute_run(spec: dict, threads: int | None = DEFAULT_THREADS, curve_points: int = 200) -> dict:

@@ -52,7 +52,7 @@ from ..records import (
 from ..registry import agent_arguments, registered_name
 from ..text import count
 from ..threads import DEFAULT_THREADS, check_threads, thread_limit, thread_record
-from .backends import iter_results, local_workers
+from .backends import fewer_workers_line, iter_results, local_workers, worker_count
 from .config import (
     ConfigError,
     RunSpec,
@@ -64,7 +64,7 @@ from .config import (
 )
 from .costs import CpuLedger, Stopwatch, children_cpu
 from .execution import ExecutionOptions
-from .packing import pack
+from .packing import cpu_seconds, pack
 
 __all__ = [
     "SweepResult",
@@ -227,17 +227,32 @@ def sweep(
         watch, children_start = Stopwatch(), children_cpu()
         try:
             timing_seed = cfg.seeds[0] if opts.timing_runs else None
+            repeats = cfg.timing_repeats if opts.timing_repeats is None else opts.timing_repeats
             local = opts.backend == "local"
-            workers = local_workers(opts.workers, opts.threads) if local else opts.workers
-            units = pack(
-                pending,
-                shapes=shapes,
-                batched=opts.batched,
-                batch_memory=opts.batch_memory,
-                max_batch=opts.max_batch,
-                workers=workers,
-                timing_seed=timing_seed,
-            )
+            allowed = local_workers(opts.workers, opts.threads) if local else opts.workers
+
+            def plan_for(workers: int) -> list[list[RunSpec]]:
+                return pack(
+                    pending,
+                    shapes=shapes,
+                    batched=opts.batched,
+                    batch_memory=opts.batch_memory,
+                    max_batch=opts.max_batch,
+                    workers=workers,
+                    timing_seed=timing_seed,
+                )
+
+            units, workers = plan_for(allowed), allowed
+            if local and allowed > 1:  # only as many worker processes as the work pays for
+                timed = [len(unit) == 1 and unit[0].seed == timing_seed for unit in units]
+                seconds = [
+                    cpu_seconds(unit, shapes) * (repeats if alone else 1)
+                    for unit, alone in zip(units, timed)
+                ]
+                workers = worker_count(seconds, allowed)
+                if workers < allowed:
+                    units = plan_for(workers)
+                    say(fewer_workers_line(workers, allowed, sum(seconds)))
             batches = [len(u) for u in units if len(u) > 1]
             if batches:
                 alone = f" (seed {cfg.seeds[0]} of each configuration timed alone)"
@@ -246,7 +261,6 @@ def sweep(
                     f"{count(len(units) - len(batches), 'run')} on their own"
                     + (alone if opts.timing_runs else "")
                 )
-            repeats = cfg.timing_repeats if opts.timing_repeats is None else opts.timing_repeats
             _execute(
                 cfg,
                 units,
@@ -256,7 +270,7 @@ def sweep(
                 timing_seed=timing_seed,
                 timing_repeats=repeats,
                 backend=opts.backend,
-                workers=opts.workers,
+                workers=workers,
                 threads=opts.threads,
                 address=opts.address,
             )
@@ -269,7 +283,7 @@ def sweep(
             watch,
             children_start,
             local=opts.backend == "local",
-            in_process=opts.backend == "local" and opts.workers == 1,
+            in_process=opts.backend == "local" and workers == 1,
         )
         for line in result.cost.lines():
             say(line)
@@ -390,9 +404,9 @@ def _say_new_warnings(
     said: dict[tuple[str, str], list[str]], records: list[dict] | None, source: str
 ) -> None:
     """Raise each warning of ``records`` (a run's or a tuning bracket's kept warnings,
-    :func:`.runner.warning_records`) that none before raised, once, naming its ``source``
-    (:func:`warning_source`; at the caller's line: stderr of a ``linbandit`` command); record
-    where every one came from in ``said``."""
+    :func:`linbandit_host.user_line.warning_records`) that none before raised, once, naming its
+    ``source`` (:func:`warning_source`; at the caller's line: stderr of a ``linbandit`` command);
+    record where every one came from in ``said``."""
     for record in records or ():
         sources = said.setdefault((record["category"], record["message"]), [])
         if not sources:

@@ -65,7 +65,7 @@ from .config import (
 from .costs import CpuLedger
 from .execution import ExecutionOptions
 from .halving import DEFAULT_ETA, rungs
-from .packing import member_bytes, pack
+from .packing import member_bytes, pack, round_cpu_seconds
 from .sweep import load_runs, sweep
 
 __all__ = ["TuneResult", "tune", "TUNE_SEED_OFFSET"]
@@ -395,10 +395,11 @@ def _brackets(
         plan = rungs(len(pairs), horizon, eta)
         runs = [spec for specs in pairs.values() for spec in specs]
         # every run's agent, and the env's estimate once: most of it is the data its instances share
-        held = sum(
+        states = [
             member_bytes(s.config["agent"]["name"], s.config["agent"]["args"], n_arms, d)
             for s in runs
-        )
+        ]
+        held = sum(states)
         memory = cfg.memory.get((first.agent_label, env_label))
         held += memory.env_bytes if memory is not None else 0
         if math.isfinite(held) and held > batch_memory:  # an unknown size is not refused
@@ -431,6 +432,10 @@ def _brackets(
             "rungs": [[r.rounds, r.configs] for r in plan],
             "runs": [[spec.run_id for spec in specs] for specs in pairs.values()],
         }
+        # the rounds the bracket plays: n_k configurations on S seeds from r_(k-1) to r_k
+        seeds = len(runs) // len(pairs)
+        starts = [0] + [rung.rounds for rung in plan[:-1]]
+        member_rounds = seeds * sum(r.configs * (r.rounds - a) for r, a in zip(plan, starts))
         brackets.append(
             {
                 "kind": "halving",
@@ -439,6 +444,8 @@ def _brackets(
                 "family": family,
                 "rungs": identity["rungs"],
                 "configs": configs,
+                # the planner's estimate, each seed of a pair as if played alone
+                "cpu_estimate_s": member_rounds * round_cpu_seconds(max(states)),
             }
         )
     return brackets
@@ -471,7 +478,7 @@ def _halving(
     index (in the table) of each bracket's pick by (env, agent), the failed brackets'
     tracebacks, the CPU ledger and the warnings with where each came from."""
     from ..records import writing_output_dir
-    from .backends import iter_results, local_workers
+    from .backends import fewer_workers_line, iter_results, local_workers, worker_count
     from .costs import Stopwatch, children_cpu
     from .sweep import _say_new_warnings, _settle_costs, warning_lines
 
@@ -497,18 +504,24 @@ def _halving(
                 results[bracket["id"]] = done
             else:
                 pending.append(bracket)
-        used = local_workers(workers, threads) if backend == "local" else workers
+        allowed = local_workers(workers, threads) if backend == "local" else workers
+        seconds = [bracket["cpu_estimate_s"] for bracket in pending]
+        used = allowed
+        if backend == "local" and pending:  # only as many worker processes as the work pays for
+            used = worker_count(seconds, allowed)
         say(
             f"tune {cfg.name!r} by successive halving (eta = {eta}): "
             f"{count(len(brackets), 'bracket')} (agent x env), {len(results)} already finished, "
             f"{len(pending)} to run ({backend}, {count(used, 'worker')}, one bracket each) -> {out}"
         )
+        if used < allowed:
+            say(fewer_workers_line(used, allowed, sum(seconds)))
         watch, children_start = Stopwatch(), children_cpu()
         for index, (bracket, result, error) in enumerate(
             iter_results(
                 pending,
                 backend=backend,
-                workers=workers,
+                workers=used,
                 threads=threads,
                 address=options.address,
             ),
@@ -538,7 +551,7 @@ def _halving(
             ledger,
             watch,
             children_start,
-            in_process=backend == "local" and workers == 1,
+            in_process=backend == "local" and used == 1,
             local=backend == "local",
         )
         for line in ledger.lines("tuning"):
