@@ -56,6 +56,14 @@ def _write(path: Path, config: dict) -> Path:
     return path
 
 
+def _sigint_as_a_terminal_gives_it() -> None:
+    """In the child, before it runs: Ctrl-C at its default action, as a terminal's foreground
+    command gets it. A job started in the background of a non-interactive shell (CI scripts
+    often are) inherits SIGINT ignored, and a process that finds it ignored rightly keeps it so:
+    these tests are about what the user's Ctrl-C does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _cli(*args: str, env: dict | None = None, **popen) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "linbandit_gym.cli", *args],
@@ -63,6 +71,7 @@ def _cli(*args: str, env: dict | None = None, **popen) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_sigint_as_a_terminal_gives_it,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         **popen,
     )
@@ -465,6 +474,7 @@ def test_ctrl_c_after_the_last_run_exits_130_without_a_traceback(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_sigint_as_a_terminal_gives_it,
     )
     err = _interrupt_after(proc, "COMMAND DONE", pause=0.5)
     # 130, or ended by SIGINT itself, which a shell reports as 130
