@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from cli_processes import LINUX, RUN, THREE, cli
 from worker_pools import horizon_for_workers
 
 from agents import OFUL
@@ -32,38 +33,6 @@ from linbandit_gym.records import (
     write_records,
     write_text_atomic,
 )
-
-LINUX = sys.platform.startswith("linux") and Path("/proc/self/stat").exists()
-SMALL_ENV = {"id": "LinBandit-Synthetic-v0", "args": {"d": 5, "n_arms": 4, "horizon": 30}}
-THREE = {
-    "name": "three",
-    "seeds": 3,
-    "envs": [SMALL_ENV],
-    "agents": [{"name": "OFUL", "args": {"beta": 0.1}}],
-}
-RUN = [
-    "run",
-    "--env",
-    "LinBandit-Synthetic-v0",
-    "--horizon",
-    "30",
-    "--env-arg",
-    "d=5",
-    "--env-arg",
-    "n_arms=4",
-    "--no-progress",
-]
-
-
-def _cli(*args: str, **popen) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "linbandit_gym.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        **popen,
-    )
 
 
 def _long_config(tmp_path: Path, seeds: int, horizon: int) -> Path:
@@ -394,7 +363,7 @@ def test_ctrl_c_in_a_two_worker_sweep_prints_one_line_and_stops_the_workers(tmp_
     out = tmp_path / "out"
     # --no-batched: runs finish one by one, so the Ctrl-C lands between the 2nd and the 8th save
     # (batched, the 8 seeds finish as two groups of 4; test_sweep_batched.py interrupts a batch).
-    proc = _cli(
+    proc = cli(
         "sweep",
         str(path),
         "--out",
@@ -437,7 +406,7 @@ def test_ctrl_c_in_a_two_worker_sweep_prints_one_line_and_stops_the_workers(tmp_
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_workers_exit_when_the_sweep_driver_is_killed(tmp_path, sig):
     path = _long_config(tmp_path, seeds=4, horizon=10**6)  # minutes per run: the workers are busy
-    proc = _cli(
+    proc = cli(
         "sweep",
         str(path),
         "--out",
@@ -611,7 +580,7 @@ def test_a_sweep_removes_no_file_it_did_not_name(tmp_path):
 def test_a_second_sweep_on_a_busy_directory_fails_fast_and_the_first_finishes(tmp_path):
     path = _long_config(tmp_path, seeds=3, horizon=3000)
     out = tmp_path / "out"
-    first = _cli("sweep", str(path), "--out", str(out), "--no-plots", "--quiet")
+    first = cli("sweep", str(path), "--out", str(out), "--no-plots", "--quiet")
     try:
         assert _wait_for(
             lambda: (

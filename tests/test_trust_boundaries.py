@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_processes import LINUX, RUN, SMALL_ENV, THREE, cli, sigint_as_a_terminal_gives_it
 from worker_pools import horizon_for_workers
 
 from agents import AGENTS
@@ -25,26 +26,6 @@ from linbandit_gym.cli import main
 from linbandit_gym.evaluate import run
 from linbandit_gym.experiments import load_runs, plan, sweep
 
-LINUX = sys.platform.startswith("linux") and Path("/proc/self/stat").exists()
-SMALL_ENV = {"id": "LinBandit-Synthetic-v0", "args": {"d": 5, "n_arms": 4, "horizon": 30}}
-THREE = {
-    "name": "three",
-    "seeds": 3,
-    "envs": [SMALL_ENV],
-    "agents": [{"name": "OFUL", "args": {"beta": 0.1}}],
-}
-RUN = [
-    "run",
-    "--env",
-    "LinBandit-Synthetic-v0",
-    "--horizon",
-    "30",
-    "--env-arg",
-    "d=5",
-    "--env-arg",
-    "n_arms=4",
-    "--no-progress",
-]
 AGENT_SIDE = "agent-side, after the sketch core lands"
 #: The agent-side tests build agents whose sketch is larger than OFUL's state, which they warn
 #: about.
@@ -54,27 +35,6 @@ NO_SIZE_WARNING = pytest.mark.filterwarnings("ignore:.*more than OFUL's d x d in
 def _write(path: Path, config: dict) -> Path:
     path.write_text(yaml.safe_dump(config))
     return path
-
-
-def _sigint_as_a_terminal_gives_it() -> None:
-    """In the child, before it runs: Ctrl-C at its default action, as a terminal's foreground
-    command gets it. A job started in the background of a non-interactive shell (CI scripts
-    often are) inherits SIGINT ignored, and a process that finds it ignored rightly keeps it so:
-    these tests are about what the user's Ctrl-C does."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _cli(*args: str, env: dict | None = None, **popen) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "linbandit_gym.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_sigint_as_a_terminal_gives_it,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-        **popen,
-    )
 
 
 def _one_line(err: str) -> str:
@@ -361,7 +321,7 @@ def test_kill_9_of_one_worker_fails_only_the_run_it_held(tmp_path):
         },
     )
     out = tmp_path / "out"
-    proc = _cli(
+    proc = cli(
         "sweep", str(config), "--out", str(out), "--workers", "2", "--no-batched", "--no-plots"
     )
     try:
@@ -474,7 +434,7 @@ def test_ctrl_c_after_the_last_run_exits_130_without_a_traceback(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        preexec_fn=_sigint_as_a_terminal_gives_it,
+        preexec_fn=sigint_as_a_terminal_gives_it,
     )
     err = _interrupt_after(proc, "COMMAND DONE", pause=0.5)
     # 130, or ended by SIGINT itself, which a shell reports as 130
@@ -487,7 +447,7 @@ def test_ctrl_c_after_the_last_run_exits_130_without_a_traceback(tmp_path):
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
 def test_ctrl_c_while_the_summary_is_written_exits_130(tmp_path):
     config = _write(tmp_path / "c.yaml", THREE)
-    proc = _cli("sweep", str(config), "--out", str(tmp_path / "out"))
+    proc = cli("sweep", str(config), "--out", str(tmp_path / "out"))
     err = _interrupt_after(proc, "[3/3]")
     assert proc.returncode == 130, err
     assert "interrupted" in _one_line(err)
@@ -566,7 +526,7 @@ def test_run_out_on_a_directory_a_sweep_holds_names_the_sweep_and_its_command(tm
         },
     )
     out = tmp_path / "out"
-    holder = _cli("sweep", str(config), "--out", str(out), "--no-plots", "--quiet")
+    holder = cli("sweep", str(config), "--out", str(out), "--no-plots", "--quiet")
     try:
         deadline = time.time() + 60
         while time.time() < deadline and holder.poll() is None:
