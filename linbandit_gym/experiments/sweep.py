@@ -82,6 +82,7 @@ __all__ = [
     "Interrupted",
     "run_warnings",
     "warning_lines",
+    "warning_summary",
 ]
 
 
@@ -287,13 +288,8 @@ def sweep(
         )
         for line in result.cost.lines():
             say(line)
-    if result.warnings:
-        say(
-            f"{count(len(result.warnings), 'warning')} from the runs, each said once (also in "
-            "summary.md and the report):"
-        )
-        for line in warning_lines(result.warnings):
-            say(f"  {line}")
+    for line in warning_summary(result.warnings, "runs", kept_in="summary.md and the report"):
+        say(line)
     if result.failed:
         say(
             f"{count(len(result.failed), 'run')} failed; tracebacks in {out / 'failed'}; "
@@ -414,6 +410,19 @@ def _say_new_warnings(
             warn_user(f"{source}: {record['message']}", kept.category_class())
         if source not in sources:
             sources.append(source)
+
+
+def warning_summary(
+    warnings: dict[tuple[str, str], list[str]], of: str, kept_in: str | None = None
+) -> list[str]:
+    """What a sweep or a tuning says of its warnings when it ends: how many came from its ``of``
+    (``"runs"``, ``"brackets"``), each said once (and where else they are kept), then one
+    indented :func:`warning_lines` line each; nothing when there are none."""
+    if not warnings:
+        return []
+    also = f" (also in {kept_in})" if kept_in else ""
+    head = f"{count(len(warnings), 'warning')} from the {of}, each said once{also}:"
+    return [head, *(f"  {line}" for line in warning_lines(warnings))]
 
 
 def warning_lines(warnings: dict[tuple[str, str], list[str]]) -> list[str]:

@@ -480,7 +480,7 @@ def _halving(
     from ..records import writing_output_dir
     from .backends import fewer_workers_line, iter_results, local_workers, worker_count
     from .costs import Stopwatch, children_cpu
-    from .sweep import _say_new_warnings, _settle_costs, warning_lines
+    from .sweep import _say_new_warnings, _settle_costs, warning_summary
 
     say = log or (lambda _msg: None)
     backend, workers, threads = options.backend, options.workers, options.threads
@@ -556,10 +556,8 @@ def _halving(
         )
         for line in ledger.lines("tuning"):
             say(line)
-        if warned:
-            say(f"{count(len(warned), 'warning')} from the brackets, each said once:")
-            for line in warning_lines(warned):
-                say(f"  {line}")
+        for line in warning_summary(warned, "brackets"):
+            say(line)
     rows, picks = [], {}
     for bracket in brackets:
         result = results.get(bracket["id"])
