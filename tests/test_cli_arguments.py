@@ -11,6 +11,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 import yaml
+from cli_inputs import ENVS, SYNTH, TINY, TINY_ENV
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,30 +21,6 @@ from linbandit_gym.experiments.config import ConfigError, parse_config
 from linbandit_gym.registration import ENV_IDS
 from linbandit_gym.registry import lookup_agent
 
-SYNTH = "LinBandit-Synthetic-v0"
-TINY = [
-    "--env",
-    SYNTH,
-    "--env-arg",
-    "d=4",
-    "--env-arg",
-    "n_arms=3",
-    "--horizon",
-    "5",
-    "--no-progress",
-]
-TINY_ENV = [
-    "--env",
-    SYNTH,
-    "--env-arg",
-    "d=4",
-    "--env-arg",
-    "n_arms=3",
-    "--horizon",
-    "15",
-    "--no-progress",
-]
-ENVS = [{"id": SYNTH, "args": {"d": 6, "n_arms": 4, "horizon": 10}}]
 SMALL_ENV = {"id": SYNTH, "args": {"d": 5, "n_arms": 4, "horizon": 30}}
 THREE = {
     "name": "three",

@@ -16,6 +16,7 @@ import gymnasium as gym
 import pandas as pd
 import pytest
 import yaml
+from cli_inputs import SYNTH, TINY_ENV
 
 import linbandit_gym
 from agents import AGENTS
@@ -34,18 +35,6 @@ def load_object(spec):
 
 
 REPO = Path(__file__).resolve().parents[1]
-SYNTH = "LinBandit-Synthetic-v0"
-TINY_ENV = [
-    "--env",
-    SYNTH,
-    "--env-arg",
-    "d=4",
-    "--env-arg",
-    "n_arms=3",
-    "--horizon",
-    "15",
-    "--no-progress",
-]
 
 AGENT_SOURCE = '''
 class Greedy:

@@ -8,26 +8,13 @@ import re
 
 import pytest
 import yaml
+from cli_inputs import ENVS, SYNTH, TINY
 
 import linbandit_gym.arguments as arguments_module
 import linbandit_gym.text as text_module
 from agents import AGENTS
 from linbandit_gym.cli import main
 from linbandit_gym.registry import lookup_agent
-
-SYNTH = "LinBandit-Synthetic-v0"
-TINY = [
-    "--env",
-    SYNTH,
-    "--env-arg",
-    "d=4",
-    "--env-arg",
-    "n_arms=3",
-    "--horizon",
-    "5",
-    "--no-progress",
-]
-ENVS = [{"id": SYNTH, "args": {"d": 6, "n_arms": 4, "horizon": 10}}]
 
 
 @pytest.mark.parametrize("module", [arguments_module, text_module])
