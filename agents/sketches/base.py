@@ -449,9 +449,7 @@ class CovarianceEstimator(ABC):
             f"{float(np.abs(self.xp.host(X)).max()):.3g}); rescale the features{fix}"
         )
 
-    def _admit_rows(
-        self, X, r, terms: ScoreTerms | None, actions, before=None
-    ) -> AdmittedRows:
+    def _admit_rows(self, X, r, terms: ScoreTerms | None, actions, before=None) -> AdmittedRows:
         """The start of every :meth:`step`: the rows' squared norms (the scoring's when ``terms``
         are current, else computed, :meth:`_row_norms`), the rows refused if the state cannot take
         them (:meth:`_admit`; a refused row changes nothing, ``before`` included), then ``before``
