@@ -20,11 +20,12 @@ R cycles from ``l - 1`` to ``min(2 l, d)`` between shrinks; the scoring, core an
 timed at the mean of that cycle. OFUL's floor is its scoring against the ``d x d`` inverse
 (``K d^2``) and the Sherman-Morrison update (``2 d^2``). The measured round is the agent's
 ``act`` + ``update`` on a pre-drawn stream (K unit-norm Gaussian arms, reward ``x^T theta* +
-noise``), after ``2 l`` warm-up rounds (the sketch has filled and shrunk once), over whole
-cycles of ``l + 1`` rounds (each with its one shrink: ``--rounds`` rounded up to a multiple),
-best of ``--repeats``. Times are the thread's CPU time (1 thread: all the work runs on it), which
-other processes on a shared machine do not inflate. Printed per agent and l: the floor's pieces
-(ms a round), their sum, the measured round and the ratio measured / floor.
+noise``; both calls given the same arm-set object, as from an environment, so that ``update``
+reuses ``act``'s scoring), after ``2 l`` warm-up rounds (the sketch has filled and shrunk once),
+over whole cycles of ``l + 1`` rounds (each with its one shrink: ``--rounds`` rounded up to a
+multiple), best of ``--repeats``. Times are the thread's CPU time (1 thread: all the work runs
+on it), which other processes on a shared machine do not inflate. Printed per agent and l: the
+floor's pieces (ms a round), their sum, the measured round and the ratio measured / floor.
 
     python benchmarks/bench_sketch_floor.py                       # l in {20, 100, 403, 600}
     python benchmarks/bench_sketch_floor.py --sizes 50 --arms 100 --rounds 600
@@ -129,8 +130,9 @@ def measured(name: str, d: int, k: int, l: int, rounds: int, repeats: int) -> fl
         for t in range(warm + rounds):
             if t == warm:
                 start = time.thread_time()
-            a = agent.act(arms[t])
-            agent.update(arms[t], a, float(arms[t, a] @ theta + noise[t]))
+            obs = arms[t]  # one object for act and update, as an env loop: the scoring is reused
+            a = agent.act(obs)
+            agent.update(obs, a, float(obs[a] @ theta + noise[t]))
         best = min(best, (time.thread_time() - start) / rounds)
     return best
 
