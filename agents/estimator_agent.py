@@ -470,7 +470,7 @@ class EstimatorAgent(TorchAgent):
         arms = terms.arms if terms is not None else self._arms(obs)
         est = self.estimator
         X = est._pick(arms, actions)  # each member's played row (B, d)
-        est.checked_step(
+        est.step(
             X,
             r,
             terms,

@@ -214,7 +214,10 @@ def warn_if_discarded_mass_dominates(agent: SOFUL) -> None:
     est = agent.estimator
     if est is None or est.robust:
         return
-    mass = np.atleast_1d(np.asarray(est.total_shrinkage, dtype=np.float64))
+    shrinkage = est.total_shrinkage  # (it only grows at a shrink: called every round, so cheap)
+    if max(np.ravel(shrinkage).tolist()) <= min(np.ravel(agent.lam).tolist()):
+        return
+    mass = np.atleast_1d(np.asarray(shrinkage, dtype=np.float64))
     lam = np.broadcast_to(np.asarray(agent.lam, dtype=np.float64), mass.shape)
     if not (mass > lam).any():
         return

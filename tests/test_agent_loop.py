@@ -172,8 +172,8 @@ def _spy(agent, monkeypatch) -> list:
     monkeypatch.setattr(
         agent.estimator,
         "step",
-        lambda X, r, terms=None, actions=None: (
-            calls.append(None if terms is None else actions) or step(X, r, terms, actions)
+        lambda X, r, terms=None, actions=None, before=None: (
+            calls.append(None if terms is None else actions) or step(X, r, terms, actions, before)
         ),
     )
     return calls

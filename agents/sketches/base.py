@@ -66,6 +66,7 @@ from .backend import Backend, choose_backend
 
 __all__ = [
     "BEYOND_DTYPE",
+    "AdmittedRows",
     "CovarianceEstimator",
     "Members",
     "PrecisionWarning",
@@ -171,6 +172,23 @@ class ScoreTerms:
     parts: Any = None
     hp: Array | None = None
     php: Array | None = None
+
+
+@dataclass(slots=True)
+class AdmittedRows:
+    """The rows a step adds, admitted by :meth:`CovarianceEstimator._admit_rows` (they fit the
+    dtypes' range): their ``||x||^2``, ``sq`` ``(B,)`` in the core dtype and ``sq_host`` on the host
+    (float64), and ``played``, the played entries' index into this round's :class:`ScoreTerms`
+    (:meth:`CovarianceEstimator._played`) when those are current, else None."""
+
+    sq: Array
+    sq_host: np.ndarray
+    played: Any = None
+
+    def pick(self, a):
+        """``a[i, actions[i]]`` per member of an array of the scored terms ``(B, K, ...)``."""
+        ix = self.played
+        return a[:, ix] if isinstance(ix, int) else a[ix]
 
 
 class PrecisionWarning(RuntimeWarning):
@@ -308,11 +326,13 @@ class CovarianceEstimator(ABC):
         arms (a backend array in the working dtype)."""
 
     @abstractmethod
-    def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
-        """Add row ``X[i]`` (a backend array ``(B, d)``, validated) with response ``r[i]`` (a float,
-        or ``(B,)`` host float64) to member i. ``terms``/``actions``: ``X[i]`` is row ``actions[i]``
-        (host ints, or an int when B = 1) of the arms ``terms`` were computed for; reused if
-        current."""
+    def step(self, X, r, terms: ScoreTerms | None = None, actions=None, before=None) -> None:
+        """Add row ``X[i]`` (a backend array ``(B, d)``, its shape validated) with response ``r[i]``
+        (a float, or ``(B,)`` host float64) to member i. ``terms``/``actions``: ``X[i]`` is row
+        ``actions[i]`` (host ints, or an int when B = 1) of the arms ``terms`` were computed for;
+        reused if current. ``before``: a callable run once the rows are admitted, before the state
+        changes (an agent's own bookkeeping). Every implementation starts with
+        :meth:`_admit_rows`: a row the state cannot take is refused, and nothing changes."""
 
     @abstractmethod
     def quad_all(self, arms):
@@ -409,11 +429,12 @@ class CovarianceEstimator(ABC):
         """The arms ``(B, K, d)`` in the core dtype and their ``||x||^2`` ``(B, K)`` summed there; a
         ``ValueError`` (nothing changed) when an arm is not finite. The check reads the K sums only
         (an inf or NaN entry makes its arm's sum inf or NaN), before any product could propagate
-        it."""
+        it. Called under ``np.errstate(over="ignore")``, set once by the entry point (a round's
+        scoring, :meth:`quad_inv`, :meth:`logdet_increment`): an overflowing norm is refused here,
+        with its cause, not warned about."""
         xp = self.xp
         arms_c = xp.astype(arms, self.cdtype)
-        with np.errstate(over="ignore"):  # an overflowing norm is refused below, with its cause
-            sq = xp.vecdot(arms_c, arms_c)
+        sq = xp.vecdot(arms_c, arms_c)
         if sq.shape[-1] and not float(sq.max()) <= self._max_norm_sq:  # (NaN compares False)
             if not xp.all_finite(arms):
                 raise ValueError("the arm matrix contains NaN or infinite entries")
@@ -428,19 +449,23 @@ class CovarianceEstimator(ABC):
             f"{float(np.abs(self.xp.host(X)).max()):.3g}); rescale the features{fix}"
         )
 
-    def checked_step(self, X, r, terms: ScoreTerms | None = None, actions=None, before=None):
-        """:meth:`step` of rows the state can take (:meth:`_admit`; a refused row changes nothing,
-        ``before`` included): the public entry points' one way to add rows. ``before``: a callable
-        run once the rows are admitted, before the step (an agent's own bookkeeping)."""
+    def _admit_rows(self, X, r, terms: ScoreTerms | None, actions, before=None) -> AdmittedRows:
+        """The start of every :meth:`step`: the rows' squared norms (the scoring's when ``terms``
+        are current, else computed, :meth:`_row_norms`), the rows refused if the state cannot take
+        them (:meth:`_admit`; a refused row changes nothing, ``before`` included), then ``before``
+        run and the responses' mass counted."""
         if self._fresh(terms, actions):
-            sq_host = self.xp.host(self._pick(terms.sq, actions)).astype(np.float64, copy=False)
+            played = self._played(actions)
+            sq = self._pick(terms.sq, played)
+            sq_host = self.xp.host(sq).astype(np.float64, copy=False)
         else:
-            sq_host = self._row_norms(X)[1]
+            played = None
+            sq, sq_host = self._row_norms(X)
         mass = self._admit(sq_host, r)
         if before is not None:
             before()
-        self.step(X, r, terms, actions)
         self._response_mass = mass
+        return AdmittedRows(sq, sq_host, played)
 
     def _admit(self, sq_host: np.ndarray, r) -> np.ndarray:
         """Refuse, before a step changes anything, rows of squared norms ``sq_host`` (host
@@ -451,13 +476,20 @@ class CovarianceEstimator(ABC):
         a sketch's Gram) within the working dtype's range, and ``m = sum_s |r_s| ||x_s||``, which
         bounds ``||b||`` (``b = sum_s r_s x_s``), with ``m / reg`` within the core dtype's range:
         ``||theta_hat|| = ||A_hat^-1 b|| <= ||b|| / reg`` then stays finite. A refused row leaves
-        the estimator as it was (nothing else has to be reset)."""
-        with np.errstate(over="ignore"):
-            trace = self.trace + sq_host
-            mass = self._response_mass + np.abs(r) * np.sqrt(sq_host)
-            theta = mass / self._reg_host()
-        if max(trace.tolist()) <= self._max_norm_sq and max(theta.tolist()) <= self._max_core:
-            return mass
+        the estimator as it was (nothing else has to be reset). The B sums are Python floats, whose
+        arithmetic overflows to inf without numpy's warning (and costs less than numpy calls on
+        arrays of one member)."""
+        sq_list = sq_host.tolist()
+        r_list = [r] * len(sq_list) if isinstance(r, float) else r.tolist()
+        traces = [t + s for t, s in zip(self.trace.tolist(), sq_list)]
+        masses = [
+            m + abs(ri) * math.sqrt(s)
+            for m, ri, s in zip(self._response_mass.tolist(), r_list, sq_list)
+        ]
+        thetas = [m / reg for m, reg in zip(masses, self._reg_host().tolist())]
+        if max(traces) <= self._max_norm_sq and max(thetas) <= self._max_core:
+            return np.array(masses)
+        trace, mass, theta = np.array(traces), np.array(masses), np.array(thetas)
         i = int(np.argmax(np.maximum(trace / self._max_norm_sq, theta / self._max_core)))
         member = "" if self.members.unbatched else f"member {i}: "
         if not trace[i] <= self._max_norm_sq:
@@ -555,14 +587,16 @@ class CovarianceEstimator(ABC):
             if arr.shape != (self.batch_size,) or not np.isfinite(arr).all():
                 raise ValueError(f"r must be {self.batch_size} finite response(s), got {r!r}")
             r = self.members.host(arr)  # a float for one estimator, (B,) for a batch
-        self.checked_step(X, r)
+        self.step(X, r)
         warn_if_beyond_dtype(self)
         warn_if_updates_inexact(self)
 
     def quad_inv(self, arms) -> torch.Tensor:
         """``x^T A_hat^-1 x`` for each row of ``arms``: ``(K, d) -> (K,)`` (batched
         ``(B, K, d) -> (B, K)``), in the working dtype."""
-        return self._out(self.xp.astype(self.quad_all(self._arms_in(arms)), self.dtype))
+        with np.errstate(over="ignore"):  # (an overflowing norm is refused, with its cause)
+            quad = self.quad_all(self._arms_in(arms))
+        return self._out(self.xp.astype(quad, self.dtype))
 
     def solve(self, v) -> torch.Tensor:
         """``A_hat^-1 v``: ``(d,) -> (d,)`` (batched ``(B, d) -> (B, d)``), in the working dtype."""
@@ -618,7 +652,8 @@ class CovarianceEstimator(ABC):
 
     def logdet_increment(self, x) -> torch.Tensor:
         """``log det(A_hat + x x^T) - log det(A_hat)`` = ``log(1 + ||x||^2_{A_hat^-1})``."""
-        q = self.quad_all(self._rows_in(x)[:, None, :])[:, 0]
+        with np.errstate(over="ignore"):  # (an overflowing norm is refused, with its cause)
+            q = self.quad_all(self._rows_in(x)[:, None, :])[:, 0]
         return self._out(self.xp.astype(self.xp.log1p(q), self.dtype))
 
     def logdet_increments(self, X, terms: ScoreTerms | None = None, actions=None):

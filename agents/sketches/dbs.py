@@ -787,16 +787,12 @@ class DyadicBlockSketch(CovarianceEstimator):
         }
 
     # -- streaming ---------------------------------------------------------------------------------
-    def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
+    def step(self, X, r, terms: ScoreTerms | None = None, actions=None, before=None) -> None:
         """Add the rows (see :meth:`CovarianceEstimator.step`): Alg. 1 (fast: Alg. 4) for the
         sketched members, rank-1 updates (line 4) for the exact ones."""
-        fresh = self._fresh(terms, actions)
-        if fresh:
-            ix = self._played(actions)
-            sq = self._pick(terms.sq, ix)
-            sq_host = self.xp.host(sq)
-        else:
-            sq, sq_host = self._row_norms(X)
+        rows = self._admit_rows(X, r, terms, actions, before)
+        fresh = rows.played is not None
+        sq, sq_host = rows.sq, rows.sq_host
         self._frob = self._frob + sq_host
         self.trace = self.trace + sq_host
         r = r if isinstance(r, float) else np.asarray(r, dtype=np.float64)
@@ -807,11 +803,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         p = hp = php = None  # the played arm's V x, H V x and x^T V^T H V x from the scoring
         if fresh:
             sketched = terms if terms.parts is None else terms.parts.sketched
-            p, hp, php = (
-                self._pick(sketched.proj, ix),
-                self._pick(sketched.hp, ix),
-                self._pick(sketched.php, ix),
-            )
+            p, hp, php = rows.pick(sketched.proj), rows.pick(sketched.hp), rows.pick(sketched.php)
         self._sketched_step(X, sq, sq_host, r, p, hp, php)
         if self._exact is not None:
             exact = np.flatnonzero(self.exact)

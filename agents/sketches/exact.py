@@ -345,16 +345,14 @@ class ExactCovariance(CovarianceEstimator):
         mean = (xp.astype(P, self.cdtype) @ self._b[:, :, None])[:, :, 0]
         return ScoreTerms(arms, sq, mean, quad, P, self.n_rows, raw=raw)
 
-    def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
+    def step(self, X, r, terms: ScoreTerms | None = None, actions=None, before=None) -> None:
         xp = self.xp
-        if self._fresh(terms, actions):
-            ix = self._played(actions)
-            sq = self._pick(terms.sq, ix)
-            sq_host = xp.host(sq).astype(np.float64)
-            Ax = self._pick(terms.proj, ix)
-            raw = self._pick(terms.raw, ix)
+        rows = self._admit_rows(X, r, terms, actions, before)
+        sq, sq_host = rows.sq, rows.sq_host
+        if rows.played is not None:
+            Ax = rows.pick(terms.proj)
+            raw = rows.pick(terms.raw)
         else:
-            sq, sq_host = self._row_norms(X)
             Ax = (self.A_inv @ X[:, :, None])[:, :, 0]
             raw = xp.astype(xp.vecdot(Ax, X), self.cdtype)
         floor = sq / xp.asarray(self._reg_host() + self.trace, self.cdtype)

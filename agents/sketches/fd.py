@@ -325,22 +325,14 @@ class FrequentDirections(CovarianceEstimator):
         ).to(self.dtype)
 
     # -- streaming ---------------------------------------------------------------------------------
-    def step(self, X, r, terms: ScoreTerms | None = None, actions=None) -> None:
+    def step(self, X, r, terms: ScoreTerms | None = None, actions=None, before=None) -> None:
         """Add the rows (see :meth:`CovarianceEstimator.step`): zero rows are skipped (they carry no
         information); a member whose buffer the row fills shrinks (Wen et al. (2025), Alg. 2)."""
-        xp = self.xp
+        rows = self._admit_rows(X, r, terms, actions, before)
+        sq, sq_host = rows.sq, rows.sq_host
         p = hp = php = None
-        if self._fresh(terms, actions):
-            ix = self._played(actions)
-            sq = self._pick(terms.sq, ix)
-            sq_host = xp.host(sq)
-            p, hp, php = (
-                self._pick(terms.proj, ix),
-                self._pick(terms.hp, ix),
-                self._pick(terms.php, ix),
-            )
-        else:
-            sq, sq_host = self._row_norms(X)
+        if rows.played is not None:
+            p, hp, php = rows.pick(terms.proj), rows.pick(terms.hp), rows.pick(terms.php)
         self.trace = self.trace + sq_host
         every = min(sq_host.tolist()) > 0.0
         answered = r != 0.0 if isinstance(r, float) else r.any()
