@@ -27,7 +27,7 @@ from agents.sketches import FrequentDirections, RobustFrequentDirections
 pytestmark = pytest.mark.filterwarnings("ignore::agents.sketches.PrecisionWarning")
 
 #: ``||V V^T - I||_2 <= ORTHOGONALITY sqrt(d) eps_w``: the rounding of classical Gram-Schmidt
-#: twice (Giraud, Langou and Rozloznik (2005): ``O(eps)`` with a modest dimension factor) and of
+#: twice (Giraud et al. (2005): ``O(eps)`` with a modest dimension factor) and of
 #: the shrinks' rotations by orthonormal factors.
 ORTHOGONALITY = 32.0
 

@@ -544,7 +544,7 @@ class SketchCore:
         ``||E||`` survives a single pass there, and the loss compounds row after row. After the
         second pass the loss enters only multiplied by the first pass' ``||V e|| / ||e||``, a
         rounding-level number: classical Gram-Schmidt twice keeps ``||V V^T - I||`` at the rounding
-        level of the working dtype (Giraud, Langou and Rozloznik (2005)).
+        level of the working dtype (Giraud et al. (2005)).
 
         The coordinates stay the first pass' ``p`` (and ``hp``, ``php`` with them), those of the
         row ``x - V^T (V e)``, wherever the correction ``||V e|| <= ||E|| ||p|| + ||delta||`` is
