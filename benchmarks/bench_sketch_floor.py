@@ -20,19 +20,28 @@ R cycles from ``l - 1`` to ``min(2 l, d)`` between shrinks; the scoring, core an
 timed at the mean of that cycle. OFUL's floor is its scoring against the ``d x d`` inverse
 (``K d^2``) and the Sherman-Morrison update (``2 d^2``). The measured round is the agent's
 ``act`` + ``update`` on a pre-drawn stream (K unit-norm Gaussian arms, reward ``x^T theta* +
-noise``), after ``2 l`` warm-up rounds (the sketch has filled and shrunk once), over whole
-cycles of ``l + 1`` rounds (each with its one shrink: ``--rounds`` rounded up to a multiple),
-best of ``--repeats``. Times are the thread's CPU time (1 thread: all the work runs on it), which
-other processes on a shared machine do not inflate. Printed per agent and l: the floor's pieces
-(ms a round), their sum, the measured round and the ratio measured / floor.
+noise``; both calls given the same arm-set object, as from an environment, so that ``update``
+reuses ``act``'s scoring), after ``2 l`` warm-up rounds (the sketch has filled and shrunk once),
+over whole cycles of ``l + 1`` rounds (each with its one shrink: ``--rounds`` rounded up to a
+multiple), best of ``--repeats``. Times are the thread's CPU time (1 thread: all the work runs
+on it), which other processes on a shared machine do not inflate. Printed per agent and l: the
+floor's pieces (ms a round), their sum, the measured round and the ratio measured / floor.
 
     python benchmarks/bench_sketch_floor.py                       # l in {20, 100, 403, 600}
     python benchmarks/bench_sketch_floor.py --sizes 50 --arms 100 --rounds 600
+    python benchmarks/bench_sketch_floor.py --sizes 403 600 --split   # + where the round goes
+
+``--split`` adds one run per sketched agent and l with the ``SketchCore`` methods of a round
+timed (thread time): the scoring's product (``project``), the scores against ``H`` (``score``),
+the append's Gram-Schmidt (``expand``), its bordered step of ``H`` (``_fold``), the shrink and
+the coordinate rows' compression, in ms a round, and the rest of that run's round ("other").
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import os
 import sys
 import time
@@ -43,6 +52,35 @@ from scipy.linalg.blas import dger
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
+
+
+#: The ``SketchCore`` methods ``--split`` times (none calls another).
+SPLIT = ("project", "score", "expand", "_fold", "shrink", "compress")
+
+
+@contextlib.contextmanager
+def timed_methods(cls, totals: dict[str, float]):
+    """Within the block, each method of ``cls`` named in ``totals`` adds its thread time there."""
+    originals = {name: getattr(cls, name) for name in totals}
+
+    def timed(name, method):
+        @functools.wraps(method)
+        def wrapper(*args, **kwargs):
+            start = time.thread_time()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                totals[name] += time.thread_time() - start
+
+        return wrapper
+
+    try:
+        for name, method in originals.items():
+            setattr(cls, name, timed(name, method))
+        yield
+    finally:
+        for name, method in originals.items():
+            setattr(cls, name, method)
 
 
 def _best(fn, repeats: int, calls: int) -> float:
@@ -106,10 +144,15 @@ def oful_floor(d: int, k: int, repeats: int) -> dict[str, float]:
     }
 
 
-def measured(name: str, d: int, k: int, l: int, rounds: int, repeats: int) -> float:
+def measured(
+    name: str, d: int, k: int, l: int, rounds: int, repeats: int, split: dict | None = None
+) -> float:
     """Seconds of the agent's round (act + update) after its sketch has filled and shrunk once,
-    over whole cycles of ``l + 1`` rounds (``rounds`` rounded up), best of ``repeats``."""
+    over whole cycles of ``l + 1`` rounds (``rounds`` rounded up), best of ``repeats``; with
+    ``split`` (method name -> 0.0), one more run with those ``SketchCore`` methods timed, their
+    seconds a round written there, and the rest of that run's round as ``"other"``."""
     from agents import CBSCFD, OFUL, SOFUL
+    from agents.sketches.core import SketchCore
 
     rng = np.random.default_rng(1)
     theta = rng.standard_normal(d)
@@ -120,8 +163,8 @@ def measured(name: str, d: int, k: int, l: int, rounds: int, repeats: int) -> fl
     arms = rng.standard_normal((warm + rounds, k, d))
     arms /= np.linalg.norm(arms, axis=2, keepdims=True)
     noise = 0.1 * rng.standard_normal(warm + rounds)
-    best = float("inf")
-    for _ in range(repeats):
+
+    def play(totals: dict[str, float]) -> float:
         if name == "OFUL":
             agent = OFUL(lam=1.0, beta=0.1, d=d)
         else:
@@ -129,9 +172,18 @@ def measured(name: str, d: int, k: int, l: int, rounds: int, repeats: int) -> fl
         for t in range(warm + rounds):
             if t == warm:
                 start = time.thread_time()
-            a = agent.act(arms[t])
-            agent.update(arms[t], a, float(arms[t, a] @ theta + noise[t]))
-        best = min(best, (time.thread_time() - start) / rounds)
+                totals.update(dict.fromkeys(totals, 0.0))
+            obs = arms[t]  # one object for act and update, as an env loop: the scoring is reused
+            a = agent.act(obs)
+            agent.update(obs, a, float(obs[a] @ theta + noise[t]))
+        return (time.thread_time() - start) / rounds
+
+    best = min(play({}) for _ in range(repeats))
+    if split is not None:
+        with timed_methods(SketchCore, split):
+            whole = play(split)
+        split.update({key: value / rounds for key, value in split.items()})
+        split["other"] = whole - sum(split.values())
     return best
 
 
@@ -143,6 +195,9 @@ def main(argv=None) -> int:
     parser.add_argument("--agents", nargs="+", default=["OFUL", "SOFUL", "CBSCFD"])
     parser.add_argument("--rounds", type=int, default=400, help="timed rounds after the warm-up")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--split", action="store_true", help="time a round's SketchCore methods (one more run)"
+    )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # the sketch-size warning of l with 2 l >= d
     import torch
@@ -163,7 +218,8 @@ def main(argv=None) -> int:
                     if name == "OFUL"
                     else fd_floor(args.d, args.arms, l, args.repeats)
                 )
-                round_s = measured(name, args.d, args.arms, l, args.rounds, args.repeats)
+                split = dict.fromkeys(SPLIT, 0.0) if args.split and name != "OFUL" else None
+                round_s = measured(name, args.d, args.arms, l, args.rounds, args.repeats, split)
                 total = sum(floor.values())
                 label = "-" if name == "OFUL" else str(l)
                 pieces = " ".join(
@@ -175,6 +231,9 @@ def main(argv=None) -> int:
                     f"{1e3 * round_s:8.3f} | {round_s / total:6.2f}x",
                     flush=True,
                 )
+                if split is not None:
+                    parts = "  ".join(f"{key} {1e3 * value:.3f}" for key, value in split.items())
+                    print(f"    split (ms a round): {parts}", flush=True)
     return 0
 
 

@@ -221,13 +221,14 @@ class Expansion:
     """A row's coordinates in the basis extended by its residual direction
     (:meth:`SketchCore.expand`): ``p`` ``(B, width)`` core, ``nu`` ``(B,)`` core (``||e||``, 0 where
     no new direction), ``e`` ``(B, d)`` working (the residual ``x - V^T p``; where ``new``, the new
-    basis vector is ``e / ||e||``), ``new`` ``(B,)`` host bools, ``sq`` ``(B,)`` core ``||x||^2``;
-    ``hp = H p`` ``(B, width)`` and ``php = p^T H p`` ``(B,)`` (core) when the scoring computed them
-    for this very ``p`` (:meth:`SketchCore.score`), else None (the append forms them)."""
+    basis vector is ``e / ||e||``; None where no member had room for one), ``new`` ``(B,)`` host
+    bools, ``sq`` ``(B,)`` core ``||x||^2``; ``hp = H p`` ``(B, width)`` and ``php = p^T H p``
+    ``(B,)`` (core) when the scoring computed them for this very ``p`` (:meth:`SketchCore.score`),
+    else None (the append forms them)."""
 
     p: Array
     nu: Array
-    e: Array
+    e: Array | None
     new: np.ndarray
     sq: Array
     hp: Array | None = None
@@ -546,37 +547,66 @@ class SketchCore:
         when the caller has it (the played arm's row of the scoring's ``P``), with ``hp = H p`` and
         ``php = p^T H p`` (its rows of the scoring's, kept while ``p`` is). Changes nothing.
 
-        Classical Gram-Schmidt against the basis; a second pass where the first kept less than half
-        the squared norm; a new direction where the last pass kept at least half of what it was
-        given (Kahan-Parlett: then the residual is orthogonal to the basis to working precision; if
-        not, ``x`` lies in the span up to rounding), the residual exceeds the rounding of a residual
-        of ``x`` in the span, ``8 sqrt((R + 1) d) eps ||x||`` (``R`` dot products of length ``d`` to
-        form ``p``, ``R`` terms in each entry of ``V^T p``), and there is room
-        (``R < basis_cap``)."""
+        Classical Gram-Schmidt against the basis, ``e = x - V^T p``; a second pass
+        ``e <- e - V^T (V e)`` where the first kept less than half the squared norm; a new
+        direction where the last pass kept at least half of what it was given (Kahan-Parlett: then
+        the residual is orthogonal to the basis to working precision; if not, ``x`` lies in the
+        span up to rounding), the residual exceeds the rounding of a residual of ``x`` in the
+        span, ``tol = 8 sqrt((R + 1) d) eps ||x||`` (``R`` dot products of length ``d`` to form
+        ``p``, ``R`` terms in each entry of ``V^T p``), and there is room (``R < basis_cap``).
+
+        Why the second pass stays wherever a new direction lost half its norm, in any dtype. With
+        ``E = V V^T - I`` (the basis' own loss of orthogonality) and ``delta`` the rounding of the
+        pass, ``V e = -E p - V delta``: the new vector ``v = e / ||e||`` has
+
+            ||V v|| <= (||E|| ||p|| + ||delta||) / ||e||,
+
+        the basis' loss multiplied by ``||p|| / ||e||``, which exceeds 1 exactly when the pass kept
+        less than half the squared norm (``||e||^2 < ||x||^2 / 2``), whatever ``eps``: no bound on
+        ``||E||`` survives a single pass there, and the loss compounds row after row. After the
+        second pass the loss enters only multiplied by the first pass' ``||V e|| / ||e||``, a
+        rounding-level number: classical Gram-Schmidt twice keeps ``||V V^T - I||`` at the rounding
+        level of the working dtype (Giraud et al. (2005)).
+
+        The coordinates stay the first pass' ``p`` (and ``hp``, ``php`` with them), those of the
+        row ``x - V^T (V e)``, wherever the correction ``||V e|| <= ||E|| ||p|| + ||delta||`` is
+        within ``tol``: a row perturbed within the rounding a residual is dropped at (where it
+        is not, ``p <- p + V e``). The second pass is not run where it cannot change the result
+        beyond that rounding: where the first pass left a residual within ``tol`` (a pass only
+        removes the residual's part along the basis: no new direction either way, and ``e`` is
+        dropped), and for a member with no room; where no member has room, ``e`` is not formed at
+        all (None)."""
         xp = self.xp
         basis = self.V[:, : self.width]
-        norms = np.maximum(sq_host, _TINY)
         if p is None:
             p = xp.astype((basis @ X[:, :, None])[:, :, 0], self.cdtype)
+        full = self.width >= self.basis_cap  # (some member's basis may be full)
+        if full and min(self.R.tolist()) >= self.basis_cap:  # every basis is full
+            none = np.zeros(self.B, dtype=bool)
+            return Expansion(p, xp.zeros((self.B,), self.cdtype), None, none, sq, hp, php)
         e = X - (xp.astype(p, self.dtype)[:, None, :] @ basis)[:, 0]
         nu2 = xp.norm_sq(e, self.cdtype)
-        kept = xp.host(nu2) / norms
-        if (
-            min(kept.tolist()) < 0.5
-        ):  # "twice is enough": a second pass where half the norm was lost
-            again = kept < 0.5
-            extra = (basis @ e[:, :, None])[:, :, 0] * xp.cast_like(again, e)[:, None]
-            e = e - (extra[:, None, :] @ basis)[:, 0]
-            p = p + xp.astype(extra, self.cdtype)
-            hp = php = None  # p moved: the append forms H p afresh
-            nu2 = xp.norm_sq(e, self.cdtype)
-            kept_again = xp.host(nu2) / norms
-            kept = np.where(
-                again & (kept_again < 0.5 * kept), 0.0, np.where(again, kept_again, kept)
-            )
+        kept = xp.host(nu2) / np.maximum(sq_host, _TINY)
         # each member's own R: its decision must not depend on the other members of a batch
-        new = kept > (self.R + 1) * (64.0 * self.d * self.eps_w**2)
-        if self.width >= self.basis_cap:  # a full basis takes no new vector
+        in_span = (self.R + 1) * (64.0 * self.d * self.eps_w**2)  # (tol / ||x||)^2
+        if min(kept.tolist()) < 0.5:  # "twice is enough": a second pass where half of it was lost
+            again = (kept < 0.5) & (kept > in_span)
+            if full:  # (a member with no room takes no new vector)
+                again &= self.R < self.basis_cap
+            if again.any():
+                extra = (basis @ e[:, :, None])[:, :, 0] * xp.cast_like(again, e)[:, None]
+                e = e - (extra[:, None, :] @ basis)[:, 0]
+                correction = xp.host(xp.norm_sq(extra, self.cdtype))
+                if max((correction - in_span * sq_host).tolist()) > 0.0:  # beyond tol^2
+                    p = p + xp.astype(extra, self.cdtype)
+                    hp = php = None  # p moved: the append forms H p afresh
+                nu2 = xp.norm_sq(e, self.cdtype)
+                kept_again = xp.host(nu2) / np.maximum(sq_host, _TINY)
+                kept = np.where(
+                    again & (kept_again < 0.5 * kept), 0.0, np.where(again, kept_again, kept)
+                )
+        new = kept > in_span
+        if full:  # a full basis takes no new vector
             new &= self.R < self.basis_cap
         nu = xp.sqrt(nu2) * xp.cast_like(new, nu2)
         return Expansion(p, nu, e, new, sq, hp, php)
