@@ -279,7 +279,7 @@ class SketchCore:
         self.R = np.zeros(B, dtype=np.int64)
         self.width = 0
         self._members = np.arange(B)
-        self._member_column = xp.index(self._members[:, None])  # (indexes (B, m) arrays per member)
+        self._member_column = xp.index(self._members[:, None])  # (B, 1): row i of a (B, m) index
         self.n_raw = 0
         self.reg = np.array(np.broadcast_to(np.asarray(reg, dtype=np.float64), (B,)))
         self.alpha = np.zeros(B)
