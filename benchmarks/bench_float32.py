@@ -17,11 +17,30 @@ two runs of the same agent do. This script shows which case each gap is:
   gap to float64 and its own first-diff rounds. A float32 gap of the floor's size is the
   trajectory's sensitivity to rounding, not a defect of the float32 arithmetic;
 * ``ms f64 / ms f32``: agent CPU ms per round of the batch (B = seeds), and their ratio.
-* Last, at B = 1 (the single agent, d = 784, K = 10 unit arms, 1 thread): float64 / float32 ms
-  per round, interleaved, best of 3 (the speed-up README quotes for ``dtype=torch.float32``).
+* Last, at B = 1 (the single agent, d = 784, K = 10, 1 thread, lam = 0.2, beta = 0.01): ms per
+  round of the thread's CPU time in float64 and float32, interleaved, best of 3, and their ratio
+  (the speed-up README quotes for ``dtype=torch.float32``), as a Markdown table. ``--sizes``: the
+  SOFUL and CBSCFD sketch sizes timed (DBSLinUCB keeps l0 = 50); ``--b1-stream``: unit-norm
+  Gaussian arms with N(0, 1) rewards (``gauss``), or the arm sets of ``LinBandit-MNIST-v0``
+  (seed 0) with reward 1 for the target digit's arm (``mnist``: images of one digit lie close to
+  the span of the rows seen, where a float32 projection has to form an arm's residual
+  explicitly, ``agents.sketches.core``); ``--b1-rounds``: rounds timed.
 
     python benchmarks/bench_float32.py            # horizon 2000, 3 seeds
     python benchmarks/bench_float32.py --quick    # horizon 500
+    python benchmarks/bench_float32.py --b1-only --b1-stream mnist --b1-rounds 2000 \
+        --sizes 20 100 403 600                    # the B = 1 table of docs/performance.md
+
+``--parts`` (with ``--b1-only``) splits the B = 1 round of SOFUL and CBSCFD into the sketch
+core's operations instead (``agents.sketches.core.SketchCore``), each timed by the thread's CPU
+time around every call, best of 3 per part: ``project`` (the ``K d R`` product ``arms V^T``),
+``score`` (the widths and means; ``explicit residual``, its part for arms whose residual
+``||x||^2 - ||V x||^2`` cancels), ``expand`` and ``append`` (the played row's residual against the
+basis and its commit), ``shrink`` (FD's shrinks), and ``rest`` (the round's other work: argument
+checks, norms, the agent's own bookkeeping).
+
+    python benchmarks/bench_float32.py --b1-only --parts --b1-stream mnist --b1-rounds 2000 \
+        --sizes 20 100 403 --agents SOFUL CBSCFD
 """
 
 from __future__ import annotations
@@ -32,6 +51,7 @@ import sys
 import time
 import warnings
 
+import gymnasium as gym
 import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
@@ -39,6 +59,7 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
 import linbandit_gym  # noqa: E402
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB  # noqa: E402
+from agents.sketches.core import SketchCore  # noqa: E402
 
 AGENTS = {
     "OFUL": lambda lam, beta, l, dt: OFUL(lam=lam, beta=beta, dtype=dt),
@@ -101,22 +122,134 @@ def _first_diff(a, b):
     ]
 
 
-def _ms_per_round_b1(make, rounds: int = 300, repeats: int = 3) -> tuple[float, float]:
-    """B = 1 agent ms/round at d = 784, K = 10 (unit arms), float64 and float32 interleaved, best
-    of N."""
-    rng = np.random.default_rng(0)
-    arms = rng.standard_normal((rounds, 10, 784))
-    arms = (arms / np.linalg.norm(arms, axis=2, keepdims=True)).astype(np.float32)
-    rewards = rng.standard_normal(rounds)
+def _stream_b1(kind: str, rounds: int) -> tuple[np.ndarray, np.ndarray]:
+    """The B = 1 timing's arm sets ``(rounds, 10, 784)`` (float32) and the reward of each arm of
+    each round ``(rounds, 10)``: unit-norm Gaussian arms with one N(0, 1) reward a round
+    (``gauss``), or ``LinBandit-MNIST-v0``'s arm sets of seed 0 with reward 1 for the target
+    digit's arm (``mnist``; the arm sets do not depend on the actions)."""
+    if kind == "gauss":
+        rng = np.random.default_rng(0)
+        arms = rng.standard_normal((rounds, 10, 784))
+        arms = (arms / np.linalg.norm(arms, axis=2, keepdims=True)).astype(np.float32)
+        return arms, np.repeat(rng.standard_normal(rounds)[:, None], 10, axis=1)
+    env = gym.make("LinBandit-MNIST-v0", horizon=rounds)
+    obs, _ = env.reset(seed=0)
+    arms, rewards = [], []
+    for _ in range(rounds):
+        arms.append(np.asarray(obs, dtype=np.float32))
+        obs, _, _, _, info = env.step(0)
+        rewards.append(np.arange(arms[-1].shape[0]) == info["best_arm"])
+    return np.stack(arms), np.stack(rewards).astype(np.float64)
+
+
+def _ms_per_round_b1(make, arms, rewards, repeats: int = 3) -> tuple[float, float]:
+    """B = 1 agent ms/round (the thread's CPU time) on the arm sets ``arms`` with ``rewards`` per
+    arm (:func:`_stream_b1`), float64 and float32 interleaved, best of N."""
     best = {torch.float64: np.inf, torch.float32: np.inf}
     for _ in range(repeats):
         for dt in best:
             agent = make(dt)
-            start = time.process_time()
-            for t in range(rounds):
-                agent.update(arms[t], agent.act(arms[t]), rewards[t])
-            best[dt] = min(best[dt], (time.process_time() - start) / rounds * 1e3)
+            start = time.thread_time()
+            for t in range(len(arms)):
+                a = agent.act(arms[t])
+                agent.update(arms[t], a, rewards[t, a])
+            best[dt] = min(best[dt], (time.thread_time() - start) / len(arms) * 1e3)
     return best[torch.float64], best[torch.float32]
+
+
+#: (label, SketchCore method) of the ``--parts`` split; ``rest`` is the round minus the others
+#: (the explicit residual runs inside ``score``)
+PARTS = (
+    ("project", "project"),
+    ("score", "score"),
+    ("explicit residual", "_explicit_quad"),
+    ("expand", "expand"),
+    ("append", "append"),
+    ("shrink", "shrink"),
+)
+
+
+class _PartTimes:
+    """Thread CPU seconds spent in each :data:`PARTS` method of ``SketchCore`` (every call, its
+    nested calls included; 0 for a method this revision does not have) while entered; the methods
+    are restored on exit."""
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(label for label, _ in PARTS)
+
+    def __enter__(self):
+        present = [(label, name) for label, name in PARTS if hasattr(SketchCore, name)]
+        self._saved = {name: getattr(SketchCore, name) for _, name in present}
+        self.seconds = {label: 0.0 for label, _ in PARTS}
+        for label, name in present:
+            setattr(SketchCore, name, self._timed(label, self._saved[name]))
+        return self
+
+    def _timed(self, label, method):
+        def timed(*args, **kwargs):
+            start = time.thread_time()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.seconds[label] += time.thread_time() - start
+
+        return timed
+
+    def __exit__(self, *exc):
+        for name, method in self._saved.items():
+            setattr(SketchCore, name, method)
+
+
+def _parts_table(args) -> None:
+    """The ``--parts`` split (module docstring) as a Markdown table, microseconds per round."""
+    arms, rewards = _stream_b1(args.b1_stream, args.b1_rounds)
+    rounds = len(arms)
+    print(
+        f"B = 1 (single agent), d = 784, K = 10, {rounds} rounds of {args.b1_stream} arms, "
+        f"{args.threads} thread(s), float64 and float32 interleaved, best of 3 per part: us per "
+        "round (the thread's CPU time)"
+    )
+    print("| agent | part | f64 us/round | f32 us/round | f32 / f64 |\n|---|---|---|---|---|")
+    for name in (n for n in args.agents if n in ("SOFUL", "CBSCFD")):
+        for l in args.sizes:
+            best = {dt: {} for dt in (torch.float64, torch.float32)}
+            for _ in range(3):
+                for dt in best:
+                    agent = AGENTS[name](0.2, 0.01, l, dt)
+                    with _PartTimes() as parts:
+                        start = time.thread_time()
+                        for t in range(rounds):
+                            a = agent.act(arms[t])
+                            agent.update(arms[t], a, rewards[t, a])
+                        whole = time.thread_time() - start
+                    own = dict(parts.seconds)
+                    own["rest"] = whole - sum(v for k, v in own.items() if k != "explicit residual")
+                    own["round"] = whole
+                    for k, v in own.items():
+                        best[dt][k] = min(best[dt].get(k, np.inf), v / rounds * 1e6)
+            for part in (*(label for label, _ in PARTS), "rest", "round"):
+                us64, us32 = best[torch.float64][part], best[torch.float32][part]
+                ratio = f"{us32 / us64:.2f}" if us64 > 0.05 else "-"
+                print(f"| {name} l={l} | {part} | {us64:.1f} | {us32:.1f} | {ratio} |", flush=True)
+
+
+def _b1_table(args) -> None:
+    """The B = 1 timing (module docstring) as a Markdown table."""
+    arms, rewards = _stream_b1(args.b1_stream, args.b1_rounds)
+    print(
+        f"B = 1 (single agent), d = 784, K = 10, {args.b1_rounds} rounds of {args.b1_stream} "
+        f"arms, {args.threads} thread(s), float64 and float32 interleaved, best of 3: ms per round "
+        "(the thread's CPU time)"
+    )
+    print("| agent | f64 ms/round | f32 ms/round | f32 / f64 |\n|---|---|---|---|")
+    for name in args.agents:
+        sized = name in ("SOFUL", "CBSCFD")
+        for l in args.sizes if sized else [50]:
+            label = f"{name} l={l}" if sized else name if name == "OFUL" else f"{name} l0={l}"
+            ms64, ms32 = _ms_per_round_b1(
+                lambda dt, name=name, l=l: AGENTS[name](0.2, 0.01, l, dt), arms, rewards
+            )
+            print(f"| {label} | {ms64:.3f} | {ms32:.3f} | {ms32 / ms64:.2f} |", flush=True)
 
 
 def main(argv=None) -> None:
@@ -130,8 +263,22 @@ def main(argv=None) -> None:
     p.add_argument("--agents", nargs="+", choices=list(AGENTS), default=list(AGENTS))
     p.add_argument("--no-floor", action="store_true", help="skip the float64 noise-floor runs")
     p.add_argument("--no-b1", action="store_true", help="skip the B = 1 timing")
+    p.add_argument("--b1-only", action="store_true", help="only the B = 1 timing")
+    p.add_argument(
+        "--parts", action="store_true", help="with --b1-only: the sketch round's split by part"
+    )
+    p.add_argument("--b1-stream", choices=("gauss", "mnist"), default="gauss")
+    p.add_argument("--b1-rounds", type=int, default=300)
+    p.add_argument(
+        "--sizes", type=int, nargs="+", default=[50], help="SOFUL/CBSCFD l of the B = 1 timing"
+    )
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.b1_only:
+        with threadpool_limits(limits=args.threads), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (_parts_table if args.parts else _b1_table)(args)
+        return
     horizon = 500 if args.quick else 2000
     seeds = list(range(args.seeds))
     print(
@@ -188,13 +335,7 @@ def main(argv=None) -> None:
                 )
         print(f"largest relative difference of mean final regret float32 vs float64: {worst:.1%}")
         if not args.no_b1:
-            print(
-                "B = 1 (single agent), d = 784, K = 10, 300 rounds, interleaved, best of 3: "
-                "ms/round f64, f32, speed-up"
-            )
-            for name in args.agents:
-                ms64, ms32 = _ms_per_round_b1(lambda dt, name=name: AGENTS[name](0.2, 0.01, 50, dt))
-                print(f"  {name:>13} {ms64:7.3f} {ms32:7.3f} {ms64 / ms32:6.2f}x", flush=True)
+            _b1_table(args)
 
 
 if __name__ == "__main__":

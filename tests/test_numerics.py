@@ -22,7 +22,7 @@ from sketch_streams import DTYPES, KINDS, make_stream, tol
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
 from agents.batched import BatchedSOFUL
 from agents.sketches import DyadicBlockSketch, FrequentDirections, RobustFrequentDirections
-from agents.sketches.core import AMPLIFICATION_LIMIT
+from agents.sketches.core import AMPLIFICATION_LIMIT, SketchCore
 from agents.sketches.diagnostics import fd_error_bound, psd_gap
 
 #: small d: the sketches of these tests hold more than OFUL's inverse, which is warned (asserted in
@@ -432,6 +432,78 @@ def test_the_mean_term_does_not_cancel_as_b_grows(make):
         assert float((_mean(est, arms) - own).abs().max() / own.abs().max()) < bound
         theta_err = (arms.double() @ est.theta().double() - own).abs().max() / own.abs().max()
         assert float(theta_err) < bound
+
+
+def _dense_quad(rows, lam: float, arms: np.ndarray) -> np.ndarray:
+    """``x^T (lam I + S^T S)^-1 x`` per arm, in float64, for the rows ``S`` (array or tensor)."""
+    S = torch.as_tensor(rows).double().numpy()
+    A = lam * np.eye(S.shape[1]) + S.T @ S
+    return np.einsum("kd,kd->k", arms, np.linalg.solve(A, arms.T).T)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    d=st.integers(6, 40),
+    rank=st.integers(1, 5),
+    counts=st.lists(st.integers(0, 6), min_size=3, max_size=3).filter(any),
+    scale=st.sampled_from((1e-3, 1.0, 1e3)),
+    lam_rel=st.sampled_from((1e-6, 1e-5, 1e-4)),
+    seed=st.integers(0, 2**31 - 1),
+)
+@example(d=20, rank=3, counts=[1, 3, 4], scale=1.0, lam_rel=1e-6, seed=0)  # some arms each
+@example(d=20, rank=3, counts=[1, 3, 6], scale=1.0, lam_rel=1e-6, seed=1)  # every arm of one
+def test_float32_widths_of_arms_at_the_span_hold_per_arm(d, rank, counts, scale, lam_rel, seed):
+    """Arms in or near the span of the rows are where a float32 projection cannot resolve the
+    residual ``||x||^2 - ||V x||^2``: the scoring forms those arms' residuals explicitly, and only
+    theirs (``SketchCore.score``). Three members, each with its own rank-``rank`` stream (FD keeps
+    every row: ``rank < l``) and ``counts[i]`` of its 6 arms at its span (tilted off it by 0 to 3
+    times the size at which the residual's share of the width equals the span's), the others
+    Gaussian; ridge ``lam_rel`` of the rows' squared scale. Batched (torch) and one by one
+    (numpy), in float32 and in float64, every arm's width is within ``rel = 2^-10`` of the dense
+    float64 width of the estimator's own rows: the scoring's promise, per arm, whichever arms of
+    its own and of the other members are formed beside it."""
+    rng = np.random.default_rng(seed)
+    B, K, n, l = 3, 6, 3 * rank + 2, rank + 2
+    lam = lam_rel * scale**2
+    spans = [np.linalg.qr(rng.standard_normal((d, rank)))[0].T for _ in range(B)]
+    rows = np.stack([scale * rng.standard_normal((n, rank)) @ Q for Q in spans], axis=1)
+    arms = scale * rng.standard_normal((B, K, d))
+    for i, (Q, k) in enumerate(zip(spans, counts)):
+        inside = rng.standard_normal((k, rank)) @ Q
+        off = rng.standard_normal((k, d))
+        off -= off @ Q.T @ Q
+        tilt = rng.choice([0.0, 0.3, 1.0, 3.0], size=k) * np.sqrt(lam_rel * rank / n)
+        arms[i, :k] = scale * (
+            inside / np.linalg.norm(inside, axis=1, keepdims=True)
+            + tilt[:, None] * off / np.linalg.norm(off, axis=1, keepdims=True)
+        )
+    rows, arms = rows.astype(np.float32), arms.astype(np.float32)
+    explicit = []
+    formed = SketchCore._explicit_quad
+
+    def spy(core, *args):
+        explicit.append(core.dtype)
+        return formed(core, *args)
+
+    for dtype in DTYPES:
+        X_all = torch.as_tensor(rows, dtype=dtype)
+        A_all = torch.as_tensor(arms, dtype=dtype)
+        with warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
+            warnings.simplefilter("ignore")  # small ridges: beyond what float32 resolves (warned)
+            patch.setattr(SketchCore, "_explicit_quad", spy)
+            batch = FrequentDirections(d, l, reg=lam, dtype=dtype, batch_size=B)
+            single = [FrequentDirections(d, l, reg=lam, dtype=dtype) for _ in range(B)]
+            for X in X_all:
+                batch.update(X)
+                for est, x in zip(single, X):
+                    est.update(x)
+            widths = batch.quad_inv(A_all).double().numpy()
+            for i, est in enumerate(single):
+                own = ((widths[i], batch.core.rows(i)), (est.quad_inv(A_all[i]), est.core.rows(0)))
+                for q, S in own:
+                    dense = _dense_quad(S, lam, A_all[i].double().numpy())
+                    assert np.abs(np.asarray(q, dtype=np.float64) / dense - 1.0).max() <= 2.0**-10
+    assert torch.float32 in explicit  # the arms at the span were formed explicitly
 
 
 def _core_gaps(est, b_fed: np.ndarray) -> tuple[float, float, float]:

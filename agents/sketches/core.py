@@ -279,6 +279,7 @@ class SketchCore:
         self.R = np.zeros(B, dtype=np.int64)
         self.width = 0
         self._members = np.arange(B)
+        self._member_column = xp.index(self._members[:, None])  # (B, 1): row i of a (B, m) index
         self.n_raw = 0
         self.reg = np.array(np.broadcast_to(np.asarray(reg, dtype=np.float64), (B,)))
         self.alpha = np.zeros(B)
@@ -442,7 +443,7 @@ class SketchCore:
         ``R^d``, and is taken as ``||x||^2 - ||p||^2`` except where the rounding of that difference,
         ``2 sqrt(R d) eps_work ||x||^2`` (``p`` comes from ``R`` dot products of length ``d`` in the
         working dtype), exceeds ``rel`` times the arm's whole ``c x^T A_hat^-1 x``: those arms'
-        residuals are formed explicitly (one more ``K d R`` product, only in such rounds)."""
+        residuals, and only theirs, are formed explicitly (:meth:`_explicit_quad`)."""
         xp = self.xp
         w = P.shape[-1]
         PH = P @ self.H[:, :w, :w]  # H is symmetric: row k is H p_k
@@ -458,9 +459,30 @@ class SketchCore:
         quad = residual * self.inv_c + pHp
         cancels = noise > quad
         if xp.any(cancels):
-            residual = arms - xp.astype(P, self.dtype) @ self.V[:, :w]
-            quad = xp.where(cancels, xp.norm_sq(residual, self.cdtype) * self.inv_c + pHp, quad)
+            quad = self._explicit_quad(arms, P, pHp, quad, cancels)
         return mean, quad, PH, pHp
+
+    def _explicit_quad(self, arms, P, pHp, quad, cancels):
+        """``quad`` (``(B, K)``, core dtype) with the arms where ``cancels`` (bools ``(B, K)``)
+        scored from their explicit residuals, ``||x - V^T p||^2 / c + p^T H p`` (``arms``, ``P``,
+        ``pHp`` as :meth:`score`'s): an ``m d R`` product over the ``m`` arms of the member with
+        the most such arms (each member's first ``m`` arms in the order ``cancels`` first), not
+        the ``K d R`` of every arm. An arm's residual is its own row of that product: the same
+        formula, and the same rounding bound, whichever arms are formed beside it."""
+        xp = self.xp
+        hit = xp.host(cancels)
+        count = hit.sum(axis=1).tolist()
+        m, K = max(count), hit.shape[1]
+        ix = (slice(None), slice(None))
+        if m < K:  # each member's first m arms, those that cancel first (a permutation: no repeat)
+            order = np.argsort(~hit, axis=1, kind="stable")[:, :m]
+            ix = (self._member_column, xp.index(order))
+        residual = arms[ix] - xp.astype(P[ix], self.dtype) @ self.V[:, : P.shape[-1]]
+        explicit = xp.norm_sq(residual, self.cdtype) * self.inv_c + pHp[ix]
+        if min(count) < m:  # (a member with fewer such arms keeps the others' quad)
+            explicit = xp.where(cancels[ix], explicit, quad[ix])
+        quad[ix] = explicit
+        return quad
 
     def solve(self, v):
         """``A_hat^-1 v = (v - V^T V v) / c + V^T H V v`` for ``v`` ``(B, d)`` (core dtype)."""
