@@ -566,13 +566,11 @@ class SketchCore:
         ``||E||`` survives a single pass there, and the loss compounds row after row. After the
         second pass the loss enters only multiplied by the first pass' ``||V e|| / ||e||``, a
         rounding-level number: classical Gram-Schmidt twice keeps ``||V V^T - I||`` at the rounding
-        level of the working dtype (Giraud et al. (2005)).
+        level of the working dtype (Giraud et al. (2005)). The coordinates stay the first pass'
+        ``p`` where the second pass corrects them by less than ``tol`` (:meth:`_second_pass`).
 
-        The coordinates stay the first pass' ``p`` (and ``hp``, ``php`` with them), those of the
-        row ``x - V^T (V e)``, wherever the correction ``||V e|| <= ||E|| ||p|| + ||delta||`` is
-        within ``tol``: a row perturbed within the rounding a residual is dropped at (where it
-        is not, ``p <- p + V e``). The second pass is not run where it cannot change the result
-        beyond that rounding: where the first pass left a residual within ``tol`` (a pass only
+        The second pass is not run where it cannot change the result beyond the rounding a
+        residual is dropped at: where the first pass left a residual within ``tol`` (a pass only
         removes the residual's part along the basis: no new direction either way, and ``e`` is
         dropped), and for a member with no room; where no member has room, ``e`` is not formed at
         all (None)."""
@@ -594,22 +592,37 @@ class SketchCore:
             if full:  # (a member with no room takes no new vector)
                 again &= self.R < self.basis_cap
             if again.any():
-                extra = (basis @ e[:, :, None])[:, :, 0] * xp.cast_like(again, e)[:, None]
-                e = e - (extra[:, None, :] @ basis)[:, 0]
-                correction = xp.host(xp.norm_sq(extra, self.cdtype))
-                if max((correction - in_span * sq_host).tolist()) > 0.0:  # beyond tol^2
-                    p = p + xp.astype(extra, self.cdtype)
-                    hp = php = None  # p moved: the append forms H p afresh
-                nu2 = xp.norm_sq(e, self.cdtype)
-                kept_again = xp.host(nu2) / np.maximum(sq_host, _TINY)
-                kept = np.where(
-                    again & (kept_again < 0.5 * kept), 0.0, np.where(again, kept_again, kept)
-                )
+                e, nu2, kept, moved = self._second_pass(basis, e, kept, again, in_span, sq_host)
+                if moved is not None:  # p moved: the append forms H p afresh
+                    p, hp, php = p + moved, None, None
         new = kept > in_span
         if full:  # a full basis takes no new vector
             new &= self.R < self.basis_cap
         nu = xp.sqrt(nu2) * xp.cast_like(new, nu2)
         return Expansion(p, nu, e, new, sq, hp, php)
+
+    def _second_pass(self, basis, e, kept: np.ndarray, again: np.ndarray, in_span, sq_host):
+        """:meth:`expand`'s second classical Gram-Schmidt pass ``e <- e - V^T (V e)`` for the
+        members ``again`` (host bools; ``kept`` the share ``||e||^2 / ||x||^2`` the first pass
+        kept, ``in_span`` the squared drop tolerance ``(tol / ||x||)^2``, both host ``(B,)``).
+        Returns the residual, its squared norm (core ``(B,)``), the share kept after both passes
+        (0 where the second pass lost half again: ``x`` lies in the span up to rounding) and the
+        correction ``V e`` to the coordinates (core ``(B, width)``) when some member's exceeds
+        the tolerance, else None (the first pass' coordinates stand).
+
+        The coordinates stay the first pass' ``p`` (and ``hp``, ``php`` with them), those of the
+        row ``x - V^T (V e)``, wherever the correction ``||V e|| <= ||E|| ||p|| + ||delta||``
+        (:meth:`expand`) is within ``tol``: a row perturbed within the rounding a residual is
+        dropped at. Where it is not, ``p <- p + V e``."""
+        xp = self.xp
+        extra = (basis @ e[:, :, None])[:, :, 0] * xp.cast_like(again, e)[:, None]
+        e = e - (extra[:, None, :] @ basis)[:, 0]
+        correction = xp.host(xp.norm_sq(extra, self.cdtype))
+        moved = max((correction - in_span * sq_host).tolist()) > 0.0  # beyond tol^2
+        nu2 = xp.norm_sq(e, self.cdtype)
+        kept_again = xp.host(nu2) / np.maximum(sq_host, _TINY)
+        kept = np.where(again & (kept_again < 0.5 * kept), 0.0, np.where(again, kept_again, kept))
+        return e, nu2, kept, xp.astype(extra, self.cdtype) if moved else None
 
     def append(self, ex: Expansion, r, live: np.ndarray | None = None) -> None:
         """Commit the expanded rows ``ex`` with responses ``r`` (a float, or core ``(B,)``) to the
