@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 import yaml
+from cli_processes import SMALL_ENV, THREE
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -171,13 +172,6 @@ def test_agents_apply_the_same_rule():
 
 
 # -- every consumer at the edges of the range -----------------------------------------------------
-SMALL_ENV = {"id": "LinBandit-Synthetic-v0", "args": {"d": 5, "n_arms": 4, "horizon": 30}}
-THREE = {
-    "name": "three",
-    "seeds": 3,
-    "envs": [SMALL_ENV],
-    "agents": [{"name": "OFUL", "args": {"beta": 0.1}}],
-}
 
 
 def _write(path, config: dict):
