@@ -179,16 +179,12 @@ class AdmittedRows:
     """The rows a step adds, admitted by :meth:`CovarianceEstimator._admit_rows` (they fit the
     dtypes' range): their ``||x||^2``, ``sq`` ``(B,)`` in the core dtype and ``sq_host`` on the host
     (float64), and ``played``, the played entries' index into this round's :class:`ScoreTerms`
-    (:meth:`CovarianceEstimator._played`) when those are current, else None."""
+    (:meth:`CovarianceEstimator._played`, for :meth:`CovarianceEstimator._pick`) when those are
+    current, else None."""
 
     sq: Array
     sq_host: np.ndarray
     played: Any = None
-
-    def pick(self, a):
-        """``a[i, actions[i]]`` per member of an array of the scored terms ``(B, K, ...)``."""
-        ix = self.played
-        return a[:, ix] if isinstance(ix, int) else a[ix]
 
 
 class PrecisionWarning(RuntimeWarning):

@@ -350,8 +350,8 @@ class ExactCovariance(CovarianceEstimator):
         rows = self._admit_rows(X, r, terms, actions, before)
         sq, sq_host = rows.sq, rows.sq_host
         if rows.played is not None:
-            Ax = rows.pick(terms.proj)
-            raw = rows.pick(terms.raw)
+            Ax = self._pick(terms.proj, rows.played)
+            raw = self._pick(terms.raw, rows.played)
         else:
             Ax = (self.A_inv @ X[:, :, None])[:, :, 0]
             raw = xp.astype(xp.vecdot(Ax, X), self.cdtype)
