@@ -57,6 +57,8 @@ import torch
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
+from bench_sketch_floor import timed_methods  # noqa: E402  (its directory is on sys.path)
+
 import linbandit_gym  # noqa: E402
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB  # noqa: E402
 from agents.sketches.core import SketchCore  # noqa: E402
@@ -169,37 +171,6 @@ PARTS = (
 )
 
 
-class _PartTimes:
-    """Thread CPU seconds spent in each :data:`PARTS` method of ``SketchCore`` (every call, its
-    nested calls included; 0 for a method this revision does not have) while entered; the methods
-    are restored on exit."""
-
-    def __init__(self):
-        self.seconds = dict.fromkeys(label for label, _ in PARTS)
-
-    def __enter__(self):
-        present = [(label, name) for label, name in PARTS if hasattr(SketchCore, name)]
-        self._saved = {name: getattr(SketchCore, name) for _, name in present}
-        self.seconds = {label: 0.0 for label, _ in PARTS}
-        for label, name in present:
-            setattr(SketchCore, name, self._timed(label, self._saved[name]))
-        return self
-
-    def _timed(self, label, method):
-        def timed(*args, **kwargs):
-            start = time.thread_time()
-            try:
-                return method(*args, **kwargs)
-            finally:
-                self.seconds[label] += time.thread_time() - start
-
-        return timed
-
-    def __exit__(self, *exc):
-        for name, method in self._saved.items():
-            setattr(SketchCore, name, method)
-
-
 def _parts_table(args) -> None:
     """The ``--parts`` split (module docstring) as a Markdown table, microseconds per round."""
     arms, rewards = _stream_b1(args.b1_stream, args.b1_rounds)
@@ -216,13 +187,15 @@ def _parts_table(args) -> None:
             for _ in range(3):
                 for dt in best:
                     agent = AGENTS[name](0.2, 0.01, l, dt)
-                    with _PartTimes() as parts:
+                    # (a method this revision lacks counts 0)
+                    seconds = {m: 0.0 for _, m in PARTS if hasattr(SketchCore, m)}
+                    with timed_methods(SketchCore, seconds):
                         start = time.thread_time()
                         for t in range(rounds):
                             a = agent.act(arms[t])
                             agent.update(arms[t], a, rewards[t, a])
                         whole = time.thread_time() - start
-                    own = dict(parts.seconds)
+                    own = {label: seconds.get(m, 0.0) for label, m in PARTS}
                     own["rest"] = whole - sum(v for k, v in own.items() if k != "explicit residual")
                     own["round"] = whole
                     for k, v in own.items():
