@@ -1,4 +1,5 @@
-"""Random and adversarial row streams for the sketch tests (test_fd, test_rfd)."""
+"""Random and adversarial row streams for the sketch tests (test_fd, test_rfd), and the dense
+widths their estimates are checked against."""
 
 from __future__ import annotations
 
@@ -71,3 +72,11 @@ stream_args = dict(
     fast=st.booleans(),
     dtype=st.sampled_from(DTYPES),
 )
+
+
+def dense_quad(rows, c: float, arms: np.ndarray) -> np.ndarray:
+    """``x^T (c I + S^T S)^-1 x`` per arm ``x`` (rows of ``arms``), in float64, for the rows ``S``
+    (array or tensor): the width a sketch holding exactly these rows must report."""
+    S = torch.as_tensor(rows).double().numpy()
+    A = c * np.eye(S.shape[1]) + S.T @ S
+    return np.einsum("kd,kd->k", arms, np.linalg.solve(A, arms.T).T)

@@ -20,6 +20,7 @@ import pytest
 import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from sketch_streams import dense_quad
 
 from agents.sketches import FrequentDirections, RobustFrequentDirections
 
@@ -64,9 +65,7 @@ def _check(est, member: int, dtype: torch.dtype, probe: np.ndarray, fed: int) ->
         V = np.asarray(est.xp.host(core.V[member, :R]), dtype=np.float64)
         loss = np.linalg.norm(V @ V.T - np.eye(R), 2)
         assert loss <= ORTHOGONALITY * math.sqrt(d) * eps_w, (fed, R, loss / eps_w)
-    S = est.member_rows(member).double().numpy()
-    c = float(est.rho_all[member])
-    dense = np.einsum("kd,de,ke->k", probe, np.linalg.inv(c * np.eye(d) + S.T @ S), probe)
+    dense = dense_quad(est.member_rows(member), float(est.rho_all[member]), probe)
     arms = torch.as_tensor(probe, dtype=dtype)
     if est.single:
         quad = est.quad_inv(arms).double().numpy()

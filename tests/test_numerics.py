@@ -17,7 +17,7 @@ import pytest
 import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from sketch_streams import DTYPES, KINDS, make_stream, tol
+from sketch_streams import DTYPES, KINDS, dense_quad, make_stream, tol
 
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
 from agents.batched import BatchedSOFUL
@@ -434,13 +434,6 @@ def test_the_mean_term_does_not_cancel_as_b_grows(make):
         assert float(theta_err) < bound
 
 
-def _dense_quad(rows, lam: float, arms: np.ndarray) -> np.ndarray:
-    """``x^T (lam I + S^T S)^-1 x`` per arm, in float64, for the rows ``S`` (array or tensor)."""
-    S = torch.as_tensor(rows).double().numpy()
-    A = lam * np.eye(S.shape[1]) + S.T @ S
-    return np.einsum("kd,kd->k", arms, np.linalg.solve(A, arms.T).T)
-
-
 @settings(max_examples=40, deadline=None)
 @given(
     d=st.integers(6, 40),
@@ -501,7 +494,7 @@ def test_float32_widths_of_arms_at_the_span_hold_per_arm(d, rank, counts, scale,
             for i, est in enumerate(single):
                 own = ((widths[i], batch.core.rows(i)), (est.quad_inv(A_all[i]), est.core.rows(0)))
                 for q, S in own:
-                    dense = _dense_quad(S, lam, A_all[i].double().numpy())
+                    dense = dense_quad(S, lam, A_all[i].double().numpy())
                     assert np.abs(np.asarray(q, dtype=np.float64) / dense - 1.0).max() <= 2.0**-10
     assert torch.float32 in explicit  # the arms at the span were formed explicitly
 
