@@ -50,6 +50,7 @@ from ._torch import (
     DTypeLike,
     _all_finite,
     as_arm_matrix,
+    as_float_array,
     as_float_tensor,
     obs_token,
     resolve_device,
@@ -114,10 +115,17 @@ def as_arm_batch(
     batch_size: int,
     d: int | None,
     own: bool = False,
+    host: bool = False,
 ) -> torch.Tensor:
     """A ``(B, K, d)`` finite tensor on the device, or a ``ValueError`` saying what was wrong
-    (``own``: see :func:`~agents._torch.as_float_tensor`)."""
-    arms = as_float_tensor(obs, device, dtype, "(B, K, d) batch of arm sets", own)
+    (``own``: see :func:`~agents._torch.as_float_tensor`; ``host``: a numpy array,
+    :func:`~agents._torch.as_float_array`, for an estimator on the numpy backend)."""
+    what = "(B, K, d) batch of arm sets"
+    arms = (
+        as_float_array(obs, dtype, what, own)
+        if host
+        else as_float_tensor(obs, device, dtype, what, own)
+    )
     if arms.ndim != 3 or arms.shape[0] != batch_size or arms.shape[1] < 1 or arms.shape[2] < 1:
         raise ValueError(
             f"the observation must be a (B={batch_size}, K, d) batch of arm sets (one per member), "
@@ -202,10 +210,8 @@ class EstimatorAgent(TorchAgent):
         self.delta, self.noise_std, self.theta_bound = delta, noise_std, theta_bound
         self.members = Members(batch_size)
         self.batch_size = self.members.B
-        # one agent's arms go to its estimator's backend: numpy for one estimator on CPU
-        self._host_arms = (
-            batch_size is None and choose_backend(resolve_device(device), None).is_numpy
-        )
+        # the arms go to the estimator's backend: numpy on the CPU
+        self._host_arms = choose_backend(resolve_device(device), batch_size).is_numpy
         self.estimator: CovarianceEstimator | None = None
         super().__init__(d=d, device=device, dtype=dtype, seed=seed)
 
@@ -250,9 +256,9 @@ class EstimatorAgent(TorchAgent):
         runs it only when the scores are not finite (a non-finite arm always makes its score
         non-finite). ``own``: a numpy ``obs`` is copied, never shared
         (:func:`~agents._torch.as_float_tensor`)."""
-        if (
-            self.members.unbatched
-        ):  # (K, d): numpy for one estimator on CPU (agents.sketches.backend)
+        est = self.estimator  # its backend's arrays: numpy on the CPU (agents.sketches.backend)
+        host = self._host_arms if est is None else est.xp.is_numpy
+        if self.members.unbatched:  # (K, d)
             arms = as_arm_matrix(
                 obs,
                 self.device,
@@ -260,12 +266,14 @@ class EstimatorAgent(TorchAgent):
                 self.d,
                 check_finite=check_finite or self.d is None,
                 own=own,
-                host=self._host_arms,
+                host=host,
             )[None]
         else:
-            arms = as_arm_batch(obs, self.device, self.dtype, self.batch_size, self.d, own)
+            arms = as_arm_batch(obs, self.device, self.dtype, self.batch_size, self.d, own, host)
         if self.d is None:
             self._allocate(int(arms.shape[2]))
+            # (the backend chosen now: torch_on_cpu may have changed since the agent was built)
+            arms = self.estimator.xp.asarray(arms, self.dtype)
         return arms
 
     @property

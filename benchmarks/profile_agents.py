@@ -17,13 +17,13 @@ are printed (where the fixed per-call overhead of small array operations shows u
     python benchmarks/profile_agents.py --count-ops --arms 10    # + torch (aten) calls per round
     python benchmarks/profile_agents.py --quick --stat round --backend torch   # the other backend
 
-``--backend torch`` plays our agents as batches of one member (``batch_size=1``), which run on the
-torch backend as every batch does: against the default (numpy for one estimator on the CPU) it
-measures what that choice of backend saves (``docs/architecture.md``, special cases kept).
+``--backend torch`` builds our agents inside ``agents.sketches.backend.torch_on_cpu``: the same
+single agents on the torch backend, which a GPU runs. Against the default (numpy, the CPU's) it
+measures what that choice of backend saves (``docs/architecture.md``).
 
 ``--count-ops`` counts the torch (aten) operations dispatched per round (views included) in one
 extra run: a load-independent measure of the fixed per-call overhead on the torch backend (0 on
-the numpy backend, which B = 1 on the CPU uses).
+the numpy backend, which the CPU uses).
 
 ``--floor`` says how far each agent is from the floor of its arithmetic, the one big product a
 round (``K d m`` multiply-adds: the arms against the ``m`` basis vectors of the sketch, or against
@@ -39,6 +39,7 @@ and its share of the agent's ms/round.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import os
@@ -57,23 +58,9 @@ from numpy_dbs import NumpyDBSLinUCB  # noqa: E402
 from numpy_fd import NumpySketchedUCB  # noqa: E402
 
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB  # noqa: E402
+from agents.sketches.backend import torch_on_cpu  # noqa: E402
 
 AGENT_NAMES = ("OFUL", "SOFUL", "CBSCFD", "DBSLinUCB")
-
-
-class OneMemberBatch:
-    """One of our agents built with ``batch_size=1`` (the torch backend), played as a single
-    agent."""
-
-    def __init__(self, agent):
-        self.agent = agent
-        self.estimator, self.d = agent.estimator, agent.d
-
-    def act(self, obs):
-        return int(self.agent.act(obs[None])[0])
-
-    def update(self, obs, a, reward):
-        self.agent.update(obs[None], np.array([a]), np.array([reward]))
 
 
 def make(
@@ -87,8 +74,15 @@ def make(
     backend: str = "numpy",
 ):
     """(our agent, the plain numpy implementation) with the same parameters; ``backend="torch"``:
-    our agent as a batch of one member."""
-    kw = dict(lam=lam, beta=beta, d=d, batch_size=None if backend == "numpy" else 1)
+    our agent on the torch backend (:func:`~agents.sketches.backend.torch_on_cpu`; ``d`` given, the
+    estimator is built here)."""
+    kw = dict(lam=lam, beta=beta, d=d)
+    with torch_on_cpu() if backend == "torch" else contextlib.nullcontext():
+        return _make(name, l, l0, eps, kw)
+
+
+def _make(name: str, l: int, l0: int, eps: float, kw: dict):
+    d, lam, beta = kw["d"], kw["lam"], kw["beta"]
     if name == "OFUL":
         ours, plain = OFUL(**kw), NumpyOFUL(d, lam, beta)
     elif name in ("SOFUL", "CBSCFD"):
@@ -96,7 +90,7 @@ def make(
         ours, plain = cls(sketch_size=l, **kw), NumpySketchedUCB(d, l, lam, beta, robust)
     else:
         ours, plain = DBSLinUCB(l0=l0, eps=eps, **kw), NumpyDBSLinUCB(d, l0, eps, lam, beta)
-    return (ours if backend == "numpy" else OneMemberBatch(ours)), plain
+    return ours, plain
 
 
 def stream(d: int, k: int, rounds: int, seed: int = 0):
@@ -223,7 +217,7 @@ def main(argv=None) -> None:
         "--backend",
         choices=("numpy", "torch"),
         default="numpy",
-        help="numpy: our agents as one estimator (default); torch: as batches of one member",
+        help="numpy: the CPU's backend (default); torch: the torch backend (a GPU's), on the CPU",
     )
     p.add_argument(
         "--floor",

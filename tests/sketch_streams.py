@@ -1,11 +1,25 @@
-"""Random and adversarial row streams for the sketch tests (test_fd, test_rfd), and the dense
-widths their estimates are checked against."""
+"""Random and adversarial row streams for the sketch tests (test_fd, test_rfd), the dense
+widths their estimates are checked against, and the two backends they run on."""
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 import torch
 from hypothesis import strategies as st
+
+from agents.sketches.backend import torch_on_cpu
+
+#: The backends an estimator's kernels run on: numpy (the CPU's) and torch (a GPU's, run here on
+#: the CPU by :func:`on_backend`).
+BACKENDS = ("numpy", "torch")
+
+
+def on_backend(kind: str):
+    """The block inside which estimators are built on the backend ``kind`` (:data:`BACKENDS`)."""
+    return torch_on_cpu() if kind == "torch" else contextlib.nullcontext()
+
 
 KINDS = (
     "gauss",

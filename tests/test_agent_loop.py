@@ -23,6 +23,7 @@ from hypothesis.extra import numpy as hnp
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
 from agents._torch import _all_finite, as_float_tensor
 from agents.base import TorchAgent
+from agents.sketches.backend import torch_on_cpu
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:.*more than OFUL:UserWarning"),
@@ -253,13 +254,14 @@ def test_a_reshaped_obs_is_not_act_s_arm_set():
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_scores_are_the_estimator_terms_on_either_backend(name, dtype):
     """The single agent's K scores are ``mean + beta sqrt(quad)`` of its estimator's terms, in the
-    core dtype (float64), and its argmax the first maximum; they are a one-member batch's (the torch
-    backend, where the single agent on CPU runs numpy: agents.sketches.backend) to the two backends'
-    rounding, round after round, playing the same arms."""
+    core dtype (float64), and its argmax the first maximum; they are a one-member batch's on the
+    torch backend (which a GPU runs; on the CPU numpy runs: agents.sketches.backend) to the two
+    backends' rounding, round after round, playing the same arms."""
     rng = np.random.default_rng(4)
     make = SINGLE[name]
     agent = type(make())(**{**_kw(make()), "dtype": dtype})
-    twin = type(make())(**{**_kw(make()), "dtype": dtype, "batch_size": 1})
+    with torch_on_cpu():  # (d given: the estimator is built here)
+        twin = type(make())(**{**_kw(make()), "dtype": dtype, "batch_size": 1})
     assert agent.estimator.xp.is_numpy and not twin.estimator.xp.is_numpy
     tol = 1e-12 if dtype == torch.float64 else 1e-5
     for _ in range(12):

@@ -15,7 +15,7 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from sketch_streams import KINDS, make_stream
+from sketch_streams import BACKENDS, KINDS, make_stream, on_backend
 
 import linbandit_gym
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
@@ -292,7 +292,8 @@ def test_batched_agent_rejects_bad_feedback_and_keeps_its_state():
     with pytest.raises(ValueError, match=r"\(B=2, K, d\)"):
         agent.act(obs[0])
     a = agent.act(obs)
-    before = agent.theta_hat.clone(), agent.estimator.A_inv.clone()
+    xp = agent.estimator.xp
+    before = agent.theta_hat.clone(), xp.host(xp.copy(agent.estimator.A_inv))
     for bad_a, bad_r, match in [
         (np.array([0]), [1.0, 1.0], "shape"),
         (np.array([0, 4]), [1.0, 1.0], "out of range"),
@@ -306,7 +307,7 @@ def test_batched_agent_rejects_bad_feedback_and_keeps_its_state():
         agent.update(np.zeros((2, 4, 5)), a, [1.0, 1.0])
     assert (
         torch.equal(agent.theta_hat, before[0])
-        and torch.equal(agent.estimator.A_inv, before[1])
+        and (xp.host(agent.estimator.A_inv) == before[1]).all()
         and agent.t == 0
     )
     with pytest.raises(ValueError, match="batch_size"):
@@ -351,6 +352,7 @@ def test_batched_twin_of_an_agent_keeps_its_parameters():
     robust=st.booleans(),
     reg=st.sampled_from([0.1, 1.0, 10.0]),
     seed=st.integers(0, 2**31 - 1),
+    backend=st.sampled_from(BACKENDS),
 )
 # a residual at rounding level joins the single's basis and not the batch's: the log-det bound must
 # not see it
@@ -363,14 +365,16 @@ def test_batched_twin_of_an_agent_keeps_its_parameters():
     robust=False,
     reg=0.1,
     seed=0,
+    backend="torch",
 )
 def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(
-    kinds, n, d, l, fast, robust, reg, seed
+    kinds, n, d, l, fast, robust, reg, seed, backend
 ):
     """Members see different stream kinds (zero rows, low rank, huge rows, ...), so their row
-    counts and reduction rounds diverge; every query must still match the unbatched sketch.
-    Each row is also planted among random arms and scored first, so that updates alternately
-    reuse the scored projection (``actions=``) and recompute it."""
+    counts and reduction rounds diverge; every query must still match the unbatched sketch, on
+    either backend (numpy, the CPU's; torch, a GPU's). Each row is also planted among random arms
+    and scored first, so that updates alternately reuse the scored projection (``actions=``) and
+    recompute it."""
     B = len(kinds)
     streams = [make_stream(kind, n, d, seed + i) for i, kind in enumerate(kinds)]
     single_cls, batch_cls = (
@@ -379,7 +383,10 @@ def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(
         else (FrequentDirections, BatchedFrequentDirections)
     )
     singles = [single_cls(d, l, reg=reg, fast=fast, dtype=torch.float64) for _ in range(B)]
-    bat = batch_cls(B, d, l, reg=reg, fast=fast, device=torch.device("cpu"), dtype=torch.float64)
+    with on_backend(backend):
+        bat = batch_cls(
+            B, d, l, reg=reg, fast=fast, device=torch.device("cpu"), dtype=torch.float64
+        )
     rng = np.random.default_rng(seed)
     b = np.zeros((B, d))
     for t in range(n):
@@ -387,8 +394,8 @@ def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(
         a = rng.integers(0, 5, B)
         arms[np.arange(B), a] = [stream[t] for stream in streams]
         arms = torch.as_tensor(arms)
-        terms = bat.score_terms(arms)
-        mean, quad = terms.mean, terms.quad
+        terms = bat.score_terms(bat.xp.asarray(arms, torch.float64))  # (the backend's arrays)
+        mean, quad = bat.xp.to_torch(terms.mean), bat.xp.to_torch(terms.quad)
         for i, single in enumerate(singles):
             theta = single.solve(torch.as_tensor(b[i])).numpy()
             scale = 1.0 + np.abs(arms[i].numpy()).max() ** 2 * (1.0 + np.abs(b[i]).max())
@@ -407,7 +414,7 @@ def test_batched_fd_and_rfd_equal_separate_sketches_on_adversarial_streams(
             b[i] += r[i] * stream[t]
         X = torch.as_tensor(np.stack([stream[t] for stream in streams]))
         if t % 2:  # the played arms of the scored set: their projections are reused
-            bat.step(X, r, terms, a)
+            bat.step(bat.xp.asarray(X, torch.float64), r, terms, a)
         else:
             bat.update(X, torch.as_tensor(r))
         sol, logdet = bat.solve(arms[:, 0]), bat.log_det_ratio_bound()
@@ -525,12 +532,14 @@ def test_batched_soful_memory_is_o_b_d_l_at_b128_d784():
     sentinel=st.booleans(),
     sketch=st.sampled_from(["fd", "rfd"]),
     seed=st.integers(0, 2**31 - 1),
+    backend=st.sampled_from(BACKENDS),
 )
 def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
-    kinds, scales, n, d, l0, eps, fast, sentinel, sketch, seed
+    kinds, scales, n, d, l0, eps, fast, sentinel, sketch, seed, backend
 ):
     """Members get streams of different kinds and scales, so they close blocks, reach the cap
-    and switch to exact updates on different rounds; each must stay its unbatched sketch.
+    and switch to exact updates on different rounds; each must stay its unbatched sketch (the
+    batch on either backend).
     Rows are planted among scored arms, so updates alternately reuse the scored projections."""
     l0, B = min(l0, d), len(kinds)
     streams = [make_stream(kind, n, d, seed + i) * scales[i] for i, kind in enumerate(kinds)]
@@ -539,7 +548,8 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
         False  # it follows the arms a round scores: the batch is scored, its single twins are not
     )
     singles = [DyadicBlockSketch(d, l0, eps, reg=0.5, **kw) for _ in range(B)]
-    bat = BatchedDyadicBlockSketch(B, d, l0, eps, reg=0.5, device=torch.device("cpu"), **kw)
+    with on_backend(backend):
+        bat = BatchedDyadicBlockSketch(B, d, l0, eps, reg=0.5, device=torch.device("cpu"), **kw)
     rng = np.random.default_rng(seed)
     b = np.zeros((B, d))
     for t in range(n):
@@ -547,8 +557,8 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
         a = rng.integers(0, 5, B)
         arms[np.arange(B), a] = [stream[t] for stream in streams]
         arms = torch.as_tensor(arms)
-        terms = bat.score_terms(arms)
-        mean, quad = terms.mean, terms.quad
+        terms = bat.score_terms(bat.xp.asarray(arms, torch.float64))  # (the backend's arrays)
+        mean, quad = bat.xp.to_torch(terms.mean), bat.xp.to_torch(terms.quad)
         for i, single in enumerate(singles):
             scale = 1.0 + np.abs(arms[i].numpy()).max() ** 2 * (1.0 + np.abs(b[i]).max())
             theta = single.solve(torch.as_tensor(b[i])).numpy()
@@ -564,7 +574,7 @@ def test_batched_dbs_equals_separate_sketches_while_block_structures_diverge(
             b[i] += r[i] * stream[t]
         X = torch.as_tensor(np.stack([stream[t] for stream in streams]))
         if t % 2:  # the played arms of the scored set: their projections are reused
-            bat.step(X, r, terms, a)
+            bat.step(bat.xp.asarray(X, torch.float64), r, terms, a)
         else:
             bat.update(X, torch.as_tensor(r))
         quad, sol = bat.quad_inv(arms), bat.solve(arms[:, 0])

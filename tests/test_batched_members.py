@@ -16,7 +16,7 @@ import pytest
 import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from sketch_streams import KINDS, make_stream
+from sketch_streams import BACKENDS, KINDS, make_stream, on_backend
 
 import linbandit_gym  # noqa: F401  (registers the envs)
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
@@ -246,10 +246,11 @@ def test_a_refused_update_leaves_a_mixed_batch_unchanged():
     agent = OFUL(batch_size=2, lam=[0.5, 3.0], beta=[0.1, 1.0])
     obs = np.random.default_rng(0).standard_normal((2, 4, 3))
     a = agent.act(obs)
-    before = agent.estimator.A_inv.clone()
+    xp = agent.estimator.xp
+    before = xp.host(xp.copy(agent.estimator.A_inv))
     with pytest.raises(ValueError, match="finite"):
         agent.update(obs, a, [1.0, np.inf])
-    assert torch.equal(agent.estimator.A_inv, before) and agent.t == 0
+    assert (xp.host(agent.estimator.A_inv) == before).all() and agent.t == 0
     agent.update(obs, a, [1.0, 1.0])
     assert agent.t == 1
 
@@ -269,6 +270,7 @@ def test_a_refused_update_leaves_a_mixed_batch_unchanged():
     d=st.integers(2, 12),
     which=st.sampled_from(["exact", "fd", "rfd", "dbs-fd", "dbs-rfd"]),
     seed=st.integers(0, 2**31 - 1),
+    backend=st.sampled_from(BACKENDS),
 )
 # kept 1e4 - 9900 = 100, then a row of exactly 100: a tie at the rounding of 1e4 (fd_shrink)
 @example(
@@ -282,6 +284,7 @@ def test_a_refused_update_leaves_a_mixed_batch_unchanged():
     d=11,
     which="fd",
     seed=1316,
+    backend="numpy",
 )
 @example(
     kinds=["orth_bursts", "gauss"],
@@ -294,13 +297,15 @@ def test_a_refused_update_leaves_a_mixed_batch_unchanged():
     d=11,
     which="rfd",
     seed=1316,
+    backend="numpy",
 )
 def test_estimators_with_per_member_parameters_equal_separate_ones(
-    kinds, regs, sizes, fast, epss, memory_cap, n, d, which, seed
+    kinds, regs, sizes, fast, epss, memory_cap, n, d, which, seed, backend
 ):
     """Members with their own ridge (and FD/RFD sketch size, or DBS l0 and eps) on adversarial
     streams, huge and zero rows included (the exact inverse's repair, DBS's switch to exact
-    updates): every query of member i equals the single estimator built with the i-th values."""
+    updates): every query of member i equals the single estimator built with the i-th values (the
+    batch on either backend)."""
     B = len(kinds)
     regs, sizes, epss = regs[:B], sizes[:B], epss[:B]
     streams = [make_stream(kind, n, d, seed + i) for i, kind in enumerate(kinds)]
@@ -322,16 +327,17 @@ def test_estimators_with_per_member_parameters_equal_separate_ones(
         )
 
     singles = [make(*values) for values in zip(regs, sizes, epss)]
-    bat = make(regs, sizes, epss, batch_size=B)
+    with on_backend(backend):
+        bat = make(regs, sizes, epss, batch_size=B)
     rng = np.random.default_rng(seed)
     for t in range(n):
         arms = torch.as_tensor(rng.standard_normal((B, 4, d)))
         a = rng.integers(0, 4, B)
         arms[np.arange(B), a] = torch.as_tensor(np.stack([s[t] for s in streams]))
-        terms = bat.score_terms(arms)
+        terms = bat.score_terms(bat.xp.asarray(arms, torch.float64))  # (the backend's arrays)
         X = torch.as_tensor(np.stack([s[t] for s in streams]))
         if t % 2:  # the played arms of the scored set: their projections are reused
-            bat.step(X, np.zeros(B), terms, a)
+            bat.step(bat.xp.asarray(X, torch.float64), np.zeros(B), terms, a)
         else:
             bat.update(X)
         for single, stream in zip(singles, streams):

@@ -20,7 +20,7 @@ import pytest
 import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from sketch_streams import dense_quad
+from sketch_streams import BACKENDS, dense_quad, on_backend
 
 from agents.sketches import FrequentDirections, RobustFrequentDirections
 
@@ -70,8 +70,8 @@ def _check(est, member: int, dtype: torch.dtype, probe: np.ndarray, fed: int) ->
     if est.single:
         quad = est.quad_inv(arms).double().numpy()
     else:
-        quad = torch.as_tensor(est.quad_all(arms[None].repeat(est.batch_size, 1, 1))[member])
-        quad = quad.double().numpy()
+        stack = est.xp.asarray(np.repeat(probe[None], est.batch_size, axis=0), dtype)
+        quad = np.asarray(est.xp.host(est.quad_all(stack)[member]), dtype=np.float64)
     rtol = RTOL[dtype]
     np.testing.assert_allclose(quad, dense, rtol=rtol, atol=rtol * np.abs(dense).max())
 
@@ -99,10 +99,19 @@ def _check_row(est, member: int, x: np.ndarray, dtype: torch.dtype) -> None:
     modes=st.lists(st.sampled_from(("gauss", "near", "near", "inside")), min_size=8, max_size=8),
     batch=st.sampled_from((None, 2)),
     seed=st.integers(0, 2**31 - 1),
+    backend=st.sampled_from(BACKENDS),
 )
 # a basis that fills R^d (2 l > d) beside one that does not, rows near its span: both dtypes
 @example(
-    d=16, share=1.0, robust=False, dtype=torch.float64, reg=1.0, modes=["near"] * 8, batch=2, seed=0
+    d=16,
+    share=1.0,
+    robust=False,
+    dtype=torch.float64,
+    reg=1.0,
+    modes=["near"] * 8,
+    batch=2,
+    seed=0,
+    backend="torch",
 )
 @example(
     d=9,
@@ -113,9 +122,10 @@ def _check_row(est, member: int, x: np.ndarray, dtype: torch.dtype) -> None:
     modes=["near", "inside"] * 4,
     batch=None,
     seed=1,
+    backend="numpy",
 )
 def test_the_basis_stays_orthonormal_and_the_scores_exact_on_rows_near_the_span(
-    d, share, robust, dtype, reg, modes, batch, seed
+    d, share, robust, dtype, reg, modes, batch, seed, backend
 ):
     """Rows fed one by one, half of them as the played arm of a scored round (the agents' path:
     the scoring's ``V x``, ``H p`` and ``p^T H p`` reused by the append), each drawn from the
@@ -123,12 +133,14 @@ def test_the_basis_stays_orthonormal_and_the_scores_exact_on_rows_near_the_span(
     rows): after every row, ``||V V^T - I||_2 <= 32 sqrt(d) eps_w`` and the scores match the dense
     inverse built from the rows the sketch holds. Fast FD (RFD) with ``l = share d``: the basis
     grows past ``d / 2``, and to ``R^d`` where ``2 l > d``; a batch of two members plays different
-    streams (one may be full while the other is not)."""
+    streams (one may be full while the other is not); on either backend (numpy, the CPU's; torch,
+    a GPU's)."""
     l = max(2, math.ceil(share * d))
     cls = RobustFrequentDirections if robust else FrequentDirections
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = cls(d, l, reg=reg, dtype=dtype, batch_size=batch)
+        with on_backend(backend):
+            est = cls(d, l, reg=reg, dtype=dtype, batch_size=batch)
     B = batch or 1
     rngs = [np.random.default_rng(seed + i) for i in range(B)]
     probe = np.random.default_rng(seed + 99).standard_normal((4, d))

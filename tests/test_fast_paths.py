@@ -10,6 +10,8 @@ update() sees when obs changes in place.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -19,6 +21,7 @@ from sketch_streams import KINDS, make_stream
 
 from agents import CBSCFD, OFUL, SOFUL, DBSLinUCB
 from agents.sketches import FrequentDirections, RobustFrequentDirections
+from agents.sketches.backend import torch_on_cpu
 
 #: small d: the sketches of these tests hold more than OFUL's inverse, which is warned (asserted in
 #: tests/test_agent_warnings.py); not what these tests are about
@@ -155,10 +158,11 @@ def test_the_backends_agree_and_batched_members_equal_single_agents(
     agent, kind, d, k, n, size, fast, sentinel, dtype, seed
 ):
     """One implementation, two backends (agents.sketches.backend): the single agent runs its
-    estimator's kernels on numpy (one estimator on CPU), a one-member batch the very same kernels on
-    torch tensors, and each member of a batched agent (B = 3) on its slice of the batch. Playing the
-    same arms (the numpy agent's choices, so a near-tie cannot fork the runs), they score alike and
-    hold the same estimate round by round; every array is zero past each member's rows and basis."""
+    estimator's kernels on numpy (the CPU's), a one-member batch the very same kernels on torch
+    tensors (a GPU's; :func:`torch_on_cpu`), and each member of a batched agent (B = 3) on its slice
+    of the batch, on either backend. Playing the same arms (the numpy agent's choices, so a near-tie
+    cannot fork the runs), they score alike and hold the same estimate round by round; every array
+    is zero past each member's rows and basis."""
     # float32 results agree to ~eps32 cond(A_hat); the bursts of 1e-2..1e2 rows and the huge rows
     # reach cond ~1e5 and beyond, where two roundings of the same code differ by more than 2e-3
     assume(dtype == "float64" or kind not in ("orth_bursts", "huge_rows"))
@@ -166,11 +170,15 @@ def test_the_backends_agree_and_batched_members_equal_single_agents(
     X = make_stream(kind, n * B * k, d, seed).reshape(n, B, k, d)
     rewards = np.random.default_rng(seed + 1).standard_normal((n, B))
     single = [_rebuilt(_make(agent, d, size, fast, sentinel), dtype=dtype) for _ in range(B)]
-    one = [
-        _rebuilt(_make(agent, d, size, fast, sentinel), dtype=dtype, batch_size=1) for _ in range(B)
-    ]
+    with torch_on_cpu():  # (d given: the estimators are built here)
+        one = [
+            _rebuilt(_make(agent, d, size, fast, sentinel), dtype=dtype, batch_size=1)
+            for _ in range(B)
+        ]
+        batched_torch = _rebuilt(single[0], dtype=dtype, batch_size=B)
     batched = _rebuilt(single[0], dtype=dtype, batch_size=B)
-    assert single[0].estimator.xp.is_numpy and not one[0].estimator.xp.is_numpy
+    assert single[0].estimator.xp.is_numpy and batched.estimator.xp.is_numpy
+    assert not one[0].estimator.xp.is_numpy and not batched_torch.estimator.xp.is_numpy
     tol = dict(rtol=1e-9, atol=1e-9) if dtype == "float64" else dict(rtol=2e-3, atol=2e-3)
     if dtype == "float64" and kind == "huge_rows":
         # rows of norm up to 1e4 against lam = 0.7: cond(A_hat) ~ 1e8, and two roundings of the same
@@ -182,15 +190,17 @@ def test_the_backends_agree_and_batched_members_equal_single_agents(
             torch.testing.assert_close(
                 single[i].scores(X[t, i]), one[i].scores(X[t, i][None])[0], **tol
             )
-        s_batched = batched.scores(X[t])
-        if dtype == "float64":
-            for i in range(B):
-                torch.testing.assert_close(single[i].scores(X[t, i]), s_batched[i], **tol)
+        for both in (batched, batched_torch):
+            s_batched = both.scores(X[t])
+            if dtype == "float64":
+                for i in range(B):
+                    torch.testing.assert_close(single[i].scores(X[t, i]), s_batched[i], **tol)
         for i in range(B):
             single[i].update(X[t, i], int(actions[i]), rewards[t, i])
             one[i].update(X[t, i][None], actions[i : i + 1], rewards[t, i : i + 1])
         batched.update(X[t], actions, rewards[t])
-        for ag in single + one + [batched]:
+        batched_torch.update(X[t], actions, rewards[t])
+        for ag in single + one + [batched, batched_torch]:
             _assert_zero_padding(ag.estimator)
         for i in range(B):
             scale = 1.0 + float(single[i].theta_hat.abs().max())
@@ -198,9 +208,10 @@ def test_the_backends_agree_and_batched_members_equal_single_agents(
                 one[i].theta_hat[0], single[i].theta_hat, rtol=tol["rtol"], atol=tol["atol"] * scale
             )
             if dtype == "float64":
-                torch.testing.assert_close(
-                    batched.theta_hat[i], single[i].theta_hat, rtol=1e-8, atol=1e-8 * scale
-                )
+                for both in (batched, batched_torch):
+                    torch.testing.assert_close(
+                        both.theta_hat[i], single[i].theta_hat, rtol=1e-8, atol=1e-8 * scale
+                    )
     assert [s.sketch_size for s in single] == [int(o.sketch_size[0]) for o in one]
 
 
@@ -236,9 +247,9 @@ def _rebuilt(agent, **changes):
 
 
 @pytest.mark.parametrize("name", ["OFUL", "SOFUL", "CBSCFD", "DBS-FD"])
-def test_the_backend_is_chosen_once_numpy_for_one_estimator_on_cpu(name):
-    """One estimator on CPU runs numpy (its round dispatches no torch operation once the arms are
-    numpy arrays); a batch, even of one, runs torch. Counts the aten calls of a round."""
+def test_the_backend_is_chosen_once_numpy_on_cpu(name):
+    """Estimators on the CPU run numpy, one or a batch (a round dispatches no torch operation once
+    the arms are numpy arrays); inside torch_on_cpu, torch. Counts the aten calls of a round."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Count(TorchDispatchMode):
@@ -252,23 +263,24 @@ def test_the_backend_is_chosen_once_numpy_for_one_estimator_on_cpu(name):
     X = rng.standard_normal((40, 6, 30))
     X /= np.linalg.norm(X, axis=2, keepdims=True)
     counts = {}
-    for batch in (None, 1):
-        agent = (
-            DBSLinUCB(l0=4, eps=100.0, beta=0.4, d=30, batch_size=batch)
-            if name == "DBS-FD"  # sketched all along
-            else _rebuilt(_make(name, 30, 8, True, True), batch_size=batch)
-        )
-        assert agent.estimator.xp.is_numpy == (batch is None)
+    for batch, backend in ((None, "numpy"), (3, "numpy"), (3, "torch")):
+        with torch_on_cpu() if backend == "torch" else contextlib.nullcontext():
+            agent = (
+                DBSLinUCB(l0=4, eps=100.0, beta=0.4, d=30, batch_size=batch)
+                if name == "DBS-FD"  # sketched all along
+                else _rebuilt(_make(name, 30, 8, True, True), batch_size=batch)
+            )
+        assert agent.estimator.xp.is_numpy == (backend == "numpy")
         per_round = []
         for t in range(40):
-            obs = X[t] if batch is None else X[t][None]
+            obs = X[t] if batch is None else np.stack([X[t]] * batch)
             Count.n = 0
             with Count():
                 a = agent.act(obs)
-                agent.update(obs, a, 0.5 if batch is None else np.array([0.5]))
+                agent.update(obs, a, 0.5 if batch is None else np.full(batch, 0.5))
             per_round.append(Count.n)
-        counts[batch] = float(np.median(per_round[5:]))
-    assert counts[None] == 0 < counts[1]
+        counts[batch, backend] = float(np.median(per_round[5:]))
+    assert counts[None, "numpy"] == counts[3, "numpy"] == 0 < counts[3, "torch"]
 
 
 @pytest.mark.parametrize(

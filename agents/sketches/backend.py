@@ -10,11 +10,13 @@ each function once; the kernels never ask which one they hold.
 
 :func:`choose_backend` decides, once, when an estimator is built:
 
-* ``batch_size=None`` (one estimator) on CPU: numpy arrays with a leading batch dimension of one.
-  A round of a single agent is a few dozen small operations beside its one big product, and a
-  numpy call has a smaller fixed cost than a torch dispatch (``benchmarks/profile_agents.py
-  --torch-backend`` measures the other choice; ``docs/architecture.md`` lists the gain).
-* anything else (a batch of members, or any other device): torch tensors on that device.
+* on the CPU, one estimator or a batch of members: numpy arrays, batch dimension first. A round is
+  a few dozen small operations beside its big products, and a numpy call has a smaller fixed cost
+  than a torch dispatch; numpy's stacked products (``(B, n, m) @ (B, m, 1)``) also run through
+  BLAS per member where torch's batched CPU kernels do not (``benchmarks/profile_agents.py
+  --torch-backend`` and ``benchmarks/bench_batch_size.py --torch-backend`` measure the other
+  choice; ``docs/architecture.md`` lists the gain).
+* any other device: torch tensors on that device.
 
 Both run the very same kernels; the tests compare them on the same streams. Public accessors of
 the estimators return torch tensors whatever the backend (a numpy array is shared with
@@ -23,22 +25,29 @@ the estimators return torch tensors whatever the backend (a numpy array is share
 
 from __future__ import annotations
 
+import contextlib
 import math
-import operator
 
 import numpy as np
 import torch
 from scipy.linalg.blas import dger, sger
 from scipy.linalg.lapack import dpotrf, spotrf
 
-__all__ = ["NUMPY_CPU", "Backend", "NumpyBackend", "TorchBackend", "choose_backend"]
+__all__ = [
+    "NUMPY_CPU",
+    "Backend",
+    "NumpyBackend",
+    "TorchBackend",
+    "choose_backend",
+    "torch_on_cpu",
+]
 
 _NP_DTYPE = {torch.float64: np.float64, torch.float32: np.float32}
 _GER = {np.dtype(np.float64): dger, np.dtype(np.float32): sger}
 _POTRF = {np.dtype(np.float64): dpotrf, np.dtype(np.float32): spotrf}
 _ONE_MEMBER, _NO_MEMBER = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
 _ONE_MEMBER.flags.writeable = _NO_MEMBER.flags.writeable = False
-_FIRST, _ITEM = slice(0, 1), operator.methodcaller("item", 0)  # numpy's one member, a slot's int
+_NO_MEMBERS = slice(0, 0)
 
 
 class Backend:
@@ -90,18 +99,24 @@ class Backend:
 
 
 class NumpyBackend(Backend):
-    """numpy arrays on the CPU, for one estimator: a batch of one member (:func:`choose_backend`),
-    at the smaller fixed cost per call of numpy. Its member helpers (:meth:`select`, :meth:`at`,
-    :meth:`members_where`) address that one member by basic indexing."""
+    """numpy arrays on the CPU (:func:`choose_backend`), at the smaller fixed cost per call of
+    numpy. Its member helpers (:meth:`select`, :meth:`at`, :meth:`members_where`) address one
+    member, or consecutive members, by basic indexing (views, no gather)."""
 
     kind = "numpy"
     is_numpy = True
-    max_members = 1
+    max_members = None
 
     def select(self, idx: np.ndarray):
-        """The members ``idx`` (host ints: the one member, or none) as a key of a batch-first
-        array."""
-        return slice(0, len(idx))
+        """The members ``idx`` (sorted host ints) as a key of a batch-first array: a slice where
+        they are consecutive (every member, or one: views), else an index array."""
+        n = len(idx)
+        if n == 0:
+            return _NO_MEMBERS
+        first = idx.item(0)
+        if idx.item(n - 1) - first + 1 == n:
+            return slice(first, first + n)
+        return idx
 
     # -- dtypes, creation, conversion --------------------------------------------------------------
     def zeros(self, shape, dtype: torch.dtype):
@@ -266,14 +281,20 @@ class NumpyBackend(Backend):
         """The key of the entries ``[m, slots[0][m], slots[1][m], ...]`` of the members ``members``
         (host ints, not empty; ``slots``: host int arrays ``(B,)``, one per axis after the
         members') in a batch-first array, and their first ``width`` entries along the next axis
-        when given: ``dst[key] = src`` stores ``src[j]`` there for the ``j``-th member. Here the one
-        member, by basic indexing."""
-        key = (_FIRST, *map(_ITEM, slots))
+        when given: ``dst[key] = src`` stores ``src[j]`` there for the ``j``-th member. One member
+        by basic indexing, several by index arrays."""
+        if len(members) == 1:  # basic indexing: a view of the one slot, no gather
+            m = members.item(0)
+            key = (slice(m, m + 1), *[s.item(m) for s in slots])
+        else:
+            key = (members, *[s[members] for s in slots])
         return key if width is None else (*key, slice(0, width))
 
     def members_where(self, mask: np.ndarray) -> np.ndarray:
         """The members (host ints, ascending) where the host bools ``mask`` ``(B,)`` hold."""
-        return _ONE_MEMBER if mask.item(0) else _NO_MEMBER
+        if len(mask) == 1:
+            return _ONE_MEMBER if mask.item(0) else _NO_MEMBER
+        return np.flatnonzero(mask)
 
     def row_range(self, src, idx: np.ndarray, starts: np.ndarray, count: int, width: int):
         """``src[m_j, starts_j : starts_j + count, :width]`` for the members ``m_j`` of ``idx``,
@@ -484,9 +505,26 @@ class TorchBackend(Backend):
 NUMPY_CPU = NumpyBackend(torch.device("cpu"))
 
 
+_torch_on_cpu = False  # (torch_on_cpu)
+
+
+@contextlib.contextmanager
+def torch_on_cpu():
+    """Estimators built inside this block run on the torch backend on the CPU too (those built
+    before keep theirs): how the tests and ``--backend torch`` of the benchmarks run, on a machine
+    without a GPU, the kernels a GPU runs. Not for speed (see the module docstring)."""
+    global _torch_on_cpu
+    before, _torch_on_cpu = _torch_on_cpu, True
+    try:
+        yield
+    finally:
+        _torch_on_cpu = before
+
+
 def choose_backend(device: torch.device, batch_size: int | None) -> Backend:
-    """The one place the backend is chosen: numpy for a single estimator on CPU, torch otherwise
-    (see the module docstring)."""
-    if batch_size is None and device.type == "cpu":
+    """The one place the backend is chosen: numpy on the CPU, torch on any other device (see the
+    module docstring; :func:`torch_on_cpu` asks for torch on the CPU). ``batch_size`` does not
+    change the choice."""
+    if device.type == "cpu" and not _torch_on_cpu:
         return NUMPY_CPU
     return TorchBackend(device)

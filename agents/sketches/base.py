@@ -246,10 +246,19 @@ class CovarianceEstimator(ABC):
             float64 array ``(B,)``; it stays a float when the members agree).
         device, dtype: where the state lives; see :func:`agents._torch.resolve_device`.
         batch_size: ``None`` (default) for one estimator with unbatched shapes, or B >= 1.
+        backend: the array backend, for an estimator built by another (which hands its own);
+            ``None``: :func:`~agents.sketches.backend.choose_backend`'s for ``device``.
     """
 
     def __init__(
-        self, d: int, *, reg: float = 1.0, device=None, dtype=None, batch_size: int | None = None
+        self,
+        d: int,
+        *,
+        reg: float = 1.0,
+        device=None,
+        dtype=None,
+        batch_size: int | None = None,
+        backend: Backend | None = None,
     ):
         positive = Interval(numbers.Integral, 1, None)
         d = check_value("d", d, [positive])
@@ -269,7 +278,7 @@ class CovarianceEstimator(ABC):
         self.cdtype = core_dtype(self.device)
         self.members = Members(batch_size)
         self.batch_size = self.members.B
-        self.xp: Backend = choose_backend(self.device, batch_size)
+        self.xp: Backend = backend or choose_backend(self.device, batch_size)
         self.trace = np.zeros(self.batch_size)  # tr(X^T X) per member, for the width floor
         self.n_rows = 0
         self._warned_dtype = False

@@ -943,6 +943,7 @@ class DyadicBlockSketch(CovarianceEstimator):
             device=self.device,
             dtype=self.dtype,
             batch_size=self.members.of(idx.size),
+            backend=xp,
         )
         held = np.flatnonzero(self.exact)  # the exact estimator's members, in order
         self._exact = (

@@ -151,8 +151,11 @@ class ExactCovariance(CovarianceEstimator):
         dtype=None,
         keep_gram: bool = False,
         batch_size: int | None = None,
+        backend: Backend | None = None,
     ):
-        super().__init__(d, reg=reg, device=device, dtype=dtype, batch_size=batch_size)
+        super().__init__(
+            d, reg=reg, device=device, dtype=dtype, batch_size=batch_size, backend=backend
+        )
         xp = self.xp
         inv_reg = xp.asarray(1.0 / self._reg_host(), self.dtype)
         self.A_inv = inv_reg[:, None, None] * xp.eye(self.d, self.dtype)[None]
@@ -220,6 +223,7 @@ class ExactCovariance(CovarianceEstimator):
         dtype=None,
         batch_size: int | None = None,
         largest_width=None,
+        backend: Backend | None = None,
     ) -> ExactCovariance:
         """An exact estimator that already holds ``A^-1`` ``(B, d, d)`` and ``b`` ``(B, d)`` (arrays
         of the backend it chooses, or tensors), e.g. the ``A_hat^-1`` of a sketch that switches to
@@ -227,7 +231,7 @@ class ExactCovariance(CovarianceEstimator):
         ``(B,)``; the widths' valid floor is ``||x||^2 / (reg + trace)``), ``n_rows`` the rows it
         counts as seen, ``gram`` the Gram ``X^T X`` to keep with it (``keep_gram``),
         ``largest_width`` the largest width its updates have played so far (host ``(B,)``; 0 by
-        default)."""
+        default), ``backend`` the array backend (the builder's own; ``None``: the device's)."""
         est = cls(
             A_inv.shape[-1],
             reg=reg,
@@ -235,6 +239,7 @@ class ExactCovariance(CovarianceEstimator):
             dtype=dtype,
             keep_gram=gram is not None,
             batch_size=batch_size,
+            backend=backend,
         )
         est.A_inv = est.xp.asarray(A_inv, est.dtype)
         est._b = est.xp.asarray(b, est.cdtype)
@@ -297,6 +302,7 @@ class ExactCovariance(CovarianceEstimator):
             dtype=self.dtype,
             batch_size=len(order),
             largest_width=np.concatenate([self.largest_width, other.largest_width])[order],
+            backend=xp,
         )
         if self.factor is not None:  # members that draw keep their factors; others start theirs
             theirs = other.factor
