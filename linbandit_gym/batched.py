@@ -57,18 +57,19 @@ DEFAULT_MAX_BATCH = 64
 #: by per-call overhead, which a batch shares. Larger states are bound by the arithmetic and the
 #: memory traffic on the state itself, which a batch does not share: B interleaved members stream
 #: their states through the caches every round, where one seed after another keeps one member's
-#: hot. Measured on this 2-core box (1 thread, 8 members vs one run at a time): Synthetic K = 20
-#: gains 2.6-4.5x per member-round at d = 50 and 200 (OFUL, SOFUL l = 10; 50-450 KiB), while on
-#: MNIST (d = 784, K = 10; OFUL 4.7 MiB, SOFUL l = 150 3.2 MiB, DBSLinUCB up to 4.7 MiB) batches
-#: run at 0.8-1.2x of the single path.
+#: hot. Measured on this 2-core box (``benchmarks/bench_batch_size.py``, 1 thread, numpy batches
+#: against the runs one by one, MNIST d = 784, K = 10): SOFUL l = 20 (0.5 MiB) 2.2-2.9x at B = 8
+#: and 19, l = 76 (1.5 MiB) 1.3-1.6x, l = 100 (2.1 MiB) 0.99-1.16x, l = 150 (3.4 MiB) 0.98-1.0x,
+#: OFUL (4.9 MiB) 0.61-0.90x: the gain falls as the members' states leave the caches, and at the few
+#: MiB of the paper's larger sketches a batch is no faster.
 SMALL_STATE = 1024**2
 
 #: By default (``run(..., batched=None)``, and the sweep planner's ``batched=None``) a batch has
-#: at least this many members. A single agent on the CPU runs on the numpy backend, a batch on
-#: torch, whose every op costs a fixed dispatch for all B members at once: that is shared only
-#: when B is large enough, and below this many members the runs one by one are the faster
+#: at least this many members: from 4 members on a batch is the faster (numpy batches, the CPU's
+#: backend: 1.3-2.1x per member-round at B = 4 on Synthetic d = 50 and on MNIST's small sketches),
+#: while at 2 it is within the noise of the runs one by one (1.04-1.17x)
 #: (``benchmarks/bench_batch_size.py`` measures both per member-round against B).
-MIN_BATCH = 8
+MIN_BATCH = 4
 
 
 def _env_id(env: Any) -> str | None:

@@ -163,7 +163,7 @@ def test_run_says_how_its_times_were_measured(capsys):
         "8",
         "--no-progress",
     ]
-    # a small state and 8 seeds (MIN_BATCH): batched by default
+    # a small state and 8 seeds (at least MIN_BATCH): batched by default
     assert main(args) == 0 and "batch share" in capsys.readouterr().out
     assert main(args + ["--no-batched"]) == 0 and "alone" in capsys.readouterr().out
     assert main(args[:-2] + ["2", "--no-progress"]) == 0  # 2 seeds: faster one by one

@@ -147,7 +147,7 @@ EXECUTION_FLAGS: dict[str, dict] = {
         help="advance runs that differ only in seed (and, in a sweep, in the agent's per-member "
         "arguments: lam, beta, ...) together as one batched program, each still saved as its own "
         "run (default: where the agent and env allow it, the agent's state is small, < 1 MiB, "
-        "and 8 members at least share a batch, so that a batch is faster; --batched: wherever "
+        "and 4 members at least share a batch, so that a batch is faster; --batched: wherever "
         "allowed; --no-batched: one run at a time, each timed alone)",
     ),
     "batch_memory": dict(
