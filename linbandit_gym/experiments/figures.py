@@ -19,18 +19,6 @@ import numpy as np
 import pandas as pd
 
 from ..evaluate import timed_runs
-from ..plots import (
-    check_formats,
-    plot_cumulative_regret,
-    plot_fronts,
-    plot_matrix_error,
-    plot_param_effect,
-    plot_pareto,
-    plot_scaling,
-    plot_sketch_size,
-    plot_spectral_exponent,
-    save_figure,
-)
 from ..records import (
     atomic_path,
     check_output_dir,
@@ -345,6 +333,17 @@ def _default_plots(runs: pd.DataFrame, has_spectral: bool) -> list[dict]:
 def make_plots(out_dir: str | Path, *, formats=("png", "pdf")) -> list[Path]:
     """Draw every figure of a sweep into ``DIR/plots`` and write the summary tables; returns the
     files."""
+    from ..plots import (  # (matplotlib: imported where a figure is drawn, not for the tables)
+        check_formats,
+        plot_cumulative_regret,
+        plot_matrix_error,
+        plot_param_effect,
+        plot_pareto,
+        plot_sketch_size,
+        plot_spectral_exponent,
+        save_figure,
+    )
+
     out = check_output_dir(out_dir)
     formats = check_formats(formats)
     runs = load_runs(out)
@@ -609,6 +608,8 @@ def _across_envs(
     """``scaling``: ms/round and peak memory against the env argument ``x`` (log-log, fitted
     slopes, written to ``plots/NAME_slopes.csv|md``); ``fronts``: the Pareto panels of the envs
     side by side, ordered by ``x``."""
+    from ..plots import plot_fronts, plot_scaling, save_figure
+
     x = spec.get("x") or "d"
     runs = runs[runs["agent"].isin(select_labels(runs["agent"], spec.get("agents")))]
     if runs.empty:
