@@ -224,11 +224,11 @@ def warn_if_discarded_mass_dominates(agent: SOFUL) -> None:
     agent._warned_mass = True
     i = int(np.argmax(mass / lam))
     name = getattr(type(agent), "single_class", type(agent)).__name__
-    member = "" if agent.members.unbatched else f" (member {i})"
     l = int(np.broadcast_to(np.asarray(agent.arguments["sketch_size"]), mass.shape)[i])
-    # the same words for every seed of a configuration (a sweep says a warning once per cause)
+    # the same words for every seed of a configuration, alone or a batch's member (a sweep says a
+    # warning once per cause): the member's sketch_size and lam, not its index
     warn_user(
-        f"{name}(sketch_size={l}, lam={lam[i]:.3g}){member}: Frequent Directions discarded more "
+        f"{name}(sketch_size={l}, lam={lam[i]:.3g}): Frequent Directions discarded more "
         "mass than lam (its total shrinkage passed lam): its widths can then exceed OFUL's by more "
         "than sqrt 2 (up to sqrt(1 + mass / lam)) and its regret can grow linearly where OFUL's "
         "does not. Use CBSCFD (which adds the discarded mass back), a larger sketch_size, or "

@@ -307,9 +307,8 @@ def test_a_tuning_called_from_python_warns_once_at_the_callers_line(schedule, tm
     assert category == "DiscardedMassWarning" and message.startswith(DISCARDED)
     sources = result.warnings[(category, message)]
     assert str(caught[0].message) == f"{sources[0]}: {message}"
-    # each bracket (agent and env) on halving, each run (entry, pair and env) on the grid
-    runs = [
-        f"agents[0] (SOFUL [beta={b}, lam=0.0001] on syn{n})" for n in (3, 4) for b in (0.1, 1.0)
-    ]
-    named = {"halving": ["SOFUL on syn3", "SOFUL on syn4"], "grid": runs}
+    # each bracket (agent and env) on halving; on the grid each batch (entry and env: its 2 pairs x
+    # 2 seeds advance together), whose members' warnings have the same words
+    batches = [f"agents[0] (a batch of 4 runs of SOFUL on syn{n})" for n in (3, 4)]
+    named = {"halving": ["SOFUL on syn3", "SOFUL on syn4"], "grid": batches}
     assert sorted(sources) == sorted(named[schedule])

@@ -14,11 +14,13 @@ each function once; the kernels never ask which one they hold.
   a few dozen small operations beside its big products, and a numpy call has a smaller fixed cost
   than a torch dispatch; numpy's stacked products (``(B, n, m) @ (B, m, 1)``) also run through
   BLAS per member where torch's batched CPU kernels do not (``benchmarks/profile_agents.py
-  --torch-backend`` and ``benchmarks/bench_batch_size.py --torch-backend`` measure the other
+  --backend torch`` and ``benchmarks/bench_batch_size.py --backend torch`` measure the other
   choice; ``docs/architecture.md`` lists the gain).
 * any other device: torch tensors on that device.
 
-Both run the very same kernels; the tests compare them on the same streams. Public accessors of
+Both run the very same kernels; the tests compare them on the same streams, running torch on the
+CPU inside :func:`torch_on_cpu`. An estimator built by another (Dyadic Block Sketching's exact
+estimator) is handed its builder's backend (``backend=``), not chosen again. Public accessors of
 the estimators return torch tensors whatever the backend (a numpy array is shared with
 ``torch.from_numpy``, no copy).
 """
@@ -58,7 +60,6 @@ class Backend:
 
     kind: str
     is_numpy: bool
-    max_members: int | None  # the most members one batch may have on this backend (None: any)
 
     def __init__(self, device: torch.device):
         self.device = device
@@ -105,7 +106,6 @@ class NumpyBackend(Backend):
 
     kind = "numpy"
     is_numpy = True
-    max_members = None
 
     def select(self, idx: np.ndarray):
         """The members ``idx`` (sorted host ints) as a key of a batch-first array: a slice where
@@ -341,7 +341,6 @@ class TorchBackend(Backend):
 
     kind = "torch"
     is_numpy = False
-    max_members = None
 
     def select(self, idx: np.ndarray):
         """The members ``idx`` (sorted host ints) as a key of a batch-first tensor: a slice where

@@ -270,8 +270,6 @@ class SketchCore:
         basis: int,
         reg: np.ndarray,
     ):
-        if xp.max_members is not None and B > xp.max_members:
-            raise ValueError(f"the {xp.kind} backend holds {xp.max_members} member(s), not {B}")
         self.xp, self.B, self.d = xp, B, d
         self.dtype, self.cdtype = dtype, cdtype
         self.eps_w, self.eps_c = torch.finfo(dtype).eps, torch.finfo(cdtype).eps
