@@ -16,7 +16,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sketch_streams import KINDS, make_stream
+from sketch_streams import BACKENDS, KINDS, make_stream, on_backend
 
 from agents.sketches import (
     DyadicBlockSketch,
@@ -157,16 +157,20 @@ def test_draws_have_covariance_a_hat_inverse(kind, dtype):
             assert _whitened_gap(inside, A_inv) > 0.3
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("kind", ("fd", "rfd", "dbs-fd", "dbs-rfd", "exact"))
-def test_batched_members_draw_as_their_single_estimators(kind):
-    """Members of a batch (torch) apply each its single estimator's (numpy) factor to its own draws;
-    DBS members part (some exact, some sketched) within the batch."""
+def test_batched_members_draw_as_their_single_estimators(kind, backend):
+    """Members of a batch (on either backend: numpy, the CPU's; torch, a GPU's) apply each its
+    single estimator's (numpy) factor to its own draws; DBS members part (some exact, some
+    sketched) within the batch."""
     d, B = 7, 3
     rng = np.random.default_rng(5)
     X = rng.standard_normal((60, B, d)) * np.linspace(2.0, 0.2, d)
     r = rng.standard_normal((60, B))
     eps = [0.5, 20.0, 1000.0]
-    batch = _estimator(kind, d, batch_size=B, l=3, l0=1, eps=eps)
+    with on_backend(backend):
+        batch = _estimator(kind, d, batch_size=B, l=3, l0=1, eps=eps)
+    assert batch.xp.is_numpy == (backend == "numpy")
     singles = [_estimator(kind, d, l=3, l0=1, eps=eps[i]) for i in range(B)]
     for t in range(60):
         batch.update(X[t], r[t])

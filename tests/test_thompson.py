@@ -21,6 +21,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sketch_streams import BACKENDS, on_backend
 
 import linbandit_gym  # (registers the envs)
 from agents import AGENTS, DBSLinTS, LinTS, SLinTS, check_agent
@@ -165,21 +166,27 @@ def test_sketched_posteriors_are_lints_before_any_shrink(sketched):
     ],
     ids=["LinTS", "SLinTS-FD", "SLinTS-RFD", "DBSLinTS-FD", "DBSLinTS-RFD"],
 )
-def test_batched_members_choose_as_their_single_agents(cls, per_member):
-    """Member i of a batch (torch) draws from its own generator and chooses as the single agent
-    (numpy) with its arguments and seed, every round; DBS members part (some exact)."""
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batched_members_choose_as_their_single_agents(cls, per_member, backend):
+    """Member i of a batch (on either backend: numpy, the CPU's; torch, a GPU's) draws from its own
+    generator and chooses as the single agent (numpy) with its arguments and seed, every round;
+    DBS members part (some exact)."""
     d, B, K, T = 6, 3, 5, 80
     rng = np.random.default_rng(1)
-    singles = [cls(**{"v": 0.3, **kw}, seed=10 + i) for i, kw in enumerate(per_member)]
-    batch = batched_members(singles)
+    # d given: the singles' estimators are built here, on numpy
+    singles = [cls(**{"v": 0.3, **kw}, d=d, seed=10 + i) for i, kw in enumerate(per_member)]
     X = rng.standard_normal((T, B, K, d)) * np.linspace(2.0, 0.2, d)
-    for t in range(T):
-        acts = np.asarray(batch.act(X[t]))
-        for i, single in enumerate(singles):
-            a = single.act(X[t, i])
-            assert a == acts[i], (t, i)
-            single.update(X[t, i], a, float(X[t, i, a, 0]))
-        batch.update(X[t], acts, X[t, np.arange(B), acts, 0])
+    with on_backend(backend):  # (the batch's estimator is built at its first round)
+        batch = batched_members(singles)
+        for t in range(T):
+            acts = np.asarray(batch.act(X[t]))
+            for i, single in enumerate(singles):
+                a = single.act(X[t, i])
+                assert a == acts[i], (t, i)
+                single.update(X[t, i], a, float(X[t, i, a, 0]))
+            batch.update(X[t], acts, X[t, np.arange(B), acts, 0])
+    assert batch.estimator.xp.is_numpy == (backend == "numpy")
+    assert all(single.estimator.xp.is_numpy for single in singles)
     if cls is DBSLinTS:
         assert 0 < int(np.sum(batch.estimator.exact)) < B
 
