@@ -92,11 +92,9 @@ def main(argv=None) -> int:
                             if mode == "alone":
                                 for spec in specs:
                                     execute_run(spec)
-                            elif args.backend == "torch":
-                                with torch_on_cpu():
-                                    execute_batch(specs)
                             else:
-                                execute_batch(specs)
+                                with torch_on_cpu(args.backend == "torch"):
+                                    execute_batch(specs)
                             best[mode] = min(best[mode], time.process_time() - start)
                     per = {mode: 1e3 * value / (size * horizon) for mode, value in best.items()}
                     print(

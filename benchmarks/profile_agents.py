@@ -39,7 +39,6 @@ and its share of the agent's ms/round.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import io
 import os
@@ -77,7 +76,7 @@ def make(
     our agent on the torch backend (:func:`~agents.sketches.backend.torch_on_cpu`; ``d`` given, the
     estimator is built here)."""
     kw = dict(lam=lam, beta=beta, d=d)
-    with torch_on_cpu() if backend == "torch" else contextlib.nullcontext():
+    with torch_on_cpu(backend == "torch"):
         return _make(name, l, l0, eps, kw)
 
 

@@ -10,8 +10,6 @@ update() sees when obs changes in place.
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
 import torch
@@ -264,7 +262,7 @@ def test_the_backend_is_chosen_once_numpy_on_cpu(name):
     X /= np.linalg.norm(X, axis=2, keepdims=True)
     counts = {}
     for batch, backend in ((None, "numpy"), (3, "numpy"), (3, "torch")):
-        with torch_on_cpu() if backend == "torch" else contextlib.nullcontext():
+        with torch_on_cpu(backend == "torch"):
             agent = (
                 DBSLinUCB(l0=4, eps=100.0, beta=0.4, d=30, batch_size=batch)
                 if name == "DBS-FD"  # sketched all along

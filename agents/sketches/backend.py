@@ -49,7 +49,6 @@ _GER = {np.dtype(np.float64): dger, np.dtype(np.float32): sger}
 _POTRF = {np.dtype(np.float64): dpotrf, np.dtype(np.float32): spotrf}
 _ONE_MEMBER, _NO_MEMBER = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
 _ONE_MEMBER.flags.writeable = _NO_MEMBER.flags.writeable = False
-_NO_MEMBERS = slice(0, 0)
 
 
 class Backend:
@@ -66,6 +65,15 @@ class Backend:
 
     def __repr__(self) -> str:
         return f"Backend({self.kind!r}, {str(self.device)!r})"
+
+    def select(self, idx: np.ndarray):
+        """The members ``idx`` (sorted host ints) as a key of a batch-first array: a slice where
+        they are consecutive (every member, or one: views), else the backend's index array
+        (:meth:`index`)."""
+        n = len(idx)
+        if n and idx.item(n - 1) - idx.item(0) + 1 == n:
+            return slice(idx.item(0), idx.item(0) + n)
+        return self.index(idx)
 
     def eigh_desc(self, G):
         """Eigenvalues (descending) and eigenvectors (columns, same order) of the symmetric ``G``
@@ -106,17 +114,6 @@ class NumpyBackend(Backend):
 
     kind = "numpy"
     is_numpy = True
-
-    def select(self, idx: np.ndarray):
-        """The members ``idx`` (sorted host ints) as a key of a batch-first array: a slice where
-        they are consecutive (every member, or one: views), else an index array."""
-        n = len(idx)
-        if n == 0:
-            return _NO_MEMBERS
-        first = idx.item(0)
-        if idx.item(n - 1) - first + 1 == n:
-            return slice(first, first + n)
-        return idx
 
     # -- dtypes, creation, conversion --------------------------------------------------------------
     def zeros(self, shape, dtype: torch.dtype):
@@ -342,13 +339,6 @@ class TorchBackend(Backend):
     kind = "torch"
     is_numpy = False
 
-    def select(self, idx: np.ndarray):
-        """The members ``idx`` (sorted host ints) as a key of a batch-first tensor: a slice where
-        they are consecutive (every member, or one: views), else an index tensor."""
-        if idx.size and int(idx[-1]) - int(idx[0]) + 1 == idx.size:
-            return slice(int(idx[0]), int(idx[-1]) + 1)
-        return self.index(idx)
-
     # -- dtypes, creation, conversion --------------------------------------------------------------
     def zeros(self, shape, dtype: torch.dtype):
         return torch.zeros(shape, dtype=dtype, device=self.device)
@@ -508,12 +498,13 @@ _torch_on_cpu = False  # (torch_on_cpu)
 
 
 @contextlib.contextmanager
-def torch_on_cpu():
+def torch_on_cpu(on: bool = True):
     """Estimators built inside this block run on the torch backend on the CPU too (those built
     before keep theirs): how the tests and ``--backend torch`` of the benchmarks run, on a machine
-    without a GPU, the kernels a GPU runs. Not for speed (see the module docstring)."""
+    without a GPU, the kernels a GPU runs. Not for speed (see the module docstring). ``on=False``
+    changes nothing (the block of a caller that chose numpy)."""
     global _torch_on_cpu
-    before, _torch_on_cpu = _torch_on_cpu, True
+    before, _torch_on_cpu = _torch_on_cpu, _torch_on_cpu or on
     try:
         yield
     finally:
