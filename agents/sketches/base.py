@@ -430,6 +430,12 @@ class CovarianceEstimator(ABC):
         ix = actions if isinstance(actions, (int, tuple)) else self._played(actions)
         return a[:, ix] if isinstance(ix, int) else a[ix]
 
+    def _played_coordinates(self, terms: ScoreTerms, played) -> tuple:
+        """A sketch's scoring of the played arms, which its append reuses: ``p = V x``, ``H p`` and
+        ``p^T H p`` per member (``terms.proj``, ``hp``, ``php`` at ``played``, :meth:`_pick`)."""
+        pick = self._pick
+        return pick(terms.proj, played), pick(terms.hp, played), pick(terms.php, played)
+
     def _arm_norms(self, arms):
         """The arms ``(B, K, d)`` in the core dtype and their ``||x||^2`` ``(B, K)`` summed there; a
         ``ValueError`` (nothing changed) when an arm is not finite. The check reads the K sums only

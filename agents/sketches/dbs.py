@@ -803,11 +803,7 @@ class DyadicBlockSketch(CovarianceEstimator):
         p = hp = php = None  # the played arm's V x, H V x and x^T V^T H V x from the scoring
         if fresh:
             sketched = terms if terms.parts is None else terms.parts.sketched
-            p, hp, php = (
-                self._pick(sketched.proj, rows.played),
-                self._pick(sketched.hp, rows.played),
-                self._pick(sketched.php, rows.played),
-            )
+            p, hp, php = self._played_coordinates(sketched, rows.played)
         self._sketched_step(X, sq, sq_host, r, p, hp, php)
         if self._exact is not None:
             exact = np.flatnonzero(self.exact)

@@ -332,11 +332,7 @@ class FrequentDirections(CovarianceEstimator):
         sq, sq_host = rows.sq, rows.sq_host
         p = hp = php = None
         if rows.played is not None:
-            p, hp, php = (
-                self._pick(terms.proj, rows.played),
-                self._pick(terms.hp, rows.played),
-                self._pick(terms.php, rows.played),
-            )
+            p, hp, php = self._played_coordinates(terms, rows.played)
         self.trace = self.trace + sq_host
         every = min(sq_host.tolist()) > 0.0
         answered = r != 0.0 if isinstance(r, float) else r.any()
