@@ -53,13 +53,11 @@ from ._torch import (
     as_float_array,
     as_float_tensor,
     obs_token,
-    resolve_device,
     resolve_dtype,
     same_obs,
 )
 from ._validate import Interval, check_seed
 from .base import TorchAgent, _listed
-from .sketches.backend import choose_backend
 from .sketches.base import (
     CovarianceEstimator,
     Members,
@@ -210,8 +208,6 @@ class EstimatorAgent(TorchAgent):
         self.delta, self.noise_std, self.theta_bound = delta, noise_std, theta_bound
         self.members = Members(batch_size)
         self.batch_size = self.members.B
-        # the arms go to the estimator's backend: numpy on the CPU
-        self._host_arms = choose_backend(resolve_device(device), batch_size).is_numpy
         self.estimator: CovarianceEstimator | None = None
         super().__init__(d=d, device=device, dtype=dtype, seed=seed)
 
@@ -256,8 +252,10 @@ class EstimatorAgent(TorchAgent):
         runs it only when the scores are not finite (a non-finite arm always makes its score
         non-finite). ``own``: a numpy ``obs`` is copied, never shared
         (:func:`~agents._torch.as_float_tensor`)."""
-        est = self.estimator  # its backend's arrays: numpy on the CPU (agents.sketches.backend)
-        host = self._host_arms if est is None else est.xp.is_numpy
+        # the estimator's backend's arrays (numpy on the CPU, agents.sketches.backend); numpy until
+        # the first round has built it
+        est = self.estimator
+        host = est is None or est.xp.is_numpy
         if self.members.unbatched:  # (K, d)
             arms = as_arm_matrix(
                 obs,
@@ -272,8 +270,7 @@ class EstimatorAgent(TorchAgent):
             arms = as_arm_batch(obs, self.device, self.dtype, self.batch_size, self.d, own, host)
         if self.d is None:
             self._allocate(int(arms.shape[2]))
-            # (the backend chosen now: torch_on_cpu may have changed since the agent was built)
-            arms = self.estimator.xp.asarray(arms, self.dtype)
+            arms = self.estimator.xp.asarray(arms, self.dtype)  # (its backend's, chosen now)
         return arms
 
     @property
