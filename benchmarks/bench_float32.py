@@ -144,18 +144,23 @@ def _stream_b1(kind: str, rounds: int) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(arms), np.stack(rewards).astype(np.float64)
 
 
+def _play_b1(agent, arms, rewards) -> float:
+    """The thread's CPU seconds of ``agent`` playing the arm sets ``arms`` with ``rewards`` per arm
+    (:func:`_stream_b1`), act then update each round."""
+    start = time.thread_time()
+    for t in range(len(arms)):
+        a = agent.act(arms[t])
+        agent.update(arms[t], a, rewards[t, a])
+    return time.thread_time() - start
+
+
 def _ms_per_round_b1(make, arms, rewards, repeats: int = 3) -> tuple[float, float]:
     """B = 1 agent ms/round (the thread's CPU time) on the arm sets ``arms`` with ``rewards`` per
     arm (:func:`_stream_b1`), float64 and float32 interleaved, best of N."""
     best = {torch.float64: np.inf, torch.float32: np.inf}
     for _ in range(repeats):
         for dt in best:
-            agent = make(dt)
-            start = time.thread_time()
-            for t in range(len(arms)):
-                a = agent.act(arms[t])
-                agent.update(arms[t], a, rewards[t, a])
-            best[dt] = min(best[dt], (time.thread_time() - start) / len(arms) * 1e3)
+            best[dt] = min(best[dt], _play_b1(make(dt), arms, rewards) / len(arms) * 1e3)
     return best[torch.float64], best[torch.float32]
 
 
@@ -190,11 +195,7 @@ def _parts_table(args) -> None:
                     # (a method this revision lacks counts 0)
                     seconds = {m: 0.0 for _, m in PARTS if hasattr(SketchCore, m)}
                     with timed_methods(SketchCore, seconds):
-                        start = time.thread_time()
-                        for t in range(rounds):
-                            a = agent.act(arms[t])
-                            agent.update(arms[t], a, rewards[t, a])
-                        whole = time.thread_time() - start
+                        whole = _play_b1(agent, arms, rewards)
                     own = {label: seconds.get(m, 0.0) for label, m in PARTS}
                     own["rest"] = whole - sum(v for k, v in own.items() if k != "explicit residual")
                     own["round"] = whole
